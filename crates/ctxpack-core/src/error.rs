@@ -1,0 +1,70 @@
+//! The one error type of the core, mirrored by `ctxpack-error` in the WIT.
+
+use serde::{Deserialize, Serialize};
+
+/// Why an assembly or a configuration was refused.
+///
+/// Messages are lowercase without trailing punctuation and name the field or
+/// carry the numbers that explain the refusal.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Error {
+    /// A request or configuration field is invalid.
+    #[error("invalid field `{field}`: {message}")]
+    InvalidField {
+        /// Path of the field, e.g. `request.conversation[3].tool-call-id`.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// L0 alone does not fit the budget; nothing was truncated.
+    #[error("mandatory layer needs {mandatory_tokens} tokens but the budget is {budget}")]
+    MandatoryOverBudget {
+        /// Tokens L0 needs, entry overhead included.
+        mandatory_tokens: u32,
+        /// The budget.
+        budget: u32,
+    },
+    /// A tokenizer's tables could not be built.
+    #[error("tokenizer unavailable: {0}")]
+    TokenizerUnavailable(String),
+    /// A host import failed where the assembly cannot go on without it.
+    #[error("host import `{import}` failed: {message}")]
+    HostFailed {
+        /// The import, e.g. `policy.review`.
+        import: String,
+        /// What the host said.
+        message: String,
+    },
+}
+
+impl Error {
+    /// An [`Error::InvalidField`] for `field`.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::InvalidField {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A failure reported by a host import.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[error("host import `{import}` failed: {message}")]
+pub struct HostError {
+    /// The import that failed.
+    pub import: String,
+    /// What the host said.
+    pub message: String,
+}
+
+impl From<HostError> for Error {
+    fn from(e: HostError) -> Self {
+        Error::HostFailed {
+            import: e.import,
+            message: e.message,
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! What the core asks of its host: stores, policy and a summariser.
+//!
+//! The core does no I/O. Adapters implement [`Host`] over whatever the host
+//! has: WIT imports in the component, JS callbacks in the browser, plain Rust
+//! in a native application. Every call is batched: one per source per
+//! assembly.
+
+use crate::error::HostError;
+use crate::types::{AgentContext, Candidate, Tokenizer};
+use serde::{Deserialize, Serialize};
+
+/// The policy's word on one item.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Include as is.
+    Allow,
+    /// Include with this text instead.
+    Redact(String),
+    /// Leave out, for this reason.
+    Deny(String),
+}
+
+/// The capabilities a host lends the core. Every call may fail.
+pub trait Host {
+    /// Candidates for a query from the host's index.
+    fn retrieve(
+        &mut self,
+        context: &AgentContext,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<Candidate>, HostError>;
+
+    /// Candidates at most `depth` graph hops from the given items.
+    fn expand_graph(
+        &mut self,
+        context: &AgentContext,
+        item_ids: &[String],
+        depth: u32,
+    ) -> Result<Vec<Candidate>, HostError>;
+
+    /// Long-term memory of one user.
+    fn recall_memory(
+        &mut self,
+        context: &AgentContext,
+        user_id: &str,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<Candidate>, HostError>;
+
+    /// The state of the repository the attempt works on.
+    fn repository_state(&mut self, context: &AgentContext) -> Result<Vec<Candidate>, HostError>;
+
+    /// One verdict per item, in order.
+    fn review(
+        &mut self,
+        context: &AgentContext,
+        items: &[Candidate],
+    ) -> Result<Vec<Verdict>, HostError>;
+
+    /// `text` summarised to at most `target_tokens` tokens of `tokenizer`.
+    fn summarize(
+        &mut self,
+        text: &str,
+        target_tokens: u32,
+        tokenizer: Tokenizer,
+    ) -> Result<String, HostError>;
+}
+
+/// A host that lends nothing: every call fails, naming the import. Use it
+/// where an application has no stores (the passthrough case).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoHost;
+
+fn absent(import: &str) -> HostError {
+    HostError {
+        import: import.to_owned(),
+        message: "not provided by this host".to_owned(),
+    }
+}
+
+impl Host for NoHost {
+    fn retrieve(&mut self, _: &AgentContext, _: &str, _: u32) -> Result<Vec<Candidate>, HostError> {
+        Err(absent("sources.retrieve"))
+    }
+    fn expand_graph(&mut self, _: &AgentContext, _: &[String], _: u32) -> Result<Vec<Candidate>, HostError> {
+        Err(absent("sources.expand-graph"))
+    }
+    fn recall_memory(&mut self, _: &AgentContext, _: &str, _: &str, _: u32) -> Result<Vec<Candidate>, HostError> {
+        Err(absent("sources.recall-memory"))
+    }
+    fn repository_state(&mut self, _: &AgentContext) -> Result<Vec<Candidate>, HostError> {
+        Err(absent("sources.repository-state"))
+    }
+    fn review(&mut self, _: &AgentContext, _: &[Candidate]) -> Result<Vec<Verdict>, HostError> {
+        Err(absent("policy.review"))
+    }
+    fn summarize(&mut self, _: &str, _: u32, _: Tokenizer) -> Result<String, HostError> {
+        Err(absent("summarizer.summarize"))
+    }
+}

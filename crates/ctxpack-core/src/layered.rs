@@ -1,0 +1,764 @@
+//! The layered pack (seed 002, generalised).
+//!
+//! - **L0** — system prompt, mandatory instructions, current task, workflow
+//!   status — is charged first and never dropped. If it alone exceeds the
+//!   budget the assembly fails with both numbers; nothing is truncated.
+//! - **L1** — the conversation — keeps the newest of the last `keep-last`
+//!   turns that fit, as one contiguous run ending at the newest turn. A tool
+//!   call and its results are kept or dropped as one unit; a tool result whose
+//!   call is not in the conversation is never kept.
+//! - **L2** — stage summaries — is evicted oldest-first: the kept summaries are
+//!   the newest ones that fit, in chronological order. (Seed 002's literal loop
+//!   walks oldest-first and skips what does not fit, which keeps the *oldest*;
+//!   we follow its stated intent.)
+//!
+//! L1 is charged before L2, so under pressure L2 gives way first, then L1.
+//! Every candidate, kept or not, ends in the snapshot with its reason.
+
+use crate::error::Error;
+use crate::tokenizer::TokenCounter;
+use crate::types::{
+    AssembleRequest, CompressionMetadata, ContextPack, ConversationTurn, Layer, PackEntry,
+    Provenance, Reason, Role, Section, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus,
+    Strategy, TrustTier,
+};
+use std::collections::HashMap;
+
+/// A candidate on its way through the assembly.
+struct Item {
+    id: String,
+    section: Section,
+    role: Role,
+    text: String,
+    reference: String,
+    trust: TrustTier,
+    tokens: u32,
+    reason: Reason,
+}
+
+impl Item {
+    fn new(
+        id: String,
+        section: Section,
+        role: Role,
+        text: String,
+        reference: String,
+        trust: TrustTier,
+        counter: &dyn TokenCounter,
+    ) -> Self {
+        let tokens = counter.count(&text);
+        Item {
+            id,
+            section,
+            role,
+            text,
+            reference,
+            trust,
+            tokens,
+            // Every path below overwrites this; it is the reason an item
+            // would have if nothing decided otherwise.
+            reason: Reason::WithinBudget,
+        }
+    }
+}
+
+/// Validates `request`, naming the first offending field.
+pub fn validate(request: &AssembleRequest) -> Result<(), Error> {
+    if request.context.session_id.as_deref() == Some("") {
+        return Err(Error::invalid(
+            "request.context.session-id",
+            "must not be empty (leave it out when there is no session)",
+        ));
+    }
+    if let Some(w) = &request.workflow {
+        if w.status.is_empty() {
+            return Err(Error::invalid(
+                "request.workflow.status",
+                "must not be empty",
+            ));
+        }
+        if w.stage_id.as_deref() == Some("") {
+            return Err(Error::invalid(
+                "request.workflow.stage-id",
+                "must not be empty (leave it out when there is no stage)",
+            ));
+        }
+    }
+    let mut calls: HashMap<&str, usize> = HashMap::new();
+    for (i, turn) in request.conversation.iter().enumerate() {
+        let field = || format!("request.conversation[{i}].tool-call-id");
+        match (turn.role, turn.tool_call_id.as_deref()) {
+            (_, Some("")) => return Err(Error::invalid(field(), "must not be empty")),
+            (Role::Tool, None) => {
+                return Err(Error::invalid(
+                    field(),
+                    "a tool turn must name the call it answers",
+                ));
+            }
+            (Role::User | Role::System, Some(_)) => {
+                return Err(Error::invalid(
+                    field(),
+                    "only assistant and tool turns carry a tool-call id",
+                ));
+            }
+            (Role::Assistant, Some(id)) => {
+                if let Some(j) = calls.insert(id, i) {
+                    return Err(Error::invalid(
+                        field(),
+                        format!("call `{id}` is already made by conversation[{j}]"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (i, s) in request.stage_summaries.iter().enumerate() {
+        if s.stage_id.is_empty() {
+            return Err(Error::invalid(
+                format!("request.stage-summaries[{i}].stage-id"),
+                "must not be empty",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Assembles the layered pack for a validated request.
+pub fn assemble(
+    request: &AssembleRequest,
+    counter: &dyn TokenCounter,
+) -> Result<ContextPack, Error> {
+    validate(request)?;
+    let overhead = u64::from(request.entry_overhead);
+    let cost = |items: &[&Item]| -> u64 { items.iter().map(|i| u64::from(i.tokens) + overhead).sum() };
+    let budget = u64::from(request.budget);
+
+    let mut l0 = l0_items(request, counter);
+    let l0_cost = cost(&l0.iter().collect::<Vec<_>>());
+    if l0_cost > budget {
+        return Err(Error::MandatoryOverBudget {
+            mandatory_tokens: clamp(l0_cost),
+            budget: request.budget,
+        });
+    }
+    for item in &mut l0 {
+        item.reason = Reason::Mandatory;
+    }
+    let mut remaining = budget - l0_cost;
+
+    let mut l1 = conversation_items(&request.conversation, counter);
+    let units = conversation_units(&request.conversation);
+    let n = request.conversation.len();
+    let first = n - n.min(request.keep_last as usize);
+    // Turns that no unit claims are tool results without their call.
+    for item in &mut l1 {
+        item.reason = Reason::OrphanToolResult;
+    }
+    let mut in_window = Vec::new();
+    for unit in &units {
+        let head = unit.members.first().map(|&m| l1[m].id.clone());
+        for &m in &unit.members {
+            l1[m].reason = if m < first {
+                Reason::KeepLast(request.keep_last)
+            } else if unit.start < first {
+                Reason::ToolPair(head.clone().unwrap_or_default())
+            } else {
+                Reason::WithinBudget
+            };
+        }
+        if unit.start >= first && !unit.members.is_empty() {
+            in_window.push(unit);
+        }
+    }
+    // Newest unit first; once one does not fit, it and every older one go,
+    // so the kept turns stay one contiguous, valid transcript.
+    let mut needed_if_kept: Option<u64> = None;
+    for unit in in_window.iter().rev() {
+        let unit_cost = cost(&unit.members.iter().map(|&m| &l1[m]).collect::<Vec<_>>());
+        let reason = match needed_if_kept {
+            None if unit_cost <= remaining => {
+                remaining -= unit_cost;
+                Reason::WithinBudget
+            }
+            _ => {
+                let needed = needed_if_kept.unwrap_or(0) + unit_cost;
+                needed_if_kept = Some(needed);
+                Reason::OverBudget(Shortfall {
+                    needed: clamp(needed),
+                    remaining: clamp(remaining),
+                })
+            }
+        };
+        for &m in &unit.members {
+            l1[m].reason = reason.clone();
+        }
+    }
+
+    let mut l2 = stage_items(request, counter);
+    let mut evicting = false;
+    for item in l2.iter_mut().rev() {
+        let c = u64::from(item.tokens) + overhead;
+        if !evicting && c <= remaining {
+            remaining -= c;
+            item.reason = Reason::WithinBudget;
+        } else {
+            evicting = true;
+            item.reason = Reason::EvictedOldest;
+        }
+    }
+
+    Ok(build_pack(request, l0, l1, l2, l0_cost))
+}
+
+fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn request_provenance(reference: String) -> Provenance {
+    Provenance {
+        source_kind: "request".to_owned(),
+        reference,
+        source_version: None,
+        index_revision: None,
+    }
+}
+
+/// L0 in its fixed render order: what changes least comes first, so the
+/// rendered prefix stays byte-stable across turns (workflow status, which
+/// moves with every stage, comes last).
+fn l0_items(request: &AssembleRequest, counter: &dyn TokenCounter) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut push = |id: String, section, text: String, reference: String| {
+        items.push(Item::new(
+            id,
+            section,
+            Role::System,
+            text,
+            reference,
+            TrustTier::System,
+            counter,
+        ));
+    };
+    if !request.system_prompt.is_empty() {
+        push(
+            "system-prompt".into(),
+            Section::SystemPrompt,
+            request.system_prompt.clone(),
+            "system-prompt".into(),
+        );
+    }
+    for (i, text) in request.instructions.iter().enumerate() {
+        push(
+            format!("instruction-{i}"),
+            Section::MandatoryInstructions,
+            text.clone(),
+            format!("instructions[{i}]"),
+        );
+    }
+    if let Some(task) = &request.current_task {
+        push(
+            "current-task".into(),
+            Section::CurrentTask,
+            task.clone(),
+            "current-task".into(),
+        );
+    }
+    if let Some(w) = &request.workflow {
+        push(
+            "workflow-status".into(),
+            Section::WorkflowStatus,
+            format!(
+                "Status: {}, Stage: {}",
+                w.status,
+                w.stage_id.as_deref().unwrap_or("none")
+            ),
+            "workflow".into(),
+        );
+    }
+    items
+}
+
+fn conversation_items(turns: &[ConversationTurn], counter: &dyn TokenCounter) -> Vec<Item> {
+    turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let trust = match t.role {
+                Role::System | Role::Assistant => TrustTier::Trusted,
+                Role::User => TrustTier::Unverified,
+                Role::Tool => TrustTier::Untrusted,
+            };
+            Item::new(
+                format!("turn-{i}"),
+                Section::ConversationState,
+                t.role,
+                format!("[{}] {}", t.role.name(), t.content),
+                format!("conversation[{i}]"),
+                trust,
+                counter,
+            )
+        })
+        .collect()
+}
+
+fn stage_items(request: &AssembleRequest, counter: &dyn TokenCounter) -> Vec<Item> {
+    request
+        .stage_summaries
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            Item::new(
+                format!("stage-summary-{i}"),
+                Section::StageSummaries,
+                Role::System,
+                format!("Stage {} ({}): {}", s.stage_id, s.outcome, s.summary),
+                format!("stage-summaries[{i}]"),
+                TrustTier::Trusted,
+                counter,
+            )
+        })
+        .collect()
+}
+
+/// A run of turns that is kept or dropped whole.
+#[derive(Debug, PartialEq, Eq)]
+struct Unit {
+    /// Index of its first turn.
+    start: usize,
+    /// Its turns, orphaned tool results left out.
+    members: Vec<usize>,
+}
+
+/// Splits a conversation into units: a tool call together with every turn up
+/// to its last result is one unit (overlapping calls merge); any other turn
+/// is a unit of its own. Tool results whose call is not earlier in the
+/// conversation belong to no unit.
+fn conversation_units(turns: &[ConversationTurn]) -> Vec<Unit> {
+    let mut call_at: HashMap<&str, usize> = HashMap::new();
+    let mut span_end: Vec<usize> = (0..turns.len()).collect();
+    let mut orphan = vec![false; turns.len()];
+    for (i, t) in turns.iter().enumerate() {
+        match (t.role, t.tool_call_id.as_deref()) {
+            (Role::Assistant, Some(id)) => {
+                call_at.insert(id, i);
+            }
+            (Role::Tool, Some(id)) => match call_at.get(id) {
+                Some(&a) => span_end[a] = i,
+                None => orphan[i] = true,
+            },
+            (Role::Tool, None) => orphan[i] = true,
+            _ => {}
+        }
+    }
+    let mut units = Vec::new();
+    let mut i = 0;
+    while i < turns.len() {
+        let start = i;
+        let mut end = span_end[i];
+        let mut j = i;
+        while j <= end {
+            end = end.max(span_end[j]);
+            j += 1;
+        }
+        let members = (start..=end).filter(|&k| !orphan[k]).collect();
+        units.push(Unit { start, members });
+        i = end + 1;
+    }
+    units
+}
+
+fn build_pack(
+    request: &AssembleRequest,
+    l0: Vec<Item>,
+    l1: Vec<Item>,
+    l2: Vec<Item>,
+    l0_cost: u64,
+) -> ContextPack {
+    let overhead = u64::from(request.entry_overhead);
+    let mut strategies = vec![Strategy::L0Immutable];
+    let dropped_by = |items: &[Item], f: fn(&Reason) -> bool| items.iter().any(|i| f(&i.reason));
+    if dropped_by(&l1, |r| matches!(r, Reason::KeepLast(_) | Reason::ToolPair(_))) {
+        strategies.push(Strategy::KeepLast);
+    }
+    if dropped_by(&l1, |r| matches!(r, Reason::OverBudget(_))) {
+        strategies.push(Strategy::ConversationBudget);
+    }
+    if dropped_by(&l2, |r| matches!(r, Reason::EvictedOldest)) {
+        strategies.push(Strategy::EvictOldest);
+    }
+    let mut truncated_layers = Vec::new();
+    for (layer, items) in [(Layer::L1, &l1), (Layer::L2, &l2)] {
+        if items.iter().any(|i| !i.reason.is_inclusion()) {
+            truncated_layers.push(layer);
+        }
+    }
+
+    // Render order: L0, then the slow-moving L2, then the conversation.
+    let ordered: Vec<Item> = l0.into_iter().chain(l2).chain(l1).collect();
+    let mut entries = Vec::new();
+    let mut snapshot_entries = Vec::with_capacity(ordered.len());
+    let mut used = 0u64;
+    let mut dropped = 0u32;
+    for item in ordered {
+        let layer = item.section.layer();
+        let included = item.reason.is_inclusion();
+        if included {
+            used += u64::from(item.tokens) + overhead;
+            entries.push(PackEntry {
+                id: item.id.clone(),
+                layer,
+                section: item.section,
+                role: item.role,
+                text: item.text,
+                tokens: item.tokens,
+            });
+        } else {
+            dropped += 1;
+        }
+        snapshot_entries.push(SnapshotEntry {
+            id: item.id,
+            layer,
+            section: item.section,
+            provenance: request_provenance(item.reference),
+            trust: item.trust,
+            score: None,
+            tokens: item.tokens,
+            included,
+            reason: item.reason,
+            compressed: false,
+        });
+    }
+    let text = entries
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let ctx = &request.context;
+    let mut pack = ContextPack {
+        id: format!(
+            "{}-router-pack",
+            ctx.session_id.as_deref().unwrap_or("unknown")
+        ),
+        session_id: ctx.session_id.clone(),
+        trace_id: ctx.trace_id.clone(),
+        stage_id: request.workflow.as_ref().and_then(|w| w.stage_id.clone()),
+        entries,
+        text,
+        budget_used: clamp(used),
+        budget_limit: request.budget,
+        compression: CompressionMetadata {
+            applied_strategies: strategies,
+            truncated_layers,
+            entries_dropped: dropped,
+        },
+        snapshot: Snapshot {
+            id: String::new(),
+            tenant_id: ctx.tenant_id.clone(),
+            project_id: ctx.project_id.clone(),
+            run_id: ctx.run_id.clone(),
+            attempt_id: ctx.attempt_id.clone(),
+            scopes: ctx.scopes.clone(),
+            tokenizer: request.tokenizer,
+            token_budget: request.budget,
+            tokens_used: clamp(used),
+            stable_prefix_tokens: clamp(l0_cost),
+            status: SnapshotStatus::Complete,
+            entries: snapshot_entries,
+        },
+    };
+    pack.snapshot.id = crate::digest::content_id(&pack);
+    pack
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::CharsPerToken;
+    use crate::types::{AgentContext, StageSummary, Tokenizer, WorkflowStatus};
+
+    fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
+        ConversationTurn {
+            role,
+            content: content.into(),
+            tool_call_id: call.map(Into::into),
+        }
+    }
+
+    fn request(budget: u32) -> AssembleRequest {
+        AssembleRequest {
+            context: AgentContext {
+                session_id: Some("s1".into()),
+                trace_id: "t1".into(),
+                ..AgentContext::default()
+            },
+            query: "q".into(),
+            tokenizer: Tokenizer::CharsPerToken(1),
+            budget,
+            entry_overhead: 0,
+            system_prompt: "SYS".into(),
+            workflow: None,
+            instructions: vec![],
+            current_task: None,
+            conversation: vec![],
+            keep_last: 10,
+            stage_summaries: vec![],
+        }
+    }
+
+    fn run(r: &AssembleRequest) -> Result<ContextPack, Error> {
+        let c = CharsPerToken::new(1).unwrap();
+        assemble(r, &c)
+    }
+
+    fn reasons(p: &ContextPack) -> Vec<(String, Reason)> {
+        p.snapshot
+            .entries
+            .iter()
+            .map(|e| (e.id.clone(), e.reason.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn l0_over_budget_fails_with_both_numbers() {
+        let mut r = request(5);
+        r.instructions = vec!["four".into()];
+        let err = run(&r).unwrap_err();
+        assert_eq!(
+            err,
+            Error::MandatoryOverBudget {
+                mandatory_tokens: 7,
+                budget: 5
+            }
+        );
+        assert!(err.to_string().contains('7') && err.to_string().contains('5'));
+    }
+
+    #[test]
+    fn l0_is_kept_even_when_it_uses_the_whole_budget() {
+        let mut r = request(3);
+        r.conversation = vec![turn(Role::User, "hi", None)];
+        r.stage_summaries = vec![StageSummary {
+            stage_id: "a".into(),
+            outcome: "ok".into(),
+            summary: "x".into(),
+        }];
+        let p = run(&r).unwrap();
+        assert_eq!(p.budget_used, 3);
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.entries[0].id, "system-prompt");
+        assert_eq!(p.compression.entries_dropped, 2);
+    }
+
+    #[test]
+    fn workflow_status_uses_seed_format_and_none_for_missing_stage() {
+        let mut r = request(100);
+        r.workflow = Some(WorkflowStatus {
+            status: "running".into(),
+            stage_id: None,
+        });
+        let p = run(&r).unwrap();
+        assert_eq!(p.entries[1].text, "Status: running, Stage: none");
+        assert_eq!(p.stage_id, None);
+    }
+
+    #[test]
+    fn keep_last_window_then_budget_newest_first() {
+        let mut r = request(3 + 2 * 9);
+        // each "[user] tN" is 9 chars
+        r.conversation = (0..5)
+            .map(|i| turn(Role::User, &format!("t{i}"), None))
+            .collect();
+        r.keep_last = 3;
+        let p = run(&r).unwrap();
+        let rs = reasons(&p);
+        assert_eq!(rs[1], ("turn-0".into(), Reason::KeepLast(3)));
+        assert_eq!(rs[2], ("turn-1".into(), Reason::KeepLast(3)));
+        assert_eq!(
+            rs[3],
+            (
+                "turn-2".into(),
+                Reason::OverBudget(Shortfall {
+                    needed: 9,
+                    remaining: 0
+                })
+            )
+        );
+        assert_eq!(rs[4].1, Reason::WithinBudget);
+        assert_eq!(rs[5].1, Reason::WithinBudget);
+        assert_eq!(
+            p.compression.applied_strategies,
+            vec![
+                Strategy::L0Immutable,
+                Strategy::KeepLast,
+                Strategy::ConversationBudget
+            ]
+        );
+    }
+
+    #[test]
+    fn older_units_after_a_cut_are_dropped_with_cumulative_need() {
+        let mut r = request(3 + 9);
+        r.conversation = vec![
+            turn(Role::User, "t0", None),
+            turn(Role::User, "a much longer turn", None),
+            turn(Role::User, "t2", None),
+        ];
+        let p = run(&r).unwrap();
+        let rs = reasons(&p);
+        // turn-0 would fit alone, but keeping it would need turn-1 too.
+        assert_eq!(
+            rs[1].1,
+            Reason::OverBudget(Shortfall {
+                needed: 9 + 25,
+                remaining: 0
+            })
+        );
+        assert_eq!(rs[3].1, Reason::WithinBudget);
+    }
+
+    #[test]
+    fn tool_call_and_result_stay_together() {
+        let mut r = request(1000);
+        r.conversation = vec![
+            turn(Role::User, "u", None),
+            turn(Role::Assistant, "call", Some("c1")),
+            turn(Role::Tool, "result", Some("c1")),
+            turn(Role::User, "u2", None),
+        ];
+        r.keep_last = 2; // the window splits the call from its result
+        let p = run(&r).unwrap();
+        let rs = reasons(&p);
+        assert_eq!(rs[2].1, Reason::KeepLast(2));
+        assert_eq!(rs[3].1, Reason::ToolPair("turn-1".into()));
+        assert_eq!(rs[4].1, Reason::WithinBudget);
+        assert!(p.entries.iter().all(|e| e.role != Role::Tool));
+    }
+
+    #[test]
+    fn a_unit_that_does_not_fit_goes_whole() {
+        let mut r = request(3 + 20);
+        r.conversation = vec![
+            turn(Role::Assistant, "call", Some("c1")),
+            turn(Role::Tool, "a long tool result", Some("c1")),
+        ];
+        let p = run(&r).unwrap();
+        assert_eq!(p.entries.len(), 1);
+        let rs = reasons(&p);
+        assert!(matches!(rs[1].1, Reason::OverBudget(_)));
+        assert_eq!(rs[1].1, rs[2].1);
+    }
+
+    #[test]
+    fn orphan_tool_results_are_never_kept() {
+        let mut r = request(1000);
+        r.conversation = vec![
+            turn(Role::Tool, "stale", Some("gone")),
+            turn(Role::User, "u", None),
+        ];
+        let p = run(&r).unwrap();
+        assert_eq!(reasons(&p)[1].1, Reason::OrphanToolResult);
+        assert_eq!(p.entries.last().unwrap().text, "[user] u");
+    }
+
+    #[test]
+    fn interleaved_calls_merge_into_one_unit() {
+        let turns = vec![
+            turn(Role::Assistant, "a", Some("x")),
+            turn(Role::Assistant, "b", Some("y")),
+            turn(Role::Tool, "rx", Some("x")),
+            turn(Role::Tool, "ry", Some("y")),
+            turn(Role::User, "u", None),
+        ];
+        let units = conversation_units(&turns);
+        assert_eq!(
+            units,
+            vec![
+                Unit {
+                    start: 0,
+                    members: vec![0, 1, 2, 3]
+                },
+                Unit {
+                    start: 4,
+                    members: vec![4]
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn l2_evicts_oldest_and_keeps_chronological_order() {
+        let mut r = request(3 + 2 * 16);
+        r.stage_summaries = (0..4)
+            .map(|i| StageSummary {
+                stage_id: format!("s{i}"),
+                outcome: "ok".into(),
+                summary: "x".into(),
+            })
+            .collect();
+        let p = run(&r).unwrap();
+        let texts: Vec<_> = p.entries.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts, ["SYS", "Stage s2 (ok): x", "Stage s3 (ok): x"]);
+        let rs = reasons(&p);
+        assert_eq!(rs[1].1, Reason::EvictedOldest);
+        assert_eq!(rs[2].1, Reason::EvictedOldest);
+    }
+
+    #[test]
+    fn l1_is_charged_before_l2() {
+        let mut r = request(3 + 9);
+        r.conversation = vec![turn(Role::User, "t0", None)];
+        r.stage_summaries = vec![StageSummary {
+            stage_id: "s".into(),
+            outcome: "ok".into(),
+            summary: "".into(),
+        }];
+        let p = run(&r).unwrap();
+        assert_eq!(p.entries.last().unwrap().text, "[user] t0");
+        assert_eq!(reasons(&p)[1].1, Reason::EvictedOldest);
+    }
+
+    #[test]
+    fn overhead_is_charged_per_entry() {
+        let mut r = request(3 + 4 + 9 + 4);
+        r.entry_overhead = 4;
+        r.conversation = vec![turn(Role::User, "t0", None), turn(Role::User, "t1", None)];
+        let p = run(&r).unwrap();
+        assert_eq!(p.budget_used, 20);
+        assert_eq!(p.snapshot.stable_prefix_tokens, 7);
+        assert_eq!(p.entries.len(), 2);
+    }
+
+    #[test]
+    fn pack_id_is_deterministic_and_unknown_without_session() {
+        let mut r = request(100);
+        assert_eq!(run(&r).unwrap().id, "s1-router-pack");
+        r.context.session_id = None;
+        let a = run(&r).unwrap();
+        assert_eq!(a.id, "unknown-router-pack");
+        assert_eq!(a, run(&r).unwrap());
+        r.query = "other".into();
+        assert_eq!(a.snapshot.id, run(&r).unwrap().snapshot.id, "query is not packed");
+        r.system_prompt = "SYZ".into();
+        assert_ne!(a.snapshot.id, run(&r).unwrap().snapshot.id);
+    }
+
+    #[test]
+    fn bad_turns_name_the_field() {
+        let mut r = request(100);
+        r.conversation = vec![
+            turn(Role::Assistant, "a", Some("x")),
+            turn(Role::Assistant, "b", Some("x")),
+        ];
+        let e = run(&r).unwrap_err().to_string();
+        assert!(e.contains("request.conversation[1].tool-call-id"), "{e}");
+        r.conversation = vec![turn(Role::Tool, "a", None)];
+        let e = run(&r).unwrap_err().to_string();
+        assert!(e.contains("request.conversation[0].tool-call-id"), "{e}");
+        r.conversation = vec![turn(Role::User, "a", Some("x"))];
+        assert!(run(&r).is_err());
+        r.conversation = vec![];
+        r.context.session_id = Some(String::new());
+        let e = run(&r).unwrap_err().to_string();
+        assert!(e.contains("request.context.session-id"), "{e}");
+    }
+}

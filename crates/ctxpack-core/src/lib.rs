@@ -1,0 +1,82 @@
+//! ctxpack-core: decides what goes into a model's context window, within an
+//! exact token budget, and records why every candidate was taken or dropped.
+//!
+//! Pure Rust: no I/O, no clocks, no randomness, nothing wasm-specific. The
+//! host's stores, policy and summariser are reached through [`Host`]; the
+//! WebAssembly component and the browser build are thin adapters over this
+//! crate, and a Rust application can use it directly:
+//!
+//! ```
+//! use ctxpack_core::{AssembleRequest, Builder, BuilderConfig, NoHost};
+//!
+//! let request: AssembleRequest = serde_json::from_str(r#"{
+//!     "context": {"session-id": "s1", "trace-id": "t1"},
+//!     "query": "what next?",
+//!     "tokenizer": "o200k-base",
+//!     "budget": 50,
+//!     "entry-overhead": 0,
+//!     "system-prompt": "You are a helpful assistant.",
+//!     "conversation": [{"role": "user", "content": "hello"}],
+//!     "keep-last": 8
+//! }"#).unwrap();
+//! let builder = Builder::new(BuilderConfig::default()).unwrap();
+//! let pack = builder.assemble(&request, &mut NoHost).unwrap();
+//! assert_eq!(pack.id, "s1-router-pack");
+//! assert!(pack.budget_used <= 50);
+//! ```
+
+mod digest;
+mod error;
+mod host;
+mod layered;
+mod tokenizer;
+mod types;
+
+pub use digest::content_id;
+pub use error::{Error, HostError};
+pub use host::{Host, NoHost, Verdict};
+pub use tokenizer::{CharsPerToken, TokenCounter, Tokenizers};
+pub use types::*;
+
+/// A context builder. Build it once and reuse it: it keeps the tokenizer
+/// tables, which are expensive to construct, for the builder's lifetime.
+pub struct Builder {
+    tokenizers: Tokenizers,
+}
+
+impl Builder {
+    /// A builder from `config`; tokenizers named in `preload` are built now.
+    pub fn new(config: BuilderConfig) -> Result<Self, Error> {
+        let tokenizers = Tokenizers::default();
+        for (i, t) in config.preload.iter().enumerate() {
+            tokenizers.counter(*t).map_err(|e| match e {
+                Error::InvalidField { field, message } => Error::InvalidField {
+                    field: format!("config.preload[{i}].{}", field.trim_start_matches("tokenizer.")),
+                    message,
+                },
+                other => other,
+            })?;
+        }
+        Ok(Builder { tokenizers })
+    }
+
+    /// Assembles the pack for `request` within its budget.
+    ///
+    /// `host` lends the stores, policy and summariser; an assembly calls each
+    /// at most once. The layered pack takes everything from the request and
+    /// calls none of them.
+    pub fn assemble(
+        &self,
+        request: &AssembleRequest,
+        _host: &mut dyn Host,
+    ) -> Result<ContextPack, Error> {
+        let counter = self.tokenizers.counter(request.tokenizer).map_err(|e| match e {
+            Error::InvalidField { field, message } => Error::InvalidField {
+                field: format!("request.{field}"),
+                message,
+            },
+            other => other,
+        })?;
+        layered::assemble(request, counter.as_ref())
+    }
+}

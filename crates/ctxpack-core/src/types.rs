@@ -1,0 +1,461 @@
+//! The types of ctxpack, mirrored one to one in `wit/types.wit`.
+//!
+//! They serialise to JSON with the WIT names (kebab-case), so a scenario file
+//! reads like the contract. Requests reject unknown fields, so a misspelt key
+//! is an error naming it instead of a silently ignored setting.
+
+use serde::{Deserialize, Serialize};
+
+/// Who and what an assembly is for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AgentContext {
+    /// Conversation session; the pack id derives from it.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Trace id, copied through.
+    pub trace_id: String,
+    /// End user; long-term memory is recalled only when present.
+    #[serde(default)]
+    pub user_id: Option<String>,
+    /// Tenant.
+    #[serde(default)]
+    pub tenant_id: Option<String>,
+    /// Project within the tenant.
+    #[serde(default)]
+    pub project_id: Option<String>,
+    /// Run within the project.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// Attempt within the run.
+    #[serde(default)]
+    pub attempt_id: Option<String>,
+    /// Scopes the attempt may read.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+/// How text is turned into tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tokenizer {
+    /// Exact `o200k_base` counts.
+    O200kBase,
+    /// Exact `cl100k_base` counts.
+    Cl100kBase,
+    /// One token per this many characters, rounded up (an estimate).
+    CharsPerToken(u32),
+}
+
+/// A layer of the pack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    /// Never dropped, charged first.
+    L0,
+    /// Recent working state.
+    L1,
+    /// Long-term and retrieved.
+    L2,
+}
+
+/// A section of the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Section {
+    /// System prompt (L0).
+    SystemPrompt,
+    /// Workflow status (L0).
+    WorkflowStatus,
+    /// Mandatory instructions (L0).
+    MandatoryInstructions,
+    /// Current task (L0).
+    CurrentTask,
+    /// Conversation turns (L1).
+    ConversationState,
+    /// The change under work (L1).
+    CurrentDiff,
+    /// Tool results outside the conversation (L1).
+    ToolResults,
+    /// Repository state (L2).
+    RepositoryState,
+    /// Retrieved knowledge (L2).
+    RelevantKnowledge,
+    /// Graph expansion (L2).
+    GraphNeighbours,
+    /// Long-term memory (L2).
+    EpisodicMemory,
+    /// Anything else (L2).
+    SupportingContext,
+    /// Completed stage summaries (L2).
+    StageSummaries,
+}
+
+impl Section {
+    /// The layer the section belongs to.
+    pub fn layer(self) -> Layer {
+        match self {
+            Section::SystemPrompt
+            | Section::WorkflowStatus
+            | Section::MandatoryInstructions
+            | Section::CurrentTask => Layer::L0,
+            Section::ConversationState | Section::CurrentDiff | Section::ToolResults => Layer::L1,
+            Section::RepositoryState
+            | Section::RelevantKnowledge
+            | Section::GraphNeighbours
+            | Section::EpisodicMemory
+            | Section::SupportingContext
+            | Section::StageSummaries => Layer::L2,
+        }
+    }
+}
+
+/// How far a text may be trusted, most trusted first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrustTier {
+    /// Written by the operator.
+    System,
+    /// First-party data the application vouches for.
+    Trusted,
+    /// Known origin, unreviewed.
+    Unverified,
+    /// From outside; fenced when rendered, never in L0.
+    Untrusted,
+}
+
+/// Where a candidate came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Provenance {
+    /// Kind of source.
+    pub source_kind: String,
+    /// The id the candidate cites.
+    pub reference: String,
+    /// Version of the source document.
+    #[serde(default)]
+    pub source_version: Option<String>,
+    /// Index revision it was retrieved from.
+    #[serde(default)]
+    pub index_revision: Option<String>,
+}
+
+/// Role of a conversation turn or pack entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// System message.
+    System,
+    /// End user.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool result.
+    Tool,
+}
+
+impl Role {
+    /// The lowercase name used in rendered text.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// One conversation turn.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ConversationTurn {
+    /// Who spoke.
+    pub role: Role,
+    /// What was said.
+    pub content: String,
+    /// The tool call this turn makes (assistant) or answers (tool).
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+}
+
+/// The workflow's status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct WorkflowStatus {
+    /// Status word.
+    pub status: String,
+    /// Current stage.
+    #[serde(default)]
+    pub stage_id: Option<String>,
+}
+
+/// A completed stage's summary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct StageSummary {
+    /// Stage id.
+    pub stage_id: String,
+    /// How it ended.
+    pub outcome: String,
+    /// What it did.
+    pub summary: String,
+}
+
+/// An item a host source returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Candidate {
+    /// Stable id, unique within one assembly.
+    pub id: String,
+    /// Section it is for.
+    pub section: Section,
+    /// The text.
+    pub text: String,
+    /// Where it came from.
+    #[serde(default)]
+    pub provenance: Option<Provenance>,
+    /// Trust tier.
+    pub trust: TrustTier,
+    /// The source's relevance score.
+    #[serde(default)]
+    pub score: Option<f64>,
+    /// Order of creation, higher is newer.
+    #[serde(default)]
+    pub sequence: Option<u64>,
+    /// Scope it belongs to.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// A count the host already has for the request's tokenizer.
+    #[serde(default)]
+    pub token_count: Option<u32>,
+}
+
+/// What an application asks to be packed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AssembleRequest {
+    /// Who and what the assembly is for.
+    pub context: AgentContext,
+    /// The raw query.
+    pub query: String,
+    /// The tokenizer the budget is counted in.
+    pub tokenizer: Tokenizer,
+    /// Most tokens the pack may hold.
+    pub budget: u32,
+    /// Tokens charged on top of each included entry.
+    pub entry_overhead: u32,
+    /// System prompt (L0).
+    pub system_prompt: String,
+    /// Workflow status (L0).
+    #[serde(default)]
+    pub workflow: Option<WorkflowStatus>,
+    /// Mandatory instructions (L0).
+    #[serde(default)]
+    pub instructions: Vec<String>,
+    /// Current task (L0).
+    #[serde(default)]
+    pub current_task: Option<String>,
+    /// Conversation, oldest first (L1).
+    #[serde(default)]
+    pub conversation: Vec<ConversationTurn>,
+    /// How many of the newest turns are considered.
+    pub keep_last: u32,
+    /// Stage summaries, oldest first (L2).
+    #[serde(default)]
+    pub stage_summaries: Vec<StageSummary>,
+}
+
+/// One entry of an assembled pack.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PackEntry {
+    /// Candidate id.
+    pub id: String,
+    /// Layer.
+    pub layer: Layer,
+    /// Section.
+    pub section: Section,
+    /// Role in a message list.
+    pub role: Role,
+    /// Text as charged and rendered.
+    pub text: String,
+    /// Tokens, without the entry overhead.
+    pub tokens: u32,
+}
+
+/// A strategy that removed something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// L0 charged first and kept whole.
+    L0Immutable,
+    /// Turns older than keep-last left out.
+    KeepLast,
+    /// Oldest turns over budget left out.
+    ConversationBudget,
+    /// Oldest stage summaries evicted.
+    EvictOldest,
+}
+
+/// What was done to fit the budget.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct CompressionMetadata {
+    /// Strategies applied, in the order they ran.
+    pub applied_strategies: Vec<Strategy>,
+    /// Layers that lost an entry.
+    pub truncated_layers: Vec<Layer>,
+    /// Candidates left out.
+    pub entries_dropped: u32,
+}
+
+/// The numbers behind an over-budget drop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Shortfall {
+    /// Tokens needed, overhead included.
+    pub needed: u32,
+    /// Tokens that remained.
+    pub remaining: u32,
+}
+
+/// Why a candidate was taken or dropped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// Included: L0.
+    Mandatory,
+    /// Included: it fit.
+    WithinBudget,
+    /// Dropped: older than the last N turns.
+    KeepLast(u32),
+    /// Dropped: more tokens than remained.
+    OverBudget(Shortfall),
+    /// Dropped: an older stage summary evicted so newer ones fit.
+    EvictedOldest,
+    /// Dropped with the tool-call turn of this id.
+    ToolPair(String),
+    /// Dropped: a tool result without its call.
+    OrphanToolResult,
+    /// Dropped: a copy of this included candidate.
+    DuplicateOf(String),
+    /// Dropped: denied by policy.
+    PolicyDenied(String),
+    /// Dropped: outside the attempt's scopes.
+    OutOfScope,
+    /// Dropped: no provenance.
+    NoProvenance,
+}
+
+impl Reason {
+    /// Whether this reason keeps the candidate in the pack.
+    pub fn is_inclusion(&self) -> bool {
+        matches!(self, Reason::Mandatory | Reason::WithinBudget)
+    }
+}
+
+/// Outcome of an assembly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotStatus {
+    /// Everything considered, every source answered.
+    Complete,
+    /// A source failed; assembled from what remained.
+    Degraded,
+    /// An optional section was truncated.
+    Truncated,
+    /// Not assembled.
+    Failed,
+}
+
+/// One candidate in a snapshot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SnapshotEntry {
+    /// Candidate id.
+    pub id: String,
+    /// Layer.
+    pub layer: Layer,
+    /// Section.
+    pub section: Section,
+    /// Where it came from.
+    pub provenance: Provenance,
+    /// Trust tier.
+    pub trust: TrustTier,
+    /// Score it was ranked by.
+    pub score: Option<f64>,
+    /// Tokens, without the entry overhead.
+    pub tokens: u32,
+    /// Whether it is in the pack.
+    pub included: bool,
+    /// Why.
+    pub reason: Reason,
+    /// Whether its text was summarised or truncated.
+    pub compressed: bool,
+}
+
+/// The record of one assembly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Snapshot {
+    /// Content hash (hex SHA-256).
+    pub id: String,
+    /// Tenant.
+    pub tenant_id: Option<String>,
+    /// Project.
+    pub project_id: Option<String>,
+    /// Run.
+    pub run_id: Option<String>,
+    /// Attempt.
+    pub attempt_id: Option<String>,
+    /// Scopes used.
+    pub scopes: Vec<String>,
+    /// Tokenizer.
+    pub tokenizer: Tokenizer,
+    /// Budget.
+    pub token_budget: u32,
+    /// Tokens used, overhead included.
+    pub tokens_used: u32,
+    /// Tokens of the leading L0 entries, overhead included.
+    pub stable_prefix_tokens: u32,
+    /// Outcome.
+    pub status: SnapshotStatus,
+    /// One entry per candidate.
+    pub entries: Vec<SnapshotEntry>,
+}
+
+/// An assembled context.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ContextPack {
+    /// "<session-id or unknown>-router-pack".
+    pub id: String,
+    /// Session.
+    pub session_id: Option<String>,
+    /// Trace.
+    pub trace_id: String,
+    /// Current stage.
+    pub stage_id: Option<String>,
+    /// Included entries in render order.
+    pub entries: Vec<PackEntry>,
+    /// Entry texts joined by blank lines.
+    pub text: String,
+    /// Tokens used, overhead included.
+    pub budget_used: u32,
+    /// Budget.
+    pub budget_limit: u32,
+    /// What was done to fit.
+    pub compression: CompressionMetadata,
+    /// Why every candidate was taken or dropped.
+    pub snapshot: Snapshot,
+}
+
+/// What a builder is constructed from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct BuilderConfig {
+    /// Tokenizers to build at construction.
+    #[serde(default)]
+    pub preload: Vec<Tokenizer>,
+}
