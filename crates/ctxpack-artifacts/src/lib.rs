@@ -1,0 +1,5 @@
+//! Where the ctxpack component is: built by this crate's build script from
+//! `crates/ctxpack-component`, or copied from `CTXPACK_COMPONENT`.
+
+/// Path of the ctxpack WebAssembly component (`ctxpack.wasm`).
+pub const COMPONENT_PATH: &str = env!("CTXPACK_COMPONENT_PATH");

@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 /// Messages are lowercase without trailing punctuation and name the field or
 /// carry the numbers that explain the refusal.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+///
+/// The cases mirror the WIT variant one to one and the adapters match them
+/// exhaustively, so a new case cannot cross the boundary unmapped.
 #[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
 pub enum Error {
     /// A request or configuration field is invalid.
     #[error("invalid field `{field}`: {message}")]
@@ -30,10 +32,10 @@ pub enum Error {
     #[error("tokenizer unavailable: {0}")]
     TokenizerUnavailable(String),
     /// A host import failed where the assembly cannot go on without it.
-    #[error("host import `{import}` failed: {message}")]
+    #[error("host import `{capability}` failed: {message}")]
     HostFailed {
         /// The import, e.g. `policy.review`.
-        import: String,
+        capability: String,
         /// What the host said.
         message: String,
     },
@@ -52,10 +54,10 @@ impl Error {
 /// A failure reported by a host import.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
-#[error("host import `{import}` failed: {message}")]
+#[error("host import `{capability}` failed: {message}")]
 pub struct HostError {
     /// The import that failed.
-    pub import: String,
+    pub capability: String,
     /// What the host said.
     pub message: String,
 }
@@ -63,7 +65,7 @@ pub struct HostError {
 impl From<HostError> for Error {
     fn from(e: HostError) -> Self {
         Error::HostFailed {
-            import: e.import,
+            capability: e.capability,
             message: e.message,
         }
     }

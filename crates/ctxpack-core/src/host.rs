@@ -72,9 +72,9 @@ pub trait Host {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoHost;
 
-fn absent(import: &str) -> HostError {
+fn absent(capability: &str) -> HostError {
     HostError {
-        import: import.to_owned(),
+        capability: capability.to_owned(),
         message: "not provided by this host".to_owned(),
     }
 }
@@ -83,10 +83,21 @@ impl Host for NoHost {
     fn retrieve(&mut self, _: &AgentContext, _: &str, _: u32) -> Result<Vec<Candidate>, HostError> {
         Err(absent("sources.retrieve"))
     }
-    fn expand_graph(&mut self, _: &AgentContext, _: &[String], _: u32) -> Result<Vec<Candidate>, HostError> {
+    fn expand_graph(
+        &mut self,
+        _: &AgentContext,
+        _: &[String],
+        _: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
         Err(absent("sources.expand-graph"))
     }
-    fn recall_memory(&mut self, _: &AgentContext, _: &str, _: &str, _: u32) -> Result<Vec<Candidate>, HostError> {
+    fn recall_memory(
+        &mut self,
+        _: &AgentContext,
+        _: &str,
+        _: &str,
+        _: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
         Err(absent("sources.recall-memory"))
     }
     fn repository_state(&mut self, _: &AgentContext) -> Result<Vec<Candidate>, HostError> {

@@ -130,7 +130,8 @@ pub fn assemble(
 ) -> Result<ContextPack, Error> {
     validate(request)?;
     let overhead = u64::from(request.entry_overhead);
-    let cost = |items: &[&Item]| -> u64 { items.iter().map(|i| u64::from(i.tokens) + overhead).sum() };
+    let cost =
+        |items: &[&Item]| -> u64 { items.iter().map(|i| u64::from(i.tokens) + overhead).sum() };
     let budget = u64::from(request.budget);
 
     let mut l0 = l0_items(request, counter);
@@ -377,7 +378,9 @@ fn build_pack(
     let overhead = u64::from(request.entry_overhead);
     let mut strategies = vec![Strategy::L0Immutable];
     let dropped_by = |items: &[Item], f: fn(&Reason) -> bool| items.iter().any(|i| f(&i.reason));
-    if dropped_by(&l1, |r| matches!(r, Reason::KeepLast(_) | Reason::ToolPair(_))) {
+    if dropped_by(&l1, |r| {
+        matches!(r, Reason::KeepLast(_) | Reason::ToolPair(_))
+    }) {
         strategies.push(Strategy::KeepLast);
     }
     if dropped_by(&l1, |r| matches!(r, Reason::OverBudget(_))) {
@@ -737,7 +740,11 @@ mod tests {
         assert_eq!(a.id, "unknown-router-pack");
         assert_eq!(a, run(&r).unwrap());
         r.query = "other".into();
-        assert_eq!(a.snapshot.id, run(&r).unwrap().snapshot.id, "query is not packed");
+        assert_eq!(
+            a.snapshot.id,
+            run(&r).unwrap().snapshot.id,
+            "query is not packed"
+        );
         r.system_prompt = "SYZ".into();
         assert_ne!(a.snapshot.id, run(&r).unwrap().snapshot.id);
     }

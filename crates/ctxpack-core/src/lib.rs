@@ -51,7 +51,10 @@ impl Builder {
         for (i, t) in config.preload.iter().enumerate() {
             tokenizers.counter(*t).map_err(|e| match e {
                 Error::InvalidField { field, message } => Error::InvalidField {
-                    field: format!("config.preload[{i}].{}", field.trim_start_matches("tokenizer.")),
+                    field: format!(
+                        "config.preload[{i}].{}",
+                        field.trim_start_matches("tokenizer.")
+                    ),
                     message,
                 },
                 other => other,
@@ -70,13 +73,16 @@ impl Builder {
         request: &AssembleRequest,
         _host: &mut dyn Host,
     ) -> Result<ContextPack, Error> {
-        let counter = self.tokenizers.counter(request.tokenizer).map_err(|e| match e {
-            Error::InvalidField { field, message } => Error::InvalidField {
-                field: format!("request.{field}"),
-                message,
-            },
-            other => other,
-        })?;
+        let counter = self
+            .tokenizers
+            .counter(request.tokenizer)
+            .map_err(|e| match e {
+                Error::InvalidField { field, message } => Error::InvalidField {
+                    field: format!("request.{field}"),
+                    message,
+                },
+                other => other,
+            })?;
         layered::assemble(request, counter.as_ref())
     }
 }

@@ -96,7 +96,10 @@ mod tests {
     #[test]
     fn estimator_rejects_zero_naming_the_field() {
         let err = CharsPerToken::new(0).err().unwrap();
-        assert!(err.to_string().contains("tokenizer.chars-per-token"), "{err}");
+        assert!(
+            err.to_string().contains("tokenizer.chars-per-token"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,0 +1,93 @@
+//! Builds the ctxpack component so that `cargo test` and `cargo run` at the
+//! workspace root need no manual step.
+//!
+//! The guest crate is compiled for `wasm32-unknown-unknown` by a nested cargo
+//! with its own target directory, then turned into a component with
+//! `wit-component`. Built that way it imports only ctxpack's interfaces; a
+//! Rust std guest for `wasm32-wasip2` would import `wasi:io` and `wasi:cli`.
+//!
+//! Set `CTXPACK_COMPONENT=/path/to/ctxpack.wasm` to use a prebuilt component
+//! instead.
+
+use std::env;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const GUEST_TARGET: &str = "wasm32-unknown-unknown";
+
+fn main() -> Result<(), Box<dyn Error>> {
+    println!("cargo:rerun-if-env-changed=CTXPACK_COMPONENT");
+    let out = PathBuf::from(env::var("OUT_DIR")?).join("ctxpack.wasm");
+    if let Some(prebuilt) = env::var_os("CTXPACK_COMPONENT") {
+        let prebuilt = PathBuf::from(prebuilt);
+        println!("cargo:rerun-if-changed={}", prebuilt.display());
+        std::fs::copy(&prebuilt, &out)
+            .map_err(|e| format!("CTXPACK_COMPONENT={}: {e}", prebuilt.display()))?;
+    } else {
+        let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR")?).join("../..");
+        for watched in [
+            "wit",
+            "crates/ctxpack-core",
+            "crates/ctxpack-component",
+            "Cargo.lock",
+        ] {
+            println!("cargo:rerun-if-changed={}", root.join(watched).display());
+        }
+        let module = build_guest(&root)?;
+        let bytes = std::fs::read(&module)
+            .map_err(|e| format!("reading the guest module {}: {e}", module.display()))?;
+        let component = wit_component::ComponentEncoder::default()
+            .module(&bytes)?
+            .validate(true)
+            .encode()?;
+        std::fs::write(&out, component)?;
+    }
+    println!("cargo:rustc-env=CTXPACK_COMPONENT_PATH={}", out.display());
+    Ok(())
+}
+
+/// Compiles the guest crate and returns the path of its core module.
+fn build_guest(root: &Path) -> Result<PathBuf, Box<dyn Error>> {
+    let target_dir = env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("ctxpack-guest");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["build", "--release", "-p", "ctxpack-component", "--target"])
+        .arg(GUEST_TARGET)
+        .arg("--target-dir")
+        .arg(&target_dir);
+    // The outer cargo's settings (flags, wrappers such as clippy-driver,
+    // profile and target variables) are for the host build, not the guest.
+    for (key, _) in env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        let outer = (key.starts_with("CARGO_") && key != "CARGO_HOME")
+            || key.starts_with("RUSTC")
+            || key.starts_with("RUSTDOC")
+            || key == "RUSTFLAGS"
+            || matches!(
+                key,
+                "TARGET" | "HOST" | "OUT_DIR" | "OPT_LEVEL" | "PROFILE" | "DEBUG" | "NUM_JOBS"
+            );
+        if outer {
+            cmd.env_remove(key);
+        }
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| format!("running cargo for the guest: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "building ctxpack-component for {GUEST_TARGET} failed ({status}); \
+             is the target installed? run `rustup toolchain install` in the repository"
+        )
+        .into());
+    }
+    Ok(target_dir
+        .join(GUEST_TARGET)
+        .join("release")
+        .join("ctxpack_component.wasm"))
+}

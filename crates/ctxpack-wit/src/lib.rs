@@ -1,0 +1,194 @@
+//! Conversions between `ctxpack-core`'s types and bindings generated from
+//! `wit/`, written once for every generator.
+//!
+//! wit-bindgen (in the guest) and wasmtime's `bindgen!` (in hosts) generate
+//! types of the same names and shapes from the same WIT. [`wit_conversions!`]
+//! expands, in the crate that owns such bindings, [`Convert`] impls in both
+//! directions between them and the core's types, so neither adapter spells
+//! the mapping out by hand.
+
+/// A field-for-field conversion between a core type and a generated one.
+pub trait Convert<T> {
+    /// The value as a `T`.
+    fn convert(self) -> T;
+}
+
+macro_rules! identity {
+    ($($t:ty),*) => {$(
+        impl Convert<$t> for $t {
+            fn convert(self) -> $t {
+                self
+            }
+        }
+    )*};
+}
+identity!(String, bool, u32, u64, f64);
+
+impl<A: Convert<B>, B> Convert<Option<B>> for Option<A> {
+    fn convert(self) -> Option<B> {
+        self.map(Convert::convert)
+    }
+}
+
+impl<A: Convert<B>, B> Convert<Vec<B>> for Vec<A> {
+    fn convert(self) -> Vec<B> {
+        self.into_iter().map(Convert::convert).collect()
+    }
+}
+
+/// Both directions of a record whose fields have the same names.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __record {
+    ($a:ident :: $t:ident, $b:ident :: $u:ident, { $($f:ident),+ $(,)? }) => {
+        impl $crate::Convert<$b::$u> for $a::$t {
+            fn convert(self) -> $b::$u {
+                $b::$u { $($f: $crate::Convert::convert(self.$f)),+ }
+            }
+        }
+        impl $crate::Convert<$a::$t> for $b::$u {
+            fn convert(self) -> $a::$t {
+                $a::$t { $($f: $crate::Convert::convert(self.$f)),+ }
+            }
+        }
+    };
+}
+
+/// Both directions of an enum or variant whose cases have the same names
+/// and at most one payload each.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cases {
+    ($a:ident :: $t:ident, $b:ident :: $u:ident, [$($c:ident),* $(,)?] [$($p:ident),* $(,)?]) => {
+        impl $crate::Convert<$b::$u> for $a::$t {
+            fn convert(self) -> $b::$u {
+                match self {
+                    $($a::$t::$c => $b::$u::$c,)*
+                    $($a::$t::$p(x) => $b::$u::$p($crate::Convert::convert(x)),)*
+                }
+            }
+        }
+        impl $crate::Convert<$a::$t> for $b::$u {
+            fn convert(self) -> $a::$t {
+                match self {
+                    $($b::$u::$c => $a::$t::$c,)*
+                    $($b::$u::$p(x) => $a::$t::$p($crate::Convert::convert(x)),)*
+                }
+            }
+        }
+    };
+}
+
+/// Expands the conversions between `ctxpack_core` and the generated
+/// `types` and `policy` modules named here, e.g.
+/// `ctxpack_wit::wit_conversions!(crate::bindings::ctxpack::context);`.
+/// The calling crate must depend on `ctxpack-core`.
+#[macro_export]
+macro_rules! wit_conversions {
+    ($($root:ident)::+) => {
+        #[allow(unused_imports)]
+        mod ctxpack_wit_conversions {
+            use ::ctxpack_core as ctx;
+            use $($root)::+::types as wit;
+            use $($root)::+::policy;
+
+            $crate::__cases!(ctx::Layer, wit::Layer, [L0, L1, L2] []);
+            $crate::__cases!(ctx::Section, wit::Section, [
+                SystemPrompt, WorkflowStatus, MandatoryInstructions, CurrentTask,
+                ConversationState, CurrentDiff, ToolResults, RepositoryState,
+                RelevantKnowledge, GraphNeighbours, EpisodicMemory, SupportingContext,
+                StageSummaries,
+            ] []);
+            $crate::__cases!(ctx::TrustTier, wit::TrustTier, [System, Trusted, Unverified, Untrusted] []);
+            $crate::__cases!(ctx::Role, wit::Role, [System, User, Assistant, Tool] []);
+            $crate::__cases!(ctx::Strategy, wit::Strategy,
+                [L0Immutable, KeepLast, ConversationBudget, EvictOldest] []);
+            $crate::__cases!(ctx::SnapshotStatus, wit::SnapshotStatus,
+                [Complete, Degraded, Truncated, Failed] []);
+            $crate::__cases!(ctx::Tokenizer, wit::Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken]);
+            $crate::__cases!(ctx::Reason, wit::Reason,
+                [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance]
+                [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied]);
+            $crate::__cases!(ctx::Verdict, policy::Verdict, [Allow] [Redact, Deny]);
+
+            $crate::__record!(ctx::AgentContext, wit::AgentContext, {
+                session_id, trace_id, user_id, tenant_id, project_id, run_id, attempt_id, scopes,
+            });
+            $crate::__record!(ctx::Provenance, wit::Provenance, {
+                source_kind, reference, source_version, index_revision,
+            });
+            $crate::__record!(ctx::ConversationTurn, wit::ConversationTurn, { role, content, tool_call_id });
+            $crate::__record!(ctx::WorkflowStatus, wit::WorkflowStatus, { status, stage_id });
+            $crate::__record!(ctx::StageSummary, wit::StageSummary, { stage_id, outcome, summary });
+            $crate::__record!(ctx::Candidate, wit::Candidate, {
+                id, section, text, provenance, trust, score, sequence, scope, token_count,
+            });
+            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, {
+                context, query, tokenizer, budget, entry_overhead, system_prompt, workflow,
+                instructions, current_task, conversation, keep_last, stage_summaries,
+            });
+            $crate::__record!(ctx::PackEntry, wit::PackEntry, { id, layer, section, role, text, tokens });
+            $crate::__record!(ctx::CompressionMetadata, wit::CompressionMetadata, {
+                applied_strategies, truncated_layers, entries_dropped,
+            });
+            $crate::__record!(ctx::Shortfall, wit::Shortfall, { needed, remaining });
+            $crate::__record!(ctx::SnapshotEntry, wit::SnapshotEntry, {
+                id, layer, section, provenance, trust, score, tokens, included, reason, compressed,
+            });
+            $crate::__record!(ctx::Snapshot, wit::Snapshot, {
+                id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget,
+                tokens_used, stable_prefix_tokens, status, entries,
+            });
+            $crate::__record!(ctx::ContextPack, wit::ContextPack, {
+                id, session_id, trace_id, stage_id, entries, text, budget_used, budget_limit,
+                compression, snapshot,
+            });
+            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload });
+            $crate::__record!(ctx::HostError, wit::HostError, { capability, message });
+
+            impl $crate::Convert<wit::CtxpackError> for ctx::Error {
+                fn convert(self) -> wit::CtxpackError {
+                    match self {
+                        ctx::Error::InvalidField { field, message } => {
+                            wit::CtxpackError::InvalidField(wit::FieldError { field, message })
+                        }
+                        ctx::Error::MandatoryOverBudget { mandatory_tokens, budget } => {
+                            wit::CtxpackError::MandatoryOverBudget(wit::MandatoryShortfall {
+                                mandatory_tokens,
+                                budget,
+                            })
+                        }
+                        ctx::Error::TokenizerUnavailable(why) => {
+                            wit::CtxpackError::TokenizerUnavailable(why)
+                        }
+                        ctx::Error::HostFailed { capability, message } => {
+                            wit::CtxpackError::HostFailed(wit::HostError { capability, message })
+                        }
+                    }
+                }
+            }
+
+            impl $crate::Convert<ctx::Error> for wit::CtxpackError {
+                fn convert(self) -> ctx::Error {
+                    match self {
+                        wit::CtxpackError::InvalidField(e) => ctx::Error::InvalidField {
+                            field: e.field,
+                            message: e.message,
+                        },
+                        wit::CtxpackError::MandatoryOverBudget(s) => ctx::Error::MandatoryOverBudget {
+                            mandatory_tokens: s.mandatory_tokens,
+                            budget: s.budget,
+                        },
+                        wit::CtxpackError::TokenizerUnavailable(why) => {
+                            ctx::Error::TokenizerUnavailable(why)
+                        }
+                        wit::CtxpackError::HostFailed(e) => ctx::Error::HostFailed {
+                            capability: e.capability,
+                            message: e.message,
+                        },
+                    }
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,208 @@
+//! Runs the ctxpack component under wasmtime.
+//!
+//! The linker holds nothing but ctxpack's own imports: the component gets no
+//! WASI, so no filesystem, network, clock or randomness. Each import forwards
+//! to an [`InMemoryHost`], the same stores the native path uses.
+
+use crate::stores::InMemoryHost;
+use ctxpack_core as ctx;
+use ctxpack_wit::Convert;
+use std::path::Path;
+use wasmtime::component::{Component, HasSelf, Linker, ResourceAny};
+use wasmtime::{Config, Engine, Store};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "ctxpack",
+    });
+}
+
+ctxpack_wit::wit_conversions!(crate::component::bindings::ctxpack::context);
+
+use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
+
+/// A failure of the WebAssembly machinery itself (load, link, trap), as
+/// opposed to the core refusing a request.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WasmError(String);
+
+impl From<wasmtime::Error> for WasmError {
+    fn from(e: wasmtime::Error) -> Self {
+        WasmError(format!("{e:#}"))
+    }
+}
+
+/// A compiled component and a linker with ctxpack's imports, ready to
+/// instantiate as often as needed.
+pub struct Runtime {
+    engine: Engine,
+    component: Component,
+    linker: Linker<InMemoryHost>,
+}
+
+impl Runtime {
+    /// Compiles the component at `path`.
+    pub fn load(path: &Path) -> Result<Self, WasmError> {
+        let engine = Engine::new(&Config::new())?;
+        let component = Component::from_file(&engine, path)
+            .map_err(|e| WasmError(format!("loading {}: {e:#}", path.display())))?;
+        let mut linker = Linker::new(&engine);
+        bindings::Ctxpack::add_to_linker::<_, HasSelf<InMemoryHost>>(&mut linker, |h| h)?;
+        Ok(Runtime {
+            engine,
+            component,
+            linker,
+        })
+    }
+
+    /// Compiles the component this workspace builds.
+    pub fn load_bundled() -> Result<Self, WasmError> {
+        Self::load(Path::new(ctxpack_artifacts::COMPONENT_PATH))
+    }
+
+    /// The names of everything the component imports.
+    pub fn imports(&self) -> Vec<String> {
+        self.component
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    /// A new instance with its own stores and one context builder.
+    pub fn instantiate(
+        &self,
+        host: InMemoryHost,
+        config: &ctx::BuilderConfig,
+    ) -> Result<Result<Instance, ctx::Error>, WasmError> {
+        let mut store = Store::new(&self.engine, host);
+        let bindings = bindings::Ctxpack::instantiate(&mut store, &self.component, &self.linker)?;
+        let config: wit::BuilderConfig = config.clone().convert();
+        let created = bindings
+            .ctxpack_context_builder()
+            .context_builder()
+            .call_create(&mut store, &config)?;
+        Ok(match created {
+            Ok(builder) => Ok(Instance {
+                store,
+                bindings,
+                builder,
+            }),
+            Err(e) => Err(e.convert()),
+        })
+    }
+}
+
+/// One instance of the component holding one context builder.
+pub struct Instance {
+    store: Store<InMemoryHost>,
+    bindings: bindings::Ctxpack,
+    builder: ResourceAny,
+}
+
+impl Instance {
+    /// Assembles `request` inside the component.
+    pub fn assemble(
+        &mut self,
+        request: &ctx::AssembleRequest,
+    ) -> Result<Result<ctx::ContextPack, ctx::Error>, WasmError> {
+        let request: wit::AssembleRequest = request.clone().convert();
+        let answer = self
+            .bindings
+            .ctxpack_context_builder()
+            .context_builder()
+            .call_assemble(&mut self.store, self.builder, &request)?;
+        Ok(answer.map(Convert::convert).map_err(Convert::convert))
+    }
+
+    /// The stores, with the calls the component made to them.
+    pub fn host(&self) -> &InMemoryHost {
+        self.store.data()
+    }
+}
+
+fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, wit::HostError> {
+    r.map(Convert::convert).map_err(Convert::convert)
+}
+
+impl wit::Host for InMemoryHost {}
+
+impl sources::Host for InMemoryHost {
+    fn retrieve(
+        &mut self,
+        context: wit::AgentContext,
+        query: String,
+        limit: u32,
+    ) -> Result<Vec<wit::Candidate>, wit::HostError> {
+        answer(ctx::Host::retrieve(self, &context.convert(), &query, limit))
+    }
+
+    fn expand_graph(
+        &mut self,
+        context: wit::AgentContext,
+        item_ids: Vec<String>,
+        depth: u32,
+    ) -> Result<Vec<wit::Candidate>, wit::HostError> {
+        answer(ctx::Host::expand_graph(
+            self,
+            &context.convert(),
+            &item_ids,
+            depth,
+        ))
+    }
+
+    fn recall_memory(
+        &mut self,
+        context: wit::AgentContext,
+        user_id: String,
+        query: String,
+        limit: u32,
+    ) -> Result<Vec<wit::Candidate>, wit::HostError> {
+        answer(ctx::Host::recall_memory(
+            self,
+            &context.convert(),
+            &user_id,
+            &query,
+            limit,
+        ))
+    }
+
+    fn repository_state(
+        &mut self,
+        context: wit::AgentContext,
+    ) -> Result<Vec<wit::Candidate>, wit::HostError> {
+        answer(ctx::Host::repository_state(self, &context.convert()))
+    }
+}
+
+impl policy::Host for InMemoryHost {
+    fn review(
+        &mut self,
+        context: wit::AgentContext,
+        items: Vec<wit::Candidate>,
+    ) -> Result<Vec<policy::Verdict>, wit::HostError> {
+        answer(ctx::Host::review(
+            self,
+            &context.convert(),
+            &items.convert(),
+        ))
+    }
+}
+
+impl summarizer::Host for InMemoryHost {
+    fn summarize(
+        &mut self,
+        text: String,
+        target_tokens: u32,
+        tokenizer: wit::Tokenizer,
+    ) -> Result<String, wit::HostError> {
+        answer(ctx::Host::summarize(
+            self,
+            &text,
+            target_tokens,
+            tokenizer.convert(),
+        ))
+    }
+}

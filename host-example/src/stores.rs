@@ -1,0 +1,275 @@
+//! In-memory stores: the host capabilities of a scenario file.
+//!
+//! [`InMemoryHost`] implements the core's [`Host`] trait, so the same stores
+//! answer whether the core runs natively or inside the component (where the
+//! wasmtime imports forward to it). It counts every call it receives.
+
+use ctxpack_core::{AgentContext, Candidate, Host, HostError, Tokenizer, Verdict};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What one source answers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Answer {
+    /// These candidates (the first `limit` of them where a limit applies).
+    Items(Vec<Candidate>),
+    /// A failure with this message.
+    Error(String),
+}
+
+/// What the policy engine decides.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PolicyRules {
+    /// Candidate id -> reason it is denied.
+    #[serde(default)]
+    pub deny: BTreeMap<String, String>,
+    /// Candidate id -> the text it is redacted to.
+    #[serde(default)]
+    pub redact: BTreeMap<String, String>,
+    /// When set, every review fails with this message.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// What the summariser does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SummarizerRule {
+    /// Keep the leading words, about four characters per target token.
+    LeadingWords,
+    /// Fail with this message.
+    Error(String),
+}
+
+/// The host side of a scenario: what each import answers. An import left
+/// out is not provided, and calling it fails.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct HostAnswers {
+    /// `sources.retrieve`.
+    #[serde(default)]
+    pub retrieve: Option<Answer>,
+    /// `sources.expand-graph`.
+    #[serde(default)]
+    pub expand_graph: Option<Answer>,
+    /// `sources.recall-memory`.
+    #[serde(default)]
+    pub recall_memory: Option<Answer>,
+    /// `sources.repository-state`.
+    #[serde(default)]
+    pub repository_state: Option<Answer>,
+    /// `policy.review`.
+    #[serde(default)]
+    pub policy: Option<PolicyRules>,
+    /// `summarizer.summarize`.
+    #[serde(default)]
+    pub summarizer: Option<SummarizerRule>,
+}
+
+/// In-memory stores answering from [`HostAnswers`], with call counts.
+#[derive(Clone, Debug, Default)]
+pub struct InMemoryHost {
+    answers: HostAnswers,
+    calls: BTreeMap<&'static str, u32>,
+}
+
+impl InMemoryHost {
+    /// Stores that answer as `answers` says.
+    pub fn new(answers: HostAnswers) -> Self {
+        InMemoryHost {
+            answers,
+            calls: BTreeMap::new(),
+        }
+    }
+
+    /// How many times each capability was called, by name.
+    pub fn calls(&self) -> &BTreeMap<&'static str, u32> {
+        &self.calls
+    }
+
+    /// Total calls to every capability.
+    pub fn total_calls(&self) -> u32 {
+        self.calls.values().sum()
+    }
+
+    fn source(
+        &mut self,
+        name: &'static str,
+        pick: fn(&HostAnswers) -> &Option<Answer>,
+        limit: Option<u32>,
+    ) -> Result<Vec<Candidate>, HostError> {
+        *self.calls.entry(name).or_default() += 1;
+        match pick(&self.answers) {
+            None => Err(not_provided(name)),
+            Some(Answer::Error(message)) => Err(HostError {
+                capability: name.to_owned(),
+                message: message.clone(),
+            }),
+            Some(Answer::Items(items)) => {
+                let n = limit.map_or(items.len(), |l| items.len().min(l as usize));
+                Ok(items[..n].to_vec())
+            }
+        }
+    }
+}
+
+fn not_provided(name: &str) -> HostError {
+    HostError {
+        capability: name.to_owned(),
+        message: "not provided by this host".to_owned(),
+    }
+}
+
+impl Host for InMemoryHost {
+    fn retrieve(
+        &mut self,
+        _: &AgentContext,
+        _: &str,
+        limit: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        self.source("sources.retrieve", |a| &a.retrieve, Some(limit))
+    }
+
+    fn expand_graph(
+        &mut self,
+        _: &AgentContext,
+        _: &[String],
+        _: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        self.source("sources.expand-graph", |a| &a.expand_graph, None)
+    }
+
+    fn recall_memory(
+        &mut self,
+        _: &AgentContext,
+        _: &str,
+        _: &str,
+        limit: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        self.source("sources.recall-memory", |a| &a.recall_memory, Some(limit))
+    }
+
+    fn repository_state(&mut self, _: &AgentContext) -> Result<Vec<Candidate>, HostError> {
+        self.source("sources.repository-state", |a| &a.repository_state, None)
+    }
+
+    fn review(&mut self, _: &AgentContext, items: &[Candidate]) -> Result<Vec<Verdict>, HostError> {
+        let name = "policy.review";
+        *self.calls.entry(name).or_default() += 1;
+        let rules = self
+            .answers
+            .policy
+            .as_ref()
+            .ok_or_else(|| not_provided(name))?;
+        if let Some(message) = &rules.error {
+            return Err(HostError {
+                capability: name.to_owned(),
+                message: message.clone(),
+            });
+        }
+        Ok(items
+            .iter()
+            .map(|c| match (rules.deny.get(&c.id), rules.redact.get(&c.id)) {
+                (Some(why), _) => Verdict::Deny(why.clone()),
+                (None, Some(text)) => Verdict::Redact(text.clone()),
+                (None, None) => Verdict::Allow,
+            })
+            .collect())
+    }
+
+    fn summarize(
+        &mut self,
+        text: &str,
+        target_tokens: u32,
+        _: Tokenizer,
+    ) -> Result<String, HostError> {
+        let name = "summarizer.summarize";
+        *self.calls.entry(name).or_default() += 1;
+        match &self.answers.summarizer {
+            None => Err(not_provided(name)),
+            Some(SummarizerRule::Error(message)) => Err(HostError {
+                capability: name.to_owned(),
+                message: message.clone(),
+            }),
+            Some(SummarizerRule::LeadingWords) => {
+                let max_chars = target_tokens as usize * 4;
+                let mut out = String::new();
+                for word in text.split_whitespace() {
+                    if out.len() + word.len() + 1 > max_chars {
+                        break;
+                    }
+                    if !out.is_empty() {
+                        out.push(' ');
+                    }
+                    out.push_str(word);
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: &str) -> Candidate {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "section": "relevant-knowledge", "text": id, "trust": "trusted"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn sources_answer_limit_fail_and_count() {
+        let mut host = InMemoryHost::new(HostAnswers {
+            retrieve: Some(Answer::Items(vec![item("a"), item("b"), item("c")])),
+            repository_state: Some(Answer::Error("index degraded".into())),
+            ..HostAnswers::default()
+        });
+        let ctx = AgentContext::default();
+        assert_eq!(host.retrieve(&ctx, "q", 2).unwrap().len(), 2);
+        let e = host.repository_state(&ctx).unwrap_err();
+        assert_eq!(e.message, "index degraded");
+        let e = host.expand_graph(&ctx, &[], 1).unwrap_err();
+        assert_eq!(e.capability, "sources.expand-graph");
+        assert_eq!(host.total_calls(), 3);
+        assert_eq!(host.calls()["sources.retrieve"], 1);
+    }
+
+    #[test]
+    fn policy_denies_redacts_and_allows_by_id() {
+        let mut rules = PolicyRules::default();
+        rules.deny.insert("a".into(), "secret".into());
+        rules.redact.insert("b".into(), "[redacted]".into());
+        let mut host = InMemoryHost::new(HostAnswers {
+            policy: Some(rules),
+            ..HostAnswers::default()
+        });
+        let v = host
+            .review(&AgentContext::default(), &[item("a"), item("b"), item("c")])
+            .unwrap();
+        assert_eq!(
+            v,
+            vec![
+                Verdict::Deny("secret".into()),
+                Verdict::Redact("[redacted]".into()),
+                Verdict::Allow
+            ]
+        );
+    }
+
+    #[test]
+    fn leading_words_summary_stays_within_its_character_allowance() {
+        let mut host = InMemoryHost::new(HostAnswers {
+            summarizer: Some(SummarizerRule::LeadingWords),
+            ..HostAnswers::default()
+        });
+        let s = host
+            .summarize("one two three four five six", 3, Tokenizer::O200kBase)
+            .unwrap();
+        assert_eq!(s, "one two three");
+    }
+}
