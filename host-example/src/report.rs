@@ -10,7 +10,7 @@ pub fn reason_text(reason: &Reason) -> String {
         Reason::Mandatory => "mandatory".into(),
         Reason::WithinBudget => "within budget".into(),
         Reason::KeepLast(n) => format!("keep-last {n}"),
-        Reason::OverBudget(s) => format!("over budget: needs {} of {}", s.needed, s.remaining),
+        Reason::OverBudget(s) => format!("over budget: needs {}, {} left", s.needed, s.remaining),
         Reason::EvictedOldest => "evicted oldest".into(),
         Reason::ToolPair(id) => format!("tool pair with {id}"),
         Reason::OrphanToolResult => "orphan tool result".into(),

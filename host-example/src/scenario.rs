@@ -27,7 +27,7 @@ pub struct Scenario {
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// The assembled pack.
-    Pack(ContextPack),
+    Pack(Box<ContextPack>),
     /// Why it was refused.
     Error(ctxpack_core::Error),
 }
@@ -35,7 +35,7 @@ pub enum Outcome {
 impl From<Result<ContextPack, ctxpack_core::Error>> for Outcome {
     fn from(r: Result<ContextPack, ctxpack_core::Error>) -> Self {
         match r {
-            Ok(p) => Outcome::Pack(p),
+            Ok(p) => Outcome::Pack(Box::new(p)),
             Err(e) => Outcome::Error(e),
         }
     }

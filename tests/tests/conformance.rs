@@ -1,0 +1,216 @@
+//! The scenario corpus, run natively and through the component under
+//! wasmtime: both must give the expected outcome, byte for byte.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use ctxpack_conformance::{check_expected, render, scenarios};
+use ctxpack_core::{ContextPack, Layer, Role, Tokenizers};
+use ctxpack_host_example::{Outcome, Runtime, run_component, run_native};
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::load_bundled().unwrap())
+}
+
+#[test]
+fn corpus_is_not_empty() {
+    assert!(scenarios().len() >= 10, "the corpus lost scenarios");
+}
+
+#[test]
+fn native_outcomes_match_expected() {
+    let failures: Vec<String> = scenarios()
+        .iter()
+        .filter_map(|(name, s)| check_expected(name, &run_native(s)))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn component_outcomes_are_identical_to_native() {
+    for (name, s) in scenarios() {
+        let native = render(&run_native(&s));
+        let wasm = render(&run_component(runtime(), &s).unwrap());
+        assert_eq!(native, wasm, "{name}: native and component differ");
+    }
+}
+
+#[test]
+fn every_pack_keeps_the_invariants() {
+    let tokenizers = Tokenizers::default();
+    for (name, s) in scenarios() {
+        let Outcome::Pack(pack) = run_native(&s) else {
+            continue;
+        };
+        check_invariants(&name, &s.request, &pack, &tokenizers);
+    }
+}
+
+fn check_invariants(
+    name: &str,
+    request: &ctxpack_core::AssembleRequest,
+    pack: &ContextPack,
+    tokenizers: &Tokenizers,
+) {
+    let snap = &pack.snapshot;
+    let overhead = request.entry_overhead;
+    // The budget is never exceeded and the accounting adds up.
+    assert!(pack.budget_used <= request.budget, "{name}: over budget");
+    let charged: u32 = pack.entries.iter().map(|e| e.tokens + overhead).sum();
+    assert_eq!(
+        charged, pack.budget_used,
+        "{name}: budget-used is not the sum"
+    );
+    assert_eq!(snap.tokens_used, pack.budget_used, "{name}");
+    // Counts are exact: recount every included text.
+    let counter = tokenizers.counter(request.tokenizer).unwrap();
+    for e in &pack.entries {
+        assert_eq!(
+            counter.count(&e.text),
+            e.tokens,
+            "{name}: {} miscounted",
+            e.id
+        );
+    }
+    // Every candidate appears exactly once; the pack holds exactly the
+    // included ones, in the same order.
+    let ids: HashSet<&str> = snap.entries.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(
+        ids.len(),
+        snap.entries.len(),
+        "{name}: duplicate snapshot ids"
+    );
+    let included: Vec<&str> = snap
+        .entries
+        .iter()
+        .filter(|e| e.included)
+        .map(|e| e.id.as_str())
+        .collect();
+    let packed: Vec<&str> = pack.entries.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(included, packed, "{name}");
+    let expected_candidates = usize::from(!request.system_prompt.is_empty())
+        + request.instructions.len()
+        + usize::from(request.current_task.is_some())
+        + usize::from(request.workflow.is_some())
+        + request.conversation.len()
+        + request.stage_summaries.len();
+    assert_eq!(
+        snap.entries.len(),
+        expected_candidates,
+        "{name}: a candidate is missing"
+    );
+    assert_eq!(
+        pack.compression.entries_dropped as usize,
+        snap.entries.len() - pack.entries.len(),
+        "{name}"
+    );
+    // L0 is never dropped, and leads the pack.
+    for e in &snap.entries {
+        if e.layer == Layer::L0 {
+            assert!(e.included, "{name}: L0 entry {} dropped", e.id);
+        }
+        assert!(e.included == e.reason.is_inclusion(), "{name}: {}", e.id);
+    }
+    let l0: Vec<_> = pack
+        .entries
+        .iter()
+        .take_while(|e| e.layer == Layer::L0)
+        .collect();
+    assert!(
+        pack.entries[l0.len()..]
+            .iter()
+            .all(|e| e.layer != Layer::L0),
+        "{name}"
+    );
+    let l0_cost: u32 = l0.iter().map(|e| e.tokens + overhead).sum();
+    assert_eq!(snap.stable_prefix_tokens, l0_cost, "{name}");
+    // The kept conversation is valid: no tool result without its call, no
+    // call without its results.
+    let kept_turns: Vec<usize> = pack
+        .entries
+        .iter()
+        .filter_map(|e| e.id.strip_prefix("turn-")?.parse().ok())
+        .collect();
+    let mut calls: HashMap<&str, bool> = HashMap::new();
+    for &i in &kept_turns {
+        let t = &request.conversation[i];
+        match (t.role, t.tool_call_id.as_deref()) {
+            (Role::Assistant, Some(id)) => {
+                calls.insert(id, false);
+            }
+            (Role::Tool, Some(id)) => {
+                let answered = calls.get_mut(id);
+                assert!(answered.is_some(), "{name}: turn-{i} kept without its call");
+                if let Some(a) = answered {
+                    *a = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    for (j, t) in request.conversation.iter().enumerate() {
+        if let (Role::Tool, Some(id)) = (t.role, t.tool_call_id.as_deref())
+            && calls.contains_key(id)
+        {
+            assert!(
+                kept_turns.contains(&j),
+                "{name}: result turn-{j} split from its call"
+            );
+        }
+    }
+    // The kept turns are one contiguous run ending at the newest turn
+    // (orphaned results inside it excepted).
+    if let (Some(&first), Some(&last)) = (kept_turns.first(), kept_turns.last()) {
+        assert_eq!(
+            last,
+            request.conversation.len() - 1,
+            "{name}: newest turn not kept"
+        );
+        for k in first..=last {
+            let orphan = snap.entries.iter().any(|e| {
+                e.id == format!("turn-{k}") && e.reason == ctxpack_core::Reason::OrphanToolResult
+            });
+            assert!(kept_turns.contains(&k) || orphan, "{name}: gap at turn-{k}");
+        }
+    }
+}
+
+#[test]
+fn the_component_imports_only_ctxpack_interfaces() {
+    // `Runtime` links nothing but ctxpack's own imports; instantiating
+    // proves the component needs nothing else, and the import list proves
+    // it asks for no WASI.
+    let imports = runtime().imports();
+    eprintln!("component imports: {imports:?}");
+    assert!(!imports.is_empty());
+    for name in &imports {
+        assert!(
+            name.starts_with("ctxpack:context/"),
+            "unexpected import {name}"
+        );
+        assert!(!name.contains("wasi"), "WASI import {name}");
+    }
+    let s = &scenarios()[0].1;
+    assert!(run_component(runtime(), s).is_ok());
+}
+
+#[test]
+fn one_instance_serves_many_assemblies() {
+    let mut instance = runtime()
+        .instantiate(Default::default(), &Default::default())
+        .unwrap()
+        .unwrap();
+    for (name, s) in scenarios() {
+        if !s.config.preload.is_empty() {
+            continue;
+        }
+        let Outcome::Pack(expected) = run_native(&s) else {
+            continue;
+        };
+        let got = instance.assemble(&s.request).unwrap().unwrap();
+        assert_eq!(got, *expected, "{name}");
+    }
+}
