@@ -56,8 +56,11 @@ fn build_guest(root: &Path) -> Result<PathBuf, Box<dyn Error>> {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--release", "-p", "ctxpack-component", "--target"])
+        .args(["rustc", "--release", "-p", "ctxpack-component", "--target"])
         .arg(GUEST_TARGET)
+        // The guest is a cdylib only for wasm: natively its export names
+        // (`ctxpack:context/builder@…`) are not valid linker symbols.
+        .args(["--crate-type", "cdylib"])
         .arg("--target-dir")
         .arg(&target_dir);
     // The outer cargo's settings (flags, wrappers such as clippy-driver,

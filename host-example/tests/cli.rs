@@ -1,0 +1,76 @@
+//! The host example as a user runs it.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ctxpack-host-example"))
+        .args(args)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn assembles_the_bundled_scenario_through_the_component() {
+    let out = run(&["assemble", "tests/scenarios/seed-002-happy-path.json"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("pack sess-42-router-pack"), "{stdout}");
+    assert!(stdout.contains("Status: running, Stage: reconcile"), "{stdout}");
+    assert!(stdout.contains("workflow-status  workflow-status     L0"), "{stdout}");
+}
+
+#[test]
+fn native_and_component_print_the_same_json() {
+    let scenario = "tests/scenarios/tool-call-pairs.json";
+    let wasm = run(&["assemble", scenario, "--json"]);
+    let native = run(&["assemble", scenario, "--json", "--native"]);
+    assert!(wasm.status.success() && native.status.success());
+    assert_eq!(wasm.stdout, native.stdout);
+}
+
+#[test]
+fn a_refused_request_prints_the_reason_and_exits_1() {
+    let out = run(&["assemble", "tests/scenarios/l0-over-budget.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("mandatory layer needs 47 tokens but the budget is 20"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bad_input_names_the_field_and_exits_2() {
+    let dir = std::env::temp_dir().join(format!("ctxpack-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"description": "d", "request": {"context": {"trace-id": "t"}, "query": "q",
+            "tokenizer": "o200k-base", "budget": "lots", "entry-overhead": 0,
+            "system-prompt": "s", "keep-last": 1}}"#,
+    )
+    .unwrap();
+    let out = run(&["assemble", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("request.budget"), "{stderr}");
+
+    let out = run(&["assemble", "no/such/file.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no/such/file.json"));
+
+    let out = run(&["frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown command `frobnicate`"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
