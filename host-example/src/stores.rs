@@ -102,23 +102,13 @@ impl InMemoryHost {
     ) -> Result<Vec<Candidate>, HostError> {
         *self.calls.entry(name).or_default() += 1;
         match pick(&self.answers) {
-            None => Err(not_provided(name)),
-            Some(Answer::Error(message)) => Err(HostError {
-                capability: name.to_owned(),
-                message: message.clone(),
-            }),
+            None => Err(HostError::not_provided(name)),
+            Some(Answer::Error(message)) => Err(HostError::new(name, message.clone())),
             Some(Answer::Items(items)) => {
                 let n = limit.map_or(items.len(), |l| items.len().min(l as usize));
                 Ok(items[..n].to_vec())
             }
         }
-    }
-}
-
-fn not_provided(name: &str) -> HostError {
-    HostError {
-        capability: name.to_owned(),
-        message: "not provided by this host".to_owned(),
     }
 }
 
@@ -162,12 +152,9 @@ impl Host for InMemoryHost {
             .answers
             .policy
             .as_ref()
-            .ok_or_else(|| not_provided(name))?;
+            .ok_or_else(|| HostError::not_provided(name))?;
         if let Some(message) = &rules.error {
-            return Err(HostError {
-                capability: name.to_owned(),
-                message: message.clone(),
-            });
+            return Err(HostError::new(name, message.clone()));
         }
         Ok(items
             .iter()
@@ -188,11 +175,8 @@ impl Host for InMemoryHost {
         let name = "summarizer.summarize";
         *self.calls.entry(name).or_default() += 1;
         match &self.answers.summarizer {
-            None => Err(not_provided(name)),
-            Some(SummarizerRule::Error(message)) => Err(HostError {
-                capability: name.to_owned(),
-                message: message.clone(),
-            }),
+            None => Err(HostError::not_provided(name)),
+            Some(SummarizerRule::Error(message)) => Err(HostError::new(name, message.clone())),
             Some(SummarizerRule::LeadingWords) => {
                 let max_chars = target_tokens as usize * 4;
                 let mut out = String::new();

@@ -24,8 +24,14 @@ fn assembles_the_bundled_scenario_through_the_component() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(stdout.contains("pack sess-42-router-pack"), "{stdout}");
-    assert!(stdout.contains("Status: running, Stage: reconcile"), "{stdout}");
-    assert!(stdout.contains("workflow-status  workflow-status     L0"), "{stdout}");
+    assert!(
+        stdout.contains("Status: running, Stage: reconcile"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("workflow-status  workflow-status     L0"),
+        "{stdout}"
+    );
 }
 
 #[test]

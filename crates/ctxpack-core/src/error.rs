@@ -62,6 +62,21 @@ pub struct HostError {
     pub message: String,
 }
 
+impl HostError {
+    /// A failure of `capability` (e.g. `sources.retrieve`) with `message`.
+    pub fn new(capability: impl Into<String>, message: impl Into<String>) -> Self {
+        HostError {
+            capability: capability.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The failure of a capability the host does not provide.
+    pub fn not_provided(capability: impl Into<String>) -> Self {
+        Self::new(capability, "not provided by this host")
+    }
+}
+
 impl From<HostError> for Error {
     fn from(e: HostError) -> Self {
         Error::HostFailed {

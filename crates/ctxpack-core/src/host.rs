@@ -72,16 +72,9 @@ pub trait Host {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoHost;
 
-fn absent(capability: &str) -> HostError {
-    HostError {
-        capability: capability.to_owned(),
-        message: "not provided by this host".to_owned(),
-    }
-}
-
 impl Host for NoHost {
     fn retrieve(&mut self, _: &AgentContext, _: &str, _: u32) -> Result<Vec<Candidate>, HostError> {
-        Err(absent("sources.retrieve"))
+        Err(HostError::not_provided("sources.retrieve"))
     }
     fn expand_graph(
         &mut self,
@@ -89,7 +82,7 @@ impl Host for NoHost {
         _: &[String],
         _: u32,
     ) -> Result<Vec<Candidate>, HostError> {
-        Err(absent("sources.expand-graph"))
+        Err(HostError::not_provided("sources.expand-graph"))
     }
     fn recall_memory(
         &mut self,
@@ -98,15 +91,15 @@ impl Host for NoHost {
         _: &str,
         _: u32,
     ) -> Result<Vec<Candidate>, HostError> {
-        Err(absent("sources.recall-memory"))
+        Err(HostError::not_provided("sources.recall-memory"))
     }
     fn repository_state(&mut self, _: &AgentContext) -> Result<Vec<Candidate>, HostError> {
-        Err(absent("sources.repository-state"))
+        Err(HostError::not_provided("sources.repository-state"))
     }
     fn review(&mut self, _: &AgentContext, _: &[Candidate]) -> Result<Vec<Verdict>, HostError> {
-        Err(absent("policy.review"))
+        Err(HostError::not_provided("policy.review"))
     }
     fn summarize(&mut self, _: &str, _: u32, _: Tokenizer) -> Result<String, HostError> {
-        Err(absent("summarizer.summarize"))
+        Err(HostError::not_provided("summarizer.summarize"))
     }
 }
