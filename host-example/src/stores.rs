@@ -252,7 +252,7 @@ mod tests {
             ..HostAnswers::default()
         });
         let s = host
-            .summarize("one two three four five six", 3, Tokenizer::O200kBase)
+            .summarize("one two three four five six", 4, Tokenizer::O200kBase)
             .unwrap();
         assert_eq!(s, "one two three");
     }
