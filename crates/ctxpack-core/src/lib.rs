@@ -29,12 +29,17 @@ mod digest;
 mod error;
 mod host;
 mod layered;
+mod router;
 mod tokenizer;
 mod types;
 
 pub use digest::content_id;
 pub use error::{Error, HostError};
 pub use host::{Host, NoHost, Verdict};
+pub use router::{
+    ConfigFormat, DEFAULT_REFERENCE_CUES, Entity, RouteConfig, RouteScore, Router, RouterConfig,
+    RoutingDecision, RuleConfig, RuleScore, normalize,
+};
 pub use tokenizer::{CharsPerToken, TokenCounter, Tokenizers};
 pub use types::*;
 
