@@ -30,6 +30,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             "wit",
             "crates/ctxpack-core",
             "crates/ctxpack-component",
+            "crates/ctxpack-wit",
             "Cargo.lock",
         ] {
             println!("cargo:rerun-if-changed={}", root.join(watched).display());

@@ -102,7 +102,55 @@ pub struct Instance {
     builder: ResourceAny,
 }
 
+/// A router resource inside an [`Instance`].
+#[derive(Clone, Copy)]
+pub struct RouterHandle(ResourceAny);
+
 impl Instance {
+    /// Compiles a router inside the component.
+    pub fn router(
+        &mut self,
+        config: &str,
+        format: ctx::ConfigFormat,
+    ) -> Result<Result<RouterHandle, ctx::Error>, WasmError> {
+        let created = self
+            .bindings
+            .ctxpack_context_builder()
+            .router()
+            .call_create(&mut self.store, config, format.convert())?;
+        Ok(created.map(RouterHandle).map_err(Convert::convert))
+    }
+
+    /// Routes a query inside the component.
+    pub fn route(
+        &mut self,
+        router: RouterHandle,
+        query: &str,
+    ) -> Result<ctx::RoutingDecision, WasmError> {
+        let decision = self
+            .bindings
+            .ctxpack_context_builder()
+            .router()
+            .call_route(&mut self.store, router.0, query)?;
+        Ok(decision.convert())
+    }
+
+    /// Routes and dispatches `request` inside the component.
+    pub fn handle(
+        &mut self,
+        router: RouterHandle,
+        request: &ctx::AssembleRequest,
+    ) -> Result<Result<ctx::Handling, ctx::Error>, WasmError> {
+        let request: wit::AssembleRequest = request.clone().convert();
+        let answer = self.bindings.ctxpack_context_builder().call_handle(
+            &mut self.store,
+            router.0,
+            self.builder,
+            &request,
+        )?;
+        Ok(answer.map(Convert::convert).map_err(Convert::convert))
+    }
+
     /// Assembles `request` inside the component.
     pub fn assemble(
         &mut self,

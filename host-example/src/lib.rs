@@ -6,27 +6,81 @@
 //! both give identical results.
 
 pub mod component;
+pub mod eval;
 pub mod report;
 pub mod scenario;
 pub mod stores;
 
 pub use component::{Instance, Runtime, WasmError};
-pub use scenario::{Outcome, Scenario};
+pub use scenario::{Outcome, Reply, RouterSpec, Scenario};
 pub use stores::{HostAnswers, InMemoryHost};
 
-/// Runs `scenario` natively through the core.
-pub fn run_native(scenario: &Scenario) -> Outcome {
-    let mut host = InMemoryHost::new(scenario.host.clone());
-    ctxpack_core::Builder::new(scenario.config.clone())
-        .and_then(|b| b.assemble(&scenario.request, &mut host))
-        .into()
+use ctxpack_core::ConfigFormat;
+
+type RouterText<'a> = Result<Option<(&'a str, ConfigFormat)>, ctxpack_core::Error>;
+
+fn router_text(scenario: &Scenario) -> RouterText<'_> {
+    match &scenario.router {
+        None => Ok(None),
+        Some(RouterSpec::Yaml(t)) => Ok(Some((t, ConfigFormat::Yaml))),
+        Some(RouterSpec::Json(t)) => Ok(Some((t, ConfigFormat::Json))),
+        // `scenario::load` reads router files in; a scenario built in code
+        // must give the text.
+        Some(RouterSpec::File(p)) => Err(ctxpack_core::Error::invalid(
+            "router.file",
+            format!(
+                "{} was not read in: load the scenario with scenario::load",
+                p.display()
+            ),
+        )),
+    }
 }
 
-/// Runs `scenario` through the component on `runtime`.
+fn outcome(reply: Reply, host: &InMemoryHost) -> Outcome {
+    Outcome {
+        reply,
+        host_calls: host
+            .calls()
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), *v))
+            .collect(),
+    }
+}
+
+/// Runs `scenario` natively through the core: `handle` when it has a
+/// router, `assemble` otherwise.
+pub fn run_native(scenario: &Scenario) -> Outcome {
+    let mut host = InMemoryHost::new(scenario.host.clone());
+    let reply = match ctxpack_core::Builder::new(scenario.config.clone()) {
+        Err(e) => Reply::Error(e),
+        Ok(builder) => match router_text(scenario) {
+            Err(e) => Reply::Error(e),
+            Ok(None) => builder.assemble(&scenario.request, &mut host).into(),
+            Ok(Some((text, format))) => match ctxpack_core::Router::from_text(text, format) {
+                Err(e) => Reply::Error(e),
+                Ok(router) => {
+                    ctxpack_core::handle(&router, &builder, &scenario.request, &mut host).into()
+                }
+            },
+        },
+    };
+    outcome(reply, &host)
+}
+
+/// Runs `scenario` through the component on `runtime`, as [`run_native`].
 pub fn run_component(runtime: &Runtime, scenario: &Scenario) -> Result<Outcome, WasmError> {
     let host = InMemoryHost::new(scenario.host.clone());
-    Ok(match runtime.instantiate(host, &scenario.config)? {
-        Ok(mut instance) => instance.assemble(&scenario.request)?.into(),
-        Err(e) => Outcome::Error(e),
-    })
+    let mut instance = match runtime.instantiate(host, &scenario.config)? {
+        Ok(instance) => instance,
+        Err(e) => return Ok(outcome(Reply::Error(e), &InMemoryHost::default())),
+    };
+    let reply = match router_text(scenario) {
+        Err(e) => Reply::Error(e),
+        Ok(None) => instance.assemble(&scenario.request)?.into(),
+        Ok(Some((text, format))) => match instance.router(text, format)? {
+            Err(e) => Reply::Error(e),
+            Ok(router) => instance.handle(router, &scenario.request)?.into(),
+        },
+    };
+    Ok(outcome(reply, instance.host()))
 }

@@ -1,31 +1,41 @@
-//! `ctxpack-host-example`: assemble a scenario through the ctxpack
-//! component under wasmtime (or natively) and print the pack and snapshot.
+//! `ctxpack-host-example`: run the ctxpack component under wasmtime (or the
+//! core natively) on scenario files, routes and labelled query sets.
 
-use ctxpack_host_example::{Outcome, Runtime, report, scenario};
+use ctxpack_core::ConfigFormat;
+use ctxpack_host_example::{Outcome, Reply, Runtime, eval, report, scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: ctxpack-host-example assemble <scenario.json> [--native] [--json]
+const USAGE: &str = "usage:
+  ctxpack-host-example assemble <scenario.json> [--native] [--json]
+      build the context pack for a scenario; print it with its snapshot
+  ctxpack-host-example handle <scenario.json> [--native] [--json]
+      route the scenario's query with its router, then dispatch: a skill with a
+      trivial context, or the builder and the fallback skill
+  ctxpack-host-example route <routes.yaml|json> <query> [--native] [--json]
+      print the routing decision with every route's rule breakdown
+  ctxpack-host-example evaluate <routes.yaml|json> <queries.tsv> [--native]
+      accuracy, per-route precision/recall and low-confidence figures
 
-  assemble   build the context pack for a scenario and print it with its snapshot
   --native   run the core natively instead of the component under wasmtime
-  --json     print the outcome as JSON instead of a table";
+  --json     print JSON instead of tables";
 
 struct Args {
-    scenario: PathBuf,
+    command: String,
+    positional: Vec<String>,
     native: bool,
     json: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
-    match args.next().as_deref() {
-        Some("assemble") => {}
-        Some("-h" | "--help") | None => return Err(USAGE.into()),
+    let command = match args.next() {
+        Some(c) if ["assemble", "handle", "route", "evaluate"].contains(&c.as_str()) => c,
+        Some(h) if h == "-h" || h == "--help" => return Err(USAGE.into()),
+        None => return Err(USAGE.into()),
         Some(other) => return Err(format!("unknown command `{other}`\n\n{USAGE}")),
-    }
-    let mut scenario = None;
-    let (mut native, mut json) = (false, false);
+    };
+    let (mut positional, mut native, mut json) = (Vec::new(), false, false);
     for arg in args {
         match arg.as_str() {
             "--native" => native = true,
@@ -33,41 +43,115 @@ fn parse_args() -> Result<Args, String> {
             flag if flag.starts_with("--") => {
                 return Err(format!("unknown flag `{flag}`\n\n{USAGE}"));
             }
-            path if scenario.is_none() => scenario = Some(PathBuf::from(path)),
-            extra => return Err(format!("unexpected argument `{extra}`\n\n{USAGE}")),
+            _ => positional.push(arg),
         }
     }
-    let scenario = scenario.ok_or_else(|| format!("missing <scenario.json>\n\n{USAGE}"))?;
+    let wanted = if ["route", "evaluate"].contains(&command.as_str()) {
+        2
+    } else {
+        1
+    };
+    if positional.len() != wanted {
+        return Err(format!("`{command}` takes {wanted} argument(s)\n\n{USAGE}"));
+    }
     Ok(Args {
-        scenario,
+        command,
+        positional,
         native,
         json,
     })
 }
 
-fn run() -> Result<Outcome, String> {
-    let args = parse_args()?;
-    let scenario = scenario::load(&args.scenario)?;
-    let outcome = if args.native {
-        ctxpack_host_example::run_native(&scenario)
-    } else {
-        let runtime = Runtime::load_bundled().map_err(|e| e.to_string())?;
-        ctxpack_host_example::run_component(&runtime, &scenario).map_err(|e| e.to_string())?
-    };
-    if args.json {
-        let text = serde_json::to_string_pretty(&outcome).map_err(|e| e.to_string())?;
-        println!("{text}");
-    } else {
-        print!("{}", report::outcome(&outcome));
+fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Routes every query, natively or through one component instance.
+fn decisions(
+    args: &Args,
+    config: &(String, ConfigFormat),
+    queries: &[String],
+) -> Result<Vec<ctxpack_core::RoutingDecision>, String> {
+    if args.native {
+        let router =
+            ctxpack_core::Router::from_text(&config.0, config.1).map_err(|e| e.to_string())?;
+        return Ok(queries.iter().map(|q| router.route(q)).collect());
     }
-    Ok(outcome)
+    let runtime = Runtime::load_bundled().map_err(|e| e.to_string())?;
+    let mut instance = runtime
+        .instantiate(Default::default(), &Default::default())
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let router = instance
+        .router(&config.0, config.1)
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    queries
+        .iter()
+        .map(|q| instance.route(router, q).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// Runs the command; `Ok(false)` when the core refused the request.
+fn run() -> Result<bool, String> {
+    let args = parse_args()?;
+    match args.command.as_str() {
+        "assemble" | "handle" => {
+            let path = PathBuf::from(&args.positional[0]);
+            let mut scenario = scenario::load(&path)?;
+            if args.command == "assemble" {
+                scenario.router = None;
+            } else if scenario.router.is_none() {
+                return Err(format!(
+                    "{}: `handle` needs a scenario with a `router`",
+                    path.display()
+                ));
+            }
+            let outcome: Outcome = if args.native {
+                ctxpack_host_example::run_native(&scenario)
+            } else {
+                let runtime = Runtime::load_bundled().map_err(|e| e.to_string())?;
+                ctxpack_host_example::run_component(&runtime, &scenario)
+                    .map_err(|e| e.to_string())?
+            };
+            if args.json {
+                print_json(&outcome)?;
+            } else {
+                print!("{}", report::outcome(&outcome));
+            }
+            Ok(!matches!(outcome.reply, Reply::Error(_)))
+        }
+        "route" => {
+            let config = scenario::read_router_file(&PathBuf::from(&args.positional[0]))?;
+            let d = decisions(&args, &config, &args.positional[1..])?;
+            if args.json {
+                print_json(&d[0])?;
+            } else {
+                print!("{}", report::decision(&d[0]));
+            }
+            Ok(true)
+        }
+        _ => {
+            let config = scenario::read_router_file(&PathBuf::from(&args.positional[0]))?;
+            let set_path = PathBuf::from(&args.positional[1]);
+            let text = std::fs::read_to_string(&set_path)
+                .map_err(|e| format!("{}: {e}", set_path.display()))?;
+            let set = eval::parse(&text).map_err(|e| format!("{}: {e}", set_path.display()))?;
+            let queries: Vec<String> = set.iter().map(|q| q.query.clone()).collect();
+            let d = decisions(&args, &config, &queries)?;
+            print!("{}", eval::report(&set, &d));
+            Ok(true)
+        }
+    }
 }
 
 fn main() -> ExitCode {
     match run() {
-        Ok(Outcome::Pack(_)) => ExitCode::SUCCESS,
-        // The refusal was printed; it is still not a pack.
-        Ok(Outcome::Error(_)) => ExitCode::from(1),
+        Ok(true) => ExitCode::SUCCESS,
+        // The refusal was printed; it is still not a result.
+        Ok(false) => ExitCode::from(1),
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::from(2)

@@ -1,7 +1,7 @@
 //! Human-readable output: the pack and a table of the snapshot.
 
-use crate::scenario::Outcome;
-use ctxpack_core::{ContextPack, Reason};
+use crate::scenario::{Outcome, Reply};
+use ctxpack_core::{ContextPack, Dispatch, Reason, RoutingDecision};
 use std::fmt::Write;
 
 /// One reason in words, with its numbers.
@@ -18,6 +18,7 @@ pub fn reason_text(reason: &Reason) -> String {
         Reason::PolicyDenied(why) => format!("policy denied: {why}"),
         Reason::OutOfScope => "out of scope".into(),
         Reason::NoProvenance => "no provenance".into(),
+        Reason::SectionNotAllowed => "section not allowed for host items".into(),
     }
 }
 
@@ -39,7 +40,15 @@ pub fn pack(p: &ContextPack) -> String {
         p.id, p.budget_used, p.budget_limit
     );
     let _ = writeln!(out, "snapshot {}  status {}", s.id, kebab(&s.status));
-    let _ = writeln!(out, "stable prefix {} tokens", s.stable_prefix_tokens);
+    let _ = writeln!(
+        out,
+        "stable prefix {} tokens; profile {}",
+        s.stable_prefix_tokens,
+        kebab(&s.profile)
+    );
+    for call in &s.source_calls {
+        let _ = writeln!(out, "source {}: {}", call.capability, kebab(&call.outcome));
+    }
     let _ = writeln!(out, "\n--- context ---\n{}\n--- end ---\n", p.text);
     let rows: Vec<[String; 6]> = s
         .entries
@@ -96,10 +105,85 @@ pub fn pack(p: &ContextPack) -> String {
     out
 }
 
-/// A pack, or the refusal in words.
-pub fn outcome(o: &Outcome) -> String {
-    match o {
-        Outcome::Pack(p) => pack(p),
-        Outcome::Error(e) => format!("assembly refused: {e}\n"),
+/// A routing decision: the verdict, then every route's rules and what
+/// matched.
+pub fn decision(d: &RoutingDecision) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "route {}  skill {}  confidence {:.3}  threshold {:.2}  {}",
+        d.route.as_deref().unwrap_or("(none)"),
+        d.skill.as_deref().unwrap_or("(none)"),
+        d.confidence,
+        d.threshold,
+        if d.low_confidence {
+            "LOW CONFIDENCE"
+        } else {
+            "confident"
+        }
+    );
+    if let Some(cue) = &d.reference_cue {
+        let _ = writeln!(out, "reference cue \"{cue}\": goes to the builder");
     }
+    for e in &d.matched_entities {
+        let _ = writeln!(out, "entity {} = {}", e.name, e.value);
+    }
+    for s in &d.scores {
+        let _ = writeln!(out, "  {:<16} {:.3}", s.route, s.score);
+        for r in &s.rules {
+            let hit = r
+                .matched
+                .as_deref()
+                .map_or("-".to_owned(), |m| format!("matched \"{m}\""));
+            let _ = writeln!(out, "    w={:.2}  {:<44} {}", r.weight, r.rule, hit);
+        }
+    }
+    out
+}
+
+/// An outcome in words: the pack, the handling, or the refusal, then the
+/// host calls.
+pub fn outcome(o: &Outcome) -> String {
+    let mut out = match &o.reply {
+        Reply::Pack(p) => pack(p),
+        Reply::Handled(h) => {
+            let mut out = decision(&h.decision);
+            match &h.dispatch {
+                Dispatch::Skill(s) => {
+                    let _ = writeln!(
+                        out,
+                        "\ndispatch: skill {} with a trivial context (builder not called)",
+                        s.skill
+                    );
+                }
+                Dispatch::Fallback(f) => {
+                    let _ = writeln!(
+                        out,
+                        "\ndispatch: fallback skill with {} turns, {} retrieved, {} memory items\n",
+                        f.context.conversation_history.len(),
+                        f.context.retrieved_context.len(),
+                        f.context.memory_items.len()
+                    );
+                    out.push_str(&pack(&f.pack));
+                }
+            }
+            out
+        }
+        Reply::Error(e) => format!("refused: {e}\n"),
+    };
+    let calls: Vec<String> = o
+        .host_calls
+        .iter()
+        .map(|(k, v)| format!("{k} x{v}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "host calls: {}",
+        if calls.is_empty() {
+            "none".into()
+        } else {
+            calls.join(", ")
+        }
+    );
+    out
 }

@@ -2,9 +2,10 @@
 //! host's stores answer, in one JSON document.
 
 use crate::stores::HostAnswers;
-use ctxpack_core::{AssembleRequest, BuilderConfig, ContextPack};
+use ctxpack_core::{AssembleRequest, BuilderConfig, ConfigFormat, ContextPack, Handling};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// One scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -20,23 +21,87 @@ pub struct Scenario {
     /// What the host's stores answer.
     #[serde(default)]
     pub host: HostAnswers,
+    /// With a router the scenario runs `handle` (route, then dispatch)
+    /// instead of `assemble`.
+    #[serde(default)]
+    pub router: Option<RouterSpec>,
 }
 
-/// What an assembly came to: a pack or the core's refusal.
+/// A router config: inline, or a file beside the scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum RouterSpec {
+    /// YAML text.
+    Yaml(String),
+    /// JSON text.
+    Json(String),
+    /// A `.yaml`, `.yml` or `.json` file, relative to the scenario file.
+    File(PathBuf),
+}
+
+impl RouterSpec {
+    /// The config text and its format; `base` is the scenario's folder.
+    pub fn text(&self, base: &Path) -> Result<(String, ConfigFormat), String> {
+        match self {
+            RouterSpec::Yaml(t) => Ok((t.clone(), ConfigFormat::Yaml)),
+            RouterSpec::Json(t) => Ok((t.clone(), ConfigFormat::Json)),
+            RouterSpec::File(p) => read_router_file(&base.join(p)),
+        }
+    }
+}
+
+/// Reads a router config file, its format by extension.
+pub fn read_router_file(path: &Path) -> Result<(String, ConfigFormat), String> {
+    let format = match path.extension().and_then(|e| e.to_str()) {
+        Some("yaml" | "yml") => ConfigFormat::Yaml,
+        Some("json") => ConfigFormat::Json,
+        _ => {
+            return Err(format!(
+                "{}: a router config must end in .yaml, .yml or .json",
+                path.display()
+            ));
+        }
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((text, format))
+}
+
+/// What a scenario came to, and the host calls it took.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Outcome {
+    /// The answer.
+    pub reply: Reply,
+    /// Calls to each host capability, by name.
+    pub host_calls: BTreeMap<String, u32>,
+}
+
+/// A pack, a handling, or the core's refusal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    /// The assembled pack.
+pub enum Reply {
+    /// The assembled pack (`assemble`).
     Pack(Box<ContextPack>),
+    /// The routing decision and dispatch (`handle`).
+    Handled(Box<Handling>),
     /// Why it was refused.
     Error(ctxpack_core::Error),
 }
 
-impl From<Result<ContextPack, ctxpack_core::Error>> for Outcome {
+impl From<Result<ContextPack, ctxpack_core::Error>> for Reply {
     fn from(r: Result<ContextPack, ctxpack_core::Error>) -> Self {
         match r {
-            Ok(p) => Outcome::Pack(Box::new(p)),
-            Err(e) => Outcome::Error(e),
+            Ok(p) => Reply::Pack(Box::new(p)),
+            Err(e) => Reply::Error(e),
+        }
+    }
+}
+
+impl From<Result<Handling, ctxpack_core::Error>> for Reply {
+    fn from(r: Result<Handling, ctxpack_core::Error>) -> Self {
+        match r {
+            Ok(h) => Reply::Handled(Box::new(h)),
+            Err(e) => Reply::Error(e),
         }
     }
 }
@@ -56,10 +121,20 @@ pub fn parse(text: &str) -> Result<Scenario, String> {
     })
 }
 
-/// Reads and parses a scenario file.
+/// Reads and parses a scenario file; a router file it names is read in
+/// (and becomes inline text), so the scenario is self-contained afterwards.
 pub fn load(path: &Path) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    let mut scenario = parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(spec @ RouterSpec::File(_)) = &scenario.router {
+        let base = path.parent().unwrap_or(Path::new("."));
+        let (text, format) = spec.text(base)?;
+        scenario.router = Some(match format {
+            ConfigFormat::Yaml => RouterSpec::Yaml(text),
+            ConfigFormat::Json => RouterSpec::Json(text),
+        });
+    }
+    Ok(scenario)
 }
 
 #[cfg(test)]

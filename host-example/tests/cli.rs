@@ -80,3 +80,60 @@ fn bad_input_names_the_field_and_exits_2() {
     assert!(text(&out.stderr).contains("unknown command `frobnicate`"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn evaluate_reports_the_same_figures_through_the_component_and_natively() {
+    let args = [
+        "evaluate",
+        "host-example/routes/assistant.yaml",
+        "host-example/routes/assistant-queries.tsv",
+    ];
+    let wasm = run(&args);
+    let native = run(&[&args[..], &["--native"]].concat());
+    assert!(wasm.status.success(), "{}", text(&wasm.stderr));
+    assert_eq!(wasm.stdout, native.stdout);
+    let report = text(&wasm.stdout);
+    // Shown in CI logs: the figures users tune thresholds with.
+    eprintln!("{report}");
+    let accuracy: f64 = report
+        .split_once(" = ")
+        .and_then(|(_, rest)| rest.split_once('%'))
+        .map(|(pct, _)| pct.parse().unwrap())
+        .unwrap();
+    // A floor, so a change that makes routing worse fails here.
+    assert!(accuracy >= 88.0, "accuracy fell to {accuracy}%");
+    for section in [
+        "precision",
+        "misspelled",
+        "low-confidence fired",
+        "threshold 0.5",
+    ] {
+        assert!(report.contains(section), "{section} missing:\n{report}");
+    }
+}
+
+#[test]
+fn route_and_handle_commands() {
+    let out = run(&[
+        "route",
+        "host-example/routes/assistant.yaml",
+        "Will it rain in Porto Alegre tomorrow?",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with("route weather  skill weather-skill"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("entity city = Porto Alegre"), "{stdout}");
+    assert!(stdout.contains("matched \"will it rain\""), "{stdout}");
+
+    let out = run(&["handle", "tests/scenarios/handle-confident-skill.json"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("dispatch: skill weather-skill"), "{stdout}");
+    assert!(stdout.contains("host calls: none"), "{stdout}");
+
+    let out = run(&["handle", "tests/scenarios/seed-002-happy-path.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("needs a scenario with a `router`"));
+}

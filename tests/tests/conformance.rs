@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used)]
 
 use ctxpack_conformance::{check_expected, render, scenarios};
-use ctxpack_core::{ContextPack, Layer, Role, Tokenizers};
-use ctxpack_host_example::{Outcome, Runtime, run_component, run_native};
+use ctxpack_core::{ContextPack, Dispatch, Layer, Origin, Role, SourceOutcome, Tokenizers};
+use ctxpack_host_example::{Reply, Runtime, run_component, run_native};
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
@@ -42,8 +42,13 @@ fn component_outcomes_are_identical_to_native() {
 fn every_pack_keeps_the_invariants() {
     let tokenizers = Tokenizers::default();
     for (name, s) in scenarios() {
-        let Outcome::Pack(pack) = run_native(&s) else {
-            continue;
+        let pack = match run_native(&s).reply {
+            Reply::Pack(pack) => *pack,
+            Reply::Handled(h) => match h.dispatch {
+                Dispatch::Fallback(f) => f.pack,
+                Dispatch::Skill(_) => continue,
+            },
+            Reply::Error(_) => continue,
         };
         check_invariants(&name, &s.request, &pack, &tokenizers);
     }
@@ -75,13 +80,19 @@ fn check_invariants(
             e.id
         );
     }
-    // Every candidate appears exactly once; the pack holds exactly the
-    // included ones, in the same order.
-    let ids: HashSet<&str> = snap.entries.iter().map(|e| e.id.as_str()).collect();
+    // Every candidate appears exactly once (counted by origin below); a
+    // host may repeat an id, but only one candidate per id is included; the
+    // pack holds exactly the included ones, in the same order.
+    let included_ids: HashSet<&str> = snap
+        .entries
+        .iter()
+        .filter(|e| e.included)
+        .map(|e| e.id.as_str())
+        .collect();
     assert_eq!(
-        ids.len(),
-        snap.entries.len(),
-        "{name}: duplicate snapshot ids"
+        included_ids.len(),
+        pack.entries.len(),
+        "{name}: an id is included twice"
     );
     let included: Vec<&str> = snap
         .entries
@@ -97,19 +108,50 @@ fn check_invariants(
         + usize::from(request.workflow.is_some())
         + request.conversation.len()
         + request.stage_summaries.len();
+    let from = |origin: Origin| snap.entries.iter().filter(|e| e.origin == origin).count();
     assert_eq!(
-        snap.entries.len(),
+        from(Origin::Request),
         expected_candidates,
         "{name}: a candidate is missing"
     );
+    for call in &snap.source_calls {
+        let origin = match call.capability.as_str() {
+            "sources.retrieve" => Origin::Retrieval,
+            "sources.recall-memory" => Origin::Memory,
+            other => panic!("{name}: unexpected source {other}"),
+        };
+        let answered = match call.outcome {
+            SourceOutcome::Answered(n) => n as usize,
+            _ => 0,
+        };
+        assert_eq!(
+            from(origin),
+            answered,
+            "{name}: {} candidates lost",
+            call.capability
+        );
+    }
+    // No host text in L0; every included item has provenance.
+    for e in &snap.entries {
+        if e.origin != Origin::Request && e.included {
+            assert_ne!(e.layer, Layer::L0, "{name}: host item {} in L0", e.id);
+        }
+        if e.included {
+            assert!(
+                e.provenance.is_some(),
+                "{name}: {} without provenance",
+                e.id
+            );
+        }
+    }
     assert_eq!(
         pack.compression.entries_dropped as usize,
         snap.entries.len() - pack.entries.len(),
         "{name}"
     );
-    // L0 is never dropped, and leads the pack.
+    // The request's L0 is never dropped, and leads the pack.
     for e in &snap.entries {
-        if e.layer == Layer::L0 {
+        if e.layer == Layer::L0 && e.origin == Origin::Request {
             assert!(e.included, "{name}: L0 entry {} dropped", e.id);
         }
         assert!(e.included == e.reason.is_inclusion(), "{name}: {}", e.id);
@@ -207,10 +249,43 @@ fn one_instance_serves_many_assemblies() {
         if !s.config.preload.is_empty() {
             continue;
         }
-        let Outcome::Pack(expected) = run_native(&s) else {
+        if s.router.is_some() {
+            continue;
+        }
+        let Reply::Pack(expected) = run_native(&s).reply else {
             continue;
         };
         let got = instance.assemble(&s.request).unwrap().unwrap();
         assert_eq!(got, *expected, "{name}");
+    }
+}
+
+#[test]
+fn the_confident_path_calls_no_host_capability_under_wasmtime() {
+    let (_, mut s) = scenarios()
+        .into_iter()
+        .find(|(n, _)| n == "handle-confident-skill")
+        .unwrap();
+    let out = run_component(runtime(), &s).unwrap();
+    let Reply::Handled(h) = &out.reply else {
+        panic!("{:?}", out.reply)
+    };
+    assert!(matches!(h.dispatch, Dispatch::Skill(_)));
+    assert!(out.host_calls.is_empty(), "{:?}", out.host_calls);
+    // The same stores on a query the router cannot place are called, so
+    // the count above is live, not a counter that never moves.
+    s.request.query = "Help me plan a trip".into();
+    let out = run_component(runtime(), &s).unwrap();
+    assert_eq!(out.host_calls.get("sources.retrieve"), Some(&1));
+    assert_eq!(out.host_calls.get("policy.review"), Some(&1));
+}
+
+#[test]
+fn every_host_capability_is_called_at_most_once_per_assembly() {
+    for (name, s) in scenarios() {
+        let out = run_component(runtime(), &s).unwrap();
+        for (capability, n) in &out.host_calls {
+            assert_eq!(*n, 1, "{name}: {capability} called {n} times");
+        }
     }
 }

@@ -19,7 +19,10 @@ mod bindings {
 ctxpack_wit::wit_conversions!(crate::bindings::ctxpack::context);
 
 use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
-use bindings::exports::ctxpack::context::builder::{ContextBuilder, Guest, GuestContextBuilder};
+use bindings::exports::ctxpack::context::builder::{
+    ContextBuilder, ContextBuilderBorrow, Guest, GuestContextBuilder, GuestRouter, Router,
+    RouterBorrow,
+};
 use ctxpack_core as ctx;
 use ctxpack_wit::Convert;
 
@@ -27,6 +30,37 @@ struct Component;
 
 impl Guest for Component {
     type ContextBuilder = Builder;
+    type Router = RouterResource;
+
+    fn handle(
+        router: RouterBorrow<'_>,
+        builder: ContextBuilderBorrow<'_>,
+        request: wit::AssembleRequest,
+    ) -> Result<wit::Handling, wit::CtxpackError> {
+        let router: &RouterResource = router.get();
+        let builder: &Builder = builder.get();
+        let request: ctx::AssembleRequest = request.convert();
+        match ctx::handle(&router.0, &builder.0, &request, &mut Imports) {
+            Ok(handling) => Ok(handling.convert()),
+            Err(e) => Err(e.convert()),
+        }
+    }
+}
+
+/// The `router` resource: one compiled core router.
+struct RouterResource(ctx::Router);
+
+impl GuestRouter for RouterResource {
+    fn create(config: String, format: wit::ConfigFormat) -> Result<Router, wit::CtxpackError> {
+        match ctx::Router::from_text(&config, format.convert()) {
+            Ok(router) => Ok(Router::new(RouterResource(router))),
+            Err(e) => Err(e.convert()),
+        }
+    }
+
+    fn route(&self, query: String) -> wit::RoutingDecision {
+        self.0.route(&query).convert()
+    }
 }
 
 /// The `context-builder` resource: one core builder, kept between calls.

@@ -1,4 +1,4 @@
-//! The layered pack (seed 002, generalised).
+//! The layered pack (seed 002, generalised) with the profiles of seed 000.
 //!
 //! - **L0** — system prompt, mandatory instructions, current task, workflow
 //!   status — is charged first and never dropped. If it alone exceeds the
@@ -7,37 +7,43 @@
 //!   turns that fit, as one contiguous run ending at the newest turn. A tool
 //!   call and its results are kept or dropped as one unit; a tool result whose
 //!   call is not in the conversation is never kept.
-//! - **L2** — stage summaries — is evicted oldest-first: the kept summaries are
-//!   the newest ones that fit, in chronological order. (Seed 002's literal loop
-//!   walks oldest-first and skips what does not fit, which keeps the *oldest*;
-//!   we follow its stated intent.)
+//! - **L2** — stage summaries are evicted oldest-first: the kept summaries are
+//!   the newest ones that fit, in chronological order. (Seed 002's literal
+//!   loop walks oldest-first and skips what does not fit, which keeps the
+//!   *oldest*; we follow its stated intent.) Then the host's candidates
+//!   (see [`crate::gather`]) fill what remains in fused-rank order; one that
+//!   does not fit is skipped and a smaller one after it may still go in.
 //!
 //! L1 is charged before L2, so under pressure L2 gives way first, then L1.
 //! Every candidate, kept or not, ends in the snapshot with its reason.
 
 use crate::error::Error;
+use crate::gather::Gathered;
 use crate::tokenizer::TokenCounter;
 use crate::types::{
-    AssembleRequest, CompressionMetadata, ContextPack, ConversationTurn, Layer, PackEntry,
-    Provenance, Reason, Role, Section, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus,
+    AssembleRequest, CompressionMetadata, ContextPack, ConversationTurn, Layer, Origin, PackEntry,
+    Profile, Provenance, Reason, Role, Section, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus,
     Strategy, TrustTier,
 };
 use std::collections::HashMap;
 
 /// A candidate on its way through the assembly.
-struct Item {
-    id: String,
-    section: Section,
-    role: Role,
-    text: String,
-    reference: String,
-    trust: TrustTier,
-    tokens: u32,
-    reason: Reason,
+pub(crate) struct Item {
+    pub id: String,
+    pub section: Section,
+    pub role: Role,
+    pub text: String,
+    pub origin: Origin,
+    pub provenance: Option<Provenance>,
+    pub trust: TrustTier,
+    pub score: Option<f64>,
+    pub tokens: u32,
+    pub reason: Reason,
+    pub redacted: bool,
 }
 
 impl Item {
-    fn new(
+    fn from_request(
         id: String,
         section: Section,
         role: Role,
@@ -52,12 +58,20 @@ impl Item {
             section,
             role,
             text,
-            reference,
+            origin: Origin::Request,
+            provenance: Some(Provenance {
+                source_kind: "request".to_owned(),
+                reference,
+                source_version: None,
+                index_revision: None,
+            }),
             trust,
+            score: None,
             tokens,
             // Every path below overwrites this; it is the reason an item
             // would have if nothing decided otherwise.
             reason: Reason::WithinBudget,
+            redacted: false,
         }
     }
 }
@@ -123,20 +137,37 @@ pub fn validate(request: &AssembleRequest) -> Result<(), Error> {
     Ok(())
 }
 
-/// Assembles the layered pack for a validated request.
-pub fn assemble(
+/// The request's own candidates, counted, with L0 checked against the budget.
+pub(crate) struct Prepared {
+    l0: Vec<Item>,
+    l1: Vec<Item>,
+    l2: Vec<Item>,
+    l0_cost: u64,
+}
+
+impl Prepared {
+    /// The ids the request's candidates take.
+    pub fn ids(&self) -> std::collections::HashSet<String> {
+        self.l0
+            .iter()
+            .chain(&self.l1)
+            .chain(&self.l2)
+            .map(|i| i.id.clone())
+            .collect()
+    }
+}
+
+/// Validates the request, counts its candidates and fails if L0 alone
+/// exceeds the budget — before any host is asked for anything.
+pub(crate) fn prepare(
     request: &AssembleRequest,
     counter: &dyn TokenCounter,
-) -> Result<ContextPack, Error> {
+) -> Result<Prepared, Error> {
     validate(request)?;
-    let overhead = u64::from(request.entry_overhead);
-    let cost =
-        |items: &[&Item]| -> u64 { items.iter().map(|i| u64::from(i.tokens) + overhead).sum() };
-    let budget = u64::from(request.budget);
-
     let mut l0 = l0_items(request, counter);
-    let l0_cost = cost(&l0.iter().collect::<Vec<_>>());
-    if l0_cost > budget {
+    let overhead = u64::from(request.entry_overhead);
+    let l0_cost: u64 = l0.iter().map(|i| u64::from(i.tokens) + overhead).sum();
+    if l0_cost > u64::from(request.budget) {
         return Err(Error::MandatoryOverBudget {
             mandatory_tokens: clamp(l0_cost),
             budget: request.budget,
@@ -145,9 +176,33 @@ pub fn assemble(
     for item in &mut l0 {
         item.reason = Reason::Mandatory;
     }
-    let mut remaining = budget - l0_cost;
+    Ok(Prepared {
+        l0,
+        l1: conversation_items(&request.conversation, counter),
+        l2: stage_items(request, counter),
+        l0_cost,
+    })
+}
 
-    let mut l1 = conversation_items(&request.conversation, counter);
+/// Assembles the layered pack from the request's candidates and the host
+/// candidates `gathered` for it.
+pub(crate) fn assemble(
+    request: &AssembleRequest,
+    prepared: Prepared,
+    profile: Profile,
+    gathered: Gathered,
+) -> ContextPack {
+    let overhead = u64::from(request.entry_overhead);
+    let cost =
+        |items: &[&Item]| -> u64 { items.iter().map(|i| u64::from(i.tokens) + overhead).sum() };
+    let Prepared {
+        l0,
+        mut l1,
+        mut l2,
+        l0_cost,
+    } = prepared;
+    let mut remaining = u64::from(request.budget) - l0_cost;
+
     let units = conversation_units(&request.conversation);
     let n = request.conversation.len();
     let first = n - n.min(request.keep_last as usize);
@@ -195,7 +250,6 @@ pub fn assemble(
         }
     }
 
-    let mut l2 = stage_items(request, counter);
     let mut evicting = false;
     for item in l2.iter_mut().rev() {
         let c = u64::from(item.tokens) + overhead;
@@ -208,20 +262,41 @@ pub fn assemble(
         }
     }
 
-    Ok(build_pack(request, l0, l1, l2, l0_cost))
+    let mut hosted = gathered.items;
+    for item in hosted
+        .iter_mut()
+        .filter(|i| i.reason == Reason::WithinBudget)
+    {
+        let c = u64::from(item.tokens) + overhead;
+        if c <= remaining {
+            remaining -= c;
+        } else {
+            item.reason = Reason::OverBudget(Shortfall {
+                needed: clamp(c),
+                remaining: clamp(remaining),
+            });
+        }
+    }
+    let (hosted_l2, hosted_l1): (Vec<Item>, Vec<Item>) = hosted
+        .into_iter()
+        .partition(|i| i.section.layer() == Layer::L2);
+    l2.extend(hosted_l2);
+    let status = if gathered.degraded {
+        SnapshotStatus::Degraded
+    } else {
+        SnapshotStatus::Complete
+    };
+    let tail = Tail {
+        l1_hosted: hosted_l1,
+        profile,
+        source_calls: gathered.calls,
+        status,
+    };
+    build_pack(request, l0, l1, l2, l0_cost, tail)
 }
 
 fn clamp(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-fn request_provenance(reference: String) -> Provenance {
-    Provenance {
-        source_kind: "request".to_owned(),
-        reference,
-        source_version: None,
-        index_revision: None,
-    }
 }
 
 /// L0 in its fixed render order: what changes least comes first, so the
@@ -230,7 +305,7 @@ fn request_provenance(reference: String) -> Provenance {
 fn l0_items(request: &AssembleRequest, counter: &dyn TokenCounter) -> Vec<Item> {
     let mut items = Vec::new();
     let mut push = |id: String, section, text: String, reference: String| {
-        items.push(Item::new(
+        items.push(Item::from_request(
             id,
             section,
             Role::System,
@@ -289,7 +364,7 @@ fn conversation_items(turns: &[ConversationTurn], counter: &dyn TokenCounter) ->
                 Role::User => TrustTier::Unverified,
                 Role::Tool => TrustTier::Untrusted,
             };
-            Item::new(
+            Item::from_request(
                 format!("turn-{i}"),
                 Section::ConversationState,
                 t.role,
@@ -308,7 +383,7 @@ fn stage_items(request: &AssembleRequest, counter: &dyn TokenCounter) -> Vec<Ite
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            Item::new(
+            Item::from_request(
                 format!("stage-summary-{i}"),
                 Section::StageSummaries,
                 Role::System,
@@ -368,12 +443,21 @@ fn conversation_units(turns: &[ConversationTurn]) -> Vec<Unit> {
     units
 }
 
+/// What the pack records besides the layers.
+struct Tail {
+    l1_hosted: Vec<Item>,
+    profile: Profile,
+    source_calls: Vec<crate::types::SourceCall>,
+    status: SnapshotStatus,
+}
+
 fn build_pack(
     request: &AssembleRequest,
     l0: Vec<Item>,
     l1: Vec<Item>,
     l2: Vec<Item>,
     l0_cost: u64,
+    tail: Tail,
 ) -> ContextPack {
     let overhead = u64::from(request.entry_overhead);
     let mut strategies = vec![Strategy::L0Immutable];
@@ -389,15 +473,23 @@ fn build_pack(
     if dropped_by(&l2, |r| matches!(r, Reason::EvictedOldest)) {
         strategies.push(Strategy::EvictOldest);
     }
+    let cut = |i: &Item| !i.reason.is_inclusion();
     let mut truncated_layers = Vec::new();
-    for (layer, items) in [(Layer::L1, &l1), (Layer::L2, &l2)] {
-        if items.iter().any(|i| !i.reason.is_inclusion()) {
-            truncated_layers.push(layer);
-        }
+    if l1.iter().chain(&tail.l1_hosted).any(cut) {
+        truncated_layers.push(Layer::L1);
+    }
+    if l2.iter().any(cut) {
+        truncated_layers.push(Layer::L2);
     }
 
-    // Render order: L0, then the slow-moving L2, then the conversation.
-    let ordered: Vec<Item> = l0.into_iter().chain(l2).chain(l1).collect();
+    // Render order: L0, then the slow-moving L2, then L1 with the
+    // conversation last.
+    let ordered: Vec<Item> = l0
+        .into_iter()
+        .chain(l2)
+        .chain(tail.l1_hosted)
+        .chain(l1)
+        .collect();
     let mut entries = Vec::new();
     let mut snapshot_entries = Vec::with_capacity(ordered.len());
     let mut used = 0u64;
@@ -407,6 +499,10 @@ fn build_pack(
         let included = item.reason.is_inclusion();
         if included {
             used += u64::from(item.tokens) + overhead;
+        } else {
+            dropped += 1;
+        }
+        if let (true, Some(provenance)) = (included, &item.provenance) {
             entries.push(PackEntry {
                 id: item.id.clone(),
                 layer,
@@ -414,21 +510,23 @@ fn build_pack(
                 role: item.role,
                 text: item.text,
                 tokens: item.tokens,
+                provenance: provenance.clone(),
+                trust: item.trust,
             });
-        } else {
-            dropped += 1;
         }
         snapshot_entries.push(SnapshotEntry {
             id: item.id,
             layer,
             section: item.section,
-            provenance: request_provenance(item.reference),
+            origin: item.origin,
+            provenance: item.provenance,
             trust: item.trust,
-            score: None,
+            score: item.score,
             tokens: item.tokens,
             included,
             reason: item.reason,
             compressed: false,
+            redacted: item.redacted,
         });
     }
     let text = entries
@@ -465,7 +563,9 @@ fn build_pack(
             token_budget: request.budget,
             tokens_used: clamp(used),
             stable_prefix_tokens: clamp(l0_cost),
-            status: SnapshotStatus::Complete,
+            status: tail.status,
+            profile: tail.profile,
+            source_calls: tail.source_calls,
             entries: snapshot_entries,
         },
     };
@@ -510,7 +610,13 @@ mod tests {
 
     fn run(r: &AssembleRequest) -> Result<ContextPack, Error> {
         let c = CharsPerToken::new(1).unwrap();
-        assemble(r, &c)
+        let prepared = prepare(r, &c)?;
+        Ok(assemble(
+            r,
+            prepared,
+            Profile::Passthrough,
+            Gathered::default(),
+        ))
     }
 
     fn reasons(p: &ContextPack) -> Vec<(String, Reason)> {

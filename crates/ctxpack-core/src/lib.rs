@@ -27,6 +27,8 @@
 
 mod digest;
 mod error;
+mod gather;
+mod handle;
 mod host;
 mod layered;
 mod router;
@@ -35,6 +37,7 @@ mod types;
 
 pub use digest::content_id;
 pub use error::{Error, HostError};
+pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};
 pub use router::{
     ConfigFormat, DEFAULT_REFERENCE_CUES, Entity, RouteConfig, RouteScore, Router, RouterConfig,
@@ -47,6 +50,7 @@ pub use types::*;
 /// tables, which are expensive to construct, for the builder's lifetime.
 pub struct Builder {
     tokenizers: Tokenizers,
+    profile: Profile,
 }
 
 impl Builder {
@@ -65,18 +69,21 @@ impl Builder {
                 other => other,
             })?;
         }
-        Ok(Builder { tokenizers })
+        Ok(Builder {
+            tokenizers,
+            profile: config.profile,
+        })
     }
 
     /// Assembles the pack for `request` within its budget.
     ///
     /// `host` lends the stores, policy and summariser; an assembly calls each
-    /// at most once. The layered pack takes everything from the request and
-    /// calls none of them.
+    /// at most once, and only those the builder's profile needs
+    /// (`passthrough` calls none).
     pub fn assemble(
         &self,
         request: &AssembleRequest,
-        _host: &mut dyn Host,
+        host: &mut dyn Host,
     ) -> Result<ContextPack, Error> {
         let counter = self
             .tokenizers
@@ -88,6 +95,14 @@ impl Builder {
                 },
                 other => other,
             })?;
-        layered::assemble(request, counter.as_ref())
+        let prepared = layered::prepare(request, counter.as_ref())?;
+        let gathered = gather::gather(
+            request,
+            self.profile,
+            host,
+            counter.as_ref(),
+            &prepared.ids(),
+        )?;
+        Ok(layered::assemble(request, prepared, self.profile, gathered))
     }
 }

@@ -21,7 +21,7 @@
 //! route into one Aho-Corasick automaton, all regular expressions into one
 //! `RegexSet`. Routing is one pass of each over the query, whatever the
 //! number of rules; entity patterns run for the winning route only.
-//! Keywords marked `fuzzy` also match a word one edit away (a letter added,
+//! Keywords of six or more characters marked `fuzzy` also match a word one edit away (a letter added,
 //! dropped, changed or two adjacent letters swapped) through an index of
 //! single-deletion variants, so this too costs a bounded amount per query
 //! word.
@@ -110,7 +110,7 @@ pub struct RuleConfig {
     pub regex: Option<String>,
     /// Strength of the evidence, in (0, 1].
     pub weight: f64,
-    /// Keywords of five or more characters also match one edit away.
+    /// Keywords of six or more characters also match one edit away.
     #[serde(default)]
     pub fuzzy: bool,
 }
@@ -246,7 +246,7 @@ fn check_unit(field: String, value: f64, open_at_zero: bool) -> Result<(), Error
 /// words are compared exactly only, which keeps the cost per word bounded.
 const FUZZY_MAX_WORD: usize = 32;
 /// Shortest keyword (in characters) that matches fuzzily.
-const FUZZY_MIN_WORD: usize = 5;
+const FUZZY_MIN_WORD: usize = 6;
 
 fn deletions(word: &str) -> Vec<String> {
     let chars: Vec<char> = word.chars().collect();

@@ -282,6 +282,10 @@ pub struct PackEntry {
     pub text: String,
     /// Tokens, without the entry overhead.
     pub tokens: u32,
+    /// Where it came from (the citation).
+    pub provenance: Provenance,
+    /// Trust tier.
+    pub trust: TrustTier,
 }
 
 /// A strategy that removed something.
@@ -346,6 +350,9 @@ pub enum Reason {
     OutOfScope,
     /// Dropped: no provenance.
     NoProvenance,
+    /// Dropped: a host candidate claimed a section hosts may not fill
+    /// (an L0 section or the conversation).
+    SectionNotAllowed,
 }
 
 impl Reason {
@@ -379,8 +386,10 @@ pub struct SnapshotEntry {
     pub layer: Layer,
     /// Section.
     pub section: Section,
-    /// Where it came from.
-    pub provenance: Provenance,
+    /// What produced it.
+    pub origin: Origin,
+    /// Where it came from; absent only for a no-provenance drop.
+    pub provenance: Option<Provenance>,
     /// Trust tier.
     pub trust: TrustTier,
     /// Score it was ranked by.
@@ -393,6 +402,8 @@ pub struct SnapshotEntry {
     pub reason: Reason,
     /// Whether its text was summarised or truncated.
     pub compressed: bool,
+    /// Whether the policy replaced its text.
+    pub redacted: bool,
 }
 
 /// The record of one assembly.
@@ -421,8 +432,46 @@ pub struct Snapshot {
     pub stable_prefix_tokens: u32,
     /// Outcome.
     pub status: SnapshotStatus,
+    /// The builder profile that gathered the candidates.
+    pub profile: Profile,
+    /// What each host source was asked and how it answered, in call order.
+    pub source_calls: Vec<SourceCall>,
     /// One entry per candidate.
     pub entries: Vec<SnapshotEntry>,
+}
+
+/// What produced a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// The request itself (prompt, instructions, conversation, summaries).
+    Request,
+    /// `sources.retrieve`.
+    Retrieval,
+    /// `sources.recall-memory`.
+    Memory,
+}
+
+/// How one host source fared in an assembly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SourceCall {
+    /// The capability, e.g. `sources.retrieve`.
+    pub capability: String,
+    /// What came of it.
+    pub outcome: SourceOutcome,
+}
+
+/// What came of a source call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceOutcome {
+    /// It answered with this many candidates.
+    Answered(u32),
+    /// It failed with this message; the assembly is Degraded.
+    Failed(String),
+    /// It was not called, for this reason.
+    Skipped(String),
 }
 
 /// An assembled context.
@@ -458,4 +507,59 @@ pub struct BuilderConfig {
     /// Tokenizers to build at construction.
     #[serde(default)]
     pub preload: Vec<Tokenizer>,
+    /// What the builder gathers from the host (seed 000's builders).
+    #[serde(default)]
+    pub profile: Profile,
+}
+
+/// The builder profiles of seed 000, behind one builder interface.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// No retrieval: the pack holds what the request carries (phase 1).
+    #[default]
+    Passthrough,
+    /// Retrieval through `sources.retrieve`.
+    Rag(RagSettings),
+    /// Retrieval, plus long-term memory through `sources.recall-memory`,
+    /// scoped by the user id (skipped, and recorded so, without one).
+    RagMemory(RagMemorySettings),
+}
+
+/// Settings of the `rag` profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RagSettings {
+    /// Most candidates to ask `sources.retrieve` for.
+    pub retrieve_limit: u32,
+}
+
+/// Settings of the `rag-memory` profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RagMemorySettings {
+    /// Most candidates to ask `sources.retrieve` for.
+    pub retrieve_limit: u32,
+    /// Most memory items to ask `sources.recall-memory` for.
+    pub memory_limit: u32,
+}
+
+/// The context a skill receives (seed 000's `RequestContext`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RequestContext {
+    /// The raw query.
+    pub user_query: String,
+    /// The conversation turns the pack kept, oldest first.
+    pub conversation_history: Vec<ConversationTurn>,
+    /// Retrieved items the pack kept, as packed (after policy).
+    pub retrieved_context: Vec<PackEntry>,
+    /// Memory items the pack kept, as packed (after policy).
+    pub memory_items: Vec<PackEntry>,
+    /// Session.
+    pub session_id: Option<String>,
+    /// Trace.
+    pub trace_id: String,
+    /// User.
+    pub user_id: Option<String>,
 }

@@ -91,6 +91,7 @@ macro_rules! wit_conversions {
             use ::ctxpack_core as ctx;
             use $($root)::+::types as wit;
             use $($root)::+::policy;
+            use $crate::Convert as _;
 
             $crate::__cases!(ctx::Layer, wit::Layer, [L0, L1, L2] []);
             $crate::__cases!(ctx::Section, wit::Section, [
@@ -107,8 +108,13 @@ macro_rules! wit_conversions {
                 [Complete, Degraded, Truncated, Failed] []);
             $crate::__cases!(ctx::Tokenizer, wit::Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken]);
             $crate::__cases!(ctx::Reason, wit::Reason,
-                [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance]
+                [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance,
+                 SectionNotAllowed]
                 [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied]);
+            $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory] []);
+            $crate::__cases!(ctx::SourceOutcome, wit::SourceOutcome, [] [Answered, Failed, Skipped]);
+            $crate::__cases!(ctx::Profile, wit::Profile, [Passthrough] [Rag, RagMemory]);
+            $crate::__cases!(ctx::ConfigFormat, wit::ConfigFormat, [Yaml, Json] []);
             $crate::__cases!(ctx::Verdict, policy::Verdict, [Allow] [Redact, Deny]);
 
             $crate::__record!(ctx::AgentContext, wit::AgentContext, {
@@ -127,23 +133,49 @@ macro_rules! wit_conversions {
                 context, query, tokenizer, budget, entry_overhead, system_prompt, workflow,
                 instructions, current_task, conversation, keep_last, stage_summaries,
             });
-            $crate::__record!(ctx::PackEntry, wit::PackEntry, { id, layer, section, role, text, tokens });
+            $crate::__record!(ctx::PackEntry, wit::PackEntry, {
+                id, layer, section, role, text, tokens, provenance, trust,
+            });
             $crate::__record!(ctx::CompressionMetadata, wit::CompressionMetadata, {
                 applied_strategies, truncated_layers, entries_dropped,
             });
             $crate::__record!(ctx::Shortfall, wit::Shortfall, { needed, remaining });
             $crate::__record!(ctx::SnapshotEntry, wit::SnapshotEntry, {
-                id, layer, section, provenance, trust, score, tokens, included, reason, compressed,
+                id, layer, section, origin, provenance, trust, score, tokens, included, reason,
+                compressed, redacted,
             });
             $crate::__record!(ctx::Snapshot, wit::Snapshot, {
                 id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget,
-                tokens_used, stable_prefix_tokens, status, entries,
+                tokens_used, stable_prefix_tokens, status, profile, source_calls, entries,
             });
+            $crate::__record!(ctx::SourceCall, wit::SourceCall, { capability, outcome });
             $crate::__record!(ctx::ContextPack, wit::ContextPack, {
                 id, session_id, trace_id, stage_id, entries, text, budget_used, budget_limit,
                 compression, snapshot,
             });
-            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload });
+            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload, profile });
+            $crate::__record!(ctx::RagSettings, wit::RagSettings, { retrieve_limit });
+            $crate::__record!(ctx::RagMemorySettings, wit::RagMemorySettings, {
+                retrieve_limit, memory_limit,
+            });
+            $crate::__record!(ctx::RequestContext, wit::RequestContext, {
+                user_query, conversation_history, retrieved_context, memory_items, session_id,
+                trace_id, user_id,
+            });
+            $crate::__record!(ctx::RuleScore, wit::RuleScore, { rule, weight, matched });
+            $crate::__record!(ctx::RouteScore, wit::RouteScore, { route, score, rules });
+            $crate::__record!(ctx::Entity, wit::Entity, { name, value });
+            $crate::__record!(ctx::RoutingDecision, wit::RoutingDecision, {
+                route, skill, confidence, threshold, low_confidence, reference_cue,
+                matched_entities, scores,
+            });
+            $crate::__record!(ctx::SkillDispatch, wit::SkillDispatch, {
+                route, skill, matched_entities, context,
+            });
+            $crate::__record!(ctx::FallbackDispatch, wit::FallbackDispatch, { context, pack });
+            $crate::__record!(ctx::Handling, wit::Handling, { decision, dispatch });
+
+            $crate::__cases!(ctx::Dispatch, wit::Dispatch, [] [Skill, Fallback]);
             $crate::__record!(ctx::HostError, wit::HostError, { capability, message });
 
             impl $crate::Convert<wit::CtxpackError> for ctx::Error {

@@ -1,0 +1,130 @@
+//! Conditional dispatch (seed 000): route first, on the raw query; build a
+//! context only when the router cannot confidently route.
+//!
+//! On a confident route without a reference cue the skill gets a trivial
+//! request context built inline — the builder is not called and no host
+//! capability is touched, so retrieval is structurally absent from that
+//! path. Otherwise the builder assembles a pack and the fallback skill gets
+//! the request context drawn from it.
+
+use crate::Builder;
+use crate::error::Error;
+use crate::host::Host;
+use crate::router::{Entity, Router, RoutingDecision};
+use crate::types::{AssembleRequest, ContextPack, Origin, RequestContext, Section};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// A confident route's dispatch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SkillDispatch {
+    /// The route.
+    pub route: String,
+    /// The skill to run.
+    pub skill: String,
+    /// Entities the router matched.
+    pub matched_entities: Vec<Entity>,
+    /// The trivial context: the query and the ids, nothing gathered.
+    pub context: RequestContext,
+}
+
+/// The builder branch's dispatch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct FallbackDispatch {
+    /// The request context drawn from the pack.
+    pub context: RequestContext,
+    /// The assembled pack, with its snapshot.
+    pub pack: ContextPack,
+}
+
+/// Where a query goes.
+// One dispatch is built per request and moved once; boxing a variant would
+// buy nothing but an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dispatch {
+    /// Straight to a skill.
+    Skill(SkillDispatch),
+    /// Through the builder to the fallback skill.
+    Fallback(FallbackDispatch),
+}
+
+/// The routing decision and what came of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Handling {
+    /// What the router decided, and why.
+    pub decision: RoutingDecision,
+    /// Where the query went.
+    pub dispatch: Dispatch,
+}
+
+/// Routes `request.query` and dispatches it.
+pub fn handle(
+    router: &Router,
+    builder: &Builder,
+    request: &AssembleRequest,
+    host: &mut dyn Host,
+) -> Result<Handling, Error> {
+    let decision = router.route(&request.query);
+    let dispatch = match (&decision.route, &decision.skill) {
+        (Some(route), Some(skill)) if decision.goes_to_skill() => Dispatch::Skill(SkillDispatch {
+            route: route.clone(),
+            skill: skill.clone(),
+            matched_entities: decision.matched_entities.clone(),
+            context: trivial_context(request),
+        }),
+        _ => {
+            let pack = builder.assemble(request, host)?;
+            Dispatch::Fallback(FallbackDispatch {
+                context: context_from_pack(request, &pack),
+                pack,
+            })
+        }
+    };
+    Ok(Handling { decision, dispatch })
+}
+
+fn trivial_context(request: &AssembleRequest) -> RequestContext {
+    RequestContext {
+        user_query: request.query.clone(),
+        conversation_history: Vec::new(),
+        retrieved_context: Vec::new(),
+        memory_items: Vec::new(),
+        session_id: request.context.session_id.clone(),
+        trace_id: request.context.trace_id.clone(),
+        user_id: request.context.user_id.clone(),
+    }
+}
+
+/// The seed's request context, drawn from what the pack kept.
+pub fn context_from_pack(request: &AssembleRequest, pack: &ContextPack) -> RequestContext {
+    let mut context = trivial_context(request);
+    let origins: HashMap<&str, Origin> = pack
+        .snapshot
+        .entries
+        .iter()
+        .filter(|e| e.included)
+        .map(|e| (e.id.as_str(), e.origin))
+        .collect();
+    for entry in &pack.entries {
+        match origins.get(entry.id.as_str()) {
+            Some(Origin::Retrieval) => context.retrieved_context.push(entry.clone()),
+            Some(Origin::Memory) => context.memory_items.push(entry.clone()),
+            Some(Origin::Request) if entry.section == Section::ConversationState => {
+                let turn = entry
+                    .id
+                    .strip_prefix("turn-")
+                    .and_then(|i| i.parse::<usize>().ok());
+                if let Some(turn) = turn.and_then(|i| request.conversation.get(i)) {
+                    context.conversation_history.push(turn.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    context
+}
