@@ -10,6 +10,9 @@
 //!   (`section-not-allowed`), so host text never lands in L0; no provenance,
 //!   no inclusion (`no-provenance`); a candidate scoped outside the
 //!   attempt's scopes is `out-of-scope`.
+//! - What passed is deduplicated in fused-rank order (see [`crate::dedup`]):
+//!   an exact or near copy of a higher-ranked candidate is `duplicate-of` it,
+//!   before review, so duplicates cost no policy work.
 //! - Everything that passed goes to `policy.review` in one batch: allowed,
 //!   redacted (text replaced, tokens recounted) or denied (`policy-denied`).
 //!   If the review fails, or answers a different number of verdicts, the
@@ -19,6 +22,7 @@
 //!   breaks ties by id, so it is total and does not depend on the order a
 //!   host returns items in.
 
+use crate::dedup::Deduper;
 use crate::error::{Error, HostError};
 use crate::host::{Host, Verdict};
 use crate::layered::Item;
@@ -61,10 +65,16 @@ fn record(
     items
 }
 
+/// What the builder's configuration says about gathering.
+pub(crate) struct Settings {
+    pub profile: Profile,
+    pub near_duplicate_threshold: f64,
+}
+
 /// Calls the profile's sources and prepares their candidates.
 pub(crate) fn gather(
     request: &AssembleRequest,
-    profile: Profile,
+    settings: Settings,
     host: &mut dyn Host,
     counter: &dyn TokenCounter,
     taken: &HashSet<String>,
@@ -72,7 +82,7 @@ pub(crate) fn gather(
     let ctx = &request.context;
     let mut calls = Vec::new();
     let mut sources: Vec<(Origin, Vec<Candidate>)> = Vec::new();
-    let (retrieve_limit, memory_limit) = match profile {
+    let (retrieve_limit, memory_limit) = match settings.profile {
         Profile::Passthrough => (None, None),
         Profile::Rag(s) => (Some(s.retrieve_limit), None),
         Profile::RagMemory(s) => (Some(s.retrieve_limit), Some(s.memory_limit)),
@@ -126,6 +136,7 @@ pub(crate) fn gather(
     fused.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.1.id.cmp(&b.1.id)));
 
     let mut seen: HashSet<String> = taken.clone();
+    let mut deduper = Deduper::new(settings.near_duplicate_threshold);
     let mut items = Vec::with_capacity(fused.len());
     let mut to_review = Vec::new();
     for (origin, c, score) in fused {
@@ -137,6 +148,8 @@ pub(crate) fn gather(
             Reason::NoProvenance
         } else if c.scope.as_ref().is_some_and(|s| !ctx.scopes.contains(s)) {
             Reason::OutOfScope
+        } else if let Some(of) = deduper.offer(&c.id, &c.text) {
+            Reason::DuplicateOf(of)
         } else {
             Reason::WithinBudget
         };

@@ -25,6 +25,7 @@
 //! assert!(pack.budget_used <= 50);
 //! ```
 
+mod dedup;
 mod digest;
 mod error;
 mod gather;
@@ -51,6 +52,7 @@ pub use types::*;
 pub struct Builder {
     tokenizers: Tokenizers,
     profile: Profile,
+    near_duplicate_threshold: f64,
 }
 
 impl Builder {
@@ -69,9 +71,17 @@ impl Builder {
                 other => other,
             })?;
         }
+        let t = config.near_duplicate_threshold;
+        if !(t > 0.0 && t <= 1.0) {
+            return Err(Error::invalid(
+                "config.near-duplicate-threshold",
+                format!("{t} is outside (0, 1]"),
+            ));
+        }
         Ok(Builder {
             tokenizers,
             profile: config.profile,
+            near_duplicate_threshold: t,
         })
     }
 
@@ -98,7 +108,10 @@ impl Builder {
         let prepared = layered::prepare(request, counter.as_ref())?;
         let gathered = gather::gather(
             request,
-            self.profile,
+            gather::Settings {
+                profile: self.profile,
+                near_duplicate_threshold: self.near_duplicate_threshold,
+            },
             host,
             counter.as_ref(),
             &prepared.ids(),

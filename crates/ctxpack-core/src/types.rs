@@ -501,7 +501,7 @@ pub struct ContextPack {
 }
 
 /// What a builder is constructed from.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct BuilderConfig {
     /// Tokenizers to build at construction.
@@ -510,6 +510,25 @@ pub struct BuilderConfig {
     /// What the builder gathers from the host (seed 000's builders).
     #[serde(default)]
     pub profile: Profile,
+    /// Estimated Jaccard similarity (of three-word shingles) at which a host
+    /// candidate is a near-duplicate of a higher-ranked one, in (0, 1];
+    /// 1 keeps exact duplicate detection only.
+    #[serde(default = "default_near_threshold")]
+    pub near_duplicate_threshold: f64,
+}
+
+fn default_near_threshold() -> f64 {
+    crate::dedup::DEFAULT_NEAR_THRESHOLD
+}
+
+impl Default for BuilderConfig {
+    fn default() -> Self {
+        BuilderConfig {
+            preload: Vec::new(),
+            profile: Profile::default(),
+            near_duplicate_threshold: default_near_threshold(),
+        }
+    }
 }
 
 /// The builder profiles of seed 000, behind one builder interface.

@@ -153,7 +153,9 @@ macro_rules! wit_conversions {
                 id, session_id, trace_id, stage_id, entries, text, budget_used, budget_limit,
                 compression, snapshot,
             });
-            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload, profile });
+            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, {
+                preload, profile, near_duplicate_threshold,
+            });
             $crate::__record!(ctx::RagSettings, wit::RagSettings, { retrieve_limit });
             $crate::__record!(ctx::RagMemorySettings, wit::RagMemorySettings, {
                 retrieve_limit, memory_limit,
