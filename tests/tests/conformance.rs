@@ -149,6 +149,26 @@ fn check_invariants(
         snap.entries.len() - pack.entries.len(),
         "{name}"
     );
+    // The event, the metrics and the content reference agree with the pack.
+    assert_eq!(pack.event.context_snapshot_id, snap.id, "{name}");
+    assert_eq!(pack.event.tokens_used, pack.budget_used, "{name}");
+    assert_eq!(
+        snap.content_hash,
+        ctxpack_core::content_id(&pack.text),
+        "{name}"
+    );
+    let section_sum: u32 = pack
+        .metrics
+        .tokens_per_section
+        .iter()
+        .map(|s| s.tokens)
+        .sum();
+    assert_eq!(section_sum, pack.budget_used, "{name}: metrics per section");
+    let dropped_sum: u32 = pack.metrics.dropped_by_reason.iter().map(|r| r.count).sum();
+    assert_eq!(
+        dropped_sum, pack.compression.entries_dropped,
+        "{name}: metrics per reason"
+    );
     // The request's L0 is never dropped, and leads the pack.
     for e in &snap.entries {
         if e.layer == Layer::L0 && e.origin == Origin::Request {

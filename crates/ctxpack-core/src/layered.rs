@@ -21,9 +21,9 @@ use crate::error::Error;
 use crate::gather::Gathered;
 use crate::tokenizer::TokenCounter;
 use crate::types::{
-    AssembleRequest, CompressionMetadata, ContextPack, ConversationTurn, Layer, Origin, PackEntry,
-    Profile, Provenance, Reason, Role, Section, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus,
-    Strategy, TrustTier,
+    AssembleRequest, CompressionMetadata, ContextAssembled, ContextPack, ConversationTurn, Layer,
+    Metrics, Origin, PackEntry, Profile, Provenance, Reason, Role, Section, Shortfall, Snapshot,
+    SnapshotEntry, SnapshotStatus, Strategy, TrustTier,
 };
 use std::collections::HashMap;
 
@@ -552,6 +552,8 @@ fn build_pack(
             truncated_layers,
             entries_dropped: dropped,
         },
+        event: ContextAssembled::default(),
+        metrics: Metrics::default(),
         snapshot: Snapshot {
             id: String::new(),
             tenant_id: ctx.tenant_id.clone(),
@@ -563,13 +565,16 @@ fn build_pack(
             token_budget: request.budget,
             tokens_used: clamp(used),
             stable_prefix_tokens: clamp(l0_cost),
+            content_hash: String::new(),
+            index_revisions: Vec::new(),
+            memory_items: Vec::new(),
             status: tail.status,
             profile: tail.profile,
             source_calls: tail.source_calls,
             entries: snapshot_entries,
         },
     };
-    pack.snapshot.id = crate::digest::content_id(&pack);
+    crate::report::complete(&mut pack, request.entry_overhead);
     pack
 }
 

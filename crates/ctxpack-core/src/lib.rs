@@ -32,6 +32,7 @@ mod gather;
 mod handle;
 mod host;
 mod layered;
+mod report;
 mod router;
 mod tokenizer;
 mod types;
@@ -53,6 +54,7 @@ pub struct Builder {
     tokenizers: Tokenizers,
     profile: Profile,
     near_duplicate_threshold: f64,
+    ranking: Ranking,
 }
 
 impl Builder {
@@ -78,10 +80,26 @@ impl Builder {
                 format!("{t} is outside (0, 1]"),
             ));
         }
+        let r = config.ranking;
+        for (field, value) in [
+            ("trust-system", r.trust_system),
+            ("trust-trusted", r.trust_trusted),
+            ("trust-unverified", r.trust_unverified),
+            ("trust-untrusted", r.trust_untrusted),
+            ("recency", r.recency),
+        ] {
+            if !value.is_finite() {
+                return Err(Error::invalid(
+                    format!("config.ranking.{field}"),
+                    "must be a finite number",
+                ));
+            }
+        }
         Ok(Builder {
             tokenizers,
             profile: config.profile,
             near_duplicate_threshold: t,
+            ranking: r,
         })
     }
 
@@ -111,6 +129,7 @@ impl Builder {
             gather::Settings {
                 profile: self.profile,
                 near_duplicate_threshold: self.near_duplicate_threshold,
+                ranking: self.ranking,
             },
             host,
             counter.as_ref(),

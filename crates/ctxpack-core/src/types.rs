@@ -356,6 +356,24 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// The reason's name, as in the WIT (`over-budget`, `duplicate-of`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Reason::Mandatory => "mandatory",
+            Reason::WithinBudget => "within-budget",
+            Reason::KeepLast(_) => "keep-last",
+            Reason::OverBudget(_) => "over-budget",
+            Reason::EvictedOldest => "evicted-oldest",
+            Reason::ToolPair(_) => "tool-pair",
+            Reason::OrphanToolResult => "orphan-tool-result",
+            Reason::DuplicateOf(_) => "duplicate-of",
+            Reason::PolicyDenied(_) => "policy-denied",
+            Reason::OutOfScope => "out-of-scope",
+            Reason::NoProvenance => "no-provenance",
+            Reason::SectionNotAllowed => "section-not-allowed",
+        }
+    }
+
     /// Whether this reason keeps the candidate in the pack.
     pub fn is_inclusion(&self) -> bool {
         matches!(self, Reason::Mandatory | Reason::WithinBudget)
@@ -363,10 +381,11 @@ impl Reason {
 }
 
 /// Outcome of an assembly.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SnapshotStatus {
     /// Everything considered, every source answered.
+    #[default]
     Complete,
     /// A source failed; assembled from what remained.
     Degraded,
@@ -430,6 +449,13 @@ pub struct Snapshot {
     pub tokens_used: u32,
     /// Tokens of the leading L0 entries, overhead included.
     pub stable_prefix_tokens: u32,
+    /// Hex SHA-256 of the rendered text: the reference of the assembled
+    /// content, which a host stores by hash (content never in the row).
+    pub content_hash: String,
+    /// Index revisions of the included items, sorted, each once.
+    pub index_revisions: Vec<String>,
+    /// Ids of the included memory items, in render order.
+    pub memory_items: Vec<String>,
     /// Outcome.
     pub status: SnapshotStatus,
     /// The builder profile that gathered the candidates.
@@ -498,6 +524,61 @@ pub struct ContextPack {
     pub compression: CompressionMetadata,
     /// Why every candidate was taken or dropped.
     pub snapshot: Snapshot,
+    /// The `ContextAssembled` event, for the host to publish.
+    pub event: ContextAssembled,
+    /// Metrics of this assembly, for the host to record.
+    pub metrics: Metrics,
+}
+
+/// The `ContextAssembled` event payload (seed 004).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ContextAssembled {
+    /// The snapshot's id.
+    pub context_snapshot_id: String,
+    /// Tenant.
+    pub tenant_id: Option<String>,
+    /// Run.
+    pub run_id: Option<String>,
+    /// Attempt.
+    pub attempt_id: Option<String>,
+    /// Outcome.
+    pub status: SnapshotStatus,
+    /// Tokens used.
+    pub tokens_used: u32,
+    /// The budget.
+    pub token_budget: u32,
+}
+
+/// Metrics of one assembly.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Metrics {
+    /// Tokens included per section (entry overhead included), sections
+    /// with none left out, in section order.
+    pub tokens_per_section: Vec<SectionTokens>,
+    /// Dropped candidates per reason, by the reason's name, sorted.
+    pub dropped_by_reason: Vec<ReasonCount>,
+}
+
+/// Tokens of one section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SectionTokens {
+    /// Section.
+    pub section: Section,
+    /// Tokens.
+    pub tokens: u32,
+}
+
+/// How many candidates were dropped for one reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ReasonCount {
+    /// The reason's name, e.g. `over-budget`.
+    pub reason: String,
+    /// How many.
+    pub count: u32,
 }
 
 /// What a builder is constructed from.
@@ -515,6 +596,45 @@ pub struct BuilderConfig {
     /// 1 keeps exact duplicate detection only.
     #[serde(default = "default_near_threshold")]
     pub near_duplicate_threshold: f64,
+    /// Terms added to the fused rank score; all zero (the default) ranks
+    /// by reciprocal-rank fusion alone.
+    #[serde(default)]
+    pub ranking: Ranking,
+}
+
+/// Terms of the fused score besides reciprocal-rank fusion (which adds at
+/// most 1/61 per source, so weights of about 0.01 already reorder).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Ranking {
+    /// Added for a `system` candidate.
+    #[serde(default)]
+    pub trust_system: f64,
+    /// Added for a `trusted` candidate.
+    #[serde(default)]
+    pub trust_trusted: f64,
+    /// Added for an `unverified` candidate.
+    #[serde(default)]
+    pub trust_unverified: f64,
+    /// Added for an `untrusted` candidate.
+    #[serde(default)]
+    pub trust_untrusted: f64,
+    /// Times the recency (1 for the newest `sequence`, 0 for the oldest,
+    /// 0 without one).
+    #[serde(default)]
+    pub recency: f64,
+}
+
+impl Ranking {
+    /// The trust term of a tier.
+    pub fn trust(&self, tier: TrustTier) -> f64 {
+        match tier {
+            TrustTier::System => self.trust_system,
+            TrustTier::Trusted => self.trust_trusted,
+            TrustTier::Unverified => self.trust_unverified,
+            TrustTier::Untrusted => self.trust_untrusted,
+        }
+    }
 }
 
 fn default_near_threshold() -> f64 {
@@ -527,6 +647,7 @@ impl Default for BuilderConfig {
             preload: Vec::new(),
             profile: Profile::default(),
             near_duplicate_threshold: default_near_threshold(),
+            ranking: Ranking::default(),
         }
     }
 }

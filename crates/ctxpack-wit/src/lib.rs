@@ -146,15 +146,26 @@ macro_rules! wit_conversions {
             });
             $crate::__record!(ctx::Snapshot, wit::Snapshot, {
                 id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget,
-                tokens_used, stable_prefix_tokens, status, profile, source_calls, entries,
+                tokens_used, stable_prefix_tokens, content_hash, index_revisions, memory_items,
+                status, profile, source_calls, entries,
+            });
+            $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, {
+                context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used,
+                token_budget,
+            });
+            $crate::__record!(ctx::Metrics, wit::Metrics, { tokens_per_section, dropped_by_reason });
+            $crate::__record!(ctx::SectionTokens, wit::SectionTokens, { section, tokens });
+            $crate::__record!(ctx::ReasonCount, wit::ReasonCount, { reason, count });
+            $crate::__record!(ctx::Ranking, wit::Ranking, {
+                trust_system, trust_trusted, trust_unverified, trust_untrusted, recency,
             });
             $crate::__record!(ctx::SourceCall, wit::SourceCall, { capability, outcome });
             $crate::__record!(ctx::ContextPack, wit::ContextPack, {
                 id, session_id, trace_id, stage_id, entries, text, budget_used, budget_limit,
-                compression, snapshot,
+                compression, snapshot, event, metrics,
             });
             $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, {
-                preload, profile, near_duplicate_threshold,
+                preload, profile, near_duplicate_threshold, ranking,
             });
             $crate::__record!(ctx::RagSettings, wit::RagSettings, { retrieve_limit });
             $crate::__record!(ctx::RagMemorySettings, wit::RagMemorySettings, {
