@@ -165,6 +165,21 @@ impl Instance {
         Ok(answer.map(Convert::convert).map_err(Convert::convert))
     }
 
+    /// Diffs two snapshots inside the component.
+    pub fn diff_snapshots(
+        &mut self,
+        before: &ctx::Snapshot,
+        after: &ctx::Snapshot,
+    ) -> Result<ctx::SnapshotDiff, WasmError> {
+        let before: wit::Snapshot = before.clone().convert();
+        let after: wit::Snapshot = after.clone().convert();
+        let diff = self
+            .bindings
+            .ctxpack_context_builder()
+            .call_diff_snapshots(&mut self.store, &before, &after)?;
+        Ok(diff.convert())
+    }
+
     /// The stores, with the calls the component made to them.
     pub fn host(&self) -> &InMemoryHost {
         self.store.data()

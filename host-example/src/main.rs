@@ -16,6 +16,9 @@ const USAGE: &str = "usage:
       print the routing decision with every route's rule breakdown
   ctxpack-host-example evaluate <routes.yaml|json> <queries.tsv> [--native]
       accuracy, per-route precision/recall and low-confidence figures
+  ctxpack-host-example diff <before.json> <after.json> [--native] [--json]
+      run two scenarios and say what entered, left, moved or changed tokens
+      between their snapshots, and why
 
   --native   run the core natively instead of the component under wasmtime
   --json     print JSON instead of tables";
@@ -30,7 +33,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let command = match args.next() {
-        Some(c) if ["assemble", "handle", "route", "evaluate"].contains(&c.as_str()) => c,
+        Some(c) if ["assemble", "handle", "route", "evaluate", "diff"].contains(&c.as_str()) => c,
         Some(h) if h == "-h" || h == "--help" => return Err(USAGE.into()),
         None => return Err(USAGE.into()),
         Some(other) => return Err(format!("unknown command `{other}`\n\n{USAGE}")),
@@ -46,7 +49,7 @@ fn parse_args() -> Result<Args, String> {
             _ => positional.push(arg),
         }
     }
-    let wanted = if ["route", "evaluate"].contains(&command.as_str()) {
+    let wanted = if ["route", "evaluate", "diff"].contains(&command.as_str()) {
         2
     } else {
         1
@@ -122,6 +125,51 @@ fn run() -> Result<bool, String> {
                 print!("{}", report::outcome(&outcome));
             }
             Ok(!matches!(outcome.reply, Reply::Error(_)))
+        }
+        "diff" => {
+            let runtime = if args.native {
+                None
+            } else {
+                Some(Runtime::load_bundled().map_err(|e| e.to_string())?)
+            };
+            let mut snapshots = Vec::new();
+            for path in &args.positional {
+                let scenario = scenario::load(&PathBuf::from(path))?;
+                let outcome = match &runtime {
+                    None => ctxpack_host_example::run_native(&scenario),
+                    Some(rt) => ctxpack_host_example::run_component(rt, &scenario)
+                        .map_err(|e| e.to_string())?,
+                };
+                let snapshot = match outcome.reply {
+                    Reply::Pack(p) => p.snapshot,
+                    Reply::Handled(h) => match h.dispatch {
+                        ctxpack_core::Dispatch::Fallback(f) => f.pack.snapshot,
+                        ctxpack_core::Dispatch::Skill(_) => {
+                            return Err(format!("{path}: dispatched to a skill, no snapshot"));
+                        }
+                    },
+                    Reply::Error(e) => return Err(format!("{path}: refused: {e}")),
+                };
+                snapshots.push(snapshot);
+            }
+            let d = match &runtime {
+                None => ctxpack_core::diff(&snapshots[0], &snapshots[1]),
+                Some(rt) => {
+                    let mut instance = rt
+                        .instantiate(Default::default(), &Default::default())
+                        .map_err(|e| e.to_string())?
+                        .map_err(|e| e.to_string())?;
+                    instance
+                        .diff_snapshots(&snapshots[0], &snapshots[1])
+                        .map_err(|e| e.to_string())?
+                }
+            };
+            if args.json {
+                print_json(&d)?;
+            } else {
+                print!("{}", report::diff(&d));
+            }
+            Ok(true)
         }
         "route" => {
             let config = scenario::read_router_file(&PathBuf::from(&args.positional[0]))?;

@@ -1,7 +1,7 @@
 //! Human-readable output: the pack and a table of the snapshot.
 
 use crate::scenario::{Outcome, Reply};
-use ctxpack_core::{ContextPack, Dispatch, Reason, RoutingDecision};
+use ctxpack_core::{ContextPack, Dispatch, Reason, RoutingDecision, SnapshotDiff};
 use std::fmt::Write;
 
 /// One reason in words, with its numbers.
@@ -186,4 +186,45 @@ pub fn outcome(o: &Outcome) -> String {
         }
     );
     out
+}
+
+/// A snapshot diff: one line per changed candidate, with its reason before
+/// and after.
+pub fn diff(d: &SnapshotDiff) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "snapshot {} -> {}\ntokens {} -> {}, status {} -> {}, {} unchanged",
+        short(&d.before_id),
+        short(&d.after_id),
+        d.tokens_before,
+        d.tokens_after,
+        kebab(&d.status_before),
+        kebab(&d.status_after),
+        d.unchanged
+    );
+    for c in &d.changes {
+        let state = |s: &Option<ctxpack_core::EntryState>| match s {
+            None => "absent".to_owned(),
+            Some(s) => format!(
+                "{} ({}, {} tokens)",
+                if s.included { "included" } else { "dropped" },
+                reason_text(&s.reason),
+                s.tokens
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "{:<17} {:<16} {}  ->  {}",
+            kebab(&c.kind),
+            c.id,
+            state(&c.before),
+            state(&c.after)
+        );
+    }
+    out
+}
+
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
 }

@@ -137,3 +137,32 @@ fn route_and_handle_commands() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("needs a scenario with a `router`"));
 }
+
+#[test]
+fn diff_says_what_changed_between_turns_and_why() {
+    let args = [
+        "diff",
+        "tests/scenarios/handle-fallback-rag.json",
+        "tests/scenarios/handle-fallback-rag-next-turn.json",
+    ];
+    let wasm = run(&args);
+    let native = run(&[&args[..], &["--native"]].concat());
+    assert!(wasm.status.success(), "{}", text(&wasm.stderr));
+    assert_eq!(wasm.stdout, native.stdout);
+    let report = text(&wasm.stdout);
+    let line = |id: &str| {
+        report
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(id))
+            .unwrap_or_else(|| panic!("{id} missing:\n{report}"))
+            .to_owned()
+    };
+    assert!(line("kb-season").starts_with("entered"), "{report}");
+    assert!(
+        line("kb-season").contains("policy denied: embargoed"),
+        "{report}"
+    );
+    assert!(line("kb-hotel").starts_with("left"), "{report}");
+    assert!(line("kb-hotel").contains("over budget"), "{report}");
+    assert!(line("turn-2").contains("absent  ->  included"), "{report}");
+}

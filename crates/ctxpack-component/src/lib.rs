@@ -45,6 +45,10 @@ impl Guest for Component {
             Err(e) => Err(e.convert()),
         }
     }
+
+    fn diff_snapshots(before: wit::Snapshot, after: wit::Snapshot) -> wit::SnapshotDiff {
+        ctx::diff(&before.convert(), &after.convert()).convert()
+    }
 }
 
 /// The `router` resource: one compiled core router.

@@ -26,6 +26,7 @@
 //! ```
 
 mod dedup;
+mod diff;
 mod digest;
 mod error;
 mod gather;
@@ -37,6 +38,7 @@ mod router;
 mod tokenizer;
 mod types;
 
+pub use diff::{Change, ChangeKind, EntryState, SnapshotDiff, diff};
 pub use digest::content_id;
 pub use error::{Error, HostError};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};

@@ -189,6 +189,17 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::Handling, wit::Handling, { decision, dispatch });
 
             $crate::__cases!(ctx::Dispatch, wit::Dispatch, [] [Skill, Fallback]);
+            $crate::__cases!(ctx::ChangeKind, wit::ChangeKind, [
+                Entered, Left, Moved, Retokened, ReasonChanged, AppearedDropped, VanishedDropped,
+            ] []);
+            $crate::__record!(ctx::EntryState, wit::EntryState, {
+                section, included, reason, tokens, position,
+            });
+            $crate::__record!(ctx::Change, wit::Change, { id, origin, kind, before, after });
+            $crate::__record!(ctx::SnapshotDiff, wit::SnapshotDiff, {
+                before_id, after_id, status_before, status_after, tokens_before, tokens_after,
+                changes, unchanged,
+            });
             $crate::__record!(ctx::HostError, wit::HostError, { capability, message });
 
             impl $crate::Convert<wit::CtxpackError> for ctx::Error {
