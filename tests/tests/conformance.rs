@@ -118,6 +118,8 @@ fn check_invariants(
         let origin = match call.capability.as_str() {
             "sources.retrieve" => Origin::Retrieval,
             "sources.recall-memory" => Origin::Memory,
+            "sources.expand-graph" => Origin::Graph,
+            "sources.repository-state" => Origin::Repository,
             other => panic!("{name}: unexpected source {other}"),
         };
         let answered = match call.outcome {

@@ -3,7 +3,10 @@
 //!
 //! - `passthrough` calls nothing; `rag` calls `sources.retrieve`;
 //!   `rag-memory` also calls `sources.recall-memory` when the request has a
-//!   user id, and records the skip when it has none.
+//!   user id, and records the skip when it has none; `full` (seed 004) also
+//!   expands the graph from the admissible retrieved items (`depth` hops,
+//!   once; what it returns again — a cycle — is a duplicate of what is
+//!   already there) and asks for the repository state.
 //! - A failing source degrades the assembly (recorded, status Degraded).
 //! - Filters, in order: an id already taken is a `duplicate-of` it; a host
 //!   candidate may not claim an L0 section or the conversation
@@ -95,6 +98,57 @@ pub(crate) fn fence(reference: &str, text: &str) -> String {
     format!("<untrusted source=\"{reference}\">\n{text}\n</untrusted>")
 }
 
+/// Which sources a profile calls, and with what.
+struct SourcePlan {
+    retrieve: Option<u32>,
+    graph_depth: Option<u32>,
+    memory: Option<u32>,
+    repository: bool,
+}
+
+impl SourcePlan {
+    fn of(profile: Profile) -> Self {
+        let none = SourcePlan {
+            retrieve: None,
+            graph_depth: None,
+            memory: None,
+            repository: false,
+        };
+        match profile {
+            Profile::Passthrough => none,
+            Profile::Rag(s) => SourcePlan {
+                retrieve: Some(s.retrieve_limit),
+                ..none
+            },
+            Profile::RagMemory(s) => SourcePlan {
+                retrieve: Some(s.retrieve_limit),
+                memory: Some(s.memory_limit),
+                ..none
+            },
+            Profile::Full(s) => SourcePlan {
+                retrieve: Some(s.retrieve_limit),
+                graph_depth: (s.graph_depth > 0).then_some(s.graph_depth),
+                memory: Some(s.memory_limit),
+                repository: s.repository_state,
+            },
+        }
+    }
+}
+
+/// Why a host candidate can never be included, whatever the budget: a
+/// section hosts may not fill, no provenance, or a scope the attempt lacks.
+fn admissible(c: &Candidate, ctx: &crate::types::AgentContext) -> Option<Reason> {
+    if c.section.layer() == Layer::L0 || c.section == Section::ConversationState {
+        Some(Reason::SectionNotAllowed)
+    } else if c.provenance.is_none() {
+        Some(Reason::NoProvenance)
+    } else if c.scope.as_ref().is_some_and(|s| !ctx.scopes.contains(s)) {
+        Some(Reason::OutOfScope)
+    } else {
+        None
+    }
+}
+
 /// Calls the profile's sources and prepares their candidates.
 pub(crate) fn gather(
     request: &AssembleRequest,
@@ -106,19 +160,42 @@ pub(crate) fn gather(
     let ctx = &request.context;
     let mut calls = Vec::new();
     let mut sources: Vec<(Origin, Vec<Candidate>)> = Vec::new();
-    let (retrieve_limit, memory_limit) = match settings.profile {
-        Profile::Passthrough => (None, None),
-        Profile::Rag(s) => (Some(s.retrieve_limit), None),
-        Profile::RagMemory(s) => (Some(s.retrieve_limit), Some(s.memory_limit)),
-    };
-    if let Some(limit) = retrieve_limit {
+    let plan = SourcePlan::of(settings.profile);
+    if let Some(limit) = plan.retrieve {
         let answer = host.retrieve(ctx, &request.query, limit);
         sources.push((
             Origin::Retrieval,
             record(&mut calls, "sources.retrieve", answer),
         ));
     }
-    if let Some(limit) = memory_limit {
+    if let Some(depth) = plan.graph_depth {
+        // Expand from the retrieved items that could be included, best
+        // first; without any there is nothing to expand from.
+        let mut seeds: Vec<&Candidate> = sources
+            .iter()
+            .flat_map(|(_, items)| items)
+            .filter(|c| admissible(c, ctx).is_none())
+            .collect();
+        seeds.sort_by(|a, b| {
+            source_score(b)
+                .total_cmp(&source_score(a))
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        let ids: Vec<String> = seeds.iter().map(|c| c.id.clone()).collect();
+        if ids.is_empty() {
+            calls.push(SourceCall {
+                capability: "sources.expand-graph".to_owned(),
+                outcome: SourceOutcome::Skipped("no retrieved item to expand from".into()),
+            });
+        } else {
+            let answer = host.expand_graph(ctx, &ids, depth);
+            sources.push((
+                Origin::Graph,
+                record(&mut calls, "sources.expand-graph", answer),
+            ));
+        }
+    }
+    if let Some(limit) = plan.memory {
         match &ctx.user_id {
             Some(user) => {
                 let answer = host.recall_memory(ctx, user, &request.query, limit);
@@ -132,6 +209,13 @@ pub(crate) fn gather(
                 outcome: SourceOutcome::Skipped("no user id: long-term memory is per user".into()),
             }),
         }
+    }
+    if plan.repository {
+        let answer = host.repository_state(ctx);
+        sources.push((
+            Origin::Repository,
+            record(&mut calls, "sources.repository-state", answer),
+        ));
     }
     let degraded = calls
         .iter()
@@ -182,12 +266,8 @@ pub(crate) fn gather(
     for (origin, c, score) in fused {
         let reason = if seen.contains(&c.id) {
             Reason::DuplicateOf(c.id.clone())
-        } else if c.section.layer() == Layer::L0 || c.section == Section::ConversationState {
-            Reason::SectionNotAllowed
-        } else if c.provenance.is_none() {
-            Reason::NoProvenance
-        } else if c.scope.as_ref().is_some_and(|s| !ctx.scopes.contains(s)) {
-            Reason::OutOfScope
+        } else if let Some(why) = admissible(&c, ctx) {
+            why
         } else if let Some(of) = deduper.offer(&c.id, &c.text) {
             Reason::DuplicateOf(of)
         } else {

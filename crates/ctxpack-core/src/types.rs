@@ -476,6 +476,10 @@ pub enum Origin {
     Retrieval,
     /// `sources.recall-memory`.
     Memory,
+    /// `sources.expand-graph`.
+    Graph,
+    /// `sources.repository-state`.
+    Repository,
 }
 
 /// How one host source fared in an assembly.
@@ -664,6 +668,23 @@ pub enum Profile {
     /// Retrieval, plus long-term memory through `sources.recall-memory`,
     /// scoped by the user id (skipped, and recorded so, without one).
     RagMemory(RagMemorySettings),
+    /// Every source of seed 004: retrieval, graph expansion from what was
+    /// retrieved, long-term memory (with a user id) and repository state.
+    Full(FullSettings),
+}
+
+/// Settings of the `full` profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct FullSettings {
+    /// Most candidates to ask `sources.retrieve` for.
+    pub retrieve_limit: u32,
+    /// Most graph hops from the retrieved items (0: no expansion).
+    pub graph_depth: u32,
+    /// Most memory items to ask `sources.recall-memory` for.
+    pub memory_limit: u32,
+    /// Whether to ask `sources.repository-state`.
+    pub repository_state: bool,
 }
 
 /// Settings of the `rag` profile.

@@ -111,9 +111,12 @@ macro_rules! wit_conversions {
                 [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance,
                  SectionNotAllowed]
                 [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied]);
-            $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory] []);
+            $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory, Graph, Repository] []);
             $crate::__cases!(ctx::SourceOutcome, wit::SourceOutcome, [] [Answered, Failed, Skipped]);
-            $crate::__cases!(ctx::Profile, wit::Profile, [Passthrough] [Rag, RagMemory]);
+            $crate::__cases!(ctx::Profile, wit::Profile, [Passthrough] [Rag, RagMemory, Full]);
+            $crate::__record!(ctx::FullSettings, wit::FullSettings, {
+                retrieve_limit, graph_depth, memory_limit, repository_state,
+            });
             $crate::__cases!(ctx::ConfigFormat, wit::ConfigFormat, [Yaml, Json] []);
             $crate::__cases!(ctx::Verdict, policy::Verdict, [Allow] [Redact, Deny]);
 
