@@ -257,14 +257,12 @@ impl policy::Host for InMemoryHost {
 impl summarizer::Host for InMemoryHost {
     fn summarize(
         &mut self,
-        text: String,
-        target_tokens: u32,
+        requests: Vec<wit::SummaryRequest>,
         tokenizer: wit::Tokenizer,
-    ) -> Result<String, wit::HostError> {
+    ) -> Result<Vec<String>, wit::HostError> {
         answer(ctx::Host::summarize(
             self,
-            &text,
-            target_tokens,
+            &requests.convert(),
             tokenizer.convert(),
         ))
     }

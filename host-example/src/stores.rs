@@ -4,7 +4,7 @@
 //! answer whether the core runs natively or inside the component (where the
 //! wasmtime imports forward to it). It counts every call it receives.
 
-use ctxpack_core::{AgentContext, Candidate, Host, HostError, Tokenizer, Verdict};
+use ctxpack_core::{AgentContext, Candidate, Host, HostError, SummaryRequest, Tokenizer, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -168,31 +168,35 @@ impl Host for InMemoryHost {
 
     fn summarize(
         &mut self,
-        text: &str,
-        target_tokens: u32,
+        requests: &[SummaryRequest],
         _: Tokenizer,
-    ) -> Result<String, HostError> {
+    ) -> Result<Vec<String>, HostError> {
         let name = "summarizer.summarize";
         *self.calls.entry(name).or_default() += 1;
         match &self.answers.summarizer {
             None => Err(HostError::not_provided(name)),
             Some(SummarizerRule::Error(message)) => Err(HostError::new(name, message.clone())),
-            Some(SummarizerRule::LeadingWords) => {
-                let max_chars = target_tokens as usize * 4;
-                let mut out = String::new();
-                for word in text.split_whitespace() {
-                    if out.len() + word.len() + 1 > max_chars {
-                        break;
-                    }
-                    if !out.is_empty() {
-                        out.push(' ');
-                    }
-                    out.push_str(word);
-                }
-                Ok(out)
-            }
+            Some(SummarizerRule::LeadingWords) => Ok(requests
+                .iter()
+                .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
+                .collect()),
         }
     }
+}
+
+/// The leading words of `text` that fit in `max_chars` characters.
+fn leading_words(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        if out.len() + word.len() + 1 > max_chars {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -251,9 +255,20 @@ mod tests {
             summarizer: Some(SummarizerRule::LeadingWords),
             ..HostAnswers::default()
         });
+        let request = |text: &str, target_tokens| SummaryRequest {
+            section: ctxpack_core::Section::RelevantKnowledge,
+            text: text.into(),
+            target_tokens,
+        };
         let s = host
-            .summarize("one two three four five six", 4, Tokenizer::O200kBase)
+            .summarize(
+                &[
+                    request("one two three four five six", 4),
+                    request("alpha beta", 1),
+                ],
+                Tokenizer::O200kBase,
+            )
             .unwrap();
-        assert_eq!(s, "one two three");
+        assert_eq!(s, vec!["one two three".to_owned(), String::new()]);
     }
 }

@@ -153,15 +153,11 @@ impl ctx::Host for Imports {
 
     fn summarize(
         &mut self,
-        text: &str,
-        target_tokens: u32,
+        requests: &[ctx::SummaryRequest],
         tokenizer: ctx::Tokenizer,
-    ) -> Result<String, ctx::HostError> {
-        answer(summarizer::summarize(
-            text,
-            target_tokens,
-            tokenizer.convert(),
-        ))
+    ) -> Result<Vec<String>, ctx::HostError> {
+        let requests: Vec<wit::SummaryRequest> = requests.to_vec().convert();
+        answer(summarizer::summarize(&requests, tokenizer.convert()))
     }
 }
 

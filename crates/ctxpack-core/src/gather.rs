@@ -386,7 +386,11 @@ mod tests {
         ) -> Result<Vec<Verdict>, HostError> {
             Ok(vec![Verdict::Allow; items.len()])
         }
-        fn summarize(&mut self, _: &str, _: u32, _: Tokenizer) -> Result<String, HostError> {
+        fn summarize(
+            &mut self,
+            _: &[crate::types::SummaryRequest],
+            _: Tokenizer,
+        ) -> Result<Vec<String>, HostError> {
             Err(HostError::not_provided("summarizer.summarize"))
         }
     }

@@ -6,7 +6,7 @@
 //! assembly.
 
 use crate::error::HostError;
-use crate::types::{AgentContext, Candidate, Tokenizer};
+use crate::types::{AgentContext, Candidate, SummaryRequest, Tokenizer};
 use serde::{Deserialize, Serialize};
 
 /// The policy's word on one item.
@@ -58,13 +58,13 @@ pub trait Host {
         items: &[Candidate],
     ) -> Result<Vec<Verdict>, HostError>;
 
-    /// `text` summarised to at most `target_tokens` tokens of `tokenizer`.
+    /// One summary per request, in order: each request's text summarised
+    /// to at most its target tokens of `tokenizer`.
     fn summarize(
         &mut self,
-        text: &str,
-        target_tokens: u32,
+        requests: &[SummaryRequest],
         tokenizer: Tokenizer,
-    ) -> Result<String, HostError>;
+    ) -> Result<Vec<String>, HostError>;
 }
 
 /// A host that lends nothing: every call fails, naming the import. Use it
@@ -99,7 +99,7 @@ impl Host for NoHost {
     fn review(&mut self, _: &AgentContext, _: &[Candidate]) -> Result<Vec<Verdict>, HostError> {
         Err(HostError::not_provided("policy.review"))
     }
-    fn summarize(&mut self, _: &str, _: u32, _: Tokenizer) -> Result<String, HostError> {
+    fn summarize(&mut self, _: &[SummaryRequest], _: Tokenizer) -> Result<Vec<String>, HostError> {
         Err(HostError::not_provided("summarizer.summarize"))
     }
 }

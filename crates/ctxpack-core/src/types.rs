@@ -482,6 +482,18 @@ pub enum Origin {
     Repository,
 }
 
+/// One text to summarise.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SummaryRequest {
+    /// The section the summary is for.
+    pub section: Section,
+    /// The text.
+    pub text: String,
+    /// Most tokens the summary may have.
+    pub target_tokens: u32,
+}
+
 /// How one host source fared in an assembly.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]

@@ -163,6 +163,9 @@ macro_rules! wit_conversions {
                 trust_system, trust_trusted, trust_unverified, trust_untrusted, recency,
             });
             $crate::__record!(ctx::SourceCall, wit::SourceCall, { capability, outcome });
+            $crate::__record!(ctx::SummaryRequest, wit::SummaryRequest, {
+                section, text, target_tokens,
+            });
             $crate::__record!(ctx::ContextPack, wit::ContextPack, {
                 id, session_id, trace_id, stage_id, entries, text, budget_used, budget_limit,
                 compression, snapshot, event, metrics,
