@@ -19,6 +19,7 @@ pub fn reason_text(reason: &Reason) -> String {
         Reason::OutOfScope => "out of scope".into(),
         Reason::NoProvenance => "no provenance".into(),
         Reason::SectionNotAllowed => "section not allowed for host items".into(),
+        Reason::Summarized(id) => format!("summarised into {id}"),
     }
 }
 
@@ -60,7 +61,10 @@ pub fn pack(p: &ContextPack) -> String {
                 kebab(&e.layer).to_uppercase(),
                 e.tokens.to_string(),
                 if e.included { "included" } else { "dropped" }.into(),
-                reason_text(&e.reason),
+                match (e.compressed, e.included) {
+                    (true, true) => format!("{} (compressed)", reason_text(&e.reason)),
+                    _ => reason_text(&e.reason),
+                },
             ]
         })
         .collect();

@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn a_valid_scenario_parses() {
         let s = parse(BASE).unwrap();
-        assert_eq!(s.request.budget, 10);
+        assert_eq!(s.request.budget, Some(10));
     }
 
     #[test]

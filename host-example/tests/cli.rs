@@ -162,7 +162,7 @@ fn diff_says_what_changed_between_turns_and_why() {
         line("kb-season").contains("policy denied: embargoed"),
         "{report}"
     );
-    assert!(line("kb-hotel").starts_with("left"), "{report}");
-    assert!(line("kb-hotel").contains("over budget"), "{report}");
+    assert!(line("kb-forum").starts_with("left"), "{report}");
+    assert!(line("kb-forum").contains("over budget"), "{report}");
     assert!(line("turn-2").contains("absent  ->  included"), "{report}");
 }

@@ -63,7 +63,10 @@ fn check_invariants(
     let snap = &pack.snapshot;
     let overhead = request.entry_overhead;
     // The budget is never exceeded and the accounting adds up.
-    assert!(pack.budget_used <= request.budget, "{name}: over budget");
+    assert!(pack.budget_used <= pack.budget_limit, "{name}: over budget");
+    if let Some(b) = request.budget {
+        assert_eq!(pack.budget_limit, b, "{name}");
+    }
     let charged: u32 = pack.entries.iter().map(|e| e.tokens + overhead).sum();
     assert_eq!(
         charged, pack.budget_used,
@@ -120,6 +123,7 @@ fn check_invariants(
             "sources.recall-memory" => Origin::Memory,
             "sources.expand-graph" => Origin::Graph,
             "sources.repository-state" => Origin::Repository,
+            "summarizer.summarize" => continue,
             other => panic!("{name}: unexpected source {other}"),
         };
         let answered = match call.outcome {
@@ -171,6 +175,42 @@ fn check_invariants(
         dropped_sum, pack.compression.entries_dropped,
         "{name}: metrics per reason"
     );
+    // An over-budget drop is true: it needed more than remained.
+    for e in &snap.entries {
+        if let ctxpack_core::Reason::OverBudget(s) = &e.reason {
+            assert!(
+                s.needed > s.remaining,
+                "{name}: {} dropped though it fit",
+                e.id
+            );
+        }
+    }
+    // Mandatory sections are never compressed; a summarised candidate
+    // points at an included summary that cites it.
+    for e in &snap.entries {
+        if e.layer == Layer::L0 {
+            assert!(!e.compressed, "{name}: L0 entry {} compressed", e.id);
+        }
+        if let ctxpack_core::Reason::Summarized(id) = &e.reason {
+            let summary = snap.entries.iter().find(|s| &s.id == id && s.included);
+            let summary = summary.unwrap_or_else(|| panic!("{name}: {id} missing"));
+            let cites = summary
+                .provenance
+                .as_ref()
+                .map(|p| p.reference.as_str())
+                .unwrap_or("");
+            assert!(
+                cites.split(',').any(|c| c == e.id),
+                "{name}: {id} does not cite {}",
+                e.id
+            );
+            assert!(e.compressed && summary.compressed, "{name}");
+            assert!(
+                summary.trust >= e.trust,
+                "{name}: a summary is as trusted as its least source"
+            );
+        }
+    }
     // The request's L0 is never dropped, and leads the pack.
     for e in &snap.entries {
         if e.layer == Layer::L0 && e.origin == Origin::Request {

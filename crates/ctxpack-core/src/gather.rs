@@ -290,6 +290,7 @@ pub(crate) fn gather(
                 score: Some(score),
                 reason,
                 redacted: false,
+                compressed: false,
             },
             c,
         ));

@@ -17,12 +17,14 @@
 //! L1 is charged before L2, so under pressure L2 gives way first, then L1.
 //! Every candidate, kept or not, ends in the snapshot with its reason.
 
+use crate::budget;
 use crate::error::Error;
 use crate::gather::Gathered;
+use crate::host::Host;
 use crate::tokenizer::TokenCounter;
 use crate::types::{
     AssembleRequest, CompressionMetadata, ContextAssembled, ContextPack, ConversationTurn, Layer,
-    Metrics, Origin, PackEntry, Profile, Provenance, Reason, Role, Section, Shortfall, Snapshot,
+    Metrics, Origin, PackEntry, Plan, Profile, Provenance, Reason, Role, Section, Snapshot,
     SnapshotEntry, SnapshotStatus, Strategy, TrustTier,
 };
 use std::collections::HashMap;
@@ -40,6 +42,7 @@ pub(crate) struct Item {
     pub tokens: u32,
     pub reason: Reason,
     pub redacted: bool,
+    pub compressed: bool,
 }
 
 impl Item {
@@ -72,6 +75,7 @@ impl Item {
             // would have if nothing decided otherwise.
             reason: Reason::WithinBudget,
             redacted: false,
+            compressed: false,
         }
     }
 }
@@ -143,6 +147,7 @@ pub(crate) struct Prepared {
     l1: Vec<Item>,
     l2: Vec<Item>,
     l0_cost: u64,
+    budget: u32,
 }
 
 impl Prepared {
@@ -162,15 +167,16 @@ impl Prepared {
 pub(crate) fn prepare(
     request: &AssembleRequest,
     counter: &dyn TokenCounter,
+    budget: u32,
 ) -> Result<Prepared, Error> {
     validate(request)?;
     let mut l0 = l0_items(request, counter);
     let overhead = u64::from(request.entry_overhead);
     let l0_cost: u64 = l0.iter().map(|i| u64::from(i.tokens) + overhead).sum();
-    if l0_cost > u64::from(request.budget) {
+    if l0_cost > u64::from(budget) {
         return Err(Error::MandatoryOverBudget {
             mandatory_tokens: clamp(l0_cost),
-            budget: request.budget,
+            budget,
         });
     }
     for item in &mut l0 {
@@ -181,27 +187,29 @@ pub(crate) fn prepare(
         l1: conversation_items(&request.conversation, counter),
         l2: stage_items(request, counter),
         l0_cost,
+        budget,
     })
 }
 
 /// Assembles the layered pack from the request's candidates and the host
-/// candidates `gathered` for it.
+/// candidates `gathered` for it, sharing the budget as `plan` says.
 pub(crate) fn assemble(
     request: &AssembleRequest,
     prepared: Prepared,
     profile: Profile,
     gathered: Gathered,
+    plan: &Plan,
+    counter: &dyn TokenCounter,
+    host: &mut dyn Host,
 ) -> ContextPack {
     let overhead = u64::from(request.entry_overhead);
-    let cost =
-        |items: &[&Item]| -> u64 { items.iter().map(|i| u64::from(i.tokens) + overhead).sum() };
     let Prepared {
         l0,
         mut l1,
-        mut l2,
+        l2,
         l0_cost,
+        budget,
     } = prepared;
-    let mut remaining = u64::from(request.budget) - l0_cost;
 
     let units = conversation_units(&request.conversation);
     let n = request.conversation.len();
@@ -210,7 +218,7 @@ pub(crate) fn assemble(
     for item in &mut l1 {
         item.reason = Reason::OrphanToolResult;
     }
-    let mut in_window = Vec::new();
+    let mut in_window: Vec<Vec<usize>> = Vec::new();
     for unit in &units {
         let head = unit.members.first().map(|&m| l1[m].id.clone());
         for &m in &unit.members {
@@ -223,76 +231,78 @@ pub(crate) fn assemble(
             };
         }
         if unit.start >= first && !unit.members.is_empty() {
-            in_window.push(unit);
-        }
-    }
-    // Newest unit first; once one does not fit, it and every older one go,
-    // so the kept turns stay one contiguous, valid transcript.
-    let mut needed_if_kept: Option<u64> = None;
-    for unit in in_window.iter().rev() {
-        let unit_cost = cost(&unit.members.iter().map(|&m| &l1[m]).collect::<Vec<_>>());
-        let reason = match needed_if_kept {
-            None if unit_cost <= remaining => {
-                remaining -= unit_cost;
-                Reason::WithinBudget
-            }
-            _ => {
-                let needed = needed_if_kept.unwrap_or(0) + unit_cost;
-                needed_if_kept = Some(needed);
-                Reason::OverBudget(Shortfall {
-                    needed: clamp(needed),
-                    remaining: clamp(remaining),
-                })
-            }
-        };
-        for &m in &unit.members {
-            l1[m].reason = reason.clone();
+            in_window.push(unit.members.clone());
         }
     }
 
-    let mut evicting = false;
-    for item in l2.iter_mut().rev() {
-        let c = u64::from(item.tokens) + overhead;
-        if !evicting && c <= remaining {
-            remaining -= c;
-            item.reason = Reason::WithinBudget;
-        } else {
-            evicting = true;
-            item.reason = Reason::EvictedOldest;
-        }
-    }
+    // One pool: conversation, stage summaries, host candidates.
+    let (n1, n2) = (l1.len(), l2.len());
+    let mut pool: Vec<Item> = l1;
+    pool.extend(l2);
+    let hosted_from = pool.len();
+    pool.extend(gathered.items);
+    let conversation: Vec<Vec<usize>> = in_window.into_iter().rev().collect();
+    let stages: Vec<usize> = (n1..n1 + n2).rev().collect();
+    let hosted: Vec<usize> = (hosted_from..pool.len())
+        .filter(|&i| pool[i].reason == Reason::WithinBudget)
+        .collect();
+    let outcome = budget::fill(
+        budget::Budgeting {
+            plan,
+            budget: u64::from(budget),
+            overhead,
+            counter,
+            tokenizer: request.tokenizer,
+            host,
+        },
+        &mut pool,
+        conversation,
+        stages,
+        hosted,
+        u64::from(budget) - l0_cost,
+    );
 
-    let mut hosted = gathered.items;
-    for item in hosted
-        .iter_mut()
-        .filter(|i| i.reason == Reason::WithinBudget)
-    {
-        let c = u64::from(item.tokens) + overhead;
-        if c <= remaining {
-            remaining -= c;
-        } else {
-            item.reason = Reason::OverBudget(Shortfall {
-                needed: clamp(c),
-                remaining: clamp(remaining),
-            });
+    let hosted_items = pool.split_off(hosted_from);
+    let stage_items = pool.split_off(n1);
+    let l1 = pool;
+    // Each summary stands where the first candidate it summarises stood.
+    let mut l2 = stage_items;
+    let mut l1_hosted = Vec::new();
+    let mut summaries = outcome.summaries;
+    for item in hosted_items {
+        if let Reason::Summarized(id) = &item.reason
+            && let Some(k) = summaries.iter().position(|s| &s.id == id)
+        {
+            let summary = summaries.remove(k);
+            push_by_layer(summary, &mut l2, &mut l1_hosted);
         }
+        push_by_layer(item, &mut l2, &mut l1_hosted);
     }
-    let (hosted_l2, hosted_l1): (Vec<Item>, Vec<Item>) = hosted
-        .into_iter()
-        .partition(|i| i.section.layer() == Layer::L2);
-    l2.extend(hosted_l2);
+    let mut calls = gathered.calls;
+    calls.extend(outcome.call);
     let status = if gathered.degraded {
         SnapshotStatus::Degraded
+    } else if outcome.truncated {
+        SnapshotStatus::Truncated
     } else {
         SnapshotStatus::Complete
     };
     let tail = Tail {
-        l1_hosted: hosted_l1,
+        l1_hosted,
         profile,
-        source_calls: gathered.calls,
+        source_calls: calls,
         status,
+        budget,
     };
     build_pack(request, l0, l1, l2, l0_cost, tail)
+}
+
+fn push_by_layer(item: Item, l2: &mut Vec<Item>, l1: &mut Vec<Item>) {
+    if item.section.layer() == Layer::L2 {
+        l2.push(item);
+    } else {
+        l1.push(item);
+    }
 }
 
 fn clamp(n: u64) -> u32 {
@@ -449,6 +459,7 @@ struct Tail {
     profile: Profile,
     source_calls: Vec<crate::types::SourceCall>,
     status: SnapshotStatus,
+    budget: u32,
 }
 
 fn build_pack(
@@ -473,14 +484,16 @@ fn build_pack(
     if dropped_by(&l2, |r| matches!(r, Reason::EvictedOldest)) {
         strategies.push(Strategy::EvictOldest);
     }
-    let cut = |i: &Item| !i.reason.is_inclusion();
-    let mut truncated_layers = Vec::new();
-    if l1.iter().chain(&tail.l1_hosted).any(cut) {
-        truncated_layers.push(Layer::L1);
-    }
-    if l2.iter().any(cut) {
-        truncated_layers.push(Layer::L2);
-    }
+    // A host candidate refused for claiming an L0 section is no loss of L0.
+    let mut truncated_layers: Vec<Layer> = l1
+        .iter()
+        .chain(&tail.l1_hosted)
+        .chain(&l2)
+        .filter(|i| !i.reason.is_inclusion() && i.reason != Reason::SectionNotAllowed)
+        .map(|i| i.section.layer())
+        .collect();
+    truncated_layers.sort();
+    truncated_layers.dedup();
 
     // Render order: L0, then the slow-moving L2, then L1 with the
     // conversation last.
@@ -525,7 +538,7 @@ fn build_pack(
             tokens: item.tokens,
             included,
             reason: item.reason,
-            compressed: false,
+            compressed: item.compressed,
             redacted: item.redacted,
         });
     }
@@ -546,7 +559,7 @@ fn build_pack(
         entries,
         text,
         budget_used: clamp(used),
-        budget_limit: request.budget,
+        budget_limit: tail.budget,
         compression: CompressionMetadata {
             applied_strategies: strategies,
             truncated_layers,
@@ -562,7 +575,7 @@ fn build_pack(
             attempt_id: ctx.attempt_id.clone(),
             scopes: ctx.scopes.clone(),
             tokenizer: request.tokenizer,
-            token_budget: request.budget,
+            token_budget: tail.budget,
             tokens_used: clamp(used),
             stable_prefix_tokens: clamp(l0_cost),
             content_hash: String::new(),
@@ -582,7 +595,7 @@ fn build_pack(
 mod tests {
     use super::*;
     use crate::tokenizer::CharsPerToken;
-    use crate::types::{AgentContext, StageSummary, Tokenizer, WorkflowStatus};
+    use crate::types::{AgentContext, Shortfall, StageSummary, Tokenizer, WorkflowStatus};
 
     fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
         ConversationTurn {
@@ -601,7 +614,7 @@ mod tests {
             },
             query: "q".into(),
             tokenizer: Tokenizer::CharsPerToken(1),
-            budget,
+            budget: Some(budget),
             entry_overhead: 0,
             system_prompt: "SYS".into(),
             workflow: None,
@@ -615,12 +628,15 @@ mod tests {
 
     fn run(r: &AssembleRequest) -> Result<ContextPack, Error> {
         let c = CharsPerToken::new(1).unwrap();
-        let prepared = prepare(r, &c)?;
+        let prepared = prepare(r, &c, r.budget.unwrap())?;
         Ok(assemble(
             r,
             prepared,
             Profile::Passthrough,
             Gathered::default(),
+            &Plan::default(),
+            &c,
+            &mut crate::NoHost,
         ))
     }
 

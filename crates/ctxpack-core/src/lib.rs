@@ -25,6 +25,7 @@
 //! assert!(pack.budget_used <= 50);
 //! ```
 
+mod budget;
 mod dedup;
 mod diff;
 mod digest;
@@ -57,6 +58,7 @@ pub struct Builder {
     profile: Profile,
     near_duplicate_threshold: f64,
     ranking: Ranking,
+    plan: Plan,
 }
 
 impl Builder {
@@ -97,11 +99,13 @@ impl Builder {
                 ));
             }
         }
+        config.plan.validate()?;
         Ok(Builder {
             tokenizers,
             profile: config.profile,
             near_duplicate_threshold: t,
             ranking: r,
+            plan: config.plan,
         })
     }
 
@@ -125,7 +129,8 @@ impl Builder {
                 },
                 other => other,
             })?;
-        let prepared = layered::prepare(request, counter.as_ref())?;
+        let budget = self.budget_for(request)?;
+        let prepared = layered::prepare(request, counter.as_ref(), budget)?;
         let gathered = gather::gather(
             request,
             gather::Settings {
@@ -137,6 +142,35 @@ impl Builder {
             counter.as_ref(),
             &prepared.ids(),
         )?;
-        Ok(layered::assemble(request, prepared, self.profile, gathered))
+        Ok(layered::assemble(
+            request,
+            prepared,
+            self.profile,
+            gathered,
+            &self.plan,
+            counter.as_ref(),
+            host,
+        ))
+    }
+
+    /// The request's budget, or the plan's default, checked against the
+    /// model window less its safety margin.
+    fn budget_for(&self, request: &AssembleRequest) -> Result<u32, Error> {
+        let budget = request.budget.unwrap_or(self.plan.default_budget);
+        match self.plan.window_limit() {
+            Some(limit) if budget > limit => Err(Error::invalid(
+                if request.budget.is_some() {
+                    "request.budget"
+                } else {
+                    "config.plan.default-budget"
+                },
+                format!(
+                    "{budget} is above the model window {} less its {}% safety margin ({limit})",
+                    self.plan.model_window.unwrap_or(0),
+                    self.plan.safety_margin * 100.0
+                ),
+            )),
+            _ => Ok(budget),
+        }
     }
 }

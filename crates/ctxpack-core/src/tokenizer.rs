@@ -13,6 +13,10 @@ use tiktoken_rs::CoreBPE;
 pub trait TokenCounter {
     /// Tokens in `text`.
     fn count(&self, text: &str) -> u32;
+
+    /// The longest prefix of `text` that ends on a token boundary (and a
+    /// character boundary) and counts at most `max` tokens.
+    fn truncate(&self, text: &str, max: u32) -> String;
 }
 
 /// Exact counts with a tiktoken encoding. Special-token markers in the text
@@ -23,6 +27,30 @@ pub struct Exact<'a>(&'a CoreBPE);
 impl TokenCounter for Exact<'_> {
     fn count(&self, text: &str) -> u32 {
         saturate(self.0.encode_ordinary(text).len())
+    }
+
+    fn truncate(&self, text: &str, max: u32) -> String {
+        let tokens = self.0.encode_ordinary(text);
+        let mut n = tokens.len().min(max as usize);
+        if n == tokens.len() {
+            return text.to_owned();
+        }
+        loop {
+            // The tokens segment the text's bytes, so their first `n`
+            // decode to a byte prefix of it; cut back to a character.
+            let bytes = self.0.decode_bytes(&tokens[..n]).unwrap_or_default();
+            let valid = match std::str::from_utf8(&bytes) {
+                Ok(s) => s.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            let prefix = text.get(..valid).unwrap_or("");
+            // Re-encoding a prefix can merge differently at its end: keep
+            // the count exact by checking it.
+            if n == 0 || self.count(prefix) <= max {
+                return prefix.to_owned();
+            }
+            n -= 1;
+        }
     }
 }
 
@@ -49,6 +77,14 @@ impl CharsPerToken {
 impl TokenCounter for CharsPerToken {
     fn count(&self, text: &str) -> u32 {
         saturate(text.chars().count().div_ceil(self.0 as usize))
+    }
+
+    fn truncate(&self, text: &str, max: u32) -> String {
+        let keep = (max as usize).saturating_mul(self.0 as usize);
+        match text.char_indices().nth(keep) {
+            Some((at, _)) => text[..at].to_owned(),
+            None => text.to_owned(),
+        }
     }
 }
 
@@ -91,6 +127,29 @@ mod tests {
         assert_eq!(c.count("abc"), 2);
         // four scalar values, twelve bytes
         assert_eq!(c.count("日本語だ"), 2);
+    }
+
+    #[test]
+    fn truncation_keeps_whole_tokens_and_characters() {
+        let t = Tokenizers::default();
+        for tok in [
+            Tokenizer::O200kBase,
+            Tokenizer::Cl100kBase,
+            Tokenizer::CharsPerToken(3),
+        ] {
+            let c = t.counter(tok).unwrap();
+            let text = "Naïve café owners in 東京 sell ümlauts — 12,400 of them! 🙂🙂🙂 done.";
+            for max in 0..c.count(text) + 2 {
+                let cut = c.truncate(text, max);
+                assert!(text.starts_with(&cut), "{tok:?} {max}");
+                assert!(c.count(&cut) <= max, "{tok:?} {max}: {cut:?}");
+            }
+            assert_eq!(c.truncate(text, c.count(text)), text);
+            assert!(
+                c.count(&c.truncate(text, 10)) >= 8,
+                "{tok:?}: cut far below the limit"
+            );
+        }
     }
 
     #[test]

@@ -241,8 +241,10 @@ pub struct AssembleRequest {
     pub query: String,
     /// The tokenizer the budget is counted in.
     pub tokenizer: Tokenizer,
-    /// Most tokens the pack may hold.
-    pub budget: u32,
+    /// Most tokens the pack may hold; the plan's default budget when left
+    /// out (the snapshot records the budget used).
+    #[serde(default)]
+    pub budget: Option<u32>,
     /// Tokens charged on top of each included entry.
     pub entry_overhead: u32,
     /// System prompt (L0).
@@ -353,6 +355,8 @@ pub enum Reason {
     /// Dropped: a host candidate claimed a section hosts may not fill
     /// (an L0 section or the conversation).
     SectionNotAllowed,
+    /// Dropped as itself: its text went into the summary with this id.
+    Summarized(String),
 }
 
 impl Reason {
@@ -371,6 +375,7 @@ impl Reason {
             Reason::OutOfScope => "out-of-scope",
             Reason::NoProvenance => "no-provenance",
             Reason::SectionNotAllowed => "section-not-allowed",
+            Reason::Summarized(_) => "summarized",
         }
     }
 
@@ -480,6 +485,8 @@ pub enum Origin {
     Graph,
     /// `sources.repository-state`.
     Repository,
+    /// `summarizer.summarize`, from other candidates of its section.
+    Summary,
 }
 
 /// One text to summarise.
@@ -616,6 +623,158 @@ pub struct BuilderConfig {
     /// by reciprocal-rank fusion alone.
     #[serde(default)]
     pub ranking: Ranking,
+    /// Budget defaults, the model window and the sections' shares.
+    #[serde(default)]
+    pub plan: Plan,
+}
+
+/// The plan of an assembly: budgets and how they are shared (seed 004).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Plan {
+    /// The budget of a request that names none.
+    #[serde(default = "Plan::default_budget")]
+    pub default_budget: u32,
+    /// The model's context window; a budget may not exceed it less the
+    /// safety margin.
+    #[serde(default)]
+    pub model_window: Option<u32>,
+    /// Share of the window kept free, in [0, 1).
+    #[serde(default = "Plan::default_safety_margin")]
+    pub safety_margin: f64,
+    /// Each section's share of the budget, in [0, 1], summing to at most 1.
+    /// A section left out has no share of its own and is filled only from
+    /// what other sections leave unused.
+    #[serde(default = "Plan::seed_shares")]
+    pub shares: Vec<SectionShare>,
+    /// Whether an optional section over its share is summarised (through
+    /// `summarizer.summarize`, else truncated) instead of cut.
+    #[serde(default = "Plan::yes")]
+    pub compress: bool,
+    /// The least room, in tokens, worth a summary.
+    #[serde(default = "Plan::default_min_summary")]
+    pub min_summary_tokens: u32,
+}
+
+impl Plan {
+    fn default_budget() -> u32 {
+        24_000
+    }
+    fn default_safety_margin() -> f64 {
+        0.1
+    }
+    fn yes() -> bool {
+        true
+    }
+    fn default_min_summary() -> u32 {
+        32
+    }
+    /// Seed 004's section budgets.
+    pub fn seed_shares() -> Vec<SectionShare> {
+        [
+            (Section::MandatoryInstructions, 0.1),
+            (Section::CurrentTask, 0.1),
+            (Section::ConversationState, 0.1),
+            (Section::RepositoryState, 0.2),
+            (Section::RelevantKnowledge, 0.25),
+            (Section::GraphNeighbours, 0.1),
+            (Section::EpisodicMemory, 0.05),
+            (Section::CurrentDiff, 0.05),
+            (Section::ToolResults, 0.05),
+        ]
+        .into_iter()
+        .map(|(section, share)| SectionShare { section, share })
+        .collect()
+    }
+
+    /// The largest budget the model window allows, if the plan names one.
+    pub fn window_limit(&self) -> Option<u32> {
+        self.model_window
+            .map(|w| (f64::from(w) * (1.0 - self.safety_margin)).floor() as u32)
+    }
+
+    /// Checks the plan, naming the offending field.
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        use crate::Error;
+        if !(0.0..1.0).contains(&self.safety_margin) {
+            return Err(Error::invalid(
+                "config.plan.safety-margin",
+                format!("{} is outside [0, 1)", self.safety_margin),
+            ));
+        }
+        if self.model_window == Some(0) {
+            return Err(Error::invalid(
+                "config.plan.model-window",
+                "must be above 0",
+            ));
+        }
+        let mut seen = Vec::new();
+        let mut total = 0.0;
+        for (i, s) in self.shares.iter().enumerate() {
+            let field = format!("config.plan.shares[{i}]");
+            if !(0.0..=1.0).contains(&s.share) {
+                return Err(Error::invalid(
+                    format!("{field}.share"),
+                    format!("{} is outside [0, 1]", s.share),
+                ));
+            }
+            if seen.contains(&s.section) {
+                return Err(Error::invalid(
+                    format!("{field}.section"),
+                    format!("{:?} has a share already", s.section),
+                ));
+            }
+            seen.push(s.section);
+            total += s.share;
+        }
+        if total > 1.0 + 1e-9 {
+            return Err(Error::invalid(
+                "config.plan.shares",
+                format!("shares add up to {total}, above 1"),
+            ));
+        }
+        match self.window_limit() {
+            Some(limit) if self.default_budget > limit => Err(Error::invalid(
+                "config.plan.default-budget",
+                format!(
+                    "{} is above the model window less its safety margin ({limit})",
+                    self.default_budget
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The share of `section` (0 when it has none).
+    pub fn share(&self, section: Section) -> f64 {
+        self.shares
+            .iter()
+            .find(|s| s.section == section)
+            .map_or(0.0, |s| s.share)
+    }
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            default_budget: Plan::default_budget(),
+            model_window: None,
+            safety_margin: Plan::default_safety_margin(),
+            shares: Plan::seed_shares(),
+            compress: true,
+            min_summary_tokens: Plan::default_min_summary(),
+        }
+    }
+}
+
+/// One section's share of the budget.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SectionShare {
+    /// The section.
+    pub section: Section,
+    /// Its share, in [0, 1].
+    pub share: f64,
 }
 
 /// Terms of the fused score besides reciprocal-rank fusion (which adds at
@@ -664,6 +823,7 @@ impl Default for BuilderConfig {
             profile: Profile::default(),
             near_duplicate_threshold: default_near_threshold(),
             ranking: Ranking::default(),
+            plan: Plan::default(),
         }
     }
 }

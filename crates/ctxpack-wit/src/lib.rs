@@ -110,8 +110,8 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::Reason, wit::Reason,
                 [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance,
                  SectionNotAllowed]
-                [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied]);
-            $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory, Graph, Repository] []);
+                [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied, Summarized]);
+            $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory, Graph, Repository, Summary] []);
             $crate::__cases!(ctx::SourceOutcome, wit::SourceOutcome, [] [Answered, Failed, Skipped]);
             $crate::__cases!(ctx::Profile, wit::Profile, [Passthrough] [Rag, RagMemory, Full]);
             $crate::__record!(ctx::FullSettings, wit::FullSettings, {
@@ -171,8 +171,12 @@ macro_rules! wit_conversions {
                 compression, snapshot, event, metrics,
             });
             $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, {
-                preload, profile, near_duplicate_threshold, ranking,
+                preload, profile, near_duplicate_threshold, ranking, plan,
             });
+            $crate::__record!(ctx::Plan, wit::Plan, {
+                default_budget, model_window, safety_margin, shares, compress, min_summary_tokens,
+            });
+            $crate::__record!(ctx::SectionShare, wit::SectionShare, { section, share });
             $crate::__record!(ctx::RagSettings, wit::RagSettings, { retrieve_limit });
             $crate::__record!(ctx::RagMemorySettings, wit::RagMemorySettings, {
                 retrieve_limit, memory_limit,

@@ -1,0 +1,400 @@
+//! Sharing the budget among sections (seed 004's plan).
+//!
+//! L0 is charged first and whole (see [`crate::layered`]). What remains is
+//! filled in two passes over the optional sections in priority order
+//! ([`PRIORITY`]):
+//!
+//! 1. each section fills up to its own share of the budget (capped by what
+//!    remains). A section of host candidates left with candidates keeps the
+//!    unused part of its share in reserve;
+//! 2. what the sections left unused flows to the others in priority order,
+//!    each taking whole candidates while they fit;
+//! 3. a section still left with candidates has them summarised into its
+//!    reserve (the first such section in priority order also gets whatever
+//!    the flow left), if that is at least `min-summary-tokens` — every such
+//!    section in one `summarizer.summarize` call. If the summariser fails
+//!    (or is absent, or answers a different number of summaries) the
+//!    section's best remaining candidate is truncated at a token boundary
+//!    into the room instead and the snapshot is `truncated`. Reserves not
+//!    needed, and room a summary did not use, flow once more.
+//!
+//! Within a section the conversation keeps its newest units as one
+//! contiguous run and stage summaries evict the oldest (both stop at the
+//! first that does not fit); host candidates go in rank order, and one that
+//! does not fit is skipped for a smaller one after it.
+
+use crate::host::Host;
+use crate::layered::Item;
+use crate::tokenizer::TokenCounter;
+use crate::types::{
+    Origin, Plan, Provenance, Reason, Role, Section, Shortfall, SourceCall, SourceOutcome,
+    SummaryRequest, Tokenizer, TrustTier,
+};
+
+/// Sections in the order they are filled and receive unused shares.
+pub const PRIORITY: [Section; 9] = [
+    Section::ConversationState,
+    Section::RepositoryState,
+    Section::RelevantKnowledge,
+    Section::GraphNeighbours,
+    Section::EpisodicMemory,
+    Section::CurrentDiff,
+    Section::ToolResults,
+    Section::SupportingContext,
+    Section::StageSummaries,
+];
+
+/// How a section takes its candidates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// In order, stopping at the first group that does not fit.
+    Contiguous,
+    /// In order, skipping what does not fit.
+    Greedy,
+}
+
+/// One section's queue: groups of pool indices, kept or dropped whole, in
+/// the order the section prefers them.
+struct Lane {
+    section: Section,
+    fill: Fill,
+    queue: Vec<Vec<usize>>,
+}
+
+impl Lane {
+    /// Takes groups while they fit in `avail`; returns the tokens taken.
+    fn fill(&mut self, pool: &mut [Item], avail: u64, overhead: u64) -> u64 {
+        let mut used = 0u64;
+        let mut left = Vec::new();
+        let mut queue = std::mem::take(&mut self.queue).into_iter();
+        for group in queue.by_ref() {
+            let c = cost(pool, &group, overhead);
+            if c <= avail - used {
+                used += c;
+                for &i in &group {
+                    pool[i].reason = Reason::WithinBudget;
+                }
+            } else {
+                left.push(group);
+                if self.fill == Fill::Contiguous {
+                    break;
+                }
+            }
+        }
+        left.extend(queue);
+        self.queue = left;
+        used
+    }
+}
+
+fn cost(pool: &[Item], group: &[usize], overhead: u64) -> u64 {
+    group
+        .iter()
+        .map(|&i| u64::from(pool[i].tokens) + overhead)
+        .sum()
+}
+
+fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// What the budgeting needs besides the candidates.
+pub(crate) struct Budgeting<'a> {
+    pub plan: &'a Plan,
+    pub budget: u64,
+    pub overhead: u64,
+    pub counter: &'a dyn TokenCounter,
+    pub tokenizer: Tokenizer,
+    pub host: &'a mut dyn Host,
+}
+
+/// What the budgeting did besides setting reasons.
+pub(crate) struct Outcome {
+    /// Summaries made, to be rendered with their sections.
+    pub summaries: Vec<Item>,
+    /// The summariser's call, if it was made.
+    pub call: Option<SourceCall>,
+    /// Whether a section was truncated instead of summarised.
+    pub truncated: bool,
+}
+
+/// Fills the sections from `remaining` tokens. `conversation` is the
+/// conversation's units in the window, newest first; `stages` the stage
+/// summaries, newest first; every other pool item still carrying
+/// `WithinBudget` is a host candidate, in rank order.
+pub(crate) fn fill(
+    b: Budgeting<'_>,
+    pool: &mut [Item],
+    conversation: Vec<Vec<usize>>,
+    stages: Vec<usize>,
+    hosted: Vec<usize>,
+    mut remaining: u64,
+) -> Outcome {
+    let mut lanes: Vec<Lane> = PRIORITY
+        .iter()
+        .map(|&section| {
+            let (fill, queue) = match section {
+                Section::ConversationState => (Fill::Contiguous, conversation.clone()),
+                Section::StageSummaries => {
+                    (Fill::Contiguous, stages.iter().map(|&i| vec![i]).collect())
+                }
+                s => (
+                    Fill::Greedy,
+                    hosted
+                        .iter()
+                        .filter(|&&i| pool[i].section == s)
+                        .map(|&i| vec![i])
+                        .collect(),
+                ),
+            };
+            Lane {
+                section,
+                fill,
+                queue,
+            }
+        })
+        .collect();
+    // Host candidates in a section outside the plan's order (an L1/L2
+    // section the priority list does not name) would be lost; every
+    // section hosts may fill is listed, so none is.
+
+    // Pass 1: shares. A compressible section left with candidates keeps
+    // its unused share in reserve, so the flow cannot give it away.
+    let mut reserved: Vec<(usize, u64)> = Vec::new();
+    for (l, lane) in lanes.iter_mut().enumerate() {
+        let share = (b.plan.share(lane.section) * b.budget as f64).floor() as u64;
+        let cap = share.min(remaining);
+        let used = lane.fill(pool, cap, b.overhead);
+        remaining -= used;
+        let room = cap - used;
+        if b.plan.compress && lane.fill == Fill::Greedy && !lane.queue.is_empty() && room > 0 {
+            remaining -= room;
+            reserved.push((l, room));
+        }
+    }
+
+    // Pass 2: what is unused flows in priority order; a section with a
+    // reserve may still take whole candidates from the flow.
+    for lane in &mut lanes {
+        let used = lane.fill(pool, remaining, b.overhead);
+        remaining -= used;
+    }
+
+    // Compression: a section still over is summarised into its reserve
+    // (the first in priority order also gets what the flow left); the rest
+    // give their reserve back.
+    let mut pending: Vec<(usize, u64)> = Vec::new();
+    for (l, room) in reserved {
+        let target = if pending.is_empty() {
+            room + remaining
+        } else {
+            room
+        };
+        if lanes[l].queue.is_empty() || target < u64::from(b.plan.min_summary_tokens) + b.overhead {
+            remaining += room;
+            continue;
+        }
+        if pending.is_empty() {
+            remaining = 0;
+        }
+        pending.push((l, target));
+    }
+    let mut out = Outcome {
+        summaries: Vec::new(),
+        call: None,
+        truncated: false,
+    };
+    if !pending.is_empty() {
+        let requests: Vec<SummaryRequest> = pending
+            .iter()
+            .map(|&(l, room)| SummaryRequest {
+                section: lanes[l].section,
+                text: lanes[l]
+                    .queue
+                    .iter()
+                    .flatten()
+                    .map(|&i| pool[i].text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n\n"),
+                target_tokens: clamp(room - b.overhead),
+            })
+            .collect();
+        let capability = "summarizer.summarize".to_owned();
+        let summaries = match b.host.summarize(&requests, b.tokenizer) {
+            Ok(s) if s.len() == requests.len() => {
+                out.call = Some(SourceCall {
+                    capability,
+                    outcome: SourceOutcome::Answered(clamp(s.len() as u64)),
+                });
+                Some(s)
+            }
+            Ok(s) => {
+                out.call = Some(SourceCall {
+                    capability,
+                    outcome: SourceOutcome::Failed(format!(
+                        "answered {} summaries for {} requests",
+                        s.len(),
+                        requests.len()
+                    )),
+                });
+                None
+            }
+            Err(e) => {
+                out.call = Some(SourceCall {
+                    capability,
+                    outcome: SourceOutcome::Failed(e.message),
+                });
+                None
+            }
+        };
+        for (k, &(l, room)) in pending.iter().enumerate() {
+            let lane = &mut lanes[l];
+            let target = clamp(room - b.overhead);
+            let used = match &summaries {
+                Some(texts) => {
+                    let members: Vec<usize> = lane.queue.drain(..).flatten().collect();
+                    let item =
+                        summary_item(lane.section, &texts[k], &members, pool, b.counter, target);
+                    for &i in &members {
+                        pool[i].reason = Reason::Summarized(item.id.clone());
+                        pool[i].compressed = true;
+                    }
+                    let used = u64::from(item.tokens) + b.overhead;
+                    out.summaries.push(item);
+                    used
+                }
+                None => {
+                    // Truncate the best remaining candidate into the room;
+                    // if even its cut does not fit, it stays as it is.
+                    let i = lane.queue[0][0];
+                    let cut = truncate_item(&pool[i], b.counter, target);
+                    let tokens = b.counter.count(&cut);
+                    if tokens <= target {
+                        lane.queue.remove(0);
+                        pool[i].text = cut;
+                        pool[i].tokens = tokens;
+                        pool[i].compressed = true;
+                        pool[i].reason = Reason::WithinBudget;
+                        out.truncated = true;
+                        u64::from(tokens) + b.overhead
+                    } else {
+                        0
+                    }
+                }
+            };
+            // Give back what the summary did not use.
+            remaining += room - used.min(room);
+        }
+    }
+    // Pass 3: reserves not needed, and room a summary did not use, flow
+    // once more.
+    for lane in &mut lanes {
+        let used = lane.fill(pool, remaining, b.overhead);
+        remaining -= used;
+    }
+
+    // What is left over is dropped, with the numbers.
+    for lane in &lanes {
+        let mut needed = 0u64;
+        for group in &lane.queue {
+            let c = cost(pool, group, b.overhead);
+            let reason = match (lane.section, lane.fill) {
+                (Section::StageSummaries, _) => Reason::EvictedOldest,
+                (_, Fill::Contiguous) => {
+                    // Keeping an older unit needs every newer one too.
+                    needed += c;
+                    Reason::OverBudget(Shortfall {
+                        needed: clamp(needed),
+                        remaining: clamp(remaining),
+                    })
+                }
+                (_, Fill::Greedy) => Reason::OverBudget(Shortfall {
+                    needed: clamp(c),
+                    remaining: clamp(remaining),
+                }),
+            };
+            for &i in group {
+                pool[i].reason = reason.clone();
+            }
+        }
+    }
+    out
+}
+
+/// `item`'s text cut to at most `target` tokens at a token boundary; a
+/// fenced (untrusted) text is cut inside its fence, which stays whole.
+fn truncate_item(item: &Item, counter: &dyn TokenCounter, target: u32) -> String {
+    let fenced = match (&item.provenance, item.trust) {
+        (Some(p), TrustTier::Untrusted) => Some(p.reference.as_str()),
+        _ => None,
+    };
+    let Some(reference) = fenced else {
+        return counter.truncate(&item.text, target);
+    };
+    let head = format!("<untrusted source=\"{}\">\n", reference.replace('"', "'"));
+    let inner = item
+        .text
+        .strip_prefix(head.as_str())
+        .and_then(|t| t.strip_suffix("\n</untrusted>"))
+        .unwrap_or(&item.text);
+    let mut max = target;
+    loop {
+        let cut = crate::gather::fence(reference, &counter.truncate(inner, max));
+        if max == 0 || counter.count(&cut) <= target {
+            return cut;
+        }
+        max -= 1;
+    }
+}
+
+/// The summary of `members`, counted and, if the summariser overshot,
+/// truncated to `target` tokens. It takes the lowest trust of what it
+/// summarises, and untrusted text stays fenced.
+fn summary_item(
+    section: Section,
+    text: &str,
+    members: &[usize],
+    pool: &[Item],
+    counter: &dyn TokenCounter,
+    target: u32,
+) -> Item {
+    let trust = members
+        .iter()
+        .map(|&i| pool[i].trust)
+        .max()
+        .unwrap_or(TrustTier::Untrusted);
+    let ids: Vec<&str> = members.iter().map(|&i| pool[i].id.as_str()).collect();
+    let name = match serde_json::to_value(section) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => format!("{section:?}"),
+    };
+    let id = format!("summary:{name}");
+    let mut text = if trust == TrustTier::Untrusted {
+        crate::gather::fence(&id, text)
+    } else {
+        text.to_owned()
+    };
+    if counter.count(&text) > target {
+        text = counter.truncate(&text, target);
+    }
+    let tokens = counter.count(&text);
+    Item {
+        id,
+        section,
+        role: Role::System,
+        text,
+        origin: Origin::Summary,
+        provenance: Some(Provenance {
+            source_kind: "summary".into(),
+            reference: ids.join(","),
+            source_version: None,
+            index_revision: None,
+        }),
+        trust,
+        score: None,
+        tokens,
+        reason: Reason::WithinBudget,
+        redacted: false,
+        compressed: true,
+    }
+}
