@@ -20,6 +20,7 @@ pub fn reason_text(reason: &Reason) -> String {
         Reason::NoProvenance => "no provenance".into(),
         Reason::SectionNotAllowed => "section not allowed for host items".into(),
         Reason::Summarized(id) => format!("summarised into {id}"),
+        Reason::StepCut(n) => format!("step cut (steps of {n})"),
     }
 }
 

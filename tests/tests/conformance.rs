@@ -353,3 +353,82 @@ fn every_host_capability_is_called_at_most_once_per_assembly() {
         }
     }
 }
+
+/// A 50-turn conversation replayed turn by turn under a budget that forces
+/// trimming: the share of each turn's rendered text that is a byte-identical
+/// prefix of the previous turn's — what a provider's prompt cache can reuse.
+fn replay_prefix_share(cut_step: u32) -> (f64, Vec<u32>) {
+    let mut config = ctxpack_core::BuilderConfig::default();
+    config.plan.cut_step = cut_step;
+    let builder = ctxpack_core::Builder::new(config).unwrap();
+    let topics = [
+        "invoices",
+        "the deploy",
+        "the garden",
+        "Lisbon",
+        "the parser",
+    ];
+    let mut turns = Vec::new();
+    let mut texts: Vec<String> = Vec::new();
+    let mut used = Vec::new();
+    for t in 0..50 {
+        let (role, content) = if t % 2 == 0 {
+            (
+                "user",
+                format!(
+                    "Question {t}: what should we do next about {}?",
+                    topics[t % 5]
+                ),
+            )
+        } else {
+            (
+                "assistant",
+                format!(
+                    "Answer {t}: here is a short plan for {}, in three steps.",
+                    topics[t % 5]
+                ),
+            )
+        };
+        turns.push(serde_json::json!({"role": role, "content": content}));
+        let request: ctxpack_core::AssembleRequest = serde_json::from_value(serde_json::json!({
+            "context": {"session-id": "replay", "trace-id": format!("t{t}")},
+            "query": "next", "tokenizer": "o200k-base", "budget": 400, "entry-overhead": 3,
+            "system-prompt": "You are a planning assistant. Keep answers short.",
+            "workflow": {"status": "running", "stage-id": "plan"},
+            "conversation": turns, "keep-last": 40
+        }))
+        .unwrap();
+        let pack = builder
+            .assemble(&request, &mut ctxpack_core::NoHost)
+            .unwrap();
+        assert!(pack.budget_used <= 400);
+        used.push(pack.budget_used);
+        texts.push(pack.text);
+    }
+    let shares: Vec<f64> = texts
+        .windows(2)
+        .map(|w| {
+            let common = w[0]
+                .bytes()
+                .zip(w[1].bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            common as f64 / w[1].len() as f64
+        })
+        .collect();
+    (shares.iter().sum::<f64>() / shares.len() as f64, used)
+}
+
+#[test]
+fn cut_steps_keep_the_rendered_prefix_stable_across_turns() {
+    let (by_one, used_one) = replay_prefix_share(1);
+    let (by_eight, used_eight) = replay_prefix_share(8);
+    eprintln!(
+        "50-turn replay: mean stable-prefix share {:.1}% with cut step 1, {:.1}% with cut step 8; mean tokens used {:.0} and {:.0} of 400",
+        by_one * 100.0,
+        by_eight * 100.0,
+        used_one.iter().sum::<u32>() as f64 / 50.0,
+        used_eight.iter().sum::<u32>() as f64 / 50.0
+    );
+    assert!(by_eight > by_one + 0.2, "{by_eight} vs {by_one}");
+}

@@ -59,6 +59,12 @@ struct Lane {
     section: Section,
     fill: Fill,
     queue: Vec<Vec<usize>>,
+    /// Groups taken, in the order taken (for a contiguous lane, newest
+    /// first, so the last is the oldest kept).
+    taken: Vec<Vec<usize>>,
+    /// Pool index of the lane's first item in chronological order, for
+    /// contiguous lanes (their position is `index - base`).
+    base: usize,
 }
 
 impl Lane {
@@ -74,6 +80,7 @@ impl Lane {
                 for &i in &group {
                     pool[i].reason = Reason::WithinBudget;
                 }
+                self.taken.push(group);
             } else {
                 left.push(group);
                 if self.fill == Fill::Contiguous {
@@ -147,10 +154,16 @@ pub(crate) fn fill(
                         .collect(),
                 ),
             };
+            let base = match section {
+                Section::StageSummaries => stages.iter().min().copied().unwrap_or(0),
+                _ => 0,
+            };
             Lane {
                 section,
                 fill,
                 queue,
+                taken: Vec::new(),
+                base,
             }
         })
         .collect();
@@ -293,15 +306,50 @@ pub(crate) fn fill(
         remaining -= used;
     }
 
+    // Steps: where a contiguous lane was cut, its first kept item moves to
+    // a multiple of the cut step; what that frees flows once more.
+    let step = u64::from(b.plan.cut_step.max(1));
+    let mut stepped_cost = vec![0u64; lanes.len()];
+    if step > 1 {
+        for (l, lane) in lanes.iter_mut().enumerate() {
+            if lane.fill != Fill::Contiguous || lane.queue.is_empty() {
+                continue;
+            }
+            // The newest kept group always stays.
+            while lane.taken.len() > 1 {
+                let Some(oldest) = lane.taken.last() else {
+                    break;
+                };
+                let start = oldest.iter().min().copied().unwrap_or(0) - lane.base;
+                if (start as u64).is_multiple_of(step) {
+                    break;
+                }
+                let c = cost(pool, oldest, b.overhead);
+                for &i in oldest {
+                    pool[i].reason = Reason::StepCut(b.plan.cut_step);
+                }
+                stepped_cost[l] += c;
+                remaining += c;
+                lane.taken.pop();
+            }
+        }
+        // A lane that stepped must not refill: its next candidate is older
+        // than the ones it just let go, and would leave a gap.
+        for (lane, _) in lanes.iter_mut().zip(&stepped_cost).filter(|(_, c)| **c == 0) {
+            let used = lane.fill(pool, remaining, b.overhead);
+            remaining -= used;
+        }
+    }
+
     // What is left over is dropped, with the numbers.
-    for lane in &lanes {
-        let mut needed = 0u64;
+    for (l, lane) in lanes.iter().enumerate() {
+        // Keeping an older unit needs every newer one left out too.
+        let mut needed = stepped_cost[l];
         for group in &lane.queue {
             let c = cost(pool, group, b.overhead);
             let reason = match (lane.section, lane.fill) {
                 (Section::StageSummaries, _) => Reason::EvictedOldest,
                 (_, Fill::Contiguous) => {
-                    // Keeping an older unit needs every newer one too.
                     needed += c;
                     Reason::OverBudget(Shortfall {
                         needed: clamp(needed),

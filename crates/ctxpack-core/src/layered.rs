@@ -214,6 +214,13 @@ pub(crate) fn assemble(
     let units = conversation_units(&request.conversation);
     let n = request.conversation.len();
     let first = n - n.min(request.keep_last as usize);
+    // The window's start moves in steps of the plan's cut step.
+    let step = plan.cut_step.max(1) as usize;
+    let stepped = if first == 0 {
+        0
+    } else {
+        first.div_ceil(step) * step
+    };
     // Turns that no unit claims are tool results without their call.
     for item in &mut l1 {
         item.reason = Reason::OrphanToolResult;
@@ -224,13 +231,15 @@ pub(crate) fn assemble(
         for &m in &unit.members {
             l1[m].reason = if m < first {
                 Reason::KeepLast(request.keep_last)
-            } else if unit.start < first {
+            } else if m < stepped {
+                Reason::StepCut(plan.cut_step)
+            } else if unit.start < stepped {
                 Reason::ToolPair(head.clone().unwrap_or_default())
             } else {
                 Reason::WithinBudget
             };
         }
-        if unit.start >= first && !unit.members.is_empty() {
+        if unit.start >= stepped && !unit.members.is_empty() {
             in_window.push(unit.members.clone());
         }
     }

@@ -357,6 +357,9 @@ pub enum Reason {
     SectionNotAllowed,
     /// Dropped as itself: its text went into the summary with this id.
     Summarized(String),
+    /// Dropped with older ones so the first kept turn or stage summary
+    /// moves in steps of this many (the plan's cut step).
+    StepCut(u32),
 }
 
 impl Reason {
@@ -376,6 +379,7 @@ impl Reason {
             Reason::NoProvenance => "no-provenance",
             Reason::SectionNotAllowed => "section-not-allowed",
             Reason::Summarized(_) => "summarized",
+            Reason::StepCut(_) => "step-cut",
         }
     }
 
@@ -654,6 +658,12 @@ pub struct Plan {
     /// The least room, in tokens, worth a summary.
     #[serde(default = "Plan::default_min_summary")]
     pub min_summary_tokens: u32,
+    /// The first kept conversation turn (and stage summary) moves in steps
+    /// of this many, so the rendered text stays byte-stable across the
+    /// turns of a growing conversation and providers' prompt caches hit; a
+    /// few more old turns are left out in exchange. 1 moves it by one.
+    #[serde(default = "Plan::default_cut_step")]
+    pub cut_step: u32,
 }
 
 impl Plan {
@@ -668,6 +678,9 @@ impl Plan {
     }
     fn default_min_summary() -> u32 {
         32
+    }
+    fn default_cut_step() -> u32 {
+        1
     }
     /// Seed 004's section budgets.
     pub fn seed_shares() -> Vec<SectionShare> {
@@ -701,6 +714,9 @@ impl Plan {
                 "config.plan.safety-margin",
                 format!("{} is outside [0, 1)", self.safety_margin),
             ));
+        }
+        if self.cut_step == 0 {
+            return Err(Error::invalid("config.plan.cut-step", "must be at least 1"));
         }
         if self.model_window == Some(0) {
             return Err(Error::invalid(
@@ -763,6 +779,7 @@ impl Default for Plan {
             shares: Plan::seed_shares(),
             compress: true,
             min_summary_tokens: Plan::default_min_summary(),
+            cut_step: Plan::default_cut_step(),
         }
     }
 }

@@ -110,7 +110,7 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::Reason, wit::Reason,
                 [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance,
                  SectionNotAllowed]
-                [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied, Summarized]);
+                [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied, Summarized, StepCut]);
             $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory, Graph, Repository, Summary] []);
             $crate::__cases!(ctx::SourceOutcome, wit::SourceOutcome, [] [Answered, Failed, Skipped]);
             $crate::__cases!(ctx::Profile, wit::Profile, [Passthrough] [Rag, RagMemory, Full]);
@@ -175,6 +175,7 @@ macro_rules! wit_conversions {
             });
             $crate::__record!(ctx::Plan, wit::Plan, {
                 default_budget, model_window, safety_margin, shares, compress, min_summary_tokens,
+                cut_step,
             });
             $crate::__record!(ctx::SectionShare, wit::SectionShare, { section, share });
             $crate::__record!(ctx::RagSettings, wit::RagSettings, { retrieve_limit });
