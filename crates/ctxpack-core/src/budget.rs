@@ -335,7 +335,11 @@ pub(crate) fn fill(
         }
         // A lane that stepped must not refill: its next candidate is older
         // than the ones it just let go, and would leave a gap.
-        for (lane, _) in lanes.iter_mut().zip(&stepped_cost).filter(|(_, c)| **c == 0) {
+        for (lane, _) in lanes
+            .iter_mut()
+            .zip(&stepped_cost)
+            .filter(|(_, c)| **c == 0)
+        {
             let used = lane.fill(pool, remaining, b.overhead);
             remaining -= used;
         }
