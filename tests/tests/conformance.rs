@@ -155,6 +155,37 @@ fn check_invariants(
         snap.entries.len() - pack.entries.len(),
         "{name}"
     );
+    // The messages hold the same context: L0 first, then the other
+    // context, then exactly the kept turns; every host item is cited.
+    let l0_text: Vec<&str> = pack
+        .entries
+        .iter()
+        .filter(|e| e.layer == Layer::L0)
+        .map(|e| e.text.as_str())
+        .collect();
+    if !l0_text.is_empty() {
+        assert_eq!(pack.messages[0].content, l0_text.join("\n\n"), "{name}");
+    }
+    let turns_kept = pack
+        .entries
+        .iter()
+        .filter(|e| e.section == ctxpack_core::Section::ConversationState)
+        .count();
+    let non_system = pack
+        .messages
+        .iter()
+        .filter(|m| m.role != Role::System || m.tool_call_id.is_some())
+        .count();
+    assert!(non_system <= turns_kept, "{name}");
+    for e in &pack.entries {
+        if e.provenance.source_kind != "request" {
+            assert!(
+                e.text.contains(&e.provenance.reference.replace('"', "'")),
+                "{name}: {} not cited",
+                e.id
+            );
+        }
+    }
     // The event, the metrics and the content reference agree with the pack.
     assert_eq!(pack.event.context_snapshot_id, snap.id, "{name}");
     assert_eq!(pack.event.tokens_used, pack.budget_used, "{name}");

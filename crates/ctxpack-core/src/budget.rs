@@ -381,7 +381,22 @@ fn truncate_item(item: &Item, counter: &dyn TokenCounter, target: u32) -> String
         _ => None,
     };
     let Some(reference) = fenced else {
-        return counter.truncate(&item.text, target);
+        // A cited text keeps its citation whole.
+        let Some(p) = &item.provenance else {
+            return counter.truncate(&item.text, target);
+        };
+        let head = format!("[source: {}]\n", p.reference);
+        let Some(inner) = item.text.strip_prefix(head.as_str()) else {
+            return counter.truncate(&item.text, target);
+        };
+        let mut max = target;
+        loop {
+            let cut = crate::gather::cite(&p.reference, &counter.truncate(inner, max));
+            if max == 0 || counter.count(&cut) <= target {
+                return cut;
+            }
+            max -= 1;
+        }
     };
     let head = format!("<untrusted source=\"{}\">\n", reference.replace('"', "'"));
     let inner = item
@@ -421,10 +436,11 @@ fn summary_item(
         _ => format!("{section:?}"),
     };
     let id = format!("summary:{name}");
+    let cites = ids.join(",");
     let mut text = if trust == TrustTier::Untrusted {
-        crate::gather::fence(&id, text)
+        crate::gather::fence(&cites, text)
     } else {
-        text.to_owned()
+        crate::gather::cite(&cites, text)
     };
     if counter.count(&text) > target {
         text = counter.truncate(&text, target);
@@ -438,7 +454,7 @@ fn summary_item(
         origin: Origin::Summary,
         provenance: Some(Provenance {
             source_kind: "summary".into(),
-            reference: ids.join(","),
+            reference: cites,
             source_version: None,
             index_revision: None,
         }),

@@ -26,8 +26,9 @@
 //!   the newest `sequence`, 0 for the oldest); the fused order breaks ties by
 //!   id, so it is total and does not depend on the order a host returns
 //!   items in.
-//! - Untrusted text is fenced (`<untrusted source="…">…</untrusted>`) and
-//!   counted with its fence.
+//! - Host text is rendered with its citation: untrusted text fenced
+//!   (`<untrusted source="…">…</untrusted>`), the rest headed
+//!   `[source: …]`; tokens are counted on the rendered text.
 
 use crate::dedup::Deduper;
 use crate::error::{Error, HostError};
@@ -147,6 +148,12 @@ fn admissible(c: &Candidate, ctx: &crate::types::AgentContext) -> Option<Reason>
     } else {
         None
     }
+}
+
+/// Heads a host text with the reference it cites, so the model can cite
+/// it too.
+pub(crate) fn cite(reference: &str, text: &str) -> String {
+    format!("[source: {reference}]\n{text}")
 }
 
 /// Calls the profile's sources and prepares their candidates.
@@ -327,7 +334,8 @@ pub(crate) fn gather(
         .map(|(mut item, c)| {
             item.text = match (&item.provenance, c.trust) {
                 (Some(p), TrustTier::Untrusted) => fence(&p.reference, &c.text),
-                _ => c.text,
+                (Some(p), _) => cite(&p.reference, &c.text),
+                (None, _) => c.text,
             };
             item.tokens = counter.count(&item.text);
             item

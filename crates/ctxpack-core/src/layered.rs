@@ -24,8 +24,8 @@ use crate::host::Host;
 use crate::tokenizer::TokenCounter;
 use crate::types::{
     AssembleRequest, CompressionMetadata, ContextAssembled, ContextPack, ConversationTurn, Layer,
-    Metrics, Origin, PackEntry, Plan, Profile, Provenance, Reason, Role, Section, Snapshot,
-    SnapshotEntry, SnapshotStatus, Strategy, TrustTier,
+    Message, Metrics, Origin, PackEntry, Plan, Profile, Provenance, Reason, Role, Section,
+    Snapshot, SnapshotEntry, SnapshotStatus, Strategy, TrustTier,
 };
 use std::collections::HashMap;
 
@@ -306,6 +306,42 @@ pub(crate) fn assemble(
     build_pack(request, l0, l1, l2, l0_cost, tail)
 }
 
+/// The pack as chat messages: L0, the other context, the conversation.
+fn messages(request: &AssembleRequest, entries: &[PackEntry]) -> Vec<Message> {
+    let system = |filter: &dyn Fn(&PackEntry) -> bool| {
+        let parts: Vec<&str> = entries
+            .iter()
+            .filter(|e| filter(e))
+            .map(|e| e.text.as_str())
+            .collect();
+        (!parts.is_empty()).then(|| Message {
+            role: Role::System,
+            content: parts.join("\n\n"),
+            tool_call_id: None,
+        })
+    };
+    let is_turn = |e: &PackEntry| {
+        e.section == Section::ConversationState && e.provenance.source_kind == "request"
+    };
+    let mut out: Vec<Message> = Vec::new();
+    out.extend(system(&|e| e.layer == Layer::L0));
+    out.extend(system(&|e| e.layer != Layer::L0 && !is_turn(e)));
+    for e in entries.iter().filter(|e| is_turn(e)) {
+        let turn =
+            e.id.strip_prefix("turn-")
+                .and_then(|i| i.parse::<usize>().ok())
+                .and_then(|i| request.conversation.get(i));
+        if let Some(t) = turn {
+            out.push(Message {
+                role: t.role,
+                content: t.content.clone(),
+                tool_call_id: t.tool_call_id.clone(),
+            });
+        }
+    }
+    out
+}
+
 fn push_by_layer(item: Item, l2: &mut Vec<Item>, l1: &mut Vec<Item>) {
     if item.section.layer() == Layer::L2 {
         l2.push(item);
@@ -556,6 +592,7 @@ fn build_pack(
         .map(|e| e.text.as_str())
         .collect::<Vec<_>>()
         .join("\n\n");
+    let messages = messages(request, &entries);
     let ctx = &request.context;
     let mut pack = ContextPack {
         id: format!(
@@ -567,6 +604,7 @@ fn build_pack(
         stage_id: request.workflow.as_ref().and_then(|w| w.stage_id.clone()),
         entries,
         text,
+        messages,
         budget_used: clamp(used),
         budget_limit: tail.budget,
         compression: CompressionMetadata {

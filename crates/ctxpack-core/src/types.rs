@@ -543,6 +543,10 @@ pub struct ContextPack {
     pub entries: Vec<PackEntry>,
     /// Entry texts joined by blank lines.
     pub text: String,
+    /// The same context as chat messages: L0 as the first system message
+    /// (the stable prefix), the other context as a second, then the kept
+    /// conversation turns with their roles and tool-call ids.
+    pub messages: Vec<Message>,
     /// Tokens used, overhead included.
     pub budget_used: u32,
     /// Budget.
@@ -555,6 +559,18 @@ pub struct ContextPack {
     pub event: ContextAssembled,
     /// Metrics of this assembly, for the host to record.
     pub metrics: Metrics,
+}
+
+/// One chat message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Message {
+    /// Who speaks.
+    pub role: Role,
+    /// What is said.
+    pub content: String,
+    /// The tool call a turn makes or answers.
+    pub tool_call_id: Option<String>,
 }
 
 /// The `ContextAssembled` event payload (seed 004).

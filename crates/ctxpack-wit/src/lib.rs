@@ -167,9 +167,10 @@ macro_rules! wit_conversions {
                 section, text, target_tokens,
             });
             $crate::__record!(ctx::ContextPack, wit::ContextPack, {
-                id, session_id, trace_id, stage_id, entries, text, budget_used, budget_limit,
-                compression, snapshot, event, metrics,
+                id, session_id, trace_id, stage_id, entries, text, messages, budget_used,
+                budget_limit, compression, snapshot, event, metrics,
             });
+            $crate::__record!(ctx::Message, wit::Message, { role, content, tool_call_id });
             $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, {
                 preload, profile, near_duplicate_threshold, ranking, plan,
             });
