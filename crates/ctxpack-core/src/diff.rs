@@ -255,6 +255,7 @@ mod tests {
             memory_items: vec![],
             status: SnapshotStatus::Complete,
             profile: Profile::Passthrough,
+            plan: crate::types::Plan::default(),
             source_calls: vec![],
             entries,
         }

@@ -303,7 +303,7 @@ pub(crate) fn assemble(
         status,
         budget,
     };
-    build_pack(request, l0, l1, l2, l0_cost, tail)
+    build_pack(request, l0, l1, l2, l0_cost, tail, plan)
 }
 
 /// The pack as chat messages: L0, the other context, the conversation.
@@ -514,6 +514,7 @@ fn build_pack(
     l2: Vec<Item>,
     l0_cost: u64,
     tail: Tail,
+    plan: &Plan,
 ) -> ContextPack {
     let overhead = u64::from(request.entry_overhead);
     let mut strategies = vec![Strategy::L0Immutable];
@@ -630,6 +631,7 @@ fn build_pack(
             memory_items: Vec::new(),
             status: tail.status,
             profile: tail.profile,
+            plan: plan.clone(),
             source_calls: tail.source_calls,
             entries: snapshot_entries,
         },

@@ -469,6 +469,8 @@ pub struct Snapshot {
     pub status: SnapshotStatus,
     /// The builder profile that gathered the candidates.
     pub profile: Profile,
+    /// The plan the budget was shared by.
+    pub plan: Plan,
     /// What each host source was asked and how it answered, in call order.
     pub source_calls: Vec<SourceCall>,
     /// One entry per candidate.

@@ -150,7 +150,7 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::Snapshot, wit::Snapshot, {
                 id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget,
                 tokens_used, stable_prefix_tokens, content_hash, index_revisions, memory_items,
-                status, profile, source_calls, entries,
+                status, profile, plan, source_calls, entries,
             });
             $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, {
                 context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used,
