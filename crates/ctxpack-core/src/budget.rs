@@ -27,8 +27,8 @@ use crate::host::Host;
 use crate::layered::Item;
 use crate::tokenizer::TokenCounter;
 use crate::types::{
-    Origin, Plan, Provenance, Reason, Role, Section, Shortfall, SourceCall, SourceOutcome,
-    SummaryRequest, Tokenizer, TrustTier,
+    Origin, Plan, Reason, Role, Section, Shortfall, SourceCall, SourceOutcome, SummaryRequest,
+    Tokenizer, TrustTier,
 };
 
 /// Sections in the order they are filled and receive unused shares.
@@ -446,23 +446,17 @@ fn summary_item(
         text = counter.truncate(&text, target);
     }
     let tokens = counter.count(&text);
-    Item {
+    let mut item = Item::made(
         id,
         section,
-        role: Role::System,
+        Role::System,
         text,
-        origin: Origin::Summary,
-        provenance: Some(Provenance {
-            source_kind: "summary".into(),
-            reference: cites,
-            source_version: None,
-            index_revision: None,
-        }),
+        Origin::Summary,
+        "summary",
+        cites,
         trust,
-        score: None,
         tokens,
-        reason: Reason::WithinBudget,
-        redacted: false,
-        compressed: true,
-    }
+    );
+    item.compressed = true;
+    item
 }

@@ -46,6 +46,43 @@ pub(crate) struct Item {
 }
 
 impl Item {
+    /// An item ctxpack makes itself (from the request, or a summary), with
+    /// provenance of `source_kind` citing `reference`, not yet decided.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn made(
+        id: String,
+        section: Section,
+        role: Role,
+        text: String,
+        origin: Origin,
+        source_kind: &str,
+        reference: String,
+        trust: TrustTier,
+        tokens: u32,
+    ) -> Self {
+        Item {
+            id,
+            section,
+            role,
+            text,
+            origin,
+            provenance: Some(Provenance {
+                source_kind: source_kind.to_owned(),
+                reference,
+                source_version: None,
+                index_revision: None,
+            }),
+            trust,
+            score: None,
+            tokens,
+            // Every path overwrites this; it is the reason an item would
+            // have if nothing decided otherwise.
+            reason: Reason::WithinBudget,
+            redacted: false,
+            compressed: false,
+        }
+    }
+
     fn from_request(
         id: String,
         section: Section,
@@ -56,27 +93,17 @@ impl Item {
         counter: &dyn TokenCounter,
     ) -> Self {
         let tokens = counter.count(&text);
-        Item {
+        Item::made(
             id,
             section,
             role,
             text,
-            origin: Origin::Request,
-            provenance: Some(Provenance {
-                source_kind: "request".to_owned(),
-                reference,
-                source_version: None,
-                index_revision: None,
-            }),
+            Origin::Request,
+            "request",
+            reference,
             trust,
-            score: None,
             tokens,
-            // Every path below overwrites this; it is the reason an item
-            // would have if nothing decided otherwise.
-            reason: Reason::WithinBudget,
-            redacted: false,
-            compressed: false,
-        }
+        )
     }
 }
 
