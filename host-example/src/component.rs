@@ -43,11 +43,13 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Compiles the component at `path`.
+    /// Loads the component at `path`: from a precompiled artifact beside it
+    /// when one matches (same component bytes, same wasmtime and engine
+    /// settings), else by compiling it and leaving the artifact for next
+    /// time. A cache that cannot be written is only a slower start.
     pub fn load(path: &Path) -> Result<Self, WasmError> {
         let engine = Engine::new(&Config::new())?;
-        let component = Component::from_file(&engine, path)
-            .map_err(|e| WasmError(format!("loading {}: {e:#}", path.display())))?;
+        let component = load_cached(&engine, path)?;
         let mut linker = Linker::new(&engine);
         bindings::Ctxpack::add_to_linker::<_, HasSelf<InMemoryHost>>(&mut linker, |h| h)?;
         Ok(Runtime {
@@ -93,6 +95,62 @@ impl Runtime {
             Err(e) => Err(e.convert()),
         })
     }
+}
+
+/// The precompiled artifact for `bytes` on `engine`: named by the SHA-256
+/// of the component and of the engine's compatibility hash, so a changed
+/// component, wasmtime version or engine setting never picks up a stale one.
+fn artifact_path(engine: &Engine, path: &Path, bytes: &[u8]) -> std::path::PathBuf {
+    use sha2::{Digest, Sha256};
+    use std::hash::{Hash, Hasher};
+    struct Feed(Sha256);
+    impl Hasher for Feed {
+        fn finish(&self) -> u64 {
+            0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+    }
+    let mut feed = Feed(Sha256::new());
+    feed.write(bytes);
+    engine.precompile_compatibility_hash().hash(&mut feed);
+    let key: String = feed.0.finalize()[..12]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    path.with_extension(format!("{key}.cwasm"))
+}
+
+fn load_cached(engine: &Engine, path: &Path) -> Result<Component, WasmError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| WasmError(format!("loading {}: {e}", path.display())))?;
+    let artifact = artifact_path(engine, path, &bytes);
+    // Read into memory rather than mapped: a file changed under a mapping
+    // would fault the process.
+    if let Ok(precompiled) = std::fs::read(&artifact) {
+        // SAFETY: wasmtime requires that a precompiled artifact be trusted.
+        // This one was written by `precompile_component` below, under a
+        // name derived from the component's own hash and this engine's
+        // compatibility hash, next to the component the build produced; a
+        // file wasmtime rejects (another version, a damaged write) falls
+        // through to compiling.
+        if let Ok(component) = unsafe { Component::deserialize(engine, &precompiled) } {
+            return Ok(component);
+        }
+    }
+    let compiled = engine
+        .precompile_component(&bytes)
+        .map_err(|e| WasmError(format!("compiling {}: {e:#}", path.display())))?;
+    // Written to a temporary name and renamed, so a reader never sees half.
+    let partial = artifact.with_extension("partial");
+    if std::fs::write(&partial, &compiled).is_ok() {
+        let _ = std::fs::rename(&partial, &artifact);
+    }
+    // SAFETY: `compiled` was produced just now by this engine from the
+    // component's bytes.
+    unsafe { Component::deserialize(engine, &compiled) }
+        .map_err(|e| WasmError(format!("loading {}: {e:#}", path.display())))
 }
 
 /// One instance of the component holding one context builder.

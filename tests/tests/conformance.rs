@@ -463,3 +463,42 @@ fn cut_steps_keep_the_rendered_prefix_stable_across_turns() {
     );
     assert!(by_eight > by_one + 0.2, "{by_eight} vs {by_one}");
 }
+
+#[test]
+fn a_precompiled_artifact_is_reused_and_a_bad_one_recompiled() {
+    let dir = std::env::temp_dir().join(format!("ctxpack-cwasm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ctxpack.wasm");
+    std::fs::copy(ctxpack_artifacts::COMPONENT_PATH, &path).unwrap();
+    let artifacts = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+            .collect()
+    };
+    let (_, s) = &scenarios()[0];
+    let expected = render(&run_native(s));
+
+    let first = Runtime::load(&path).unwrap();
+    assert_eq!(artifacts().len(), 1, "compiling leaves one artifact");
+    assert_eq!(render(&run_component(&first, s).unwrap()), expected);
+
+    let second = Runtime::load(&path).unwrap();
+    assert_eq!(
+        artifacts().len(),
+        1,
+        "the artifact is reused, not duplicated"
+    );
+    assert_eq!(render(&run_component(&second, s).unwrap()), expected);
+
+    // A damaged artifact is not trusted: the component is compiled again.
+    std::fs::write(&artifacts()[0], b"not a compiled component").unwrap();
+    let third = Runtime::load(&path).unwrap();
+    assert_eq!(render(&run_component(&third, s).unwrap()), expected);
+    assert!(
+        std::fs::read(&artifacts()[0]).unwrap().len() > 1000,
+        "rewritten"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
