@@ -9,7 +9,7 @@ use ctxpack_core as ctx;
 use ctxpack_wit::Convert;
 use std::path::Path;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceAny};
-use wasmtime::{Config, Engine, Store};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -22,16 +22,42 @@ ctxpack_wit::wit_conversions!(crate::component::bindings::ctxpack::context);
 
 use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
 
-/// A failure of the WebAssembly machinery itself (load, link, trap), as
-/// opposed to the core refusing a request.
+/// A failure of the WebAssembly machinery itself (load, link, trap, a
+/// resource limit), as opposed to the core refusing a request.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct WasmError(String);
 
 impl From<wasmtime::Error> for WasmError {
     fn from(e: wasmtime::Error) -> Self {
-        WasmError(format!("{e:#}"))
+        if e.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
+            return WasmError(
+                "fuel limit hit: the request needed more work than the host allows".into(),
+            );
+        }
+        let text = format!("{e:#}");
+        if let Some(at) = text.find("forcing trap when growing memory") {
+            let what = text[at..].lines().next().unwrap_or_default();
+            return WasmError(format!("memory limit hit: {what}"));
+        }
+        WasmError(text)
     }
+}
+
+/// What one instance may use, so a runaway request cannot take the host
+/// down. Hitting a limit traps the call; the error says which limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Most bytes of linear memory an instance may grow to.
+    pub max_memory_bytes: Option<usize>,
+    /// Most fuel (roughly, WebAssembly instructions) per call.
+    pub fuel: Option<u64>,
+}
+
+/// A store's data: the host's stores and the store's limits.
+pub struct State {
+    host: InMemoryHost,
+    limits: StoreLimits,
 }
 
 /// A compiled component and a linker with ctxpack's imports, ready to
@@ -39,7 +65,8 @@ impl From<wasmtime::Error> for WasmError {
 pub struct Runtime {
     engine: Engine,
     component: Component,
-    linker: Linker<InMemoryHost>,
+    linker: Linker<State>,
+    limits: Limits,
 }
 
 impl Runtime {
@@ -48,14 +75,25 @@ impl Runtime {
     /// settings), else by compiling it and leaving the artifact for next
     /// time. A cache that cannot be written is only a slower start.
     pub fn load(path: &Path) -> Result<Self, WasmError> {
-        let engine = Engine::new(&Config::new())?;
+        Self::load_limited(path, Limits::default())
+    }
+
+    /// As [`Runtime::load`], with limits on every instance.
+    pub fn load_limited(path: &Path, limits: Limits) -> Result<Self, WasmError> {
+        let mut config = Config::new();
+        config.consume_fuel(limits.fuel.is_some());
+        let engine = Engine::new(&config)?;
         let component = load_cached(&engine, path)?;
         let mut linker = Linker::new(&engine);
-        bindings::Ctxpack::add_to_linker::<_, HasSelf<InMemoryHost>>(&mut linker, |h| h)?;
+        bindings::Ctxpack::add_to_linker::<_, HasSelf<InMemoryHost>>(
+            &mut linker,
+            |s: &mut State| &mut s.host,
+        )?;
         Ok(Runtime {
             engine,
             component,
             linker,
+            limits,
         })
     }
 
@@ -79,7 +117,21 @@ impl Runtime {
         host: InMemoryHost,
         config: &ctx::BuilderConfig,
     ) -> Result<Result<Instance, ctx::Error>, WasmError> {
-        let mut store = Store::new(&self.engine, host);
+        let mut builder = StoreLimitsBuilder::new().trap_on_grow_failure(true);
+        if let Some(max) = self.limits.max_memory_bytes {
+            builder = builder.memory_size(max);
+        }
+        let mut store = Store::new(
+            &self.engine,
+            State {
+                host,
+                limits: builder.build(),
+            },
+        );
+        store.limiter(|s| &mut s.limits);
+        if let Some(fuel) = self.limits.fuel {
+            store.set_fuel(fuel)?;
+        }
         let bindings = bindings::Ctxpack::instantiate(&mut store, &self.component, &self.linker)?;
         let config: wit::BuilderConfig = config.clone().convert();
         let created = bindings
@@ -91,6 +143,7 @@ impl Runtime {
                 store,
                 bindings,
                 builder,
+                fuel: self.limits.fuel,
             }),
             Err(e) => Err(e.convert()),
         })
@@ -155,7 +208,8 @@ fn load_cached(engine: &Engine, path: &Path) -> Result<Component, WasmError> {
 
 /// One instance of the component holding one context builder.
 pub struct Instance {
-    store: Store<InMemoryHost>,
+    store: Store<State>,
+    fuel: Option<u64>,
     bindings: bindings::Ctxpack,
     builder: ResourceAny,
 }
@@ -165,12 +219,21 @@ pub struct Instance {
 pub struct RouterHandle(ResourceAny);
 
 impl Instance {
+    /// Fuel is a per-call allowance: top it up before each call.
+    fn refuel(&mut self) -> Result<(), WasmError> {
+        if let Some(fuel) = self.fuel {
+            self.store.set_fuel(fuel)?;
+        }
+        Ok(())
+    }
+
     /// Compiles a router inside the component.
     pub fn router(
         &mut self,
         config: &str,
         format: ctx::ConfigFormat,
     ) -> Result<Result<RouterHandle, ctx::Error>, WasmError> {
+        self.refuel()?;
         let created = self
             .bindings
             .ctxpack_context_builder()
@@ -185,6 +248,7 @@ impl Instance {
         router: RouterHandle,
         query: &str,
     ) -> Result<ctx::RoutingDecision, WasmError> {
+        self.refuel()?;
         let decision = self
             .bindings
             .ctxpack_context_builder()
@@ -199,6 +263,7 @@ impl Instance {
         router: RouterHandle,
         request: &ctx::AssembleRequest,
     ) -> Result<Result<ctx::Handling, ctx::Error>, WasmError> {
+        self.refuel()?;
         let request: wit::AssembleRequest = request.clone().convert();
         let answer = self.bindings.ctxpack_context_builder().call_handle(
             &mut self.store,
@@ -214,6 +279,7 @@ impl Instance {
         &mut self,
         request: &ctx::AssembleRequest,
     ) -> Result<Result<ctx::ContextPack, ctx::Error>, WasmError> {
+        self.refuel()?;
         let request: wit::AssembleRequest = request.clone().convert();
         let answer = self
             .bindings
@@ -229,6 +295,7 @@ impl Instance {
         before: &ctx::Snapshot,
         after: &ctx::Snapshot,
     ) -> Result<ctx::SnapshotDiff, WasmError> {
+        self.refuel()?;
         let before: wit::Snapshot = before.clone().convert();
         let after: wit::Snapshot = after.clone().convert();
         let diff = self
@@ -240,7 +307,7 @@ impl Instance {
 
     /// The stores, with the calls the component made to them.
     pub fn host(&self) -> &InMemoryHost {
-        self.store.data()
+        &self.store.data().host
     }
 }
 

@@ -2,6 +2,7 @@
 //! core natively) on scenario files, routes and labelled query sets.
 
 use ctxpack_core::ConfigFormat;
+use ctxpack_host_example::component::Limits;
 use ctxpack_host_example::{Outcome, Reply, Runtime, eval, report, scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,14 +21,23 @@ const USAGE: &str = "usage:
       run two scenarios and say what entered, left, moved or changed tokens
       between their snapshots, and why
 
-  --native   run the core natively instead of the component under wasmtime
-  --json     print JSON instead of tables";
+  --native             run the core natively instead of the component under wasmtime
+  --json               print JSON instead of tables
+  --max-memory-mb N    limit each component instance's memory (the call traps past it)
+  --fuel N             limit the work of each call into the component";
 
 struct Args {
     command: String,
     positional: Vec<String>,
     native: bool,
     json: bool,
+    limits: Limits,
+}
+
+fn number(flag: &str, value: Option<String>) -> Result<u64, String> {
+    value
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("`{flag}` takes a whole number\n\n{USAGE}"))
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -39,10 +49,18 @@ fn parse_args() -> Result<Args, String> {
         Some(other) => return Err(format!("unknown command `{other}`\n\n{USAGE}")),
     };
     let (mut positional, mut native, mut json) = (Vec::new(), false, false);
-    for arg in args {
+    let mut limits = Limits::default();
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--native" => native = true,
             "--json" => json = true,
+            "--max-memory-mb" => {
+                let mb = number(&arg, args.next())?;
+                limits.max_memory_bytes =
+                    Some(usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX));
+            }
+            "--fuel" => limits.fuel = Some(number(&arg, args.next())?),
             flag if flag.starts_with("--") => {
                 return Err(format!("unknown flag `{flag}`\n\n{USAGE}"));
             }
@@ -62,6 +80,7 @@ fn parse_args() -> Result<Args, String> {
         positional,
         native,
         json,
+        limits,
     })
 }
 
@@ -82,7 +101,11 @@ fn decisions(
             ctxpack_core::Router::from_text(&config.0, config.1).map_err(|e| e.to_string())?;
         return Ok(queries.iter().map(|q| router.route(q)).collect());
     }
-    let runtime = Runtime::load_bundled().map_err(|e| e.to_string())?;
+    let runtime = Runtime::load_limited(
+        std::path::Path::new(ctxpack_artifacts::COMPONENT_PATH),
+        args.limits,
+    )
+    .map_err(|e| e.to_string())?;
     let mut instance = runtime
         .instantiate(Default::default(), &Default::default())
         .map_err(|e| e.to_string())?
@@ -115,7 +138,11 @@ fn run() -> Result<bool, String> {
             let outcome: Outcome = if args.native {
                 ctxpack_host_example::run_native(&scenario)
             } else {
-                let runtime = Runtime::load_bundled().map_err(|e| e.to_string())?;
+                let runtime = Runtime::load_limited(
+                    std::path::Path::new(ctxpack_artifacts::COMPONENT_PATH),
+                    args.limits,
+                )
+                .map_err(|e| e.to_string())?;
                 ctxpack_host_example::run_component(&runtime, &scenario)
                     .map_err(|e| e.to_string())?
             };
@@ -130,7 +157,13 @@ fn run() -> Result<bool, String> {
             let runtime = if args.native {
                 None
             } else {
-                Some(Runtime::load_bundled().map_err(|e| e.to_string())?)
+                Some(
+                    Runtime::load_limited(
+                        std::path::Path::new(ctxpack_artifacts::COMPONENT_PATH),
+                        args.limits,
+                    )
+                    .map_err(|e| e.to_string())?,
+                )
             };
             let mut snapshots = Vec::new();
             for path in &args.positional {

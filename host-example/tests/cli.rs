@@ -171,3 +171,35 @@ fn diff_says_what_changed_between_turns_and_why() {
     );
     assert!(line("turn-2").contains("absent  ->  included"), "{report}");
 }
+
+#[test]
+fn resource_limits_stop_a_call_and_say_which_limit() {
+    let scenario = "tests/scenarios/seed-002-happy-path.json";
+    let out = run(&["assemble", scenario, "--max-memory-mb", "8"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("memory limit hit"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let out = run(&["assemble", scenario, "--fuel", "100000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("fuel limit hit"));
+
+    // Generous limits change nothing.
+    let limited = run(&[
+        "assemble",
+        scenario,
+        "--json",
+        "--fuel",
+        "100000000000",
+        "--max-memory-mb",
+        "512",
+    ]);
+    let free = run(&["assemble", scenario, "--json"]);
+    assert!(limited.status.success(), "{}", text(&limited.stderr));
+    assert_eq!(limited.stdout, free.stdout);
+
+    let out = run(&["assemble", scenario, "--fuel", "lots"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("`--fuel` takes a whole number"));
+}
