@@ -21,6 +21,7 @@ pub fn reason_text(reason: &Reason) -> String {
         Reason::SectionNotAllowed => "section not allowed for host items".into(),
         Reason::Summarized(id) => format!("summarised into {id}"),
         Reason::StepCut(n) => format!("step cut (steps of {n})"),
+        Reason::BeyondLimit(n) => format!("beyond the source's limit of {n}"),
     }
 }
 

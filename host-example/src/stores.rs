@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 pub enum Answer {
     /// These candidates (the first `limit` of them where a limit applies).
     Items(Vec<Candidate>),
+    /// All of these candidates, whatever the limit: a host that ignores it.
+    AllItems(Vec<Candidate>),
     /// A failure with this message.
     Error(String),
 }
@@ -108,6 +110,7 @@ impl InMemoryHost {
                 let n = limit.map_or(items.len(), |l| items.len().min(l as usize));
                 Ok(items[..n].to_vec())
             }
+            Some(Answer::AllItems(items)) => Ok(items.clone()),
         }
     }
 }

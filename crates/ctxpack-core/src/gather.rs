@@ -166,13 +166,15 @@ pub(crate) fn gather(
 ) -> Result<Gathered, Error> {
     let ctx = &request.context;
     let mut calls = Vec::new();
-    let mut sources: Vec<(Origin, Vec<Candidate>)> = Vec::new();
+    // Each source's candidates, with the most it was asked for.
+    let mut sources: Vec<(Origin, Vec<Candidate>, Option<u32>)> = Vec::new();
     let plan = SourcePlan::of(settings.profile);
     if let Some(limit) = plan.retrieve {
         let answer = host.retrieve(ctx, &request.query, limit);
         sources.push((
             Origin::Retrieval,
             record(&mut calls, "sources.retrieve", answer),
+            Some(limit),
         ));
     }
     if let Some(depth) = plan.graph_depth {
@@ -180,7 +182,7 @@ pub(crate) fn gather(
         // first; without any there is nothing to expand from.
         let mut seeds: Vec<&Candidate> = sources
             .iter()
-            .flat_map(|(_, items)| items)
+            .flat_map(|(_, items, _)| items)
             .filter(|c| admissible(c, ctx).is_none())
             .collect();
         seeds.sort_by(|a, b| {
@@ -199,6 +201,7 @@ pub(crate) fn gather(
             sources.push((
                 Origin::Graph,
                 record(&mut calls, "sources.expand-graph", answer),
+                None,
             ));
         }
     }
@@ -209,6 +212,7 @@ pub(crate) fn gather(
                 sources.push((
                     Origin::Memory,
                     record(&mut calls, "sources.recall-memory", answer),
+                    Some(limit),
                 ));
             }
             None => calls.push(SourceCall {
@@ -222,6 +226,7 @@ pub(crate) fn gather(
         sources.push((
             Origin::Repository,
             record(&mut calls, "sources.repository-state", answer),
+            None,
         ));
     }
     let degraded = calls
@@ -233,7 +238,7 @@ pub(crate) fn gather(
     let sequences: Vec<u64> = {
         let mut all: Vec<u64> = sources
             .iter()
-            .flat_map(|(_, items)| items.iter().filter_map(|c| c.sequence))
+            .flat_map(|(_, items, _)| items.iter().filter_map(|c| c.sequence))
             .collect();
         all.sort_unstable();
         all.dedup();
@@ -250,8 +255,10 @@ pub(crate) fn gather(
         }
     };
     let ranking = settings.ranking;
-    let mut fused: Vec<(Origin, Candidate, f64)> = Vec::new();
-    for (origin, mut items) in sources {
+    // A source that answers more than it was asked for keeps its best
+    // `limit`; the rest are recorded as beyond the limit.
+    let mut fused: Vec<(Origin, Candidate, f64, Option<u32>)> = Vec::new();
+    for (origin, mut items, limit) in sources {
         items.sort_by(|a, b| {
             source_score(b)
                 .total_cmp(&source_score(a))
@@ -261,7 +268,8 @@ pub(crate) fn gather(
             let score = 1.0 / (RRF_K + rank as f64 + 1.0)
                 + ranking.trust(c.trust)
                 + ranking.recency * recency(c.sequence);
-            fused.push((origin, c, score));
+            let beyond = limit.filter(|&l| rank >= l as usize);
+            fused.push((origin, c, score, beyond));
         }
     }
     fused.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.1.id.cmp(&b.1.id)));
@@ -270,8 +278,10 @@ pub(crate) fn gather(
     let mut deduper = Deduper::new(settings.near_duplicate_threshold);
     let mut items = Vec::with_capacity(fused.len());
     let mut to_review = Vec::new();
-    for (origin, c, score) in fused {
-        let reason = if seen.contains(&c.id) {
+    for (origin, c, score, beyond) in fused {
+        let reason = if let Some(limit) = beyond {
+            Reason::BeyondLimit(limit)
+        } else if seen.contains(&c.id) {
             Reason::DuplicateOf(c.id.clone())
         } else if let Some(why) = admissible(&c, ctx) {
             why

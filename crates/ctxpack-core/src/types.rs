@@ -360,6 +360,9 @@ pub enum Reason {
     /// Dropped with older ones so the first kept turn or stage summary
     /// moves in steps of this many (the plan's cut step).
     StepCut(u32),
+    /// Dropped: the source answered more than the limit it was asked for
+    /// (given), and this one ranked beyond it.
+    BeyondLimit(u32),
 }
 
 impl Reason {
@@ -380,6 +383,7 @@ impl Reason {
             Reason::SectionNotAllowed => "section-not-allowed",
             Reason::Summarized(_) => "summarized",
             Reason::StepCut(_) => "step-cut",
+            Reason::BeyondLimit(_) => "beyond-limit",
         }
     }
 

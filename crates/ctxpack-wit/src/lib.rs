@@ -110,7 +110,8 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::Reason, wit::Reason,
                 [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance,
                  SectionNotAllowed]
-                [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied, Summarized, StepCut]);
+                [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied, Summarized, StepCut,
+                 BeyondLimit]);
             $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory, Graph, Repository, Summary] []);
             $crate::__cases!(ctx::SourceOutcome, wit::SourceOutcome, [] [Answered, Failed, Skipped]);
             $crate::__cases!(ctx::Profile, wit::Profile, [Passthrough] [Rag, RagMemory, Full]);
