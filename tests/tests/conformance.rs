@@ -502,3 +502,60 @@ fn a_precompiled_artifact_is_reused_and_a_bad_one_recompiled() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_enormous_host_text_is_counted_and_dropped_not_a_crash() {
+    // 10 MB in one retrieved item, beside a small one, through the
+    // component and natively.
+    let big = "lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(180_000);
+    assert!(big.len() > 10_000_000);
+    let scenario: ctxpack_host_example::Scenario = serde_json::from_value(serde_json::json!({
+        "description": "enormous",
+        "config": {"profile": {"rag": {"retrieve-limit": 5}}},
+        "request": {
+            "context": {"trace-id": "t"}, "query": "q", "tokenizer": "o200k-base",
+            "budget": 500, "entry-overhead": 0, "system-prompt": "s", "keep-last": 1
+        },
+        "host": {
+            "retrieve": {"items": [
+                {"id": "big", "section": "relevant-knowledge", "trust": "trusted", "score": 0.9,
+                 "provenance": {"source-kind": "chunk", "reference": "big"}, "text": big},
+                {"id": "small", "section": "relevant-knowledge", "trust": "trusted", "score": 0.5,
+                 "provenance": {"source-kind": "chunk", "reference": "small"}, "text": "a small chunk"}
+            ]},
+            "policy": {},
+            "summarizer": {"error": "no summariser"}
+        }
+    }))
+    .unwrap();
+    let native = run_native(&scenario);
+    let Reply::Pack(pack) = &native.reply else {
+        panic!("{:?}", native.reply)
+    };
+    let reason = |id: &str| {
+        pack.snapshot
+            .entries
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| (e.included, e.tokens))
+            .unwrap()
+    };
+    let (big_in, big_tokens) = reason("big");
+    assert!(reason("small").0);
+    assert!(pack.budget_used <= 500);
+    // Never whole: either cut at a token boundary into the section's
+    // reserve (the summariser is down, so the snapshot says truncated) or
+    // dropped with its full, exact count.
+    if big_in {
+        assert!(big_tokens < 500, "{big_tokens}");
+        assert_eq!(
+            pack.snapshot.status,
+            ctxpack_core::SnapshotStatus::Truncated
+        );
+        assert!(pack.text.contains("lorem ipsum"));
+    } else {
+        assert!(big_tokens > 1_000_000, "{big_tokens}");
+    }
+    let wasm = run_component(runtime(), &scenario).unwrap();
+    assert_eq!(render(&native), render(&wasm));
+}
