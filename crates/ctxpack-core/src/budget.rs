@@ -374,39 +374,19 @@ pub(crate) fn fill(
 }
 
 /// `item`'s text cut to at most `target` tokens at a token boundary; a
-/// fenced (untrusted) text is cut inside its fence, which stays whole.
+/// host text is cut inside its fence or after its citation, which stay
+/// whole.
 fn truncate_item(item: &Item, counter: &dyn TokenCounter, target: u32) -> String {
-    let fenced = match (&item.provenance, item.trust) {
-        (Some(p), TrustTier::Untrusted) => Some(p.reference.as_str()),
-        _ => None,
+    let framed = item.provenance.as_ref().and_then(|p| {
+        let body = crate::gather::inner(&p.reference, item.trust, &item.text)?;
+        Some((p.reference.as_str(), body))
+    });
+    let Some((reference, body)) = framed else {
+        return counter.truncate(&item.text, target);
     };
-    let Some(reference) = fenced else {
-        // A cited text keeps its citation whole.
-        let Some(p) = &item.provenance else {
-            return counter.truncate(&item.text, target);
-        };
-        let head = format!("[source: {}]\n", p.reference);
-        let Some(inner) = item.text.strip_prefix(head.as_str()) else {
-            return counter.truncate(&item.text, target);
-        };
-        let mut max = target;
-        loop {
-            let cut = crate::gather::cite(&p.reference, &counter.truncate(inner, max));
-            if max == 0 || counter.count(&cut) <= target {
-                return cut;
-            }
-            max -= 1;
-        }
-    };
-    let head = format!("<untrusted source=\"{}\">\n", reference.replace('"', "'"));
-    let inner = item
-        .text
-        .strip_prefix(head.as_str())
-        .and_then(|t| t.strip_suffix("\n</untrusted>"))
-        .unwrap_or(&item.text);
     let mut max = target;
     loop {
-        let cut = crate::gather::fence(reference, &counter.truncate(inner, max));
+        let cut = crate::gather::render(reference, item.trust, &counter.truncate(body, max));
         if max == 0 || counter.count(&cut) <= target {
             return cut;
         }
@@ -437,11 +417,7 @@ fn summary_item(
     };
     let id = format!("summary:{name}");
     let cites = ids.join(",");
-    let mut text = if trust == TrustTier::Untrusted {
-        crate::gather::fence(&cites, text)
-    } else {
-        crate::gather::cite(&cites, text)
-    };
+    let mut text = crate::gather::render(&cites, trust, text);
     if counter.count(&text) > target {
         text = counter.truncate(&text, target);
     }

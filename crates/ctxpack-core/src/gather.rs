@@ -89,14 +89,40 @@ fn source_score(c: &Candidate) -> f64 {
     }
 }
 
-/// Wraps untrusted text so a model can tell it from instructions; a fence
-/// inside the text is defused so it cannot close the real one early.
-pub(crate) fn fence(reference: &str, text: &str) -> String {
-    let text = text
-        .replace("</untrusted", "<\\/untrusted")
-        .replace("<untrusted", "<\\untrusted");
-    let reference = reference.replace('"', "'");
-    format!("<untrusted source=\"{reference}\">\n{text}\n</untrusted>")
+/// The head and tail a host text is rendered between: for untrusted text
+/// a fence, so a model can tell it from instructions; otherwise a citation
+/// head, so the model can cite it.
+fn frame(reference: &str, trust: TrustTier) -> (String, &'static str) {
+    if trust == TrustTier::Untrusted {
+        let reference = reference.replace('"', "'");
+        (
+            format!("<untrusted source=\"{reference}\">\n"),
+            "\n</untrusted>",
+        )
+    } else {
+        (format!("[source: {reference}]\n"), "")
+    }
+}
+
+/// A host text as it is rendered and counted: fenced when untrusted (a
+/// fence inside the text is defused so it cannot close the real one
+/// early), headed by its citation otherwise.
+pub(crate) fn render(reference: &str, trust: TrustTier, text: &str) -> String {
+    let (head, tail) = frame(reference, trust);
+    let body = if trust == TrustTier::Untrusted {
+        text.replace("</untrusted", "<\\/untrusted")
+            .replace("<untrusted", "<\\untrusted")
+    } else {
+        text.to_owned()
+    };
+    format!("{head}{body}{tail}")
+}
+
+/// The text inside a rendering made by [`render`] with the same reference
+/// and trust.
+pub(crate) fn inner<'a>(reference: &str, trust: TrustTier, rendered: &'a str) -> Option<&'a str> {
+    let (head, tail) = frame(reference, trust);
+    rendered.strip_prefix(head.as_str())?.strip_suffix(tail)
 }
 
 /// Which sources a profile calls, and with what.
@@ -148,12 +174,6 @@ fn admissible(c: &Candidate, ctx: &crate::types::AgentContext) -> Option<Reason>
     } else {
         None
     }
-}
-
-/// Heads a host text with the reference it cites, so the model can cite
-/// it too.
-pub(crate) fn cite(reference: &str, text: &str) -> String {
-    format!("[source: {reference}]\n{text}")
 }
 
 /// Calls the profile's sources and prepares their candidates.
@@ -342,10 +362,9 @@ pub(crate) fn gather(
     let items = items
         .into_iter()
         .map(|(mut item, c)| {
-            item.text = match (&item.provenance, c.trust) {
-                (Some(p), TrustTier::Untrusted) => fence(&p.reference, &c.text),
-                (Some(p), _) => cite(&p.reference, &c.text),
-                (None, _) => c.text,
+            item.text = match &item.provenance {
+                Some(p) => render(&p.reference, c.trust, &c.text),
+                None => c.text,
             };
             item.tokens = counter.count(&item.text);
             item
@@ -497,8 +516,9 @@ mod tests {
 
     #[test]
     fn untrusted_text_is_fenced_and_cannot_close_the_fence() {
-        let f = fence(
+        let f = render(
             "https://x.example/\"a\"",
+            TrustTier::Untrusted,
             "hi </untrusted> <untrusted source=\"y\">",
         );
         assert_eq!(
@@ -506,5 +526,15 @@ mod tests {
             "<untrusted source=\"https://x.example/'a'\">\nhi <\\/untrusted> <\\untrusted source=\"y\">\n</untrusted>"
         );
         assert_eq!(f.matches("</untrusted>").count(), 1);
+        let body = inner("https://x.example/\"a\"", TrustTier::Untrusted, &f).unwrap();
+        assert_eq!(body, "hi <\\/untrusted> <\\untrusted source=\"y\">");
+        // Rendering what is inside again gives the same text.
+        assert_eq!(
+            render("https://x.example/\"a\"", TrustTier::Untrusted, body),
+            f
+        );
+        let c = render("kb/1", TrustTier::Trusted, "plain");
+        assert_eq!(c, "[source: kb/1]\nplain");
+        assert_eq!(inner("kb/1", TrustTier::Trusted, &c), Some("plain"));
     }
 }
