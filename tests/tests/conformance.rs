@@ -54,6 +54,31 @@ fn every_pack_keeps_the_invariants() {
     }
 }
 
+/// An entry's text cut where the budget counts it apart: a host text (or a
+/// summary) into its citation or fence and its body; the request's own
+/// text whole.
+fn framed_parts(e: &ctxpack_core::PackEntry) -> Vec<&str> {
+    let p = &e.provenance;
+    if p.source_kind == "request" {
+        return vec![e.text.as_str()];
+    }
+    let (head, tail) = if e.trust == ctxpack_core::TrustTier::Untrusted {
+        (
+            format!("<untrusted source=\"{}\">\n", p.reference.replace('"', "'")),
+            "\n</untrusted>",
+        )
+    } else {
+        (format!("[source: {}]\n", p.reference), "")
+    };
+    let body = e
+        .text
+        .strip_prefix(head.as_str())
+        .and_then(|b| b.strip_suffix(tail))
+        .unwrap_or_else(|| panic!("{}: host text not in its frame: {:?}", e.id, e.text));
+    let (h, rest) = e.text.split_at(head.len());
+    vec![h, body, &rest[body.len()..]]
+}
+
 fn check_invariants(
     name: &str,
     request: &ctxpack_core::AssembleRequest,
@@ -73,15 +98,12 @@ fn check_invariants(
         "{name}: budget-used is not the sum"
     );
     assert_eq!(snap.tokens_used, pack.budget_used, "{name}");
-    // Counts are exact: recount every included text.
+    // Counts are exact: recount every included text (a host text's frame
+    // and body apart, as the budget charges them).
     let counter = tokenizers.counter(request.tokenizer).unwrap();
     for e in &pack.entries {
-        assert_eq!(
-            counter.count(&e.text),
-            e.tokens,
-            "{name}: {} miscounted",
-            e.id
-        );
+        let recount: u32 = framed_parts(e).iter().map(|p| counter.count(p)).sum();
+        assert_eq!(recount, e.tokens, "{name}: {} miscounted", e.id);
     }
     // Every candidate appears exactly once (counted by origin below); a
     // host may repeat an id, but only one candidate per id is included; the

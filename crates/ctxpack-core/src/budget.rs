@@ -25,7 +25,7 @@
 
 use crate::host::Host;
 use crate::layered::Item;
-use crate::tokenizer::TokenCounter;
+use crate::tokenizer::{Count, Meter};
 use crate::types::{
     Origin, Plan, Reason, Role, Section, Shortfall, SourceCall, SourceOutcome, SummaryRequest,
     Tokenizer, TrustTier,
@@ -69,13 +69,12 @@ struct Lane {
 
 impl Lane {
     /// Takes groups while they fit in `avail`; returns the tokens taken.
-    fn fill(&mut self, pool: &mut [Item], avail: u64, overhead: u64) -> u64 {
+    fn fill(&mut self, pool: &mut [Item], meter: &Meter, avail: u64, overhead: u64) -> u64 {
         let mut used = 0u64;
         let mut left = Vec::new();
         let mut queue = std::mem::take(&mut self.queue).into_iter();
         for group in queue.by_ref() {
-            let c = cost(pool, &group, overhead);
-            if c <= avail - used {
+            if let Some(c) = fits(pool, &group, meter, avail - used, overhead) {
                 used += c;
                 for &i in &group {
                     pool[i].reason = Reason::WithinBudget;
@@ -94,11 +93,65 @@ impl Lane {
     }
 }
 
+/// What `group` costs if it fits in `room`, counting its items only as
+/// far as that decides.
+fn fits(
+    pool: &mut [Item],
+    group: &[usize],
+    meter: &Meter,
+    room: u64,
+    overhead: u64,
+) -> Option<u64> {
+    let mut total = 0u64;
+    for &i in group {
+        let base = total + overhead;
+        if base > room {
+            return None;
+        }
+        let n = measure(meter, &mut pool[i], clamp(room - base)).within(clamp(room - base))?;
+        total = base + u64::from(n);
+    }
+    Some(total)
+}
+
+/// What `group` costs as far as its items were counted (exact once they
+/// were taken; a lower bound otherwise).
 fn cost(pool: &[Item], group: &[usize], overhead: u64) -> u64 {
     group
         .iter()
-        .map(|&i| u64::from(pool[i].tokens) + overhead)
+        .map(|&i| pool[i].count.map_or(0, Count::at_least) + overhead)
         .sum()
+}
+
+/// `item`'s tokens, counted until it is clear whether they are more than
+/// `limit` (see [`crate::TokenCounter::count_up_to`]) and remembered. A
+/// host text is counted as its frame plus its body, and a count the host
+/// supplied for the body stands for it.
+pub(crate) fn measure(meter: &Meter, item: &mut Item, limit: u32) -> Count {
+    match item.count {
+        Some(Count::Over(n)) if n < limit => {}
+        Some(c) => return c,
+        None => {}
+    }
+    let framed = item
+        .provenance
+        .as_ref()
+        .filter(|_| item.framed)
+        .and_then(|p| crate::gather::split(&p.reference, item.trust, &item.text));
+    let count = match framed {
+        None => meter.count_up_to(&item.text, limit),
+        Some((head, body, tail)) => {
+            let frame = meter.count(head).saturating_add(meter.count(tail));
+            match item.hint {
+                Some(h) => Count::Exact(h.saturating_add(frame)),
+                None => meter
+                    .count_up_to(body, limit.saturating_sub(frame))
+                    .plus(frame),
+            }
+        }
+    };
+    item.count = Some(count);
+    count
 }
 
 fn clamp(n: u64) -> u32 {
@@ -106,11 +159,11 @@ fn clamp(n: u64) -> u32 {
 }
 
 /// What the budgeting needs besides the candidates.
-pub(crate) struct Budgeting<'a> {
+pub(crate) struct Budgeting<'a, 'm> {
     pub plan: &'a Plan,
     pub budget: u64,
     pub overhead: u64,
-    pub counter: &'a dyn TokenCounter,
+    pub meter: &'a Meter<'m>,
     pub tokenizer: Tokenizer,
     pub host: &'a mut dyn Host,
 }
@@ -130,7 +183,7 @@ pub(crate) struct Outcome {
 /// summaries, newest first; every other pool item still carrying
 /// `WithinBudget` is a host candidate, in rank order.
 pub(crate) fn fill(
-    b: Budgeting<'_>,
+    b: Budgeting<'_, '_>,
     pool: &mut [Item],
     conversation: Vec<Vec<usize>>,
     stages: Vec<usize>,
@@ -177,7 +230,7 @@ pub(crate) fn fill(
     for (l, lane) in lanes.iter_mut().enumerate() {
         let share = (b.plan.share(lane.section) * b.budget as f64).floor() as u64;
         let cap = share.min(remaining);
-        let used = lane.fill(pool, cap, b.overhead);
+        let used = lane.fill(pool, b.meter, cap, b.overhead);
         remaining -= used;
         let room = cap - used;
         if b.plan.compress && lane.fill == Fill::Greedy && !lane.queue.is_empty() && room > 0 {
@@ -189,7 +242,7 @@ pub(crate) fn fill(
     // Pass 2: what is unused flows in priority order; a section with a
     // reserve may still take whole candidates from the flow.
     for lane in &mut lanes {
-        let used = lane.fill(pool, remaining, b.overhead);
+        let used = lane.fill(pool, b.meter, remaining, b.overhead);
         remaining -= used;
     }
 
@@ -265,27 +318,33 @@ pub(crate) fn fill(
             let target = clamp(room - b.overhead);
             let used = match &summaries {
                 Some(texts) => {
-                    let members: Vec<usize> = lane.queue.drain(..).flatten().collect();
-                    let item =
-                        summary_item(lane.section, &texts[k], &members, pool, b.counter, target);
-                    for &i in &members {
-                        pool[i].reason = Reason::Summarized(item.id.clone());
-                        pool[i].compressed = true;
+                    let members: Vec<usize> = lane.queue.iter().flatten().copied().collect();
+                    match summary_item(lane.section, &texts[k], &members, pool, b.meter, target) {
+                        Some(item) => {
+                            lane.queue.clear();
+                            for &i in &members {
+                                pool[i].reason = Reason::Summarized(item.id.clone());
+                                pool[i].compressed = true;
+                            }
+                            let used = u64::from(item.tokens()) + b.overhead;
+                            out.summaries.push(item);
+                            used
+                        }
+                        // Not even its citation fits: the candidates stay
+                        // over budget.
+                        None => 0,
                     }
-                    let used = u64::from(item.tokens) + b.overhead;
-                    out.summaries.push(item);
-                    used
                 }
                 None => {
                     // Truncate the best remaining candidate into the room;
                     // if even its cut does not fit, it stays as it is.
                     let i = lane.queue[0][0];
-                    let cut = truncate_item(&pool[i], b.counter, target);
-                    let tokens = b.counter.count(&cut);
-                    if tokens <= target {
+                    let mut cut = truncate_item(&pool[i], b.meter, target);
+                    if let Some(tokens) = measure(b.meter, &mut cut, target).within(target) {
                         lane.queue.remove(0);
-                        pool[i].text = cut;
-                        pool[i].tokens = tokens;
+                        pool[i].text = cut.text;
+                        pool[i].count = Some(Count::Exact(tokens));
+                        pool[i].hint = None;
                         pool[i].compressed = true;
                         pool[i].reason = Reason::WithinBudget;
                         out.truncated = true;
@@ -302,7 +361,7 @@ pub(crate) fn fill(
     // Pass 3: reserves not needed, and room a summary did not use, flow
     // once more.
     for lane in &mut lanes {
-        let used = lane.fill(pool, remaining, b.overhead);
+        let used = lane.fill(pool, b.meter, remaining, b.overhead);
         remaining -= used;
     }
 
@@ -340,7 +399,7 @@ pub(crate) fn fill(
             .zip(&stepped_cost)
             .filter(|(_, c)| **c == 0)
         {
-            let used = lane.fill(pool, remaining, b.overhead);
+            let used = lane.fill(pool, b.meter, remaining, b.overhead);
             remaining -= used;
         }
     }
@@ -373,38 +432,55 @@ pub(crate) fn fill(
     out
 }
 
-/// `item`'s text cut to at most `target` tokens at a token boundary; a
-/// host text is cut inside its fence or after its citation, which stay
-/// whole.
-fn truncate_item(item: &Item, counter: &dyn TokenCounter, target: u32) -> String {
-    let framed = item.provenance.as_ref().and_then(|p| {
-        let body = crate::gather::inner(&p.reference, item.trust, &item.text)?;
-        Some((p.reference.as_str(), body))
-    });
-    let Some((reference, body)) = framed else {
-        return counter.truncate(&item.text, target);
-    };
-    let mut max = target;
-    loop {
-        let cut = crate::gather::render(reference, item.trust, &counter.truncate(body, max));
-        if max == 0 || counter.count(&cut) <= target {
-            return cut;
+/// `item` with its text cut to at most `target` tokens at a token
+/// boundary (not yet counted); a host text is cut inside its fence or
+/// after its citation, which stay whole.
+fn truncate_item(item: &Item, meter: &Meter, target: u32) -> Item {
+    let mut cut = Item::made(
+        item.id.clone(),
+        item.section,
+        item.role,
+        String::new(),
+        item.origin,
+        "",
+        String::new(),
+        item.trust,
+    );
+    cut.provenance = item.provenance.clone();
+    cut.framed = item.framed;
+    let framed = item
+        .provenance
+        .as_ref()
+        .filter(|_| item.framed)
+        .and_then(|p| {
+            Some((
+                p,
+                crate::gather::split(&p.reference, item.trust, &item.text)?,
+            ))
+        });
+    cut.text = match framed {
+        None => meter.truncate(&item.text, target),
+        Some((p, (head, body, tail))) => {
+            let frame = meter.count(head).saturating_add(meter.count(tail));
+            let body = meter.truncate(body, target.saturating_sub(frame));
+            crate::gather::render(&p.reference, item.trust, &body)
         }
-        max -= 1;
-    }
+    };
+    cut
 }
 
 /// The summary of `members`, counted and, if the summariser overshot,
-/// truncated to `target` tokens. It takes the lowest trust of what it
-/// summarises, and untrusted text stays fenced.
+/// truncated to `target` tokens (`None` if not even its frame fits). It
+/// takes the lowest trust of what it summarises, and untrusted text stays
+/// fenced.
 fn summary_item(
     section: Section,
     text: &str,
     members: &[usize],
     pool: &[Item],
-    counter: &dyn TokenCounter,
+    meter: &Meter,
     target: u32,
-) -> Item {
+) -> Option<Item> {
     let trust = members
         .iter()
         .map(|&i| pool[i].trust)
@@ -417,22 +493,96 @@ fn summary_item(
     };
     let id = format!("summary:{name}");
     let cites = ids.join(",");
-    let mut text = crate::gather::render(&cites, trust, text);
-    if counter.count(&text) > target {
-        text = counter.truncate(&text, target);
-    }
-    let tokens = counter.count(&text);
     let mut item = Item::made(
         id,
         section,
         Role::System,
-        text,
+        crate::gather::render(&cites, trust, text),
         Origin::Summary,
         "summary",
         cites,
         trust,
-        tokens,
     );
+    item.framed = true;
     item.compressed = true;
-    item
+    if measure(meter, &mut item, target).within(target).is_none() {
+        let mut cut = truncate_item(&item, meter, target);
+        cut.compressed = true;
+        cut.provenance = item.provenance;
+        item = cut;
+        measure(meter, &mut item, target).within(target)?;
+    }
+    Some(item)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::{CharsPerToken, CountCache, TokenCounter};
+    use crate::types::Provenance;
+    use std::cell::RefCell;
+
+    struct Recording(CharsPerToken, RefCell<Vec<String>>);
+
+    impl TokenCounter for Recording {
+        fn count(&self, text: &str) -> u32 {
+            self.1.borrow_mut().push(text.to_owned());
+            self.0.count(text)
+        }
+        fn truncate(&self, text: &str, max: u32) -> String {
+            self.0.truncate(text, max)
+        }
+    }
+
+    fn host_item(body: &str, trust: TrustTier, hint: Option<u32>) -> Item {
+        let mut item = Item::made(
+            "d1".into(),
+            Section::RelevantKnowledge,
+            Role::System,
+            crate::gather::render("doc:1", trust, body),
+            Origin::Retrieval,
+            "kb",
+            "doc:1".into(),
+            trust,
+        );
+        item.provenance = Some(Provenance {
+            source_kind: "kb".into(),
+            reference: "doc:1".into(),
+            source_version: None,
+            index_revision: None,
+        });
+        item.framed = true;
+        item.hint = hint;
+        item
+    }
+
+    #[test]
+    fn a_host_count_stands_for_the_body_and_the_frame_is_counted() {
+        let counter = Recording(CharsPerToken::new(1).unwrap(), RefCell::default());
+        let mut cache = CountCache::new(0);
+        let meter = Meter::new(&counter, Tokenizer::CharsPerToken(1), &mut cache);
+        let head = "[source: doc:1]\n";
+        let mut item = host_item("twelve chars", TrustTier::Trusted, Some(40));
+        assert_eq!(
+            measure(&meter, &mut item, 1000),
+            Count::Exact(40 + head.len() as u32)
+        );
+        assert_eq!(*counter.1.borrow(), vec![head.to_owned()]);
+        // Without one, the body is counted, and only as far as the limit
+        // needs.
+        counter.1.borrow_mut().clear();
+        let mut item = host_item("twelve chars", TrustTier::Untrusted, None);
+        let frame = "<untrusted source=\"doc:1\">\n".len() + "\n</untrusted>".len();
+        assert_eq!(
+            measure(&meter, &mut item, 1000),
+            Count::Exact(12 + frame as u32)
+        );
+        assert_eq!(counter.1.borrow().len(), 3, "{:?}", counter.1.borrow());
+        // Counted once: a smaller limit asks nothing more.
+        assert_eq!(
+            measure(&meter, &mut item, 5),
+            Count::Exact(12 + frame as u32)
+        );
+        assert_eq!(counter.1.borrow().len(), 3);
+    }
 }

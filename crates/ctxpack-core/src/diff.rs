@@ -227,6 +227,7 @@ mod tests {
             trust: TrustTier::Trusted,
             score: None,
             tokens,
+            counted: crate::types::Counted::Exact,
             included,
             reason,
             compressed: false,

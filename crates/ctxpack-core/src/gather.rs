@@ -34,7 +34,6 @@ use crate::dedup::Deduper;
 use crate::error::{Error, HostError};
 use crate::host::{Host, Verdict};
 use crate::layered::Item;
-use crate::tokenizer::TokenCounter;
 use crate::types::{
     AssembleRequest, Candidate, Layer, Origin, Profile, Ranking, Reason, Role, Section, SourceCall,
     SourceOutcome, TrustTier,
@@ -121,8 +120,20 @@ pub(crate) fn render(reference: &str, trust: TrustTier, text: &str) -> String {
 /// The text inside a rendering made by [`render`] with the same reference
 /// and trust.
 pub(crate) fn inner<'a>(reference: &str, trust: TrustTier, rendered: &'a str) -> Option<&'a str> {
+    split(reference, trust, rendered).map(|(_, body, _)| body)
+}
+
+/// A rendering made by [`render`] cut into its head, body and tail, which
+/// are counted apart.
+pub(crate) fn split<'a>(
+    reference: &str,
+    trust: TrustTier,
+    rendered: &'a str,
+) -> Option<(&'a str, &'a str, &'a str)> {
     let (head, tail) = frame(reference, trust);
-    rendered.strip_prefix(head.as_str())?.strip_suffix(tail)
+    let rest = rendered.strip_prefix(head.as_str())?;
+    let body = rest.strip_suffix(tail)?;
+    Some((&rendered[..head.len()], body, &rest[body.len()..]))
 }
 
 /// Which sources a profile calls, and with what.
@@ -181,7 +192,6 @@ pub(crate) fn gather(
     request: &AssembleRequest,
     settings: Settings,
     host: &mut dyn Host,
-    counter: &dyn TokenCounter,
     taken: &HashSet<String>,
 ) -> Result<Gathered, Error> {
     let ctx = &request.context;
@@ -319,7 +329,9 @@ pub(crate) fn gather(
                 id: c.id.clone(),
                 section: c.section,
                 role: Role::System,
-                tokens: 0,
+                count: None,
+                framed: false,
+                hint: None,
                 text: String::new(),
                 origin,
                 provenance: c.provenance.clone(),
@@ -359,14 +371,20 @@ pub(crate) fn gather(
         }
     }
 
+    // Rendered now, counted only when the budgeting needs to know.
     let items = items
         .into_iter()
         .map(|(mut item, c)| {
-            item.text = match &item.provenance {
-                Some(p) => render(&p.reference, c.trust, &c.text),
-                None => c.text,
-            };
-            item.tokens = counter.count(&item.text);
+            match &item.provenance {
+                Some(p) => {
+                    item.text = render(&p.reference, c.trust, &c.text);
+                    item.framed = true;
+                    let unchanged = !item.redacted
+                        && inner(&p.reference, c.trust, &item.text) == Some(c.text.as_str());
+                    item.hint = c.token_count.filter(|_| unchanged);
+                }
+                None => item.text = c.text,
+            }
             item
         })
         .collect();
@@ -380,7 +398,6 @@ pub(crate) fn gather(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenizer::CharsPerToken;
     use crate::types::{Provenance, RagSettings, Tokenizer};
 
     struct Fixed(Vec<Candidate>);
@@ -463,15 +480,7 @@ mod tests {
             near_duplicate_threshold: 1.0,
             ranking,
         };
-        let counter = CharsPerToken::new(4).unwrap();
-        let g = gather(
-            &request,
-            settings,
-            &mut Fixed(items),
-            &counter,
-            &HashSet::new(),
-        )
-        .unwrap();
+        let g = gather(&request, settings, &mut Fixed(items), &HashSet::new()).unwrap();
         g.items.into_iter().map(|i| i.id).collect()
     }
 

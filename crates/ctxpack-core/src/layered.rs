@@ -21,10 +21,10 @@ use crate::budget;
 use crate::error::Error;
 use crate::gather::Gathered;
 use crate::host::Host;
-use crate::tokenizer::TokenCounter;
+use crate::tokenizer::{Count, Meter};
 use crate::types::{
-    AssembleRequest, CompressionMetadata, ContextAssembled, ContextPack, ConversationTurn, Layer,
-    Message, Metrics, Origin, PackEntry, Plan, Profile, Provenance, Reason, Role, Section,
+    AssembleRequest, CompressionMetadata, ContextAssembled, ContextPack, ConversationTurn, Counted,
+    Layer, Message, Metrics, Origin, PackEntry, Plan, Profile, Provenance, Reason, Role, Section,
     Snapshot, SnapshotEntry, SnapshotStatus, Strategy, TrustTier,
 };
 use std::collections::HashMap;
@@ -39,7 +39,15 @@ pub(crate) struct Item {
     pub provenance: Option<Provenance>,
     pub trust: TrustTier,
     pub score: Option<f64>,
-    pub tokens: u32,
+    /// Its tokens as far as they were counted; `None` until something
+    /// depends on them.
+    pub count: Option<Count>,
+    /// Whether `text` is a host text in its frame (see
+    /// [`crate::gather::render`]): the frame and the body are counted apart.
+    pub framed: bool,
+    /// The host's count of the body, valid while the body is the host's
+    /// text unchanged.
+    pub hint: Option<u32>,
     pub reason: Reason,
     pub redacted: bool,
     pub compressed: bool,
@@ -58,7 +66,6 @@ impl Item {
         source_kind: &str,
         reference: String,
         trust: TrustTier,
-        tokens: u32,
     ) -> Self {
         Item {
             id,
@@ -74,7 +81,9 @@ impl Item {
             }),
             trust,
             score: None,
-            tokens,
+            count: None,
+            framed: false,
+            hint: None,
             // Every path overwrites this; it is the reason an item would
             // have if nothing decided otherwise.
             reason: Reason::WithinBudget,
@@ -90,9 +99,7 @@ impl Item {
         text: String,
         reference: String,
         trust: TrustTier,
-        counter: &dyn TokenCounter,
     ) -> Self {
-        let tokens = counter.count(&text);
         Item::made(
             id,
             section,
@@ -102,8 +109,12 @@ impl Item {
             "request",
             reference,
             trust,
-            tokens,
         )
+    }
+
+    /// Its exact tokens; an item is counted exactly before it is included.
+    pub(crate) fn tokens(&self) -> u32 {
+        self.count.and_then(Count::exact).unwrap_or(0)
     }
 }
 
@@ -168,7 +179,8 @@ pub fn validate(request: &AssembleRequest) -> Result<(), Error> {
     Ok(())
 }
 
-/// The request's own candidates, counted, with L0 checked against the budget.
+/// The request's own candidates, with L0 counted and checked against the
+/// budget; the others are counted only when the budgeting needs them.
 pub(crate) struct Prepared {
     l0: Vec<Item>,
     l1: Vec<Item>,
@@ -193,13 +205,16 @@ impl Prepared {
 /// exceeds the budget — before any host is asked for anything.
 pub(crate) fn prepare(
     request: &AssembleRequest,
-    counter: &dyn TokenCounter,
+    meter: &Meter,
     budget: u32,
 ) -> Result<Prepared, Error> {
     validate(request)?;
-    let mut l0 = l0_items(request, counter);
+    let mut l0 = l0_items(request);
     let overhead = u64::from(request.entry_overhead);
-    let l0_cost: u64 = l0.iter().map(|i| u64::from(i.tokens) + overhead).sum();
+    for item in &mut l0 {
+        item.count = Some(Count::Exact(meter.count(&item.text)));
+    }
+    let l0_cost: u64 = l0.iter().map(|i| u64::from(i.tokens()) + overhead).sum();
     if l0_cost > u64::from(budget) {
         return Err(Error::MandatoryOverBudget {
             mandatory_tokens: clamp(l0_cost),
@@ -211,8 +226,8 @@ pub(crate) fn prepare(
     }
     Ok(Prepared {
         l0,
-        l1: conversation_items(&request.conversation, counter),
-        l2: stage_items(request, counter),
+        l1: conversation_items(&request.conversation),
+        l2: stage_items(request),
         l0_cost,
         budget,
     })
@@ -226,7 +241,7 @@ pub(crate) fn assemble(
     profile: Profile,
     gathered: Gathered,
     plan: &Plan,
-    counter: &dyn TokenCounter,
+    meter: &Meter,
     host: &mut dyn Host,
 ) -> ContextPack {
     let overhead = u64::from(request.entry_overhead);
@@ -287,7 +302,7 @@ pub(crate) fn assemble(
             plan,
             budget: u64::from(budget),
             overhead,
-            counter,
+            meter,
             tokenizer: request.tokenizer,
             host,
         },
@@ -384,7 +399,7 @@ fn clamp(n: u64) -> u32 {
 /// L0 in its fixed render order: what changes least comes first, so the
 /// rendered prefix stays byte-stable across turns (workflow status, which
 /// moves with every stage, comes last).
-fn l0_items(request: &AssembleRequest, counter: &dyn TokenCounter) -> Vec<Item> {
+fn l0_items(request: &AssembleRequest) -> Vec<Item> {
     let mut items = Vec::new();
     let mut push = |id: String, section, text: String, reference: String| {
         items.push(Item::from_request(
@@ -394,7 +409,6 @@ fn l0_items(request: &AssembleRequest, counter: &dyn TokenCounter) -> Vec<Item> 
             text,
             reference,
             TrustTier::System,
-            counter,
         ));
     };
     if !request.system_prompt.is_empty() {
@@ -436,7 +450,7 @@ fn l0_items(request: &AssembleRequest, counter: &dyn TokenCounter) -> Vec<Item> 
     items
 }
 
-fn conversation_items(turns: &[ConversationTurn], counter: &dyn TokenCounter) -> Vec<Item> {
+fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
     turns
         .iter()
         .enumerate()
@@ -453,13 +467,12 @@ fn conversation_items(turns: &[ConversationTurn], counter: &dyn TokenCounter) ->
                 format!("[{}] {}", t.role.name(), t.content),
                 format!("conversation[{i}]"),
                 trust,
-                counter,
             )
         })
         .collect()
 }
 
-fn stage_items(request: &AssembleRequest, counter: &dyn TokenCounter) -> Vec<Item> {
+fn stage_items(request: &AssembleRequest) -> Vec<Item> {
     request
         .stage_summaries
         .iter()
@@ -472,7 +485,6 @@ fn stage_items(request: &AssembleRequest, counter: &dyn TokenCounter) -> Vec<Ite
                 format!("Stage {} ({}): {}", s.stage_id, s.outcome, s.summary),
                 format!("stage-summaries[{i}]"),
                 TrustTier::Trusted,
-                counter,
             )
         })
         .collect()
@@ -584,7 +596,7 @@ fn build_pack(
         let layer = item.section.layer();
         let included = item.reason.is_inclusion();
         if included {
-            used += u64::from(item.tokens) + overhead;
+            used += u64::from(item.tokens()) + overhead;
         } else {
             dropped += 1;
         }
@@ -594,8 +606,8 @@ fn build_pack(
                 layer,
                 section: item.section,
                 role: item.role,
+                tokens: item.tokens(),
                 text: item.text,
-                tokens: item.tokens,
                 provenance: provenance.clone(),
                 trust: item.trust,
             });
@@ -608,7 +620,15 @@ fn build_pack(
             provenance: item.provenance,
             trust: item.trust,
             score: item.score,
-            tokens: item.tokens,
+            tokens: match item.count {
+                Some(Count::Exact(n) | Count::Over(n)) => n,
+                None => 0,
+            },
+            counted: match item.count {
+                Some(Count::Exact(_)) => Counted::Exact,
+                Some(Count::Over(_)) => Counted::Over,
+                None => Counted::Uncounted,
+            },
             included,
             reason: item.reason,
             compressed: item.compressed,
@@ -704,16 +724,62 @@ mod tests {
 
     fn run(r: &AssembleRequest) -> Result<ContextPack, Error> {
         let c = CharsPerToken::new(1).unwrap();
-        let prepared = prepare(r, &c, r.budget.unwrap())?;
+        let mut cache = crate::tokenizer::CountCache::new(0);
+        let m = Meter::new(&c, r.tokenizer, &mut cache);
+        let prepared = prepare(r, &m, r.budget.unwrap())?;
         Ok(assemble(
             r,
             prepared,
             Profile::Passthrough,
             Gathered::default(),
             &Plan::default(),
-            &c,
+            &m,
             &mut crate::NoHost,
         ))
+    }
+
+    /// Records every text it is asked to count.
+    struct Recording(CharsPerToken, std::cell::RefCell<Vec<String>>);
+
+    impl crate::tokenizer::TokenCounter for Recording {
+        fn count(&self, text: &str) -> u32 {
+            self.1.borrow_mut().push(text.to_owned());
+            self.0.count(text)
+        }
+        fn truncate(&self, text: &str, max: u32) -> String {
+            self.0.truncate(text, max)
+        }
+    }
+
+    #[test]
+    fn a_re_assembly_counts_only_the_new_turn() {
+        let counter = Recording(CharsPerToken::new(1).unwrap(), Default::default());
+        let mut cache = crate::tokenizer::CountCache::new(1000);
+        let mut r = request(200);
+        r.conversation = (0..6)
+            .map(|i| turn(Role::User, &format!("turn {i}"), None))
+            .collect();
+        let mut assemble_with = |r: &AssembleRequest| {
+            let m = Meter::new(&counter, r.tokenizer, &mut cache);
+            let prepared = prepare(r, &m, 200).unwrap();
+            assemble(
+                r,
+                prepared,
+                Profile::Passthrough,
+                Gathered::default(),
+                &Plan::default(),
+                &m,
+                &mut crate::NoHost,
+            )
+        };
+        let first = assemble_with(&r);
+        assert_eq!(first.entries.len(), 7);
+        assert_eq!(counter.1.borrow().len(), 7, "{:?}", counter.1.borrow());
+        counter.1.borrow_mut().clear();
+        r.conversation.push(turn(Role::User, "turn 6", None));
+        let second = assemble_with(&r);
+        assert_eq!(second.entries.len(), 8);
+        assert_eq!(*counter.1.borrow(), vec!["[user] turn 6".to_owned()]);
     }
 
     fn reasons(p: &ContextPack) -> Vec<(String, Reason)> {
@@ -789,6 +855,18 @@ mod tests {
                 })
             )
         );
+        // Turns outside the window are never counted.
+        let counted: Vec<Counted> = p.snapshot.entries.iter().map(|e| e.counted).collect();
+        assert_eq!(
+            counted[1..],
+            [
+                Counted::Uncounted,
+                Counted::Uncounted,
+                Counted::Exact,
+                Counted::Exact,
+                Counted::Exact
+            ]
+        );
         assert_eq!(rs[4].1, Reason::WithinBudget);
         assert_eq!(rs[5].1, Reason::WithinBudget);
         assert_eq!(
@@ -811,14 +889,25 @@ mod tests {
         ];
         let p = run(&r).unwrap();
         let rs = reasons(&p);
-        // turn-0 would fit alone, but keeping it would need turn-1 too.
+        // turn-0 would fit alone, but keeping it would need turn-1 too. It
+        // is not counted (nothing depends on it), so what it needs is a
+        // lower bound.
         assert_eq!(
-            rs[1].1,
+            rs[2].1,
             Reason::OverBudget(Shortfall {
-                needed: 9 + 25,
+                needed: 25,
                 remaining: 0
             })
         );
+        assert_eq!(
+            rs[1].1,
+            Reason::OverBudget(Shortfall {
+                needed: 25,
+                remaining: 0
+            })
+        );
+        assert_eq!(p.snapshot.entries[1].counted, Counted::Uncounted);
+        assert_eq!(p.snapshot.entries[2].counted, Counted::Exact);
         assert_eq!(rs[3].1, Reason::WithinBudget);
     }
 

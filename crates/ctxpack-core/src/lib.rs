@@ -48,13 +48,19 @@ pub use router::{
     ConfigFormat, DEFAULT_REFERENCE_CUES, Entity, RouteConfig, RouteScore, Router, RouterConfig,
     RoutingDecision, RuleConfig, RuleScore, normalize,
 };
-pub use tokenizer::{CharsPerToken, TokenCounter, Tokenizers};
+use std::sync::{Mutex, TryLockError};
+pub use tokenizer::{
+    CharsPerToken, Count, CountCache, DEFAULT_COUNT_CACHE_ENTRIES, TokenCounter, Tokenizers,
+};
 pub use types::*;
 
 /// A context builder. Build it once and reuse it: it keeps the tokenizer
-/// tables, which are expensive to construct, for the builder's lifetime.
+/// tables, which are expensive to construct, for the builder's lifetime,
+/// and the token counts it has made (up to `count-cache-entries`), so
+/// a conversation re-assembled every turn recounts only its new text.
 pub struct Builder {
     tokenizers: Tokenizers,
+    counts: Mutex<CountCache>,
     profile: Profile,
     near_duplicate_threshold: f64,
     ranking: Ranking,
@@ -102,6 +108,7 @@ impl Builder {
         config.plan.validate()?;
         Ok(Builder {
             tokenizers,
+            counts: Mutex::new(CountCache::new(config.count_cache_entries as usize)),
             profile: config.profile,
             near_duplicate_threshold: t,
             ranking: r,
@@ -130,7 +137,21 @@ impl Builder {
                 other => other,
             })?;
         let budget = self.budget_for(request)?;
-        let prepared = layered::prepare(request, counter.as_ref(), budget)?;
+        // Assemblies on one builder share its counts; one that finds the
+        // cache in use by another thread counts without it rather than
+        // wait (the counts, and so the pack, are the same either way).
+        let mut spare = CountCache::new(0);
+        let mut held = match self.counts.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        let cache = match held.as_deref_mut() {
+            Some(cache) => cache,
+            None => &mut spare,
+        };
+        let meter = tokenizer::Meter::new(counter.as_ref(), request.tokenizer, cache);
+        let prepared = layered::prepare(request, &meter, budget)?;
         let gathered = gather::gather(
             request,
             gather::Settings {
@@ -139,7 +160,6 @@ impl Builder {
                 ranking: self.ranking,
             },
             host,
-            counter.as_ref(),
             &prepared.ids(),
         )?;
         Ok(layered::assemble(
@@ -148,7 +168,7 @@ impl Builder {
             self.profile,
             gathered,
             &self.plan,
-            counter.as_ref(),
+            &meter,
             host,
         ))
     }

@@ -6,13 +6,69 @@
 
 use crate::error::Error;
 use crate::types::Tokenizer;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
+
+/// A token count that may have stopped early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    /// Exactly this many tokens.
+    Exact(u32),
+    /// More than this many tokens: counting stopped once it was clear.
+    Over(u32),
+}
+
+impl Count {
+    /// The exact count if it is at most `limit`.
+    pub fn within(self, limit: u32) -> Option<u32> {
+        match self {
+            Count::Exact(n) if n <= limit => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The count with `n` more tokens.
+    pub fn plus(self, n: u32) -> Count {
+        match self {
+            Count::Exact(m) => Count::Exact(m.saturating_add(n)),
+            Count::Over(m) => Count::Over(m.saturating_add(n)),
+        }
+    }
+
+    /// The fewest tokens the text can have.
+    pub fn at_least(self) -> u64 {
+        match self {
+            Count::Exact(n) => u64::from(n),
+            Count::Over(n) => u64::from(n) + 1,
+        }
+    }
+
+    /// The count, if it is exact.
+    pub fn exact(self) -> Option<u32> {
+        match self {
+            Count::Exact(n) => Some(n),
+            Count::Over(_) => None,
+        }
+    }
+}
 
 /// Counts the tokens of a text.
 pub trait TokenCounter {
     /// Tokens in `text`.
     fn count(&self, text: &str) -> u32;
+
+    /// Tokens in `text`, counted at least until it is clear whether there
+    /// are more than `limit`: `Count::Exact` if the whole text was counted
+    /// (it may exceed `limit`), or `Count::Over(n)` with `n >= limit` if
+    /// counting stopped early. Counters that cannot stop early count
+    /// everything.
+    fn count_up_to(&self, text: &str, limit: u32) -> Count {
+        let _ = limit;
+        Count::Exact(self.count(text))
+    }
 
     /// The longest prefix of `text` that ends on a token boundary (and a
     /// character boundary) and counts at most `max` tokens.
@@ -29,7 +85,28 @@ impl TokenCounter for Exact<'_> {
         saturate(self.0.encode_ordinary(text).len())
     }
 
+    fn count_up_to(&self, text: &str, limit: u32) -> Count {
+        count_in_chunks(text, limit, (MIN_CHUNK, BYTES_PER_TOKEN), |chunk| {
+            self.0.encode_ordinary(chunk).len()
+        })
+    }
+
     fn truncate(&self, text: &str, max: u32) -> String {
+        // Only a prefix with more than `max` tokens needs encoding: cut at
+        // a safe split (see `count_in_chunks`), its tokens are the first
+        // tokens of the whole text.
+        let mut want = (max as usize)
+            .saturating_add(1)
+            .saturating_mul(BYTES_PER_TOKEN)
+            .max(MIN_CHUNK);
+        let text = loop {
+            let end = split_after(text, want);
+            let prefix = &text[..end];
+            if end == text.len() || self.0.encode_ordinary(prefix).len() > max as usize {
+                break prefix;
+            }
+            want = want.saturating_mul(2);
+        };
         let tokens = self.0.encode_ordinary(text);
         let mut n = tokens.len().min(max as usize);
         if n == tokens.len() {
@@ -52,6 +129,72 @@ impl TokenCounter for Exact<'_> {
             n -= 1;
         }
     }
+}
+
+/// The smallest piece of text counted at once when counting can stop early.
+const MIN_CHUNK: usize = 256;
+/// Bytes a token takes in typical text: a chunk is sized to hold about as
+/// many tokens as remain to be decided.
+const BYTES_PER_TOKEN: usize = 4;
+
+/// Counts `text` a chunk at a time with `count`, stopping once the total
+/// passes `limit`.
+///
+/// Chunks end only where the encodings' pre-tokenising split is certain to
+/// fall whatever follows: at a space between two non-whitespace
+/// characters. Every non-whitespace piece of the o200k and cl100k patterns
+/// stops before a space, and the piece after it starts at the space (as
+/// its optional leading space, or a one-space piece before digits); the
+/// patterns have no look-behind and their only look-ahead (`\s+(?!\S)`)
+/// sees no further than the character after a whitespace run. So the pieces
+/// of the chunks are the pieces of the whole text, and the sum of the
+/// chunks' counts is exactly the text's count. A text with no such space
+/// is counted whole.
+fn count_in_chunks(
+    text: &str,
+    limit: u32,
+    (min_chunk, bytes_per_token): (usize, usize),
+    count: impl Fn(&str) -> usize,
+) -> Count {
+    let bytes = text.as_bytes();
+    let mut total = 0u64;
+    let mut start = 0;
+    while start < bytes.len() {
+        let room = u64::from(limit) - total;
+        let want = usize::try_from(room + 1)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(bytes_per_token)
+            .max(min_chunk);
+        let end = split_after(text, start.saturating_add(want));
+        total += count(&text[start..end]) as u64;
+        start = end;
+        if total > u64::from(limit) && start < bytes.len() {
+            // At least `total` tokens, so more than `total - 1`.
+            return Count::Over(saturate(total as usize - 1));
+        }
+    }
+    Count::Exact(saturate(total as usize))
+}
+
+/// The first position at or after `from` that is a space between two
+/// non-whitespace characters, or the end of `text`.
+fn split_after(text: &str, from: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = from.clamp(1, bytes.len());
+    while i + 1 < bytes.len() {
+        // A space byte is always a whole character in UTF-8.
+        if bytes[i] == b' ' {
+            let before = text[..i].chars().next_back();
+            let after = text[i + 1..].chars().next();
+            if before.is_some_and(|c| !c.is_whitespace())
+                && after.is_some_and(|c| !c.is_whitespace())
+            {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    bytes.len()
 }
 
 /// One token per `n` characters (Unicode scalar values), rounded up.
@@ -90,6 +233,124 @@ impl TokenCounter for CharsPerToken {
 
 fn saturate(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Exact counts already made, keyed by a 128-bit hash of the text, its
+/// length and the tokenizer, so a conversation re-assembled every turn
+/// recounts only its new text. Bounded: it holds at most `capacity`
+/// entries in two generations — when the newer fills, the older is
+/// dropped — so what is used every turn stays and what is not ages out.
+/// A count that stopped early is kept as a lower bound.
+pub struct CountCache {
+    capacity: usize,
+    newer: HashMap<CacheKey, Count>,
+    older: HashMap<CacheKey, Count>,
+}
+
+type CacheKey = (Tokenizer, usize, u64, u64);
+
+/// Entries a builder's count cache holds unless configured.
+pub const DEFAULT_COUNT_CACHE_ENTRIES: u32 = 100_000;
+
+impl CountCache {
+    /// A cache of at most `capacity` entries (0 keeps nothing).
+    pub fn new(capacity: usize) -> Self {
+        CountCache {
+            capacity,
+            newer: HashMap::new(),
+            older: HashMap::new(),
+        }
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.newer.len() + self.older.len()
+    }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn key(tokenizer: Tokenizer, text: &str) -> CacheKey {
+        let half = |salt: u8| {
+            let mut h = DefaultHasher::new();
+            salt.hash(&mut h);
+            text.hash(&mut h);
+            h.finish()
+        };
+        (tokenizer, text.len(), half(0), half(1))
+    }
+
+    fn get(&mut self, key: &CacheKey) -> Option<Count> {
+        if let Some(c) = self.newer.get(key) {
+            return Some(*c);
+        }
+        let c = self.older.remove(key)?;
+        self.put(*key, c);
+        Some(c)
+    }
+
+    fn put(&mut self, key: CacheKey, count: Count) {
+        let generation = self.capacity / 2;
+        if generation == 0 {
+            return;
+        }
+        if self.newer.len() >= generation && !self.newer.contains_key(&key) {
+            self.older = std::mem::take(&mut self.newer);
+        }
+        self.newer.insert(key, count);
+    }
+}
+
+/// A counter for one assembly, with the builder's cache in front of it.
+pub(crate) struct Meter<'a> {
+    counter: &'a dyn TokenCounter,
+    tokenizer: Tokenizer,
+    cache: RefCell<&'a mut CountCache>,
+}
+
+impl<'a> Meter<'a> {
+    pub(crate) fn new(
+        counter: &'a dyn TokenCounter,
+        tokenizer: Tokenizer,
+        cache: &'a mut CountCache,
+    ) -> Self {
+        Meter {
+            counter,
+            tokenizer,
+            cache: RefCell::new(cache),
+        }
+    }
+
+    /// The exact tokens of `text`.
+    pub(crate) fn count(&self, text: &str) -> u32 {
+        match self.count_up_to(text, u32::MAX) {
+            Count::Exact(n) | Count::Over(n) => n,
+        }
+    }
+
+    /// The tokens of `text` up to `limit` (see [`TokenCounter::count_up_to`]).
+    pub(crate) fn count_up_to(&self, text: &str, limit: u32) -> Count {
+        if text.is_empty() {
+            return Count::Exact(0);
+        }
+        let key = CountCache::key(self.tokenizer, text);
+        let known = self.cache.borrow_mut().get(&key);
+        match known {
+            Some(Count::Over(n)) if n < limit => {}
+            Some(c) => return c,
+            None => {}
+        }
+        let counted = self.counter.count_up_to(text, limit);
+        self.cache.borrow_mut().put(key, counted);
+        counted
+    }
+
+    /// The longest prefix of `text` of at most `max` tokens.
+    pub(crate) fn truncate(&self, text: &str, max: u32) -> String {
+        self.counter.truncate(text, max)
+    }
 }
 
 /// The tokenizers of one builder, each built on first use or at preload.
@@ -172,5 +433,167 @@ mod tests {
         assert!(o.count("<|endoftext|>") > 1);
         let text = "Wie geht's? 你好，世界！ naïve café — ∑ x² ";
         assert_ne!(o.count(text), c.count(text));
+    }
+
+    /// Texts that stress the pre-tokenising patterns: words with
+    /// contractions, digit runs, punctuation with slashes and newlines,
+    /// runs of spaces, tabs and newlines, CJK and emoji.
+    fn awkward_texts() -> Vec<String> {
+        let parts = [
+            "the",
+            " quick",
+            "Brown",
+            "fox's",
+            " don't",
+            "123456",
+            " 42",
+            "  ",
+            "   ",
+            "\n",
+            "\n\n",
+            " \n ",
+            "\t",
+            "\r\n",
+            "!!",
+            " ?!",
+            "/",
+            "]/",
+            "//x",
+            "(",
+            ")",
+            "東京",
+            " 日本語",
+            "🙂",
+            " 🙂🙂",
+            "naïve",
+            " café",
+            "'s",
+            "'LL",
+            "x²",
+            " ",
+            "-",
+            "—",
+            "<|endoftext|>",
+            "a",
+            "Z",
+            "0",
+            " 7",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        (0..400)
+            .map(|_| {
+                let len = 1 + next(60);
+                (0..len).map(|_| parts[next(parts.len())]).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn counting_in_chunks_is_exact_wherever_the_chunks_end() {
+        let t = Tokenizers::default();
+        for tok in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            let (Tokenizer::O200kBase | Tokenizer::Cl100kBase) = tok else {
+                unreachable!()
+            };
+            let bpe = match tok {
+                Tokenizer::O200kBase => t
+                    .o200k
+                    .get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string())),
+                _ => t
+                    .cl100k
+                    .get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string())),
+            }
+            .as_ref()
+            .unwrap();
+            for text in awkward_texts() {
+                let whole = bpe.encode_ordinary(&text).len();
+                for min_chunk in [1, 2, 3, 5, 8, 13] {
+                    let got = count_in_chunks(&text, u32::MAX, (min_chunk, 0), |c| {
+                        bpe.encode_ordinary(c).len()
+                    });
+                    assert_eq!(
+                        got,
+                        Count::Exact(whole as u32),
+                        "{tok:?} {min_chunk} {text:?}"
+                    );
+                    // Stopping early says over exactly when it is.
+                    for limit in [0, whole.saturating_sub(1), whole, whole + 1] {
+                        let limit = limit as u32;
+                        let got = count_in_chunks(&text, limit, (min_chunk, 0), |c| {
+                            bpe.encode_ordinary(c).len()
+                        });
+                        let whole = whole as u32;
+                        assert_eq!(
+                            got.within(limit),
+                            (whole <= limit).then_some(whole),
+                            "{tok:?} {min_chunk} {limit} {text:?}"
+                        );
+                        match got {
+                            Count::Exact(n) => assert_eq!(n, whole),
+                            Count::Over(n) => assert!(n >= limit && n < whole),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counting_up_to_a_limit_stops_early_on_long_text() {
+        let t = Tokenizers::default();
+        let c = t.counter(Tokenizer::O200kBase).unwrap();
+        let text = "word ".repeat(200_000);
+        let calls = std::cell::Cell::new(0usize);
+        let got = count_in_chunks(&text, 10, (MIN_CHUNK, BYTES_PER_TOKEN), |chunk| {
+            calls.set(calls.get() + chunk.len());
+            c.count(chunk) as usize
+        });
+        assert!(matches!(got, Count::Over(n) if n >= 10), "{got:?}");
+        assert!(calls.get() < 1_000, "counted {} bytes", calls.get());
+        assert_eq!(c.count_up_to(&text, u32::MAX), Count::Exact(c.count(&text)));
+        let cut = c.truncate(&text, 10);
+        assert!(text.starts_with(&cut));
+        assert_eq!(c.count(&cut), 10, "{cut:?}");
+        for text in awkward_texts() {
+            for max in [0, 1, 3, 7, 20] {
+                let cut = c.truncate(&text, max);
+                let n = c.count(&cut);
+                assert!(text.starts_with(&cut) && n <= max, "{max} {text:?}");
+                // Never cut short when more would fit.
+                assert!(
+                    n == c.count(&text) || n + 2 >= max.min(c.count(&text)),
+                    "{max} {n} {text:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_cache_answers_repeats_and_stays_bounded() {
+        let t = Tokenizers::default();
+        let c = t.counter(Tokenizer::O200kBase).unwrap();
+        let mut cache = CountCache::new(10);
+        {
+            let m = Meter::new(c.as_ref(), Tokenizer::O200kBase, &mut cache);
+            assert_eq!(m.count("hello world"), 2);
+            assert_eq!(m.count_up_to("hello world", 1), Count::Exact(2));
+            assert_eq!(m.count_up_to("hello world", 5), Count::Exact(2));
+            for i in 0..100 {
+                m.count(&format!("text number {i}"));
+            }
+        }
+        assert!(cache.len() <= 10, "{}", cache.len());
+        let mut none = CountCache::new(0);
+        {
+            let m = Meter::new(c.as_ref(), Tokenizer::O200kBase, &mut none);
+            assert_eq!(m.count("hello world"), 2);
+        }
+        assert!(none.is_empty());
     }
 }

@@ -226,7 +226,11 @@ pub struct Candidate {
     /// Scope it belongs to.
     #[serde(default)]
     pub scope: Option<String>,
-    /// A count the host already has for the request's tokenizer.
+    /// The tokens of `text` in the request's tokenizer, if the host already
+    /// has them: used as given, without recounting, while the text is
+    /// rendered unchanged (a redaction, or an untrusted text whose fence
+    /// markers had to be defused, is counted). A wrong count makes the
+    /// budget wrong by as much.
     #[serde(default)]
     pub token_count: Option<u32>,
 }
@@ -320,7 +324,10 @@ pub struct CompressionMetadata {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Shortfall {
-    /// Tokens needed, overhead included.
+    /// Tokens needed, overhead included (and, for an older turn, every
+    /// newer one left out): exact when the entry's tokens were counted
+    /// exactly, otherwise the fewest it could need, since counting stops
+    /// once an item cannot fit.
     pub needed: u32,
     /// Tokens that remained.
     pub remaining: u32,
@@ -408,6 +415,21 @@ pub enum SnapshotStatus {
     Failed,
 }
 
+/// How far a candidate's tokens were counted. Counting stops as soon as
+/// the decision is clear, so only what decides something is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Counted {
+    /// `tokens` is exact (every included candidate).
+    Exact,
+    /// It has more than `tokens`: counting stopped there, past the room
+    /// left for it.
+    Over,
+    /// Not counted: it was dropped before its size could matter (a filter,
+    /// a duplicate, the policy, keep-last, or an older turn behind a cut).
+    Uncounted,
+}
+
 /// One candidate in a snapshot.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -426,8 +448,10 @@ pub struct SnapshotEntry {
     pub trust: TrustTier,
     /// Score it was ranked by.
     pub score: Option<f64>,
-    /// Tokens, without the entry overhead.
+    /// Tokens, without the entry overhead, as `counted` says.
     pub tokens: u32,
+    /// How far its tokens were counted.
+    pub counted: Counted,
     /// Whether it is in the pack.
     pub included: bool,
     /// Why.
@@ -652,6 +676,15 @@ pub struct BuilderConfig {
     /// Budget defaults, the model window and the sections' shares.
     #[serde(default)]
     pub plan: Plan,
+    /// Most token counts the builder keeps between assemblies (keyed by a
+    /// hash of the text and the tokenizer), so a conversation re-assembled
+    /// every turn recounts only its new text; 0 keeps none.
+    #[serde(default = "default_count_cache_entries")]
+    pub count_cache_entries: u32,
+}
+
+fn default_count_cache_entries() -> u32 {
+    crate::tokenizer::DEFAULT_COUNT_CACHE_ENTRIES
 }
 
 /// The plan of an assembly: budgets and how they are shared (seed 004).
@@ -863,6 +896,7 @@ impl Default for BuilderConfig {
             near_duplicate_threshold: default_near_threshold(),
             ranking: Ranking::default(),
             plan: Plan::default(),
+            count_cache_entries: default_count_cache_entries(),
         }
     }
 }

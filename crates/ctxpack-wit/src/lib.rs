@@ -94,6 +94,7 @@ macro_rules! wit_conversions {
             use $crate::Convert as _;
 
             $crate::__cases!(ctx::Layer, wit::Layer, [L0, L1, L2] []);
+            $crate::__cases!(ctx::Counted, wit::Counted, [Exact, Over, Uncounted] []);
             $crate::__cases!(ctx::Section, wit::Section, [
                 SystemPrompt, WorkflowStatus, MandatoryInstructions, CurrentTask,
                 ConversationState, CurrentDiff, ToolResults, RepositoryState,
@@ -145,8 +146,8 @@ macro_rules! wit_conversions {
             });
             $crate::__record!(ctx::Shortfall, wit::Shortfall, { needed, remaining });
             $crate::__record!(ctx::SnapshotEntry, wit::SnapshotEntry, {
-                id, layer, section, origin, provenance, trust, score, tokens, included, reason,
-                compressed, redacted,
+                id, layer, section, origin, provenance, trust, score, tokens, counted, included,
+                reason, compressed, redacted,
             });
             $crate::__record!(ctx::Snapshot, wit::Snapshot, {
                 id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget,
@@ -173,7 +174,7 @@ macro_rules! wit_conversions {
             });
             $crate::__record!(ctx::Message, wit::Message, { role, content, tool_call_id });
             $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, {
-                preload, profile, near_duplicate_threshold, ranking, plan,
+                preload, profile, near_duplicate_threshold, ranking, plan, count_cache_entries,
             });
             $crate::__record!(ctx::Plan, wit::Plan, {
                 default_budget, model_window, safety_margin, shares, compress, min_summary_tokens,
