@@ -133,6 +133,11 @@ pub(crate) fn measure(meter: &Meter, item: &mut Item, limit: u32) -> Count {
         Some(c) => return c,
         None => {}
     }
+    if limit == 0 && !item.text.is_empty() {
+        // Every counter gives a non-empty text at least one token.
+        item.count = Some(Count::Over(0));
+        return Count::Over(0);
+    }
     let framed = item
         .provenance
         .as_ref()

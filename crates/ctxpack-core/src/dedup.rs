@@ -2,14 +2,18 @@
 //!
 //! Texts are compared on their normalised words (see
 //! [`crate::normalize`]). An exact duplicate has the same normalised text.
-//! A near-duplicate is found with MinHash over three-word shingles and LSH
-//! banding: each text gets a signature of [`HASHES`] minimum hashes, split
-//! into [`BANDS`] bands of [`ROWS`] rows; texts that share a band are
-//! candidates, and a candidate is a duplicate when the share of equal
-//! signature positions (an estimate of the Jaccard similarity of their
-//! shingle sets) reaches the threshold. Each text is hashed once and looked
-//! up in a fixed number of buckets, so the cost grows linearly with the
-//! total text, not with the square of the number of items.
+//! A near-duplicate is found with bottom-k MinHash over three-word
+//! shingles: each shingle is hashed once and a text keeps the [`SKETCH`]
+//! smallest hashes of its shingle set. The Jaccard similarity of two texts
+//! is estimated from the smallest [`SKETCH`] hashes of the union of their
+//! sketches — the share of them that both hold — which is exact for texts
+//! of fewer shingles than that. Candidates come from an index of each kept
+//! text's [`INDEXED`] smallest hashes: two texts of similarity `J` share
+//! the smallest hash of their union with probability `J`, so a pair at the
+//! default threshold is missed with probability about `(1 - J)^INDEXED`.
+//! Each text is hashed once and looked up under a fixed number of keys, so
+//! the cost grows linearly with the total text, not with the square of the
+//! number of items.
 //!
 //! Items are offered in rank order; the first of a group stays, and later
 //! ones are reported as duplicates of it. All hashing is seeded with
@@ -17,13 +21,36 @@
 
 use crate::router::normalize;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
-/// Signature length.
-pub const HASHES: usize = 128;
-/// LSH bands.
-pub const BANDS: usize = 32;
-/// Rows per band.
-pub const ROWS: usize = HASHES / BANDS;
+/// A hasher for keys that are already well-mixed 64-bit hashes: it passes
+/// them through instead of hashing them again.
+#[derive(Default)]
+struct Premixed(u64);
+
+impl Hasher for Premixed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are used; anything else still hashes, slowly.
+        for &b in bytes {
+            self.0 = mix(self.0 ^ u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Map<V> = HashMap<u64, V, BuildHasherDefault<Premixed>>;
+
+/// Hashes a sketch keeps.
+pub const SKETCH: usize = 128;
+/// Smallest hashes of each kept text that the candidate index holds.
+pub const INDEXED: usize = 8;
+/// Most kept texts one indexed hash points to.
+pub const BUCKET_CAP: usize = 16;
 /// Words per shingle.
 pub const SHINGLE: usize = 3;
 /// The near-duplicate threshold a builder uses unless configured: a few
@@ -32,14 +59,21 @@ pub const SHINGLE: usize = 3;
 /// topic stay far below.
 pub const DEFAULT_NEAR_THRESHOLD: f64 = 0.8;
 
-/// FNV-1a, 64 bits: small, fast and the same everywhere.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+/// A 64-bit hash of `bytes`, eight bytes at a time (little-endian, so the
+/// same on every target), finished with [`mix`].
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in chunks.by_ref() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h = h.rotate_left(29);
     }
-    h
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h ^ u64::from_le_bytes(tail)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    mix(h)
 }
 
 /// SplitMix64's finaliser: spreads one hash into independent-looking ones.
@@ -49,36 +83,69 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The MinHash signature of a normalised text, or `None` when it has no
-/// words.
-fn signature(normalized: &str) -> Option<[u64; HASHES]> {
-    let words: Vec<&str> = normalized.split(' ').filter(|w| !w.is_empty()).collect();
-    if words.is_empty() {
-        return None;
-    }
-    let mut sig = [u64::MAX; HASHES];
+/// The bottom-k sketch of a normalised text: the smallest distinct shingle
+/// hashes, ascending; empty when it has no words.
+fn sketch(normalized: &str) -> Vec<u64> {
+    let words: Vec<u64> = normalized
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .map(|w| hash_bytes(w.as_bytes()))
+        .collect();
     let width = SHINGLE.min(words.len());
-    for shingle in words.windows(width) {
-        let mut h = 0u64;
-        for w in shingle {
-            h = mix(h ^ fnv1a(w.as_bytes()));
-        }
-        for (i, slot) in sig.iter_mut().enumerate() {
-            let v = mix(h ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            if v < *slot {
-                *slot = v;
-            }
-        }
+    if width == 0 {
+        return Vec::new();
     }
-    Some(sig)
+    let mut hashes: Vec<u64> = words
+        .windows(width)
+        .map(|shingle| shingle.iter().fold(0u64, |h, &w| mix(h ^ w)))
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes.truncate(SKETCH);
+    hashes
+}
+
+/// The estimated Jaccard similarity of the texts behind two sketches: of
+/// the smallest [`SKETCH`] hashes of their union, the share both hold.
+fn similarity(a: &[u64], b: &[u64]) -> f64 {
+    let (mut i, mut j, mut taken, mut both) = (0, 0, 0usize, 0usize);
+    while taken < SKETCH && (i < a.len() || j < b.len()) {
+        match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x == y => {
+                both += 1;
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x < y => i += 1,
+            (Some(_), Some(_)) => j += 1,
+            // One sketch is used up. If it holds its text's whole set, what
+            // is left of the other is in the union and not shared; if it
+            // was cut at SKETCH hashes, beyond its last it says nothing.
+            (Some(_), None) if b.len() < SKETCH => i += 1,
+            (None, Some(_)) if a.len() < SKETCH => j += 1,
+            _ => break,
+        }
+        taken += 1;
+    }
+    if taken == 0 {
+        0.0
+    } else {
+        both as f64 / taken as f64
+    }
 }
 
 /// Finds duplicates among texts offered in rank order.
 pub struct Deduper {
     threshold: f64,
-    exact: HashMap<u64, Vec<usize>>,
-    kept: Vec<(String, String, Option<[u64; HASHES]>)>,
-    buckets: HashMap<(usize, u64), Vec<usize>>,
+    exact: Map<Vec<u32>>,
+    /// Kept texts: id, normalised text, sketch.
+    kept: Vec<(String, String, Vec<u64>)>,
+    /// Candidate index: an indexed hash -> (its newest entry + 1, its
+    /// number of entries). Entry `k * INDEXED + i` is kept text `k` under
+    /// its `i`th indexed hash; `chain[entry]` is the bucket's previous
+    /// entry + 1 (0 ends it).
+    index: Map<(u32, u32)>,
+    chain: Vec<u32>,
 }
 
 impl Deduper {
@@ -87,9 +154,10 @@ impl Deduper {
     pub fn new(threshold: f64) -> Self {
         Deduper {
             threshold,
-            exact: HashMap::new(),
+            exact: Map::default(),
             kept: Vec::new(),
-            buckets: HashMap::new(),
+            index: Map::default(),
+            chain: Vec::new(),
         }
     }
 
@@ -97,62 +165,102 @@ impl Deduper {
     /// or keeps it under `id` and returns `None`.
     pub fn offer(&mut self, id: &str, text: &str) -> Option<String> {
         let normalized = normalize(text);
-        let key = fnv1a(normalized.as_bytes());
+        let key = hash_bytes(normalized.as_bytes());
         if let Some(same) = self.exact.get(&key) {
             // The hash narrows it down; the text decides.
-            if let Some(&k) = same.iter().find(|&&k| self.kept[k].1 == normalized) {
-                return Some(self.kept[k].0.clone());
+            if let Some(&k) = same
+                .iter()
+                .find(|&&k| self.kept[k as usize].1 == normalized)
+            {
+                return Some(self.kept[k as usize].0.clone());
             }
         }
-        let sig = if self.threshold < 1.0 {
-            signature(&normalized)
+        let sketch = if self.threshold < 1.0 {
+            sketch(&normalized)
         } else {
-            None
+            Vec::new()
         };
-        if let Some(sig) = &sig {
-            let mut best: Option<(usize, usize)> = None;
-            for band in 0..BANDS {
-                let h = band_hash(sig, band);
-                for &k in self.buckets.get(&(band, h)).into_iter().flatten() {
-                    if let Some(other) = &self.kept[k].2 {
-                        let equal = sig.iter().zip(other).filter(|(a, b)| a == b).count();
-                        // The most similar kept text wins; ties go to the earlier.
-                        if best.is_none_or(|(e, j)| equal > e || (equal == e && k < j)) {
-                            best = Some((equal, k));
-                        }
-                    }
+        let indexed = &sketch[..sketch.len().min(INDEXED)];
+        // Kept texts sharing indexed hashes, with how many they share; a
+        // near copy shares most of them, a text that merely uses a common
+        // phrase one, so only those sharing two (or every one, for a text
+        // with fewer) are compared.
+        let mut shared: Vec<(u32, usize)> = Vec::new();
+        for h in indexed {
+            let (mut at, len) = self.index.get(h).copied().unwrap_or((0, 0));
+            if len as usize >= BUCKET_CAP {
+                // A stock phrase: see below.
+                continue;
+            }
+            while at != 0 {
+                let entry = at as usize - 1;
+                let k = (entry / INDEXED) as u32;
+                match shared.iter_mut().find(|(j, _)| *j == k) {
+                    Some((_, n)) => *n += 1,
+                    None => shared.push((k, 1)),
+                }
+                at = self.chain[entry];
+            }
+        }
+        let need = indexed.len().min(2);
+        let mut best: Option<(f64, usize)> = None;
+        for (k, n) in shared {
+            if n < need {
+                continue;
+            }
+            {
+                let k = k as usize;
+                let sim = similarity(&sketch, &self.kept[k].2);
+                // The most similar kept text wins; ties go to the earlier.
+                if best.is_none_or(|(s, j)| sim > s || (sim == s && k < j)) {
+                    best = Some((sim, k));
                 }
             }
-            if let Some((equal, k)) = best
-                && equal as f64 / HASHES as f64 >= self.threshold
-            {
-                return Some(self.kept[k].0.clone());
-            }
         }
-        let index = self.kept.len();
+        if let Some((sim, k)) = best
+            && sim >= self.threshold
+        {
+            return Some(self.kept[k].0.clone());
+        }
+        // Indices stay far below u32::MAX: a host answer of 2^32 texts
+        // does not fit in memory first.
+        let index = self.kept.len() as u32;
         self.exact.entry(key).or_default().push(index);
-        if let Some(sig) = &sig {
-            for band in 0..BANDS {
-                self.buckets
-                    .entry((band, band_hash(sig, band)))
-                    .or_default()
-                    .push(index);
+        self.chain.resize((index as usize + 1) * INDEXED, 0);
+        for (i, &h) in indexed.iter().enumerate() {
+            let (head, len) = self.index.entry(h).or_insert((0, 0));
+            // A hash many texts share (a stock phrase) tells none of them
+            // apart: once its bucket is full it is no longer searched,
+            // which bounds the work per text; near copies still meet under
+            // the rarer hashes they share.
+            if (*len as usize) < BUCKET_CAP {
+                let entry = index as usize * INDEXED + i;
+                self.chain[entry] = *head;
+                *head = entry as u32 + 1;
+                *len += 1;
             }
         }
-        self.kept.push((id.to_owned(), normalized, sig));
+        self.kept.push((id.to_owned(), normalized, sketch));
         None
     }
-}
-
-fn band_hash(sig: &[u64; HASHES], band: usize) -> u64 {
-    sig[band * ROWS..(band + 1) * ROWS]
-        .iter()
-        .fold(band as u64, |h, v| mix(h ^ v))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn similarity_is_exact_for_short_texts() {
+        assert_eq!(similarity(&[1, 2, 3], &[1, 2, 3]), 1.0);
+        assert_eq!(similarity(&[1, 2, 3], &[1, 2, 3, 4, 5, 6]), 0.5);
+        assert_eq!(similarity(&[4, 5, 6], &[1, 2, 3, 4, 5, 6]), 0.5);
+        assert_eq!(similarity(&[1, 3], &[2, 4]), 0.0);
+        assert_eq!(similarity(&[], &[]), 0.0);
+        let a = sketch("the quick brown fox jumps over the lazy dog");
+        let b = sketch("the quick brown fox jumps over the lazy cat");
+        // Seven shingles each, six shared: 6 / 8.
+        assert_eq!(similarity(&a, &b), 0.75);
+    }
 
     /// A deterministic generator, so the corpus is the same on every run.
     struct Rng(u64);

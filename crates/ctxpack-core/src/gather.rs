@@ -136,6 +136,21 @@ pub(crate) fn split<'a>(
     Some((&rendered[..head.len()], body, &rest[body.len()..]))
 }
 
+/// A candidate holding nothing, to stand in for one moved out for a moment.
+fn placeholder() -> Candidate {
+    Candidate {
+        id: String::new(),
+        section: Section::SupportingContext,
+        text: String::new(),
+        provenance: None,
+        trust: TrustTier::Untrusted,
+        score: None,
+        sequence: None,
+        scope: None,
+        token_count: None,
+    }
+}
+
 /// Which sources a profile calls, and with what.
 struct SourcePlan {
     retrieve: Option<u32>,
@@ -346,15 +361,24 @@ pub(crate) fn gather(
     }
 
     if !to_review.is_empty() {
-        let batch: Vec<Candidate> = to_review.iter().map(|&i| items[i].1.clone()).collect();
-        let verdicts = host.review(ctx, &batch)?;
-        if verdicts.len() != batch.len() {
+        // The batch borrows the candidates' texts by moving them out and
+        // back, rather than copying every text the policy reads.
+        let mut batch: Vec<Candidate> = to_review
+            .iter()
+            .map(|&i| std::mem::replace(&mut items[i].1, placeholder()))
+            .collect();
+        let answer = host.review(ctx, &batch);
+        for (&i, c) in to_review.iter().zip(batch.drain(..)) {
+            items[i].1 = c;
+        }
+        let verdicts = answer?;
+        if verdicts.len() != to_review.len() {
             return Err(Error::HostFailed {
                 capability: "policy.review".into(),
                 message: format!(
                     "answered {} verdicts for {} items",
                     verdicts.len(),
-                    batch.len()
+                    to_review.len()
                 ),
             });
         }

@@ -845,12 +845,14 @@ mod tests {
         let rs = reasons(&p);
         assert_eq!(rs[1], ("turn-0".into(), Reason::KeepLast(3)));
         assert_eq!(rs[2], ("turn-1".into(), Reason::KeepLast(3)));
+        // Nothing is left for turn-2, so it is not counted beyond that:
+        // it needs more than 0.
         assert_eq!(
             rs[3],
             (
                 "turn-2".into(),
                 Reason::OverBudget(Shortfall {
-                    needed: 9,
+                    needed: 1,
                     remaining: 0
                 })
             )
@@ -862,7 +864,7 @@ mod tests {
             [
                 Counted::Uncounted,
                 Counted::Uncounted,
-                Counted::Exact,
+                Counted::Over,
                 Counted::Exact,
                 Counted::Exact
             ]
@@ -889,24 +891,40 @@ mod tests {
         ];
         let p = run(&r).unwrap();
         let rs = reasons(&p);
-        // turn-0 would fit alone, but keeping it would need turn-1 too. It
-        // is not counted (nothing depends on it), so what it needs is a
-        // lower bound.
+        // turn-0 would fit alone, but keeping it would need turn-1 too.
+        // With nothing left, neither is counted further: what they need is
+        // a lower bound.
         assert_eq!(
             rs[2].1,
             Reason::OverBudget(Shortfall {
-                needed: 25,
+                needed: 1,
                 remaining: 0
             })
         );
         assert_eq!(
             rs[1].1,
             Reason::OverBudget(Shortfall {
-                needed: 25,
+                needed: 1,
                 remaining: 0
             })
         );
         assert_eq!(p.snapshot.entries[1].counted, Counted::Uncounted);
+        assert_eq!(p.snapshot.entries[2].counted, Counted::Over);
+        // With room left, the first that does not fit is counted.
+        let mut r = request(3 + 9 + 5);
+        r.conversation = vec![
+            turn(Role::User, "t0", None),
+            turn(Role::User, "a much longer turn", None),
+            turn(Role::User, "t2", None),
+        ];
+        let p = run(&r).unwrap();
+        assert_eq!(
+            reasons(&p)[2].1,
+            Reason::OverBudget(Shortfall {
+                needed: 25,
+                remaining: 5
+            })
+        );
         assert_eq!(p.snapshot.entries[2].counted, Counted::Exact);
         assert_eq!(rs[3].1, Reason::WithinBudget);
     }

@@ -214,6 +214,23 @@ pub struct Router {
 pub fn normalize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut gap = false;
+    if text.is_ascii() {
+        // NFKC leaves ASCII as it is: only case and punctuation to fold.
+        let mut bytes = Vec::with_capacity(text.len());
+        for b in text.bytes() {
+            if b.is_ascii_alphanumeric() {
+                if gap && !bytes.is_empty() {
+                    bytes.push(b' ');
+                }
+                gap = false;
+                bytes.push(b.to_ascii_lowercase());
+            } else {
+                gap = true;
+            }
+        }
+        // ASCII in, ASCII out: always valid.
+        return String::from_utf8(bytes).unwrap_or_default();
+    }
     for c in text.nfkc().flat_map(char::to_lowercase) {
         if c.is_alphanumeric() {
             if gap && !out.is_empty() {

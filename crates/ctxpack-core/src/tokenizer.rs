@@ -132,7 +132,7 @@ impl TokenCounter for Exact<'_> {
 }
 
 /// The smallest piece of text counted at once when counting can stop early.
-const MIN_CHUNK: usize = 256;
+const MIN_CHUNK: usize = 64;
 /// Bytes a token takes in typical text: a chunk is sized to hold about as
 /// many tokens as remain to be decided.
 const BYTES_PER_TOKEN: usize = 4;
@@ -334,6 +334,13 @@ impl<'a> Meter<'a> {
     pub(crate) fn count_up_to(&self, text: &str, limit: u32) -> Count {
         if text.is_empty() {
             return Count::Exact(0);
+        }
+        if limit == 0 {
+            // Every counter gives a non-empty text at least one token.
+            return Count::Over(0);
+        }
+        if self.cache.borrow().capacity < 2 {
+            return self.counter.count_up_to(text, limit);
         }
         let key = CountCache::key(self.tokenizer, text);
         let known = self.cache.borrow_mut().get(&key);
