@@ -1,0 +1,134 @@
+//! ctxpack's assembly on generated workloads, natively and through the
+//! component under wasmtime. `bench/compare` runs these and the Python
+//! peer on the same data and prints the ratios.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use ctxpack_bench::{Workload, chunks, conversation, pack, pipeline, trim};
+use ctxpack_core::{Builder, ConversationTurn, Role, Tokenizer};
+use ctxpack_host_example::component::Runtime;
+use ctxpack_host_example::stores::InMemoryHost;
+use std::hint::black_box;
+use std::sync::OnceLock;
+
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::load_bundled().expect("the bundled component loads"))
+}
+
+/// A workload whose builder keeps no counts between assemblies, so every
+/// iteration does the whole work.
+fn cold(mut w: Workload) -> Workload {
+    w.config.count_cache_entries = 0;
+    w.config.preload = vec![Tokenizer::O200kBase];
+    w
+}
+
+fn both(c: &mut Criterion, name: &str, w: &Workload) {
+    let mut group = c.benchmark_group(name);
+    group.sample_size(10);
+    let builder = Builder::new(w.config.clone()).unwrap();
+    let mut host = InMemoryHost::new(w.host.clone());
+    // Check once that it assembles at all.
+    builder.assemble(&w.request, &mut host).unwrap();
+    group.bench_function("native", |b| {
+        b.iter(|| black_box(builder.assemble(&w.request, &mut host).unwrap()))
+    });
+    let mut instance = runtime()
+        .instantiate(InMemoryHost::new(w.host.clone()), &w.config)
+        .unwrap()
+        .unwrap();
+    instance.assemble(&w.request).unwrap().unwrap();
+    group.bench_function("wasmtime", |b| {
+        b.iter(|| black_box(instance.assemble(&w.request).unwrap().unwrap()))
+    });
+    group.finish();
+}
+
+fn pack_10k(c: &mut Criterion) {
+    both(
+        c,
+        "pack-10k-into-128k",
+        &cold(pack(&chunks(10_000, 260, 1), 128_000)),
+    );
+}
+
+fn pack_5k(c: &mut Criterion) {
+    both(
+        c,
+        "pack-5k-into-32k",
+        &cold(pack(&chunks(5_000, 1_200, 2), 32_000)),
+    );
+}
+
+fn trim_10k(c: &mut Criterion) {
+    both(
+        c,
+        "trim-10k-to-8k",
+        &cold(trim(&conversation(10_000, 3), 8_000)),
+    );
+}
+
+fn pipeline_seed_004(c: &mut Criterion) {
+    both(c, "seed-004-pipeline", &cold(pipeline(4)));
+}
+
+/// The trim workload assembled again with one new turn: cold (no counts
+/// kept) against warm (the builder counted the earlier turns last time).
+fn reassemble(c: &mut Criterion) {
+    let base = trim(&conversation(10_000, 3), 8_000);
+    let mut turn = 0u64;
+    let mut with_new_turn = move |w: &Workload| {
+        turn += 1;
+        let mut request = w.request.clone();
+        request.conversation.push(ConversationTurn {
+            role: if turn.is_multiple_of(2) {
+                Role::User
+            } else {
+                Role::Assistant
+            },
+            content: format!("A new turn, number {turn}, asking about the deploy."),
+            tool_call_id: None,
+        });
+        request.keep_last += 1;
+        request
+    };
+    let mut group = c.benchmark_group("reassemble-one-new-turn");
+    group.sample_size(20);
+    for (label, w) in [("cold", cold(base.clone())), ("warm", base.clone())] {
+        let builder = Builder::new(w.config.clone()).unwrap();
+        let mut host = InMemoryHost::new(w.host.clone());
+        builder.assemble(&w.request, &mut host).unwrap();
+        group.bench_function(format!("native-{label}"), |b| {
+            b.iter_batched(
+                || with_new_turn(&w),
+                |r| black_box(builder.assemble(&r, &mut host).unwrap()),
+                BatchSize::LargeInput,
+            )
+        });
+        let mut instance = runtime()
+            .instantiate(InMemoryHost::new(w.host.clone()), &w.config)
+            .unwrap()
+            .unwrap();
+        instance.assemble(&w.request).unwrap().unwrap();
+        group.bench_function(format!("wasmtime-{label}"), |b| {
+            b.iter_batched(
+                || with_new_turn(&w),
+                |r| black_box(instance.assemble(&r).unwrap().unwrap()),
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    pack_10k,
+    pack_5k,
+    trim_10k,
+    reassemble,
+    pipeline_seed_004
+);
+criterion_main!(benches);

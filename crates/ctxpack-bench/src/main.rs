@@ -1,0 +1,147 @@
+//! `ctxpack-bench data DIR` writes the benchmark workloads the Python peer
+//! runs, with what ctxpack selects from them; `ctxpack-bench peak` reports
+//! the peak heap an assembly of the 10k pack takes beyond its input.
+
+use ctxpack_bench::{chunks, conversation, pack, pack_file, trim, trim_file};
+use ctxpack_core::{Builder, ContextPack};
+use ctxpack_host_example::stores::InMemoryHost;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The system allocator, counting the bytes live and the most ever live.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["data", dir] => match data(std::path::Path::new(dir)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ctxpack-bench: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        ["repeat", n] => {
+            // Assembles the 10k pack `n` times, for a profiler to watch.
+            let w = ctxpack_bench::pack(&chunks(10_000, 260, 1), 128_000);
+            let mut w = w;
+            w.config.count_cache_entries = 0;
+            let times = n.parse::<u32>().unwrap_or(1);
+            let builder = match Builder::new(w.config.clone()) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("ctxpack-bench: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let mut host = InMemoryHost::new(w.host.clone());
+            let started = std::time::Instant::now();
+            for _ in 0..times {
+                if let Err(e) = builder.assemble(&w.request, &mut host) {
+                    eprintln!("ctxpack-bench: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+            println!(
+                "{:.1} ms per assembly",
+                started.elapsed().as_secs_f64() * 1e3 / f64::from(times.max(1))
+            );
+            ExitCode::SUCCESS
+        }
+        ["peak"] => match peak() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ctxpack-bench: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        _ => {
+            eprintln!("usage: ctxpack-bench data DIR | ctxpack-bench peak");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn assemble(w: &ctxpack_bench::Workload) -> Result<ContextPack, String> {
+    let builder = Builder::new(w.config.clone()).map_err(|e| e.to_string())?;
+    let mut host = InMemoryHost::new(w.host.clone());
+    builder
+        .assemble(&w.request, &mut host)
+        .map_err(|e| e.to_string())
+}
+
+fn write(path: &std::path::Path, value: &serde_json::Value) -> Result<(), String> {
+    let text = serde_json::to_string(value).map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn data(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for (name, n, bytes, seed, budget) in [
+        ("pack-10k.json", 10_000, 260, 1, 128_000),
+        ("pack-5k.json", 5_000, 1_200, 2, 32_000),
+    ] {
+        let cs = chunks(n, bytes, seed);
+        let p = assemble(&pack(&cs, budget))?;
+        let selected: Vec<String> = p.entries.iter().map(|e| e.id.clone()).collect();
+        write(&dir.join(name), &pack_file(&cs, budget, &selected))?;
+    }
+    let turns = conversation(10_000, 3);
+    let p = assemble(&trim(&turns, 8_000))?;
+    write(
+        &dir.join("trim-10k.json"),
+        &trim_file(&turns, 8_000, p.entries.len()),
+    )?;
+    Ok(())
+}
+
+fn peak() -> Result<(), String> {
+    let cs = chunks(10_000, 260, 1);
+    let input: usize = cs.iter().map(|c| c.text.len() + c.id.len()).sum();
+    let mut w = pack(&cs, 128_000);
+    w.config.count_cache_entries = 0;
+    w.config.preload = vec![ctxpack_core::Tokenizer::O200kBase];
+    let builder = Builder::new(w.config.clone()).map_err(|e| e.to_string())?;
+    let mut host = InMemoryHost::new(w.host.clone());
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    let p = builder
+        .assemble(&w.request, &mut host)
+        .map_err(|e| e.to_string())?;
+    let took = started.elapsed();
+    let extra = PEAK.load(Ordering::Relaxed) - before;
+    println!(
+        "10k pack: input {:.2} MB, peak heap during the assembly {:.2} MB above what was live before it ({:.2}x the input), {} entries, {} tokens, one run {:.1} ms",
+        input as f64 / 1e6,
+        extra as f64 / 1e6,
+        extra as f64 / input as f64,
+        p.entries.len(),
+        p.budget_used,
+        took.as_secs_f64() * 1e3
+    );
+    Ok(())
+}
