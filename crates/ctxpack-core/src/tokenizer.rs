@@ -70,6 +70,12 @@ pub trait TokenCounter {
         Count::Exact(self.count(text))
     }
 
+    /// A lower bound on the tokens of `text`, found without encoding it.
+    fn at_least(&self, text: &str) -> u32 {
+        let _ = text;
+        0
+    }
+
     /// The longest prefix of `text` that ends on a token boundary (and a
     /// character boundary) and counts at most `max` tokens.
     fn truncate(&self, text: &str, max: u32) -> String;
@@ -89,6 +95,24 @@ impl TokenCounter for Exact<'_> {
         count_in_chunks(text, limit, (MIN_CHUNK, BYTES_PER_TOKEN), |chunk| {
             self.0.encode_ordinary(chunk).len()
         })
+    }
+
+    /// The runs of characters between spaces and tabs: no piece of the
+    /// o200k or cl100k patterns holds non-whitespace, then a space or tab,
+    /// then non-whitespace (a letter piece takes at most one leading
+    /// character, a punctuation piece at most a leading space), so each
+    /// run holds a piece of its own, and each piece is at least a token.
+    fn at_least(&self, text: &str) -> u32 {
+        let mut runs = 0usize;
+        let mut inside = false;
+        for &b in text.as_bytes() {
+            let gap = b == b' ' || b == b'\t';
+            if !gap && !inside {
+                runs += 1;
+            }
+            inside = !gap;
+        }
+        saturate(runs)
     }
 
     fn truncate(&self, text: &str, max: u32) -> String {
@@ -339,6 +363,14 @@ impl<'a> Meter<'a> {
             // Every counter gives a non-empty text at least one token.
             return Count::Over(0);
         }
+        // A text of more bytes than twice the room may well be over it:
+        // a cheap lower bound often says so without encoding anything.
+        if text.len() as u64 > u64::from(limit) * 2 {
+            let floor = self.counter.at_least(text);
+            if floor > limit {
+                return Count::Over(floor - 1);
+            }
+        }
         if self.cache.borrow().capacity < 2 {
             return self.counter.count_up_to(text, limit);
         }
@@ -552,6 +584,23 @@ mod tests {
     }
 
     #[test]
+    fn the_cheap_lower_bound_never_passes_the_count() {
+        let t = Tokenizers::default();
+        for tok in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            let c = t.counter(tok).unwrap();
+            for text in awkward_texts() {
+                let (floor, n) = (c.at_least(&text), c.count(&text));
+                assert!(floor <= n, "{tok:?} {floor} > {n}: {text:?}");
+            }
+            // Useful, not vacuous: close to the count on prose.
+            let prose =
+                "The deploy failed because the cache was cold, and the build timed out twice.";
+            let (floor, n) = (c.at_least(prose), c.count(prose));
+            assert!(floor * 10 >= n * 7, "{tok:?}: {floor} of {n}");
+        }
+    }
+
+    #[test]
     fn counting_up_to_a_limit_stops_early_on_long_text() {
         let t = Tokenizers::default();
         let c = t.counter(Tokenizer::O200kBase).unwrap();
@@ -589,7 +638,8 @@ mod tests {
         {
             let m = Meter::new(c.as_ref(), Tokenizer::O200kBase, &mut cache);
             assert_eq!(m.count("hello world"), 2);
-            assert_eq!(m.count_up_to("hello world", 1), Count::Exact(2));
+            // Two words are more than one token, without encoding.
+            assert_eq!(m.count_up_to("hello world", 1), Count::Over(1));
             assert_eq!(m.count_up_to("hello world", 5), Count::Exact(2));
             for i in 0..100 {
                 m.count(&format!("text number {i}"));
