@@ -45,6 +45,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         std::fs::write(&out, component)?;
     }
     println!("cargo:rustc-env=CTXPACK_COMPONENT_PATH={}", out.display());
+    // Hashed once here, so a host keying precompiled artifacts by it need
+    // not read and hash eight megabytes at every start.
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(std::fs::read(&out)?);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    println!("cargo:rustc-env=CTXPACK_COMPONENT_SHA256={hex}");
     Ok(())
 }
 

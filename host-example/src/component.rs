@@ -67,6 +67,17 @@ pub struct Runtime {
     component: Component,
     linker: Linker<State>,
     limits: Limits,
+    from_artifact: bool,
+}
+
+/// How long an instance took to start, in its two parts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Startup {
+    /// Instantiating the component.
+    pub instantiate: std::time::Duration,
+    /// Creating its context builder (tokenizer tables named in the
+    /// configuration's `preload` are built here).
+    pub builder: std::time::Duration,
 }
 
 impl Runtime {
@@ -80,10 +91,16 @@ impl Runtime {
 
     /// As [`Runtime::load`], with limits on every instance.
     pub fn load_limited(path: &Path, limits: Limits) -> Result<Self, WasmError> {
+        Self::load_keyed(path, None, limits)
+    }
+
+    /// Loads the component at `path`, whose hex SHA-256 is `sha256` if
+    /// known (else it is read and hashed).
+    fn load_keyed(path: &Path, sha256: Option<&str>, limits: Limits) -> Result<Self, WasmError> {
         let mut config = Config::new();
         config.consume_fuel(limits.fuel.is_some());
         let engine = Engine::new(&config)?;
-        let component = load_cached(&engine, path)?;
+        let (component, from_artifact) = load_cached(&engine, path, sha256)?;
         let mut linker = Linker::new(&engine);
         bindings::Ctxpack::add_to_linker::<_, HasSelf<InMemoryHost>>(
             &mut linker,
@@ -94,12 +111,30 @@ impl Runtime {
             component,
             linker,
             limits,
+            from_artifact,
         })
     }
 
-    /// Compiles the component this workspace builds.
+    /// Loads the component this workspace builds.
     pub fn load_bundled() -> Result<Self, WasmError> {
-        Self::load(Path::new(ctxpack_artifacts::COMPONENT_PATH))
+        Self::load_bundled_limited(Limits::default())
+    }
+
+    /// As [`Runtime::load_bundled`], with limits on every instance. The
+    /// component's hash is known from its build, so a start with the
+    /// precompiled artifact in place reads only the artifact.
+    pub fn load_bundled_limited(limits: Limits) -> Result<Self, WasmError> {
+        Self::load_keyed(
+            Path::new(ctxpack_artifacts::COMPONENT_PATH),
+            Some(ctxpack_artifacts::COMPONENT_SHA256),
+            limits,
+        )
+    }
+
+    /// Whether the component came from a precompiled artifact rather than
+    /// being compiled now.
+    pub fn from_artifact(&self) -> bool {
+        self.from_artifact
     }
 
     /// The names of everything the component imports.
@@ -117,6 +152,7 @@ impl Runtime {
         host: InMemoryHost,
         config: &ctx::BuilderConfig,
     ) -> Result<Result<Instance, ctx::Error>, WasmError> {
+        let started = std::time::Instant::now();
         let mut builder = StoreLimitsBuilder::new().trap_on_grow_failure(true);
         if let Some(max) = self.limits.max_memory_bytes {
             builder = builder.memory_size(max);
@@ -133,6 +169,7 @@ impl Runtime {
             store.set_fuel(fuel)?;
         }
         let bindings = bindings::Ctxpack::instantiate(&mut store, &self.component, &self.linker)?;
+        let instantiate = started.elapsed();
         let config: wit::BuilderConfig = config.clone().convert();
         let created = bindings
             .ctxpack_context_builder()
@@ -144,16 +181,21 @@ impl Runtime {
                 bindings,
                 builder,
                 fuel: self.limits.fuel,
+                startup: Startup {
+                    instantiate,
+                    builder: started.elapsed() - instantiate,
+                },
             }),
             Err(e) => Err(e.convert()),
         })
     }
 }
 
-/// The precompiled artifact for `bytes` on `engine`: named by the SHA-256
-/// of the component and of the engine's compatibility hash, so a changed
-/// component, wasmtime version or engine setting never picks up a stale one.
-fn artifact_path(engine: &Engine, path: &Path, bytes: &[u8]) -> std::path::PathBuf {
+/// The precompiled artifact for the component at `path` (hex SHA-256
+/// `sha256`) on `engine`: named by the SHA-256 of the component's hash and
+/// the engine's compatibility hash, so a changed component, wasmtime
+/// version or engine setting never picks up a stale one.
+fn artifact_path(engine: &Engine, path: &Path, sha256: &str) -> std::path::PathBuf {
     use sha2::{Digest, Sha256};
     use std::hash::{Hash, Hasher};
     struct Feed(Sha256);
@@ -166,7 +208,7 @@ fn artifact_path(engine: &Engine, path: &Path, bytes: &[u8]) -> std::path::PathB
         }
     }
     let mut feed = Feed(Sha256::new());
-    feed.write(bytes);
+    feed.write(sha256.as_bytes());
     engine.precompile_compatibility_hash().hash(&mut feed);
     let key: String = feed.0.finalize()[..12]
         .iter()
@@ -175,23 +217,46 @@ fn artifact_path(engine: &Engine, path: &Path, bytes: &[u8]) -> std::path::PathB
     path.with_extension(format!("{key}.cwasm"))
 }
 
-fn load_cached(engine: &Engine, path: &Path) -> Result<Component, WasmError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| WasmError(format!("loading {}: {e}", path.display())))?;
-    let artifact = artifact_path(engine, path, &bytes);
-    // Read into memory rather than mapped: a file changed under a mapping
-    // would fault the process.
-    if let Ok(precompiled) = std::fs::read(&artifact) {
-        // SAFETY: wasmtime requires that a precompiled artifact be trusted.
-        // This one was written by `precompile_component` below, under a
-        // name derived from the component's own hash and this engine's
-        // compatibility hash, next to the component the build produced; a
-        // file wasmtime rejects (another version, a damaged write) falls
-        // through to compiling.
-        if let Ok(component) = unsafe { Component::deserialize(engine, &precompiled) } {
-            return Ok(component);
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The component at `path`, and whether it came from a precompiled
+/// artifact.
+fn load_cached(
+    engine: &Engine,
+    path: &Path,
+    sha256: Option<&str>,
+) -> Result<(Component, bool), WasmError> {
+    let read =
+        || std::fs::read(path).map_err(|e| WasmError(format!("loading {}: {e}", path.display())));
+    let mut bytes = None;
+    let sha256 = match sha256 {
+        Some(known) => known.to_owned(),
+        None => hex_sha256(bytes.insert(read()?)),
+    };
+    let artifact = artifact_path(engine, path, &sha256);
+    if artifact.is_file() {
+        // SAFETY: wasmtime requires that a precompiled artifact be trusted
+        // and, as it is mapped, not changed while in use. This one was
+        // written by `precompile_component` below, under a name derived
+        // from the component's own hash and this engine's compatibility
+        // hash, next to the component the build produced, and only ever
+        // replaced by renaming a new file over it (a mapping keeps the old
+        // one); a file wasmtime rejects (another version, a damaged write)
+        // falls through to compiling.
+        if let Ok(component) = unsafe { Component::deserialize_file(engine, &artifact) } {
+            return Ok((component, true));
         }
     }
+    let bytes = match bytes {
+        Some(b) => b,
+        None => read()?,
+    };
     let compiled = engine
         .precompile_component(&bytes)
         .map_err(|e| WasmError(format!("compiling {}: {e:#}", path.display())))?;
@@ -202,12 +267,14 @@ fn load_cached(engine: &Engine, path: &Path) -> Result<Component, WasmError> {
     }
     // SAFETY: `compiled` was produced just now by this engine from the
     // component's bytes.
-    unsafe { Component::deserialize(engine, &compiled) }
-        .map_err(|e| WasmError(format!("loading {}: {e:#}", path.display())))
+    let component = unsafe { Component::deserialize(engine, &compiled) }
+        .map_err(|e| WasmError(format!("loading {}: {e:#}", path.display())))?;
+    Ok((component, false))
 }
 
 /// One instance of the component holding one context builder.
 pub struct Instance {
+    startup: Startup,
     store: Store<State>,
     fuel: Option<u64>,
     bindings: bindings::Ctxpack,
@@ -303,6 +370,11 @@ impl Instance {
             .ctxpack_context_builder()
             .call_diff_snapshots(&mut self.store, &before, &after)?;
         Ok(diff.convert())
+    }
+
+    /// How long this instance took to start.
+    pub fn startup(&self) -> Startup {
+        self.startup
     }
 
     /// The stores, with the calls the component made to them.

@@ -36,7 +36,8 @@ fn router_text(scenario: &Scenario) -> RouterText<'_> {
     }
 }
 
-fn outcome(reply: Reply, host: &InMemoryHost) -> Outcome {
+/// The outcome of a scenario: `reply`, and the calls `host` received.
+pub fn outcome(reply: Reply, host: &InMemoryHost) -> Outcome {
     Outcome {
         reply,
         host_calls: host

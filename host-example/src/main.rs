@@ -24,6 +24,7 @@ const USAGE: &str = "usage:
   --native             run the core natively instead of the component under wasmtime
   --json               print JSON instead of tables
   --max-memory-mb N    limit each component instance's memory (the call traps past it)
+  --timings            (assemble) print to stderr how long each start-up step took
   --fuel N             limit the work of each call into the component";
 
 struct Args {
@@ -31,8 +32,12 @@ struct Args {
     positional: Vec<String>,
     native: bool,
     json: bool,
+    timings: bool,
     limits: Limits,
 }
+
+/// When `main` began: start-up timings count from here.
+static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 fn number(flag: &str, value: Option<String>) -> Result<u64, String> {
     value
@@ -48,13 +53,14 @@ fn parse_args() -> Result<Args, String> {
         None => return Err(USAGE.into()),
         Some(other) => return Err(format!("unknown command `{other}`\n\n{USAGE}")),
     };
-    let (mut positional, mut native, mut json) = (Vec::new(), false, false);
+    let (mut positional, mut native, mut json, mut timings) = (Vec::new(), false, false, false);
     let mut limits = Limits::default();
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--native" => native = true,
             "--json" => json = true,
+            "--timings" => timings = true,
             "--max-memory-mb" => {
                 let mb = number(&arg, args.next())?;
                 limits.max_memory_bytes =
@@ -80,6 +86,7 @@ fn parse_args() -> Result<Args, String> {
         positional,
         native,
         json,
+        timings,
         limits,
     })
 }
@@ -101,11 +108,7 @@ fn decisions(
             ctxpack_core::Router::from_text(&config.0, config.1).map_err(|e| e.to_string())?;
         return Ok(queries.iter().map(|q| router.route(q)).collect());
     }
-    let runtime = Runtime::load_limited(
-        std::path::Path::new(ctxpack_artifacts::COMPONENT_PATH),
-        args.limits,
-    )
-    .map_err(|e| e.to_string())?;
+    let runtime = Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?;
     let mut instance = runtime
         .instantiate(Default::default(), &Default::default())
         .map_err(|e| e.to_string())?
@@ -118,6 +121,58 @@ fn decisions(
         .iter()
         .map(|q| instance.route(router, q).map_err(|e| e.to_string()))
         .collect()
+}
+
+/// Assembles `scenario` through the component, timing each start-up step
+/// on stderr. The request's tokenizer is preloaded, so building its tables
+/// is timed with the builder, apart from the assembly.
+fn timed_assemble(args: &Args, scenario: &scenario::Scenario) -> Result<Outcome, String> {
+    let started = std::time::Instant::now();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let runtime = Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?;
+    let loaded = started.elapsed();
+    let mut config = scenario.config.clone();
+    if !config.preload.contains(&scenario.request.tokenizer) {
+        config.preload.push(scenario.request.tokenizer);
+    }
+    let host = ctxpack_host_example::stores::InMemoryHost::new(scenario.host.clone());
+    let mut instance = match runtime
+        .instantiate(host, &config)
+        .map_err(|e| e.to_string())?
+    {
+        Ok(i) => i,
+        Err(e) => return Err(e.to_string()),
+    };
+    let before = started.elapsed();
+    let reply = instance
+        .assemble(&scenario.request)
+        .map_err(|e| e.to_string())?
+        .into();
+    let assembled = started.elapsed() - before;
+    let startup = instance.startup();
+    eprintln!(
+        "load component: {:.1} ms ({})",
+        ms(loaded),
+        if runtime.from_artifact() {
+            "precompiled artifact"
+        } else {
+            "compiled now; the artifact is kept for next time"
+        }
+    );
+    eprintln!("instantiate: {:.1} ms", ms(startup.instantiate));
+    eprintln!(
+        "create builder, building {:?} tables: {:.1} ms",
+        scenario.request.tokenizer,
+        ms(startup.builder)
+    );
+    eprintln!("first assemble: {:.1} ms", ms(assembled));
+    let since_main = START.get().map_or(started.elapsed(), |t| t.elapsed());
+    eprintln!(
+        "main to first pack: {:.1} ms; without the tokenizer tables: {:.1} ms",
+        ms(since_main),
+        ms(since_main - startup.builder)
+    );
+    Ok(ctxpack_host_example::outcome(reply, instance.host()))
 }
 
 /// Runs the command; `Ok(false)` when the core refused the request.
@@ -137,12 +192,11 @@ fn run() -> Result<bool, String> {
             }
             let outcome: Outcome = if args.native {
                 ctxpack_host_example::run_native(&scenario)
+            } else if args.timings && args.command == "assemble" {
+                timed_assemble(&args, &scenario)?
             } else {
-                let runtime = Runtime::load_limited(
-                    std::path::Path::new(ctxpack_artifacts::COMPONENT_PATH),
-                    args.limits,
-                )
-                .map_err(|e| e.to_string())?;
+                let runtime =
+                    Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?;
                 ctxpack_host_example::run_component(&runtime, &scenario)
                     .map_err(|e| e.to_string())?
             };
@@ -157,13 +211,7 @@ fn run() -> Result<bool, String> {
             let runtime = if args.native {
                 None
             } else {
-                Some(
-                    Runtime::load_limited(
-                        std::path::Path::new(ctxpack_artifacts::COMPONENT_PATH),
-                        args.limits,
-                    )
-                    .map_err(|e| e.to_string())?,
-                )
+                Some(Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?)
             };
             let mut snapshots = Vec::new();
             for path in &args.positional {
@@ -229,6 +277,7 @@ fn run() -> Result<bool, String> {
 }
 
 fn main() -> ExitCode {
+    START.get_or_init(std::time::Instant::now);
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         // The refusal was printed; it is still not a result.

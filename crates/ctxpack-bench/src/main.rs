@@ -44,12 +44,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        ["repeat", n] => {
-            // Assembles the 10k pack `n` times, for a profiler to watch.
-            let w = ctxpack_bench::pack(&chunks(10_000, 260, 1), 128_000);
-            let mut w = w;
+        ["repeat", name, n] => {
+            // Assembles one workload `n` times, for a profiler to watch.
+            let mut w = match name {
+                "pack-10k" => pack(&chunks(10_000, 260, 1), 128_000),
+                "pack-5k" => pack(&chunks(5_000, 1_200, 2), 32_000),
+                "trim-10k" => trim(&conversation(10_000, 3), 8_000),
+                "pipeline" => ctxpack_bench::pipeline(4),
+                _ => {
+                    eprintln!("ctxpack-bench: no workload `{name}`");
+                    return ExitCode::from(2);
+                }
+            };
             w.config.count_cache_entries = 0;
-            let times = n.parse::<u32>().unwrap_or(1);
+            let times = n.parse::<u32>().unwrap_or(1).max(1);
             let builder = match Builder::new(w.config.clone()) {
                 Ok(b) => b,
                 Err(e) => {
@@ -66,8 +74,8 @@ fn main() -> ExitCode {
                 }
             }
             println!(
-                "{:.1} ms per assembly",
-                started.elapsed().as_secs_f64() * 1e3 / f64::from(times.max(1))
+                "{:.2} ms per assembly",
+                started.elapsed().as_secs_f64() * 1e3 / f64::from(times)
             );
             ExitCode::SUCCESS
         }
@@ -79,7 +87,9 @@ fn main() -> ExitCode {
             }
         },
         _ => {
-            eprintln!("usage: ctxpack-bench data DIR | ctxpack-bench peak");
+            eprintln!(
+                "usage: ctxpack-bench data DIR | peak | repeat pack-10k|pack-5k|trim-10k|pipeline N"
+            );
             ExitCode::from(2)
         }
     }
