@@ -5,6 +5,9 @@
 //! under wasmtime. Expected files change only when a run sets `BLESS=1`, so a
 //! changed outcome shows up in review as a diff.
 
+pub mod fuzz;
+pub mod invariants;
+
 use ctxpack_host_example::{Outcome, Scenario, scenario};
 use std::path::{Path, PathBuf};
 

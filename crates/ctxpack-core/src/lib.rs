@@ -44,6 +44,7 @@ pub use digest::content_id;
 pub use error::{Error, HostError};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};
+pub use layered::validate as validate_request;
 pub use router::{
     ConfigFormat, DEFAULT_REFERENCE_CUES, Entity, RouteConfig, RouteScore, Router, RouterConfig,
     RoutingDecision, RuleConfig, RuleScore, normalize,

@@ -1,0 +1,4 @@
+//! Router configuration parsing and routing on arbitrary bytes.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ctxpack_conformance::fuzz::route(data));

@@ -1,0 +1,80 @@
+//! What the fuzz targets run (`fuzz/fuzz_targets/`), kept here so the
+//! corpus they find is replayed by `cargo test` (`tests/tests/fuzz_corpus.rs`)
+//! with the very same checks.
+//!
+//! Whatever the bytes, nothing may panic: bad input is an error naming a
+//! field, and a pack that comes out keeps the invariants.
+
+// Test support: a broken invariant is a finding, so it panics.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ctxpack_core::{AssembleRequest, ConfigFormat, Router, Tokenizers};
+use ctxpack_host_example::{Reply, run_native, scenario};
+use std::sync::OnceLock;
+
+fn tokenizers() -> &'static Tokenizers {
+    static T: OnceLock<Tokenizers> = OnceLock::new();
+    T.get_or_init(Tokenizers::default)
+}
+
+/// Bytes as a scenario file (a request, a builder configuration and what
+/// the host answers) assembled natively; or as a bare request, decoded and
+/// validated.
+pub fn assemble(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(request) = serde_json::from_str::<AssembleRequest>(text) {
+        // Validation names a field or passes; it never panics.
+        if let Err(e) = ctxpack_core::validate_request(&request) {
+            assert!(!e.to_string().is_empty());
+        }
+    }
+    let Ok(s) = scenario::parse(text) else {
+        return;
+    };
+    // Keep one run small enough to fuzz: a generated budget of billions
+    // with a text of megabytes is a test of patience, not of the code.
+    if text.len() > 1 << 16 {
+        return;
+    }
+    let outcome = run_native(&s);
+    match &outcome.reply {
+        Reply::Pack(pack) => {
+            crate::invariants::check("fuzz", &s.request, pack, tokenizers());
+        }
+        Reply::Handled(_) => {}
+        Reply::Error(e) => assert!(!e.to_string().is_empty()),
+    }
+    // The same input gives the same outcome.
+    assert_eq!(crate::render(&outcome), crate::render(&run_native(&s)));
+}
+
+/// Bytes as a router configuration (YAML or JSON, by the first byte) and
+/// queries after it (separated by NUL): compiled, then every query routed.
+pub fn route(data: &[u8]) {
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let format = if first % 2 == 0 {
+        ConfigFormat::Yaml
+    } else {
+        ConfigFormat::Json
+    };
+    let mut parts = rest.split(|&b| b == 0);
+    let config = String::from_utf8_lossy(parts.next().unwrap_or_default());
+    let router = match Router::from_text(&config, format) {
+        Ok(r) => r,
+        Err(e) => {
+            assert!(e.to_string().contains("config"), "{e}");
+            return;
+        }
+    };
+    for query in parts.map(String::from_utf8_lossy) {
+        let d = router.route(&query);
+        assert!((0.0..=1.0).contains(&d.confidence), "{d:?}");
+        if let Some(route) = &d.route {
+            assert!(d.scores.iter().any(|s| &s.route == route), "{d:?}");
+        }
+    }
+}
