@@ -40,6 +40,13 @@ impl From<wasmtime::Error> for WasmError {
             let what = text[at..].lines().next().unwrap_or_default();
             return WasmError(format!("memory limit hit: {what}"));
         }
+        if text.contains("too much data is being copied between the host and the guest") {
+            return WasmError(
+                "transfer limit hit: the component answered with more data than the host \
+                 accepts in one call (raise it with --max-transfer-mb)"
+                    .into(),
+            );
+        }
         WasmError(text)
     }
 }
@@ -52,6 +59,9 @@ pub struct Limits {
     pub max_memory_bytes: Option<usize>,
     /// Most fuel (roughly, WebAssembly instructions) per call.
     pub fuel: Option<u64>,
+    /// Most bytes the component may hand the host in one call (wasmtime's
+    /// default, 128 MiB, when unset).
+    pub max_transfer_bytes: Option<usize>,
 }
 
 /// A store's data: the host's stores and the store's limits.
@@ -167,6 +177,9 @@ impl Runtime {
         store.limiter(|s| &mut s.limits);
         if let Some(fuel) = self.limits.fuel {
             store.set_fuel(fuel)?;
+        }
+        if let Some(bytes) = self.limits.max_transfer_bytes {
+            store.set_hostcall_fuel(bytes);
         }
         let bindings = bindings::Ctxpack::instantiate(&mut store, &self.component, &self.linker)?;
         let instantiate = started.elapsed();

@@ -11,7 +11,7 @@ pub mod report;
 pub mod scenario;
 pub mod stores;
 
-pub use component::{Instance, Runtime, WasmError};
+pub use component::{Instance, Limits, Runtime, Startup, WasmError};
 pub use scenario::{Outcome, Reply, RouterSpec, Scenario};
 pub use stores::{HostAnswers, InMemoryHost};
 

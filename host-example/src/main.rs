@@ -24,6 +24,7 @@ const USAGE: &str = "usage:
   --native             run the core natively instead of the component under wasmtime
   --json               print JSON instead of tables
   --max-memory-mb N    limit each component instance's memory (the call traps past it)
+  --max-transfer-mb N  most data the component may hand back in one call (default 128)
   --timings            (assemble) print to stderr how long each start-up step took
   --fuel N             limit the work of each call into the component";
 
@@ -67,6 +68,11 @@ fn parse_args() -> Result<Args, String> {
                     Some(usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX));
             }
             "--fuel" => limits.fuel = Some(number(&arg, args.next())?),
+            "--max-transfer-mb" => {
+                let mb = number(&arg, args.next())?;
+                limits.max_transfer_bytes =
+                    Some(usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX));
+            }
             flag if flag.starts_with("--") => {
                 return Err(format!("unknown flag `{flag}`\n\n{USAGE}"));
             }

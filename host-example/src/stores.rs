@@ -33,6 +33,10 @@ pub struct PolicyRules {
     /// When set, every review fails with this message.
     #[serde(default)]
     pub error: Option<String>,
+    /// When set, a review answers only this many verdicts, whatever it
+    /// was asked (a broken policy engine).
+    #[serde(default)]
+    pub verdicts: Option<u32>,
 }
 
 /// What the summariser does.
@@ -43,6 +47,8 @@ pub enum SummarizerRule {
     LeadingWords,
     /// Fail with this message.
     Error(String),
+    /// Answer one summary fewer than asked (a broken summariser).
+    TooFew,
 }
 
 /// The host side of a scenario: what each import answers. An import left
@@ -159,8 +165,10 @@ impl Host for InMemoryHost {
         if let Some(message) = &rules.error {
             return Err(HostError::new(name, message.clone()));
         }
+        let answered = rules.verdicts.map_or(items.len(), |n| n as usize);
         Ok(items
             .iter()
+            .take(answered)
             .map(|c| match (rules.deny.get(&c.id), rules.redact.get(&c.id)) {
                 (Some(why), _) => Verdict::Deny(why.clone()),
                 (None, Some(text)) => Verdict::Redact(text.clone()),
@@ -181,6 +189,11 @@ impl Host for InMemoryHost {
             Some(SummarizerRule::Error(message)) => Err(HostError::new(name, message.clone())),
             Some(SummarizerRule::LeadingWords) => Ok(requests
                 .iter()
+                .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
+                .collect()),
+            Some(SummarizerRule::TooFew) => Ok(requests
+                .iter()
+                .skip(1)
                 .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
                 .collect()),
         }
