@@ -62,7 +62,12 @@ pub const DEFAULT_NEAR_THRESHOLD: f64 = 0.8;
 /// A 64-bit hash of `bytes`, eight bytes at a time (little-endian, so the
 /// same on every target), finished with [`mix`].
 fn hash_bytes(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ bytes.len() as u64;
+    hash_seeded(bytes, 0xcbf2_9ce4_8422_2325)
+}
+
+/// [`hash_bytes`] from another starting state: an independent hash.
+fn hash_seeded(bytes: &[u8], seed: u64) -> u64 {
+    let mut h: u64 = seed ^ bytes.len() as u64;
     let mut chunks = bytes.chunks_exact(8);
     for c in chunks.by_ref() {
         let mut word = [0u8; 8];
@@ -138,8 +143,10 @@ fn similarity(a: &[u64], b: &[u64]) -> f64 {
 pub struct Deduper {
     threshold: f64,
     exact: Map<Vec<u32>>,
-    /// Kept texts: id, normalised text, sketch.
-    kept: Vec<(String, String, Vec<u64>)>,
+    /// Kept texts: id, a second 64-bit hash of the normalised text (with
+    /// the first, the key of `exact`, 128 bits: equal hashes are taken for
+    /// equal texts, wrong with odds of about 2^-128 per pair), sketch.
+    kept: Vec<(String, u64, Vec<u64>)>,
     /// Candidate index: an indexed hash -> (its newest entry + 1, its
     /// number of entries). Entry `k * INDEXED + i` is kept text `k` under
     /// its `i`th indexed hash; `chain[entry]` is the bucket's previous
@@ -166,14 +173,11 @@ impl Deduper {
     pub fn offer(&mut self, id: &str, text: &str) -> Option<String> {
         let normalized = normalize(text);
         let key = hash_bytes(normalized.as_bytes());
-        if let Some(same) = self.exact.get(&key) {
-            // The hash narrows it down; the text decides.
-            if let Some(&k) = same
-                .iter()
-                .find(|&&k| self.kept[k as usize].1 == normalized)
-            {
-                return Some(self.kept[k as usize].0.clone());
-            }
+        let check = hash_seeded(normalized.as_bytes(), 0x5851_f42d_4c95_7f2d);
+        if let Some(same) = self.exact.get(&key)
+            && let Some(&k) = same.iter().find(|&&k| self.kept[k as usize].1 == check)
+        {
+            return Some(self.kept[k as usize].0.clone());
         }
         let sketch = if self.threshold < 1.0 {
             sketch(&normalized)
@@ -240,7 +244,7 @@ impl Deduper {
                 *len += 1;
             }
         }
-        self.kept.push((id.to_owned(), normalized, sketch));
+        self.kept.push((id.to_owned(), check, sketch));
         None
     }
 }
