@@ -523,21 +523,8 @@ fn summary_item(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenizer::{CharsPerToken, CountCache, TokenCounter};
+    use crate::tokenizer::{CharsPerToken, CountCache, Recording};
     use crate::types::Provenance;
-    use std::cell::RefCell;
-
-    struct Recording(CharsPerToken, RefCell<Vec<String>>);
-
-    impl TokenCounter for Recording {
-        fn count(&self, text: &str) -> u32 {
-            self.1.borrow_mut().push(text.to_owned());
-            self.0.count(text)
-        }
-        fn truncate(&self, text: &str, max: u32) -> String {
-            self.0.truncate(text, max)
-        }
-    }
 
     fn host_item(body: &str, trust: TrustTier, hint: Option<u32>) -> Item {
         let mut item = Item::made(
@@ -563,7 +550,7 @@ mod tests {
 
     #[test]
     fn a_host_count_stands_for_the_body_and_the_frame_is_counted() {
-        let counter = Recording(CharsPerToken::new(1).unwrap(), RefCell::default());
+        let counter = Recording::new(CharsPerToken::new(1).unwrap());
         let mut cache = CountCache::new(0);
         let meter = Meter::new(&counter, Tokenizer::CharsPerToken(1), &mut cache);
         let head = "[source: doc:1]\n";

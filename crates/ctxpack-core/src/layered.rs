@@ -690,7 +690,7 @@ fn build_pack(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenizer::CharsPerToken;
+    use crate::tokenizer::{CharsPerToken, Recording};
     use crate::types::{AgentContext, Shortfall, StageSummary, Tokenizer, WorkflowStatus};
 
     fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
@@ -722,10 +722,13 @@ mod tests {
         }
     }
 
-    fn run(r: &AssembleRequest) -> Result<ContextPack, Error> {
-        let c = CharsPerToken::new(1).unwrap();
-        let mut cache = crate::tokenizer::CountCache::new(0);
-        let m = Meter::new(&c, r.tokenizer, &mut cache);
+    /// Assembles `r` with no host, counting with `counter` through `cache`.
+    fn run_with(
+        r: &AssembleRequest,
+        counter: &dyn crate::tokenizer::TokenCounter,
+        cache: &mut crate::tokenizer::CountCache,
+    ) -> Result<ContextPack, Error> {
+        let m = Meter::new(counter, r.tokenizer, cache);
         let prepared = prepare(r, &m, r.budget.unwrap())?;
         Ok(assemble(
             r,
@@ -738,40 +741,20 @@ mod tests {
         ))
     }
 
-    /// Records every text it is asked to count.
-    struct Recording(CharsPerToken, std::cell::RefCell<Vec<String>>);
-
-    impl crate::tokenizer::TokenCounter for Recording {
-        fn count(&self, text: &str) -> u32 {
-            self.1.borrow_mut().push(text.to_owned());
-            self.0.count(text)
-        }
-        fn truncate(&self, text: &str, max: u32) -> String {
-            self.0.truncate(text, max)
-        }
+    fn run(r: &AssembleRequest) -> Result<ContextPack, Error> {
+        let c = CharsPerToken::new(1).unwrap();
+        run_with(r, &c, &mut crate::tokenizer::CountCache::new(0))
     }
 
     #[test]
     fn a_re_assembly_counts_only_the_new_turn() {
-        let counter = Recording(CharsPerToken::new(1).unwrap(), Default::default());
+        let counter = Recording::new(CharsPerToken::new(1).unwrap());
         let mut cache = crate::tokenizer::CountCache::new(1000);
         let mut r = request(200);
         r.conversation = (0..6)
             .map(|i| turn(Role::User, &format!("turn {i}"), None))
             .collect();
-        let mut assemble_with = |r: &AssembleRequest| {
-            let m = Meter::new(&counter, r.tokenizer, &mut cache);
-            let prepared = prepare(r, &m, 200).unwrap();
-            assemble(
-                r,
-                prepared,
-                Profile::Passthrough,
-                Gathered::default(),
-                &Plan::default(),
-                &m,
-                &mut crate::NoHost,
-            )
-        };
+        let mut assemble_with = |r: &AssembleRequest| run_with(r, &counter, &mut cache).unwrap();
         let first = assemble_with(&r);
         assert_eq!(first.entries.len(), 7);
         assert_eq!(counter.1.borrow().len(), 7, "{:?}", counter.1.borrow());

@@ -414,6 +414,29 @@ impl Tokenizers {
     }
 }
 
+/// A counter that records every text it is asked to count (for tests that
+/// check what was counted).
+#[cfg(test)]
+pub(crate) struct Recording<C>(C, pub RefCell<Vec<String>>);
+
+#[cfg(test)]
+impl<C: TokenCounter> Recording<C> {
+    pub(crate) fn new(counter: C) -> Self {
+        Recording(counter, RefCell::default())
+    }
+}
+
+#[cfg(test)]
+impl<C: TokenCounter> TokenCounter for Recording<C> {
+    fn count(&self, text: &str) -> u32 {
+        self.1.borrow_mut().push(text.to_owned());
+        self.0.count(text)
+    }
+    fn truncate(&self, text: &str, max: u32) -> String {
+        self.0.truncate(text, max)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
