@@ -44,11 +44,14 @@ def main():
     print(f"{'workload':28} {'native':>12} {'wasmtime':>12} {'wasm/native':>11} {'python':>12} {'python/native':>13}")
     for label, native, wasm, py in rows:
         print(f"{label:28} {ms(native):>12} {ms(wasm):>12} {ratio(wasm, native):>11} {ms(py):>12} {ratio(py, native):>13}")
-    g = "reassemble-one-new-turn"
-    for where in ["native", "wasmtime"]:
-        cold = mean_seconds(root, g, f"{where}-cold")
-        warm = mean_seconds(root, g, f"{where}-warm")
-        print(f"re-assembly with one new turn, {where}: cold {ms(cold)}, warm {ms(warm)}, cold/warm {ratio(cold, warm)}")
+    for g, label in [
+        ("reassemble-trim-10k", "10k-message trim"),
+        ("reassemble-chat-200", "200-turn chat into 32k"),
+    ]:
+        for where in ["native", "wasmtime"]:
+            cold = mean_seconds(root, g, f"{where}-cold")
+            warm = mean_seconds(root, g, f"{where}-warm")
+            print(f"{label} again with one new turn, {where}: cold {ms(cold)}, warm {ms(warm)}, cold/warm {ratio(cold, warm)}")
     for key in ["pack-10k", "pack-5k"]:
         p = peer[key]
         print(

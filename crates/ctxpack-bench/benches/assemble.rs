@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use ctxpack_bench::{Workload, chunks, conversation, pack, pipeline, trim};
+use ctxpack_bench::{Workload, chat, chunks, conversation, pack, pipeline, trim};
 use ctxpack_core::{Builder, ConversationTurn, Role, Tokenizer};
 use ctxpack_host_example::component::Runtime;
 use ctxpack_host_example::stores::InMemoryHost;
@@ -74,10 +74,20 @@ fn pipeline_seed_004(c: &mut Criterion) {
     both(c, "seed-004-pipeline", &cold(pipeline(4)));
 }
 
-/// The trim workload assembled again with one new turn: cold (no counts
-/// kept) against warm (the builder counted the earlier turns last time).
+/// A conversation assembled again with one new turn: cold (the builder
+/// keeps no counts) against warm (it counted the earlier turns last time).
+/// On the 10k-message trim, where few turns are counted, and on a 200-turn
+/// chat of long answers, most of which fit in 32k.
 fn reassemble(c: &mut Criterion) {
-    let base = trim(&conversation(10_000, 3), 8_000);
+    for (name, base) in [
+        ("reassemble-trim-10k", trim(&conversation(10_000, 3), 8_000)),
+        ("reassemble-chat-200", trim(&chat(200, 5), 32_000)),
+    ] {
+        reassemble_one(c, name, base);
+    }
+}
+
+fn reassemble_one(c: &mut Criterion, name: &str, base: Workload) {
     let mut turn = 0u64;
     let mut with_new_turn = move |w: &Workload| {
         turn += 1;
@@ -94,7 +104,7 @@ fn reassemble(c: &mut Criterion) {
         request.keep_last += 1;
         request
     };
-    let mut group = c.benchmark_group("reassemble-one-new-turn");
+    let mut group = c.benchmark_group(name);
     group.sample_size(20);
     for (label, w) in [("cold", cold(base.clone())), ("warm", base.clone())] {
         let builder = Builder::new(w.config.clone()).unwrap();

@@ -170,6 +170,24 @@ pub fn conversation(n: usize, seed: u64) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A chat of `n` turns: short user questions and long assistant answers
+/// (600 to 2,400 bytes, about 150 to 600 tokens).
+pub fn chat(n: usize, seed: u64) -> Vec<(String, String)> {
+    let mut rng = Rng::new(seed);
+    let vocab = Vocabulary::new(6000, &mut rng);
+    (0..n)
+        .map(|i| {
+            if i % 2 == 0 {
+                let bytes = 40 + rng.below(200);
+                ("user".to_owned(), vocab.prose(&mut rng, bytes))
+            } else {
+                let bytes = 600 + rng.below(1800);
+                ("assistant".to_owned(), vocab.prose(&mut rng, bytes))
+            }
+        })
+        .collect()
+}
+
 /// One assembly to run: the builder's configuration, the request and what
 /// the host answers.
 #[derive(Clone)]

@@ -19,6 +19,7 @@
 //! ones are reported as duplicates of it. All hashing is seeded with
 //! constants, so results are the same on every target.
 
+use crate::digest::{hash128, mix};
 use crate::router::normalize;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -59,33 +60,9 @@ pub const SHINGLE: usize = 3;
 /// topic stay far below.
 pub const DEFAULT_NEAR_THRESHOLD: f64 = 0.8;
 
-/// A 64-bit hash of `bytes`, eight bytes at a time (little-endian, so the
-/// same on every target), finished with [`mix`].
+/// A 64-bit hash of a word.
 fn hash_bytes(bytes: &[u8]) -> u64 {
-    hash_seeded(bytes, 0xcbf2_9ce4_8422_2325)
-}
-
-/// [`hash_bytes`] from another starting state: an independent hash.
-fn hash_seeded(bytes: &[u8], seed: u64) -> u64 {
-    let mut h: u64 = seed ^ bytes.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in chunks.by_ref() {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        h = h.rotate_left(29);
-    }
-    let mut tail = [0u8; 8];
-    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = (h ^ u64::from_le_bytes(tail)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    mix(h)
-}
-
-/// SplitMix64's finaliser: spreads one hash into independent-looking ones.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    hash128(bytes).0
 }
 
 /// The bottom-k sketch of a normalised text: the smallest distinct shingle
@@ -172,8 +149,7 @@ impl Deduper {
     /// or keeps it under `id` and returns `None`.
     pub fn offer(&mut self, id: &str, text: &str) -> Option<String> {
         let normalized = normalize(text);
-        let key = hash_bytes(normalized.as_bytes());
-        let check = hash_seeded(normalized.as_bytes(), 0x5851_f42d_4c95_7f2d);
+        let (key, check) = hash128(normalized.as_bytes());
         if let Some(same) = self.exact.get(&key)
             && let Some(&k) = same.iter().find(|&&k| self.kept[k as usize].1 == check)
         {

@@ -43,10 +43,22 @@ pub(crate) fn complete(pack: &mut ContextPack, entry_overhead: u32) {
             .collect(),
     };
 
-    // The id covers everything above; the event carries it.
+    // The id covers the snapshot — every decision, and through
+    // `content-hash` every rendered text — with the pack's own ids and its
+    // accounting; the texts, already hashed, are not hashed again (the
+    // message form and the entries are made from the same texts). The
+    // event carries it.
     pack.snapshot.id = String::new();
     pack.event = ContextAssembled::default();
-    pack.snapshot.id = content_id(&*pack);
+    pack.snapshot.id = content_id(&(
+        &pack.id,
+        &pack.trace_id,
+        &pack.stage_id,
+        pack.budget_used,
+        &pack.compression,
+        &pack.metrics,
+        &pack.snapshot,
+    ));
     let snap = &pack.snapshot;
     pack.event = ContextAssembled {
         context_snapshot_id: snap.id.clone(),

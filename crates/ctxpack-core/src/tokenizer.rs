@@ -8,7 +8,6 @@ use crate::error::Error;
 use crate::types::Tokenizer;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
 
@@ -297,13 +296,8 @@ impl CountCache {
     }
 
     fn key(tokenizer: Tokenizer, text: &str) -> CacheKey {
-        let half = |salt: u8| {
-            let mut h = DefaultHasher::new();
-            salt.hash(&mut h);
-            text.hash(&mut h);
-            h.finish()
-        };
-        (tokenizer, text.len(), half(0), half(1))
+        let (a, b) = crate::digest::hash128(text.as_bytes());
+        (tokenizer, text.len(), a, b)
     }
 
     fn get(&mut self, key: &CacheKey) -> Option<Count> {
