@@ -238,15 +238,7 @@ pub fn pack(chunks: &[Chunk], budget: u32) -> Workload {
                 "compress": false
             }
         })),
-        request: parse(json!({
-            "context": {"session-id": "bench", "trace-id": "t"},
-            "query": "what do the documents say?",
-            "tokenizer": "o200k-base",
-            "budget": budget,
-            "entry-overhead": 0,
-            "system-prompt": "",
-            "keep-last": 0
-        })),
+        request: bare_request("what do the documents say?", budget, Vec::new()),
         host: parse(json!({
             "retrieve": {"items": candidates(chunks, "relevant-knowledge")},
             "policy": {}
@@ -257,27 +249,34 @@ pub fn pack(chunks: &[Chunk], budget: u32) -> Workload {
 /// Trims `turns` to the newest that fit in `budget` tokens (o200k): no
 /// host, nothing but the conversation.
 pub fn trim(turns: &[(String, String)], budget: u32) -> Workload {
-    let conversation: Vec<Value> = turns
-        .iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect();
     Workload {
         config: parse(json!({
             "profile": "passthrough",
             "plan": {"default-budget": budget, "compress": false}
         })),
-        request: parse(json!({
-            "context": {"session-id": "bench", "trace-id": "t"},
-            "query": "and then?",
-            "tokenizer": "o200k-base",
-            "budget": budget,
-            "entry-overhead": 0,
-            "system-prompt": "",
-            "conversation": conversation,
-            "keep-last": turns.len()
-        })),
+        request: bare_request("and then?", budget, turns.to_vec()),
         host: HostAnswers::default(),
     }
+}
+
+/// A request with nothing but `query`, `budget` (o200k, no entry overhead,
+/// no system prompt) and `turns`, all of them within keep-last.
+fn bare_request(query: &str, budget: u32, turns: Vec<(String, String)>) -> AssembleRequest {
+    let keep_last = turns.len();
+    let conversation: Vec<Value> = turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    parse(json!({
+        "context": {"session-id": "bench", "trace-id": "t"},
+        "query": query,
+        "tokenizer": "o200k-base",
+        "budget": budget,
+        "entry-overhead": 0,
+        "system-prompt": "",
+        "conversation": conversation,
+        "keep-last": keep_last
+    }))
 }
 
 /// Seed 004's whole pipeline: every source (retrieval with duplicates and
