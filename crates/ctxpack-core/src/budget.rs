@@ -344,7 +344,7 @@ pub(crate) fn fill(
                     // Truncate the best remaining candidate into the room;
                     // if even its cut does not fit, it stays as it is.
                     let i = lane.queue[0][0];
-                    let mut cut = truncate_item(&pool[i], b.meter, target);
+                    let mut cut = pool[i].with_text(truncate_text(&pool[i], b.meter, target));
                     if let Some(tokens) = measure(b.meter, &mut cut, target).within(target) {
                         lane.queue.remove(0);
                         pool[i].text = cut.text;
@@ -437,22 +437,10 @@ pub(crate) fn fill(
     out
 }
 
-/// `item` with its text cut to at most `target` tokens at a token
-/// boundary (not yet counted); a host text is cut inside its fence or
-/// after its citation, which stay whole.
-fn truncate_item(item: &Item, meter: &Meter, target: u32) -> Item {
-    let mut cut = Item::made(
-        item.id.clone(),
-        item.section,
-        item.role,
-        String::new(),
-        item.origin,
-        "",
-        String::new(),
-        item.trust,
-    );
-    cut.provenance = item.provenance.clone();
-    cut.framed = item.framed;
+/// `item`'s text cut to at most `target` tokens at a token boundary; a
+/// host text is cut inside its fence or after its citation, which stay
+/// whole.
+fn truncate_text(item: &Item, meter: &Meter, target: u32) -> String {
     let framed = item
         .provenance
         .as_ref()
@@ -463,15 +451,14 @@ fn truncate_item(item: &Item, meter: &Meter, target: u32) -> Item {
                 crate::gather::split(&p.reference, item.trust, &item.text)?,
             ))
         });
-    cut.text = match framed {
+    match framed {
         None => meter.truncate(&item.text, target),
         Some((p, (head, body, tail))) => {
             let frame = meter.count(head).saturating_add(meter.count(tail));
             let body = meter.truncate(body, target.saturating_sub(frame));
             crate::gather::render(&p.reference, item.trust, &body)
         }
-    };
-    cut
+    }
 }
 
 /// The summary of `members`, counted and, if the summariser overshot,
@@ -511,10 +498,7 @@ fn summary_item(
     item.framed = true;
     item.compressed = true;
     if measure(meter, &mut item, target).within(target).is_none() {
-        let mut cut = truncate_item(&item, meter, target);
-        cut.compressed = true;
-        cut.provenance = item.provenance;
-        item = cut;
+        item = item.with_text(truncate_text(&item, meter, target));
         measure(meter, &mut item, target).within(target)?;
     }
     Some(item)

@@ -403,9 +403,11 @@ pub(crate) fn gather(
                 Some(p) => {
                     item.text = render(&p.reference, c.trust, &c.text);
                     item.framed = true;
-                    let unchanged = !item.redacted
-                        && inner(&p.reference, c.trust, &item.text) == Some(c.text.as_str());
-                    item.hint = c.token_count.filter(|_| unchanged);
+                    // A host count holds only for its text as given.
+                    item.hint = c.token_count.filter(|_| {
+                        !item.redacted
+                            && inner(&p.reference, c.trust, &item.text) == Some(c.text.as_str())
+                    });
                 }
                 None => item.text = c.text,
             }

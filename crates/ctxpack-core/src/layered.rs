@@ -112,6 +112,26 @@ impl Item {
         )
     }
 
+    /// The same candidate with another text, not yet counted.
+    pub(crate) fn with_text(&self, text: String) -> Item {
+        Item {
+            id: self.id.clone(),
+            section: self.section,
+            role: self.role,
+            text,
+            origin: self.origin,
+            provenance: self.provenance.clone(),
+            trust: self.trust,
+            score: self.score,
+            count: None,
+            framed: self.framed,
+            hint: None,
+            reason: self.reason.clone(),
+            redacted: self.redacted,
+            compressed: self.compressed,
+        }
+    }
+
     /// Its exact tokens; an item is counted exactly before it is included.
     pub(crate) fn tokens(&self) -> u32 {
         self.count.and_then(Count::exact).unwrap_or(0)

@@ -37,19 +37,19 @@ impl Count {
         }
     }
 
-    /// The fewest tokens the text can have.
-    pub fn at_least(self) -> u64 {
-        match self {
-            Count::Exact(n) => u64::from(n),
-            Count::Over(n) => u64::from(n) + 1,
-        }
-    }
-
     /// The count, if it is exact.
     pub fn exact(self) -> Option<u32> {
         match self {
             Count::Exact(n) => Some(n),
             Count::Over(_) => None,
+        }
+    }
+
+    /// The fewest tokens the text can have.
+    pub fn at_least(self) -> u64 {
+        match self {
+            Count::Exact(n) => u64::from(n),
+            Count::Over(n) => u64::from(n) + 1,
         }
     }
 }
