@@ -29,6 +29,7 @@ mod budget;
 mod dedup;
 mod diff;
 mod digest;
+mod encoding;
 mod error;
 mod gather;
 mod handle;

@@ -4,12 +4,12 @@
 //! cheap characters-per-token rule. Tables are expensive to build (100–250 ms
 //! natively), so a [`Tokenizers`] builds each at most once and keeps it.
 
+use crate::encoding::{Encoding, Pattern};
 use crate::error::Error;
 use crate::types::Tokenizer;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use tiktoken_rs::CoreBPE;
 
 /// A token count that may have stopped early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,16 +83,16 @@ pub trait TokenCounter {
 /// Exact counts with a tiktoken encoding. Special-token markers in the text
 /// (such as `<|endoftext|>`) count as ordinary text: content is never allowed
 /// to smuggle control tokens in.
-pub struct Exact<'a>(&'a CoreBPE);
+pub struct Exact<'a>(&'a Encoding);
 
 impl TokenCounter for Exact<'_> {
     fn count(&self, text: &str) -> u32 {
-        saturate(self.0.encode_ordinary(text).len())
+        saturate(self.0.count(text))
     }
 
     fn count_up_to(&self, text: &str, limit: u32) -> Count {
         count_in_chunks(text, limit, (MIN_CHUNK, BYTES_PER_TOKEN), |chunk| {
-            self.0.encode_ordinary(chunk).len()
+            self.0.count(chunk)
         })
     }
 
@@ -115,6 +115,7 @@ impl TokenCounter for Exact<'_> {
     }
 
     fn truncate(&self, text: &str, max: u32) -> String {
+        let bpe = self.0.bpe();
         // Only a prefix with more than `max` tokens needs encoding: cut at
         // a safe split (see `count_in_chunks`), its tokens are the first
         // tokens of the whole text.
@@ -125,12 +126,12 @@ impl TokenCounter for Exact<'_> {
         let text = loop {
             let end = split_after(text, want);
             let prefix = &text[..end];
-            if end == text.len() || self.0.encode_ordinary(prefix).len() > max as usize {
+            if end == text.len() || self.0.count(prefix) > max as usize {
                 break prefix;
             }
             want = want.saturating_mul(2);
         };
-        let tokens = self.0.encode_ordinary(text);
+        let tokens = bpe.encode_ordinary(text);
         let mut n = tokens.len().min(max as usize);
         if n == tokens.len() {
             return text.to_owned();
@@ -138,7 +139,7 @@ impl TokenCounter for Exact<'_> {
         loop {
             // The tokens segment the text's bytes, so their first `n`
             // decode to a byte prefix of it; cut back to a character.
-            let bytes = self.0.decode_bytes(&tokens[..n]).unwrap_or_default();
+            let bytes = bpe.decode_bytes(&tokens[..n]).unwrap_or_default();
             let valid = match std::str::from_utf8(&bytes) {
                 Ok(s) => s.len(),
                 Err(e) => e.valid_up_to(),
@@ -201,7 +202,7 @@ fn count_in_chunks(
 
 /// The first position at or after `from` that is a space between two
 /// non-whitespace characters, or the end of `text`.
-fn split_after(text: &str, from: usize) -> usize {
+pub(crate) fn split_after(text: &str, from: usize) -> usize {
     let bytes = text.as_bytes();
     let mut i = from.clamp(1, bytes.len());
     while i + 1 < bytes.len() {
@@ -389,20 +390,35 @@ impl<'a> Meter<'a> {
 /// The tokenizers of one builder, each built on first use or at preload.
 #[derive(Default)]
 pub struct Tokenizers {
-    o200k: OnceLock<Result<CoreBPE, String>>,
-    cl100k: OnceLock<Result<CoreBPE, String>>,
+    o200k: OnceLock<Result<Encoding, String>>,
+    cl100k: OnceLock<Result<Encoding, String>>,
 }
 
 impl Tokenizers {
     /// A counter for `tokenizer`, building its tables if this is the first use.
     pub fn counter(&self, tokenizer: Tokenizer) -> Result<Box<dyn TokenCounter + '_>, Error> {
-        let (cell, build, name): (_, fn() -> _, _) = match tokenizer {
-            Tokenizer::O200kBase => (&self.o200k, tiktoken_rs::o200k_base, "o200k-base"),
-            Tokenizer::Cl100kBase => (&self.cl100k, tiktoken_rs::cl100k_base, "cl100k-base"),
+        let (cell, build, pattern, name): (_, fn() -> _, _, _) = match tokenizer {
+            Tokenizer::O200kBase => (
+                &self.o200k,
+                tiktoken_rs::o200k_base,
+                Pattern::O200k,
+                "o200k-base",
+            ),
+            Tokenizer::Cl100kBase => (
+                &self.cl100k,
+                tiktoken_rs::cl100k_base,
+                Pattern::Cl100k,
+                "cl100k-base",
+            ),
             Tokenizer::CharsPerToken(n) => return Ok(Box::new(CharsPerToken::new(n)?)),
         };
-        match cell.get_or_init(|| build().map_err(|e| e.to_string())) {
-            Ok(bpe) => Ok(Box::new(Exact(bpe))),
+        let built = cell.get_or_init(|| {
+            build()
+                .map(|bpe| Encoding::new(bpe, pattern))
+                .map_err(|e| e.to_string())
+        });
+        match built {
+            Ok(encoding) => Ok(Box::new(Exact(encoding))),
             Err(e) => Err(Error::TokenizerUnavailable(format!("{name}: {e}"))),
         }
     }
@@ -552,21 +568,9 @@ mod tests {
 
     #[test]
     fn counting_in_chunks_is_exact_wherever_the_chunks_end() {
-        let t = Tokenizers::default();
-        for tok in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
-            let (Tokenizer::O200kBase | Tokenizer::Cl100kBase) = tok else {
-                unreachable!()
-            };
-            let bpe = match tok {
-                Tokenizer::O200kBase => t
-                    .o200k
-                    .get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string())),
-                _ => t
-                    .cl100k
-                    .get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string())),
-            }
-            .as_ref()
-            .unwrap();
+        for bpe in [tiktoken_rs::o200k_base(), tiktoken_rs::cl100k_base()] {
+            let bpe = bpe.unwrap();
+            let tok = "o200k/cl100k";
             for text in awkward_texts() {
                 let whole = bpe.encode_ordinary(&text).len();
                 for min_chunk in [1, 2, 3, 5, 8, 13] {
