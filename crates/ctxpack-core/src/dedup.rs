@@ -19,7 +19,7 @@
 //! ones are reported as duplicates of it. All hashing is seeded with
 //! constants, so results are the same on every target.
 
-use crate::digest::{hash128, mix};
+use crate::digest::{Hash128, mix};
 use crate::router::normalize;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -60,31 +60,105 @@ pub const SHINGLE: usize = 3;
 /// topic stay far below.
 pub const DEFAULT_NEAR_THRESHOLD: f64 = 0.8;
 
-/// A 64-bit hash of a word.
-fn hash_bytes(bytes: &[u8]) -> u64 {
-    hash128(bytes).0
+/// Hashes the words of `text` as [`normalize`] leaves them, in one pass
+/// and without building the normalised text when it is ASCII: a 64-bit
+/// hash per word goes to `words`, and the return is a 128-bit hash of the
+/// whole normalised text (each word's bytes, then its length, so the
+/// encoding is unambiguous).
+fn digest(text: &str, words: &mut Vec<u64>) -> (u64, u64) {
+    words.clear();
+    // Normalised ASCII words are the runs of letters and digits, lower-cased
+    // (see `normalize`); a normalised text is its words between spaces.
+    if text.is_ascii() {
+        digest_words(text.as_bytes(), &ASCII_WORDS, words)
+    } else {
+        digest_words(normalize(text).as_bytes(), &NORMALIZED_WORDS, words)
+    }
 }
 
-/// The bottom-k sketch of a normalised text: the smallest distinct shingle
-/// hashes, ascending; empty when it has no words.
-fn sketch(normalized: &str) -> Vec<u64> {
-    let words: Vec<u64> = normalized
-        .split(' ')
-        .filter(|w| !w.is_empty())
-        .map(|w| hash_bytes(w.as_bytes()))
-        .collect();
+/// Per byte: the byte lower-cased if it belongs to a word, else 0.
+type WordBytes = [u8; 256];
+
+/// Raw ASCII text: letters and digits, lower-cased.
+const ASCII_WORDS: WordBytes = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 128 {
+        if (b as u8).is_ascii_alphanumeric() {
+            t[b] = (b as u8).to_ascii_lowercase();
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Normalised text: every byte but the space (and NUL, which
+/// normalisation never leaves in a word).
+const NORMALIZED_WORDS: WordBytes = {
+    let mut t = [0u8; 256];
+    let mut b = 1;
+    while b < 256 {
+        if b != b' ' as usize {
+            t[b] = b as u8;
+        }
+        b += 1;
+    }
+    t
+};
+
+fn digest_words(bytes: &[u8], table: &WordBytes, words: &mut Vec<u64>) -> (u64, u64) {
+    let mut whole = Hash128::new(0);
+    let mut i = 0;
+    while i < bytes.len() {
+        if table[bytes[i] as usize] == 0 {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut word = WORD_SEED;
+        let (mut block, mut filled) = (0u64, 0);
+        while let Some(&b) = bytes.get(i)
+            && table[b as usize] != 0
+        {
+            block |= u64::from(table[b as usize]) << (8 * filled);
+            filled += 1;
+            i += 1;
+            if filled == 8 {
+                whole.step(block);
+                word = mix(word ^ block);
+                (block, filled) = (0, 0);
+            }
+        }
+        if filled > 0 {
+            whole.step(block);
+            word = mix(word ^ block);
+        }
+        let len = (i - start) as u64;
+        whole.step(len | 1 << 63);
+        words.push(mix(word ^ len.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+    }
+    whole.finish()
+}
+
+const WORD_SEED: u64 = 0x6a09_e667_f3bc_c908;
+
+/// The bottom-k sketch of a text's words (hashed by [`digest`]): the
+/// smallest distinct shingle hashes, ascending, written to `out`; empty
+/// when it has no words.
+fn sketch_into(words: &[u64], out: &mut Vec<u64>) {
+    out.clear();
     let width = SHINGLE.min(words.len());
     if width == 0 {
-        return Vec::new();
+        return;
     }
-    let mut hashes: Vec<u64> = words
-        .windows(width)
-        .map(|shingle| shingle.iter().fold(0u64, |h, &w| mix(h ^ w)))
-        .collect();
-    hashes.sort_unstable();
-    hashes.dedup();
-    hashes.truncate(SKETCH);
-    hashes
+    out.extend(
+        words
+            .windows(width)
+            .map(|shingle| mix(shingle.iter().fold(0u64, |h, &w| h.rotate_left(21) ^ w))),
+    );
+    out.sort_unstable();
+    out.dedup();
+    out.truncate(SKETCH);
 }
 
 /// The estimated Jaccard similarity of the texts behind two sketches: of
@@ -119,47 +193,51 @@ fn similarity(a: &[u64], b: &[u64]) -> f64 {
 /// Finds duplicates among texts offered in rank order.
 pub struct Deduper {
     threshold: f64,
-    exact: Map<Vec<u32>>,
-    /// Kept texts: id, a second 64-bit hash of the normalised text (with
-    /// the first, the key of `exact`, 128 bits: equal hashes are taken for
-    /// equal texts, wrong with odds of about 2^-128 per pair), sketch.
-    kept: Vec<(String, u64, Vec<u64>)>,
+    /// Kept texts by the 128-bit hash of their normalised text: equal
+    /// hashes are taken for equal texts, wrong with odds of about 2^-128
+    /// per pair.
+    exact: HashMap<(u64, u64), u32, BuildHasherDefault<Premixed>>,
+    /// Kept texts: id, sketch.
+    kept: Vec<(String, Box<[u64]>)>,
     /// Candidate index: an indexed hash -> (its newest entry + 1, its
     /// number of entries). Entry `k * INDEXED + i` is kept text `k` under
     /// its `i`th indexed hash; `chain[entry]` is the bucket's previous
     /// entry + 1 (0 ends it).
     index: Map<(u32, u32)>,
     chain: Vec<u32>,
+    /// Room reused by every offer: word hashes and the sketch.
+    words: Vec<u64>,
+    sketch: Vec<u64>,
 }
 
 impl Deduper {
     /// A deduper that calls texts near-duplicates at an estimated Jaccard
-    /// similarity of `threshold` or more (1.0 leaves only exact duplicates).
-    pub fn new(threshold: f64) -> Self {
+    /// similarity of `threshold` or more (1.0 leaves only exact duplicates),
+    /// with room for `n` texts.
+    pub fn new(threshold: f64, n: usize) -> Self {
         Deduper {
             threshold,
-            exact: Map::default(),
-            kept: Vec::new(),
-            index: Map::default(),
-            chain: Vec::new(),
+            exact: HashMap::with_capacity_and_hasher(n, Default::default()),
+            kept: Vec::with_capacity(n),
+            index: Map::with_capacity_and_hasher(n * INDEXED, Default::default()),
+            chain: Vec::with_capacity(n * INDEXED),
+            words: Vec::new(),
+            sketch: Vec::new(),
         }
     }
 
     /// Offers the next text; returns the id of the kept text it duplicates,
     /// or keeps it under `id` and returns `None`.
     pub fn offer(&mut self, id: &str, text: &str) -> Option<String> {
-        let normalized = normalize(text);
-        let (key, check) = hash128(normalized.as_bytes());
-        if let Some(same) = self.exact.get(&key)
-            && let Some(&k) = same.iter().find(|&&k| self.kept[k as usize].1 == check)
-        {
+        let key = digest(text, &mut self.words);
+        if let Some(&k) = self.exact.get(&key) {
             return Some(self.kept[k as usize].0.clone());
         }
-        let sketch = if self.threshold < 1.0 {
-            sketch(&normalized)
-        } else {
-            Vec::new()
-        };
+        let mut sketch = std::mem::take(&mut self.sketch);
+        sketch.clear();
+        if self.threshold < 1.0 {
+            sketch_into(&self.words, &mut sketch);
+        }
         let indexed = &sketch[..sketch.len().min(INDEXED)];
         // Kept texts sharing indexed hashes, with how many they share; a
         // near copy shares most of them, a text that merely uses a common
@@ -190,7 +268,7 @@ impl Deduper {
             }
             {
                 let k = k as usize;
-                let sim = similarity(&sketch, &self.kept[k].2);
+                let sim = similarity(&sketch, &self.kept[k].1);
                 // The most similar kept text wins; ties go to the earlier.
                 if best.is_none_or(|(s, j)| sim > s || (sim == s && k < j)) {
                     best = Some((sim, k));
@@ -200,12 +278,13 @@ impl Deduper {
         if let Some((sim, k)) = best
             && sim >= self.threshold
         {
+            self.sketch = sketch;
             return Some(self.kept[k].0.clone());
         }
         // Indices stay far below u32::MAX: a host answer of 2^32 texts
         // does not fit in memory first.
         let index = self.kept.len() as u32;
-        self.exact.entry(key).or_default().push(index);
+        self.exact.insert(key, index);
         self.chain.resize((index as usize + 1) * INDEXED, 0);
         for (i, &h) in indexed.iter().enumerate() {
             let (head, len) = self.index.entry(h).or_insert((0, 0));
@@ -220,7 +299,8 @@ impl Deduper {
                 *len += 1;
             }
         }
-        self.kept.push((id.to_owned(), check, sketch));
+        self.kept.push((id.to_owned(), sketch.as_slice().into()));
+        self.sketch = sketch;
         None
     }
 }
@@ -236,7 +316,13 @@ mod tests {
         assert_eq!(similarity(&[4, 5, 6], &[1, 2, 3, 4, 5, 6]), 0.5);
         assert_eq!(similarity(&[1, 3], &[2, 4]), 0.0);
         assert_eq!(similarity(&[], &[]), 0.0);
-        let a = sketch("the quick brown fox jumps over the lazy dog");
+        let sketch = |text: &str| {
+            let (mut words, mut out) = (Vec::new(), Vec::new());
+            digest(text, &mut words);
+            sketch_into(&words, &mut out);
+            out
+        };
+        let a = sketch("The quick brown fox jumps over the lazy dog.");
         let b = sketch("the quick brown fox jumps over the lazy cat");
         // Seven shingles each, six shared: 6 / 8.
         assert_eq!(similarity(&a, &b), 0.75);
@@ -300,7 +386,7 @@ mod tests {
 
     #[test]
     fn exact_duplicates_ignore_case_and_punctuation() {
-        let mut d = Deduper::new(0.8);
+        let mut d = Deduper::new(0.8, 0);
         assert_eq!(d.offer("a", "The Rail Pass covers JR trains."), None);
         assert_eq!(
             d.offer("b", "the rail pass — covers JR trains"),
@@ -310,8 +396,50 @@ mod tests {
     }
 
     #[test]
+    fn texts_hash_as_their_normalised_words() {
+        let texts = [
+            "The Rail Pass covers JR trains.",
+            "the rail pass covers jr trains",
+            "  the\\trail...pass covers JR-trains!!",
+            "the rail pass covers jr train",
+            "the rail pass covers jr trainss",
+            "theraIl pass covers jr trains",
+            "Ünïcödé ＦＵＬＬＷＩＤＴＨ words, ß and ﬁ ligatures",
+            "ünïcödé fullwidth words ß and fi ligatures",
+            "a1b2c3d4e5f6g7h8i9 0123456789012345 x",
+            "",
+            "!!!",
+        ];
+        let digest_of = |t: &str| {
+            let mut words = Vec::new();
+            let h = digest(t, &mut words);
+            (h, words)
+        };
+        let mut seen: HashMap<String, (u64, u64)> = HashMap::new();
+        for t in texts {
+            let normalized = normalize(t);
+            let (h, words) = digest_of(t);
+            // The same as hashing the normalised text, word for word.
+            assert_eq!(
+                (h, &words),
+                (digest_of(&normalized).0, &digest_of(&normalized).1),
+                "{t:?}"
+            );
+            assert_eq!(
+                words.len(),
+                normalized.split(' ').filter(|w| !w.is_empty()).count()
+            );
+            // Equal exactly when the normalised texts are equal.
+            for (other, oh) in &seen {
+                assert_eq!(*oh == h, *other == normalized, "{t:?} / {other:?}");
+            }
+            seen.insert(normalized, h);
+        }
+        assert_eq!(seen.len(), 8);
+    }
+    #[test]
     fn a_threshold_of_one_finds_exact_duplicates_only() {
-        let mut d = Deduper::new(1.0);
+        let mut d = Deduper::new(1.0, 0);
         let text = "one two three four five six seven eight nine ten";
         assert_eq!(d.offer("a", text), None);
         assert_eq!(d.offer("b", &text.replace("five", "5")), None);
@@ -326,7 +454,7 @@ mod tests {
         let vocab = vocabulary();
         let mut rng = Rng(7);
         let originals: Vec<Vec<String>> = (0..200).map(|_| chunk(&mut rng, &vocab, 225)).collect();
-        let mut d = Deduper::new(DEFAULT_NEAR_THRESHOLD);
+        let mut d = Deduper::new(DEFAULT_NEAR_THRESHOLD, 0);
         for (i, words) in originals.iter().enumerate() {
             assert_eq!(
                 d.offer(&format!("orig-{i}"), &words.join(" ")),

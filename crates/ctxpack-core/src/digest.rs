@@ -31,30 +31,55 @@ pub(crate) fn mix(mut z: u64) -> u64 {
 }
 
 /// A fast 128-bit hash of `bytes` in one pass, eight bytes at a time
-/// (little-endian, so the same on every target): two lanes with their own
-/// multipliers and rotations, finished with [`mix`]. Not cryptographic: for
+/// (little-endian, so the same on every target). Not cryptographic: for
 /// keying caches and telling texts apart, where equal hashes are taken for
 /// equal texts (wrong with odds of about 2^-128 per pair of honest texts).
 pub(crate) fn hash128(bytes: &[u8]) -> (u64, u64) {
-    let len = bytes.len() as u64;
-    let mut a = 0x243f_6a88_85a3_08d3 ^ len;
-    let mut b = 0x1319_8a2e_0370_7344 ^ len.rotate_left(32);
-    let mut step = |w: u64| {
-        a = (a ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(31);
-        b = (b ^ w.rotate_left(23))
-            .wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
-            .rotate_left(27);
-    };
+    let mut h = Hash128::new(bytes.len() as u64);
     let mut chunks = bytes.chunks_exact(8);
     for c in chunks.by_ref() {
         let mut word = [0u8; 8];
         word.copy_from_slice(c);
-        step(u64::from_le_bytes(word));
+        h.step(u64::from_le_bytes(word));
     }
     let mut tail = [0u8; 8];
     tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    step(u64::from_le_bytes(tail));
-    (mix(a ^ b.rotate_left(17)), mix(b ^ a.rotate_left(41)))
+    h.step(u64::from_le_bytes(tail));
+    h.finish()
+}
+
+/// The state of a 128-bit hash fed 64-bit words: two lanes with their own
+/// multipliers and rotations, finished with [`mix`]. What the words
+/// encode, and that the encoding is unambiguous, is the caller's to say.
+pub(crate) struct Hash128 {
+    a: u64,
+    b: u64,
+}
+
+impl Hash128 {
+    /// A hash seeded with `seed` (such as the input's length).
+    pub(crate) fn new(seed: u64) -> Self {
+        Hash128 {
+            a: 0x243f_6a88_85a3_08d3 ^ seed,
+            b: 0x1319_8a2e_0370_7344 ^ seed.rotate_left(32),
+        }
+    }
+
+    pub(crate) fn step(&mut self, w: u64) {
+        self.a = (self.a ^ w)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(31);
+        self.b = (self.b ^ w.rotate_left(23))
+            .wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+            .rotate_left(27);
+    }
+
+    pub(crate) fn finish(&self) -> (u64, u64) {
+        (
+            mix(self.a ^ self.b.rotate_left(17)),
+            mix(self.b ^ self.a.rotate_left(41)),
+        )
+    }
 }
 
 struct HashWriter(Sha256);

@@ -320,7 +320,7 @@ pub(crate) fn gather(
     fused.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.1.id.cmp(&b.1.id)));
 
     let mut seen: HashSet<String> = taken.clone();
-    let mut deduper = Deduper::new(settings.near_duplicate_threshold);
+    let mut deduper = Deduper::new(settings.near_duplicate_threshold, fused.len());
     let mut items = Vec::with_capacity(fused.len());
     let mut to_review = Vec::new();
     for (origin, c, score, beyond) in fused {
