@@ -41,7 +41,7 @@ mod tokenizer;
 mod types;
 
 pub use diff::{Change, ChangeKind, EntryState, SnapshotDiff, diff};
-pub use digest::content_id;
+pub use digest::{content_id, text_hash};
 pub use error::{Error, HostError};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};

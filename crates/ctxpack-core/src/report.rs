@@ -2,7 +2,7 @@
 //! derived from its entries, the `ContextAssembled` event, the metrics and,
 //! last, the content-hash ids.
 
-use crate::digest::content_id;
+use crate::digest::{content_id, text_hash};
 use crate::types::{ContextAssembled, ContextPack, Metrics, Origin, ReasonCount, SectionTokens};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,7 +19,7 @@ pub(crate) fn complete(pack: &mut ContextPack, entry_overhead: u32) {
         .filter(|e| e.origin == Origin::Memory)
         .map(|e| e.id.clone())
         .collect();
-    snap.content_hash = content_id(&pack.text);
+    snap.content_hash = text_hash(&pack.text);
 
     let mut per_section = BTreeMap::new();
     for e in &pack.entries {

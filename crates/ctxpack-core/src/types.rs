@@ -466,7 +466,8 @@ pub struct SnapshotEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Snapshot {
-    /// Content hash (hex SHA-256).
+    /// Content hash (hex SHA-256 of a canonical binary form, see
+    /// [`crate::content_id`]) of everything below and the pack.
     pub id: String,
     /// Tenant.
     pub tenant_id: Option<String>,
@@ -486,8 +487,9 @@ pub struct Snapshot {
     pub tokens_used: u32,
     /// Tokens of the leading L0 entries, overhead included.
     pub stable_prefix_tokens: u32,
-    /// Hex SHA-256 of the rendered text: the reference of the assembled
-    /// content, which a host stores by hash (content never in the row).
+    /// Hex SHA-256 of the rendered text's UTF-8 bytes: the reference of
+    /// the assembled content, which a host stores by hash (content never
+    /// in the row) and can check.
     pub content_hash: String,
     /// Index revisions of the included items, sorted, each once.
     pub index_revisions: Vec<String>,
