@@ -32,7 +32,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Feeds serde's data model to SHA-256 in a tagged, self-delimiting binary
 /// form: one tag byte per value, then strings and bytes by length, numbers
-/// as 8 (or 16) little-endian bytes, floats as their bits, variants by
+/// in LEB128 (128-bit ones as two), floats by their bits, variants by
 /// index; sequences, tuples, maps and structs open and close with their
 /// own tags, and struct fields are in declaration order without their
 /// names (a skipped field leaves a marker). Two different values of one
@@ -57,11 +57,24 @@ impl Canonical {
         }
     }
 
-    fn tagged(&mut self, tag: u8, n: u64) {
-        let mut b = [0u8; 9];
+    /// A tag, then `n` in LEB128: seven bits a byte, low first, the high
+    /// bit set on every byte but the last.
+    fn tagged(&mut self, tag: u8, mut n: u64) {
+        let mut b = [0u8; 11];
         b[0] = tag;
-        b[1..].copy_from_slice(&n.to_le_bytes());
-        self.put(&b);
+        let mut len = 1;
+        loop {
+            let low = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                b[len] = low;
+                len += 1;
+                break;
+            }
+            b[len] = low | 0x80;
+            len += 1;
+        }
+        self.put(&b[..len]);
     }
 
     fn finish(mut self) -> [u8; 32] {
@@ -118,7 +131,7 @@ impl serde::Serializer for &mut Canonical {
     }
     fn serialize_i128(self, v: i128) -> Result<(), Never> {
         self.tagged(b'I', v as u64);
-        self.put(&((v >> 64) as u64).to_le_bytes());
+        self.tagged(b'I', (v >> 64) as u64);
         Ok(())
     }
     fn serialize_u8(self, v: u8) -> Result<(), Never> {
@@ -136,7 +149,7 @@ impl serde::Serializer for &mut Canonical {
     }
     fn serialize_u128(self, v: u128) -> Result<(), Never> {
         self.tagged(b'U', v as u64);
-        self.put(&((v >> 64) as u64).to_le_bytes());
+        self.tagged(b'U', (v >> 64) as u64);
         Ok(())
     }
     fn serialize_f32(self, v: f32) -> Result<(), Never> {
@@ -429,14 +442,14 @@ mod tests {
             super::text_hash("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
-        // A string is its tag, its length as eight little-endian bytes,
-        // then its bytes.
-        let mut form = vec![b's'];
-        form.extend_from_slice(&3u64.to_le_bytes());
-        form.extend_from_slice(b"abc");
+        // A string is its tag, its length in LEB128, then its bytes.
+        let hash = |form: &[u8]| super::hex(&Sha256::digest(form));
+        assert_eq!(super::content_id(&"abc"), hash(b"s\x03abc"));
+        // 300 = 0b10_0101100: 0xac, then 0x02.
+        assert_eq!(super::content_id(&300u32), hash(b"u\xac\x02"));
         assert_eq!(
-            super::content_id(&"abc"),
-            super::hex(&Sha256::digest(&form))
+            super::content_id(&u64::MAX),
+            hash(b"u\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01")
         );
     }
 
