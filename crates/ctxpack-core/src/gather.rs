@@ -38,7 +38,7 @@ use crate::types::{
     AssembleRequest, Candidate, Layer, Origin, Profile, Ranking, Reason, Role, Section, SourceCall,
     SourceOutcome, TrustTier,
 };
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 /// Reciprocal-rank-fusion constant (the usual 60).
 const RRF_K: f64 = 60.0;
@@ -207,7 +207,7 @@ pub(crate) fn gather(
     request: &AssembleRequest,
     settings: Settings,
     host: &mut dyn Host,
-    taken: &HashSet<String>,
+    taken: &FxHashSet<&str>,
 ) -> Result<Gathered, Error> {
     let ctx = &request.context;
     let mut calls = Vec::new();
@@ -319,14 +319,15 @@ pub(crate) fn gather(
     }
     fused.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.1.id.cmp(&b.1.id)));
 
-    let mut seen: HashSet<String> = taken.clone();
+    // Ids met so far: the request's, then the host candidates'.
+    let mut seen: FxHashSet<String> = FxHashSet::default();
     let mut deduper = Deduper::new(settings.near_duplicate_threshold, fused.len());
     let mut items = Vec::with_capacity(fused.len());
     let mut to_review = Vec::new();
     for (origin, c, score, beyond) in fused {
         let reason = if let Some(limit) = beyond {
             Reason::BeyondLimit(limit)
-        } else if seen.contains(&c.id) {
+        } else if taken.contains(c.id.as_str()) || seen.contains(&c.id) {
             Reason::DuplicateOf(c.id.clone())
         } else if let Some(why) = admissible(&c, ctx) {
             why
@@ -506,7 +507,7 @@ mod tests {
             near_duplicate_threshold: 1.0,
             ranking,
         };
-        let g = gather(&request, settings, &mut Fixed(items), &HashSet::new()).unwrap();
+        let g = gather(&request, settings, &mut Fixed(items), &FxHashSet::default()).unwrap();
         g.items.into_iter().map(|i| i.id).collect()
     }
 

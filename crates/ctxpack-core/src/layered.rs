@@ -211,12 +211,12 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     /// The ids the request's candidates take.
-    pub fn ids(&self) -> std::collections::HashSet<String> {
+    pub fn ids(&self) -> rustc_hash::FxHashSet<&str> {
         self.l0
             .iter()
             .chain(&self.l1)
             .chain(&self.l2)
-            .map(|i| i.id.clone())
+            .map(|i| i.id.as_str())
             .collect()
     }
 }
@@ -480,16 +480,44 @@ fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
                 Role::User => TrustTier::Unverified,
                 Role::Tool => TrustTier::Untrusted,
             };
+            // Built by hand: one of these per turn, and histories are long.
+            let role = t.role.name();
+            let mut text = String::with_capacity(role.len() + 3 + t.content.len());
+            text.push('[');
+            text.push_str(role);
+            text.push_str("] ");
+            text.push_str(&t.content);
             Item::from_request(
-                format!("turn-{i}"),
+                numbered("turn-", i, ""),
                 Section::ConversationState,
                 t.role,
-                format!("[{}] {}", t.role.name(), t.content),
-                format!("conversation[{i}]"),
+                text,
+                numbered("conversation[", i, "]"),
                 trust,
             )
         })
         .collect()
+}
+
+/// `prefix`, `n` in decimal, `suffix`.
+fn numbered(prefix: &str, n: usize, suffix: &str) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(prefix.len() + (digits.len() - at) + suffix.len());
+    out.push_str(prefix);
+    // Decimal digits are ASCII.
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out.push_str(suffix);
+    out
 }
 
 fn stage_items(request: &AssembleRequest) -> Vec<Item> {
@@ -712,6 +740,14 @@ mod tests {
     use super::*;
     use crate::tokenizer::{CharsPerToken, Recording};
     use crate::types::{AgentContext, Shortfall, StageSummary, Tokenizer, WorkflowStatus};
+
+    #[test]
+    fn numbered_ids_read_as_decimal() {
+        for n in [0, 7, 10, 99, 100, 12_345, usize::MAX] {
+            assert_eq!(numbered("turn-", n, ""), format!("turn-{n}"));
+            assert_eq!(numbered("c[", n, "]"), format!("c[{n}]"));
+        }
+    }
 
     fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
         ConversationTurn {
