@@ -202,6 +202,17 @@ fn admissible(c: &Candidate, ctx: &crate::types::AgentContext) -> Option<Reason>
     }
 }
 
+/// `items` in the order `cmp` gives (stable), moving each item once:
+/// candidates are large, and sorting them in place moves them about
+/// `n log n` times.
+fn sorted<T>(items: Vec<T>, cmp: impl Fn(&T, &T) -> std::cmp::Ordering) -> Vec<T> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|&a, &b| cmp(&items[a], &items[b]));
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    // `order` holds every index once, so every item is taken once.
+    order.iter().filter_map(|&i| slots[i].take()).collect()
+}
+
 /// Calls the profile's sources and prepares their candidates.
 pub(crate) fn gather(
     request: &AssembleRequest,
@@ -302,9 +313,10 @@ pub(crate) fn gather(
     let ranking = settings.ranking;
     // A source that answers more than it was asked for keeps its best
     // `limit`; the rest are recorded as beyond the limit.
-    let mut fused: Vec<(Origin, Candidate, f64, Option<u32>)> = Vec::new();
-    for (origin, mut items, limit) in sources {
-        items.sort_by(|a, b| {
+    let mut fused: Vec<(Origin, Candidate, f64, Option<u32>)> =
+        Vec::with_capacity(sources.iter().map(|(_, items, _)| items.len()).sum());
+    for (origin, items, limit) in sources {
+        let items = sorted(items, |a, b| {
             source_score(b)
                 .total_cmp(&source_score(a))
                 .then_with(|| a.id.cmp(&b.id))
@@ -317,7 +329,9 @@ pub(crate) fn gather(
             fused.push((origin, c, score, beyond));
         }
     }
-    fused.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.1.id.cmp(&b.1.id)));
+    let fused = sorted(fused, |a, b| {
+        b.2.total_cmp(&a.2).then_with(|| a.1.id.cmp(&b.1.id))
+    });
 
     // Ids met so far: the request's, then the host candidates'.
     let mut seen: FxHashSet<String> = FxHashSet::default();
