@@ -133,30 +133,34 @@ pub(crate) fn measure(meter: &Meter, item: &mut Item, limit: u32) -> Count {
         Some(c) => return c,
         None => {}
     }
-    if limit == 0 && !item.text.is_empty() {
+    if limit == 0 && (item.framed || !item.text.is_empty()) {
         // Every counter gives a non-empty text at least one token.
         item.count = Some(Count::Over(0));
         return Count::Over(0);
     }
-    let framed = item
-        .provenance
-        .as_ref()
-        .filter(|_| item.framed)
-        .and_then(|p| crate::gather::split(&p.reference, item.trust, &item.text));
-    let count = match framed {
+    let count = match framing(item) {
         None => meter.count_up_to(&item.text, limit),
-        Some((head, body, tail)) => {
-            let frame = meter.count(head).saturating_add(meter.count(tail));
+        Some((head, tail)) => {
+            let frame = meter.count(&head).saturating_add(meter.count(tail));
             match item.hint {
                 Some(h) => Count::Exact(h.saturating_add(frame)),
                 None => meter
-                    .count_up_to(body, limit.saturating_sub(frame))
+                    .count_up_to(&item.text, limit.saturating_sub(frame))
                     .plus(frame),
             }
         }
     };
     item.count = Some(count);
     count
+}
+
+/// The frame a host text is rendered in, if `item` is one: its text is
+/// the body.
+fn framing(item: &Item) -> Option<(String, &'static str)> {
+    item.provenance
+        .as_ref()
+        .filter(|_| item.framed)
+        .map(|p| crate::gather::frame(&p.reference, item.trust))
 }
 
 fn clamp(n: u64) -> u32 {
@@ -284,7 +288,7 @@ pub(crate) fn fill(
                     .queue
                     .iter()
                     .flatten()
-                    .map(|&i| pool[i].text.as_str())
+                    .map(|&i| pool[i].rendered())
                     .collect::<Vec<_>>()
                     .join("\n\n"),
                 target_tokens: clamp(room - b.overhead),
@@ -438,25 +442,14 @@ pub(crate) fn fill(
 }
 
 /// `item`'s text cut to at most `target` tokens at a token boundary; a
-/// host text is cut inside its fence or after its citation, which stay
-/// whole.
+/// host text's body is cut so that it fits with its fence or citation,
+/// which stay whole.
 fn truncate_text(item: &Item, meter: &Meter, target: u32) -> String {
-    let framed = item
-        .provenance
-        .as_ref()
-        .filter(|_| item.framed)
-        .and_then(|p| {
-            Some((
-                p,
-                crate::gather::split(&p.reference, item.trust, &item.text)?,
-            ))
-        });
-    match framed {
+    match framing(item) {
         None => meter.truncate(&item.text, target),
-        Some((p, (head, body, tail))) => {
-            let frame = meter.count(head).saturating_add(meter.count(tail));
-            let body = meter.truncate(body, target.saturating_sub(frame));
-            crate::gather::render(&p.reference, item.trust, &body)
+        Some((head, tail)) => {
+            let frame = meter.count(&head).saturating_add(meter.count(tail));
+            meter.truncate(&item.text, target.saturating_sub(frame))
         }
     }
 }
@@ -489,7 +482,7 @@ fn summary_item(
         id,
         section,
         Role::System,
-        crate::gather::render(&cites, trust, text),
+        crate::gather::body(trust, text.to_owned()),
         Origin::Summary,
         "summary",
         cites,
@@ -515,7 +508,7 @@ mod tests {
             "d1".into(),
             Section::RelevantKnowledge,
             Role::System,
-            crate::gather::render("doc:1", trust, body),
+            crate::gather::body(trust, body.to_owned()),
             Origin::Retrieval,
             "kb",
             "doc:1".into(),

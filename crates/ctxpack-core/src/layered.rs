@@ -42,8 +42,10 @@ pub(crate) struct Item {
     /// Its tokens as far as they were counted; `None` until something
     /// depends on them.
     pub count: Option<Count>,
-    /// Whether `text` is a host text in its frame (see
-    /// [`crate::gather::render`]): the frame and the body are counted apart.
+    /// Whether `text` is the body of a host text, rendered in a frame
+    /// made from its provenance and trust (see [`crate::gather::render`]):
+    /// the frame and the body are counted apart, and the frame is put
+    /// around the body only when it is rendered.
     pub framed: bool,
     /// The host's count of the body, valid while the body is the host's
     /// text unchanged.
@@ -110,6 +112,23 @@ impl Item {
             reference,
             trust,
         )
+    }
+
+    /// Its text as rendered: a host text in its frame.
+    pub(crate) fn rendered(&self) -> std::borrow::Cow<'_, str> {
+        match (&self.provenance, self.framed) {
+            (Some(p), true) => crate::gather::render(&p.reference, self.trust, &self.text).into(),
+            _ => self.text.as_str().into(),
+        }
+    }
+
+    /// Its text as rendered, taken out of it.
+    fn take_rendered(&mut self) -> String {
+        let text = std::mem::take(&mut self.text);
+        match (&self.provenance, self.framed) {
+            (Some(p), true) => crate::gather::render(&p.reference, self.trust, &text),
+            _ => text,
+        }
     }
 
     /// The same candidate with another text, not yet counted.
@@ -640,7 +659,7 @@ fn build_pack(
     let mut snapshot_entries = Vec::with_capacity(ordered.len());
     let mut used = 0u64;
     let mut dropped = 0u32;
-    for item in ordered {
+    for mut item in ordered {
         let layer = item.section.layer();
         let included = item.reason.is_inclusion();
         if included {
@@ -648,15 +667,15 @@ fn build_pack(
         } else {
             dropped += 1;
         }
-        if let (true, Some(provenance)) = (included, &item.provenance) {
+        if included && let Some(provenance) = item.provenance.clone() {
             entries.push(PackEntry {
                 id: item.id.clone(),
                 layer,
                 section: item.section,
                 role: item.role,
                 tokens: item.tokens(),
-                text: item.text,
-                provenance: provenance.clone(),
+                text: item.take_rendered(),
+                provenance,
                 trust: item.trust,
             });
         }
