@@ -197,17 +197,6 @@ fn admissible(c: &Candidate, ctx: &crate::types::AgentContext) -> Option<Reason>
     }
 }
 
-/// `items` in the order `cmp` gives (stable), moving each item once:
-/// candidates are large, and sorting them in place moves them about
-/// `n log n` times.
-fn sorted<T>(items: Vec<T>, cmp: impl Fn(&T, &T) -> std::cmp::Ordering) -> Vec<T> {
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by(|&a, &b| cmp(&items[a], &items[b]));
-    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
-    // `order` holds every index once, so every item is taken once.
-    order.iter().filter_map(|&i| slots[i].take()).collect()
-}
-
 /// Calls the profile's sources and prepares their candidates.
 pub(crate) fn gather(
     request: &AssembleRequest,
@@ -307,45 +296,57 @@ pub(crate) fn gather(
     };
     let ranking = settings.ranking;
     // A source that answers more than it was asked for keeps its best
-    // `limit`; the rest are recorded as beyond the limit.
-    let mut fused: Vec<(Origin, Candidate, f64, Option<u32>)> =
+    // `limit`; the rest are recorded as beyond the limit. Candidates stay
+    // where they are, in `pool`, and are ordered by index: they are a few
+    // hundred bytes each, and moving them about cost more than reading
+    // their texts.
+    let mut pool: Vec<Candidate> =
         Vec::with_capacity(sources.iter().map(|(_, items, _)| items.len()).sum());
+    let mut fused: Vec<(usize, Origin, f64, Option<u32>)> = Vec::with_capacity(pool.capacity());
     for (origin, items, limit) in sources {
-        let items = sorted(items, |a, b| {
+        let from = pool.len();
+        pool.extend(items);
+        let mut order: Vec<usize> = (from..pool.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&pool[a], &pool[b]);
             source_score(b)
                 .total_cmp(&source_score(a))
                 .then_with(|| a.id.cmp(&b.id))
         });
-        for (rank, c) in items.into_iter().enumerate() {
+        for (rank, i) in order.into_iter().enumerate() {
+            let c = &pool[i];
             let score = 1.0 / (RRF_K + rank as f64 + 1.0)
                 + ranking.trust(c.trust)
                 + ranking.recency * recency(c.sequence);
             let beyond = limit.filter(|&l| rank >= l as usize);
-            fused.push((origin, c, score, beyond));
+            fused.push((i, origin, score, beyond));
         }
     }
-    let fused = sorted(fused, |a, b| {
-        b.2.total_cmp(&a.2).then_with(|| a.1.id.cmp(&b.1.id))
+    fused.sort_by(|a, b| {
+        b.2.total_cmp(&a.2)
+            .then_with(|| pool[a.0].id.cmp(&pool[b.0].id))
     });
 
     // Ids met so far: the request's, then the host candidates'.
-    let mut seen: FxHashSet<String> = FxHashSet::default();
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
     let mut deduper = Deduper::new(settings.near_duplicate_threshold, fused.len());
-    let mut items = Vec::with_capacity(fused.len());
+    // Each item with the index of its candidate in `pool`.
+    let mut items: Vec<(Item, usize)> = Vec::with_capacity(fused.len());
     let mut to_review = Vec::new();
-    for (origin, c, score, beyond) in fused {
+    for &(i, origin, score, beyond) in &fused {
+        let c = &pool[i];
         let reason = if let Some(limit) = beyond {
             Reason::BeyondLimit(limit)
-        } else if taken.contains(c.id.as_str()) || seen.contains(&c.id) {
+        } else if taken.contains(c.id.as_str()) || seen.contains(c.id.as_str()) {
             Reason::DuplicateOf(c.id.clone())
-        } else if let Some(why) = admissible(&c, ctx) {
+        } else if let Some(why) = admissible(c, ctx) {
             why
         } else if let Some(of) = deduper.offer(&c.id, &c.text) {
             Reason::DuplicateOf(of)
         } else {
             Reason::WithinBudget
         };
-        seen.insert(c.id.clone());
+        seen.insert(c.id.as_str());
         if reason == Reason::WithinBudget {
             to_review.push(items.len());
         }
@@ -366,20 +367,21 @@ pub(crate) fn gather(
                 redacted: false,
                 compressed: false,
             },
-            c,
+            i,
         ));
     }
+    drop(seen);
 
     if !to_review.is_empty() {
         // The batch borrows the candidates' texts by moving them out and
         // back, rather than copying every text the policy reads.
         let mut batch: Vec<Candidate> = to_review
             .iter()
-            .map(|&i| std::mem::replace(&mut items[i].1, placeholder()))
+            .map(|&k| std::mem::replace(&mut pool[items[k].1], placeholder()))
             .collect();
         let answer = host.review(ctx, &batch);
-        for (&i, c) in to_review.iter().zip(batch.drain(..)) {
-            items[i].1 = c;
+        for (&k, c) in to_review.iter().zip(batch.drain(..)) {
+            pool[items[k].1] = c;
         }
         let verdicts = answer?;
         if verdicts.len() != to_review.len() {
@@ -392,12 +394,12 @@ pub(crate) fn gather(
                 ),
             });
         }
-        for (&i, verdict) in to_review.iter().zip(verdicts) {
-            let (item, candidate) = &mut items[i];
+        for (&k, verdict) in to_review.iter().zip(verdicts) {
+            let (item, i) = &mut items[k];
             match verdict {
                 Verdict::Allow => {}
                 Verdict::Redact(text) => {
-                    candidate.text = text;
+                    pool[*i].text = text;
                     item.redacted = true;
                 }
                 Verdict::Deny(why) => item.reason = Reason::PolicyDenied(why),
@@ -409,18 +411,20 @@ pub(crate) fn gather(
     // around it only if it is included.
     let items = items
         .into_iter()
-        .map(|(mut item, c)| {
+        .map(|(mut item, i)| {
+            let c = &mut pool[i];
+            let text = std::mem::take(&mut c.text);
             match &item.provenance {
                 Some(_) => {
-                    let given = c.text.len();
-                    item.text = body(c.trust, c.text);
+                    let given = text.len();
+                    item.text = body(c.trust, text);
                     item.framed = true;
                     // A host count holds only for its text as given.
                     item.hint = c
                         .token_count
                         .filter(|_| !item.redacted && item.text.len() == given);
                 }
-                None => item.text = c.text,
+                None => item.text = text,
             }
             item
         })
