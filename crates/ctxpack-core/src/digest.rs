@@ -255,52 +255,59 @@ impl serde::Serializer for &mut Canonical {
     }
 }
 
-impl serde::ser::SerializeSeq for &mut Canonical {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_element<T: serde::Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Never> {
-        v.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), Never> {
-        self.put(b"]");
-        Ok(())
-    }
+/// The compound forms that are a list of values, closed by a tag.
+macro_rules! values {
+    ($($form:ident, $add:ident, $close:literal;)*) => {$(
+        impl serde::ser::$form for &mut Canonical {
+            type Ok = ();
+            type Error = Never;
+            fn $add<T: serde::Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Never> {
+                v.serialize(&mut **self)
+            }
+            fn end(self) -> Result<(), Never> {
+                self.put($close);
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl serde::ser::SerializeTuple for &mut Canonical {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_element<T: serde::Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Never> {
-        v.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), Never> {
-        self.put(b")");
-        Ok(())
-    }
+values! {
+    SerializeSeq, serialize_element, b"]";
+    SerializeTuple, serialize_element, b")";
+    SerializeTupleStruct, serialize_field, b")";
+    SerializeTupleVariant, serialize_field, b")";
 }
 
-impl serde::ser::SerializeTupleStruct for &mut Canonical {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: serde::Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Never> {
-        v.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), Never> {
-        self.put(b")");
-        Ok(())
-    }
+/// The compound forms with named fields: the values in declaration order,
+/// a marker for a skipped one, closed by a tag.
+macro_rules! fields {
+    ($($form:ident;)*) => {$(
+        impl serde::ser::$form for &mut Canonical {
+            type Ok = ();
+            type Error = Never;
+            fn serialize_field<T: serde::Serialize + ?Sized>(
+                &mut self,
+                _: &'static str,
+                v: &T,
+            ) -> Result<(), Never> {
+                v.serialize(&mut **self)
+            }
+            fn skip_field(&mut self, _: &'static str) -> Result<(), Never> {
+                self.put(b"-");
+                Ok(())
+            }
+            fn end(self) -> Result<(), Never> {
+                self.put(b">");
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl serde::ser::SerializeTupleVariant for &mut Canonical {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: serde::Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Never> {
-        v.serialize(&mut **self)
-    }
-    fn end(self) -> Result<(), Never> {
-        self.put(b")");
-        Ok(())
-    }
+fields! {
+    SerializeStruct;
+    SerializeStructVariant;
 }
 
 impl serde::ser::SerializeMap for &mut Canonical {
@@ -314,46 +321,6 @@ impl serde::ser::SerializeMap for &mut Canonical {
     }
     fn end(self) -> Result<(), Never> {
         self.put(b"}");
-        Ok(())
-    }
-}
-
-impl serde::ser::SerializeStruct for &mut Canonical {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: serde::Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<(), Never> {
-        v.serialize(&mut **self)
-    }
-    fn skip_field(&mut self, _: &'static str) -> Result<(), Never> {
-        self.put(b"-");
-        Ok(())
-    }
-    fn end(self) -> Result<(), Never> {
-        self.put(b">");
-        Ok(())
-    }
-}
-
-impl serde::ser::SerializeStructVariant for &mut Canonical {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: serde::Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<(), Never> {
-        v.serialize(&mut **self)
-    }
-    fn skip_field(&mut self, _: &'static str) -> Result<(), Never> {
-        self.put(b"-");
-        Ok(())
-    }
-    fn end(self) -> Result<(), Never> {
-        self.put(b">");
         Ok(())
     }
 }

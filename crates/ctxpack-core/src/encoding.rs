@@ -202,6 +202,25 @@ fn contraction(text: &[u8], at: usize) -> Option<usize> {
     }
 }
 
+/// The two alternatives both patterns have after their words, where they
+/// match at `at`: `\p{N}{1,3}`, then ` ?[^\s\p{L}\p{N}]+` followed by any
+/// run of bytes `trailing` takes (`[\r\n/]` for o200k, `[\r\n]` for
+/// cl100k).
+fn number_or_symbols(text: &[u8], at: usize, trailing: impl Fn(u8) -> bool) -> Option<usize> {
+    let c = text[at];
+    if c.is_ascii_digit() {
+        return Some(run(text, at, |b| b.is_ascii_digit()).min(at + 3));
+    }
+    let from = if is_symbol(c) {
+        at
+    } else if c == b' ' && text.get(at + 1).copied().is_some_and(is_symbol) {
+        at + 1
+    } else {
+        return None;
+    };
+    Some(run(text, run(text, from, is_symbol), trailing))
+}
+
 /// The end of the whitespace piece at `at` for the alternatives both
 /// patterns end with, once a whitespace run through the end has been
 /// dealt with: `\s*[\r\n]+` (o200k) or `\s*[\r\n]` (cl100k) take the run
@@ -244,20 +263,8 @@ fn o200k_piece(text: &[u8], at: usize) -> usize {
         });
         return contraction(text, end).unwrap_or(end);
     }
-    if c.is_ascii_digit() {
-        return run(text, at, |b| b.is_ascii_digit()).min(at + 3);
-    }
-    let symbols = if is_symbol(c) {
-        Some(at)
-    } else if c == b' ' && next.is_some_and(is_symbol) {
-        Some(at + 1)
-    } else {
-        None
-    };
-    if let Some(from) = symbols {
-        return run(text, run(text, from, is_symbol), |b| {
-            is_newline(b) || b == b'/'
-        });
+    if let Some(end) = number_or_symbols(text, at, |b| is_newline(b) || b == b'/') {
+        return end;
     }
     // Whitespace. `\s+(?!\S)` takes a run that reaches the end whole,
     // unless a newline in it is claimed first by `\s*[\r\n]+`.
@@ -287,18 +294,8 @@ fn cl100k_piece(text: &[u8], at: usize) -> usize {
     if is_lead(c) && next.is_some_and(is_letter) {
         return run(text, at + 1, is_letter);
     }
-    if c.is_ascii_digit() {
-        return run(text, at, |b| b.is_ascii_digit()).min(at + 3);
-    }
-    let symbols = if is_symbol(c) {
-        Some(at)
-    } else if c == b' ' && next.is_some_and(is_symbol) {
-        Some(at + 1)
-    } else {
-        None
-    };
-    if let Some(from) = symbols {
-        return run(text, run(text, from, is_symbol), is_newline);
+    if let Some(end) = number_or_symbols(text, at, is_newline) {
+        return end;
     }
     // `\s++$` takes a run that reaches the end whole.
     let end_of_run = run(text, at, is_space);
