@@ -78,3 +78,32 @@ pub fn route(data: &[u8]) {
         }
     }
 }
+
+/// Bytes as text (invalid UTF-8 replaced) counted by ctxpack's exact
+/// counters and by tiktoken-rs itself: the counts must agree, whole and
+/// counted up to any limit.
+pub fn count(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for (tokenizer, reference) in [
+        (
+            ctxpack_core::Tokenizer::O200kBase,
+            tiktoken_rs::o200k_base_singleton(),
+        ),
+        (
+            ctxpack_core::Tokenizer::Cl100kBase,
+            tiktoken_rs::cl100k_base_singleton(),
+        ),
+    ] {
+        let counter = tokenizers().counter(tokenizer).unwrap();
+        let want = reference.encode_ordinary(&text).len() as u32;
+        assert_eq!(counter.count(&text), want, "{tokenizer:?} {text:?}");
+        for limit in [0, want / 2, want.saturating_sub(1), want] {
+            match counter.count_up_to(&text, limit) {
+                ctxpack_core::Count::Exact(n) => assert_eq!(n, want, "{tokenizer:?} {text:?}"),
+                ctxpack_core::Count::Over(n) => {
+                    assert!(n >= limit && n < want, "{tokenizer:?} {limit} {n} {text:?}")
+                }
+            }
+        }
+    }
+}

@@ -35,3 +35,9 @@ fn the_route_corpus_replays_without_a_finding() {
     let n = replay("route", ctxpack_conformance::fuzz::route);
     assert!(n >= 1, "the corpus went missing");
 }
+
+#[test]
+fn the_count_corpus_replays_without_a_finding() {
+    let n = replay("count", ctxpack_conformance::fuzz::count);
+    assert!(n >= 1, "the corpus went missing");
+}
