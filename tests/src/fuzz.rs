@@ -10,11 +10,9 @@
 
 use ctxpack_core::{AssembleRequest, ConfigFormat, Router, Tokenizers};
 use ctxpack_host_example::{Reply, run_native, scenario};
-use std::sync::OnceLock;
 
 fn tokenizers() -> &'static Tokenizers {
-    static T: OnceLock<Tokenizers> = OnceLock::new();
-    T.get_or_init(Tokenizers::default)
+    &Tokenizers
 }
 
 /// Bytes as a scenario file (a request, a builder configuration and what

@@ -40,7 +40,7 @@ fn component_outcomes_are_identical_to_native() {
 
 #[test]
 fn every_pack_keeps_the_invariants() {
-    let tokenizers = Tokenizers::default();
+    let tokenizers = Tokenizers;
     for (name, s) in scenarios() {
         let pack = match run_native(&s).reply {
             Reply::Pack(pack) => *pack,

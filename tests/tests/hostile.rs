@@ -19,8 +19,7 @@ fn runtime() -> &'static Runtime {
 }
 
 fn tokenizers() -> &'static Tokenizers {
-    static T: OnceLock<Tokenizers> = OnceLock::new();
-    T.get_or_init(Tokenizers::default)
+    &Tokenizers
 }
 
 /// Runs `s` natively and under wasmtime; asserts they agree and, for a

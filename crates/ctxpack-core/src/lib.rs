@@ -56,10 +56,11 @@ pub use tokenizer::{
 };
 pub use types::*;
 
-/// A context builder. Build it once and reuse it: it keeps the tokenizer
-/// tables, which are expensive to construct, for the builder's lifetime,
-/// and the token counts it has made (up to `count-cache-entries`), so
-/// a conversation re-assembled every turn recounts only its new text.
+/// A context builder. Build it once and reuse it: it keeps the token counts
+/// it has made (up to `count-cache-entries`), so a conversation
+/// re-assembled every turn recounts only its new text. The tokenizer
+/// tables, expensive to construct, are built once per process and shared
+/// by every builder.
 pub struct Builder {
     tokenizers: Tokenizers,
     counts: Mutex<CountCache>,
@@ -72,7 +73,7 @@ pub struct Builder {
 impl Builder {
     /// A builder from `config`; tokenizers named in `preload` are built now.
     pub fn new(config: BuilderConfig) -> Result<Self, Error> {
-        let tokenizers = Tokenizers::default();
+        let tokenizers = Tokenizers;
         for (i, t) in config.preload.iter().enumerate() {
             tokenizers.counter(*t).map_err(|e| match e {
                 Error::InvalidField { field, message } => Error::InvalidField {

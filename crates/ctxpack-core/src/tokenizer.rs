@@ -1,8 +1,9 @@
 //! Token counting behind one trait.
 //!
 //! The exact encodings count with tiktoken's tables; the estimator is the
-//! cheap characters-per-token rule. Tables are expensive to build (100–250 ms
-//! natively), so a [`Tokenizers`] builds each at most once and keeps it.
+//! cheap characters-per-token rule. Tables are expensive to build (about
+//! 250 ms natively for o200k), so each is built at most once per process, on
+//! first use, and shared by every builder (see [`Tokenizers`]).
 
 use crate::encoding::{Encoding, Pattern};
 use crate::error::Error;
@@ -387,25 +388,29 @@ impl<'a> Meter<'a> {
     }
 }
 
-/// The tokenizers of one builder, each built on first use or at preload.
+/// The exact encodings, each built on first use and then shared by every
+/// builder in the process (or component instance): they are immutable
+/// once built, and a second copy would cost the same time and memory again.
+static O200K: OnceLock<Result<Encoding, String>> = OnceLock::new();
+static CL100K: OnceLock<Result<Encoding, String>> = OnceLock::new();
+
+/// Access to the tokenizers: the exact encodings' tables are built at most
+/// once per process, on first use (or at a builder's preload).
 #[derive(Default)]
-pub struct Tokenizers {
-    o200k: OnceLock<Result<Encoding, String>>,
-    cl100k: OnceLock<Result<Encoding, String>>,
-}
+pub struct Tokenizers;
 
 impl Tokenizers {
     /// A counter for `tokenizer`, building its tables if this is the first use.
     pub fn counter(&self, tokenizer: Tokenizer) -> Result<Box<dyn TokenCounter + '_>, Error> {
         let (cell, build, pattern, name): (_, fn() -> _, _, _) = match tokenizer {
             Tokenizer::O200kBase => (
-                &self.o200k,
+                &O200K,
                 tiktoken_rs::o200k_base,
                 Pattern::O200k,
                 "o200k-base",
             ),
             Tokenizer::Cl100kBase => (
-                &self.cl100k,
+                &CL100K,
                 tiktoken_rs::cl100k_base,
                 Pattern::Cl100k,
                 "cl100k-base",
@@ -464,7 +469,7 @@ mod tests {
 
     #[test]
     fn truncation_keeps_whole_tokens_and_characters() {
-        let t = Tokenizers::default();
+        let t = Tokenizers;
         for tok in [
             Tokenizer::O200kBase,
             Tokenizer::Cl100kBase,
@@ -495,8 +500,26 @@ mod tests {
     }
 
     #[test]
+    fn the_tables_are_built_once_and_shared() {
+        let built = || {
+            CL100K
+                .get()
+                .and_then(|r| r.as_ref().ok())
+                .map(|e| e as *const Encoding)
+        };
+        let first = Tokenizers.counter(Tokenizer::Cl100kBase).unwrap();
+        assert_eq!(first.count("hello world"), 2);
+        let once = built();
+        assert!(once.is_some());
+        drop(first);
+        let second = Tokenizers.counter(Tokenizer::Cl100kBase).unwrap();
+        assert_eq!(second.count("hello world"), 2);
+        assert_eq!(built(), once);
+    }
+
+    #[test]
     fn exact_encodings_differ_and_match_known_counts() {
-        let t = Tokenizers::default();
+        let t = Tokenizers;
         let o = t.counter(Tokenizer::O200kBase).unwrap();
         let c = t.counter(Tokenizer::Cl100kBase).unwrap();
         assert_eq!(o.count("hello world"), 2);
@@ -606,7 +629,7 @@ mod tests {
 
     #[test]
     fn the_cheap_lower_bound_never_passes_the_count() {
-        let t = Tokenizers::default();
+        let t = Tokenizers;
         for tok in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
             let c = t.counter(tok).unwrap();
             for text in awkward_texts() {
@@ -623,7 +646,7 @@ mod tests {
 
     #[test]
     fn counting_up_to_a_limit_stops_early_on_long_text() {
-        let t = Tokenizers::default();
+        let t = Tokenizers;
         let c = t.counter(Tokenizer::O200kBase).unwrap();
         let text = "word ".repeat(200_000);
         let calls = std::cell::Cell::new(0usize);
@@ -653,7 +676,7 @@ mod tests {
 
     #[test]
     fn the_cache_answers_repeats_and_stays_bounded() {
-        let t = Tokenizers::default();
+        let t = Tokenizers;
         let c = t.counter(Tokenizer::O200kBase).unwrap();
         let mut cache = CountCache::new(10);
         {
