@@ -247,26 +247,27 @@ pub fn check(
         .iter()
         .filter_map(|e| e.id.strip_prefix("turn-")?.parse().ok())
         .collect();
-    let mut calls: HashMap<&str, bool> = HashMap::new();
+    // Kept calls by id, with where they are: a result answers a call made
+    // before it (one that comes first answers nothing and is an orphan).
+    let mut calls: HashMap<&str, usize> = HashMap::new();
     for &i in &kept_turns {
         let t = &request.conversation[i];
         match (t.role, t.tool_call_id.as_deref()) {
             (Role::Assistant, Some(id)) => {
-                calls.insert(id, false);
+                calls.insert(id, i);
             }
             (Role::Tool, Some(id)) => {
-                let answered = calls.get_mut(id);
-                assert!(answered.is_some(), "{name}: turn-{i} kept without its call");
-                if let Some(a) = answered {
-                    *a = true;
-                }
+                assert!(
+                    calls.contains_key(id),
+                    "{name}: turn-{i} kept without its call"
+                );
             }
             _ => {}
         }
     }
     for (j, t) in request.conversation.iter().enumerate() {
         if let (Role::Tool, Some(id)) = (t.role, t.tool_call_id.as_deref())
-            && calls.contains_key(id)
+            && calls.get(id).is_some_and(|&call| call < j)
         {
             assert!(
                 kept_turns.contains(&j),
