@@ -138,7 +138,7 @@ pub(crate) fn measure(meter: &Meter, item: &mut Item, limit: u32) -> Count {
         item.count = Some(Count::Over(0));
         return Count::Over(0);
     }
-    let count = match framing(item) {
+    let count = match item.frame() {
         None => meter.count_up_to(&item.text, limit),
         Some((head, tail)) => {
             let frame = meter.count(&head).saturating_add(meter.count(tail));
@@ -152,15 +152,6 @@ pub(crate) fn measure(meter: &Meter, item: &mut Item, limit: u32) -> Count {
     };
     item.count = Some(count);
     count
-}
-
-/// The frame a host text is rendered in, if `item` is one: its text is
-/// the body.
-fn framing(item: &Item) -> Option<(String, &'static str)> {
-    item.provenance
-        .as_ref()
-        .filter(|_| item.framed)
-        .map(|p| crate::gather::frame(&p.reference, item.trust))
 }
 
 fn clamp(n: u64) -> u32 {
@@ -445,7 +436,7 @@ pub(crate) fn fill(
 /// host text's body is cut so that it fits with its fence or citation,
 /// which stay whole.
 fn truncate_text(item: &Item, meter: &Meter, target: u32) -> String {
-    match framing(item) {
+    match item.frame() {
         None => meter.truncate(&item.text, target),
         Some((head, tail)) => {
             let frame = meter.count(&head).saturating_add(meter.count(tail));

@@ -2,9 +2,10 @@
 
 use sha2::{Digest, Sha256};
 
-/// Hex SHA-256 of `value` in a compact canonical form (see [`Canonical`]).
+/// Hex SHA-256 of `value` in a compact canonical binary form: tagged,
+/// self-delimiting values, fields in declaration order without names.
 ///
-/// Field order is fixed by the type definitions, integers are little-endian
+/// Field order is fixed by the type definitions, integers are LEB128
 /// and floats are their IEEE bits, so the same value hashes the same
 /// natively, under wasmtime and in a browser.
 pub fn content_id<T: serde::Serialize>(value: &T) -> String {

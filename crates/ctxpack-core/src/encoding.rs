@@ -138,23 +138,12 @@ impl Encoding {
 }
 
 /// The last space in `text[from..to]` between two non-whitespace
-/// characters, or `from`; `text[from..to]` is ASCII.
+/// characters (after `from`), or `from`.
 fn split_before(text: &str, from: usize, to: usize) -> usize {
-    let bytes = text.as_bytes();
-    let mut i = to;
-    while i > from + 1 {
-        i -= 1;
-        if bytes[i] == b' '
-            && !is_space(bytes[i - 1])
-            && text[i + 1..]
-                .chars()
-                .next()
-                .is_some_and(|c| !c.is_whitespace())
-        {
-            return i;
-        }
-    }
-    from
+    (from + 1..to)
+        .rev()
+        .find(|&i| crate::tokenizer::splits_at(text, i))
+        .unwrap_or(from)
 }
 
 fn is_letter(b: u8) -> bool {

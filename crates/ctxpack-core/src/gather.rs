@@ -121,16 +121,6 @@ pub(crate) fn body(trust: TrustTier, text: String) -> String {
     }
 }
 
-/// A host text as it is rendered: its body (see [`body`]) in its frame.
-pub(crate) fn render(reference: &str, trust: TrustTier, body: &str) -> String {
-    let (head, tail) = frame(reference, trust);
-    let mut out = String::with_capacity(head.len() + body.len() + tail.len());
-    out.push_str(&head);
-    out.push_str(body);
-    out.push_str(tail);
-    out
-}
-
 /// A candidate holding nothing, to stand in for one moved out for a moment.
 fn placeholder() -> Candidate {
     Candidate {
@@ -562,6 +552,12 @@ mod tests {
             ..Ranking::default()
         };
         assert_eq!(order(items, recency), ["kb", "web", "old"]);
+    }
+
+    /// A body in its frame, as an included host text is rendered.
+    fn render(reference: &str, trust: TrustTier, body: &str) -> String {
+        let (head, tail) = frame(reference, trust);
+        format!("{head}{body}{tail}")
     }
 
     #[test]

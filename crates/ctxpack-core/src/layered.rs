@@ -43,7 +43,7 @@ pub(crate) struct Item {
     /// depends on them.
     pub count: Option<Count>,
     /// Whether `text` is the body of a host text, rendered in a frame
-    /// made from its provenance and trust (see [`crate::gather::render`]):
+    /// made from its provenance and trust (see [`Item::frame`]):
     /// the frame and the body are counted apart, and the frame is put
     /// around the body only when it is rendered.
     pub framed: bool,
@@ -114,20 +114,28 @@ impl Item {
         )
     }
 
+    /// The head and tail its text is rendered between, if it is a host
+    /// text (see [`crate::gather::frame`]): its text is then the body.
+    pub(crate) fn frame(&self) -> Option<(String, &'static str)> {
+        self.provenance
+            .as_ref()
+            .filter(|_| self.framed)
+            .map(|p| crate::gather::frame(&p.reference, self.trust))
+    }
+
     /// Its text as rendered: a host text in its frame.
     pub(crate) fn rendered(&self) -> std::borrow::Cow<'_, str> {
-        match (&self.provenance, self.framed) {
-            (Some(p), true) => crate::gather::render(&p.reference, self.trust, &self.text).into(),
-            _ => self.text.as_str().into(),
+        match self.frame() {
+            Some((head, tail)) => format!("{head}{}{tail}", self.text).into(),
+            None => self.text.as_str().into(),
         }
     }
 
     /// Its text as rendered, taken out of it.
     fn take_rendered(&mut self) -> String {
-        let text = std::mem::take(&mut self.text);
-        match (&self.provenance, self.framed) {
-            (Some(p), true) => crate::gather::render(&p.reference, self.trust, &text),
-            _ => text,
+        match self.frame() {
+            Some(_) => self.rendered().into_owned(),
+            None => std::mem::take(&mut self.text),
         }
     }
 
@@ -507,36 +515,15 @@ fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
             text.push_str("] ");
             text.push_str(&t.content);
             Item::from_request(
-                numbered("turn-", i, ""),
+                format!("turn-{i}"),
                 Section::ConversationState,
                 t.role,
                 text,
-                numbered("conversation[", i, "]"),
+                format!("conversation[{i}]"),
                 trust,
             )
         })
         .collect()
-}
-
-/// `prefix`, `n` in decimal, `suffix`.
-fn numbered(prefix: &str, n: usize, suffix: &str) -> String {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let mut out = String::with_capacity(prefix.len() + (digits.len() - at) + suffix.len());
-    out.push_str(prefix);
-    // Decimal digits are ASCII.
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
-    out.push_str(suffix);
-    out
 }
 
 fn stage_items(request: &AssembleRequest) -> Vec<Item> {
@@ -759,14 +746,6 @@ mod tests {
     use super::*;
     use crate::tokenizer::{CharsPerToken, Recording};
     use crate::types::{AgentContext, Shortfall, StageSummary, Tokenizer, WorkflowStatus};
-
-    #[test]
-    fn numbered_ids_read_as_decimal() {
-        for n in [0, 7, 10, 99, 100, 12_345, usize::MAX] {
-            assert_eq!(numbered("turn-", n, ""), format!("turn-{n}"));
-            assert_eq!(numbered("c[", n, "]"), format!("c[{n}]"));
-        }
-    }
 
     fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
         ConversationTurn {

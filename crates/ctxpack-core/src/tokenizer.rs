@@ -201,25 +201,27 @@ fn count_in_chunks(
     Count::Exact(saturate(total as usize))
 }
 
+/// Whether `text` splits at byte `i` whatever comes around it: a space
+/// between two non-whitespace characters (see [`count_in_chunks`]).
+pub(crate) fn splits_at(text: &str, i: usize) -> bool {
+    // A space byte is always a whole character in UTF-8.
+    text.as_bytes().get(i) == Some(&b' ')
+        && text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| !c.is_whitespace())
+        && text[i + 1..]
+            .chars()
+            .next()
+            .is_some_and(|c| !c.is_whitespace())
+}
+
 /// The first position at or after `from` that is a space between two
 /// non-whitespace characters, or the end of `text`.
 pub(crate) fn split_after(text: &str, from: usize) -> usize {
-    let bytes = text.as_bytes();
-    let mut i = from.clamp(1, bytes.len());
-    while i + 1 < bytes.len() {
-        // A space byte is always a whole character in UTF-8.
-        if bytes[i] == b' ' {
-            let before = text[..i].chars().next_back();
-            let after = text[i + 1..].chars().next();
-            if before.is_some_and(|c| !c.is_whitespace())
-                && after.is_some_and(|c| !c.is_whitespace())
-            {
-                return i;
-            }
-        }
-        i += 1;
-    }
-    bytes.len()
+    (from.clamp(1, text.len())..text.len())
+        .find(|&i| splits_at(text, i))
+        .unwrap_or(text.len())
 }
 
 /// One token per `n` characters (Unicode scalar values), rounded up.
