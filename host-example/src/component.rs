@@ -394,6 +394,11 @@ impl Instance {
     pub fn host(&self) -> &InMemoryHost {
         &self.store.data().host
     }
+
+    /// The stores, to change what they answer next.
+    pub fn host_mut(&mut self) -> &mut InMemoryHost {
+        &mut self.store.data_mut().host
+    }
 }
 
 fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, wit::HostError> {

@@ -81,6 +81,8 @@ pub struct HostAnswers {
 pub struct InMemoryHost {
     answers: HostAnswers,
     calls: BTreeMap<&'static str, u32>,
+    /// An answer for the next retrieval, moved out instead of copied.
+    handed: Option<Vec<Candidate>>,
 }
 
 impl InMemoryHost {
@@ -89,7 +91,17 @@ impl InMemoryHost {
         InMemoryHost {
             answers,
             calls: BTreeMap::new(),
+            handed: None,
         }
+    }
+
+    /// Makes the next retrieval answer `items`, moved to the builder
+    /// rather than copied from the stored answer, as a host whose
+    /// retriever builds a fresh answer for each call does. Benchmarks use
+    /// it so that what they time is the assembly, not this host copying
+    /// its store. The retrieval's limit still applies.
+    pub fn hand_over_retrieval(&mut self, items: Vec<Candidate>) {
+        self.handed = Some(items);
     }
 
     /// How many times each capability was called, by name.
@@ -128,7 +140,14 @@ impl Host for InMemoryHost {
         _: &str,
         limit: u32,
     ) -> Result<Vec<Candidate>, HostError> {
-        self.source("sources.retrieve", |a| &a.retrieve, Some(limit))
+        match self.handed.take() {
+            Some(mut items) => {
+                *self.calls.entry("sources.retrieve").or_default() += 1;
+                items.truncate(limit as usize);
+                Ok(items)
+            }
+            None => self.source("sources.retrieve", |a| &a.retrieve, Some(limit)),
+        }
     }
 
     fn expand_graph(
@@ -241,6 +260,20 @@ mod tests {
         assert_eq!(e.capability, "sources.expand-graph");
         assert_eq!(host.total_calls(), 3);
         assert_eq!(host.calls()["sources.retrieve"], 1);
+    }
+
+    #[test]
+    fn a_handed_over_answer_is_given_once_within_the_limit() {
+        let mut host = InMemoryHost::new(HostAnswers {
+            retrieve: Some(Answer::Items(vec![item("stored")])),
+            ..HostAnswers::default()
+        });
+        host.hand_over_retrieval(vec![item("a"), item("b"), item("c")]);
+        let ctx = AgentContext::default();
+        let ids = |items: Vec<Candidate>| items.into_iter().map(|c| c.id).collect::<Vec<_>>();
+        assert_eq!(ids(host.retrieve(&ctx, "q", 2).unwrap()), ["a", "b"]);
+        assert_eq!(ids(host.retrieve(&ctx, "q", 2).unwrap()), ["stored"]);
+        assert_eq!(host.calls()["sources.retrieve"], 2);
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! the chunks are exact copies or near copies (a few words edited) of
 //! earlier ones, as a retriever over overlapping documents returns.
 
-use ctxpack_core::{AssembleRequest, BuilderConfig};
-use ctxpack_host_example::stores::HostAnswers;
+use ctxpack_core::{AssembleRequest, BuilderConfig, Candidate};
+use ctxpack_host_example::stores::{Answer, HostAnswers, InMemoryHost};
 use serde_json::{Value, json};
 
 /// SplitMix64: small, fast, the same everywhere.
@@ -198,6 +198,26 @@ pub struct Workload {
     pub request: AssembleRequest,
     /// The host's stores.
     pub host: HostAnswers,
+}
+
+impl Workload {
+    /// What the host retrieves, if it retrieves a list of candidates.
+    pub fn retrieved(&self) -> Option<Vec<Candidate>> {
+        match &self.host.retrieve {
+            Some(Answer::Items(items) | Answer::AllItems(items)) => Some(items.clone()),
+            _ => None,
+        }
+    }
+
+    /// Hands the retrieved candidates to `host` for its next retrieval, as
+    /// a host whose retriever builds a fresh answer for each call would:
+    /// the builder then gets them without the in-memory host copying its
+    /// store, and a measurement takes in the assembly alone.
+    pub fn hand_over(items: Option<Vec<Candidate>>, host: &mut InMemoryHost) {
+        if let Some(items) = items {
+            host.hand_over_retrieval(items);
+        }
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(value: Value) -> T {

@@ -4,7 +4,7 @@
 
 use ctxpack_bench::{chunks, conversation, pack, pack_file, trim, trim_file};
 use ctxpack_core::{Builder, ContextPack};
-use ctxpack_host_example::stores::InMemoryHost;
+use ctxpack_host_example::stores::{Answer, InMemoryHost};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,16 +66,20 @@ fn main() -> ExitCode {
                 }
             };
             let mut host = InMemoryHost::new(w.host.clone());
-            let started = std::time::Instant::now();
+            let mut elapsed = std::time::Duration::ZERO;
             for _ in 0..times {
-                if let Err(e) = builder.assemble(&w.request, &mut host) {
+                ctxpack_bench::Workload::hand_over(w.retrieved(), &mut host);
+                let started = std::time::Instant::now();
+                let assembled = builder.assemble(&w.request, &mut host).map(drop);
+                elapsed += started.elapsed();
+                if let Err(e) = assembled {
                     eprintln!("ctxpack-bench: {e}");
                     return ExitCode::FAILURE;
                 }
             }
             println!(
                 "{:.2} ms per assembly",
-                started.elapsed().as_secs_f64() * 1e3 / f64::from(times)
+                elapsed.as_secs_f64() * 1e3 / f64::from(times)
             );
             ExitCode::SUCCESS
         }
@@ -128,59 +132,6 @@ fn data(dir: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
-/// A host that hands its retrieved candidates over (moves them) instead
-/// of copying them, and allows everything: what is measured is then the
-/// assembly's own memory, not a second copy of the input.
-struct Handover(Vec<ctxpack_core::Candidate>);
-
-impl ctxpack_core::Host for Handover {
-    fn retrieve(
-        &mut self,
-        _: &ctxpack_core::AgentContext,
-        _: &str,
-        _: u32,
-    ) -> Result<Vec<ctxpack_core::Candidate>, ctxpack_core::HostError> {
-        Ok(std::mem::take(&mut self.0))
-    }
-    fn expand_graph(
-        &mut self,
-        c: &ctxpack_core::AgentContext,
-        _: &[String],
-        d: u32,
-    ) -> Result<Vec<ctxpack_core::Candidate>, ctxpack_core::HostError> {
-        ctxpack_core::NoHost.expand_graph(c, &[], d)
-    }
-    fn recall_memory(
-        &mut self,
-        c: &ctxpack_core::AgentContext,
-        u: &str,
-        q: &str,
-        l: u32,
-    ) -> Result<Vec<ctxpack_core::Candidate>, ctxpack_core::HostError> {
-        ctxpack_core::NoHost.recall_memory(c, u, q, l)
-    }
-    fn repository_state(
-        &mut self,
-        c: &ctxpack_core::AgentContext,
-    ) -> Result<Vec<ctxpack_core::Candidate>, ctxpack_core::HostError> {
-        ctxpack_core::NoHost.repository_state(c)
-    }
-    fn review(
-        &mut self,
-        _: &ctxpack_core::AgentContext,
-        items: &[ctxpack_core::Candidate],
-    ) -> Result<Vec<ctxpack_core::Verdict>, ctxpack_core::HostError> {
-        Ok(vec![ctxpack_core::Verdict::Allow; items.len()])
-    }
-    fn summarize(
-        &mut self,
-        r: &[ctxpack_core::SummaryRequest],
-        t: ctxpack_core::Tokenizer,
-    ) -> Result<Vec<String>, ctxpack_core::HostError> {
-        ctxpack_core::NoHost.summarize(r, t)
-    }
-}
-
 fn peak() -> Result<(), String> {
     let cs = chunks(10_000, 260, 1);
     let input: usize = cs.iter().map(|c| c.text.len() + c.id.len()).sum();
@@ -188,11 +139,12 @@ fn peak() -> Result<(), String> {
     w.config.count_cache_entries = 0;
     w.config.preload = vec![ctxpack_core::Tokenizer::O200kBase];
     let builder = Builder::new(w.config.clone()).map_err(|e| e.to_string())?;
-    let candidates = match w.host.retrieve {
-        Some(ctxpack_host_example::stores::Answer::Items(items)) => items,
+    let candidates = match w.host.retrieve.take() {
+        Some(Answer::Items(items)) => items,
         _ => return Err("the pack workload retrieves items".into()),
     };
-    let mut host = Handover(candidates);
+    let mut host = InMemoryHost::new(w.host);
+    host.hand_over_retrieval(candidates);
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
     let started = std::time::Instant::now();
