@@ -52,6 +52,8 @@ pub const SKETCH: usize = 128;
 pub const INDEXED: usize = 8;
 /// Most kept texts one indexed hash points to.
 pub const BUCKET_CAP: usize = 16;
+/// Hashes per block of kept sketches (512 KiB).
+const SKETCH_BLOCK: usize = 1 << 16;
 /// Words per shingle.
 pub const SHINGLE: usize = 3;
 /// The near-duplicate threshold a builder uses unless configured: a few
@@ -190,24 +192,33 @@ fn similarity(a: &[u64], b: &[u64]) -> f64 {
     }
 }
 
-/// Finds duplicates among texts offered in rank order.
+/// Finds duplicates among texts offered in rank order. Each text comes
+/// with a key of the caller's (such as its index), and a duplicate is
+/// reported by the key of the kept text it repeats.
 pub struct Deduper {
     threshold: f64,
     /// Kept texts by the 128-bit hash of their normalised text: equal
     /// hashes are taken for equal texts, wrong with odds of about 2^-128
     /// per pair.
     exact: HashMap<(u64, u64), u32, BuildHasherDefault<Premixed>>,
-    /// Kept texts: id, sketch.
-    kept: Vec<(String, Box<[u64]>)>,
+    /// Kept texts: the caller's key, and where the sketch is in
+    /// `sketches`: block, start, end.
+    kept: Vec<(u32, u32, u32, u32)>,
+    /// Every kept text's sketch, one after another in blocks of
+    /// [`SKETCH_BLOCK`] hashes: a few allocations rather than one per text,
+    /// and no block is ever moved to grow.
+    sketches: Vec<Vec<u64>>,
     /// Candidate index: an indexed hash -> (its newest entry + 1, its
     /// number of entries). Entry `k * INDEXED + i` is kept text `k` under
     /// its `i`th indexed hash; `chain[entry]` is the bucket's previous
     /// entry + 1 (0 ends it).
     index: Map<(u32, u32)>,
     chain: Vec<u32>,
-    /// Room reused by every offer: word hashes and the sketch.
+    /// Room reused by every offer: word hashes, the sketch, and the kept
+    /// texts sharing indexed hashes with it.
     words: Vec<u64>,
     sketch: Vec<u64>,
+    shared: Vec<(u32, usize)>,
 }
 
 impl Deduper {
@@ -219,31 +230,38 @@ impl Deduper {
             threshold,
             exact: HashMap::with_capacity_and_hasher(n, Default::default()),
             kept: Vec::with_capacity(n),
+            sketches: Vec::new(),
             index: Map::with_capacity_and_hasher(n * INDEXED, Default::default()),
             chain: Vec::with_capacity(n * INDEXED),
             words: Vec::new(),
             sketch: Vec::new(),
+            shared: Vec::new(),
         }
     }
 
-    /// Offers the next text; returns the id of the kept text it duplicates,
-    /// or keeps it under `id` and returns `None`.
-    pub fn offer(&mut self, id: &str, text: &str) -> Option<String> {
-        let key = digest(text, &mut self.words);
-        if let Some(&k) = self.exact.get(&key) {
-            return Some(self.kept[k as usize].0.clone());
+    /// Kept text `k`'s sketch.
+    fn sketch_of(&self, k: usize) -> &[u64] {
+        let (_, block, start, end) = self.kept[k];
+        &self.sketches[block as usize][start as usize..end as usize]
+    }
+
+    /// Offers the next text, under the caller's `key`; returns the key of
+    /// the kept text it duplicates, or keeps it and returns `None`.
+    pub fn offer(&mut self, key: u32, text: &str) -> Option<u32> {
+        let hash = digest(text, &mut self.words);
+        if let Some(&k) = self.exact.get(&hash) {
+            return Some(self.kept[k as usize].0);
         }
-        let mut sketch = std::mem::take(&mut self.sketch);
-        sketch.clear();
+        self.sketch.clear();
         if self.threshold < 1.0 {
-            sketch_into(&self.words, &mut sketch);
+            sketch_into(&self.words, &mut self.sketch);
         }
-        let indexed = &sketch[..sketch.len().min(INDEXED)];
+        let indexed = &self.sketch[..self.sketch.len().min(INDEXED)];
         // Kept texts sharing indexed hashes, with how many they share; a
         // near copy shares most of them, a text that merely uses a common
         // phrase one, so only those sharing two (or every one, for a text
         // with fewer) are compared.
-        let mut shared: Vec<(u32, usize)> = Vec::new();
+        self.shared.clear();
         for h in indexed {
             let (mut at, len) = self.index.get(h).copied().unwrap_or((0, 0));
             if len as usize >= BUCKET_CAP {
@@ -253,38 +271,35 @@ impl Deduper {
             while at != 0 {
                 let entry = at as usize - 1;
                 let k = (entry / INDEXED) as u32;
-                match shared.iter_mut().find(|(j, _)| *j == k) {
+                match self.shared.iter_mut().find(|(j, _)| *j == k) {
                     Some((_, n)) => *n += 1,
-                    None => shared.push((k, 1)),
+                    None => self.shared.push((k, 1)),
                 }
                 at = self.chain[entry];
             }
         }
         let need = indexed.len().min(2);
         let mut best: Option<(f64, usize)> = None;
-        for (k, n) in shared {
+        for &(k, n) in &self.shared {
             if n < need {
                 continue;
             }
-            {
-                let k = k as usize;
-                let sim = similarity(&sketch, &self.kept[k].1);
-                // The most similar kept text wins; ties go to the earlier.
-                if best.is_none_or(|(s, j)| sim > s || (sim == s && k < j)) {
-                    best = Some((sim, k));
-                }
+            let k = k as usize;
+            let sim = similarity(&self.sketch, self.sketch_of(k));
+            // The most similar kept text wins; ties go to the earlier.
+            if best.is_none_or(|(s, j)| sim > s || (sim == s && k < j)) {
+                best = Some((sim, k));
             }
         }
         if let Some((sim, k)) = best
             && sim >= self.threshold
         {
-            self.sketch = sketch;
-            return Some(self.kept[k].0.clone());
+            return Some(self.kept[k].0);
         }
         // Indices stay far below u32::MAX: a host answer of 2^32 texts
         // does not fit in memory first.
         let index = self.kept.len() as u32;
-        self.exact.insert(key, index);
+        self.exact.insert(hash, index);
         self.chain.resize((index as usize + 1) * INDEXED, 0);
         for (i, &h) in indexed.iter().enumerate() {
             let (head, len) = self.index.entry(h).or_insert((0, 0));
@@ -299,8 +314,20 @@ impl Deduper {
                 *len += 1;
             }
         }
-        self.kept.push((id.to_owned(), sketch.as_slice().into()));
-        self.sketch = sketch;
+        let block = match self.sketches.last_mut() {
+            Some(b) if b.capacity() - b.len() >= self.sketch.len() => b,
+            _ => {
+                self.sketches.push(Vec::with_capacity(SKETCH_BLOCK));
+                let last = self.sketches.len() - 1;
+                &mut self.sketches[last]
+            }
+        };
+        // Offsets within a block, and the number of blocks, fit u32 easily.
+        let start = block.len() as u32;
+        block.extend_from_slice(&self.sketch);
+        let end = block.len() as u32;
+        let block = (self.sketches.len() - 1) as u32;
+        self.kept.push((key, block, start, end));
         None
     }
 }
@@ -387,12 +414,10 @@ mod tests {
     #[test]
     fn exact_duplicates_ignore_case_and_punctuation() {
         let mut d = Deduper::new(0.8, 0);
-        assert_eq!(d.offer("a", "The Rail Pass covers JR trains."), None);
-        assert_eq!(
-            d.offer("b", "the rail pass — covers JR trains"),
-            Some("a".into())
-        );
-        assert_eq!(d.offer("c", "Something else entirely."), None);
+        assert_eq!(d.offer(10, "The Rail Pass covers JR trains."), None);
+        assert_eq!(d.offer(11, "the rail pass — covers JR trains"), Some(10));
+        assert_eq!(d.offer(12, "Something else entirely."), None);
+        assert_eq!(d.offer(13, "something else, entirely"), Some(12));
     }
 
     #[test]
@@ -441,9 +466,9 @@ mod tests {
     fn a_threshold_of_one_finds_exact_duplicates_only() {
         let mut d = Deduper::new(1.0, 0);
         let text = "one two three four five six seven eight nine ten";
-        assert_eq!(d.offer("a", text), None);
-        assert_eq!(d.offer("b", &text.replace("five", "5")), None);
-        assert_eq!(d.offer("c", text), Some("a".into()));
+        assert_eq!(d.offer(0, text), None);
+        assert_eq!(d.offer(1, &text.replace("five", "5")), None);
+        assert_eq!(d.offer(2, text), Some(0));
     }
 
     /// The measured check: near-copies of 300-token chunks with a few words
@@ -457,7 +482,7 @@ mod tests {
         let mut d = Deduper::new(DEFAULT_NEAR_THRESHOLD, 0);
         for (i, words) in originals.iter().enumerate() {
             assert_eq!(
-                d.offer(&format!("orig-{i}"), &words.join(" ")),
+                d.offer(i as u32, &words.join(" ")),
                 None,
                 "distinct chunk orig-{i} was called a duplicate"
             );
@@ -467,8 +492,8 @@ mod tests {
         for (i, words) in originals.iter().enumerate() {
             let edits = 2 + rng.below(4); // 2 to 5 words edited
             let copy = edit(&mut rng, &vocab, words, edits);
-            match d.offer(&format!("copy-{i}"), &copy.join(" ")) {
-                Some(of) if of == format!("orig-{i}") => caught += 1,
+            match d.offer(1000 + i as u32, &copy.join(" ")) {
+                Some(of) if of == i as u32 => caught += 1,
                 Some(_) => wrong += 1,
                 None => {}
             }

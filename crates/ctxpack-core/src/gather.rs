@@ -331,8 +331,9 @@ pub(crate) fn gather(
             Reason::DuplicateOf(c.id.clone())
         } else if let Some(why) = admissible(c, ctx) {
             why
-        } else if let Some(of) = deduper.offer(&c.id, &c.text) {
-            Reason::DuplicateOf(of)
+        } else if let Some(of) = deduper.offer(i as u32, &c.text) {
+            // (`i` fits: 2^32 candidates do not fit in memory first.)
+            Reason::DuplicateOf(pool[of as usize].id.clone())
         } else {
             Reason::WithinBudget
         };
@@ -342,7 +343,8 @@ pub(crate) fn gather(
         }
         items.push((
             Item {
-                id: c.id.clone(),
+                // Id and provenance are moved from the candidate below.
+                id: String::new(),
                 section: c.section,
                 role: Role::System,
                 count: None,
@@ -350,7 +352,7 @@ pub(crate) fn gather(
                 hint: None,
                 text: String::new(),
                 origin,
-                provenance: c.provenance.clone(),
+                provenance: None,
                 trust: c.trust,
                 score: Some(score),
                 reason,
@@ -403,6 +405,8 @@ pub(crate) fn gather(
         .into_iter()
         .map(|(mut item, i)| {
             let c = &mut pool[i];
+            item.id = std::mem::take(&mut c.id);
+            item.provenance = c.provenance.take();
             let text = std::mem::take(&mut c.text);
             match &item.provenance {
                 Some(_) => {
