@@ -53,15 +53,50 @@ enum Fill {
     Greedy,
 }
 
+/// Pool indices kept or dropped whole. Most groups are one item, held
+/// without an allocation: a history or a retrieval has thousands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Group {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl From<Vec<usize>> for Group {
+    fn from(members: Vec<usize>) -> Self {
+        match members[..] {
+            [one] => Group::One(one),
+            _ => Group::Many(members),
+        }
+    }
+}
+
+impl std::ops::Deref for Group {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        match self {
+            Group::One(i) => std::slice::from_ref(i),
+            Group::Many(members) => members,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Group {
+    type Item = &'a usize;
+    type IntoIter = std::slice::Iter<'a, usize>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
 /// One section's queue: groups of pool indices, kept or dropped whole, in
 /// the order the section prefers them.
 struct Lane {
     section: Section,
     fill: Fill,
-    queue: Vec<Vec<usize>>,
+    queue: Vec<Group>,
     /// Groups taken, in the order taken (for a contiguous lane, newest
     /// first, so the last is the oldest kept).
-    taken: Vec<Vec<usize>>,
+    taken: Vec<Group>,
     /// Pool index of the lane's first item in chronological order, for
     /// contiguous lanes (their position is `index - base`).
     base: usize,
@@ -185,25 +220,30 @@ pub(crate) struct Outcome {
 pub(crate) fn fill(
     b: Budgeting<'_, '_>,
     pool: &mut [Item],
-    conversation: Vec<Vec<usize>>,
+    conversation: Vec<Group>,
     stages: Vec<usize>,
     hosted: Vec<usize>,
     mut remaining: u64,
 ) -> Outcome {
+    // The conversation's lane is the only one to take it.
+    let mut conversation = Some(conversation);
     let mut lanes: Vec<Lane> = PRIORITY
         .iter()
         .map(|&section| {
             let (fill, queue) = match section {
-                Section::ConversationState => (Fill::Contiguous, conversation.clone()),
-                Section::StageSummaries => {
-                    (Fill::Contiguous, stages.iter().map(|&i| vec![i]).collect())
+                Section::ConversationState => {
+                    (Fill::Contiguous, conversation.take().unwrap_or_default())
                 }
+                Section::StageSummaries => (
+                    Fill::Contiguous,
+                    stages.iter().map(|&i| Group::One(i)).collect(),
+                ),
                 s => (
                     Fill::Greedy,
                     hosted
                         .iter()
                         .filter(|&&i| pool[i].section == s)
-                        .map(|&i| vec![i])
+                        .map(|&i| Group::One(i))
                         .collect(),
                 ),
             };

@@ -17,7 +17,7 @@
 //! L1 is charged before L2, so under pressure L2 gives way first, then L1.
 //! Every candidate, kept or not, ends in the snapshot with its reason.
 
-use crate::budget;
+use crate::budget::{self, Group};
 use crate::error::Error;
 use crate::gather::Gathered;
 use crate::host::Host;
@@ -314,22 +314,22 @@ pub(crate) fn assemble(
     for item in &mut l1 {
         item.reason = Reason::OrphanToolResult;
     }
-    let mut in_window: Vec<Vec<usize>> = Vec::new();
-    for unit in &units {
-        let head = unit.members.first().map(|&m| l1[m].id.clone());
+    let mut in_window: Vec<Group> = Vec::new();
+    for unit in units {
+        let head = unit.members.first().copied();
         for &m in &unit.members {
             l1[m].reason = if m < first {
                 Reason::KeepLast(request.keep_last)
             } else if m < stepped {
                 Reason::StepCut(plan.cut_step)
             } else if unit.start < stepped {
-                Reason::ToolPair(head.clone().unwrap_or_default())
+                Reason::ToolPair(head.map(|h| l1[h].id.clone()).unwrap_or_default())
             } else {
                 Reason::WithinBudget
             };
         }
         if unit.start >= stepped && !unit.members.is_empty() {
-            in_window.push(unit.members.clone());
+            in_window.push(unit.members);
         }
     }
 
@@ -339,7 +339,7 @@ pub(crate) fn assemble(
     pool.extend(l2);
     let hosted_from = pool.len();
     pool.extend(gathered.items);
-    let conversation: Vec<Vec<usize>> = in_window.into_iter().rev().collect();
+    let conversation: Vec<Group> = in_window.into_iter().rev().collect();
     let stages: Vec<usize> = (n1..n1 + n2).rev().collect();
     let hosted: Vec<usize> = (hosted_from..pool.len())
         .filter(|&i| pool[i].reason == Reason::WithinBudget)
@@ -550,7 +550,7 @@ struct Unit {
     /// Index of its first turn.
     start: usize,
     /// Its turns, orphaned tool results left out.
-    members: Vec<usize>,
+    members: Group,
 }
 
 /// Splits a conversation into units: a tool call together with every turn up
@@ -584,7 +584,10 @@ fn conversation_units(turns: &[ConversationTurn]) -> Vec<Unit> {
             end = end.max(span_end[j]);
             j += 1;
         }
-        let members = (start..=end).filter(|&k| !orphan[k]).collect();
+        let members = match orphan[start] {
+            false if end == start => Group::One(start),
+            _ => Group::from((start..=end).filter(|&k| !orphan[k]).collect::<Vec<_>>()),
+        };
         units.push(Unit { start, members });
         i = end + 1;
     }
@@ -1025,11 +1028,11 @@ mod tests {
             vec![
                 Unit {
                     start: 0,
-                    members: vec![0, 1, 2, 3]
+                    members: Group::Many(vec![0, 1, 2, 3])
                 },
                 Unit {
                     start: 4,
-                    members: vec![4]
+                    members: Group::One(4)
                 }
             ]
         );
