@@ -333,13 +333,22 @@ pub(crate) fn assemble(
         }
     }
 
+    let conversation: Vec<Group> = in_window.into_iter().rev().collect();
+    render_reachable_turns(
+        &request.conversation,
+        &mut l1,
+        &conversation,
+        meter,
+        u64::from(budget) - l0_cost,
+        overhead,
+    );
+
     // One pool: conversation, stage summaries, host candidates.
     let (n1, n2) = (l1.len(), l2.len());
     let mut pool: Vec<Item> = l1;
     pool.extend(l2);
     let hosted_from = pool.len();
     pool.extend(gathered.items);
-    let conversation: Vec<Group> = in_window.into_iter().rev().collect();
     let stages: Vec<usize> = (n1..n1 + n2).rev().collect();
     let hosted: Vec<usize> = (hosted_from..pool.len())
         .filter(|&i| pool[i].reason == Reason::WithinBudget)
@@ -497,6 +506,8 @@ fn l0_items(request: &AssembleRequest) -> Vec<Item> {
     items
 }
 
+/// The conversation's items, their texts not yet rendered: most turns of a
+/// long history are never reached (see [`render_reachable_turns`]).
 fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
     turns
         .iter()
@@ -507,23 +518,54 @@ fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
                 Role::User => TrustTier::Unverified,
                 Role::Tool => TrustTier::Untrusted,
             };
-            // Built by hand: one of these per turn, and histories are long.
-            let role = t.role.name();
-            let mut text = String::with_capacity(role.len() + 3 + t.content.len());
-            text.push('[');
-            text.push_str(role);
-            text.push_str("] ");
-            text.push_str(&t.content);
             Item::from_request(
                 format!("turn-{i}"),
                 Section::ConversationState,
                 t.role,
-                text,
+                String::new(),
                 format!("conversation[{i}]"),
                 trust,
             )
         })
         .collect()
+}
+
+/// A turn as the pack renders it: `[role] content`.
+fn render_turn(t: &ConversationTurn) -> String {
+    // Built by hand: one of these per turn reached, and histories are long.
+    let role = t.role.name();
+    let mut text = String::with_capacity(role.len() + 3 + t.content.len());
+    text.push('[');
+    text.push_str(role);
+    text.push_str("] ");
+    text.push_str(&t.content);
+    text
+}
+
+/// Renders the texts of the turns the budgeting may count: the units of
+/// `window` (newest first) up to the first whose cumulative lower bound
+/// (without encoding) passes `room`, the most the conversation can get.
+/// The conversation keeps a contiguous newest run, so a unit past that one
+/// can be neither kept nor counted (the budgeting stops at the first unit
+/// that does not fit), and nothing else reads its text.
+fn render_reachable_turns(
+    turns: &[ConversationTurn],
+    l1: &mut [Item],
+    window: &[Group],
+    meter: &Meter,
+    room: u64,
+    overhead: u64,
+) {
+    let mut floor = 0u64;
+    for unit in window {
+        for &m in unit {
+            floor += u64::from(meter.at_least(&turns[m].content)) + overhead;
+            l1[m].text = render_turn(&turns[m]);
+        }
+        if floor > room {
+            break;
+        }
+    }
 }
 
 fn stage_items(request: &AssembleRequest) -> Vec<Item> {
@@ -820,6 +862,37 @@ mod tests {
         let second = assemble_with(&r);
         assert_eq!(second.entries.len(), 8);
         assert_eq!(*counter.1.borrow(), vec!["[user] turn 6".to_owned()]);
+    }
+
+    #[test]
+    fn only_turns_the_budget_can_reach_are_rendered() {
+        let turns: Vec<ConversationTurn> = (0..1000)
+            .map(|i| turn(Role::User, &format!("turn {i} says a few words"), None))
+            .collect();
+        let mut l1 = conversation_items(&turns);
+        assert!(l1.iter().all(|i| i.text.is_empty()));
+        let window: Vec<Group> = (0..1000).rev().map(Group::One).collect();
+        let counter = crate::tokenizer::Tokenizers
+            .counter(Tokenizer::O200kBase)
+            .unwrap();
+        let mut cache = crate::tokenizer::CountCache::new(0);
+        let meter = Meter::new(&*counter, Tokenizer::O200kBase, &mut cache);
+        // Each turn's content is six runs, so at least six tokens, plus an
+        // overhead of one: the eleventh newest turn passes 70, and is the
+        // last the budgeting could count.
+        render_reachable_turns(&turns, &mut l1, &window, &meter, 70, 1);
+        let rendered: Vec<usize> = (0..1000).filter(|&i| !l1[i].text.is_empty()).collect();
+        assert_eq!(rendered, (989..1000).collect::<Vec<_>>());
+        assert_eq!(l1[995].text, "[user] turn 995 says a few words");
+        // Those it renders are enough: the turns that fit in 70 are fewer.
+        let fit = (0..1000)
+            .rev()
+            .scan(0u32, |used, i| {
+                *used += meter.count(&render_turn(&turns[i])) + 1;
+                (*used <= 70).then_some(i)
+            })
+            .count();
+        assert!(fit < rendered.len(), "{fit} fit");
     }
 
     fn reasons(p: &ContextPack) -> Vec<(String, Reason)> {

@@ -384,6 +384,12 @@ impl<'a> Meter<'a> {
         counted
     }
 
+    /// A lower bound on the tokens of `text`, found without encoding it
+    /// (see [`TokenCounter::at_least`]).
+    pub(crate) fn at_least(&self, text: &str) -> u32 {
+        self.counter.at_least(text)
+    }
+
     /// The longest prefix of `text` of at most `max` tokens.
     pub(crate) fn truncate(&self, text: &str, max: u32) -> String {
         self.counter.truncate(text, max)
