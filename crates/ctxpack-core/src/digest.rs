@@ -427,6 +427,29 @@ mod tests {
         );
     }
 
+    /// The buffer in front of the hasher changes nothing: pieces of every
+    /// length, across its boundary and past its size, hash as their
+    /// concatenation does.
+    #[test]
+    fn buffered_puts_hash_as_their_concatenation() {
+        use sha2::{Digest, Sha256};
+        let mut canonical = super::Canonical::default();
+        let mut whole = Vec::new();
+        let mut x = 7u64;
+        for round in 0..3000 {
+            x = super::mix(x + round);
+            let len = match round % 100 {
+                0 => 9000 + (x % 300) as usize,
+                _ => (x % 40) as usize,
+            };
+            let piece: Vec<u8> = (0..len).map(|i| (x >> (i % 56)) as u8).collect();
+            canonical.put(&piece);
+            whole.extend_from_slice(&piece);
+        }
+        assert!(whole.len() > 3 * 8192);
+        assert_eq!(canonical.finish(), <[u8; 32]>::from(Sha256::digest(&whole)));
+    }
+
     #[test]
     fn the_canonical_form_tells_values_apart() {
         use super::content_id;
