@@ -563,7 +563,7 @@ pub enum SourceOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ContextPack {
-    /// "<session-id or unknown>-router-pack".
+    /// `"<session-id or unknown>-router-pack"`.
     pub id: String,
     /// Session.
     pub session_id: Option<String>,
