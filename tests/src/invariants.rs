@@ -247,6 +247,27 @@ pub fn check(
         .iter()
         .filter_map(|e| e.id.strip_prefix("turn-")?.parse().ok())
         .collect();
+    // A kept turn is rendered whole from its request turn, and counted.
+    for e in &pack.entries {
+        let Some(i) =
+            e.id.strip_prefix("turn-")
+                .and_then(|i| i.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let t = &request.conversation[i];
+        let role = match t.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        };
+        assert_eq!(
+            e.text,
+            format!("[{role}] {}", t.content),
+            "{name}: turn-{i}"
+        );
+    }
     // Kept calls by id, with where they are: a result answers a call made
     // before it (one that comes first answers nothing and is an orphan).
     let mut calls: HashMap<&str, usize> = HashMap::new();
