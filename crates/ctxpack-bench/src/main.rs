@@ -146,6 +146,24 @@ fn data(dir: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
+/// One assembly with the heap watched: the peak above what was live
+/// before it, the allocations it made, the pack and the time it took.
+fn watched(
+    builder: &Builder,
+    request: &ctxpack_core::AssembleRequest,
+    host: &mut InMemoryHost,
+) -> Result<(usize, usize, ContextPack, std::time::Duration), String> {
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    let p = builder.assemble(request, host).map_err(|e| e.to_string())?;
+    let took = started.elapsed();
+    let extra = PEAK.load(Ordering::Relaxed) - before;
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations;
+    Ok((extra, allocations, p, took))
+}
+
 fn peak() -> Result<(), String> {
     let cs = chunks(10_000, 260, 1);
     let input: usize = cs.iter().map(|c| c.text.len() + c.id.len()).sum();
@@ -159,16 +177,7 @@ fn peak() -> Result<(), String> {
     };
     let mut host = InMemoryHost::new(w.host);
     host.hand_over_retrieval(candidates);
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
-    let started = std::time::Instant::now();
-    let p = builder
-        .assemble(&w.request, &mut host)
-        .map_err(|e| e.to_string())?;
-    let took = started.elapsed();
-    let extra = PEAK.load(Ordering::Relaxed) - before;
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations;
+    let (extra, allocations, p, took) = watched(&builder, &w.request, &mut host)?;
     println!(
         "10k pack: input {:.2} MB (handed over by the host, not copied), peak heap during the assembly {:.2} MB above what was live before it ({:.2}x the input), {} allocations, {} entries, {} tokens, one run {:.1} ms",
         input as f64 / 1e6,
@@ -177,6 +186,24 @@ fn peak() -> Result<(), String> {
         allocations,
         p.entries.len(),
         p.budget_used,
+        took.as_secs_f64() * 1e3
+    );
+
+    let turns = conversation(10_000, 3);
+    let input: usize = turns.iter().map(|(_, text)| text.len()).sum();
+    let mut w = trim(&turns, 8_000);
+    w.config.count_cache_entries = 0;
+    let builder = Builder::new(w.config.clone()).map_err(|e| e.to_string())?;
+    let mut host = InMemoryHost::new(w.host.clone());
+    let (extra, allocations, p, took) = watched(&builder, &w.request, &mut host)?;
+    println!(
+        "10k-message trim: input {:.2} MB (borrowed from the request), peak heap during the assembly {:.2} MB ({:.2}x the input), {} allocations, {} snapshot entries, {} kept, one run {:.1} ms",
+        input as f64 / 1e6,
+        extra as f64 / 1e6,
+        extra as f64 / input as f64,
+        allocations,
+        p.snapshot.entries.len(),
+        p.entries.len(),
         took.as_secs_f64() * 1e3
     );
     Ok(())
