@@ -26,18 +26,21 @@ fn cold(mut w: Workload) -> Workload {
 }
 
 /// Whether the command line's filter (criterion's, given after `--`) may
-/// select the benchmark `id` (`group/function`). A benchmark that will not
-/// run is not set up: setting one up, and the check assembly that
-/// follows, leave the allocator in another state, which showed in the
-/// times of the benchmarks after it (a 10k-message trim took 2-3x as long
-/// after the packs had run in the same process). `bench/compare` runs
-/// each benchmark in a process of its own.
-fn selected(id: &str) -> bool {
+/// select a benchmark of `group`. A workload that will not run is not set
+/// up: setting one up, and the check assembly that follows, leave the
+/// allocator in another state, which showed in the times of the workloads
+/// after it (a 10k-message trim took 2-3x as long after the packs had run
+/// in the same process). `bench/compare` runs each group in a process of
+/// its own.
+fn selected(group: &str) -> bool {
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    filters.is_empty() || filters.iter().any(|f| id.contains(f.as_str()))
+    filters.is_empty()
+        || filters
+            .iter()
+            .any(|f| group.contains(f.split('/').next().unwrap_or(f)))
 }
 
 /// Times one assembly of the workload `make` builds, natively and through
@@ -45,47 +48,41 @@ fn selected(id: &str) -> bool {
 /// each assembly (not timed), so the host does not copy its store inside
 /// the measurement; the pack is dropped inside it.
 fn both(c: &mut Criterion, name: &str, make: impl FnOnce() -> Workload) {
-    let native = selected(&format!("{name}/native"));
-    let wasm = selected(&format!("{name}/wasmtime"));
-    if !native && !wasm {
+    if !selected(name) {
         return;
     }
     let w = &make();
     let mut group = c.benchmark_group(name);
     group.sample_size(10);
-    if native {
-        let builder = Builder::new(w.config.clone()).unwrap();
-        let mut host = InMemoryHost::new(w.host.clone());
-        // Check once that it assembles at all.
-        builder.assemble(&w.request, &mut host).unwrap();
-        group.bench_function("native", |b| {
-            b.iter_batched(
-                || w.retrieved(),
-                |items| {
-                    Workload::hand_over(items, &mut host);
-                    black_box(&builder.assemble(&w.request, &mut host).unwrap());
-                },
-                BatchSize::LargeInput,
-            )
-        });
-    }
-    if wasm {
-        let mut instance = runtime()
-            .instantiate(InMemoryHost::new(w.host.clone()), &w.config)
-            .unwrap()
-            .unwrap();
-        instance.assemble(&w.request).unwrap().unwrap();
-        group.bench_function("wasmtime", |b| {
-            b.iter_batched(
-                || w.retrieved(),
-                |items| {
-                    Workload::hand_over(items, instance.host_mut());
-                    black_box(&instance.assemble(&w.request).unwrap().unwrap());
-                },
-                BatchSize::LargeInput,
-            )
-        });
-    }
+    let builder = Builder::new(w.config.clone()).unwrap();
+    let mut host = InMemoryHost::new(w.host.clone());
+    // Check once that it assembles at all.
+    builder.assemble(&w.request, &mut host).unwrap();
+    group.bench_function("native", |b| {
+        b.iter_batched(
+            || w.retrieved(),
+            |items| {
+                Workload::hand_over(items, &mut host);
+                black_box(&builder.assemble(&w.request, &mut host).unwrap());
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    let mut instance = runtime()
+        .instantiate(InMemoryHost::new(w.host.clone()), &w.config)
+        .unwrap()
+        .unwrap();
+    instance.assemble(&w.request).unwrap().unwrap();
+    group.bench_function("wasmtime", |b| {
+        b.iter_batched(
+            || w.retrieved(),
+            |items| {
+                Workload::hand_over(items, instance.host_mut());
+                black_box(&instance.assemble(&w.request).unwrap().unwrap());
+            },
+            BatchSize::LargeInput,
+        )
+    });
     group.finish();
 }
 
@@ -116,22 +113,19 @@ fn pipeline_seed_004(c: &mut Criterion) {
 /// On the 10k-message trim, where few turns are counted, and on a 200-turn
 /// chat of long answers, most of which fit in 32k.
 fn reassemble(c: &mut Criterion) {
-    reassemble_one(c, "reassemble-trim-10k", || {
-        trim(&conversation(10_000, 3), 8_000)
-    });
-    reassemble_one(c, "reassemble-chat-200", || trim(&chat(200, 5), 32_000));
+    if selected("reassemble-trim-10k") {
+        reassemble_one(
+            c,
+            "reassemble-trim-10k",
+            trim(&conversation(10_000, 3), 8_000),
+        );
+    }
+    if selected("reassemble-chat-200") {
+        reassemble_one(c, "reassemble-chat-200", trim(&chat(200, 5), 32_000));
+    }
 }
 
-fn reassemble_one(c: &mut Criterion, name: &str, make: impl FnOnce() -> Workload) {
-    let runs: Vec<(&str, &str)> = ["cold", "warm"]
-        .into_iter()
-        .flat_map(|label| [("native", label), ("wasmtime", label)])
-        .filter(|(how, label)| selected(&format!("{name}/{how}-{label}")))
-        .collect();
-    if runs.is_empty() {
-        return;
-    }
-    let base = make();
+fn reassemble_one(c: &mut Criterion, name: &str, base: Workload) {
     let mut turn = 0u64;
     let mut with_new_turn = move |w: &Workload| {
         turn += 1;
@@ -150,36 +144,29 @@ fn reassemble_one(c: &mut Criterion, name: &str, make: impl FnOnce() -> Workload
     };
     let mut group = c.benchmark_group(name);
     group.sample_size(20);
-    for (how, label) in runs {
-        let w = match label {
-            "cold" => cold(base.clone()),
-            _ => base.clone(),
-        };
-        if how == "native" {
-            let builder = Builder::new(w.config.clone()).unwrap();
-            let mut host = InMemoryHost::new(w.host.clone());
-            builder.assemble(&w.request, &mut host).unwrap();
-            group.bench_function(format!("native-{label}"), |b| {
-                b.iter_batched(
-                    || with_new_turn(&w),
-                    |r| black_box(builder.assemble(&r, &mut host).unwrap()),
-                    BatchSize::LargeInput,
-                )
-            });
-        } else {
-            let mut instance = runtime()
-                .instantiate(InMemoryHost::new(w.host.clone()), &w.config)
-                .unwrap()
-                .unwrap();
-            instance.assemble(&w.request).unwrap().unwrap();
-            group.bench_function(format!("wasmtime-{label}"), |b| {
-                b.iter_batched(
-                    || with_new_turn(&w),
-                    |r| black_box(instance.assemble(&r).unwrap().unwrap()),
-                    BatchSize::LargeInput,
-                )
-            });
-        }
+    for (label, w) in [("cold", cold(base.clone())), ("warm", base.clone())] {
+        let builder = Builder::new(w.config.clone()).unwrap();
+        let mut host = InMemoryHost::new(w.host.clone());
+        builder.assemble(&w.request, &mut host).unwrap();
+        group.bench_function(format!("native-{label}"), |b| {
+            b.iter_batched(
+                || with_new_turn(&w),
+                |r| black_box(builder.assemble(&r, &mut host).unwrap()),
+                BatchSize::LargeInput,
+            )
+        });
+        let mut instance = runtime()
+            .instantiate(InMemoryHost::new(w.host.clone()), &w.config)
+            .unwrap()
+            .unwrap();
+        instance.assemble(&w.request).unwrap().unwrap();
+        group.bench_function(format!("wasmtime-{label}"), |b| {
+            b.iter_batched(
+                || with_new_turn(&w),
+                |r| black_box(instance.assemble(&r).unwrap().unwrap()),
+                BatchSize::LargeInput,
+            )
+        });
     }
     group.finish();
 }
