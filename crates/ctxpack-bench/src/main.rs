@@ -164,6 +164,24 @@ fn watched(
     Ok((extra, allocations, p, took))
 }
 
+/// Prints one watched assembly: its input, the heap it took beyond what
+/// was live before it, its allocations, `what` it made and its time.
+fn report(
+    name: &str,
+    input: usize,
+    how: &str,
+    (extra, allocations, took): (usize, usize, std::time::Duration),
+    what: &str,
+) {
+    println!(
+        "{name}: input {:.2} MB ({how}), peak heap during the assembly {:.2} MB above what was live before it ({:.2}x the input), {allocations} allocations, {what}, one run {:.1} ms",
+        input as f64 / 1e6,
+        extra as f64 / 1e6,
+        extra as f64 / input as f64,
+        took.as_secs_f64() * 1e3
+    );
+}
+
 fn peak() -> Result<(), String> {
     let cs = chunks(10_000, 260, 1);
     let input: usize = cs.iter().map(|c| c.text.len() + c.id.len()).sum();
@@ -178,15 +196,12 @@ fn peak() -> Result<(), String> {
     let mut host = InMemoryHost::new(w.host);
     host.hand_over_retrieval(candidates);
     let (extra, allocations, p, took) = watched(&builder, &w.request, &mut host)?;
-    println!(
-        "10k pack: input {:.2} MB (handed over by the host, not copied), peak heap during the assembly {:.2} MB above what was live before it ({:.2}x the input), {} allocations, {} entries, {} tokens, one run {:.1} ms",
-        input as f64 / 1e6,
-        extra as f64 / 1e6,
-        extra as f64 / input as f64,
-        allocations,
-        p.entries.len(),
-        p.budget_used,
-        took.as_secs_f64() * 1e3
+    report(
+        "10k pack",
+        input,
+        "handed over by the host, not copied",
+        (extra, allocations, took),
+        &format!("{} entries, {} tokens", p.entries.len(), p.budget_used),
     );
 
     let turns = conversation(10_000, 3);
@@ -196,15 +211,16 @@ fn peak() -> Result<(), String> {
     let builder = Builder::new(w.config.clone()).map_err(|e| e.to_string())?;
     let mut host = InMemoryHost::new(w.host.clone());
     let (extra, allocations, p, took) = watched(&builder, &w.request, &mut host)?;
-    println!(
-        "10k-message trim: input {:.2} MB (borrowed from the request), peak heap during the assembly {:.2} MB ({:.2}x the input), {} allocations, {} snapshot entries, {} kept, one run {:.1} ms",
-        input as f64 / 1e6,
-        extra as f64 / 1e6,
-        extra as f64 / input as f64,
-        allocations,
-        p.snapshot.entries.len(),
-        p.entries.len(),
-        took.as_secs_f64() * 1e3
+    report(
+        "10k-message trim",
+        input,
+        "borrowed from the request",
+        (extra, allocations, took),
+        &format!(
+            "{} snapshot entries, {} kept",
+            p.snapshot.entries.len(),
+            p.entries.len()
+        ),
     );
     Ok(())
 }
