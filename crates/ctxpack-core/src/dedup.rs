@@ -44,8 +44,6 @@ impl Hasher for Premixed {
     }
 }
 
-type Map<V> = HashMap<u64, V, BuildHasherDefault<Premixed>>;
-
 /// Hashes a sketch keeps.
 pub const SKETCH: usize = 128;
 /// Smallest hashes of each kept text that the candidate index holds.
@@ -280,6 +278,93 @@ fn similarity(a: &[u64], b: &[u64]) -> f64 {
     }
 }
 
+/// One indexed hash's bucket: its newest entry + 1 and its number of
+/// entries. A slot with no entries is free.
+#[derive(Clone, Copy, Default)]
+struct Bucket {
+    hash: u64,
+    head: u32,
+    len: u32,
+}
+
+/// The candidate index's table: open addressing with linear probing, a
+/// power-of-two number of slots, at most three quarters of them used.
+///
+/// A general hash map does worse here in two ways. The indexed hashes are
+/// each text's *smallest*, so their top bits, which a SwissTable keeps as
+/// its tag, are nearly all zero: every probe falls through to comparing
+/// full keys. And a text's lookups are each a likely cache miss; here they
+/// are plain loads with nothing between them, which the processor
+/// overlaps, and the inserts that follow find their slots cached.
+struct Index {
+    slots: Vec<Bucket>,
+    used: usize,
+}
+
+impl Index {
+    fn with_capacity(n: usize) -> Self {
+        Index {
+            slots: vec![Bucket::default(); Self::slots_for(n)],
+            used: 0,
+        }
+    }
+
+    /// Slots for `n` hashes at no more than three quarters full.
+    fn slots_for(n: usize) -> usize {
+        (n.saturating_mul(4) / 3 + 1).next_power_of_two().max(16)
+    }
+
+    /// Where `hash` is, or the free slot it would go in. The hashes are
+    /// well mixed, so their low bits place them.
+    fn position(&self, hash: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut at = hash as usize & mask;
+        // Never endless: a quarter of the slots at least are free.
+        while self.slots[at].len != 0 && self.slots[at].hash != hash {
+            at = (at + 1) & mask;
+        }
+        at
+    }
+
+    /// Room for `more` hashes not yet in the table.
+    fn make_room(&mut self, more: usize) {
+        let need = self.used + more;
+        if need * 4 <= self.slots.len() * 3 {
+            return;
+        }
+        let old = std::mem::replace(
+            &mut self.slots,
+            vec![Bucket::default(); Self::slots_for(need)],
+        );
+        for bucket in old.into_iter().filter(|b| b.len != 0) {
+            let at = self.position(bucket.hash);
+            self.slots[at] = bucket;
+        }
+    }
+
+    /// Adds `entry` to `hash`'s bucket, unless the bucket is full; returns
+    /// the entry it then follows (0 for none). There must be room for a new
+    /// bucket (see [`Index::make_room`]).
+    fn add(&mut self, hash: u64, entry: u32) -> Option<u32> {
+        let at = self.position(hash);
+        let bucket = &mut self.slots[at];
+        if bucket.len == 0 {
+            *bucket = Bucket {
+                hash,
+                head: entry,
+                len: 1,
+            };
+            self.used += 1;
+            return Some(0);
+        }
+        if bucket.len as usize >= BUCKET_CAP {
+            return None;
+        }
+        bucket.len += 1;
+        Some(std::mem::replace(&mut bucket.head, entry))
+    }
+}
+
 /// Finds duplicates among texts offered in rank order. Each text comes
 /// with a key of the caller's (such as its index), and a duplicate is
 /// reported by the key of the kept text it repeats.
@@ -296,11 +381,10 @@ pub struct Deduper {
     /// [`SKETCH_BLOCK`] hashes: a few allocations rather than one per text,
     /// and no block is ever moved to grow.
     sketches: Vec<Vec<u64>>,
-    /// Candidate index: an indexed hash -> (its newest entry + 1, its
-    /// number of entries). Entry `k * INDEXED + i` is kept text `k` under
-    /// its `i`th indexed hash; `chain[entry]` is the bucket's previous
-    /// entry + 1 (0 ends it).
-    index: Map<(u32, u32)>,
+    /// Candidate index: an indexed hash -> its bucket. Entry
+    /// `k * INDEXED + i` is kept text `k` under its `i`th indexed hash;
+    /// `chain[entry]` is the bucket's previous entry + 1 (0 ends it).
+    index: Index,
     chain: Vec<u32>,
     /// Room reused by every offer: word hashes, the sketch, and the kept
     /// texts sharing indexed hashes with it.
@@ -319,7 +403,7 @@ impl Deduper {
             exact: HashMap::with_capacity_and_hasher(n, Default::default()),
             kept: Vec::with_capacity(n),
             sketches: Vec::new(),
-            index: Map::with_capacity_and_hasher(n * INDEXED, Default::default()),
+            index: Index::with_capacity(n * INDEXED),
             chain: Vec::with_capacity(n * INDEXED),
             words: Vec::new(),
             sketch: Vec::new(),
@@ -350,8 +434,10 @@ impl Deduper {
         // phrase one, so only those sharing two (or every one, for a text
         // with fewer) are compared.
         self.shared.clear();
-        for h in indexed {
-            let (mut at, len) = self.index.get(h).copied().unwrap_or((0, 0));
+        for &h in indexed {
+            let Bucket {
+                head: mut at, len, ..
+            } = self.index.slots[self.index.position(h)];
             if len as usize >= BUCKET_CAP {
                 // A stock phrase: see below.
                 continue;
@@ -389,17 +475,15 @@ impl Deduper {
         let index = self.kept.len() as u32;
         self.exact.insert(hash, index);
         self.chain.resize((index as usize + 1) * INDEXED, 0);
+        self.index.make_room(indexed.len());
         for (i, &h) in indexed.iter().enumerate() {
-            let (head, len) = self.index.entry(h).or_insert((0, 0));
             // A hash many texts share (a stock phrase) tells none of them
             // apart: once its bucket is full it is no longer searched,
             // which bounds the work per text; near copies still meet under
             // the rarer hashes they share.
-            if (*len as usize) < BUCKET_CAP {
-                let entry = index as usize * INDEXED + i;
-                self.chain[entry] = *head;
-                *head = entry as u32 + 1;
-                *len += 1;
+            let entry = index as usize * INDEXED + i;
+            if let Some(next) = self.index.add(h, entry as u32 + 1) {
+                self.chain[entry] = next;
             }
         }
         let block = match self.sketches.last_mut() {
@@ -587,6 +671,35 @@ mod tests {
             fast.clear();
             table.clear();
         }
+    }
+
+    #[test]
+    fn the_index_keeps_every_bucket_through_growth() {
+        // Small hashes, as indexed ones are, and many sharing low bits, so
+        // probes run past each other; the table starts at its smallest.
+        let mut index = Index::with_capacity(0);
+        let hashes: Vec<u64> = (0..5_000u64).map(|i| ((i % 700) << 20) | (i % 7)).collect();
+        let mut expected: HashMap<u64, (u32, u32)> = HashMap::new();
+        for (i, &h) in hashes.iter().enumerate() {
+            index.make_room(1);
+            let entry = i as u32 + 1;
+            let (head, len) = expected.entry(h).or_insert((0, 0));
+            let added = index.add(h, entry);
+            if (*len as usize) < BUCKET_CAP {
+                assert_eq!(added, Some(*head), "hash {h:#x}");
+                (*head, *len) = (entry, *len + 1);
+            } else {
+                assert_eq!(added, None, "hash {h:#x}: its bucket is full");
+            }
+        }
+        assert!(index.used * 4 <= index.slots.len() * 3);
+        assert_eq!(index.used, expected.len());
+        for (&h, &(head, len)) in &expected {
+            let b = index.slots[index.position(h)];
+            assert_eq!((b.hash, b.head, b.len), (h, head, len));
+        }
+        let absent = index.slots[index.position(u64::MAX)];
+        assert_eq!(absent.len, 0, "a hash never added has no bucket");
     }
 
     #[test]
