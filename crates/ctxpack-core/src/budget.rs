@@ -31,6 +31,10 @@ use crate::types::{
     Tokenizer, TrustTier,
 };
 
+/// How many groups ahead of the one being counted their texts are asked
+/// for (see [`crate::prefetch`]).
+const AHEAD: usize = 4;
+
 /// Sections in the order they are filled and receive unused shares.
 pub const PRIORITY: [Section; 9] = [
     Section::ConversationState,
@@ -108,7 +112,14 @@ impl Lane {
         let mut used = 0u64;
         let mut left = Vec::new();
         let mut queue = std::mem::take(&mut self.queue).into_iter();
-        for group in queue.by_ref() {
+        while let Some(group) = queue.next() {
+            // Items are in rank order, their texts and references wherever
+            // the host put them: ask for those of a group a few ahead.
+            if let Some(ahead) = queue.as_slice().get(AHEAD) {
+                for &i in ahead.iter() {
+                    pool[i].prefetch();
+                }
+            }
             if let Some(c) = fits(pool, &group, meter, avail - used, overhead) {
                 used += c;
                 for &i in &group {

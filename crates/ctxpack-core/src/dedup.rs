@@ -326,6 +326,14 @@ impl Index {
         at
     }
 
+    /// Asks for the slot where a probe for `hash` starts: a text's probes
+    /// are asked for together, so their misses overlap (see
+    /// [`crate::prefetch`]).
+    fn prefetch(&self, hash: u64) {
+        let at = hash as usize & (self.slots.len() - 1);
+        crate::prefetch::line(self.slots.as_ptr().wrapping_add(at).cast());
+    }
+
     /// Room for `more` hashes not yet in the table.
     fn make_room(&mut self, more: usize) {
         let need = self.used + more;
@@ -434,6 +442,9 @@ impl Deduper {
         // phrase one, so only those sharing two (or every one, for a text
         // with fewer) are compared.
         self.shared.clear();
+        for &h in indexed {
+            self.index.prefetch(h);
+        }
         for &h in indexed {
             let Bucket {
                 head: mut at, len, ..

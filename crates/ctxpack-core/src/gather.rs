@@ -34,6 +34,7 @@ use crate::dedup::Deduper;
 use crate::error::{Error, HostError};
 use crate::host::{Host, Verdict};
 use crate::layered::Item;
+use crate::prefetch;
 use crate::types::{
     AssembleRequest, Candidate, Layer, Origin, Profile, Ranking, Reason, Role, Section, SourceCall,
     SourceOutcome, TrustTier,
@@ -120,6 +121,10 @@ pub(crate) fn body(trust: TrustTier, text: String) -> String {
         text
     }
 }
+
+/// How many candidates ahead of the one in hand their memory is asked for
+/// (see [`crate::prefetch`]).
+const AHEAD: usize = 8;
 
 /// A candidate holding nothing, to stand in for one moved out for a moment.
 fn placeholder() -> Candidate {
@@ -318,12 +323,27 @@ pub(crate) fn gather(
     });
 
     // Ids met so far: the request's, then the host candidates'.
-    let mut seen: FxHashSet<&str> = FxHashSet::default();
+    let mut seen: FxHashSet<&str> =
+        FxHashSet::with_capacity_and_hasher(fused.len(), Default::default());
     let mut deduper = Deduper::new(settings.near_duplicate_threshold, fused.len());
     // Each item with the index of its candidate in `pool`.
     let mut items: Vec<(Item, usize)> = Vec::with_capacity(fused.len());
     let mut to_review = Vec::new();
-    for &(i, origin, score, beyond) in &fused {
+    for (n, &(i, origin, score, beyond)) in fused.iter().enumerate() {
+        // Candidates are visited in rank order, scattered over `pool`: ask
+        // for each one's record well ahead, and for its id, text and
+        // reference once the record is likely in.
+        if let Some(&(far, ..)) = fused.get(n + 2 * AHEAD) {
+            prefetch::value(&pool[far]);
+        }
+        if let Some(&(near, ..)) = fused.get(n + AHEAD) {
+            let c = &pool[near];
+            prefetch::line(c.id.as_ptr());
+            prefetch::line(c.text.as_ptr());
+            if let Some(p) = &c.provenance {
+                prefetch::line(p.reference.as_ptr());
+            }
+        }
         let c = &pool[i];
         let reason = if let Some(limit) = beyond {
             Reason::BeyondLimit(limit)

@@ -123,6 +123,15 @@ impl Item {
             .map(|p| crate::gather::frame(&p.reference, self.trust))
     }
 
+    /// Asks for the memory its count will read: its text and, for a
+    /// framed text, its reference (see [`crate::prefetch`]).
+    pub(crate) fn prefetch(&self) {
+        crate::prefetch::line(self.text.as_ptr());
+        if let Some(p) = &self.provenance {
+            crate::prefetch::line(p.reference.as_ptr());
+        }
+    }
+
     /// Its text as rendered: a host text in its frame.
     pub(crate) fn rendered(&self) -> std::borrow::Cow<'_, str> {
         match self.frame() {
@@ -374,8 +383,8 @@ pub(crate) fn assemble(
     let l1 = pool;
     // Each summary stands where the first candidate it summarises stood.
     let mut l2 = stage_items;
-    let mut l1_hosted = Vec::new();
     let mut summaries = outcome.summaries;
+    let mut l1_hosted = Vec::new();
     for item in hosted_items {
         if let Reason::Summarized(id) = &item.reason
             && let Some(k) = summaries.iter().position(|s| &s.id == id)

@@ -35,6 +35,7 @@ mod gather;
 mod handle;
 mod host;
 mod layered;
+mod prefetch;
 mod report;
 mod router;
 mod tokenizer;
