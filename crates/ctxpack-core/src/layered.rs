@@ -384,7 +384,15 @@ pub(crate) fn assemble(
     // Each summary stands where the first candidate it summarises stood.
     let mut l2 = stage_items;
     let mut summaries = outcome.summaries;
-    let mut l1_hosted = Vec::new();
+    // Sized up front: ten thousand items grown by doubling were copied
+    // twice over, into freshly faulted pages.
+    let in_l2 = hosted_items
+        .iter()
+        .chain(&summaries)
+        .filter(|item| item.section.layer() == Layer::L2)
+        .count();
+    l2.reserve(in_l2);
+    let mut l1_hosted = Vec::with_capacity(hosted_items.len() + summaries.len() - in_l2);
     for item in hosted_items {
         if let Reason::Summarized(id) = &item.reason
             && let Some(k) = summaries.iter().position(|s| &s.id == id)
