@@ -461,11 +461,9 @@ impl policy::Host for InMemoryHost {
         context: wit::AgentContext,
         items: Vec<wit::Candidate>,
     ) -> Result<Vec<policy::Verdict>, wit::HostError> {
-        answer(ctx::Host::review(
-            self,
-            &context.convert(),
-            &items.convert(),
-        ))
+        let items: Vec<ctx::Candidate> = items.convert();
+        let items: Vec<&ctx::Candidate> = items.iter().collect();
+        answer(ctx::Host::review(self, &context.convert(), &items))
     }
 }
 

@@ -173,7 +173,11 @@ impl Host for InMemoryHost {
         self.source("sources.repository-state", |a| &a.repository_state, None)
     }
 
-    fn review(&mut self, _: &AgentContext, items: &[Candidate]) -> Result<Vec<Verdict>, HostError> {
+    fn review(
+        &mut self,
+        _: &AgentContext,
+        items: &[&Candidate],
+    ) -> Result<Vec<Verdict>, HostError> {
         let name = "policy.review";
         *self.calls.entry(name).or_default() += 1;
         let rules = self
@@ -286,7 +290,10 @@ mod tests {
             ..HostAnswers::default()
         });
         let v = host
-            .review(&AgentContext::default(), &[item("a"), item("b"), item("c")])
+            .review(
+                &AgentContext::default(),
+                &[&item("a"), &item("b"), &item("c")],
+            )
             .unwrap();
         assert_eq!(
             v,

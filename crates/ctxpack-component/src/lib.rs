@@ -145,9 +145,9 @@ impl ctx::Host for Imports {
     fn review(
         &mut self,
         context: &ctx::AgentContext,
-        items: &[ctx::Candidate],
+        items: &[&ctx::Candidate],
     ) -> Result<Vec<ctx::Verdict>, ctx::HostError> {
-        let items: Vec<wit::Candidate> = items.to_vec().convert();
+        let items: Vec<wit::Candidate> = items.iter().map(|&c| c.clone().convert()).collect();
         answer(policy::review(&context.clone().convert(), &items))
     }
 

@@ -126,21 +126,6 @@ pub(crate) fn body(trust: TrustTier, text: String) -> String {
 /// (see [`crate::prefetch`]).
 const AHEAD: usize = 8;
 
-/// A candidate holding nothing, to stand in for one moved out for a moment.
-fn placeholder() -> Candidate {
-    Candidate {
-        id: String::new(),
-        section: Section::SupportingContext,
-        text: String::new(),
-        provenance: None,
-        trust: TrustTier::Untrusted,
-        score: None,
-        sequence: None,
-        scope: None,
-        token_count: None,
-    }
-}
-
 /// Which sources a profile calls, and with what.
 struct SourcePlan {
     retrieve: Option<u32>,
@@ -385,17 +370,10 @@ pub(crate) fn gather(
     drop(seen);
 
     if !to_review.is_empty() {
-        // The batch borrows the candidates' texts by moving them out and
-        // back, rather than copying every text the policy reads.
-        let mut batch: Vec<Candidate> = to_review
-            .iter()
-            .map(|&k| std::mem::replace(&mut pool[items[k].1], placeholder()))
-            .collect();
-        let answer = host.review(ctx, &batch);
-        for (&k, c) in to_review.iter().zip(batch.drain(..)) {
-            pool[items[k].1] = c;
-        }
-        let verdicts = answer?;
+        // The batch borrows the candidates where they are.
+        let batch: Vec<&Candidate> = to_review.iter().map(|&k| &pool[items[k].1]).collect();
+        let verdicts = host.review(ctx, &batch)?;
+        drop(batch);
         if verdicts.len() != to_review.len() {
             return Err(Error::HostFailed {
                 capability: "policy.review".into(),
@@ -492,7 +470,7 @@ mod tests {
         fn review(
             &mut self,
             _: &crate::AgentContext,
-            items: &[Candidate],
+            items: &[&Candidate],
         ) -> Result<Vec<Verdict>, HostError> {
             Ok(vec![Verdict::Allow; items.len()])
         }

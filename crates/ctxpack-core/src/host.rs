@@ -55,7 +55,7 @@ pub trait Host {
     fn review(
         &mut self,
         context: &AgentContext,
-        items: &[Candidate],
+        items: &[&Candidate],
     ) -> Result<Vec<Verdict>, HostError>;
 
     /// One summary per request, in order: each request's text summarised
@@ -96,7 +96,7 @@ impl Host for NoHost {
     fn repository_state(&mut self, _: &AgentContext) -> Result<Vec<Candidate>, HostError> {
         Err(HostError::not_provided("sources.repository-state"))
     }
-    fn review(&mut self, _: &AgentContext, _: &[Candidate]) -> Result<Vec<Verdict>, HostError> {
+    fn review(&mut self, _: &AgentContext, _: &[&Candidate]) -> Result<Vec<Verdict>, HostError> {
         Err(HostError::not_provided("policy.review"))
     }
     fn summarize(&mut self, _: &[SummaryRequest], _: Tokenizer) -> Result<Vec<String>, HostError> {
