@@ -13,10 +13,14 @@ mod bindings {
     wit_bindgen::generate!({
         path: "../../wit",
         world: "ctxpack",
+        // Import parameters borrow: what the host is given (the policy is
+        // given every candidate) is lowered from the core's own values,
+        // not from copies made for the call.
+        ownership: Borrowing { duplicate_if_necessary: true },
     });
 }
 
-ctxpack_wit::wit_conversions!(crate::bindings::ctxpack::context);
+ctxpack_wit::wit_conversions!(crate::bindings::ctxpack::context, borrowing);
 
 use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
 use bindings::exports::ctxpack::context::builder::{
@@ -97,6 +101,73 @@ fn answer<A: Convert<B>, B>(answer: Result<A, wit::HostError>) -> Result<B, ctx:
     answer.map(Convert::convert).map_err(Convert::convert)
 }
 
+/// Calls `call` with a borrowed view of `context`.
+fn with_context<R>(
+    context: &ctx::AgentContext,
+    call: impl FnOnce(wit::AgentContextParam<'_>) -> R,
+) -> R {
+    let ctx::AgentContext {
+        session_id,
+        trace_id,
+        user_id,
+        tenant_id,
+        project_id,
+        run_id,
+        attempt_id,
+        scopes,
+    } = context;
+    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+    call(wit::AgentContextParam {
+        session_id: session_id.as_deref(),
+        trace_id,
+        user_id: user_id.as_deref(),
+        tenant_id: tenant_id.as_deref(),
+        project_id: project_id.as_deref(),
+        run_id: run_id.as_deref(),
+        attempt_id: attempt_id.as_deref(),
+        scopes: &scopes,
+    })
+}
+
+/// A borrowed view of a candidate.
+fn candidate(c: &ctx::Candidate) -> wit::CandidateParam<'_> {
+    let ctx::Candidate {
+        id,
+        section,
+        text,
+        provenance,
+        trust,
+        score,
+        sequence,
+        scope,
+        token_count,
+    } = c;
+    wit::CandidateParam {
+        id,
+        section: section.convert(),
+        text,
+        provenance: provenance.as_ref().map(|p| {
+            let ctx::Provenance {
+                source_kind,
+                reference,
+                source_version,
+                index_revision,
+            } = p;
+            wit::ProvenanceParam {
+                source_kind,
+                reference,
+                source_version: source_version.as_deref(),
+                index_revision: index_revision.as_deref(),
+            }
+        }),
+        trust: trust.convert(),
+        score: *score,
+        sequence: *sequence,
+        scope: scope.as_deref(),
+        token_count: *token_count,
+    }
+}
+
 impl ctx::Host for Imports {
     fn retrieve(
         &mut self,
@@ -104,7 +175,9 @@ impl ctx::Host for Imports {
         query: &str,
         limit: u32,
     ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        answer(sources::retrieve(&context.clone().convert(), query, limit))
+        answer(with_context(context, |c| {
+            sources::retrieve(c, query, limit)
+        }))
     }
 
     fn expand_graph(
@@ -113,11 +186,10 @@ impl ctx::Host for Imports {
         item_ids: &[String],
         depth: u32,
     ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        answer(sources::expand_graph(
-            &context.clone().convert(),
-            item_ids,
-            depth,
-        ))
+        let item_ids: Vec<&str> = item_ids.iter().map(String::as_str).collect();
+        answer(with_context(context, |c| {
+            sources::expand_graph(c, &item_ids, depth)
+        }))
     }
 
     fn recall_memory(
@@ -127,19 +199,16 @@ impl ctx::Host for Imports {
         query: &str,
         limit: u32,
     ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        answer(sources::recall_memory(
-            &context.clone().convert(),
-            user_id,
-            query,
-            limit,
-        ))
+        answer(with_context(context, |c| {
+            sources::recall_memory(c, user_id, query, limit)
+        }))
     }
 
     fn repository_state(
         &mut self,
         context: &ctx::AgentContext,
     ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        answer(sources::repository_state(&context.clone().convert()))
+        answer(with_context(context, sources::repository_state))
     }
 
     fn review(
@@ -147,8 +216,8 @@ impl ctx::Host for Imports {
         context: &ctx::AgentContext,
         items: &[&ctx::Candidate],
     ) -> Result<Vec<ctx::Verdict>, ctx::HostError> {
-        let items: Vec<wit::Candidate> = items.iter().map(|&c| c.clone().convert()).collect();
-        answer(policy::review(&context.clone().convert(), &items))
+        let items: Vec<wit::CandidateParam<'_>> = items.iter().map(|&c| candidate(c)).collect();
+        answer(with_context(context, |c| policy::review(c, &items)))
     }
 
     fn summarize(
@@ -156,7 +225,14 @@ impl ctx::Host for Imports {
         requests: &[ctx::SummaryRequest],
         tokenizer: ctx::Tokenizer,
     ) -> Result<Vec<String>, ctx::HostError> {
-        let requests: Vec<wit::SummaryRequest> = requests.to_vec().convert();
+        let requests: Vec<wit::SummaryRequest<'_>> = requests
+            .iter()
+            .map(|r| wit::SummaryRequest {
+                section: r.section.convert(),
+                text: &r.text,
+                target_tokens: r.target_tokens,
+            })
+            .collect();
         answer(summarizer::summarize(&requests, tokenizer.convert()))
     }
 }

@@ -83,9 +83,22 @@ macro_rules! __cases {
 /// `types` and `policy` modules named here, e.g.
 /// `ctxpack_wit::wit_conversions!(crate::bindings::ctxpack::context);`.
 /// The calling crate must depend on `ctxpack-core`.
+///
+/// Bindings generated with borrowed import parameters (wit-bindgen's
+/// `ownership: Borrowing { duplicate_if_necessary: true }`) name the owned
+/// form of a record passed to imports as well as returned `…Result`, and
+/// have no owned form of a summary request, which is only ever passed:
+/// `wit_conversions!(… , borrowing)` expands for those names, and the
+/// borrowed forms are the calling crate's to fill.
 #[macro_export]
 macro_rules! wit_conversions {
     ($($root:ident)::+) => {
+        $crate::wit_conversions!(@ $($root)::+; AgentContext, Provenance, Candidate; SummaryRequest);
+    };
+    ($($root:ident)::+, borrowing) => {
+        $crate::wit_conversions!(@ $($root)::+; AgentContextResult, ProvenanceResult, CandidateResult;);
+    };
+    (@ $($root:ident)::+; $agent:ident, $provenance:ident, $candidate:ident; $($summary:ident)?) => {
         #[allow(unused_imports)]
         mod ctxpack_wit_conversions {
             use ::ctxpack_core as ctx;
@@ -122,16 +135,16 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::ConfigFormat, wit::ConfigFormat, [Yaml, Json] []);
             $crate::__cases!(ctx::Verdict, policy::Verdict, [Allow] [Redact, Deny]);
 
-            $crate::__record!(ctx::AgentContext, wit::AgentContext, {
+            $crate::__record!(ctx::AgentContext, wit::$agent, {
                 session_id, trace_id, user_id, tenant_id, project_id, run_id, attempt_id, scopes,
             });
-            $crate::__record!(ctx::Provenance, wit::Provenance, {
+            $crate::__record!(ctx::Provenance, wit::$provenance, {
                 source_kind, reference, source_version, index_revision,
             });
             $crate::__record!(ctx::ConversationTurn, wit::ConversationTurn, { role, content, tool_call_id });
             $crate::__record!(ctx::WorkflowStatus, wit::WorkflowStatus, { status, stage_id });
             $crate::__record!(ctx::StageSummary, wit::StageSummary, { stage_id, outcome, summary });
-            $crate::__record!(ctx::Candidate, wit::Candidate, {
+            $crate::__record!(ctx::Candidate, wit::$candidate, {
                 id, section, text, provenance, trust, score, sequence, scope, token_count,
             });
             $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, {
@@ -165,9 +178,9 @@ macro_rules! wit_conversions {
                 trust_system, trust_trusted, trust_unverified, trust_untrusted, recency,
             });
             $crate::__record!(ctx::SourceCall, wit::SourceCall, { capability, outcome });
-            $crate::__record!(ctx::SummaryRequest, wit::SummaryRequest, {
+            $($crate::__record!(ctx::SummaryRequest, wit::$summary, {
                 section, text, target_tokens,
-            });
+            });)?
             $crate::__record!(ctx::ContextPack, wit::ContextPack, {
                 id, session_id, trace_id, stage_id, entries, text, messages, budget_used,
                 budget_limit, compression, snapshot, event, metrics,
