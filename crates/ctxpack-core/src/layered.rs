@@ -698,14 +698,11 @@ fn build_pack(
 
     // Render order: L0, then the slow-moving L2, then L1 with the
     // conversation last.
-    let ordered: Vec<Item> = l0
-        .into_iter()
-        .chain(l2)
-        .chain(tail.l1_hosted)
-        .chain(l1)
-        .collect();
+    // (Walked, not collected: each item is moved once, into its entries.)
+    let n = l0.len() + l2.len() + tail.l1_hosted.len() + l1.len();
+    let ordered = l0.into_iter().chain(l2).chain(tail.l1_hosted).chain(l1);
     let mut entries = Vec::new();
-    let mut snapshot_entries = Vec::with_capacity(ordered.len());
+    let mut snapshot_entries = Vec::with_capacity(n);
     let mut used = 0u64;
     let mut dropped = 0u32;
     for mut item in ordered {
