@@ -399,9 +399,15 @@ pub(crate) fn gather(
 
     // A host text keeps its body; its frame is counted with it and put
     // around it only if it is included.
+    let order: Vec<usize> = items.iter().map(|&(_, i)| i).collect();
     let items = items
         .into_iter()
-        .map(|(mut item, i)| {
+        .enumerate()
+        .map(|(k, (mut item, i))| {
+            // Rank order again, scattered over `pool`: ask ahead.
+            if let Some(&ahead) = order.get(k + AHEAD) {
+                prefetch::value(&pool[ahead]);
+            }
             let c = &mut pool[i];
             item.id = std::mem::take(&mut c.id);
             item.provenance = c.provenance.take();
