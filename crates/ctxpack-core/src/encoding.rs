@@ -12,7 +12,7 @@
 //! Exactness is the contract: the tests compare the token sequences with
 //! tiktoken's on generated texts over every ASCII byte.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Mutex;
 use tiktoken_rs::{CoreBPE, Rank};
 
@@ -34,8 +34,58 @@ const PIECE_MEMORY: usize = 1 << 16;
 pub(crate) struct Encoding {
     bpe: CoreBPE,
     ranks: FxHashMap<Vec<u8>, Rank>,
+    /// The tokens of at most seven bytes, by [`short_key`]. Most pieces of
+    /// prose are that short; a lookup here hashes one number and compares
+    /// numbers, where one in `ranks` hashes the bytes, then follows the
+    /// key to compare them.
+    short_tokens: FxHashSet<u64>,
     pattern: Pattern,
-    merged: Mutex<FxHashMap<Box<[u8]>, u32>>,
+    merged: Mutex<Merged>,
+}
+
+/// Token counts of pieces that are not one token, remembered: short ones
+/// by [`short_key`], the others by their bytes.
+#[derive(Default)]
+struct Merged {
+    short: FxHashMap<u64, u32>,
+    long: FxHashMap<Box<[u8]>, u32>,
+}
+
+impl Merged {
+    /// The tokens of `piece` (whose [`short_key`] is `key`), from memory
+    /// or from `merge`, then remembered.
+    fn count(&mut self, piece: &[u8], key: Option<u64>, merge: impl FnOnce() -> usize) -> usize {
+        let known = match key {
+            Some(k) => self.short.get(&k),
+            None => self.long.get(piece),
+        };
+        if let Some(&n) = known {
+            return n as usize;
+        }
+        let n = merge();
+        if self.short.len() + self.long.len() >= PIECE_MEMORY {
+            self.short.clear();
+            self.long.clear();
+        }
+        // Counts of pieces under 100 bytes fit easily.
+        match key {
+            Some(k) => self.short.insert(k, n as u32),
+            None => self.long.insert(piece.into(), n as u32),
+        };
+        n
+    }
+}
+
+/// A piece of at most seven bytes as one number: its bytes, little-endian,
+/// and its length in the top byte (so "a" and "a\0" differ).
+fn short_key(piece: &[u8]) -> Option<u64> {
+    if piece.len() > 7 {
+        return None;
+    }
+    let mut b = [0u8; 8];
+    b[..piece.len()].copy_from_slice(piece);
+    b[7] = piece.len() as u8;
+    Some(u64::from_le_bytes(b))
 }
 
 impl Encoding {
@@ -58,11 +108,13 @@ impl Encoding {
             }
             rank += 1;
         }
+        let short_tokens = ranks.keys().filter_map(|k| short_key(k)).collect();
         Encoding {
             bpe,
             ranks,
+            short_tokens,
             pattern,
-            merged: Mutex::new(FxHashMap::default()),
+            merged: Mutex::new(Merged::default()),
         }
     }
 
@@ -99,7 +151,7 @@ impl Encoding {
     }
 
     /// The tokens of ASCII text.
-    fn count_ascii(&self, all: &str, mut memory: Option<&mut FxHashMap<Box<[u8]>, u32>>) -> usize {
+    fn count_ascii(&self, all: &str, mut memory: Option<&mut Merged>) -> usize {
         let text = all.as_bytes();
         let mut total = 0;
         let mut at = 0;
@@ -110,7 +162,12 @@ impl Encoding {
             };
             let piece = &text[at..end];
             at = end;
-            if self.ranks.contains_key(piece) {
+            let key = short_key(piece);
+            let token = match key {
+                Some(k) => self.short_tokens.contains(&k),
+                None => self.ranks.contains_key(piece),
+            };
+            if token {
                 total += 1;
                 continue;
             }
@@ -118,19 +175,10 @@ impl Encoding {
                 // The whole stretch goes to tiktoken: its pieces are ours.
                 return self.bpe.encode_ordinary(all).len();
             }
+            let merge = || tiktoken_rs::byte_pair_split(piece, &self.ranks).len();
             total += match memory.as_deref_mut() {
-                Some(m) => match m.get(piece) {
-                    Some(&n) => n as usize,
-                    None => {
-                        let n = tiktoken_rs::byte_pair_split(piece, &self.ranks).len();
-                        if m.len() >= PIECE_MEMORY {
-                            m.clear();
-                        }
-                        m.insert(piece.into(), n as u32);
-                        n
-                    }
-                },
-                None => tiktoken_rs::byte_pair_split(piece, &self.ranks).len(),
+                Some(m) => m.count(piece, key, merge),
+                None => merge(),
             };
         }
         total
@@ -436,6 +484,18 @@ mod tests {
             }
             drop(held);
         }
+    }
+
+    #[test]
+    fn short_keys_tell_every_short_piece_apart() {
+        let pieces: [&[u8]; 7] = [b"", b"\0", b"\0\0", b"a", b"a\0", b"\0a", b"abcdefg"];
+        let keys: FxHashSet<u64> = pieces.iter().filter_map(|p| short_key(p)).collect();
+        assert_eq!(keys.len(), pieces.len());
+        assert_eq!(
+            short_key(b"abcdefgh"),
+            None,
+            "eight bytes are looked up by bytes"
+        );
     }
 
     #[test]
