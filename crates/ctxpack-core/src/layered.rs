@@ -536,15 +536,38 @@ fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
                 Role::Tool => TrustTier::Untrusted,
             };
             Item::from_request(
-                format!("turn-{i}"),
+                numbered("turn-", i, ""),
                 Section::ConversationState,
                 t.role,
                 String::new(),
-                format!("conversation[{i}]"),
+                numbered("conversation[", i, "]"),
                 trust,
             )
         })
         .collect()
+}
+
+/// `head`, `i` in decimal, `tail`: `format!` without the formatting
+/// machinery, which two ids per turn of a long history made show.
+fn numbered(head: &str, i: usize, tail: &str) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(head.len() + (digits.len() - at) + tail.len());
+    out.push_str(head);
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+    out.push_str(tail);
+    out
 }
 
 /// A turn as the pack renders it: `[role] content`.
@@ -1166,6 +1189,17 @@ mod tests {
         assert_eq!(p.budget_used, 20);
         assert_eq!(p.snapshot.stable_prefix_tokens, 7);
         assert_eq!(p.entries.len(), 2);
+    }
+
+    #[test]
+    fn numbered_ids_read_as_format_writes_them() {
+        for i in [0, 7, 9, 10, 99, 100, 12_345, 9_999_999, usize::MAX] {
+            assert_eq!(numbered("turn-", i, ""), format!("turn-{i}"));
+            assert_eq!(
+                numbered("conversation[", i, "]"),
+                format!("conversation[{i}]")
+            );
+        }
     }
 
     #[test]
