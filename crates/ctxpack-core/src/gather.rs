@@ -178,11 +178,11 @@ fn admissible(c: &Candidate, ctx: &crate::types::AgentContext) -> Option<Reason>
 }
 
 /// Calls the profile's sources and prepares their candidates.
-pub(crate) fn gather(
+pub(crate) fn gather<'r>(
     request: &AssembleRequest,
     settings: Settings,
     host: &mut dyn Host,
-    taken: &FxHashSet<&str>,
+    taken: impl FnOnce() -> FxHashSet<&'r str>,
 ) -> Result<Gathered, Error> {
     let ctx = &request.context;
     let mut calls = Vec::new();
@@ -307,7 +307,14 @@ pub(crate) fn gather(
             .then_with(|| pool[a.0].id.cmp(&pool[b.0].id))
     });
 
-    // Ids met so far: the request's, then the host candidates'.
+    // Ids the request's own candidates take, made only if a host answered
+    // anything (a request of ten thousand turns has as many), and the host
+    // candidates' met so far.
+    let taken = if fused.is_empty() {
+        FxHashSet::default()
+    } else {
+        taken()
+    };
     let mut seen: FxHashSet<&str> =
         FxHashSet::with_capacity_and_hasher(fused.len(), Default::default());
     let mut deduper = Deduper::new(settings.near_duplicate_threshold, fused.len());
@@ -519,7 +526,7 @@ mod tests {
             near_duplicate_threshold: 1.0,
             ranking,
         };
-        let g = gather(&request, settings, &mut Fixed(items), &FxHashSet::default()).unwrap();
+        let g = gather(&request, settings, &mut Fixed(items), FxHashSet::default).unwrap();
         g.items.into_iter().map(|i| i.id).collect()
     }
 

@@ -164,7 +164,7 @@ impl Builder {
                 ranking: self.ranking,
             },
             host,
-            &prepared.ids(),
+            || prepared.ids(),
         )?;
         Ok(layered::assemble(
             request,
