@@ -242,29 +242,18 @@ pub fn check(
     assert_eq!(snap.stable_prefix_tokens, l0_cost, "{name}");
     // The kept conversation is valid: no tool result without its call, no
     // call without its results.
-    let kept_turns: Vec<usize> = pack
+    let kept: Vec<(usize, &str)> = pack
         .entries
         .iter()
-        .filter_map(|e| e.id.strip_prefix("turn-")?.parse().ok())
+        .filter_map(|e| Some((e.id.strip_prefix("turn-")?.parse().ok()?, e.text.as_str())))
         .collect();
+    let kept_turns: Vec<usize> = kept.iter().map(|&(i, _)| i).collect();
     // A kept turn is rendered whole from its request turn, and counted.
-    for e in &pack.entries {
-        let Some(i) =
-            e.id.strip_prefix("turn-")
-                .and_then(|i| i.parse::<usize>().ok())
-        else {
-            continue;
-        };
+    for &(i, text) in &kept {
         let t = &request.conversation[i];
-        let role = match t.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
         assert_eq!(
-            e.text,
-            format!("[{role}] {}", t.content),
+            text,
+            format!("[{}] {}", t.role.name(), t.content),
             "{name}: turn-{i}"
         );
     }
