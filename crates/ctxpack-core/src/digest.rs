@@ -97,10 +97,10 @@ impl Canonical {
     }
 
     /// A tag, then `n` in LEB128: seven bits a byte, low first, the high
-    /// bit set on every byte but the last. Written byte by byte where it
-    /// goes: gathered in a local array first, the bytes were read back as
-    /// wider words, and each such read waited for the narrow writes to land
-    /// (a fifth of a 10k-turn trim).
+    /// bit set on every byte but the last. Written byte by byte where they
+    /// go: gathering them in a local array and copying that out reads them
+    /// back as wider words, and each such read waits for the narrow writes
+    /// to land (a fifth of a 10k-turn trim went on that).
     #[inline]
     fn tagged(&mut self, tag: u8, mut n: u64) {
         if TAGGED > CHUNK - self.len {
