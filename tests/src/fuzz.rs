@@ -79,7 +79,7 @@ pub fn route(data: &[u8]) {
 
 /// Bytes as text (invalid UTF-8 replaced) counted by ctxpack's exact
 /// counters and by tiktoken-rs itself: the counts must agree, whole and
-/// counted up to any limit.
+/// counted up to any limit, and the cheap floor must not pass them.
 pub fn count(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     for (tokenizer, reference) in [
@@ -95,6 +95,8 @@ pub fn count(data: &[u8]) {
         let counter = tokenizers().counter(tokenizer).unwrap();
         let want = reference.encode_ordinary(&text).len() as u32;
         assert_eq!(counter.count(&text), want, "{tokenizer:?} {text:?}");
+        let floor = counter.at_least(&text);
+        assert!(floor <= want, "{tokenizer:?} floor {floor} > {want}: {text:?}");
         for limit in [0, want / 2, want.saturating_sub(1), want] {
             match counter.count_up_to(&text, limit) {
                 ctxpack_core::Count::Exact(n) => assert_eq!(n, want, "{tokenizer:?} {text:?}"),
