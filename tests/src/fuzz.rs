@@ -96,7 +96,10 @@ pub fn count(data: &[u8]) {
         let want = reference.encode_ordinary(&text).len() as u32;
         assert_eq!(counter.count(&text), want, "{tokenizer:?} {text:?}");
         let floor = counter.at_least(&text);
-        assert!(floor <= want, "{tokenizer:?} floor {floor} > {want}: {text:?}");
+        assert!(
+            floor <= want,
+            "{tokenizer:?} floor {floor} > {want}: {text:?}"
+        );
         for limit in [0, want / 2, want.saturating_sub(1), want] {
             match counter.count_up_to(&text, limit) {
                 ctxpack_core::Count::Exact(n) => assert_eq!(n, want, "{tokenizer:?} {text:?}"),
