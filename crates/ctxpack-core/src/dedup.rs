@@ -326,6 +326,11 @@ impl Index {
         at
     }
 
+    /// `hash`'s bucket; an empty one if it has none.
+    fn get(&self, hash: u64) -> Bucket {
+        self.slots[self.position(hash)]
+    }
+
     /// Asks for the slot where a probe for `hash` starts: a text's probes
     /// are asked for together, so their misses overlap (see
     /// [`crate::prefetch`]).
@@ -448,7 +453,7 @@ impl Deduper {
         for &h in indexed {
             let Bucket {
                 head: mut at, len, ..
-            } = self.index.slots[self.index.position(h)];
+            } = self.index.get(h);
             if len as usize >= BUCKET_CAP {
                 // A stock phrase: see below.
                 continue;
@@ -706,10 +711,10 @@ mod tests {
         assert!(index.used * 4 <= index.slots.len() * 3);
         assert_eq!(index.used, expected.len());
         for (&h, &(head, len)) in &expected {
-            let b = index.slots[index.position(h)];
+            let b = index.get(h);
             assert_eq!((b.hash, b.head, b.len), (h, head, len));
         }
-        let absent = index.slots[index.position(u64::MAX)];
+        let absent = index.get(u64::MAX);
         assert_eq!(absent.len, 0, "a hash never added has no bucket");
     }
 
