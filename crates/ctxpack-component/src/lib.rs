@@ -225,12 +225,21 @@ impl ctx::Host for Imports {
         requests: &[ctx::SummaryRequest],
         tokenizer: ctx::Tokenizer,
     ) -> Result<Vec<String>, ctx::HostError> {
+        // Destructured, as `candidate` is: a field added to the core's
+        // request fails to compile here instead of being left behind.
         let requests: Vec<wit::SummaryRequest<'_>> = requests
             .iter()
-            .map(|r| wit::SummaryRequest {
-                section: r.section.convert(),
-                text: &r.text,
-                target_tokens: r.target_tokens,
+            .map(|r| {
+                let ctx::SummaryRequest {
+                    section,
+                    text,
+                    target_tokens,
+                } = r;
+                wit::SummaryRequest {
+                    section: section.convert(),
+                    text,
+                    target_tokens: *target_tokens,
+                }
             })
             .collect();
         answer(summarizer::summarize(&requests, tokenizer.convert()))
