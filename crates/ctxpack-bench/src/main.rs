@@ -102,8 +102,9 @@ fn repeat(name: &str, n: &str, wasm: bool) -> Result<(), String> {
         .max(1);
     // Either way: the host's answer is handed over before each timed
     // assembly, as in the criterion benchmarks, and only the assembly (and
-    // dropping the pack, as there) is timed. (Handing over for the untimed first one too left the heap in
-    // a state that made every later native pack ~20% slower.)
+    // dropping the pack, as there) is timed. (Handing over for the untimed
+    // first one too left the heap in a state that made every later native
+    // pack ~20% slower.)
     type Timed = Box<dyn FnMut(bool) -> Result<std::time::Duration, String>>;
     let mut assemble: Timed = if wasm {
         let runtime = Runtime::load_bundled().map_err(|e| e.to_string())?;
@@ -115,15 +116,10 @@ fn repeat(name: &str, n: &str, wasm: bool) -> Result<(), String> {
             if hand_over {
                 Workload::hand_over(w.retrieved(), instance.host_mut());
             }
-            let started = std::time::Instant::now();
-            match instance.assemble(&w.request) {
-                Ok(Ok(pack)) => {
-                    drop(pack);
-                    Ok(started.elapsed())
-                }
-                Ok(Err(e)) => Err(e.to_string()),
+            timed(|| match instance.assemble(&w.request) {
+                Ok(answer) => answer.map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
-            }
+            })
         })
     } else {
         let builder = Builder::new(w.config.clone()).map_err(|e| e.to_string())?;
@@ -132,14 +128,11 @@ fn repeat(name: &str, n: &str, wasm: bool) -> Result<(), String> {
             if hand_over {
                 Workload::hand_over(w.retrieved(), &mut host);
             }
-            let started = std::time::Instant::now();
-            match builder.assemble(&w.request, &mut host) {
-                Ok(pack) => {
-                    drop(pack);
-                    Ok(started.elapsed())
-                }
-                Err(e) => Err(e.to_string()),
-            }
+            timed(|| {
+                builder
+                    .assemble(&w.request, &mut host)
+                    .map_err(|e| e.to_string())
+            })
         })
     };
     // One assembly first, untimed, from the host's own store: it builds
@@ -159,6 +152,15 @@ fn repeat(name: &str, n: &str, wasm: bool) -> Result<(), String> {
         fastest.as_secs_f64() * 1e3
     );
     Ok(())
+}
+
+/// How long `assemble` takes, dropping the pack it makes included.
+fn timed(
+    assemble: impl FnOnce() -> Result<ContextPack, String>,
+) -> Result<std::time::Duration, String> {
+    let started = std::time::Instant::now();
+    drop(assemble()?);
+    Ok(started.elapsed())
 }
 
 fn assemble(w: &ctxpack_bench::Workload) -> Result<ContextPack, String> {
@@ -194,42 +196,6 @@ fn data(dir: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
-/// One assembly with the heap watched: the peak above what was live
-/// before it, the allocations it made, the pack and the time it took.
-fn watched(
-    builder: &Builder,
-    request: &ctxpack_core::AssembleRequest,
-    host: &mut InMemoryHost,
-) -> Result<(usize, usize, ContextPack, std::time::Duration), String> {
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
-    let started = std::time::Instant::now();
-    let p = builder.assemble(request, host).map_err(|e| e.to_string())?;
-    let took = started.elapsed();
-    let extra = PEAK.load(Ordering::Relaxed) - before;
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations;
-    Ok((extra, allocations, p, took))
-}
-
-/// Prints one watched assembly: its input, the heap it took beyond what
-/// was live before it, its allocations, `what` it made and its time.
-fn report(
-    name: &str,
-    input: usize,
-    how: &str,
-    (extra, allocations, took): (usize, usize, std::time::Duration),
-    what: &str,
-) {
-    println!(
-        "{name}: input {:.2} MB ({how}), peak heap during the assembly {:.2} MB above what was live before it ({:.2}x the input), {allocations} allocations, {what}, one run {:.1} ms",
-        input as f64 / 1e6,
-        extra as f64 / 1e6,
-        extra as f64 / input as f64,
-        took.as_secs_f64() * 1e3
-    );
-}
-
 fn peak() -> Result<(), String> {
     let cs = chunks(10_000, 260, 1);
     let mut w = pack(&cs, 128_000);
@@ -258,8 +224,9 @@ fn peak() -> Result<(), String> {
 }
 
 /// Assembles `w` once, with no counts kept and its retrieved candidates
-/// handed over, and reports the heap it took ([`watched`]) against its
-/// `input` bytes; `what` says what the pack holds.
+/// handed over, and prints the peak heap above what was live before it
+/// against its `input` bytes, the allocations it made, `what` the pack
+/// holds and the time it took.
 fn watch(
     name: &str,
     mut w: Workload,
@@ -282,7 +249,23 @@ fn watch(
     };
     let mut host = InMemoryHost::new(w.host);
     Workload::hand_over(handed, &mut host);
-    let (extra, allocations, p, took) = watched(&builder, &w.request, &mut host)?;
-    report(name, input, how, (extra, allocations, took), &what(&p));
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    let p = builder
+        .assemble(&w.request, &mut host)
+        .map_err(|e| e.to_string())?;
+    let took = started.elapsed();
+    let extra = PEAK.load(Ordering::Relaxed) - before;
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations;
+    println!(
+        "{name}: input {:.2} MB ({how}), peak heap during the assembly {:.2} MB above what was live before it ({:.2}x the input), {allocations} allocations, {}, one run {:.1} ms",
+        input as f64 / 1e6,
+        extra as f64 / 1e6,
+        extra as f64 / input as f64,
+        what(&p),
+        took.as_secs_f64() * 1e3
+    );
     Ok(())
 }
