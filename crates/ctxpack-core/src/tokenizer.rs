@@ -79,6 +79,14 @@ pub trait TokenCounter {
     /// The longest prefix of `text` that ends on a token boundary (and a
     /// character boundary) and counts at most `max` tokens.
     fn truncate(&self, text: &str, max: u32) -> String;
+
+    /// Whether the count of a text is the sum of the counts of its pieces
+    /// cut where [`splits_at`] says, whatever the pieces are: true for the
+    /// exact encodings (see [`count_in_chunks`]), which lets a [`Tally`]
+    /// count a long concatenation from its parts' known counts.
+    fn additive_at_splits(&self) -> bool {
+        false
+    }
 }
 
 /// Exact counts with a tiktoken encoding. Special-token markers in the text
@@ -89,6 +97,10 @@ pub struct Exact<'a>(&'a Encoding);
 impl TokenCounter for Exact<'_> {
     fn count(&self, text: &str) -> u32 {
         saturate(self.0.count(text))
+    }
+
+    fn additive_at_splits(&self) -> bool {
+        true
     }
 
     fn count_up_to(&self, text: &str, limit: u32) -> Count {
@@ -235,9 +247,32 @@ pub(crate) fn splits_at(text: &str, i: usize) -> bool {
 /// The first position at or after `from` that is a space between two
 /// non-whitespace characters, or the end of `text`.
 pub(crate) fn split_after(text: &str, from: usize) -> usize {
-    (from.clamp(1, text.len())..text.len())
+    // No split can fall at byte 0 (nothing is before it); an empty text
+    // has no position but its end.
+    (from.max(1).min(text.len())..text.len())
         .find(|&i| splits_at(text, i))
         .unwrap_or(text.len())
+}
+
+/// The first and the last position of `text` where it splits whatever
+/// comes around it (see [`splits_at`]), if it has one.
+fn first_and_last_split(text: &str) -> Option<(usize, usize)> {
+    let spaces = || {
+        text.bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == b' ')
+            .map(|(i, _)| i)
+    };
+    let first = spaces().find(|&i| splits_at(text, i))?;
+    let last = text
+        .bytes()
+        .enumerate()
+        .rev()
+        .filter(|&(_, b)| b == b' ')
+        .map(|(i, _)| i)
+        .find(|&i| splits_at(text, i))
+        .unwrap_or(first);
+    Some((first, last))
 }
 
 /// One token per `n` characters (Unicode scalar values), rounded up.
@@ -409,6 +444,94 @@ impl<'a> Meter<'a> {
     /// The longest prefix of `text` of at most `max` tokens.
     pub(crate) fn truncate(&self, text: &str, max: u32) -> String {
         self.counter.truncate(text, max)
+    }
+}
+
+/// How a text with a known count divides for a [`Tally`]: its first and
+/// last split (see [`splits_at`]) and the tokens between them.
+pub(crate) struct Splits {
+    first: usize,
+    last: usize,
+    interior: u64,
+}
+
+impl Meter<'_> {
+    /// Where `text` splits for a [`Tally`], and the tokens between its
+    /// first and last split — found from `known`, its exact count, when
+    /// given, by counting only the two ends. `None` if the counter does
+    /// not add up at splits or the text has none.
+    pub(crate) fn splits(&self, text: &str, known: Option<u32>) -> Option<Splits> {
+        if !self.counter.additive_at_splits() {
+            return None;
+        }
+        let (first, last) = first_and_last_split(text)?;
+        let interior = match known {
+            // The ends are a few words: counting them is cheap, and the
+            // known count settles everything between.
+            Some(n) => u64::from(n)
+                .saturating_sub(u64::from(self.counter.count(&text[..first])))
+                .saturating_sub(u64::from(self.counter.count(&text[last..]))),
+            None => u64::from(self.counter.count(&text[first..last])),
+        };
+        Some(Splits {
+            first,
+            last,
+            interior,
+        })
+    }
+}
+
+/// The exact tokens of a text given in parts, as the counter would count
+/// the parts joined: each part's known count settles everything between
+/// its first and last split, and only the text around the joins (from one
+/// part's last split to the next one's first) is counted. With a counter
+/// that does not add up at splits, the joined text is counted whole.
+pub(crate) struct Tally<'a, 'm> {
+    meter: &'a Meter<'m>,
+    total: u64,
+    /// Text since the last split, not yet counted.
+    pending: String,
+}
+
+impl<'a, 'm> Tally<'a, 'm> {
+    pub(crate) fn new(meter: &'a Meter<'m>) -> Self {
+        Tally {
+            meter,
+            total: 0,
+            pending: String::new(),
+        }
+    }
+
+    /// Appends `text`, of exactly `known` tokens when given.
+    pub(crate) fn push(&mut self, text: &str, known: Option<u32>) {
+        let splits = self.meter.splits(text, known);
+        self.push_split(text, splits.as_ref());
+    }
+
+    /// Appends `text`, divided as [`Meter::splits`] found.
+    pub(crate) fn push_split(&mut self, text: &str, splits: Option<&Splits>) {
+        match splits {
+            Some(s) => {
+                self.pending.push_str(&text[..s.first]);
+                self.flush();
+                self.total += s.interior;
+                self.pending.push_str(&text[s.last..]);
+            }
+            None => self.pending.push_str(text),
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.total += u64::from(self.meter.counter.count(&self.pending));
+            self.pending.clear();
+        }
+    }
+
+    /// The tokens of everything appended.
+    pub(crate) fn finish(mut self) -> u64 {
+        self.flush();
+        self.total
     }
 }
 
@@ -716,6 +839,61 @@ mod tests {
                     n == c.count(&text) || n + 2 >= max.min(c.count(&text)),
                     "{max} {n} {text:?}"
                 );
+            }
+        }
+    }
+
+    /// A tally of parts, some with their counts given, is the count of
+    /// the parts joined, whatever the parts: joins inside words, runs of
+    /// spaces and newlines, punctuation that takes the newlines after it.
+    #[test]
+    fn a_tally_counts_the_joined_text_exactly() {
+        let texts = awkward_texts();
+        for tok in [
+            Tokenizer::O200kBase,
+            Tokenizer::Cl100kBase,
+            Tokenizer::CharsPerToken(3),
+        ] {
+            let c = Tokenizers.counter(tok).unwrap();
+            let mut cache = CountCache::new(0);
+            let meter = Meter::new(c.as_ref(), tok, &mut cache);
+            let mut x = 7u64;
+            for k in 0..300 {
+                let n = 1 + k % 7;
+                let parts: Vec<&str> = (0..n)
+                    .map(|_| {
+                        x = crate::digest::mix(x);
+                        match x % 5 {
+                            0 => "\n\n",
+                            1 => "",
+                            _ => texts[(x >> 8) as usize % texts.len()].as_str(),
+                        }
+                    })
+                    .collect();
+                let mut tally = Tally::new(&meter);
+                for (i, p) in parts.iter().enumerate() {
+                    let known = (i % 2 == 0).then(|| c.count(p));
+                    tally.push(p, known);
+                }
+                let joined = parts.concat();
+                assert_eq!(
+                    tally.finish(),
+                    u64::from(c.count(&joined)),
+                    "{tok:?} {parts:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn empty_text_truncates_and_splits_without_panicking() {
+        assert_eq!(split_after("", 0), 0);
+        assert_eq!(split_after("", 5), 0);
+        assert_eq!(split_after("ab", 9), 2);
+        for tok in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            let c = Tokenizers.counter(tok).unwrap();
+            for max in [0, 1, 5] {
+                assert_eq!(c.truncate("", max), "");
             }
         }
     }
