@@ -342,7 +342,7 @@ impl Instance {
         &mut self,
         router: RouterHandle,
         request: &ctx::AssembleRequest,
-    ) -> Result<Result<ctx::Handling, ctx::Error>, WasmError> {
+    ) -> Result<Result<ctx::Handling, ctx::Failure>, WasmError> {
         self.refuel()?;
         let request: wit::AssembleRequest = request.clone().convert();
         let answer = self.bindings.ctxpack_context_builder().call_handle(
@@ -358,7 +358,7 @@ impl Instance {
     pub fn assemble(
         &mut self,
         request: &ctx::AssembleRequest,
-    ) -> Result<Result<ctx::ContextPack, ctx::Error>, WasmError> {
+    ) -> Result<Result<ctx::ContextPack, ctx::Failure>, WasmError> {
         self.refuel()?;
         let request: wit::AssembleRequest = request.clone().convert();
         let answer = self

@@ -53,12 +53,12 @@ pub fn outcome(reply: Reply, host: &InMemoryHost) -> Outcome {
 pub fn run_native(scenario: &Scenario) -> Outcome {
     let mut host = InMemoryHost::new(scenario.host.clone());
     let reply = match ctxpack_core::Builder::new(scenario.config.clone()) {
-        Err(e) => Reply::Error(e),
+        Err(e) => Reply::refused(e),
         Ok(builder) => match router_text(scenario) {
-            Err(e) => Reply::Error(e),
+            Err(e) => Reply::refused(e),
             Ok(None) => builder.assemble(&scenario.request, &mut host).into(),
             Ok(Some((text, format))) => match ctxpack_core::Router::from_text(text, format) {
-                Err(e) => Reply::Error(e),
+                Err(e) => Reply::refused(e),
                 Ok(router) => {
                     ctxpack_core::handle(&router, &builder, &scenario.request, &mut host).into()
                 }
@@ -73,13 +73,13 @@ pub fn run_component(runtime: &Runtime, scenario: &Scenario) -> Result<Outcome, 
     let host = InMemoryHost::new(scenario.host.clone());
     let mut instance = match runtime.instantiate(host, &scenario.config)? {
         Ok(instance) => instance,
-        Err(e) => return Ok(outcome(Reply::Error(e), &InMemoryHost::default())),
+        Err(e) => return Ok(outcome(Reply::refused(e), &InMemoryHost::default())),
     };
     let reply = match router_text(scenario) {
-        Err(e) => Reply::Error(e),
+        Err(e) => Reply::refused(e),
         Ok(None) => instance.assemble(&scenario.request)?.into(),
         Ok(Some((text, format))) => match instance.router(text, format)? {
-            Err(e) => Reply::Error(e),
+            Err(e) => Reply::refused(e),
             Ok(router) => instance.handle(router, &scenario.request)?.into(),
         },
     };

@@ -211,7 +211,7 @@ fn run() -> Result<bool, String> {
             } else {
                 print!("{}", report::outcome(&outcome));
             }
-            Ok(!matches!(outcome.reply, Reply::Error(_)))
+            Ok(!matches!(outcome.reply, Reply::Failed(_)))
         }
         "diff" => {
             let runtime = if args.native {
@@ -227,17 +227,16 @@ fn run() -> Result<bool, String> {
                     Some(rt) => ctxpack_host_example::run_component(rt, &scenario)
                         .map_err(|e| e.to_string())?,
                 };
-                let snapshot = match outcome.reply {
-                    Reply::Pack(p) => p.snapshot,
-                    Reply::Handled(h) => match h.dispatch {
-                        ctxpack_core::Dispatch::Fallback(f) => f.pack.snapshot,
-                        ctxpack_core::Dispatch::Skill(_) => {
-                            return Err(format!("{path}: dispatched to a skill, no snapshot"));
-                        }
-                    },
-                    Reply::Error(e) => return Err(format!("{path}: refused: {e}")),
+                let snapshot = match &outcome.reply {
+                    Reply::Handled(h) if matches!(h.dispatch, ctxpack_core::Dispatch::Skill(_)) => {
+                        return Err(format!("{path}: dispatched to a skill, no snapshot"));
+                    }
+                    Reply::Failed(f) if f.snapshot.is_none() => {
+                        return Err(format!("{path}: refused: {}", f.error));
+                    }
+                    reply => reply.snapshot().cloned(),
                 };
-                snapshots.push(snapshot);
+                snapshots.extend(snapshot);
             }
             let d = match &runtime {
                 None => ctxpack_core::diff(&snapshots[0], &snapshots[1]),

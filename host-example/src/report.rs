@@ -1,7 +1,9 @@
 //! Human-readable output: the pack and a table of the snapshot.
 
 use crate::scenario::{Outcome, Reply};
-use ctxpack_core::{ContextPack, Dispatch, Reason, RoutingDecision, SnapshotDiff};
+use ctxpack_core::{
+    ContextPack, Dispatch, Failure, Reason, RoutingDecision, Snapshot, SnapshotDiff, SnapshotStatus,
+};
 use std::fmt::Write;
 
 /// One reason in words, with its numbers.
@@ -22,6 +24,7 @@ pub fn reason_text(reason: &Reason) -> String {
         Reason::Summarized(id) => format!("summarised into {id}"),
         Reason::StepCut(n) => format!("step cut (steps of {n})"),
         Reason::BeyondLimit(n) => format!("beyond the source's limit of {n}"),
+        Reason::AssemblyFailed => "assembly failed".into(),
     }
 }
 
@@ -33,26 +36,9 @@ fn kebab<T: serde::Serialize>(value: &T) -> String {
     }
 }
 
-/// The pack's text, then the snapshot as a table.
-pub fn pack(p: &ContextPack) -> String {
+/// The snapshot's candidates as a table.
+fn entries(s: &Snapshot) -> String {
     let mut out = String::new();
-    let s = &p.snapshot;
-    let _ = writeln!(
-        out,
-        "pack {}  ({} of {} tokens)",
-        p.id, p.budget_used, p.budget_limit
-    );
-    let _ = writeln!(out, "snapshot {}  status {}", s.id, kebab(&s.status));
-    let _ = writeln!(
-        out,
-        "stable prefix {} tokens; profile {}",
-        s.stable_prefix_tokens,
-        kebab(&s.profile)
-    );
-    for call in &s.source_calls {
-        let _ = writeln!(out, "source {}: {}", call.capability, kebab(&call.outcome));
-    }
-    let _ = writeln!(out, "\n--- context ---\n{}\n--- end ---\n", p.text);
     let rows: Vec<[String; 6]> = s
         .entries
         .iter()
@@ -88,6 +74,50 @@ pub fn pack(p: &ContextPack) -> String {
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }
+    out
+}
+
+/// A failure: why, and the failed snapshot's table if the assembly had
+/// begun.
+pub fn failure(f: &Failure) -> String {
+    let mut out = format!("failed: {}\n", f.error);
+    if let Some(s) = &f.snapshot {
+        let _ = writeln!(out, "snapshot {}  status {}", s.id, status(&s.status));
+        for call in &s.source_calls {
+            let _ = writeln!(out, "source {}: {}", call.capability, kebab(&call.outcome));
+        }
+        out.push('\n');
+        out.push_str(&entries(s));
+    }
+    out
+}
+
+/// A status list in words: `degraded, truncated`.
+pub fn status(s: &[SnapshotStatus]) -> String {
+    s.iter().map(kebab).collect::<Vec<_>>().join(", ")
+}
+
+/// The pack's text, then the snapshot as a table.
+pub fn pack(p: &ContextPack) -> String {
+    let mut out = String::new();
+    let s = &p.snapshot;
+    let _ = writeln!(
+        out,
+        "pack {}  ({} of {} tokens; text {}, messages {})",
+        p.id, p.budget_used, p.budget_limit, s.text_tokens, s.message_tokens
+    );
+    let _ = writeln!(out, "snapshot {}  status {}", s.id, status(&s.status));
+    let _ = writeln!(
+        out,
+        "stable prefix {} tokens; profile {}",
+        s.stable_prefix_tokens,
+        kebab(&s.profile)
+    );
+    for call in &s.source_calls {
+        let _ = writeln!(out, "source {}: {}", call.capability, kebab(&call.outcome));
+    }
+    let _ = writeln!(out, "\n--- context ---\n{}\n--- end ---\n", p.text);
+    out.push_str(&entries(s));
     let c = &p.compression;
     let _ = writeln!(
         out,
@@ -175,7 +205,7 @@ pub fn outcome(o: &Outcome) -> String {
             }
             out
         }
-        Reply::Error(e) => format!("refused: {e}\n"),
+        Reply::Failed(f) => failure(f),
     };
     let calls: Vec<String> = o
         .host_calls
@@ -205,8 +235,8 @@ pub fn diff(d: &SnapshotDiff) -> String {
         short(&d.after_id),
         d.tokens_before,
         d.tokens_after,
-        kebab(&d.status_before),
-        kebab(&d.status_after),
+        status(&d.status_before),
+        status(&d.status_after),
         d.unchanged
     );
     for c in &d.changes {

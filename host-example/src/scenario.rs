@@ -2,7 +2,9 @@
 //! host's stores answer, in one JSON document.
 
 use crate::stores::HostAnswers;
-use ctxpack_core::{AssembleRequest, BuilderConfig, ConfigFormat, ContextPack, Handling};
+use ctxpack_core::{
+    AssembleRequest, BuilderConfig, ConfigFormat, ContextPack, Failure, Handling, SnapshotStatus,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,158 @@ pub struct Scenario {
     /// instead of `assemble`.
     #[serde(default)]
     pub router: Option<RouterSpec>,
+    /// The facts the scenario exists for, checked on their own by every
+    /// engine: a re-blessed expected file cannot silently drop them.
+    #[serde(default)]
+    pub expect: Option<Expect>,
+}
+
+/// Facts about a scenario's outcome, each checked apart from the expected
+/// file. Every field left out is not checked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Expect {
+    /// The snapshot's status, a pack's or a failed assembly's.
+    #[serde(default)]
+    pub status: Option<Vec<SnapshotStatus>>,
+    /// Capabilities that must have been called.
+    #[serde(default)]
+    pub calls: Vec<String>,
+    /// Capabilities that must not have been called.
+    #[serde(default)]
+    pub not_called: Vec<String>,
+    /// Candidate id -> the name of the reason it must end with
+    /// (`summarized`, `over-budget`, `within-budget`, ...).
+    #[serde(default)]
+    pub reasons: BTreeMap<String, String>,
+    /// Candidates whose text must have been summarised or cut.
+    #[serde(default)]
+    pub compressed: Vec<String>,
+    /// Candidates whose text must be whole.
+    #[serde(default)]
+    pub whole: Vec<String>,
+    /// The kind of error a failing scenario ends with
+    /// (`mandatory-over-budget`, `invalid-field`, `host-failed`, ...).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// For a failing scenario, whether it has a failed snapshot.
+    #[serde(default)]
+    pub failed_snapshot: Option<bool>,
+    /// For `handle`: `skill` or `fallback`.
+    #[serde(default)]
+    pub dispatch: Option<String>,
+    /// The budget the snapshot records.
+    #[serde(default)]
+    pub token_budget: Option<u32>,
+    /// The pack's id.
+    #[serde(default)]
+    pub pack_id: Option<String>,
+}
+
+impl Expect {
+    /// Whether it states any fact at all.
+    pub fn is_empty(&self) -> bool {
+        self == &Expect::default()
+    }
+
+    /// The facts `outcome` breaks, one line each.
+    pub fn broken(&self, outcome: &Outcome) -> Vec<String> {
+        let mut broken = Vec::new();
+        let reply = &outcome.reply;
+        let snapshot = reply.snapshot();
+        if let Some(want) = &self.status {
+            let got = snapshot.map(|s| s.status.clone());
+            if got.as_ref() != Some(want) {
+                broken.push(format!("status: want {want:?}, got {got:?}"));
+            }
+        }
+        for c in &self.calls {
+            if !outcome.host_calls.contains_key(c) {
+                broken.push(format!("{c} was not called"));
+            }
+        }
+        for c in &self.not_called {
+            if outcome.host_calls.contains_key(c) {
+                broken.push(format!("{c} was called"));
+            }
+        }
+        // A host may answer an id twice: a fact about an id holds if it
+        // holds for one of its candidates.
+        let entries = |id: &str| -> Vec<&ctxpack_core::SnapshotEntry> {
+            snapshot.map_or(Vec::new(), |s| {
+                s.entries.iter().filter(|e| e.id == id).collect()
+            })
+        };
+        let entry = |id: &str| entries(id).into_iter().next();
+        for (id, want) in &self.reasons {
+            let got: Vec<&ctxpack_core::Reason> = entries(id).iter().map(|e| &e.reason).collect();
+            if got.is_empty() {
+                broken.push(format!("{id}: not in the snapshot"));
+            } else if !got.iter().any(|r| r.name() == want) {
+                broken.push(format!("{id}: want {want}, got {got:?}"));
+            }
+        }
+        for id in &self.compressed {
+            if !entry(id).is_some_and(|e| e.compressed) {
+                broken.push(format!("{id}: not compressed"));
+            }
+        }
+        for id in &self.whole {
+            if entry(id).is_none_or(|e| e.compressed) {
+                broken.push(format!("{id}: not whole"));
+            }
+        }
+        let failure = match reply {
+            Reply::Failed(f) => Some(f),
+            _ => None,
+        };
+        if let Some(want) = &self.error {
+            let got = failure.map(|f| error_kind(&f.error));
+            if got.as_deref() != Some(want.as_str()) {
+                broken.push(format!("error: want {want}, got {got:?}"));
+            }
+        }
+        if let Some(want) = self.failed_snapshot {
+            let got = failure.map(|f| f.snapshot.is_some());
+            if got != Some(want) {
+                broken.push(format!("failed snapshot: want {want}, got {got:?}"));
+            }
+        }
+        if let Some(want) = self.token_budget {
+            let got = snapshot.map(|s| s.token_budget);
+            if got != Some(want) {
+                broken.push(format!("token budget: want {want}, got {got:?}"));
+            }
+        }
+        if let Some(want) = &self.pack_id {
+            let got = reply.pack().map(|p| p.id.as_str());
+            if got != Some(want.as_str()) {
+                broken.push(format!("pack id: want {want}, got {got:?}"));
+            }
+        }
+        if let Some(want) = &self.dispatch {
+            let got = match reply {
+                Reply::Handled(h) => Some(match h.dispatch {
+                    ctxpack_core::Dispatch::Skill(_) => "skill",
+                    ctxpack_core::Dispatch::Fallback(_) => "fallback",
+                }),
+                _ => None,
+            };
+            if got != Some(want.as_str()) {
+                broken.push(format!("dispatch: want {want}, got {got:?}"));
+            }
+        }
+        broken
+    }
+}
+
+/// An error's case name, as the WIT spells it.
+pub fn error_kind(error: &ctxpack_core::Error) -> String {
+    match serde_json::to_value(error) {
+        Ok(serde_json::Value::Object(map)) => map.keys().next().cloned().unwrap_or_default(),
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
 }
 
 /// A router config: inline, or a file beside the scenario.
@@ -84,24 +238,51 @@ pub enum Reply {
     Pack(Box<ContextPack>),
     /// The routing decision and dispatch (`handle`).
     Handled(Box<Handling>),
-    /// Why it was refused.
-    Error(ctxpack_core::Error),
+    /// Why it failed, with the failed snapshot if the assembly had begun.
+    Failed(Failure),
 }
 
-impl From<Result<ContextPack, ctxpack_core::Error>> for Reply {
-    fn from(r: Result<ContextPack, ctxpack_core::Error>) -> Self {
-        match r {
-            Ok(p) => Reply::Pack(Box::new(p)),
-            Err(e) => Reply::Error(e),
+impl Reply {
+    /// A refusal without a snapshot (an invalid configuration).
+    pub fn refused(error: ctxpack_core::Error) -> Self {
+        Reply::Failed(error.into())
+    }
+
+    /// The pack it carries, as `assemble` or a fallback dispatch gave it.
+    pub fn pack(&self) -> Option<&ContextPack> {
+        match self {
+            Reply::Pack(p) => Some(p),
+            Reply::Handled(h) => match &h.dispatch {
+                ctxpack_core::Dispatch::Fallback(f) => Some(&f.pack),
+                ctxpack_core::Dispatch::Skill(_) => None,
+            },
+            Reply::Failed(_) => None,
+        }
+    }
+
+    /// The snapshot it carries: a pack's, or a failed one.
+    pub fn snapshot(&self) -> Option<&ctxpack_core::Snapshot> {
+        match self {
+            Reply::Failed(f) => f.snapshot.as_deref(),
+            other => other.pack().map(|p| &p.snapshot),
         }
     }
 }
 
-impl From<Result<Handling, ctxpack_core::Error>> for Reply {
-    fn from(r: Result<Handling, ctxpack_core::Error>) -> Self {
+impl From<Result<ContextPack, Failure>> for Reply {
+    fn from(r: Result<ContextPack, Failure>) -> Self {
+        match r {
+            Ok(p) => Reply::Pack(Box::new(p)),
+            Err(f) => Reply::Failed(f),
+        }
+    }
+}
+
+impl From<Result<Handling, Failure>> for Reply {
+    fn from(r: Result<Handling, Failure>) -> Self {
         match r {
             Ok(h) => Reply::Handled(Box::new(h)),
-            Err(e) => Reply::Error(e),
+            Err(f) => Reply::Failed(f),
         }
     }
 }

@@ -33,8 +33,9 @@ pub struct PolicyRules {
     /// When set, every review fails with this message.
     #[serde(default)]
     pub error: Option<String>,
-    /// When set, a review answers only this many verdicts, whatever it
-    /// was asked (a broken policy engine).
+    /// When set, a review answers this many verdicts, whatever it was
+    /// asked: fewer drops the last, more adds allows (a broken policy
+    /// engine).
     #[serde(default)]
     pub verdicts: Option<u32>,
 }
@@ -49,6 +50,11 @@ pub enum SummarizerRule {
     Error(String),
     /// Answer one summary fewer than asked (a broken summariser).
     TooFew,
+    /// Answer one summary more than asked (a broken summariser).
+    TooMany,
+    /// Answer this text for every request, whatever its target (empty,
+    /// one token, far over the target).
+    Text(String),
 }
 
 /// The host side of a scenario: what each import answers. An import left
@@ -189,15 +195,15 @@ impl Host for InMemoryHost {
             return Err(HostError::new(name, message.clone()));
         }
         let answered = rules.verdicts.map_or(items.len(), |n| n as usize);
-        Ok(items
+        let verdicts = items
             .iter()
-            .take(answered)
             .map(|c| match (rules.deny.get(&c.id), rules.redact.get(&c.id)) {
                 (Some(why), _) => Verdict::Deny(why.clone()),
                 (None, Some(text)) => Verdict::Redact(text.clone()),
                 (None, None) => Verdict::Allow,
             })
-            .collect())
+            .chain(std::iter::repeat(Verdict::Allow));
+        Ok(verdicts.take(answered).collect())
     }
 
     fn summarize(
@@ -219,6 +225,12 @@ impl Host for InMemoryHost {
                 .skip(1)
                 .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
                 .collect()),
+            Some(SummarizerRule::TooMany) => Ok(requests
+                .iter()
+                .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
+                .chain(std::iter::once("one too many".to_owned()))
+                .collect()),
+            Some(SummarizerRule::Text(text)) => Ok(vec![text.clone(); requests.len()]),
         }
     }
 }

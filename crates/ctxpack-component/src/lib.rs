@@ -40,7 +40,7 @@ impl Guest for Component {
         router: RouterBorrow<'_>,
         builder: ContextBuilderBorrow<'_>,
         request: wit::AssembleRequest,
-    ) -> Result<wit::Handling, wit::CtxpackError> {
+    ) -> Result<wit::Handling, wit::AssemblyFailure> {
         let router: &RouterResource = router.get();
         let builder: &Builder = builder.get();
         let request: ctx::AssembleRequest = request.convert();
@@ -85,7 +85,7 @@ impl GuestContextBuilder for Builder {
     fn assemble(
         &self,
         request: wit::AssembleRequest,
-    ) -> Result<wit::ContextPack, wit::CtxpackError> {
+    ) -> Result<wit::ContextPack, wit::AssemblyFailure> {
         let request: ctx::AssembleRequest = request.convert();
         match self.0.assemble(&request, &mut Imports) {
             Ok(pack) => Ok(pack.convert()),

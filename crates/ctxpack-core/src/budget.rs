@@ -160,6 +160,13 @@ fn fits(
     Some(total)
 }
 
+/// Whether `group` starts a lane (whose first item is at `base`) at a
+/// multiple of `step`.
+fn on_step(group: &[usize], base: usize, step: u64) -> bool {
+    let start = group.iter().min().copied().unwrap_or(0) - base;
+    (start as u64).is_multiple_of(step)
+}
+
 /// What `group` costs as far as its items were counted (exact once they
 /// were taken; a lower bound otherwise).
 fn cost(pool: &[Item], group: &[usize], overhead: u64) -> u64 {
@@ -220,8 +227,6 @@ pub(crate) struct Outcome {
     pub summaries: Vec<Item>,
     /// The summariser's call, if it was made.
     pub call: Option<SourceCall>,
-    /// Whether a section was truncated instead of summarised.
-    pub truncated: bool,
 }
 
 /// Fills the sections from `remaining` tokens. `conversation` is the
@@ -271,9 +276,17 @@ pub(crate) fn fill(
             }
         })
         .collect();
-    // Host candidates in a section outside the plan's order (an L1/L2
-    // section the priority list does not name) would be lost; every
-    // section hosts may fill is listed, so none is.
+    // A host candidate no lane takes (a section hosts may not fill, which
+    // the gathering refuses first) is never included unless charged: it
+    // is refused here too rather than left as it came.
+    for &i in &hosted {
+        let queued = lanes
+            .iter()
+            .any(|lane| lane.fill == Fill::Greedy && lane.section == pool[i].section);
+        if !queued {
+            pool[i].reason = Reason::SectionNotAllowed;
+        }
+    }
 
     // Pass 1: shares. A compressible section left with candidates keeps
     // its unused share in reserve, so the flow cannot give it away.
@@ -319,7 +332,6 @@ pub(crate) fn fill(
     let mut out = Outcome {
         summaries: Vec::new(),
         call: None,
-        truncated: false,
     };
     if !pending.is_empty() {
         let requests: Vec<SummaryRequest> = pending
@@ -367,43 +379,29 @@ pub(crate) fn fill(
         for (k, &(l, room)) in pending.iter().enumerate() {
             let lane = &mut lanes[l];
             let target = clamp(room - b.overhead);
-            let used = match &summaries {
-                Some(texts) => {
+            // An empty answer summarises nothing: the section is cut
+            // instead, as when the summariser fails.
+            let summary = summaries
+                .as_ref()
+                .and_then(|texts| texts.get(k))
+                .filter(|text| !text.trim().is_empty())
+                .and_then(|text| {
                     let members: Vec<usize> = lane.queue.iter().flatten().copied().collect();
-                    match summary_item(lane.section, &texts[k], &members, pool, b.meter, target) {
-                        Some(item) => {
-                            lane.queue.clear();
-                            for &i in &members {
-                                pool[i].reason = Reason::Summarized(item.id.clone());
-                                pool[i].compressed = true;
-                            }
-                            let used = u64::from(item.tokens()) + b.overhead;
-                            out.summaries.push(item);
-                            used
-                        }
-                        // Not even its citation fits: the candidates stay
-                        // over budget.
-                        None => 0,
-                    }
-                }
-                None => {
-                    // Truncate the best remaining candidate into the room;
-                    // if even its cut does not fit, it stays as it is.
-                    let i = lane.queue[0][0];
-                    let mut cut = pool[i].with_text(truncate_text(&pool[i], b.meter, target));
-                    if let Some(tokens) = measure(b.meter, &mut cut, target).within(target) {
-                        lane.queue.remove(0);
-                        pool[i].text = cut.text;
-                        pool[i].count = Some(Count::Exact(tokens));
-                        pool[i].hint = None;
+                    let item = summary_item(lane.section, text, &members, pool, b.meter, target)?;
+                    Some((item, members))
+                });
+            let used = match summary {
+                Some((item, members)) => {
+                    lane.queue.clear();
+                    for &i in &members {
+                        pool[i].reason = Reason::Summarized(item.id.clone());
                         pool[i].compressed = true;
-                        pool[i].reason = Reason::WithinBudget;
-                        out.truncated = true;
-                        u64::from(tokens) + b.overhead
-                    } else {
-                        0
                     }
+                    let used = u64::from(item.tokens()) + b.overhead;
+                    out.summaries.push(item);
+                    used
                 }
+                None => cut_into(lane, pool, b.meter, room, b.overhead),
             };
             // Give back what the summary did not use.
             remaining += room - used.min(room);
@@ -420,6 +418,8 @@ pub(crate) fn fill(
     // a multiple of the cut step; what that frees flows once more.
     let step = u64::from(b.plan.cut_step.max(1));
     let mut stepped_cost = vec![0u64; lanes.len()];
+    // Each lane's groups let go, newest first.
+    let mut let_go: Vec<Vec<Group>> = vec![Vec::new(); lanes.len()];
     if step > 1 {
         for (l, lane) in lanes.iter_mut().enumerate() {
             if lane.fill != Fill::Contiguous || lane.queue.is_empty() {
@@ -430,8 +430,7 @@ pub(crate) fn fill(
                 let Some(oldest) = lane.taken.last() else {
                     break;
                 };
-                let start = oldest.iter().min().copied().unwrap_or(0) - lane.base;
-                if (start as u64).is_multiple_of(step) {
+                if on_step(oldest, lane.base, step) {
                     break;
                 }
                 let c = cost(pool, oldest, b.overhead);
@@ -440,8 +439,9 @@ pub(crate) fn fill(
                 }
                 stepped_cost[l] += c;
                 remaining += c;
-                lane.taken.pop();
+                let_go[l].extend(lane.taken.pop());
             }
+            let_go[l].reverse();
         }
         // A lane that stepped must not refill: its next candidate is older
         // than the ones it just let go, and would leave a gap.
@@ -452,6 +452,42 @@ pub(crate) fn fill(
         {
             let used = lane.fill(pool, b.meter, remaining, b.overhead);
             remaining -= used;
+        }
+        // What the others left may now take a stepped lane back further,
+        // to an earlier step: what it let go and older groups, as far as
+        // the oldest step they all fit to.
+        for (l, lane) in lanes.iter_mut().enumerate() {
+            if stepped_cost[l] == 0 {
+                continue;
+            }
+            let back: Vec<Group> = let_go[l].iter().chain(&lane.queue).cloned().collect();
+            let mut used = 0u64;
+            let mut reach = None;
+            for (k, group) in back.iter().enumerate() {
+                match fits(pool, group, b.meter, remaining - used, b.overhead) {
+                    Some(c) => used += c,
+                    None => break,
+                }
+                if on_step(group, lane.base, step) {
+                    reach = Some((k, used));
+                }
+            }
+            let Some((k, used)) = reach else {
+                continue;
+            };
+            remaining -= used;
+            for group in &back[..=k] {
+                for &i in group {
+                    pool[i].reason = Reason::WithinBudget;
+                }
+            }
+            lane.taken.extend(back[..=k].iter().cloned());
+            let from_queue = (k + 1).saturating_sub(let_go[l].len());
+            lane.queue.drain(..from_queue);
+            stepped_cost[l] = back[k + 1..let_go[l].len().max(k + 1)]
+                .iter()
+                .map(|g| cost(pool, g, b.overhead))
+                .sum();
         }
     }
 
@@ -465,10 +501,16 @@ pub(crate) fn fill(
                 (Section::StageSummaries, _) => Reason::EvictedOldest,
                 (_, Fill::Contiguous) => {
                     needed += c;
-                    Reason::OverBudget(Shortfall {
-                        needed: clamp(needed),
-                        remaining: clamp(remaining),
-                    })
+                    if needed > remaining {
+                        Reason::OverBudget(Shortfall {
+                            needed: clamp(needed),
+                            remaining: clamp(remaining),
+                        })
+                    } else {
+                        // It and every newer one fit, but the lane could
+                        // not start there: not on a step.
+                        Reason::StepCut(b.plan.cut_step)
+                    }
                 }
                 (_, Fill::Greedy) => Reason::OverBudget(Shortfall {
                     needed: clamp(c),
@@ -481,6 +523,45 @@ pub(crate) fn fill(
         }
     }
     out
+}
+
+/// Takes `lane`'s leftovers into `room` (entry overhead included) in rank
+/// order: whole while they fit, and the first that does not is cut at a
+/// token boundary into what is left (a cut that leaves nothing of its text
+/// is no use: the next is tried). Returns the tokens taken; an item is
+/// marked compressed only if its text changed.
+fn cut_into(lane: &mut Lane, pool: &mut [Item], meter: &Meter, room: u64, overhead: u64) -> u64 {
+    let mut used = 0u64;
+    let mut k = 0;
+    while k < lane.queue.len() && room - used > overhead {
+        let target = clamp(room - used - overhead);
+        let i = lane.queue[k][0];
+        if let Some(tokens) = measure(meter, &mut pool[i], target).within(target) {
+            lane.queue.remove(k);
+            pool[i].reason = Reason::WithinBudget;
+            used += u64::from(tokens) + overhead;
+            continue;
+        }
+        let text = truncate_text(&pool[i], meter, target);
+        if text.is_empty() || text.len() >= pool[i].text.len() {
+            k += 1;
+            continue;
+        }
+        let mut cut = pool[i].with_text(text);
+        match measure(meter, &mut cut, target).within(target) {
+            Some(tokens) => {
+                lane.queue.remove(k);
+                pool[i].text = cut.text;
+                pool[i].count = Some(Count::Exact(tokens));
+                pool[i].hint = None;
+                pool[i].compressed = true;
+                pool[i].reason = Reason::WithinBudget;
+                return used + u64::from(tokens) + overhead;
+            }
+            None => k += 1,
+        }
+    }
+    used
 }
 
 /// `item`'s text cut to at most `target` tokens at a token boundary; a

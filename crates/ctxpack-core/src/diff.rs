@@ -74,9 +74,9 @@ pub struct SnapshotDiff {
     /// The later snapshot's id.
     pub after_id: String,
     /// Status before.
-    pub status_before: SnapshotStatus,
+    pub status_before: Vec<SnapshotStatus>,
     /// Status after.
-    pub status_after: SnapshotStatus,
+    pub status_after: Vec<SnapshotStatus>,
     /// Tokens used before.
     pub tokens_before: u32,
     /// Tokens used after.
@@ -203,8 +203,8 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
     SnapshotDiff {
         before_id: before.id.clone(),
         after_id: after.id.clone(),
-        status_before: before.status,
-        status_after: after.status,
+        status_before: before.status.clone(),
+        status_after: after.status.clone(),
         tokens_before: before.tokens_used,
         tokens_after: after.tokens_used,
         changes,
@@ -250,11 +250,14 @@ mod tests {
                 .filter(|e| e.included)
                 .map(|e| e.tokens)
                 .sum(),
+            text_tokens: 0,
+            message_tokens: 0,
             stable_prefix_tokens: 0,
             content_hash: String::new(),
             index_revisions: vec![],
             memory_items: vec![],
-            status: SnapshotStatus::Complete,
+            status: vec![SnapshotStatus::Complete],
+            failure: None,
             profile: Profile::Passthrough,
             plan: crate::types::Plan::default(),
             source_calls: vec![],

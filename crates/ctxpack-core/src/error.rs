@@ -1,5 +1,6 @@
 //! The one error type of the core, mirrored by `ctxpack-error` in the WIT.
 
+use crate::types::Snapshot;
 use serde::{Deserialize, Serialize};
 
 /// Why an assembly or a configuration was refused.
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// The cases mirror the WIT variant one to one and the adapters match them
 /// exhaustively, so a new case cannot cross the boundary unmapped.
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", rename_all_fields = "kebab-case")]
 pub enum Error {
     /// A request or configuration field is invalid.
     #[error("invalid field `{field}`: {message}")]
@@ -23,8 +24,9 @@ pub enum Error {
     /// L0 alone does not fit the budget; nothing was truncated.
     #[error("mandatory layer needs {mandatory_tokens} tokens but the budget is {budget}")]
     MandatoryOverBudget {
-        /// Tokens L0 needs, entry overhead included.
-        mandatory_tokens: u32,
+        /// Tokens L0 needs, entry overhead included: the true sum, which
+        /// may pass any budget.
+        mandatory_tokens: u64,
         /// The budget.
         budget: u32,
     },
@@ -82,6 +84,40 @@ impl From<HostError> for Error {
         Error::HostFailed {
             capability: e.capability,
             message: e.message,
+        }
+    }
+}
+
+/// An assembly that did not give a pack: why, and — when the assembly had
+/// begun (L0 over the budget, the policy failing) — the `failed` snapshot
+/// that records it, with every candidate known by then, for the host to
+/// store. A request refused as invalid has no snapshot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Failure {
+    /// Why.
+    pub error: Error,
+    /// The failed snapshot, if the assembly had begun.
+    pub snapshot: Option<Box<Snapshot>>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure {
+            error,
+            snapshot: None,
         }
     }
 }

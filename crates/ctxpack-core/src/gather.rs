@@ -9,8 +9,10 @@
 //!   already there) and asks for the repository state.
 //! - A failing source degrades the assembly (recorded, status Degraded).
 //! - Filters, in order: an id already taken is a `duplicate-of` it; a host
-//!   candidate may not claim an L0 section or the conversation
-//!   (`section-not-allowed`), so host text never lands in L0; no provenance,
+//!   candidate may not claim an L0 section, the conversation or the stage
+//!   summaries (`section-not-allowed`): host text never lands in L0, and the
+//!   conversation and the workflow's stage summaries are the request's own;
+//!   no provenance,
 //!   no inclusion (`no-provenance`); a candidate scoped outside the
 //!   attempt's scopes is `out-of-scope`.
 //! - What passed is deduplicated in fused-rank order (see [`crate::dedup`]):
@@ -18,8 +20,9 @@
 //!   before review, so duplicates cost no policy work.
 //! - Everything that passed goes to `policy.review` in one batch: allowed,
 //!   redacted (text replaced, tokens recounted) or denied (`policy-denied`).
-//!   If the review fails, or answers a different number of verdicts, the
-//!   assembly fails: nothing unreviewed is ever returned.
+//!   The call is recorded with the sources'. If the review fails, or
+//!   answers a different number of verdicts, the assembly fails (with a
+//!   failed snapshot): nothing unreviewed is ever returned.
 //! - Ranking fuses the sources by reciprocal rank (`1 / (60 + rank)`, rank
 //!   by the source's own score, highest first, ties by id), plus the
 //!   configured trust term of the candidate's tier and recency term (1 for
@@ -52,6 +55,9 @@ pub(crate) struct Gathered {
     pub items: Vec<Item>,
     pub calls: Vec<SourceCall>,
     pub degraded: bool,
+    /// Why the assembly cannot go on (the policy failed); the items it
+    /// left undecided carry `Reason::AssemblyFailed`.
+    pub failure: Option<Error>,
 }
 
 fn record(
@@ -166,7 +172,12 @@ impl SourcePlan {
 /// Why a host candidate can never be included, whatever the budget: a
 /// section hosts may not fill, no provenance, or a scope the attempt lacks.
 fn admissible(c: &Candidate, ctx: &crate::types::AgentContext) -> Option<Reason> {
-    if c.section.layer() == Layer::L0 || c.section == Section::ConversationState {
+    if c.section.layer() == Layer::L0
+        || matches!(
+            c.section,
+            Section::ConversationState | Section::StageSummaries
+        )
+    {
         Some(Reason::SectionNotAllowed)
     } else if c.provenance.is_none() {
         Some(Reason::NoProvenance)
@@ -183,7 +194,7 @@ pub(crate) fn gather<'r>(
     settings: Settings,
     host: &mut dyn Host,
     taken: impl FnOnce() -> FxHashSet<&'r str>,
-) -> Result<Gathered, Error> {
+) -> Gathered {
     let ctx = &request.context;
     let mut calls = Vec::new();
     // Each source's candidates, with the most it was asked for.
@@ -370,27 +381,49 @@ pub(crate) fn gather<'r>(
                 reason,
                 redacted: false,
                 compressed: false,
+                turn: None,
             },
             i,
         ));
     }
     drop(seen);
 
+    let mut failure = None;
     if !to_review.is_empty() {
         // The batch borrows the candidates where they are.
         let batch: Vec<&Candidate> = to_review.iter().map(|&k| &pool[items[k].1]).collect();
-        let verdicts = host.review(ctx, &batch)?;
+        let answer = host.review(ctx, &batch);
         drop(batch);
-        if verdicts.len() != to_review.len() {
-            return Err(Error::HostFailed {
-                capability: "policy.review".into(),
-                message: format!(
-                    "answered {} verdicts for {} items",
-                    verdicts.len(),
-                    to_review.len()
-                ),
-            });
-        }
+        let verdicts = match answer {
+            Ok(v) if v.len() == to_review.len() => Ok(v),
+            Ok(v) => Err(format!(
+                "answered {} verdicts for {} items",
+                v.len(),
+                to_review.len()
+            )),
+            Err(e) => Err(e.message),
+        };
+        calls.push(SourceCall {
+            capability: "policy.review".to_owned(),
+            outcome: match &verdicts {
+                Ok(v) => SourceOutcome::Answered(u32::try_from(v.len()).unwrap_or(u32::MAX)),
+                Err(message) => SourceOutcome::Failed(message.clone()),
+            },
+        });
+        let verdicts = match verdicts {
+            Ok(v) => v,
+            Err(message) => {
+                // Nothing unreviewed goes on: the assembly fails here.
+                for &k in &to_review {
+                    items[k].0.reason = Reason::AssemblyFailed;
+                }
+                failure = Some(Error::HostFailed {
+                    capability: "policy.review".into(),
+                    message,
+                });
+                Vec::new()
+            }
+        };
         for (&k, verdict) in to_review.iter().zip(verdicts) {
             let (item, i) = &mut items[k];
             match verdict {
@@ -434,11 +467,12 @@ pub(crate) fn gather<'r>(
             item
         })
         .collect();
-    Ok(Gathered {
+    Gathered {
         items,
         calls,
         degraded,
-    })
+        failure,
+    }
 }
 
 #[cfg(test)]
@@ -526,7 +560,7 @@ mod tests {
             near_duplicate_threshold: 1.0,
             ranking,
         };
-        let g = gather(&request, settings, &mut Fixed(items), FxHashSet::default).unwrap();
+        let g = gather(&request, settings, &mut Fixed(items), FxHashSet::default);
         g.items.into_iter().map(|i| i.id).collect()
     }
 

@@ -8,7 +8,7 @@
 //! the request context drawn from it.
 
 use crate::Builder;
-use crate::error::Error;
+use crate::error::Failure;
 use crate::host::Host;
 use crate::router::{Entity, Router, RoutingDecision};
 use crate::types::{AssembleRequest, ContextPack, Origin, RequestContext, Section};
@@ -68,7 +68,7 @@ pub fn handle(
     builder: &Builder,
     request: &AssembleRequest,
     host: &mut dyn Host,
-) -> Result<Handling, Error> {
+) -> Result<Handling, Failure> {
     let decision = router.route(&request.query);
     let dispatch = match (&decision.route, &decision.skill) {
         (Some(route), Some(skill)) if decision.goes_to_skill() => Dispatch::Skill(SkillDispatch {

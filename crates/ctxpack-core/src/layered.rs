@@ -53,6 +53,8 @@ pub(crate) struct Item {
     pub reason: Reason,
     pub redacted: bool,
     pub compressed: bool,
+    /// The conversation turn it is, by index.
+    pub turn: Option<usize>,
 }
 
 impl Item {
@@ -91,6 +93,7 @@ impl Item {
             reason: Reason::WithinBudget,
             redacted: false,
             compressed: false,
+            turn: None,
         }
     }
 
@@ -165,6 +168,7 @@ impl Item {
             reason: self.reason.clone(),
             redacted: self.redacted,
             compressed: self.compressed,
+            turn: self.turn,
         }
     }
 
@@ -235,13 +239,14 @@ pub fn validate(request: &AssembleRequest) -> Result<(), Error> {
     Ok(())
 }
 
-/// The request's own candidates, with L0 counted and checked against the
-/// budget; the others are counted only when the budgeting needs them.
+/// The request's own candidates, with L0 counted; the others are counted
+/// only when the budgeting needs them.
 pub(crate) struct Prepared {
     l0: Vec<Item>,
     l1: Vec<Item>,
     l2: Vec<Item>,
-    l0_cost: u64,
+    /// What L0 costs rendered together, entry overhead included.
+    pub l0_cost: u64,
     budget: u32,
 }
 
@@ -257,8 +262,9 @@ impl Prepared {
     }
 }
 
-/// Validates the request, counts its candidates and fails if L0 alone
-/// exceeds the budget — before any host is asked for anything.
+/// Validates the request and counts L0 as it renders (its entries joined,
+/// overhead included), so that the caller can fail if L0 alone exceeds
+/// the budget — before any host is asked for anything.
 pub(crate) fn prepare(
     request: &AssembleRequest,
     meter: &Meter,
@@ -269,17 +275,20 @@ pub(crate) fn prepare(
     let overhead = u64::from(request.entry_overhead);
     for item in &mut l0 {
         item.count = Some(Count::Exact(meter.count(&item.text)));
-    }
-    let l0_cost: u64 = l0.iter().map(|i| u64::from(i.tokens()) + overhead).sum();
-    if l0_cost > u64::from(budget) {
-        return Err(Error::MandatoryOverBudget {
-            mandatory_tokens: clamp(l0_cost),
-            budget,
-        });
-    }
-    for item in &mut l0 {
         item.reason = Reason::Mandatory;
     }
+    let l0_cost = crate::render::account(
+        &crate::render::Layers {
+            l0: &mut l0,
+            l2: &mut [],
+            l1_hosted: &mut [],
+            l1: &mut [],
+        },
+        request,
+        meter,
+        overhead,
+    )
+    .used;
     Ok(Prepared {
         l0,
         l1: conversation_items(&request.conversation),
@@ -301,8 +310,12 @@ pub(crate) fn assemble(
     host: &mut dyn Host,
 ) -> ContextPack {
     let overhead = u64::from(request.entry_overhead);
+    // Each entry after L0 is charged the blank line that joins it to the
+    // one before, besides its overhead: what rendering adds beyond that is
+    // settled once the pack is in its render order.
+    let charge = overhead + u64::from(meter.count(crate::render::SEPARATOR));
     let Prepared {
-        l0,
+        mut l0,
         mut l1,
         l2,
         l0_cost,
@@ -349,7 +362,7 @@ pub(crate) fn assemble(
         &conversation,
         meter,
         u64::from(budget) - l0_cost,
-        overhead,
+        charge,
     );
 
     // One pool: conversation, stage summaries, host candidates.
@@ -366,7 +379,7 @@ pub(crate) fn assemble(
         budget::Budgeting {
             plan,
             budget: u64::from(budget),
-            overhead,
+            overhead: charge,
             meter,
             tokenizer: request.tokenizer,
             host,
@@ -380,7 +393,7 @@ pub(crate) fn assemble(
 
     let hosted_items = pool.split_off(hosted_from);
     let stage_items = pool.split_off(n1);
-    let l1 = pool;
+    let mut l1 = pool;
     // Each summary stands where the first candidate it summarises stood.
     let mut l2 = stage_items;
     let mut summaries = outcome.summaries;
@@ -404,49 +417,59 @@ pub(crate) fn assemble(
     }
     let mut calls = gathered.calls;
     calls.extend(outcome.call);
-    let status = if gathered.degraded {
-        SnapshotStatus::Degraded
-    } else if outcome.truncated {
-        SnapshotStatus::Truncated
-    } else {
-        SnapshotStatus::Complete
-    };
+    let rendered = crate::render::settle(
+        crate::render::Layers {
+            l0: &mut l0,
+            l2: &mut l2,
+            l1_hosted: &mut l1_hosted,
+            l1: &mut l1,
+        },
+        request,
+        meter,
+        overhead,
+        u64::from(budget),
+    );
+    // Truncated only where a text that stays in the pack was cut.
+    let truncated = l2
+        .iter()
+        .chain(&l1_hosted)
+        .any(|i| i.compressed && i.reason.is_inclusion() && i.origin != Origin::Summary);
     let tail = Tail {
         l1_hosted,
         profile,
         source_calls: calls,
-        status,
+        status: SnapshotStatus::of(gathered.degraded, truncated, false),
         budget,
+        rendered,
     };
     build_pack(request, l0, l1, l2, l0_cost, tail, plan)
 }
 
-/// The pack as chat messages: L0, the other context, the conversation.
-fn messages(request: &AssembleRequest, entries: &[PackEntry]) -> Vec<Message> {
-    let system = |filter: &dyn Fn(&PackEntry) -> bool| {
+/// The pack as chat messages: L0, the other context, the conversation
+/// (`turns` says which entry is which turn).
+fn messages(
+    request: &AssembleRequest,
+    entries: &[PackEntry],
+    turns: &[Option<usize>],
+) -> Vec<Message> {
+    let system = |in_block: &dyn Fn(&PackEntry, Option<usize>) -> bool| {
         let parts: Vec<&str> = entries
             .iter()
-            .filter(|e| filter(e))
-            .map(|e| e.text.as_str())
+            .zip(turns)
+            .filter(|&(e, &t)| in_block(e, t))
+            .map(|(e, _)| e.text.as_str())
             .collect();
         (!parts.is_empty()).then(|| Message {
             role: Role::System,
-            content: parts.join("\n\n"),
+            content: parts.join(crate::render::SEPARATOR),
             tool_call_id: None,
         })
     };
-    let is_turn = |e: &PackEntry| {
-        e.section == Section::ConversationState && e.provenance.source_kind == "request"
-    };
     let mut out: Vec<Message> = Vec::new();
-    out.extend(system(&|e| e.layer == Layer::L0));
-    out.extend(system(&|e| e.layer != Layer::L0 && !is_turn(e)));
-    for e in entries.iter().filter(|e| is_turn(e)) {
-        let turn =
-            e.id.strip_prefix("turn-")
-                .and_then(|i| i.parse::<usize>().ok())
-                .and_then(|i| request.conversation.get(i));
-        if let Some(t) = turn {
+    out.extend(system(&|e, _| e.layer == Layer::L0));
+    out.extend(system(&|e, t| e.layer != Layer::L0 && t.is_none()));
+    for turn in turns.iter().flatten() {
+        if let Some(t) = request.conversation.get(*turn) {
             out.push(Message {
                 role: t.role,
                 content: t.content.clone(),
@@ -535,14 +558,16 @@ fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
                 Role::User => TrustTier::Unverified,
                 Role::Tool => TrustTier::Untrusted,
             };
-            Item::from_request(
+            let mut item = Item::from_request(
                 numbered("turn-", i, ""),
                 Section::ConversationState,
                 t.role,
                 String::new(),
                 numbered("conversation[", i, "]"),
                 trust,
-            )
+            );
+            item.turn = Some(i);
+            item
         })
         .collect()
 }
@@ -628,18 +653,18 @@ fn stage_items(request: &AssembleRequest) -> Vec<Item> {
 
 /// A run of turns that is kept or dropped whole.
 #[derive(Debug, PartialEq, Eq)]
-struct Unit {
+pub(crate) struct Unit {
     /// Index of its first turn.
-    start: usize,
+    pub start: usize,
     /// Its turns, orphaned tool results left out.
-    members: Group,
+    pub members: Group,
 }
 
 /// Splits a conversation into units: a tool call together with every turn up
 /// to its last result is one unit (overlapping calls merge); any other turn
 /// is a unit of its own. Tool results whose call is not earlier in the
 /// conversation belong to no unit.
-fn conversation_units(turns: &[ConversationTurn]) -> Vec<Unit> {
+pub(crate) fn conversation_units(turns: &[ConversationTurn]) -> Vec<Unit> {
     let mut call_at: HashMap<&str, usize> = HashMap::new();
     let mut span_end: Vec<usize> = (0..turns.len()).collect();
     let mut orphan = vec![false; turns.len()];
@@ -681,8 +706,35 @@ struct Tail {
     l1_hosted: Vec<Item>,
     profile: Profile,
     source_calls: Vec<crate::types::SourceCall>,
-    status: SnapshotStatus,
+    status: Vec<SnapshotStatus>,
     budget: u32,
+    rendered: crate::render::Rendered,
+}
+
+/// `item`'s record in the snapshot.
+fn snapshot_entry(item: Item) -> SnapshotEntry {
+    SnapshotEntry {
+        layer: item.section.layer(),
+        included: item.reason.is_inclusion(),
+        id: item.id,
+        section: item.section,
+        origin: item.origin,
+        provenance: item.provenance,
+        trust: item.trust,
+        score: item.score,
+        tokens: match item.count {
+            Some(Count::Exact(n) | Count::Over(n)) => n,
+            None => 0,
+        },
+        counted: match item.count {
+            Some(Count::Exact(_)) => Counted::Exact,
+            Some(Count::Over(_)) => Counted::Over,
+            None => Counted::Uncounted,
+        },
+        reason: item.reason,
+        compressed: item.compressed,
+        redacted: item.redacted,
+    }
 }
 
 fn build_pack(
@@ -694,7 +746,6 @@ fn build_pack(
     tail: Tail,
     plan: &Plan,
 ) -> ContextPack {
-    let overhead = u64::from(request.entry_overhead);
     let mut strategies = vec![Strategy::L0Immutable];
     let dropped_by = |items: &[Item], f: fn(&Reason) -> bool| items.iter().any(|i| f(&i.reason));
     if dropped_by(&l1, |r| {
@@ -725,21 +776,19 @@ fn build_pack(
     let n = l0.len() + l2.len() + tail.l1_hosted.len() + l1.len();
     let ordered = l0.into_iter().chain(l2).chain(tail.l1_hosted).chain(l1);
     let mut entries = Vec::new();
+    let mut turns = Vec::new();
     let mut snapshot_entries = Vec::with_capacity(n);
-    let mut used = 0u64;
     let mut dropped = 0u32;
     for mut item in ordered {
-        let layer = item.section.layer();
         let included = item.reason.is_inclusion();
-        if included {
-            used += u64::from(item.tokens()) + overhead;
-        } else {
+        if !included {
             dropped += 1;
         }
         if included && let Some(provenance) = item.provenance.clone() {
+            turns.push(item.turn);
             entries.push(PackEntry {
                 id: item.id.clone(),
-                layer,
+                layer: item.section.layer(),
                 section: item.section,
                 role: item.role,
                 tokens: item.tokens(),
@@ -748,36 +797,16 @@ fn build_pack(
                 trust: item.trust,
             });
         }
-        snapshot_entries.push(SnapshotEntry {
-            id: item.id,
-            layer,
-            section: item.section,
-            origin: item.origin,
-            provenance: item.provenance,
-            trust: item.trust,
-            score: item.score,
-            tokens: match item.count {
-                Some(Count::Exact(n) | Count::Over(n)) => n,
-                None => 0,
-            },
-            counted: match item.count {
-                Some(Count::Exact(_)) => Counted::Exact,
-                Some(Count::Over(_)) => Counted::Over,
-                None => Counted::Uncounted,
-            },
-            included,
-            reason: item.reason,
-            compressed: item.compressed,
-            redacted: item.redacted,
-        });
+        snapshot_entries.push(snapshot_entry(item));
     }
     let text = entries
         .iter()
         .map(|e| e.text.as_str())
         .collect::<Vec<_>>()
-        .join("\n\n");
-    let messages = messages(request, &entries);
+        .join(crate::render::SEPARATOR);
+    let messages = messages(request, &entries, &turns);
     let ctx = &request.context;
+    let used = clamp(tail.rendered.used);
     let mut pack = ContextPack {
         id: format!(
             "{}-router-pack",
@@ -789,7 +818,7 @@ fn build_pack(
         entries,
         text,
         messages,
-        budget_used: clamp(used),
+        budget_used: used,
         budget_limit: tail.budget,
         compression: CompressionMetadata {
             applied_strategies: strategies,
@@ -807,12 +836,15 @@ fn build_pack(
             scopes: ctx.scopes.clone(),
             tokenizer: request.tokenizer,
             token_budget: tail.budget,
-            tokens_used: clamp(used),
+            tokens_used: used,
+            text_tokens: clamp(tail.rendered.text),
+            message_tokens: clamp(tail.rendered.messages),
             stable_prefix_tokens: clamp(l0_cost),
             content_hash: String::new(),
             index_revisions: Vec::new(),
             memory_items: Vec::new(),
             status: tail.status,
+            failure: None,
             profile: tail.profile,
             plan: plan.clone(),
             source_calls: tail.source_calls,
@@ -821,6 +853,71 @@ fn build_pack(
     };
     crate::report::complete(&mut pack, request.entry_overhead);
     pack
+}
+
+/// The failure of an assembly that had begun: `error`, with the `failed`
+/// snapshot of every candidate known by then — the request's own, counted
+/// as far as they were (L0 exactly), and the host's that `gathered` holds
+/// with the reasons the filters gave them. What was not decided is
+/// `assembly-failed`; nothing is included.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn failed(
+    request: &AssembleRequest,
+    prepared: Prepared,
+    gathered: Gathered,
+    error: Error,
+    plan: &Plan,
+    profile: Profile,
+    budget: u32,
+) -> crate::error::Failure {
+    let Prepared { l0, l1, l2, .. } = prepared;
+    // Render order, as a pack's: L0, L2, the hosts' L1, the conversation.
+    let (hosted_l2, hosted_l1): (Vec<Item>, Vec<Item>) = gathered
+        .items
+        .into_iter()
+        .partition(|i| i.section.layer() == Layer::L2);
+    let entries: Vec<SnapshotEntry> = l0
+        .into_iter()
+        .chain(l2)
+        .chain(hosted_l2)
+        .chain(hosted_l1)
+        .chain(l1)
+        .map(|mut item| {
+            if item.reason.is_inclusion() {
+                item.reason = Reason::AssemblyFailed;
+            }
+            snapshot_entry(item)
+        })
+        .collect();
+    let ctx = &request.context;
+    let mut snapshot = Snapshot {
+        id: String::new(),
+        tenant_id: ctx.tenant_id.clone(),
+        project_id: ctx.project_id.clone(),
+        run_id: ctx.run_id.clone(),
+        attempt_id: ctx.attempt_id.clone(),
+        scopes: ctx.scopes.clone(),
+        tokenizer: request.tokenizer,
+        token_budget: budget,
+        tokens_used: 0,
+        text_tokens: 0,
+        message_tokens: 0,
+        stable_prefix_tokens: 0,
+        content_hash: crate::digest::text_hash(""),
+        index_revisions: Vec::new(),
+        memory_items: Vec::new(),
+        status: SnapshotStatus::of(gathered.degraded, false, true),
+        failure: Some(error.to_string()),
+        profile,
+        plan: plan.clone(),
+        source_calls: gathered.calls,
+        entries,
+    };
+    snapshot.id = crate::digest::content_id(&snapshot);
+    crate::error::Failure {
+        error,
+        snapshot: Some(Box::new(snapshot)),
+    }
 }
 
 #[cfg(test)]
@@ -865,7 +962,14 @@ mod tests {
         cache: &mut crate::tokenizer::CountCache,
     ) -> Result<ContextPack, Error> {
         let m = Meter::new(counter, r.tokenizer, cache);
-        let prepared = prepare(r, &m, r.budget.unwrap())?;
+        let budget = r.budget.unwrap();
+        let prepared = prepare(r, &m, budget)?;
+        if prepared.l0_cost > u64::from(budget) {
+            return Err(Error::MandatoryOverBudget {
+                mandatory_tokens: prepared.l0_cost,
+                budget,
+            });
+        }
         Ok(assemble(
             r,
             prepared,
@@ -891,14 +995,27 @@ mod tests {
             .map(|i| turn(Role::User, &format!("turn {i}"), None))
             .collect();
         let mut assemble_with = |r: &AssembleRequest| run_with(r, &counter, &mut cache).unwrap();
+        // Each turn is counted as an entry and as a message's content;
+        // the rendered whole is counted too (this estimator does not add
+        // up at splits, so the tally counts the joined text).
+        let turns_counted = |counted: &[String]| -> Vec<String> {
+            counted
+                .iter()
+                .filter(|t| t.contains("turn") && !t.contains("\n"))
+                .cloned()
+                .collect()
+        };
         let first = assemble_with(&r);
         assert_eq!(first.entries.len(), 7);
-        assert_eq!(counter.1.borrow().len(), 7, "{:?}", counter.1.borrow());
+        assert_eq!(turns_counted(&counter.1.borrow()).len(), 12);
         counter.1.borrow_mut().clear();
         r.conversation.push(turn(Role::User, "turn 6", None));
         let second = assemble_with(&r);
         assert_eq!(second.entries.len(), 8);
-        assert_eq!(*counter.1.borrow(), vec!["[user] turn 6".to_owned()]);
+        assert_eq!(
+            turns_counted(&counter.1.borrow()),
+            ["[user] turn 6", "turn 6"]
+        );
     }
 
     #[test]
@@ -948,11 +1065,12 @@ mod tests {
         assert_eq!(
             err,
             Error::MandatoryOverBudget {
-                mandatory_tokens: 7,
+                mandatory_tokens: 9,
                 budget: 5
             }
         );
-        assert!(err.to_string().contains('7') && err.to_string().contains('5'));
+        // L0 as it renders: "SYS", a blank line, "four".
+        assert!(err.to_string().contains('9') && err.to_string().contains('5'));
     }
 
     #[test]
@@ -985,8 +1103,8 @@ mod tests {
 
     #[test]
     fn keep_last_window_then_budget_newest_first() {
-        let mut r = request(3 + 2 * 9);
-        // each "[user] tN" is 9 chars
+        let mut r = request(3 + 2 * (9 + 2));
+        // each "[user] tN" is 9 chars, and the blank line before it 2
         r.conversation = (0..5)
             .map(|i| turn(Role::User, &format!("t{i}"), None))
             .collect();
@@ -995,14 +1113,14 @@ mod tests {
         let rs = reasons(&p);
         assert_eq!(rs[1], ("turn-0".into(), Reason::KeepLast(3)));
         assert_eq!(rs[2], ("turn-1".into(), Reason::KeepLast(3)));
-        // Nothing is left for turn-2, so it is not counted beyond that:
-        // it needs more than 0.
+        // Nothing is left for turn-2, not even for the blank line before
+        // it, so it is not counted: it needs at least that line.
         assert_eq!(
             rs[3],
             (
                 "turn-2".into(),
                 Reason::OverBudget(Shortfall {
-                    needed: 1,
+                    needed: 2,
                     remaining: 0
                 })
             )
@@ -1014,7 +1132,7 @@ mod tests {
             [
                 Counted::Uncounted,
                 Counted::Uncounted,
-                Counted::Over,
+                Counted::Uncounted,
                 Counted::Exact,
                 Counted::Exact
             ]
@@ -1033,7 +1151,7 @@ mod tests {
 
     #[test]
     fn older_units_after_a_cut_are_dropped_with_cumulative_need() {
-        let mut r = request(3 + 9);
+        let mut r = request(3 + 9 + 2);
         r.conversation = vec![
             turn(Role::User, "t0", None),
             turn(Role::User, "a much longer turn", None),
@@ -1047,21 +1165,21 @@ mod tests {
         assert_eq!(
             rs[2].1,
             Reason::OverBudget(Shortfall {
-                needed: 1,
+                needed: 2,
                 remaining: 0
             })
         );
         assert_eq!(
             rs[1].1,
             Reason::OverBudget(Shortfall {
-                needed: 1,
+                needed: 4,
                 remaining: 0
             })
         );
         assert_eq!(p.snapshot.entries[1].counted, Counted::Uncounted);
-        assert_eq!(p.snapshot.entries[2].counted, Counted::Over);
+        assert_eq!(p.snapshot.entries[2].counted, Counted::Uncounted);
         // With room left, the first that does not fit is counted.
-        let mut r = request(3 + 9 + 5);
+        let mut r = request(3 + 9 + 2 + 5);
         r.conversation = vec![
             turn(Role::User, "t0", None),
             turn(Role::User, "a much longer turn", None),
@@ -1071,7 +1189,7 @@ mod tests {
         assert_eq!(
             reasons(&p)[2].1,
             Reason::OverBudget(Shortfall {
-                needed: 25,
+                needed: 25 + 2,
                 remaining: 5
             })
         );
@@ -1150,7 +1268,7 @@ mod tests {
 
     #[test]
     fn l2_evicts_oldest_and_keeps_chronological_order() {
-        let mut r = request(3 + 2 * 16);
+        let mut r = request(3 + 2 * (16 + 2));
         r.stage_summaries = (0..4)
             .map(|i| StageSummary {
                 stage_id: format!("s{i}"),
@@ -1168,7 +1286,7 @@ mod tests {
 
     #[test]
     fn l1_is_charged_before_l2() {
-        let mut r = request(3 + 9);
+        let mut r = request(3 + 9 + 2);
         r.conversation = vec![turn(Role::User, "t0", None)];
         r.stage_summaries = vec![StageSummary {
             stage_id: "s".into(),
@@ -1182,13 +1300,72 @@ mod tests {
 
     #[test]
     fn overhead_is_charged_per_entry() {
-        let mut r = request(3 + 4 + 9 + 4);
+        let mut r = request(3 + 4 + 9 + 4 + 2);
         r.entry_overhead = 4;
         r.conversation = vec![turn(Role::User, "t0", None), turn(Role::User, "t1", None)];
         let p = run(&r).unwrap();
-        assert_eq!(p.budget_used, 20);
+        // "SYS\n\n[user] t1": 14 tokens, and an overhead per entry.
+        assert_eq!(p.budget_used, 22);
+        assert_eq!(p.snapshot.text_tokens, 14);
+        // Two messages: "SYS" and "t1".
+        assert_eq!(p.snapshot.message_tokens, 3 + 2 + 2 * 4);
         assert_eq!(p.snapshot.stable_prefix_tokens, 7);
         assert_eq!(p.entries.len(), 2);
+    }
+
+    /// A counter whose joins cost more than the separator alone: a `!`
+    /// that takes the blank line after it costs three tokens more, as an
+    /// encoding's punctuation piece can.
+    struct Merging;
+
+    impl crate::tokenizer::TokenCounter for Merging {
+        fn count(&self, text: &str) -> u32 {
+            (text.chars().count() + 3 * text.matches("!\n\n").count()) as u32
+        }
+        fn truncate(&self, text: &str, max: u32) -> String {
+            text.chars().take(max as usize).collect()
+        }
+    }
+
+    #[test]
+    fn what_the_joins_add_is_counted_and_the_pack_settled_within_the_budget() {
+        let mut r = request(25);
+        r.system_prompt = "SYS!".into();
+        r.conversation = vec![turn(Role::User, "a!", None), turn(Role::User, "b", None)];
+        // The fill charges each turn its text and a blank line: 4 + (8 +
+        // 2) + (9 + 2) = 25 fits. Rendered, "!" takes two blank lines
+        // after it: 31 tokens, over. The oldest turn goes.
+        let p = run_with(&r, &Merging, &mut crate::tokenizer::CountCache::new(0)).unwrap();
+        assert_eq!(p.text, "SYS!\n\n[user] b");
+        assert_eq!(p.snapshot.text_tokens, 14 + 3);
+        assert_eq!(p.budget_used, 17);
+        assert_eq!(
+            reasons(&p)[1].1,
+            Reason::OverBudget(Shortfall {
+                needed: 31 - 17,
+                remaining: 25 - 17
+            })
+        );
+        // The messages are "SYS!" and "b".
+        assert_eq!(p.snapshot.message_tokens, 5);
+    }
+
+    #[test]
+    fn an_enormous_overhead_is_refused_with_the_true_sum() {
+        let mut r = request(u32::MAX);
+        r.entry_overhead = u32::MAX;
+        r.instructions = vec!["four".into()];
+        let err = run(&r).unwrap_err();
+        // "SYS", a blank line and "four", and two overheads.
+        let needed = 3 + 2 + 4 + 2 * u64::from(u32::MAX);
+        assert_eq!(
+            err,
+            Error::MandatoryOverBudget {
+                mandatory_tokens: needed,
+                budget: u32::MAX
+            }
+        );
+        assert!(err.to_string().contains(&needed.to_string()), "{err}");
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod handle;
 mod host;
 mod layered;
 mod prefetch;
+mod render;
 mod report;
 mod router;
 mod tokenizer;
@@ -43,7 +44,7 @@ mod types;
 
 pub use diff::{Change, ChangeKind, EntryState, SnapshotDiff, diff};
 pub use digest::{content_id, text_hash};
-pub use error::{Error, HostError};
+pub use error::{Error, Failure, HostError};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};
 pub use layered::validate as validate_request;
@@ -125,11 +126,15 @@ impl Builder {
     /// `host` lends the stores, policy and summariser; an assembly calls each
     /// at most once, and only those the builder's profile needs
     /// (`passthrough` calls none).
+    ///
+    /// An assembly that had begun and fails — L0 alone over the budget,
+    /// the policy failing — gives its `failed` snapshot with the error
+    /// (see [`Failure`]); an invalid request gives the error alone.
     pub fn assemble(
         &self,
         request: &AssembleRequest,
         host: &mut dyn Host,
-    ) -> Result<ContextPack, Error> {
+    ) -> Result<ContextPack, Failure> {
         let counter = self
             .tokenizers
             .counter(request.tokenizer)
@@ -156,7 +161,20 @@ impl Builder {
         };
         let meter = tokenizer::Meter::new(counter.as_ref(), request.tokenizer, cache);
         let prepared = layered::prepare(request, &meter, budget)?;
-        let gathered = gather::gather(
+        if prepared.l0_cost > u64::from(budget) {
+            let error = Error::MandatoryOverBudget {
+                mandatory_tokens: prepared.l0_cost,
+                budget,
+            };
+            return Err(self.failed(
+                request,
+                prepared,
+                gather::Gathered::default(),
+                error,
+                budget,
+            ));
+        }
+        let mut gathered = gather::gather(
             request,
             gather::Settings {
                 profile: self.profile,
@@ -165,7 +183,10 @@ impl Builder {
             },
             host,
             || prepared.ids(),
-        )?;
+        );
+        if let Some(error) = gathered.failure.take() {
+            return Err(self.failed(request, prepared, gathered, error, budget));
+        }
         Ok(layered::assemble(
             request,
             prepared,
@@ -175,6 +196,25 @@ impl Builder {
             &meter,
             host,
         ))
+    }
+
+    fn failed(
+        &self,
+        request: &AssembleRequest,
+        prepared: layered::Prepared,
+        gathered: gather::Gathered,
+        error: Error,
+        budget: u32,
+    ) -> Failure {
+        layered::failed(
+            request,
+            prepared,
+            gathered,
+            error,
+            &self.plan,
+            self.profile,
+            budget,
+        )
     }
 
     /// The request's budget, or the plan's default, checked against the

@@ -65,7 +65,7 @@ pub(crate) fn complete(pack: &mut ContextPack, entry_overhead: u32) {
         tenant_id: snap.tenant_id.clone(),
         run_id: snap.run_id.clone(),
         attempt_id: snap.attempt_id.clone(),
-        status: snap.status,
+        status: snap.status.clone(),
         tokens_used: snap.tokens_used,
         token_budget: snap.token_budget,
     };

@@ -370,6 +370,9 @@ pub enum Reason {
     /// Dropped: the source answered more than the limit it was asked for
     /// (given), and this one ranked beyond it.
     BeyondLimit(u32),
+    /// Not decided: the assembly failed first (the snapshot's `failure`
+    /// says why). Only a failed snapshot has it.
+    AssemblyFailed,
 }
 
 impl Reason {
@@ -391,6 +394,7 @@ impl Reason {
             Reason::Summarized(_) => "summarized",
             Reason::StepCut(_) => "step-cut",
             Reason::BeyondLimit(_) => "beyond-limit",
+            Reason::AssemblyFailed => "assembly-failed",
         }
     }
 
@@ -400,19 +404,42 @@ impl Reason {
     }
 }
 
-/// Outcome of an assembly.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// One condition of an assembly's outcome. A snapshot's status lists
+/// every condition that holds, in this order: `complete` alone, or any of
+/// `degraded`, `truncated` and `failed` together (see
+/// [`SnapshotStatus::of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SnapshotStatus {
     /// Everything considered, every source answered.
-    #[default]
     Complete,
     /// A source failed; assembled from what remained.
     Degraded,
-    /// An optional section was truncated.
+    /// An optional section's text was cut at a token boundary (the
+    /// summariser failed or was absent).
     Truncated,
-    /// Not assembled.
+    /// Not assembled: the snapshot's `failure` says why.
     Failed,
+}
+
+impl SnapshotStatus {
+    /// The status list for these conditions: each that holds, in order,
+    /// or `[complete]` when none does.
+    pub fn of(degraded: bool, truncated: bool, failed: bool) -> Vec<SnapshotStatus> {
+        let held: Vec<SnapshotStatus> = [
+            (degraded, SnapshotStatus::Degraded),
+            (truncated, SnapshotStatus::Truncated),
+            (failed, SnapshotStatus::Failed),
+        ]
+        .into_iter()
+        .filter_map(|(on, s)| on.then_some(s))
+        .collect();
+        if held.is_empty() {
+            vec![SnapshotStatus::Complete]
+        } else {
+            held
+        }
+    }
 }
 
 /// How far a candidate's tokens were counted. Counting stops as soon as
@@ -483,9 +510,18 @@ pub struct Snapshot {
     pub tokenizer: Tokenizer,
     /// Budget.
     pub token_budget: u32,
-    /// Tokens used, overhead included.
+    /// Tokens used: every included entry's tokens and entry overhead, plus
+    /// what rendering them together adds (the blank lines between entries,
+    /// and pieces that merge or split across a join) in whichever form adds
+    /// more, so it is never less than `text-tokens` nor `message-tokens`.
     pub tokens_used: u32,
-    /// Tokens of the leading L0 entries, overhead included.
+    /// Tokens of the pack's flat text, counted whole by the tokenizer.
+    pub text_tokens: u32,
+    /// Tokens of the pack's messages: each message's content counted whole
+    /// by the tokenizer, plus the entry overhead once per message.
+    pub message_tokens: u32,
+    /// Tokens of the leading L0 entries rendered together, overhead
+    /// included.
     pub stable_prefix_tokens: u32,
     /// Hex SHA-256 of the rendered text's UTF-8 bytes: the reference of
     /// the assembled content, which a host stores by hash (content never
@@ -495,8 +531,10 @@ pub struct Snapshot {
     pub index_revisions: Vec<String>,
     /// Ids of the included memory items, in render order.
     pub memory_items: Vec<String>,
-    /// Outcome.
-    pub status: SnapshotStatus,
+    /// Outcome: every condition that holds (see [`SnapshotStatus::of`]).
+    pub status: Vec<SnapshotStatus>,
+    /// Why the assembly failed, when the status says `failed`.
+    pub failure: Option<String>,
     /// The builder profile that gathered the candidates.
     pub profile: Profile,
     /// The plan the budget was shared by.
@@ -618,7 +656,7 @@ pub struct ContextAssembled {
     /// Attempt.
     pub attempt_id: Option<String>,
     /// Outcome.
-    pub status: SnapshotStatus,
+    pub status: Vec<SnapshotStatus>,
     /// Tokens used.
     pub tokens_used: u32,
     /// The budget.

@@ -123,7 +123,7 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::Tokenizer, wit::Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken]);
             $crate::__cases!(ctx::Reason, wit::Reason,
                 [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance,
-                 SectionNotAllowed]
+                 SectionNotAllowed, AssemblyFailed]
                 [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied, Summarized, StepCut,
                  BeyondLimit]);
             $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory, Graph, Repository, Summary] []);
@@ -164,8 +164,8 @@ macro_rules! wit_conversions {
             });
             $crate::__record!(ctx::Snapshot, wit::Snapshot, {
                 id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget,
-                tokens_used, stable_prefix_tokens, content_hash, index_revisions, memory_items,
-                status, profile, plan, source_calls, entries,
+                tokens_used, text_tokens, message_tokens, stable_prefix_tokens, content_hash,
+                index_revisions, memory_items, status, failure, profile, plan, source_calls, entries,
             });
             $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, {
                 context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used,
@@ -247,6 +247,26 @@ macro_rules! wit_conversions {
                         ctx::Error::HostFailed { capability, message } => {
                             wit::CtxpackError::HostFailed(wit::HostError { capability, message })
                         }
+                    }
+                }
+            }
+
+            impl $crate::Convert<wit::AssemblyFailure> for ctx::Failure {
+                fn convert(self) -> wit::AssemblyFailure {
+                    let ctx::Failure { error, snapshot } = self;
+                    wit::AssemblyFailure {
+                        error: $crate::Convert::convert(error),
+                        snapshot: snapshot.map(|s| $crate::Convert::convert(*s)),
+                    }
+                }
+            }
+
+            impl $crate::Convert<ctx::Failure> for wit::AssemblyFailure {
+                fn convert(self) -> ctx::Failure {
+                    let wit::AssemblyFailure { error, snapshot } = self;
+                    ctx::Failure {
+                        error: $crate::Convert::convert(error),
+                        snapshot: snapshot.map(|s| Box::new($crate::Convert::convert(s))),
                     }
                 }
             }
