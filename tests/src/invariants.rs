@@ -5,16 +5,19 @@
 // Test support: a failed check is a failed test, so it panics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ctxpack_core::{ContextPack, Layer, Origin, Role, SourceOutcome, Tokenizers};
+use ctxpack_core::{
+    ContextPack, Failure, Layer, Origin, Reason, Role, SnapshotStatus, SourceOutcome, Tokenizer,
+    Tokenizers,
+};
 use sha2::Digest;
 use std::collections::{HashMap, HashSet};
 
 /// An entry's text cut where the budget counts it apart: a host text (or a
 /// summary) into its citation or fence and its body; the request's own
 /// text whole.
-pub fn framed_parts(e: &ctxpack_core::PackEntry) -> Vec<&str> {
+pub fn framed_parts(e: &ctxpack_core::PackEntry, origin: Origin) -> Vec<&str> {
     let p = &e.provenance;
-    if p.source_kind == "request" {
+    if origin == Origin::Request {
         return vec![e.text.as_str()];
     }
     let (head, tail) = if e.trust == ctxpack_core::TrustTier::Untrusted {
@@ -34,6 +37,112 @@ pub fn framed_parts(e: &ctxpack_core::PackEntry) -> Vec<&str> {
     vec![h, body, &rest[body.len()..]]
 }
 
+/// Tokens of `text` as a user's model counts them, found apart from
+/// ctxpack's own counters: tiktoken-rs's encoder for the exact encodings
+/// (special-token markers as ordinary text), characters for the estimator.
+pub fn recount(tokenizer: Tokenizer, text: &str) -> u64 {
+    match tokenizer {
+        Tokenizer::O200kBase => tiktoken_rs::o200k_base_singleton()
+            .encode_ordinary(text)
+            .len() as u64,
+        Tokenizer::Cl100kBase => tiktoken_rs::cl100k_base_singleton()
+            .encode_ordinary(text)
+            .len() as u64,
+        Tokenizer::CharsPerToken(n) => (text.chars().count() as u64).div_ceil(u64::from(n)),
+    }
+}
+
+/// What a user sends, recounted: the flat text whole, and the messages
+/// each whole with the overhead once per message.
+#[derive(Clone, Copy, Debug)]
+pub struct Sent {
+    /// Tokens of the flat text.
+    pub text: u64,
+    /// Tokens of the messages' contents, without overhead.
+    pub contents: u64,
+    /// Tokens of the messages, overhead included.
+    pub messages: u64,
+}
+
+/// Recounts `pack` as it is sent (see [`recount`]).
+pub fn sent(request: &ctxpack_core::AssembleRequest, pack: &ContextPack) -> Sent {
+    let contents: u64 = pack
+        .messages
+        .iter()
+        .map(|m| recount(request.tokenizer, &m.content))
+        .sum();
+    Sent {
+        text: recount(request.tokenizer, &pack.text),
+        contents,
+        messages: contents + u64::from(request.entry_overhead) * pack.messages.len() as u64,
+    }
+}
+
+/// The status list is well formed: `complete` alone, or conditions in
+/// their order, each once.
+pub fn check_status(name: &str, status: &[SnapshotStatus]) {
+    assert!(!status.is_empty(), "{name}: empty status");
+    if status.contains(&SnapshotStatus::Complete) {
+        assert_eq!(status, [SnapshotStatus::Complete], "{name}");
+    }
+    assert!(status.windows(2).all(|w| w[0] < w[1]), "{name}: {status:?}");
+}
+
+/// A failed assembly: an invalid request has no snapshot; one that had
+/// begun has a `failed` snapshot with every request candidate, nothing
+/// included, and its id the content hash of the rest.
+pub fn check_failure(name: &str, request: &ctxpack_core::AssembleRequest, failure: &Failure) {
+    assert!(!failure.error.to_string().is_empty(), "{name}");
+    let Some(snap) = &failure.snapshot else {
+        return;
+    };
+    check_status(name, &snap.status);
+    assert!(snap.status.contains(&SnapshotStatus::Failed), "{name}");
+    assert_eq!(
+        snap.failure.as_deref(),
+        Some(failure.error.to_string().as_str()),
+        "{name}"
+    );
+    assert_eq!(snap.tokens_used, 0, "{name}");
+    for e in &snap.entries {
+        assert!(!e.included && !e.reason.is_inclusion(), "{name}: {}", e.id);
+    }
+    let requested = snap
+        .entries
+        .iter()
+        .filter(|e| e.origin == Origin::Request)
+        .count();
+    assert_eq!(requested, request_candidates(request), "{name}");
+    let mut blank = (**snap).clone();
+    blank.id = String::new();
+    assert_eq!(snap.id, ctxpack_core::content_id(&blank), "{name}");
+}
+
+fn request_candidates(request: &ctxpack_core::AssembleRequest) -> usize {
+    usize::from(!request.system_prompt.is_empty())
+        + request.instructions.len()
+        + usize::from(request.current_task.is_some())
+        + usize::from(request.workflow.is_some())
+        + request.conversation.len()
+        + request.stage_summaries.len()
+}
+
+/// What produced each of `pack`'s entries, from its snapshot (which lists
+/// the included candidates in the pack's order).
+pub fn origins(pack: &ContextPack) -> Vec<Origin> {
+    let included: Vec<&ctxpack_core::SnapshotEntry> = pack
+        .snapshot
+        .entries
+        .iter()
+        .filter(|e| e.included)
+        .collect();
+    assert_eq!(included.len(), pack.entries.len(), "included entries");
+    for (s, e) in included.iter().zip(&pack.entries) {
+        assert_eq!(s.id, e.id, "the pack is not in the snapshot's order");
+    }
+    included.iter().map(|e| e.origin).collect()
+}
+
 pub fn check(
     name: &str,
     request: &ctxpack_core::AssembleRequest,
@@ -42,22 +151,64 @@ pub fn check(
 ) {
     let snap = &pack.snapshot;
     let overhead = request.entry_overhead;
-    // The budget is never exceeded and the accounting adds up.
-    assert!(pack.budget_used <= pack.budget_limit, "{name}: over budget");
     if let Some(b) = request.budget {
         assert_eq!(pack.budget_limit, b, "{name}");
     }
-    let charged: u32 = pack.entries.iter().map(|e| e.tokens + overhead).sum();
+    // What a user sends — the flat text, or the messages with their
+    // overhead — recounted whole, apart from ctxpack's counters and its
+    // records, is within the budget.
+    let budget = u64::from(pack.budget_limit);
+    let recounted = sent(request, pack);
+    assert!(
+        recounted.text <= budget,
+        "{name}: the text counts {} tokens, over the budget {budget}",
+        recounted.text
+    );
+    assert!(
+        recounted.messages <= budget,
+        "{name}: the messages count {} tokens, over the budget {budget}",
+        recounted.messages
+    );
+    assert_eq!(u64::from(snap.text_tokens), recounted.text, "{name}: text");
     assert_eq!(
-        charged, pack.budget_used,
-        "{name}: budget-used is not the sum"
+        u64::from(snap.message_tokens),
+        recounted.messages,
+        "{name}: messages"
+    );
+    // The accounting adds up: each entry and its overhead, plus what the
+    // rendering adds in the form that adds more.
+    assert!(pack.budget_used <= pack.budget_limit, "{name}: over budget");
+    let own: u64 = pack.entries.iter().map(|e| u64::from(e.tokens)).sum();
+    let charged = own + u64::from(overhead) * pack.entries.len() as u64;
+    let added = recounted.text.max(recounted.contents).saturating_sub(own);
+    assert_eq!(
+        charged + added,
+        u64::from(pack.budget_used),
+        "{name}: budget-used is not the entries plus what rendering adds"
     );
     assert_eq!(snap.tokens_used, pack.budget_used, "{name}");
+    check_status(name, &snap.status);
+    assert!(!snap.status.contains(&SnapshotStatus::Failed), "{name}");
+    assert!(snap.failure.is_none(), "{name}");
+    // Truncated exactly when a text that stays was cut.
+    let cut = snap
+        .entries
+        .iter()
+        .any(|e| e.included && e.compressed && e.origin != Origin::Summary);
+    assert_eq!(
+        snap.status.contains(&SnapshotStatus::Truncated),
+        cut,
+        "{name}: truncated status"
+    );
     // Counts are exact: recount every included text (a host text's frame
     // and body apart, as the budget charges them).
     let counter = tokenizers.counter(request.tokenizer).unwrap();
-    for e in &pack.entries {
-        let recount: u32 = framed_parts(e).iter().map(|p| counter.count(p)).sum();
+    let origins = origins(pack);
+    for (e, &origin) in pack.entries.iter().zip(&origins) {
+        let recount: u32 = framed_parts(e, origin)
+            .iter()
+            .map(|p| counter.count(p))
+            .sum();
         assert_eq!(recount, e.tokens, "{name}: {} miscounted", e.id);
     }
     // Every candidate appears exactly once (counted by origin below); a
@@ -82,12 +233,7 @@ pub fn check(
         .collect();
     let packed: Vec<&str> = pack.entries.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(included, packed, "{name}");
-    let expected_candidates = usize::from(!request.system_prompt.is_empty())
-        + request.instructions.len()
-        + usize::from(request.current_task.is_some())
-        + usize::from(request.workflow.is_some())
-        + request.conversation.len()
-        + request.stage_summaries.len();
+    let expected_candidates = request_candidates(request);
     let from = |origin: Origin| snap.entries.iter().filter(|e| e.origin == origin).count();
     assert_eq!(
         from(Origin::Request),
@@ -100,7 +246,7 @@ pub fn check(
             "sources.recall-memory" => Origin::Memory,
             "sources.expand-graph" => Origin::Graph,
             "sources.repository-state" => Origin::Repository,
-            "summarizer.summarize" => continue,
+            "summarizer.summarize" | "policy.review" => continue,
             other => panic!("{name}: unexpected source {other}"),
         };
         let answered = match call.outcome {
@@ -154,13 +300,14 @@ pub fn check(
         .filter(|m| m.role != Role::System || m.tool_call_id.is_some())
         .count();
     assert!(non_system <= turns_kept, "{name}");
-    for e in &pack.entries {
-        if e.provenance.source_kind != "request" {
-            assert!(
-                e.text.contains(&e.provenance.reference.replace('"', "'")),
-                "{name}: {} not cited",
-                e.id
-            );
+    for (e, &origin) in pack.entries.iter().zip(&origins) {
+        if origin != Origin::Request {
+            // An untrusted text's fence cannot be closed by its reference.
+            let cited = match e.trust {
+                ctxpack_core::TrustTier::Untrusted => e.provenance.reference.replace('"', "'"),
+                _ => e.provenance.reference.clone(),
+            };
+            assert!(e.text.contains(&cited), "{name}: {} not cited", e.id);
         }
     }
     // The event, the metrics and the content reference agree with the pack.
@@ -172,13 +319,17 @@ pub fn check(
         .map(|b| format!("{b:02x}"))
         .collect();
     assert_eq!(snap.content_hash, digest, "{name}");
-    let section_sum: u32 = pack
+    let section_sum: u64 = pack
         .metrics
         .tokens_per_section
         .iter()
-        .map(|s| s.tokens)
+        .map(|s| u64::from(s.tokens))
         .sum();
-    assert_eq!(section_sum, pack.budget_used, "{name}: metrics per section");
+    assert_eq!(
+        section_sum + added,
+        u64::from(pack.budget_used),
+        "{name}: metrics per section"
+    );
     let dropped_sum: u32 = pack.metrics.dropped_by_reason.iter().map(|r| r.count).sum();
     assert_eq!(
         dropped_sum, pack.compression.entries_dropped,
@@ -226,6 +377,7 @@ pub fn check(
             assert!(e.included, "{name}: L0 entry {} dropped", e.id);
         }
         assert!(e.included == e.reason.is_inclusion(), "{name}: {}", e.id);
+        assert!(e.reason != Reason::AssemblyFailed, "{name}: {}", e.id);
     }
     let l0: Vec<_> = pack
         .entries
@@ -238,14 +390,33 @@ pub fn check(
             .all(|e| e.layer != Layer::L0),
         "{name}"
     );
-    let l0_cost: u32 = l0.iter().map(|e| e.tokens + overhead).sum();
-    assert_eq!(snap.stable_prefix_tokens, l0_cost, "{name}");
+    // The stable prefix: L0 as it renders, recounted, with an overhead
+    // per entry.
+    let l0_own: u64 = l0.iter().map(|e| u64::from(e.tokens)).sum();
+    let l0_text = l0
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let l0_cost =
+        l0_own.max(recount(request.tokenizer, &l0_text)) + u64::from(overhead) * l0.len() as u64;
+    assert_eq!(u64::from(snap.stable_prefix_tokens), l0_cost, "{name}");
     // The kept conversation is valid: no tool result without its call, no
     // call without its results.
     let kept: Vec<(usize, &str)> = pack
         .entries
         .iter()
-        .filter_map(|e| Some((e.id.strip_prefix("turn-")?.parse().ok()?, e.text.as_str())))
+        .zip(&origins)
+        .filter(|&(e, &o)| {
+            o == Origin::Request && e.section == ctxpack_core::Section::ConversationState
+        })
+        .map(|(e, _)| {
+            let i = e.id.strip_prefix("turn-").and_then(|i| i.parse().ok());
+            (
+                i.unwrap_or_else(|| panic!("{name}: {} is no turn", e.id)),
+                e.text.as_str(),
+            )
+        })
         .collect();
     let kept_turns: Vec<usize> = kept.iter().map(|&(i, _)| i).collect();
     // A kept turn is rendered whole from its request turn, and counted.

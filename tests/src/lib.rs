@@ -6,6 +6,7 @@
 //! changed outcome shows up in review as a diff.
 
 pub mod fuzz;
+pub mod generate;
 pub mod invariants;
 
 use ctxpack_host_example::{Outcome, Scenario, scenario};

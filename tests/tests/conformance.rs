@@ -4,7 +4,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-use ctxpack_conformance::invariants::check as check_invariants;
+use ctxpack_conformance::invariants::{check as check_invariants, check_failure};
 use ctxpack_conformance::{check_expected, render, scenarios};
 use ctxpack_core::{Dispatch, Tokenizers};
 use ctxpack_host_example::{Reply, Runtime, run_component, run_native};
@@ -29,6 +29,109 @@ fn native_outcomes_match_expected() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// Every scenario states the facts it exists for, and every engine keeps
+/// them — checked apart from the expected files, so a bless that changes
+/// what a scenario tests fails here.
+#[test]
+fn every_scenario_keeps_the_facts_it_states() {
+    let mut broken = Vec::new();
+    for (name, s) in scenarios() {
+        let expect = s
+            .expect
+            .clone()
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| panic!("{name}: states no `expect` facts"));
+        for (engine, outcome) in [
+            ("native", run_native(&s)),
+            ("wasmtime", run_component(runtime(), &s).unwrap()),
+        ] {
+            for fact in expect.broken(&outcome) {
+                broken.push(format!("{name} ({engine}): {fact}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// Generated requests and host answers (every section, profile,
+/// tokenizer and answer shape) give the same outcome through the
+/// component as natively.
+#[test]
+fn generated_scenarios_are_identical_under_wasmtime() {
+    use ctxpack_conformance::generate::{Source, scenario};
+    for seed in 0..120 {
+        let s = scenario(&mut Source::seeded(seed));
+        let native = render(&run_native(&s));
+        let wasm = render(&run_component(runtime(), &s).unwrap());
+        assert_eq!(native, wasm, "seed {seed}: native and component differ");
+    }
+}
+
+/// Every key the host example prints (its JSON is the outcome as the
+/// expected files hold it) is spelled as the WIT spells it: a record
+/// field or a case of a variant or enum. Checked over every scenario's
+/// outcome, failures and failed snapshots included.
+#[test]
+fn every_printed_key_is_spelled_as_in_the_wit() {
+    let wit: String = ["types.wit", "world.wit"]
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(ctxpack_conformance::root().join("../wit").join(f)).unwrap()
+        })
+        .collect();
+    let mut names = std::collections::BTreeSet::new();
+    for line in wit.lines() {
+        let line = line.trim();
+        if line.starts_with("///") {
+            continue;
+        }
+        // `name: type,` (a field) or `name,` / `name(payload),` (a case).
+        let head: String = line
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let rest = &line[head.len()..];
+        if !head.is_empty()
+            && (rest.starts_with(':') || rest.starts_with(',') || rest.starts_with('('))
+        {
+            names.insert(head);
+        }
+    }
+    // The host example's own wrapper: an outcome is a reply (a pack, a
+    // handling or a failure) and the calls it took, by capability.
+    let own = ["reply", "pack", "handled", "failed", "host-calls"];
+    fn keys(v: &serde_json::Value, parent: &str, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    if parent != "host-calls" {
+                        out.push((parent.to_owned(), k.clone()));
+                    }
+                    keys(v, k, out);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| keys(v, parent, out)),
+            _ => {}
+        }
+    }
+    let mut wrong = std::collections::BTreeSet::new();
+    for (name, s) in scenarios() {
+        let value = serde_json::to_value(run_native(&s)).unwrap();
+        let mut found = Vec::new();
+        keys(&value, "", &mut found);
+        for (parent, key) in found {
+            if !names.contains(&key) && !own.contains(&key.as_str()) {
+                wrong.insert(format!("{name}: `{key}` (in `{parent}`)"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "keys not in the WIT:\n{}",
+        wrong.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
 #[test]
 fn component_outcomes_are_identical_to_native() {
     for (name, s) in scenarios() {
@@ -42,15 +145,14 @@ fn component_outcomes_are_identical_to_native() {
 fn every_pack_keeps_the_invariants() {
     let tokenizers = Tokenizers;
     for (name, s) in scenarios() {
-        let pack = match run_native(&s).reply {
-            Reply::Pack(pack) => *pack,
-            Reply::Handled(h) => match h.dispatch {
-                Dispatch::Fallback(f) => f.pack,
-                Dispatch::Skill(_) => continue,
-            },
-            Reply::Error(_) => continue,
-        };
-        check_invariants(&name, &s.request, &pack, &tokenizers);
+        match &run_native(&s).reply {
+            Reply::Failed(f) => check_failure(&name, &s.request, f),
+            reply => {
+                if let Some(pack) = reply.pack() {
+                    check_invariants(&name, &s.request, pack, &tokenizers);
+                }
+            }
+        }
     }
 }
 
@@ -293,7 +395,7 @@ fn an_enormous_host_text_is_counted_and_dropped_not_a_crash() {
         assert!(big_tokens < 500, "{big_tokens}");
         assert_eq!(
             pack.snapshot.status,
-            ctxpack_core::SnapshotStatus::Truncated
+            [ctxpack_core::SnapshotStatus::Truncated]
         );
         assert!(pack.text.contains("lorem ipsum"));
     } else {

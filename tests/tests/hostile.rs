@@ -7,7 +7,7 @@
 
 use ctxpack_conformance::{invariants, render};
 use ctxpack_core::{
-    ContextPack, Counted, Error, Reason, Role, SnapshotStatus, SourceOutcome, Tokenizers,
+    ContextPack, Counted, Error, Failure, Reason, Role, SnapshotStatus, SourceOutcome, Tokenizers,
 };
 use ctxpack_host_example::{Outcome, Reply, Runtime, Scenario, run_component, run_native};
 use serde_json::{Value, json};
@@ -28,8 +28,13 @@ fn both(name: &str, s: &Scenario) -> Outcome {
     let native = run_native(s);
     let wasm = run_component(runtime(), s).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(render(&native), render(&wasm), "{name}: engines differ");
-    if let Reply::Pack(p) = &native.reply {
-        invariants::check(name, &s.request, p, tokenizers());
+    match &native.reply {
+        Reply::Failed(f) => invariants::check_failure(name, &s.request, f),
+        reply => {
+            if let Some(p) = reply.pack() {
+                invariants::check(name, &s.request, p, tokenizers());
+            }
+        }
     }
     native
 }
@@ -159,7 +164,7 @@ fn a_failing_source_degrades_the_pack_and_says_which() {
     for (source, _, _) in good_sources() {
         let s = scenario(host_with(source, json!({"error": "store offline"})), 2000);
         let p = pack(source, &both(source, &s));
-        assert_eq!(p.snapshot.status, SnapshotStatus::Degraded, "{source}");
+        assert_eq!(p.snapshot.status, [SnapshotStatus::Degraded], "{source}");
         let call = p
             .snapshot
             .source_calls
@@ -337,8 +342,28 @@ fn a_broken_policy_engine_fails_the_assembly_naming_it() {
         let s = scenario(host, 2000);
         let o = both(label, &s);
         match &o.reply {
-            Reply::Error(Error::HostFailed { capability, .. }) => {
-                assert_eq!(capability, "policy.review", "{label}")
+            Reply::Failed(Failure {
+                error: Error::HostFailed { capability, .. },
+                snapshot: Some(snap),
+            }) => {
+                assert_eq!(capability, "policy.review", "{label}");
+                // The failed snapshot records the call and leaves nothing
+                // unreviewed decided.
+                assert_eq!(snap.status, [SnapshotStatus::Failed], "{label}");
+                assert!(
+                    snap.source_calls
+                        .iter()
+                        .any(|c| c.capability == "policy.review"
+                            && matches!(c.outcome, SourceOutcome::Failed(_))),
+                    "{label}"
+                );
+                assert!(
+                    snap.entries
+                        .iter()
+                        .any(|e| e.reason == Reason::AssemblyFailed
+                            && e.origin != ctxpack_core::Origin::Request),
+                    "{label}"
+                );
             }
             other => panic!("{label}: {other:?}"),
         }
@@ -372,7 +397,7 @@ fn a_broken_summariser_falls_back_to_truncation() {
             f.retrieve_limit = 40;
         }
         let p = pack(label, &both(label, &s));
-        assert_eq!(p.snapshot.status, SnapshotStatus::Truncated, "{label}");
+        assert_eq!(p.snapshot.status, [SnapshotStatus::Truncated], "{label}");
         let call = p
             .snapshot
             .source_calls
@@ -389,12 +414,20 @@ fn zero_and_huge_budgets_give_a_pack_or_an_error_naming_the_numbers() {
     // Zero: the system prompt alone is over it.
     let s = scenario(host.clone(), 0);
     match &both("zero", &s).reply {
-        Reply::Error(Error::MandatoryOverBudget {
-            mandatory_tokens,
-            budget,
+        Reply::Failed(Failure {
+            error:
+                Error::MandatoryOverBudget {
+                    mandatory_tokens,
+                    budget,
+                },
+            snapshot: Some(snap),
         }) => {
             assert_eq!(*budget, 0);
             assert!(*mandatory_tokens > 0);
+            assert_eq!(snap.status, [SnapshotStatus::Failed]);
+            assert_eq!(snap.token_budget, 0);
+            // No host was asked: L0 is checked first.
+            assert!(snap.source_calls.is_empty());
         }
         other => panic!("zero: {other:?}"),
     }
@@ -413,7 +446,10 @@ fn zero_and_huge_budgets_give_a_pack_or_an_error_naming_the_numbers() {
     let mut s = scenario(host, u32::MAX);
     s.config.plan.model_window = Some(128_000);
     match &both("above window", &s).reply {
-        Reply::Error(e) => assert!(e.to_string().contains("request.budget"), "{e}"),
+        Reply::Failed(f) => {
+            assert!(f.error.to_string().contains("request.budget"), "{f}");
+            assert!(f.snapshot.is_none(), "an invalid request has no snapshot");
+        }
         other => panic!("above window: {other:?}"),
     }
 }
@@ -441,8 +477,11 @@ fn a_ten_megabyte_request_item_is_counted_not_a_crash() {
     let mut s = scenario(host_with("", json!(null)), 500);
     s.request.system_prompt = big;
     match &both("10 MB system prompt", &s).reply {
-        Reply::Error(Error::MandatoryOverBudget {
-            mandatory_tokens, ..
+        Reply::Failed(Failure {
+            error: Error::MandatoryOverBudget {
+                mandatory_tokens, ..
+            },
+            ..
         }) => assert!(*mandatory_tokens > 1_000_000),
         other => panic!("{other:?}"),
     }
@@ -566,7 +605,7 @@ fn invalid_configurations_are_refused_naming_the_field() {
         let mut s = scenario(host_with("", json!(null)), 1000);
         s.config = serde_json::from_value(config).unwrap();
         match &both(field, &s).reply {
-            Reply::Error(e) => assert!(e.to_string().contains(field), "{field}: {e}"),
+            Reply::Failed(f) => assert!(f.to_string().contains(field), "{field}: {f}"),
             other => panic!("{field}: {other:?}"),
         }
     }
