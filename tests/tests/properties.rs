@@ -154,6 +154,27 @@ proptest! {
         );
     }
 
+    /// A builder's count cache never shows: after assembling the same
+    /// material under other budgets (counts made exactly, or stopped at
+    /// other limits), it gives the bytes a fresh builder gives.
+    #[test]
+    fn a_warm_builder_gives_what_a_cold_one_gives(seed in any::<u64>(), other in 0u32..3000) {
+        let s = generated(seed);
+        let Ok(builder) = ctxpack_core::Builder::new(s.config.clone()) else {
+            return Ok(());
+        };
+        for budget in [other, other / 7, u32::MAX] {
+            let mut warm_up = s.clone();
+            warm_up.request.budget = Some(budget);
+            ctxpack_host_example::run_native_with(&builder, &warm_up);
+        }
+        let warm = ctxpack_host_example::run_native_with(&builder, &s);
+        prop_assert_eq!(
+            ctxpack_conformance::render(&warm),
+            ctxpack_conformance::render(&run_native(&s))
+        );
+    }
+
     #[test]
     fn host_order_does_not_matter(seed in any::<u64>(), shuffle in any::<u64>()) {
         let case = generated(seed);

@@ -318,11 +318,16 @@ fn saturate(n: usize) -> u32 {
 /// recounts only its new text. Bounded: it holds at most `capacity`
 /// entries in two generations — when the newer fills, the older is
 /// dropped — so what is used every turn stays and what is not ages out.
-/// A count that stopped early is kept as a lower bound.
+///
+/// A known count answers only where counting afresh would give the same:
+/// an exact count within the limit asked. Where a count stops early
+/// depends on the limit, so a count that stopped early is not kept, and an
+/// exact count over the limit is made again: a warm builder gives the same
+/// pack and snapshot, byte for byte, as a cold one.
 pub struct CountCache {
     capacity: usize,
-    newer: HashMap<CacheKey, Count>,
-    older: HashMap<CacheKey, Count>,
+    newer: HashMap<CacheKey, u32>,
+    older: HashMap<CacheKey, u32>,
 }
 
 type CacheKey = (Tokenizer, usize, u64, u64);
@@ -355,7 +360,7 @@ impl CountCache {
         (tokenizer, text.len(), a, b)
     }
 
-    fn get(&mut self, key: &CacheKey) -> Option<Count> {
+    fn get(&mut self, key: &CacheKey) -> Option<u32> {
         if let Some(c) = self.newer.get(key) {
             return Some(*c);
         }
@@ -364,7 +369,7 @@ impl CountCache {
         Some(c)
     }
 
-    fn put(&mut self, key: CacheKey, count: Count) {
+    fn put(&mut self, key: CacheKey, count: u32) {
         let generation = self.capacity / 2;
         if generation == 0 {
             return;
@@ -425,13 +430,13 @@ impl<'a> Meter<'a> {
         }
         let key = CountCache::key(self.tokenizer, text);
         let known = self.cache.borrow_mut().get(&key);
-        match known {
-            Some(Count::Over(n)) if n < limit => {}
-            Some(c) => return c,
-            None => {}
+        if let Some(n) = known.filter(|&n| n <= limit) {
+            return Count::Exact(n);
         }
         let counted = self.counter.count_up_to(text, limit);
-        self.cache.borrow_mut().put(key, counted);
+        if let Count::Exact(n) = counted {
+            self.cache.borrow_mut().put(key, n);
+        }
         counted
     }
 
