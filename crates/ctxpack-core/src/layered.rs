@@ -711,6 +711,41 @@ struct Tail {
     rendered: crate::render::Rendered,
 }
 
+/// A snapshot of `request` with nothing in it yet: the agent context, the
+/// tokenizer, the budget, the profile and the plan; no entries, calls or
+/// tokens, status `complete`.
+fn blank_snapshot(
+    request: &AssembleRequest,
+    budget: u32,
+    profile: Profile,
+    plan: &Plan,
+) -> Snapshot {
+    let ctx = &request.context;
+    Snapshot {
+        id: String::new(),
+        tenant_id: ctx.tenant_id.clone(),
+        project_id: ctx.project_id.clone(),
+        run_id: ctx.run_id.clone(),
+        attempt_id: ctx.attempt_id.clone(),
+        scopes: ctx.scopes.clone(),
+        tokenizer: request.tokenizer,
+        token_budget: budget,
+        tokens_used: 0,
+        text_tokens: 0,
+        message_tokens: 0,
+        stable_prefix_tokens: 0,
+        content_hash: String::new(),
+        index_revisions: Vec::new(),
+        memory_items: Vec::new(),
+        status: vec![SnapshotStatus::Complete],
+        failure: None,
+        profile,
+        plan: plan.clone(),
+        source_calls: Vec::new(),
+        entries: Vec::new(),
+    }
+}
+
 /// `item`'s record in the snapshot.
 fn snapshot_entry(item: Item) -> SnapshotEntry {
     SnapshotEntry {
@@ -828,27 +863,14 @@ fn build_pack(
         event: ContextAssembled::default(),
         metrics: Metrics::default(),
         snapshot: Snapshot {
-            id: String::new(),
-            tenant_id: ctx.tenant_id.clone(),
-            project_id: ctx.project_id.clone(),
-            run_id: ctx.run_id.clone(),
-            attempt_id: ctx.attempt_id.clone(),
-            scopes: ctx.scopes.clone(),
-            tokenizer: request.tokenizer,
-            token_budget: tail.budget,
             tokens_used: used,
             text_tokens: clamp(tail.rendered.text),
             message_tokens: clamp(tail.rendered.messages),
             stable_prefix_tokens: clamp(l0_cost),
-            content_hash: String::new(),
-            index_revisions: Vec::new(),
-            memory_items: Vec::new(),
             status: tail.status,
-            failure: None,
-            profile: tail.profile,
-            plan: plan.clone(),
             source_calls: tail.source_calls,
             entries: snapshot_entries,
+            ..blank_snapshot(request, tail.budget, tail.profile, plan)
         },
     };
     crate::report::complete(&mut pack, request.entry_overhead);
@@ -889,29 +911,13 @@ pub(crate) fn failed(
             snapshot_entry(item)
         })
         .collect();
-    let ctx = &request.context;
     let mut snapshot = Snapshot {
-        id: String::new(),
-        tenant_id: ctx.tenant_id.clone(),
-        project_id: ctx.project_id.clone(),
-        run_id: ctx.run_id.clone(),
-        attempt_id: ctx.attempt_id.clone(),
-        scopes: ctx.scopes.clone(),
-        tokenizer: request.tokenizer,
-        token_budget: budget,
-        tokens_used: 0,
-        text_tokens: 0,
-        message_tokens: 0,
-        stable_prefix_tokens: 0,
         content_hash: crate::digest::text_hash(""),
-        index_revisions: Vec::new(),
-        memory_items: Vec::new(),
         status: SnapshotStatus::of(gathered.degraded, false, true),
         failure: Some(error.to_string()),
-        profile,
-        plan: plan.clone(),
         source_calls: gathered.calls,
         entries,
+        ..blank_snapshot(request, budget, profile, plan)
     };
     snapshot.id = crate::digest::content_id(&snapshot);
     crate::error::Failure {
@@ -1012,9 +1018,14 @@ mod tests {
         r.conversation.push(turn(Role::User, "turn 6", None));
         let second = assemble_with(&r);
         assert_eq!(second.entries.len(), 8);
+        // The new turn, as an entry and as a message. Turn 5 first meets
+        // the conversation's share (20 of 200 tokens) with too little
+        // room: a known count over the limit asked is made again, only as
+        // far as the limit, so that a warm builder records what a cold one
+        // would. No other turn is counted again.
         assert_eq!(
             turns_counted(&counter.1.borrow()),
-            ["[user] turn 6", "turn 6"]
+            ["[user] turn 6", "[user] turn 5", "turn 6"]
         );
     }
 
