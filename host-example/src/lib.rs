@@ -51,18 +51,25 @@ pub fn outcome(reply: Reply, host: &InMemoryHost) -> Outcome {
 /// Runs `scenario` natively through the core: `handle` when it has a
 /// router, `assemble` otherwise.
 pub fn run_native(scenario: &Scenario) -> Outcome {
+    match ctxpack_core::Builder::new(scenario.config.clone()) {
+        Err(e) => outcome(Reply::refused(e), &InMemoryHost::default()),
+        Ok(builder) => run_native_with(&builder, scenario),
+    }
+}
+
+/// Runs `scenario` natively on `builder`, which must have been built from
+/// the scenario's configuration (a host that keeps one builder per
+/// configuration, as a service does, and its counts with it).
+pub fn run_native_with(builder: &ctxpack_core::Builder, scenario: &Scenario) -> Outcome {
     let mut host = InMemoryHost::new(scenario.host.clone());
-    let reply = match ctxpack_core::Builder::new(scenario.config.clone()) {
+    let reply = match router_text(scenario) {
         Err(e) => Reply::refused(e),
-        Ok(builder) => match router_text(scenario) {
+        Ok(None) => builder.assemble(&scenario.request, &mut host).into(),
+        Ok(Some((text, format))) => match ctxpack_core::Router::from_text(text, format) {
             Err(e) => Reply::refused(e),
-            Ok(None) => builder.assemble(&scenario.request, &mut host).into(),
-            Ok(Some((text, format))) => match ctxpack_core::Router::from_text(text, format) {
-                Err(e) => Reply::refused(e),
-                Ok(router) => {
-                    ctxpack_core::handle(&router, &builder, &scenario.request, &mut host).into()
-                }
-            },
+            Ok(router) => {
+                ctxpack_core::handle(&router, builder, &scenario.request, &mut host).into()
+            }
         },
     };
     outcome(reply, &host)

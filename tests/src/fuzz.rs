@@ -9,8 +9,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::generate::{self, Source};
+use ctxpack_core::Builder;
 use ctxpack_core::{AssembleRequest, ConfigFormat, Router, Tokenizers};
-use ctxpack_host_example::{Reply, Scenario, run_native, scenario};
+use ctxpack_host_example::{Outcome, Reply, Scenario, run_native, run_native_with, scenario};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 
 fn tokenizers() -> &'static Tokenizers {
     &Tokenizers
@@ -45,10 +49,40 @@ fn assemble_json(text: &str) {
     run_and_check(&s);
 }
 
+thread_local! {
+    /// One builder per configuration, kept across inputs as a host keeps
+    /// them (its count cache with it): building one per input made the
+    /// target spend its time on set-up.
+    static BUILDERS: RefCell<HashMap<String, Rc<Builder>>> = RefCell::default();
+}
+
+/// Runs `s` natively on the builder for its configuration (see
+/// [`BUILDERS`]), or refuses the configuration as `run_native` does.
+fn run(s: &Scenario) -> Outcome {
+    let Ok(key) = serde_json::to_string(&s.config) else {
+        return run_native(s);
+    };
+    let builder = BUILDERS.with_borrow_mut(|builders| {
+        if let Some(b) = builders.get(&key) {
+            return Some(b.clone());
+        }
+        let b = Rc::new(Builder::new(s.config.clone()).ok()?);
+        if builders.len() >= 256 {
+            builders.clear();
+        }
+        builders.insert(key, b.clone());
+        Some(b)
+    });
+    match builder {
+        Some(b) => run_native_with(&b, s),
+        None => run_native(s),
+    }
+}
+
 /// Runs `s` natively: nothing panics, a pack keeps the invariants, a
 /// failure its own, and the same input gives the same outcome.
 fn run_and_check(s: &Scenario) {
-    let outcome = run_native(s);
+    let outcome = run(s);
     match &outcome.reply {
         Reply::Failed(f) => crate::invariants::check_failure("fuzz", &s.request, f),
         reply => {
@@ -57,6 +91,7 @@ fn run_and_check(s: &Scenario) {
             }
         }
     }
+    // The same input gives the same outcome, with a builder of its own.
     assert_eq!(crate::render(&outcome), crate::render(&run_native(s)));
 }
 
