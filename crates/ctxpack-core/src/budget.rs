@@ -502,10 +502,7 @@ pub(crate) fn fill(
                 (_, Fill::Contiguous) => {
                     needed += c;
                     if needed > remaining {
-                        Reason::OverBudget(Shortfall {
-                            needed: clamp(needed),
-                            remaining: clamp(remaining),
-                        })
+                        Reason::OverBudget(Shortfall { needed, remaining })
                     } else {
                         // It and every newer one fit, but the lane could
                         // not start there: not on a step.
@@ -513,8 +510,8 @@ pub(crate) fn fill(
                     }
                 }
                 (_, Fill::Greedy) => Reason::OverBudget(Shortfall {
-                    needed: clamp(c),
-                    remaining: clamp(remaining),
+                    needed: c,
+                    remaining,
                 }),
             };
             for &i in group {

@@ -291,8 +291,8 @@ pub(crate) fn settle(
         // It was over with them and is not without them by as much: they
         // needed more than remained.
         let shortfall = Shortfall {
-            needed: clamp(rendered.used.saturating_sub(after.used).max(1)),
-            remaining: clamp(budget.saturating_sub(after.used)),
+            needed: rendered.used.saturating_sub(after.used).max(1),
+            remaining: budget.saturating_sub(after.used),
         };
         for &at in &dropped {
             let item = layer_mut(&mut layers, at);
@@ -311,8 +311,4 @@ pub(crate) fn settle(
         rendered = after;
     }
     rendered
-}
-
-fn clamp(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }

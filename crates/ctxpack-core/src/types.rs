@@ -327,10 +327,11 @@ pub struct Shortfall {
     /// Tokens needed, overhead included (and, for an older turn, every
     /// newer one left out): exact when the entry's tokens were counted
     /// exactly, otherwise the fewest it could need, since counting stops
-    /// once an item cannot fit.
-    pub needed: u32,
+    /// once an item cannot fit. The true sum, which an overhead near the
+    /// u32 limit can take past it.
+    pub needed: u64,
     /// Tokens that remained.
-    pub remaining: u32,
+    pub remaining: u64,
 }
 
 /// Why a candidate was taken or dropped.
