@@ -81,9 +81,10 @@ pub trait TokenCounter {
     fn truncate(&self, text: &str, max: u32) -> String;
 
     /// Whether the count of a text is the sum of the counts of its pieces
-    /// cut where [`splits_at`] says, whatever the pieces are: true for the
-    /// exact encodings (see [`count_in_chunks`]), which lets a [`Tally`]
-    /// count a long concatenation from its parts' known counts.
+    /// cut at any space between two non-whitespace characters: true for
+    /// the exact encodings, whose pre-tokenising split always falls there.
+    /// It lets the budget count a long rendered text from its entries'
+    /// known counts, counting only the text around each join.
     fn additive_at_splits(&self) -> bool {
         false
     }
