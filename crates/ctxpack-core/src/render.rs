@@ -165,12 +165,23 @@ fn check_host_counts(layers: &mut Layers, meter: &Meter) {
 /// Which of `layers` an item is in, and where.
 type At = (usize, usize);
 
-fn layer_mut<'a>(layers: &'a mut Layers, at: At) -> &'a mut Item {
-    match at.0 {
-        0 => &mut layers.l0[at.1],
-        1 => &mut layers.l2[at.1],
-        2 => &mut layers.l1_hosted[at.1],
-        _ => &mut layers.l1[at.1],
+impl Layers<'_> {
+    fn at(&self, at: At) -> &Item {
+        match at.0 {
+            0 => &self.l0[at.1],
+            1 => &self.l2[at.1],
+            2 => &self.l1_hosted[at.1],
+            _ => &self.l1[at.1],
+        }
+    }
+
+    fn at_mut(&mut self, at: At) -> &mut Item {
+        match at.0 {
+            0 => &mut self.l0[at.1],
+            1 => &mut self.l2[at.1],
+            2 => &mut self.l1_hosted[at.1],
+            _ => &mut self.l1[at.1],
+        }
     }
 }
 
@@ -187,14 +198,6 @@ fn victims(layers: &Layers, request: &AssembleRequest) -> Vec<At> {
             .filter(|(_, i)| i.reason.is_inclusion())
             .map(|(k, _)| (layer, k))
             .collect()
-    };
-    let item = |layers: &Layers, at: At| -> Section {
-        let items: &[Item] = match at.0 {
-            1 => layers.l2,
-            2 => layers.l1_hosted,
-            _ => layers.l1,
-        };
-        items[at.1].section
     };
     let hosted: Vec<At> = kept(layers.l2, 1)
         .into_iter()
@@ -223,8 +226,8 @@ fn victims(layers: &Layers, request: &AssembleRequest) -> Vec<At> {
             }
             Section::StageSummaries => {
                 let oldest = hosted.iter().find(|&&at| {
-                    let i = &layers.l2[at.1];
-                    at.0 == 1 && i.section == section && i.origin == Origin::Request
+                    let i = layers.at(at);
+                    i.section == section && i.origin == Origin::Request
                 });
                 if let Some(&at) = oldest {
                     return vec![at];
@@ -234,16 +237,9 @@ fn victims(layers: &Layers, request: &AssembleRequest) -> Vec<At> {
                 let of_section: Vec<At> = hosted
                     .iter()
                     .copied()
-                    .filter(|&at| item(layers, at) == section)
+                    .filter(|&at| layers.at(at).section == section)
                     .collect();
-                let is_summary = |at: At| {
-                    let items: &[Item] = if at.0 == 1 {
-                        layers.l2
-                    } else {
-                        layers.l1_hosted
-                    };
-                    items[at.1].origin == Origin::Summary
-                };
+                let is_summary = |at: At| layers.at(at).origin == Origin::Summary;
                 let pick = of_section
                     .iter()
                     .rev()
@@ -279,7 +275,7 @@ pub(crate) fn settle(
         let ids: Vec<String> = dropped
             .iter()
             .map(|&at| {
-                let item = layer_mut(&mut layers, at);
+                let item = layers.at_mut(at);
                 item.reason = Reason::OverBudget(Shortfall {
                     needed: 0,
                     remaining: 0,
@@ -295,7 +291,7 @@ pub(crate) fn settle(
             remaining: budget.saturating_sub(after.used),
         };
         for &at in &dropped {
-            let item = layer_mut(&mut layers, at);
+            let item = layers.at_mut(at);
             item.reason = match (item.section, item.origin) {
                 (Section::StageSummaries, Origin::Request) => Reason::EvictedOldest,
                 _ => Reason::OverBudget(shortfall),
