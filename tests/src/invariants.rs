@@ -314,10 +314,7 @@ pub fn check(
     assert_eq!(pack.event.context_snapshot_id, snap.id, "{name}");
     assert_eq!(pack.event.tokens_used, pack.budget_used, "{name}");
     // The content hash is the SHA-256 of the rendered text's bytes.
-    let digest: String = sha2::Sha256::digest(pack.text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = format!("{:x}", sha2::Sha256::digest(pack.text.as_bytes()));
     assert_eq!(snap.content_hash, digest, "{name}");
     let section_sum: u64 = pack
         .metrics
@@ -403,21 +400,24 @@ pub fn check(
     assert_eq!(u64::from(snap.stable_prefix_tokens), l0_cost, "{name}");
     // The kept conversation is valid: no tool result without its call, no
     // call without its results.
-    let kept: Vec<(usize, &str)> = pack
+    // The snapshot has one entry per turn, in turn order; the pack's
+    // conversation entries are the kept ones, in the same order.
+    let turn_entries: Vec<&ctxpack_core::SnapshotEntry> = snap.turns().collect();
+    assert_eq!(turn_entries.len(), request.conversation.len(), "{name}");
+    let kept_indices: Vec<usize> = (0..turn_entries.len())
+        .filter(|&k| turn_entries[k].included)
+        .collect();
+    let kept_texts: Vec<&str> = pack
         .entries
         .iter()
         .zip(&origins)
         .filter(|&(e, &o)| {
             o == Origin::Request && e.section == ctxpack_core::Section::ConversationState
         })
-        .map(|(e, _)| {
-            let i = e.id.strip_prefix("turn-").and_then(|i| i.parse().ok());
-            (
-                i.unwrap_or_else(|| panic!("{name}: {} is no turn", e.id)),
-                e.text.as_str(),
-            )
-        })
+        .map(|(e, _)| e.text.as_str())
         .collect();
+    assert_eq!(kept_indices.len(), kept_texts.len(), "{name}");
+    let kept: Vec<(usize, &str)> = kept_indices.into_iter().zip(kept_texts).collect();
     let kept_turns: Vec<usize> = kept.iter().map(|&(i, _)| i).collect();
     // A kept turn is rendered whole from its request turn, and counted.
     for &(i, text) in &kept {
@@ -458,13 +458,7 @@ pub fn check(
     }
     // The kept turns are one contiguous run ending at the newest turn that
     // can be kept (orphaned results, never kept, excepted).
-    let orphaned = |k: usize| {
-        snap.entries.iter().any(|e| {
-            e.origin == Origin::Request
-                && e.id == format!("turn-{k}")
-                && e.reason == ctxpack_core::Reason::OrphanToolResult
-        })
-    };
+    let orphaned = |k: usize| turn_entries[k].reason == ctxpack_core::Reason::OrphanToolResult;
     if let (Some(&first), Some(&last)) = (kept_turns.first(), kept_turns.last()) {
         let newest = (0..request.conversation.len())
             .rev()

@@ -7,9 +7,9 @@
 
 use ctxpack_conformance::generate::{Source, scenario};
 use ctxpack_conformance::invariants::{self, Sent};
-use ctxpack_core::{ConversationTurn, Error, Origin, Role, Section, Tokenizers};
-use ctxpack_host_example::stores::Answer;
-use ctxpack_host_example::{Outcome, Reply, Scenario, run_native};
+use ctxpack_core::{ConversationTurn, Error, Origin, Role, Tokenizers};
+use ctxpack_host::stores::Answer;
+use ctxpack_host::{Outcome, Reply, Scenario, run_native};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -114,12 +114,11 @@ fn check(name: &str, s: &Scenario, outcome: &Outcome) {
     }
     // A tool call is never separated from its results.
     let kept: HashMap<usize, &ConversationTurn> = pack
-        .entries
-        .iter()
-        .zip(invariants::origins(pack))
-        .filter(|(e, o)| e.section == Section::ConversationState && *o == Origin::Request)
-        .filter_map(|(e, _)| e.id.strip_prefix("turn-")?.parse::<usize>().ok())
-        .map(|i| (i, &s.request.conversation[i]))
+        .snapshot
+        .turns()
+        .enumerate()
+        .filter(|(_, e)| e.included)
+        .map(|(i, _)| (i, &s.request.conversation[i]))
         .collect();
     for (i, t) in s.request.conversation.iter().enumerate() {
         if let (Role::Tool, Some(id)) = (t.role, &t.tool_call_id) {
@@ -166,9 +165,9 @@ proptest! {
         for budget in [other, other / 7, u32::MAX] {
             let mut warm_up = s.clone();
             warm_up.request.budget = Some(budget);
-            ctxpack_host_example::run_native_with(&builder, &warm_up);
+            ctxpack_host::run_native_with(&builder, &warm_up);
         }
-        let warm = ctxpack_host_example::run_native_with(&builder, &s);
+        let warm = ctxpack_host::run_native_with(&builder, &s);
         prop_assert_eq!(
             ctxpack_conformance::render(&warm),
             ctxpack_conformance::render(&run_native(&s))
@@ -245,7 +244,7 @@ fn the_budget_holds_for_what_a_user_sends() {
         check(&format!("seed {seed}"), &s, &outcome);
         if let Reply::Failed(f) = &outcome.reply {
             *refused
-                .entry(ctxpack_host_example::scenario::error_kind(&f.error))
+                .entry(ctxpack_host::scenario::error_kind(&f.error))
                 .or_default() += 1;
         }
         let Some(pack) = outcome.reply.pack() else {

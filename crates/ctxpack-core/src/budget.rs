@@ -1,6 +1,6 @@
-//! Sharing the budget among sections (seed 004's plan).
+//! Sharing the budget among sections, as the plan says.
 //!
-//! L0 is charged first and whole (see [`crate::layered`]). What remains is
+//! L0 is charged first and whole (see [`crate::layer`]). What remains is
 //! filled in two passes over the optional sections in priority order
 //! ([`PRIORITY`]):
 //!
@@ -9,27 +9,32 @@
 //!    unused part of its share in reserve;
 //! 2. what the sections left unused flows to the others in priority order,
 //!    each taking whole candidates while they fit;
-//! 3. a section still left with candidates has them summarised into its
-//!    reserve (the first such section in priority order also gets whatever
-//!    the flow left), if that is at least `min-summary-tokens` — every such
-//!    section in one `summarizer.summarize` call. If the summariser fails
-//!    (or is absent, or answers a different number of summaries) the
-//!    section's best remaining candidate is truncated at a token boundary
-//!    into the room instead and the snapshot is `truncated`. Reserves not
-//!    needed, and room a summary did not use, flow once more.
+//! 3. a section still left with candidates is compressed into its reserve
+//!    (the first such section in priority order also gets whatever the
+//!    flow left), if that is at least `min-summary-tokens`: summarised, or
+//!    cut if the summariser cannot (see [`crate::compress`]). Reserves not
+//!    needed, and room a summary did not use, flow once more;
+//! 4. where the conversation or the stage summaries were cut, their first
+//!    kept entry moves to a multiple of the plan's cut step, and what that
+//!    frees flows once more.
+//!
+//! Each entry after L0 is charged its tokens, the entry overhead and the
+//! blank line that joins it to the one before; what rendering adds beyond
+//! that is settled once the pack is in its render order (see
+//! [`crate::render`]). What is left over is dropped with its numbers.
 //!
 //! Within a section the conversation keeps its newest units as one
 //! contiguous run and stage summaries evict the oldest (both stop at the
 //! first that does not fit); host candidates go in rank order, and one that
 //! does not fit is skipped for a smaller one after it.
 
+use crate::compress::{self, Over};
+use crate::config::Plan;
 use crate::host::Host;
-use crate::layered::Item;
-use crate::tokenizer::{Count, Meter};
-use crate::types::{
-    Origin, Plan, Reason, Role, Section, Shortfall, SourceCall, SourceOutcome, SummaryRequest,
-    Tokenizer, TrustTier,
-};
+use crate::item::{Group, Item};
+use crate::pack::{Reason, Shortfall, SourceCall};
+use crate::tokenizer::{Count, Meter, clamp};
+use crate::types::{Layer, Section, Tokenizer};
 
 /// How many groups ahead of the one being counted their texts are asked
 /// for (see [`crate::prefetch`]).
@@ -55,41 +60,6 @@ enum Fill {
     Contiguous,
     /// In order, skipping what does not fit.
     Greedy,
-}
-
-/// Pool indices kept or dropped whole. Most groups are one item, held
-/// without an allocation: a history or a retrieval has thousands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Group {
-    One(usize),
-    Many(Vec<usize>),
-}
-
-impl From<Vec<usize>> for Group {
-    fn from(members: Vec<usize>) -> Self {
-        match members[..] {
-            [one] => Group::One(one),
-            _ => Group::Many(members),
-        }
-    }
-}
-
-impl std::ops::Deref for Group {
-    type Target = [usize];
-    fn deref(&self) -> &[usize] {
-        match self {
-            Group::One(i) => std::slice::from_ref(i),
-            Group::Many(members) => members,
-        }
-    }
-}
-
-impl<'a> IntoIterator for &'a Group {
-    type Item = &'a usize;
-    type IntoIter = std::slice::Iter<'a, usize>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
 }
 
 /// One section's queue: groups of pool indices, kept or dropped whole, in
@@ -123,7 +93,7 @@ impl Lane {
             if let Some(c) = fits(pool, &group, meter, avail - used, overhead) {
                 used += c;
                 for &i in &group {
-                    pool[i].reason = Reason::WithinBudget;
+                    pool[i].decide(Reason::WithinBudget);
                 }
                 self.taken.push(group);
             } else {
@@ -154,7 +124,9 @@ fn fits(
         if base > room {
             return None;
         }
-        let n = measure(meter, &mut pool[i], clamp(room - base)).within(clamp(room - base))?;
+        let n = pool[i]
+            .measure(meter, clamp(room - base))
+            .within(clamp(room - base))?;
         total = base + u64::from(n);
     }
     Some(total)
@@ -176,41 +148,6 @@ fn cost(pool: &[Item], group: &[usize], overhead: u64) -> u64 {
         .sum()
 }
 
-/// `item`'s tokens, counted until it is clear whether they are more than
-/// `limit` (see [`crate::TokenCounter::count_up_to`]) and remembered. A
-/// host text is counted as its frame plus its body, and a count the host
-/// supplied for the body stands for it.
-pub(crate) fn measure(meter: &Meter, item: &mut Item, limit: u32) -> Count {
-    match item.count {
-        Some(Count::Over(n)) if n < limit => {}
-        Some(c) => return c,
-        None => {}
-    }
-    if limit == 0 && (item.framed || !item.text.is_empty()) {
-        // Every counter gives a non-empty text at least one token.
-        item.count = Some(Count::Over(0));
-        return Count::Over(0);
-    }
-    let count = match item.frame() {
-        None => meter.count_up_to(&item.text, limit),
-        Some((head, tail)) => {
-            let frame = meter.count(&head).saturating_add(meter.count(tail));
-            match item.hint {
-                Some(h) => Count::Exact(h.saturating_add(frame)),
-                None => meter
-                    .count_up_to(&item.text, limit.saturating_sub(frame))
-                    .plus(frame),
-            }
-        }
-    };
-    item.count = Some(count);
-    count
-}
-
-fn clamp(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
 /// What the budgeting needs besides the candidates.
 pub(crate) struct Budgeting<'a, 'm> {
     pub plan: &'a Plan,
@@ -229,11 +166,85 @@ pub(crate) struct Outcome {
     pub call: Option<SourceCall>,
 }
 
+/// The items after the budget was shared, by layer (L0 aside).
+pub(crate) struct Shared {
+    /// The stage summaries, the host's L2 candidates, and each summary
+    /// where the first candidate it summarises stood.
+    pub l2: Vec<Item>,
+    /// The host's L1 candidates, and their summaries likewise.
+    pub l1_hosted: Vec<Item>,
+    /// The conversation.
+    pub l1: Vec<Item>,
+    /// The summariser's call, if it was made.
+    pub call: Option<SourceCall>,
+}
+
+/// Shares `remaining` tokens among the conversation `l1` (its window's
+/// units `conversation`, newest first), the stage summaries `l2` and the
+/// host's candidates `hosted` (in rank order), and decides every one of
+/// them still pending.
+pub(crate) fn share(
+    b: Budgeting<'_, '_>,
+    l1: Vec<Item>,
+    l2: Vec<Item>,
+    hosted: Vec<Item>,
+    conversation: Vec<Group>,
+    remaining: u64,
+) -> Shared {
+    // One pool: conversation, stage summaries, host candidates.
+    let (n1, n2) = (l1.len(), l2.len());
+    let mut pool: Vec<Item> = l1;
+    pool.extend(l2);
+    let hosted_from = pool.len();
+    pool.extend(hosted);
+    let stages: Vec<usize> = (n1..n1 + n2).rev().collect();
+    let hosted: Vec<usize> = (hosted_from..pool.len())
+        .filter(|&i| pool[i].is_pending())
+        .collect();
+    let outcome = fill(b, &mut pool, conversation, stages, hosted, remaining);
+
+    let hosted_items = pool.split_off(hosted_from);
+    let mut l2 = pool.split_off(n1);
+    let l1 = pool;
+    // Each summary stands where the first candidate it summarises stood.
+    let mut summaries = outcome.summaries;
+    // Sized up front: ten thousand items grown by doubling were copied
+    // twice over, into freshly faulted pages.
+    let in_l2 = hosted_items
+        .iter()
+        .chain(&summaries)
+        .filter(|item| item.section.layer() == Layer::L2)
+        .count();
+    l2.reserve(in_l2);
+    let mut l1_hosted = Vec::with_capacity(hosted_items.len() + summaries.len() - in_l2);
+    let mut push = |item: Item| {
+        if item.section.layer() == Layer::L2 {
+            l2.push(item);
+        } else {
+            l1_hosted.push(item);
+        }
+    };
+    for item in hosted_items {
+        if let Some(Reason::Summarized(id)) = item.reason()
+            && let Some(k) = summaries.iter().position(|s| &s.id == id)
+        {
+            push(summaries.remove(k));
+        }
+        push(item);
+    }
+    Shared {
+        l2,
+        l1_hosted,
+        l1,
+        call: outcome.call,
+    }
+}
+
 /// Fills the sections from `remaining` tokens. `conversation` is the
 /// conversation's units in the window, newest first; `stages` the stage
-/// summaries, newest first; every other pool item still carrying
-/// `WithinBudget` is a host candidate, in rank order.
-pub(crate) fn fill(
+/// summaries, newest first; `hosted` the host candidates still pending, in
+/// rank order. Every item queued is decided.
+fn fill(
     b: Budgeting<'_, '_>,
     pool: &mut [Item],
     conversation: Vec<Group>,
@@ -284,7 +295,7 @@ pub(crate) fn fill(
             .iter()
             .any(|lane| lane.fill == Fill::Greedy && lane.section == pool[i].section);
         if !queued {
-            pool[i].reason = Reason::SectionNotAllowed;
+            pool[i].decide(Reason::SectionNotAllowed);
         }
     }
 
@@ -329,84 +340,27 @@ pub(crate) fn fill(
         }
         pending.push((l, target));
     }
-    let mut out = Outcome {
-        summaries: Vec::new(),
-        call: None,
-    };
-    if !pending.is_empty() {
-        let requests: Vec<SummaryRequest> = pending
-            .iter()
-            .map(|&(l, room)| SummaryRequest {
-                section: lanes[l].section,
-                text: lanes[l]
-                    .queue
-                    .iter()
-                    .flatten()
-                    .map(|&i| pool[i].rendered())
-                    .collect::<Vec<_>>()
-                    .join("\n\n"),
-                target_tokens: clamp(room - b.overhead),
-            })
-            .collect();
-        let capability = "summarizer.summarize".to_owned();
-        let summaries = match b.host.summarize(&requests, b.tokenizer) {
-            Ok(s) if s.len() == requests.len() => {
-                out.call = Some(SourceCall {
-                    capability,
-                    outcome: SourceOutcome::Answered(clamp(s.len() as u64)),
-                });
-                Some(s)
-            }
-            Ok(s) => {
-                out.call = Some(SourceCall {
-                    capability,
-                    outcome: SourceOutcome::Failed(format!(
-                        "answered {} summaries for {} requests",
-                        s.len(),
-                        requests.len()
-                    )),
-                });
-                None
-            }
-            Err(e) => {
-                out.call = Some(SourceCall {
-                    capability,
-                    outcome: SourceOutcome::Failed(e.message),
-                });
-                None
-            }
-        };
-        for (k, &(l, room)) in pending.iter().enumerate() {
-            let lane = &mut lanes[l];
-            let target = clamp(room - b.overhead);
-            // An empty answer summarises nothing: the section is cut
-            // instead, as when the summariser fails.
-            let summary = summaries
-                .as_ref()
-                .and_then(|texts| texts.get(k))
-                .filter(|text| !text.trim().is_empty())
-                .and_then(|text| {
-                    let members: Vec<usize> = lane.queue.iter().flatten().copied().collect();
-                    let item = summary_item(lane.section, text, &members, pool, b.meter, target)?;
-                    Some((item, members))
-                });
-            let used = match summary {
-                Some((item, members)) => {
-                    lane.queue.clear();
-                    for &i in &members {
-                        pool[i].reason = Reason::Summarized(item.id.clone());
-                        pool[i].compressed = true;
-                    }
-                    let used = u64::from(item.tokens()) + b.overhead;
-                    out.summaries.push(item);
-                    used
-                }
-                None => cut_into(lane, pool, b.meter, room, b.overhead),
-            };
-            // Give back what the summary did not use.
-            remaining += room - used.min(room);
+    let mut over: Vec<Over> = Vec::with_capacity(pending.len());
+    let mut wanted = pending.iter().peekable();
+    for (l, lane) in lanes.iter_mut().enumerate() {
+        if let Some(&(_, room)) = wanted.next_if(|&&(p, _)| p == l) {
+            over.push(Over {
+                section: lane.section,
+                queue: &mut lane.queue,
+                room,
+            });
         }
     }
+    let compressed = compress::compress(&mut over, pool, b.meter, b.overhead, b.tokenizer, b.host);
+    drop(over);
+    for (&(_, room), used) in pending.iter().zip(&compressed.used) {
+        // Give back what the summary did not use.
+        remaining += room - (*used).min(room);
+    }
+    let out = Outcome {
+        summaries: compressed.summaries,
+        call: compressed.call,
+    };
     // Pass 3: reserves not needed, and room a summary did not use, flow
     // once more.
     for lane in &mut lanes {
@@ -435,7 +389,7 @@ pub(crate) fn fill(
                 }
                 let c = cost(pool, oldest, b.overhead);
                 for &i in oldest {
-                    pool[i].reason = Reason::StepCut(b.plan.cut_step);
+                    pool[i].decide(Reason::StepCut(b.plan.cut_step));
                 }
                 stepped_cost[l] += c;
                 remaining += c;
@@ -478,7 +432,7 @@ pub(crate) fn fill(
             remaining -= used;
             for group in &back[..=k] {
                 for &i in group {
-                    pool[i].reason = Reason::WithinBudget;
+                    pool[i].decide(Reason::WithinBudget);
                 }
             }
             lane.taken.extend(back[..=k].iter().cloned());
@@ -515,120 +469,26 @@ pub(crate) fn fill(
                 }),
             };
             for &i in group {
-                pool[i].reason = reason.clone();
+                pool[i].decide(reason.clone());
             }
         }
     }
     out
 }
 
-/// Takes `lane`'s leftovers into `room` (entry overhead included) in rank
-/// order: whole while they fit, and the first that does not is cut at a
-/// token boundary into what is left (a cut that leaves nothing of its text
-/// is no use: the next is tried). Returns the tokens taken; an item is
-/// marked compressed only if its text changed.
-fn cut_into(lane: &mut Lane, pool: &mut [Item], meter: &Meter, room: u64, overhead: u64) -> u64 {
-    let mut used = 0u64;
-    let mut k = 0;
-    while k < lane.queue.len() && room - used > overhead {
-        let target = clamp(room - used - overhead);
-        let i = lane.queue[k][0];
-        if let Some(tokens) = measure(meter, &mut pool[i], target).within(target) {
-            lane.queue.remove(k);
-            pool[i].reason = Reason::WithinBudget;
-            used += u64::from(tokens) + overhead;
-            continue;
-        }
-        let text = truncate_text(&pool[i], meter, target);
-        if text.is_empty() || text.len() >= pool[i].text.len() {
-            k += 1;
-            continue;
-        }
-        let mut cut = pool[i].with_text(text);
-        match measure(meter, &mut cut, target).within(target) {
-            Some(tokens) => {
-                lane.queue.remove(k);
-                pool[i].text = cut.text;
-                pool[i].count = Some(Count::Exact(tokens));
-                pool[i].hint = None;
-                pool[i].compressed = true;
-                pool[i].reason = Reason::WithinBudget;
-                return used + u64::from(tokens) + overhead;
-            }
-            None => k += 1,
-        }
-    }
-    used
-}
-
-/// `item`'s text cut to at most `target` tokens at a token boundary; a
-/// host text's body is cut so that it fits with its fence or citation,
-/// which stay whole.
-fn truncate_text(item: &Item, meter: &Meter, target: u32) -> String {
-    match item.frame() {
-        None => meter.truncate(&item.text, target),
-        Some((head, tail)) => {
-            let frame = meter.count(&head).saturating_add(meter.count(tail));
-            meter.truncate(&item.text, target.saturating_sub(frame))
-        }
-    }
-}
-
-/// The summary of `members`, counted and, if the summariser overshot,
-/// truncated to `target` tokens (`None` if not even its frame fits). It
-/// takes the lowest trust of what it summarises, and untrusted text stays
-/// fenced.
-fn summary_item(
-    section: Section,
-    text: &str,
-    members: &[usize],
-    pool: &[Item],
-    meter: &Meter,
-    target: u32,
-) -> Option<Item> {
-    let trust = members
-        .iter()
-        .map(|&i| pool[i].trust)
-        .max()
-        .unwrap_or(TrustTier::Untrusted);
-    let ids: Vec<&str> = members.iter().map(|&i| pool[i].id.as_str()).collect();
-    let name = match serde_json::to_value(section) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => format!("{section:?}"),
-    };
-    let id = format!("summary:{name}");
-    let cites = ids.join(",");
-    let mut item = Item::made(
-        id,
-        section,
-        Role::System,
-        crate::gather::body(trust, text.to_owned()),
-        Origin::Summary,
-        "summary",
-        cites,
-        trust,
-    );
-    item.framed = true;
-    item.compressed = true;
-    if measure(meter, &mut item, target).within(target).is_none() {
-        item = item.with_text(truncate_text(&item, meter, target));
-        measure(meter, &mut item, target).within(target)?;
-    }
-    Some(item)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pack::Origin;
     use crate::tokenizer::{CharsPerToken, CountCache, Recording};
-    use crate::types::Provenance;
+    use crate::types::{Provenance, Role, TrustTier};
 
     fn host_item(body: &str, trust: TrustTier, hint: Option<u32>) -> Item {
         let mut item = Item::made(
             "d1".into(),
             Section::RelevantKnowledge,
             Role::System,
-            crate::gather::body(trust, body.to_owned()),
+            crate::item::body(trust, body.to_owned()),
             Origin::Retrieval,
             "kb",
             "doc:1".into(),
@@ -653,7 +513,7 @@ mod tests {
         let head = "[source: doc:1]\n";
         let mut item = host_item("twelve chars", TrustTier::Trusted, Some(40));
         assert_eq!(
-            measure(&meter, &mut item, 1000),
+            item.measure(&meter, 1000),
             Count::Exact(40 + head.len() as u32)
         );
         assert_eq!(*counter.1.borrow(), vec![head.to_owned()]);
@@ -662,16 +522,10 @@ mod tests {
         counter.1.borrow_mut().clear();
         let mut item = host_item("twelve chars", TrustTier::Untrusted, None);
         let frame = "<untrusted source=\"doc:1\">\n".len() + "\n</untrusted>".len();
-        assert_eq!(
-            measure(&meter, &mut item, 1000),
-            Count::Exact(12 + frame as u32)
-        );
+        assert_eq!(item.measure(&meter, 1000), Count::Exact(12 + frame as u32));
         assert_eq!(counter.1.borrow().len(), 3, "{:?}", counter.1.borrow());
         // Counted once: a smaller limit asks nothing more.
-        assert_eq!(
-            measure(&meter, &mut item, 5),
-            Count::Exact(12 + frame as u32)
-        );
+        assert_eq!(item.measure(&meter, 5), Count::Exact(12 + frame as u32));
         assert_eq!(counter.1.borrow().len(), 3);
     }
 }

@@ -45,20 +45,15 @@ impl Hasher for Premixed {
 }
 
 /// Hashes a sketch keeps.
-pub const SKETCH: usize = 128;
+pub(crate) const SKETCH: usize = 128;
 /// Smallest hashes of each kept text that the candidate index holds.
-pub const INDEXED: usize = 8;
+pub(crate) const INDEXED: usize = 8;
 /// Most kept texts one indexed hash points to.
-pub const BUCKET_CAP: usize = 16;
+pub(crate) const BUCKET_CAP: usize = 16;
 /// Hashes per block of kept sketches (512 KiB).
 const SKETCH_BLOCK: usize = 1 << 16;
 /// Words per shingle.
-pub const SHINGLE: usize = 3;
-/// The near-duplicate threshold a builder uses unless configured: a few
-/// words edited in a 300-token chunk leave an estimated Jaccard similarity
-/// of about 0.85–0.95 over three-word shingles; unrelated chunks on one
-/// topic stay far below.
-pub const DEFAULT_NEAR_THRESHOLD: f64 = 0.8;
+pub(crate) const SHINGLE: usize = 3;
 
 /// Hashes the words of `text` as [`normalize`] leaves them, in one pass
 /// and without building the normalised text when it is ASCII: a 64-bit
@@ -381,7 +376,7 @@ impl Index {
 /// Finds duplicates among texts offered in rank order. Each text comes
 /// with a key of the caller's (such as its index), and a duplicate is
 /// reported by the key of the kept text it repeats.
-pub struct Deduper {
+pub(crate) struct Deduper {
     threshold: f64,
     /// Kept texts by the 128-bit hash of their normalised text: equal
     /// hashes are taken for equal texts, wrong with odds of about 2^-128
@@ -410,7 +405,7 @@ impl Deduper {
     /// A deduper that calls texts near-duplicates at an estimated Jaccard
     /// similarity of `threshold` or more (1.0 leaves only exact duplicates),
     /// with room for `n` texts.
-    pub fn new(threshold: f64, n: usize) -> Self {
+    pub(crate) fn new(threshold: f64, n: usize) -> Self {
         Deduper {
             threshold,
             exact: HashMap::with_capacity_and_hasher(n, Default::default()),
@@ -432,7 +427,7 @@ impl Deduper {
 
     /// Offers the next text, under the caller's `key`; returns the key of
     /// the kept text it duplicates, or keeps it and returns `None`.
-    pub fn offer(&mut self, key: u32, text: &str) -> Option<u32> {
+    pub(crate) fn offer(&mut self, key: u32, text: &str) -> Option<u32> {
         let hash = digest(text, &mut self.words);
         if let Some(&k) = self.exact.get(&hash) {
             return Some(self.kept[k as usize].0);
@@ -735,7 +730,7 @@ mod tests {
         let vocab = vocabulary();
         let mut rng = Rng(7);
         let originals: Vec<Vec<String>> = (0..200).map(|_| chunk(&mut rng, &vocab, 225)).collect();
-        let mut d = Deduper::new(DEFAULT_NEAR_THRESHOLD, 0);
+        let mut d = Deduper::new(crate::defaults::NEAR_DUPLICATE_THRESHOLD, 0);
         for (i, words) in originals.iter().enumerate() {
             assert_eq!(
                 d.offer(i as u32, &words.join(" ")),

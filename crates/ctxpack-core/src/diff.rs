@@ -9,7 +9,8 @@
 //! the included candidates kept in both, outside a longest run that kept
 //! its relative order.
 
-use crate::types::{Origin, Reason, Section, Snapshot, SnapshotEntry, SnapshotStatus};
+use crate::pack::{Origin, Reason, Snapshot, SnapshotEntry, SnapshotStatus};
+use crate::types::Section;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -215,7 +216,9 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Layer, Profile, Shortfall, Tokenizer, TrustTier};
+    use crate::config::Profile;
+    use crate::pack::Shortfall;
+    use crate::types::{Layer, Tokenizer, TrustTier};
 
     fn entry(id: &str, included: bool, tokens: u32, reason: Reason) -> SnapshotEntry {
         SnapshotEntry {
@@ -227,7 +230,7 @@ mod tests {
             trust: TrustTier::Trusted,
             score: None,
             tokens,
-            counted: crate::types::Counted::Exact,
+            counted: crate::pack::Counted::Exact,
             included,
             reason,
             compressed: false,
@@ -259,7 +262,7 @@ mod tests {
             status: vec![SnapshotStatus::Complete],
             failure: None,
             profile: Profile::Passthrough,
-            plan: crate::types::Plan::default(),
+            plan: crate::config::Plan::default(),
             source_calls: vec![],
             entries,
         }

@@ -13,22 +13,12 @@ pub fn content_id<T: serde::Serialize>(value: &T) -> String {
     // Invariant: `Canonical` never fails (its error type is only there
     // because serde's traits ask for one), so the hash covers the value.
     let _ = value.serialize(&mut canonical);
-    hex(&canonical.finish())
+    format!("{:x}", canonical.finish())
 }
 
-/// Hex SHA-256 of `text`'s UTF-8 bytes.
+/// Hex SHA-256 of `text`'s UTF-8 bytes: a snapshot's `content-hash`.
 pub fn text_hash(text: &str) -> String {
-    hex(&Sha256::digest(text.as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
+    format!("{:x}", Sha256::digest(text.as_bytes()))
 }
 
 /// Feeds serde's data model to SHA-256 in a tagged, self-delimiting binary
@@ -119,9 +109,9 @@ impl Canonical {
         self.len = at + k + 1;
     }
 
-    fn finish(mut self) -> [u8; 32] {
+    fn finish(mut self) -> sha2::digest::Output<Sha256> {
         self.hasher.update(&self.buf[..self.len]);
-        self.hasher.finalize().into()
+        self.hasher.finalize()
     }
 }
 
@@ -452,7 +442,7 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         // A string is its tag, its length in LEB128, then its bytes.
-        let hash = |form: &[u8]| super::hex(&Sha256::digest(form));
+        let hash = |form: &[u8]| format!("{:x}", Sha256::digest(form));
         assert_eq!(super::content_id(&"abc"), hash(b"s\x03abc"));
         // 300 = 0b10_0101100: 0xac, then 0x02.
         assert_eq!(super::content_id(&300u32), hash(b"u\xac\x02"));
@@ -499,7 +489,7 @@ mod tests {
             whole.extend_from_slice(&piece);
         }
         assert!(whole.len() > 30 * 8192);
-        assert_eq!(canonical.finish(), <[u8; 32]>::from(Sha256::digest(&whole)));
+        assert_eq!(canonical.finish(), Sha256::digest(&whole));
     }
 
     #[test]

@@ -143,7 +143,7 @@ impl Encoding {
             if cut > start {
                 total += self.count_ascii(&text[start..cut], memory.as_deref_mut());
             }
-            let end = crate::tokenizer::split_after(text, at + 1);
+            let end = split_after(text, at + 1);
             total += self.bpe.encode_ordinary(&text[cut..end]).len();
             start = end;
         }
@@ -190,7 +190,7 @@ impl Encoding {
 fn split_before(text: &str, from: usize, to: usize) -> usize {
     (from + 1..to)
         .rev()
-        .find(|&i| crate::tokenizer::splits_at(text, i))
+        .find(|&i| splits_at(text, i))
         .unwrap_or(from)
 }
 
@@ -340,6 +340,52 @@ fn cl100k_piece(text: &[u8], at: usize) -> usize {
         return end_of_run;
     }
     whitespace(text, at, end_of_run)
+}
+
+/// Whether `text` splits at byte `i` whatever comes around it: a space
+/// between two non-whitespace characters (see `count_in_chunks` in [`crate::tokenizer`]).
+pub(crate) fn splits_at(text: &str, i: usize) -> bool {
+    // A space byte is always a whole character in UTF-8.
+    text.as_bytes().get(i) == Some(&b' ')
+        && text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| !c.is_whitespace())
+        && text[i + 1..]
+            .chars()
+            .next()
+            .is_some_and(|c| !c.is_whitespace())
+}
+
+/// The first position at or after `from` that is a space between two
+/// non-whitespace characters, or the end of `text`.
+pub(crate) fn split_after(text: &str, from: usize) -> usize {
+    // No split can fall at byte 0 (nothing is before it); an empty text
+    // has no position but its end.
+    (from.max(1).min(text.len())..text.len())
+        .find(|&i| splits_at(text, i))
+        .unwrap_or(text.len())
+}
+
+/// The first and the last position of `text` where it splits whatever
+/// comes around it (see [`splits_at`]), if it has one.
+pub(crate) fn first_and_last_split(text: &str) -> Option<(usize, usize)> {
+    let spaces = || {
+        text.bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == b' ')
+            .map(|(i, _)| i)
+    };
+    let first = spaces().find(|&i| splits_at(text, i))?;
+    let last = text
+        .bytes()
+        .enumerate()
+        .rev()
+        .filter(|&(_, b)| b == b' ')
+        .map(|(i, _)| i)
+        .find(|&i| splits_at(text, i))
+        .unwrap_or(first);
+    Some((first, last))
 }
 
 #[cfg(test)]

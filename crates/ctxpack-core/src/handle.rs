@@ -1,5 +1,5 @@
-//! Conditional dispatch (seed 000): route first, on the raw query; build a
-//! context only when the router cannot confidently route.
+//! Conditional dispatch: route first, on the raw query; build a context
+//! only when the router cannot confidently route.
 //!
 //! On a confident route without a reference cue the skill gets a trivial
 //! request context built inline — the builder is not called and no host
@@ -10,8 +10,9 @@
 use crate::Builder;
 use crate::error::Failure;
 use crate::host::Host;
+use crate::pack::{ContextPack, Origin, RequestContext};
 use crate::router::{Entity, Router, RoutingDecision};
-use crate::types::{AssembleRequest, ContextPack, Origin, RequestContext, Section};
+use crate::types::AssembleRequest;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -100,7 +101,9 @@ fn trivial_context(request: &AssembleRequest) -> RequestContext {
     }
 }
 
-/// The seed's request context, drawn from what the pack kept.
+/// The request context, drawn from what the pack kept: its retrieved and
+/// memory entries as packed, and the conversation turns it kept, oldest
+/// first.
 pub fn context_from_pack(request: &AssembleRequest, pack: &ContextPack) -> RequestContext {
     let mut context = trivial_context(request);
     let origins: HashMap<&str, Origin> = pack
@@ -114,17 +117,15 @@ pub fn context_from_pack(request: &AssembleRequest, pack: &ContextPack) -> Reque
         match origins.get(entry.id.as_str()) {
             Some(Origin::Retrieval) => context.retrieved_context.push(entry.clone()),
             Some(Origin::Memory) => context.memory_items.push(entry.clone()),
-            Some(Origin::Request) if entry.section == Section::ConversationState => {
-                let turn = entry
-                    .id
-                    .strip_prefix("turn-")
-                    .and_then(|i| i.parse::<usize>().ok());
-                if let Some(turn) = turn.and_then(|i| request.conversation.get(i)) {
-                    context.conversation_history.push(turn.clone());
-                }
-            }
             _ => {}
         }
     }
+    context.conversation_history = pack
+        .snapshot
+        .turns()
+        .zip(&request.conversation)
+        .filter(|(e, _)| e.included)
+        .map(|(_, turn)| turn.clone())
+        .collect();
     context
 }

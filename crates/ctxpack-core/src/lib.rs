@@ -1,10 +1,11 @@
-//! ctxpack-core: decides what goes into a model's context window, within an
-//! exact token budget, and records why every candidate was taken or dropped.
+//! ctxpack-core decides what goes into a model's context window, within an
+//! exact token budget, and records why every candidate was taken or
+//! dropped.
 //!
 //! Pure Rust: no I/O, no clocks, no randomness, nothing wasm-specific. The
 //! host's stores, policy and summariser are reached through [`Host`]; the
-//! WebAssembly component and the browser build are thin adapters over this
-//! crate, and a Rust application can use it directly:
+//! WebAssembly component is a thin adapter over this crate, and a Rust
+//! application can use it directly:
 //!
 //! ```
 //! use ctxpack_core::{AssembleRequest, Builder, BuilderConfig, NoHost};
@@ -24,9 +25,65 @@
 //! assert_eq!(pack.id, "s1-router-pack");
 //! assert!(pack.budget_used <= 50);
 //! ```
+//!
+//! # The pipeline
+//!
+//! [`Builder::assemble`] runs these stages in order; each is one module.
+//!
+//! | stage | module | what it does |
+//! |---|---|---|
+//! | validate | `validate` | checks the request, naming the first bad field |
+//! | layer | `layer` | the request's own candidates: L0 (counted first; alone over the budget, the assembly fails), the conversation (L1), stage summaries (L2) |
+//! | gather | `gather` | calls the sources the [`Profile`] names, each once |
+//! | rank | `rank` | fuses the sources by reciprocal rank, trust and recency |
+//! | admit | `admit` | refuses what can never be included: limits, taken ids, sections hosts may not fill, no provenance, out of scope, duplicates (`dedup`) |
+//! | policy | `policy` | one `policy.review` of what was admitted |
+//! | conversation | `conversation` | keep-last, cut steps, tool calls with their results |
+//! | budget | `budget` | sections fill their shares, the rest flows in priority order |
+//! | compress | `compress` | a section over its share is summarised, or cut |
+//! | render | `render` | the flat text and the messages, counted whole; over-budget packs are settled |
+//! | snapshot | `snapshot` | every candidate's entry and reason, metrics, the event, content-hash ids |
+//!
+//! The candidate in flight is an `item`; the tokenizers are in
+//! `tokenizer` and `encoding`.
+//!
+//! # The public API
+//!
+//! - Building: [`Builder`], [`BuilderConfig`], [`Plan`], [`SectionShare`],
+//!   [`Ranking`], [`Profile`] ([`RagSettings`], [`RagMemorySettings`],
+//!   [`FullSettings`]) and every default in [`defaults`].
+//! - Asking: [`AssembleRequest`], [`AgentContext`], [`ConversationTurn`],
+//!   [`WorkflowStatus`], [`StageSummary`], [`Tokenizer`],
+//!   [`validate_request`].
+//! - The host's side: [`Host`], [`NoHost`], [`Candidate`], [`Provenance`],
+//!   [`Verdict`], [`SummaryRequest`], [`HostError`].
+//! - The pack: [`ContextPack`], [`PackEntry`], [`Message`], [`Layer`],
+//!   [`Section`], [`Role`], [`TrustTier`], [`CompressionMetadata`],
+//!   [`Strategy`], [`Metrics`], [`SectionTokens`], [`ReasonCount`],
+//!   [`ContextAssembled`].
+//! - The snapshot: [`Snapshot`], [`SnapshotEntry`], [`SnapshotStatus`],
+//!   [`Reason`], [`Shortfall`], [`Counted`], [`Origin`], [`SourceCall`],
+//!   [`SourceOutcome`], the ids [`content_id`] and [`text_hash`], and
+//!   [`diff`] ([`SnapshotDiff`], [`Change`], [`ChangeKind`],
+//!   [`EntryState`]).
+//! - Failing: [`Error`], [`Failure`].
+//! - Routing and dispatch: [`Router`], [`RouterConfig`], [`RouteConfig`],
+//!   [`RuleConfig`], [`ConfigFormat`], [`RoutingDecision`], [`RouteScore`],
+//!   [`RuleScore`], [`Entity`], [`handle`], [`Handling`], [`Dispatch`],
+//!   [`SkillDispatch`], [`FallbackDispatch`], [`RequestContext`],
+//!   [`context_from_pack`].
+//! - Counting as the budget counts: [`Tokenizers`], [`TokenCounter`],
+//!   [`Count`].
 
+#![deny(missing_docs)]
+
+mod admit;
 mod budget;
+mod compress;
+mod config;
+mod conversation;
 mod dedup;
+pub mod defaults;
 mod diff;
 mod digest;
 mod encoding;
@@ -34,29 +91,51 @@ mod error;
 mod gather;
 mod handle;
 mod host;
-mod layered;
+mod item;
+mod layer;
+mod pack;
+mod policy;
 mod prefetch;
+mod rank;
 mod render;
-mod report;
 mod router;
+mod snapshot;
 mod tokenizer;
 mod types;
+mod validate;
 
+#[cfg(test)]
+mod tests;
+
+pub use config::{
+    BuilderConfig, FullSettings, Plan, Profile, RagMemorySettings, RagSettings, Ranking,
+    SectionShare,
+};
 pub use diff::{Change, ChangeKind, EntryState, SnapshotDiff, diff};
 pub use digest::{content_id, text_hash};
 pub use error::{Error, Failure, HostError};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};
-pub use layered::validate as validate_request;
+pub use pack::{
+    CompressionMetadata, ContextAssembled, ContextPack, Counted, Message, Metrics, Origin,
+    PackEntry, Reason, ReasonCount, RequestContext, SectionTokens, Shortfall, Snapshot,
+    SnapshotEntry, SnapshotStatus, SourceCall, SourceOutcome, Strategy,
+};
 pub use router::{
-    ConfigFormat, DEFAULT_REFERENCE_CUES, Entity, RouteConfig, RouteScore, Router, RouterConfig,
-    RoutingDecision, RuleConfig, RuleScore, normalize,
+    ConfigFormat, Entity, RouteConfig, RouteScore, Router, RouterConfig, RoutingDecision,
+    RuleConfig, RuleScore,
 };
+pub use tokenizer::{Count, TokenCounter, Tokenizers};
+pub use types::{
+    AgentContext, AssembleRequest, Candidate, ConversationTurn, Layer, Provenance, Role, Section,
+    StageSummary, SummaryRequest, Tokenizer, TrustTier, WorkflowStatus,
+};
+pub use validate::request as validate_request;
+
+use budget::Budgeting;
+use render::Layers;
 use std::sync::{Mutex, TryLockError};
-pub use tokenizer::{
-    CharsPerToken, Count, CountCache, DEFAULT_COUNT_CACHE_ENTRIES, TokenCounter, Tokenizers,
-};
-pub use types::*;
+use tokenizer::{CountCache, Meter};
 
 /// A context builder. Build it once and reuse it: it keeps the token counts
 /// it has made (up to `count-cache-entries`), so a conversation
@@ -75,48 +154,17 @@ pub struct Builder {
 impl Builder {
     /// A builder from `config`; tokenizers named in `preload` are built now.
     pub fn new(config: BuilderConfig) -> Result<Self, Error> {
+        validate::config(&config)?;
         let tokenizers = Tokenizers;
-        for (i, t) in config.preload.iter().enumerate() {
-            tokenizers.counter(*t).map_err(|e| match e {
-                Error::InvalidField { field, message } => Error::InvalidField {
-                    field: format!(
-                        "config.preload[{i}].{}",
-                        field.trim_start_matches("tokenizer.")
-                    ),
-                    message,
-                },
-                other => other,
-            })?;
+        for &t in &config.preload {
+            tokenizers.counter(t)?;
         }
-        let t = config.near_duplicate_threshold;
-        if !(t > 0.0 && t <= 1.0) {
-            return Err(Error::invalid(
-                "config.near-duplicate-threshold",
-                format!("{t} is outside (0, 1]"),
-            ));
-        }
-        let r = config.ranking;
-        for (field, value) in [
-            ("trust-system", r.trust_system),
-            ("trust-trusted", r.trust_trusted),
-            ("trust-unverified", r.trust_unverified),
-            ("trust-untrusted", r.trust_untrusted),
-            ("recency", r.recency),
-        ] {
-            if !value.is_finite() {
-                return Err(Error::invalid(
-                    format!("config.ranking.{field}"),
-                    "must be a finite number",
-                ));
-            }
-        }
-        config.plan.validate()?;
         Ok(Builder {
             tokenizers,
             counts: Mutex::new(CountCache::new(config.count_cache_entries as usize)),
             profile: config.profile,
-            near_duplicate_threshold: t,
-            ranking: r,
+            near_duplicate_threshold: config.near_duplicate_threshold,
+            ranking: config.ranking,
             plan: config.plan,
         })
     }
@@ -135,17 +183,10 @@ impl Builder {
         request: &AssembleRequest,
         host: &mut dyn Host,
     ) -> Result<ContextPack, Failure> {
-        let counter = self
-            .tokenizers
-            .counter(request.tokenizer)
-            .map_err(|e| match e {
-                Error::InvalidField { field, message } => Error::InvalidField {
-                    field: format!("request.{field}"),
-                    message,
-                },
-                other => other,
-            })?;
-        let budget = self.budget_for(request)?;
+        validate::tokenizer(request.tokenizer, "request.tokenizer")?;
+        let budget = validate::budget(request, &self.plan)?;
+        validate::request(request)?;
+        let counter = self.tokenizers.counter(request.tokenizer)?;
         // Assemblies on one builder share its counts; one that finds the
         // cache in use by another thread counts without it rather than
         // wait (the counts, and so the pack, are the same either way).
@@ -159,82 +200,138 @@ impl Builder {
             Some(cache) => cache,
             None => &mut spare,
         };
-        let meter = tokenizer::Meter::new(counter.as_ref(), request.tokenizer, cache);
-        let prepared = layered::prepare(request, &meter, budget)?;
-        if prepared.l0_cost > u64::from(budget) {
+        let meter = Meter::new(counter.as_ref(), request.tokenizer, cache);
+        self.run(request, host, &meter, budget)
+    }
+
+    /// The pipeline, on a valid request, counting with `meter`.
+    fn run(
+        &self,
+        request: &AssembleRequest,
+        host: &mut dyn Host,
+        meter: &Meter,
+        budget: u32,
+    ) -> Result<ContextPack, Failure> {
+        let overhead = u64::from(request.entry_overhead);
+
+        // The request's own candidates. L0 is charged first, as it
+        // renders; alone over the budget, the assembly fails before any
+        // host is asked for anything.
+        let mut own = layer::own(request, meter);
+        if own.l0_cost > u64::from(budget) {
             let error = Error::MandatoryOverBudget {
-                mandatory_tokens: prepared.l0_cost,
+                mandatory_tokens: own.l0_cost,
                 budget,
             };
+            return Err(self.failed(request, own, Vec::new(), Vec::new(), false, error, budget));
+        }
+
+        // The host's candidates: gathered, ranked, admitted, reviewed.
+        let gathered = gather::gather(request, self.profile, host);
+        let mut calls = gathered.calls;
+        let ranked = rank::rank(gathered.sources, &self.ranking);
+        let mut admitted = admit::admit(
+            ranked,
+            &request.context,
+            || own.ids(),
+            self.near_duplicate_threshold,
+        );
+        let reviewed = policy::review(&mut admitted, &request.context, host, &mut calls);
+        let hosted = admitted.into_items();
+        if let Err(error) = reviewed {
             return Err(self.failed(
                 request,
-                prepared,
-                gather::Gathered::default(),
+                own,
+                hosted,
+                calls,
+                gathered.degraded,
                 error,
                 budget,
             ));
         }
-        let mut gathered = gather::gather(
-            request,
-            gather::Settings {
-                profile: self.profile,
-                near_duplicate_threshold: self.near_duplicate_threshold,
-                ranking: self.ranking,
-            },
-            host,
-            || prepared.ids(),
+
+        // The conversation's window; only the turns the budget can reach
+        // are rendered. Each entry after L0 is charged its overhead and the
+        // blank line that joins it to the one before.
+        let room = u64::from(budget) - own.l0_cost;
+        let charge = overhead + u64::from(meter.count(render::SEPARATOR));
+        let window = conversation::window(request, &mut own.l1, self.plan.cut_step);
+        conversation::render_reachable(
+            &request.conversation,
+            &mut own.l1,
+            &window,
+            meter,
+            room,
+            charge,
         );
-        if let Some(error) = gathered.failure.take() {
-            return Err(self.failed(request, prepared, gathered, error, budget));
-        }
-        Ok(layered::assemble(
-            request,
-            prepared,
-            self.profile,
-            gathered,
-            &self.plan,
-            &meter,
-            host,
-        ))
+
+        // The budget, shared among the sections; compressed where a
+        // section is over its share.
+        let shared = budget::share(
+            Budgeting {
+                plan: &self.plan,
+                budget: u64::from(budget),
+                overhead: charge,
+                meter,
+                tokenizer: request.tokenizer,
+                host,
+            },
+            own.l1,
+            own.l2,
+            hosted,
+            window,
+            room,
+        );
+        calls.extend(shared.call);
+
+        // Rendered, counted whole, and settled within the budget.
+        let mut layers = Layers {
+            l0: own.l0,
+            l2: shared.l2,
+            l1_hosted: shared.l1_hosted,
+            l1: shared.l1,
+        };
+        let rendered = render::settle(&mut layers, request, meter, overhead, u64::from(budget));
+
+        // The pack and its snapshot. Truncated only where a text that
+        // stays in the pack was cut.
+        let truncated = layers
+            .l2
+            .iter()
+            .chain(&layers.l1_hosted)
+            .any(|i| i.compressed && i.included() && i.origin != Origin::Summary);
+        let record = snapshot::Record {
+            profile: self.profile,
+            source_calls: calls,
+            status: SnapshotStatus::of(gathered.degraded, truncated, false),
+            budget,
+            rendered,
+            l0_cost: own.l0_cost,
+        };
+        Ok(snapshot::pack(request, layers, record, &self.plan))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn failed(
         &self,
         request: &AssembleRequest,
-        prepared: layered::Prepared,
-        gathered: gather::Gathered,
+        own: layer::Own,
+        hosted: Vec<item::Item>,
+        calls: Vec<SourceCall>,
+        degraded: bool,
         error: Error,
         budget: u32,
     ) -> Failure {
-        layered::failed(
+        snapshot::failed(
             request,
-            prepared,
-            gathered,
+            own,
+            hosted,
+            calls,
+            degraded,
             error,
             &self.plan,
             self.profile,
             budget,
         )
-    }
-
-    /// The request's budget, or the plan's default, checked against the
-    /// model window less its safety margin.
-    fn budget_for(&self, request: &AssembleRequest) -> Result<u32, Error> {
-        let budget = request.budget.unwrap_or(self.plan.default_budget);
-        match self.plan.window_limit() {
-            Some(limit) if budget > limit => Err(Error::invalid(
-                if request.budget.is_some() {
-                    "request.budget"
-                } else {
-                    "config.plan.default-budget"
-                },
-                format!(
-                    "{budget} is above the model window {} less its {}% safety margin ({limit})",
-                    self.plan.model_window.unwrap_or(0),
-                    self.plan.safety_margin * 100.0
-                ),
-            )),
-            _ => Ok(budget),
-        }
     }
 }

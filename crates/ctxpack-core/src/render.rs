@@ -19,9 +19,10 @@
 //! (see [`crate::tokenizer::Tally`]).
 
 use crate::budget::PRIORITY;
-use crate::layered::{Item, conversation_units};
+use crate::item::Item;
+use crate::pack::{Message, Origin, PackEntry, Reason, Shortfall};
 use crate::tokenizer::{Count, Meter, Tally};
-use crate::types::{AssembleRequest, Layer, Origin, Reason, Section, Shortfall};
+use crate::types::{AssembleRequest, Layer, Role, Section};
 
 /// What joins two entries in the flat text and in a system message.
 pub(crate) const SEPARATOR: &str = "\n\n";
@@ -38,16 +39,18 @@ pub(crate) struct Rendered {
     pub used: u64,
 }
 
-/// The included items of a pack in render order, by layer: L0, L2, the
-/// hosts' L1, the conversation.
-pub(crate) struct Layers<'a> {
-    pub l0: &'a mut [Item],
-    pub l2: &'a mut [Item],
-    pub l1_hosted: &'a mut [Item],
-    pub l1: &'a mut [Item],
+/// The items of a pack in render order, by layer: L0, L2 (each summary
+/// where the first candidate it summarises stood), the hosts' L1, the
+/// conversation.
+#[derive(Default)]
+pub(crate) struct Layers {
+    pub l0: Vec<Item>,
+    pub l2: Vec<Item>,
+    pub l1_hosted: Vec<Item>,
+    pub l1: Vec<Item>,
 }
 
-impl Layers<'_> {
+impl Layers {
     fn items(&self) -> impl Iterator<Item = &Item> {
         self.l0
             .iter()
@@ -100,7 +103,7 @@ pub(crate) fn account(
     let mut system = [Tally::new(meter), Tally::new(meter)];
     let mut opened = [false, false];
     let (mut entries, mut own, mut turns, mut turn_tokens) = (0u64, 0u64, 0u64, 0u64);
-    for item in layers.items().filter(|i| i.reason.is_inclusion()) {
+    for item in layers.items().filter(|i| i.included()) {
         let block = match (item.section.layer(), item.turn) {
             (Layer::L0, _) => Some(0),
             (_, Some(_)) => None,
@@ -146,7 +149,7 @@ pub(crate) fn account(
 /// if the host's was wrong (the budget is then settled on the true one).
 fn check_host_counts(layers: &mut Layers, meter: &Meter) {
     for item in layers.items_mut() {
-        if !item.reason.is_inclusion() {
+        if !item.included() {
             continue;
         }
         let Some(hint) = item.hint.take() else {
@@ -165,7 +168,7 @@ fn check_host_counts(layers: &mut Layers, meter: &Meter) {
 /// Which of `layers` an item is in, and where.
 type At = (usize, usize);
 
-impl Layers<'_> {
+impl Layers {
     fn at(&self, at: At) -> &Item {
         match at.0 {
             0 => &self.l0[at.1],
@@ -195,13 +198,13 @@ fn victims(layers: &Layers, request: &AssembleRequest) -> Vec<At> {
         items
             .iter()
             .enumerate()
-            .filter(|(_, i)| i.reason.is_inclusion())
+            .filter(|(_, i)| i.included())
             .map(|(k, _)| (layer, k))
             .collect()
     };
-    let hosted: Vec<At> = kept(layers.l2, 1)
+    let hosted: Vec<At> = kept(&layers.l2, 1)
         .into_iter()
-        .chain(kept(layers.l1_hosted, 2))
+        .chain(kept(&layers.l1_hosted, 2))
         .collect();
     for &section in PRIORITY.iter().rev() {
         match section {
@@ -209,16 +212,16 @@ fn victims(layers: &Layers, request: &AssembleRequest) -> Vec<At> {
                 let oldest = layers
                     .l1
                     .iter()
-                    .filter(|i| i.reason.is_inclusion())
+                    .filter(|i| i.included())
                     .filter_map(|i| i.turn)
                     .min();
                 if let Some(oldest) = oldest {
-                    let units = conversation_units(&request.conversation);
+                    let units = crate::conversation::units(&request.conversation);
                     if let Some(unit) = units.iter().find(|u| u.members.contains(&oldest)) {
                         return unit
                             .members
                             .iter()
-                            .filter(|&&m| layers.l1[m].reason.is_inclusion())
+                            .filter(|&&m| layers.l1[m].included())
                             .map(|&m| (3, m))
                             .collect();
                     }
@@ -259,16 +262,16 @@ fn victims(layers: &Layers, request: &AssembleRequest) -> Vec<At> {
 /// needed and what remained without it. L0 alone was checked to fit, so
 /// this ends with a pack within the budget.
 pub(crate) fn settle(
-    mut layers: Layers,
+    layers: &mut Layers,
     request: &AssembleRequest,
     meter: &Meter,
     overhead: u64,
     budget: u64,
 ) -> Rendered {
-    check_host_counts(&mut layers, meter);
-    let mut rendered = account(&layers, request, meter, overhead);
+    check_host_counts(layers, meter);
+    let mut rendered = account(layers, request, meter, overhead);
     while rendered.used > budget {
-        let dropped = victims(&layers, request);
+        let dropped = victims(layers, request);
         if dropped.is_empty() {
             break;
         }
@@ -276,14 +279,14 @@ pub(crate) fn settle(
             .iter()
             .map(|&at| {
                 let item = layers.at_mut(at);
-                item.reason = Reason::OverBudget(Shortfall {
+                item.decide(Reason::OverBudget(Shortfall {
                     needed: 0,
                     remaining: 0,
-                });
+                }));
                 item.id.clone()
             })
             .collect();
-        let after = account(&layers, request, meter, overhead);
+        let after = account(layers, request, meter, overhead);
         // It was over with them and is not without them by as much: they
         // needed more than remained.
         let shortfall = Shortfall {
@@ -292,19 +295,88 @@ pub(crate) fn settle(
         };
         for &at in &dropped {
             let item = layers.at_mut(at);
-            item.reason = match (item.section, item.origin) {
+            item.decide(match (item.section, item.origin) {
                 (Section::StageSummaries, Origin::Request) => Reason::EvictedOldest,
                 _ => Reason::OverBudget(shortfall),
-            };
+            });
         }
         // A summary that goes takes what it summarised with it.
         for item in layers.items_mut() {
-            if matches!(&item.reason, Reason::Summarized(id) if ids.contains(id)) {
-                item.reason = Reason::OverBudget(shortfall);
+            if matches!(item.reason(), Some(Reason::Summarized(id)) if ids.contains(id)) {
+                item.decide(Reason::OverBudget(shortfall));
                 item.compressed = false;
             }
         }
         rendered = after;
     }
     rendered
+}
+
+/// The included items of `layers` as the pack's entries, in render order,
+/// each with the conversation turn it is, if it is one. Their texts are
+/// taken out of the items.
+pub(crate) fn entries(layers: &mut Layers) -> (Vec<PackEntry>, Vec<Option<usize>>) {
+    let mut entries = Vec::new();
+    let mut turns = Vec::new();
+    for item in layers.items_mut().filter(|i| i.included()) {
+        let Some(provenance) = item.provenance.clone() else {
+            continue;
+        };
+        turns.push(item.turn);
+        entries.push(PackEntry {
+            id: item.id.clone(),
+            layer: item.section.layer(),
+            section: item.section,
+            role: item.role,
+            tokens: item.tokens(),
+            text: item.take_rendered(),
+            provenance,
+            trust: item.trust,
+        });
+    }
+    (entries, turns)
+}
+
+/// The pack's flat text: its entries joined by [`SEPARATOR`].
+pub(crate) fn text(entries: &[PackEntry]) -> String {
+    entries
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join(SEPARATOR)
+}
+
+/// The pack as chat messages: L0, the other context, the conversation
+/// (`turns` says which entry is which turn).
+pub(crate) fn messages(
+    request: &AssembleRequest,
+    entries: &[PackEntry],
+    turns: &[Option<usize>],
+) -> Vec<Message> {
+    let system = |in_block: &dyn Fn(&PackEntry, Option<usize>) -> bool| {
+        let parts: Vec<&str> = entries
+            .iter()
+            .zip(turns)
+            .filter(|&(e, &t)| in_block(e, t))
+            .map(|(e, _)| e.text.as_str())
+            .collect();
+        (!parts.is_empty()).then(|| Message {
+            role: Role::System,
+            content: parts.join(SEPARATOR),
+            tool_call_id: None,
+        })
+    };
+    let mut out: Vec<Message> = Vec::new();
+    out.extend(system(&|e, _| e.layer == Layer::L0));
+    out.extend(system(&|e, t| e.layer != Layer::L0 && t.is_none()));
+    for turn in turns.iter().flatten() {
+        if let Some(t) = request.conversation.get(*turn) {
+            out.push(Message {
+                role: t.role,
+                content: t.content.clone(),
+                tool_call_id: t.tool_call_id.clone(),
+            });
+        }
+    }
+    out
 }

@@ -1,4 +1,4 @@
-//! The router: a pure function of the raw query (seed 000).
+//! The router: a pure function of the raw query.
 //!
 //! Routes come from a config users write in YAML or JSON. Each route has
 //! weighted rules (keywords, phrases, regular expressions), entity patterns
@@ -33,31 +33,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use unicode_normalization::UnicodeNormalization;
 
-/// Reference and comparison cues used when a config names none.
-pub const DEFAULT_REFERENCE_CUES: &[&str] = &[
-    "like last time",
-    "same as last time",
-    "as last time",
-    "compared to what you said",
-    "compared to last time",
-    "compared with before",
-    "what you said",
-    "you said earlier",
-    "you mentioned",
-    "the same as before",
-    "as before",
-    "as we discussed",
-    "that one",
-    "the previous one",
-    "the other one",
-    "again like",
-];
-
 /// The format of a router config text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConfigFormat {
-    /// YAML (the seed's form).
+    /// YAML.
     Yaml,
     /// JSON.
     Json,
@@ -70,7 +50,7 @@ pub struct RouterConfig {
     /// Confidence below which a decision is low-confidence, in [0, 1].
     pub threshold: f64,
     /// Phrases that send a query to the builder even on a confident route;
-    /// [`DEFAULT_REFERENCE_CUES`] when left out, none when empty.
+    /// [`crate::defaults::REFERENCE_CUES`] when left out, none when empty.
     #[serde(default)]
     pub reference_cues: Option<Vec<String>>,
     /// The routes.
@@ -211,7 +191,7 @@ pub struct Router {
 
 /// Normalises text for keyword, phrase and cue matching: NFKC, lowercase,
 /// anything but letters and digits folded to single spaces, trimmed.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut gap = false;
     if text.is_ascii() {
@@ -447,7 +427,7 @@ impl Router {
         }
         let cues: Vec<String> = match &config.reference_cues {
             Some(cues) => cues.clone(),
-            None => DEFAULT_REFERENCE_CUES
+            None => crate::defaults::REFERENCE_CUES
                 .iter()
                 .map(|c| (*c).to_owned())
                 .collect(),

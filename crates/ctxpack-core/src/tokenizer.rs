@@ -5,7 +5,7 @@
 //! 250 ms natively for o200k), so each is built at most once per process, on
 //! first use, and shared by every builder (see [`Tokenizers`]).
 
-use crate::encoding::{Encoding, Pattern};
+use crate::encoding::{Encoding, Pattern, first_and_last_split, split_after};
 use crate::error::Error;
 use crate::types::Tokenizer;
 use std::cell::RefCell;
@@ -93,11 +93,11 @@ pub trait TokenCounter {
 /// Exact counts with a tiktoken encoding. Special-token markers in the text
 /// (such as `<|endoftext|>`) count as ordinary text: content is never allowed
 /// to smuggle control tokens in.
-pub struct Exact<'a>(&'a Encoding);
+pub(crate) struct Exact<'a>(&'a Encoding);
 
 impl TokenCounter for Exact<'_> {
     fn count(&self, text: &str) -> u32 {
-        saturate(self.0.count(text))
+        clamp_len(self.0.count(text))
     }
 
     fn additive_at_splits(&self) -> bool {
@@ -146,7 +146,7 @@ impl TokenCounter for Exact<'_> {
             starts += usize::from(starts_in(b, a));
         }
         starts += usize::from(starts_in(before.remainder(), at.remainder()));
-        saturate(starts)
+        clamp_len(starts)
     }
 
     fn truncate(&self, text: &str, max: u32) -> String {
@@ -240,64 +240,17 @@ fn count_in_chunks(
         start = end;
         if total > u64::from(limit) && start < bytes.len() {
             // At least `total` tokens, so more than `total - 1`.
-            return Count::Over(saturate(total as usize - 1));
+            return Count::Over(clamp_len(total as usize - 1));
         }
     }
-    Count::Exact(saturate(total as usize))
-}
-
-/// Whether `text` splits at byte `i` whatever comes around it: a space
-/// between two non-whitespace characters (see [`count_in_chunks`]).
-pub(crate) fn splits_at(text: &str, i: usize) -> bool {
-    // A space byte is always a whole character in UTF-8.
-    text.as_bytes().get(i) == Some(&b' ')
-        && text[..i]
-            .chars()
-            .next_back()
-            .is_some_and(|c| !c.is_whitespace())
-        && text[i + 1..]
-            .chars()
-            .next()
-            .is_some_and(|c| !c.is_whitespace())
-}
-
-/// The first position at or after `from` that is a space between two
-/// non-whitespace characters, or the end of `text`.
-pub(crate) fn split_after(text: &str, from: usize) -> usize {
-    // No split can fall at byte 0 (nothing is before it); an empty text
-    // has no position but its end.
-    (from.max(1).min(text.len())..text.len())
-        .find(|&i| splits_at(text, i))
-        .unwrap_or(text.len())
-}
-
-/// The first and the last position of `text` where it splits whatever
-/// comes around it (see [`splits_at`]), if it has one.
-fn first_and_last_split(text: &str) -> Option<(usize, usize)> {
-    let spaces = || {
-        text.bytes()
-            .enumerate()
-            .filter(|&(_, b)| b == b' ')
-            .map(|(i, _)| i)
-    };
-    let first = spaces().find(|&i| splits_at(text, i))?;
-    let last = text
-        .bytes()
-        .enumerate()
-        .rev()
-        .filter(|&(_, b)| b == b' ')
-        .map(|(i, _)| i)
-        .find(|&i| splits_at(text, i))
-        .unwrap_or(first);
-    Some((first, last))
+    Count::Exact(clamp_len(total as usize))
 }
 
 /// One token per `n` characters (Unicode scalar values), rounded up.
 ///
-/// Seed 002 divides the length by two and rounds down; rounding up keeps the
-/// estimate from charging nothing for a one-character entry, which would let
-/// any number of them into any budget.
-pub struct CharsPerToken(u32);
+/// It rounds up: rounding down would charge nothing for a one-character
+/// entry, which would let any number of them into any budget.
+pub(crate) struct CharsPerToken(u32);
 
 impl CharsPerToken {
     /// An estimator with `n` characters per token; `n` must be at least 1.
@@ -314,7 +267,7 @@ impl CharsPerToken {
 
 impl TokenCounter for CharsPerToken {
     fn count(&self, text: &str) -> u32 {
-        saturate(text.chars().count().div_ceil(self.0 as usize))
+        clamp_len(text.chars().count().div_ceil(self.0 as usize))
     }
 
     fn truncate(&self, text: &str, max: u32) -> String {
@@ -326,7 +279,14 @@ impl TokenCounter for CharsPerToken {
     }
 }
 
-fn saturate(n: usize) -> u32 {
+/// `n` as a `u32`, at most `u32::MAX`: counts and tallies are recorded in
+/// 32 bits (as the WIT has them) and summed in 64.
+pub(crate) fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A length or a number of items as a `u32`, at most `u32::MAX`.
+pub(crate) fn clamp_len(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
@@ -341,7 +301,7 @@ fn saturate(n: usize) -> u32 {
 /// depends on the limit, so a count that stopped early is not kept, and an
 /// exact count over the limit is made again: a warm builder gives the same
 /// pack and snapshot, byte for byte, as a cold one.
-pub struct CountCache {
+pub(crate) struct CountCache {
     capacity: usize,
     newer: HashMap<CacheKey, u32>,
     older: HashMap<CacheKey, u32>,
@@ -349,12 +309,9 @@ pub struct CountCache {
 
 type CacheKey = (Tokenizer, usize, u64, u64);
 
-/// Entries a builder's count cache holds unless configured.
-pub const DEFAULT_COUNT_CACHE_ENTRIES: u32 = 100_000;
-
 impl CountCache {
     /// A cache of at most `capacity` entries (0 keeps nothing).
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         CountCache {
             capacity,
             newer: HashMap::new(),
@@ -363,13 +320,9 @@ impl CountCache {
     }
 
     /// Entries held.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.newer.len() + self.older.len()
-    }
-
-    /// Whether it holds nothing.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn key(tokenizer: Tokenizer, text: &str) -> CacheKey {
@@ -974,6 +927,6 @@ mod tests {
             let m = Meter::new(c.as_ref(), Tokenizer::O200kBase, &mut none);
             assert_eq!(m.count("hello world"), 2);
         }
-        assert!(none.is_empty());
+        assert_eq!(none.len(), 0);
     }
 }

@@ -1,0 +1,166 @@
+//! Admission: which of the host's candidates may compete for the budget at
+//! all. Candidates are visited in fused-rank order, and each that cannot
+//! be included whatever the budget is decided here, first reason first:
+//!
+//! 1. its source answered more than it was asked for and it ranked beyond
+//!    that (`beyond-limit`);
+//! 2. its id is taken already, by the request's own candidates or a
+//!    higher-ranked host candidate (`duplicate-of` that id);
+//! 3. it claims a section hosts may not fill — an L0 section, the
+//!    conversation or the stage summaries (`section-not-allowed`): host
+//!    text never lands in L0, and the conversation and the workflow's
+//!    stage summaries are the request's own;
+//! 4. it has no provenance (`no-provenance`): no citation, no inclusion;
+//! 5. it is scoped outside the attempt's scopes (`out-of-scope`);
+//! 6. it is an exact or near copy of a higher-ranked candidate
+//!    (`duplicate-of` it; see [`crate::dedup`]) — before review, so
+//!    duplicates cost no policy work.
+//!
+//! What passes stays pending, and goes to review ([`crate::policy`]).
+
+use crate::dedup::Deduper;
+use crate::gather::never;
+use crate::item::{Decision, Item, body};
+use crate::pack::Reason;
+use crate::prefetch;
+use crate::rank::Ranked;
+use crate::types::{AgentContext, Candidate, Role};
+use rustc_hash::FxHashSet;
+
+/// How many candidates ahead of the one in hand their memory is asked for
+/// (see [`crate::prefetch`]).
+const AHEAD: usize = 8;
+
+/// The host's candidates after admission, in fused-rank order: an item
+/// for each (its id, text and provenance still in its candidate in
+/// `pool`), and which are still pending.
+pub(crate) struct Admitted {
+    pub pool: Vec<Candidate>,
+    /// Each item with the index of its candidate in `pool`.
+    pub items: Vec<(Item, usize)>,
+    /// Indices into `items` of those still pending, in rank order.
+    pub pending: Vec<usize>,
+}
+
+/// Admits the ranked candidates; `taken` gives the ids of the request's
+/// own candidates (made only if a host answered anything: a request of
+/// ten thousand turns has as many).
+pub(crate) fn admit<'r>(
+    ranked: Ranked,
+    ctx: &AgentContext,
+    taken: impl FnOnce() -> FxHashSet<&'r str>,
+    near_duplicate_threshold: f64,
+) -> Admitted {
+    let Ranked { pool, order } = ranked;
+    let taken = if order.is_empty() {
+        FxHashSet::default()
+    } else {
+        taken()
+    };
+    let mut seen: FxHashSet<&str> =
+        FxHashSet::with_capacity_and_hasher(order.len(), Default::default());
+    let mut deduper = Deduper::new(near_duplicate_threshold, order.len());
+    let mut items: Vec<(Item, usize)> = Vec::with_capacity(order.len());
+    let mut pending = Vec::new();
+    for (n, f) in order.iter().enumerate() {
+        // Candidates are visited in rank order, scattered over `pool`: ask
+        // for each one's record well ahead, and for its id, text and
+        // reference once the record is likely in.
+        if let Some(far) = order.get(n + 2 * AHEAD) {
+            prefetch::value(&pool[far.index]);
+        }
+        if let Some(near) = order.get(n + AHEAD) {
+            let c = &pool[near.index];
+            prefetch::line(c.id.as_ptr());
+            prefetch::line(c.text.as_ptr());
+            if let Some(p) = &c.provenance {
+                prefetch::line(p.reference.as_ptr());
+            }
+        }
+        let i = f.index;
+        let c = &pool[i];
+        let reason = if let Some(limit) = f.beyond {
+            Some(Reason::BeyondLimit(limit))
+        } else if taken.contains(c.id.as_str()) || seen.contains(c.id.as_str()) {
+            Some(Reason::DuplicateOf(c.id.clone()))
+        } else if let Some(why) = never(c, ctx) {
+            Some(why)
+        } else {
+            // (`i` fits: 2^32 candidates do not fit in memory first.)
+            deduper
+                .offer(i as u32, &c.text)
+                .map(|of| Reason::DuplicateOf(pool[of as usize].id.clone()))
+        };
+        seen.insert(c.id.as_str());
+        if reason.is_none() {
+            pending.push(items.len());
+        }
+        items.push((
+            Item {
+                // Id, text and provenance are moved from the candidate
+                // once it is reviewed (see [`Admitted::into_items`]).
+                id: String::new(),
+                section: c.section,
+                role: Role::System,
+                count: None,
+                framed: false,
+                hint: None,
+                text: String::new(),
+                origin: f.origin,
+                provenance: None,
+                trust: c.trust,
+                score: Some(f.score),
+                decision: reason.map_or(Decision::Pending, Decision::Made),
+                redacted: false,
+                compressed: false,
+                turn: None,
+            },
+            i,
+        ));
+    }
+    drop(seen);
+    Admitted {
+        pool,
+        items,
+        pending,
+    }
+}
+
+impl Admitted {
+    /// The items, each with its candidate's id, provenance and text moved
+    /// in: a host text keeps its body (see [`body`]), framed; its frame is
+    /// counted with it and put around it only if it is included.
+    pub(crate) fn into_items(self) -> Vec<Item> {
+        let Admitted {
+            mut pool, items, ..
+        } = self;
+        let order: Vec<usize> = items.iter().map(|&(_, i)| i).collect();
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(k, (mut item, i))| {
+                // Rank order again, scattered over `pool`: ask ahead.
+                if let Some(&ahead) = order.get(k + AHEAD) {
+                    prefetch::value(&pool[ahead]);
+                }
+                let c = &mut pool[i];
+                item.id = std::mem::take(&mut c.id);
+                item.provenance = c.provenance.take();
+                let text = std::mem::take(&mut c.text);
+                match &item.provenance {
+                    Some(_) => {
+                        let given = text.len();
+                        item.text = body(c.trust, text);
+                        item.framed = true;
+                        // A host count holds only for its text as given.
+                        item.hint = c
+                            .token_count
+                            .filter(|_| !item.redacted && item.text.len() == given);
+                    }
+                    None => item.text = text,
+                }
+                item
+            })
+            .collect()
+    }
+}

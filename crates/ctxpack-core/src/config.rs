@@ -1,0 +1,240 @@
+//! How a builder is configured: its profile (which host sources it asks),
+//! its ranking terms, and the plan that shares the budget among sections.
+//! Every default is in [`crate::defaults`].
+
+use crate::defaults;
+use crate::types::{Section, Tokenizer, TrustTier};
+use serde::{Deserialize, Serialize};
+
+/// What a builder is constructed from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct BuilderConfig {
+    /// Tokenizers to build at construction.
+    #[serde(default)]
+    pub preload: Vec<Tokenizer>,
+    /// Which host sources the builder asks for candidates.
+    #[serde(default)]
+    pub profile: Profile,
+    /// Estimated Jaccard similarity (of three-word shingles) at which a host
+    /// candidate is a near-duplicate of a higher-ranked one, in (0, 1];
+    /// 1 keeps exact duplicate detection only.
+    #[serde(default = "default_near_threshold")]
+    pub near_duplicate_threshold: f64,
+    /// Terms added to the fused rank score; all zero (the default) ranks
+    /// by reciprocal-rank fusion alone.
+    #[serde(default)]
+    pub ranking: Ranking,
+    /// Budget defaults, the model window and the sections' shares.
+    #[serde(default)]
+    pub plan: Plan,
+    /// Most token counts the builder keeps between assemblies (keyed by a
+    /// hash of the text and the tokenizer), so a conversation re-assembled
+    /// every turn recounts only its new text; 0 keeps none.
+    #[serde(default = "default_count_cache_entries")]
+    pub count_cache_entries: u32,
+}
+
+fn default_count_cache_entries() -> u32 {
+    defaults::COUNT_CACHE_ENTRIES
+}
+
+/// The plan of an assembly: the budget, the model window, and how the
+/// budget is shared among sections.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Plan {
+    /// The budget of a request that names none.
+    #[serde(default = "Plan::default_budget")]
+    pub default_budget: u32,
+    /// The model's context window; a budget may not exceed it less the
+    /// safety margin.
+    #[serde(default)]
+    pub model_window: Option<u32>,
+    /// Share of the window kept free, in [0, 1).
+    #[serde(default = "Plan::default_safety_margin")]
+    pub safety_margin: f64,
+    /// Each section's share of the budget, in [0, 1], summing to at most 1.
+    /// A section left out has no share of its own and is filled only from
+    /// what other sections leave unused.
+    #[serde(default = "Plan::default_shares")]
+    pub shares: Vec<SectionShare>,
+    /// Whether an optional section over its share is summarised (through
+    /// `summarizer.summarize`, else truncated) instead of cut.
+    #[serde(default = "Plan::default_compress")]
+    pub compress: bool,
+    /// The least room, in tokens, worth a summary.
+    #[serde(default = "Plan::default_min_summary")]
+    pub min_summary_tokens: u32,
+    /// The first kept conversation turn (and stage summary) moves in steps
+    /// of this many, so the rendered text stays byte-stable across the
+    /// turns of a growing conversation and providers' prompt caches hit; a
+    /// few more old turns are left out in exchange. 1 moves it by one.
+    #[serde(default = "Plan::default_cut_step")]
+    pub cut_step: u32,
+}
+
+impl Plan {
+    fn default_budget() -> u32 {
+        defaults::BUDGET
+    }
+    fn default_safety_margin() -> f64 {
+        defaults::SAFETY_MARGIN
+    }
+    fn default_compress() -> bool {
+        defaults::COMPRESS
+    }
+    fn default_min_summary() -> u32 {
+        defaults::MIN_SUMMARY_TOKENS
+    }
+    fn default_cut_step() -> u32 {
+        defaults::CUT_STEP
+    }
+    /// [`defaults::SHARES`], as a plan holds them.
+    pub fn default_shares() -> Vec<SectionShare> {
+        defaults::SHARES
+            .into_iter()
+            .map(|(section, share)| SectionShare { section, share })
+            .collect()
+    }
+
+    /// The largest budget the model window allows, if the plan names one.
+    pub fn window_limit(&self) -> Option<u32> {
+        self.model_window
+            .map(|w| (f64::from(w) * (1.0 - self.safety_margin)).floor() as u32)
+    }
+
+    /// The share of `section` (0 when it has none).
+    pub fn share(&self, section: Section) -> f64 {
+        self.shares
+            .iter()
+            .find(|s| s.section == section)
+            .map_or(0.0, |s| s.share)
+    }
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            default_budget: Plan::default_budget(),
+            model_window: None,
+            safety_margin: Plan::default_safety_margin(),
+            shares: Plan::default_shares(),
+            compress: defaults::COMPRESS,
+            min_summary_tokens: Plan::default_min_summary(),
+            cut_step: Plan::default_cut_step(),
+        }
+    }
+}
+
+/// One section's share of the budget.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SectionShare {
+    /// The section.
+    pub section: Section,
+    /// Its share, in [0, 1].
+    pub share: f64,
+}
+
+/// Terms of the fused score besides reciprocal-rank fusion (which adds at
+/// most 1/61 per source, so weights of about 0.01 already reorder).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Ranking {
+    /// Added for a `system` candidate.
+    #[serde(default)]
+    pub trust_system: f64,
+    /// Added for a `trusted` candidate.
+    #[serde(default)]
+    pub trust_trusted: f64,
+    /// Added for an `unverified` candidate.
+    #[serde(default)]
+    pub trust_unverified: f64,
+    /// Added for an `untrusted` candidate.
+    #[serde(default)]
+    pub trust_untrusted: f64,
+    /// Times the recency (1 for the newest `sequence`, 0 for the oldest,
+    /// 0 without one).
+    #[serde(default)]
+    pub recency: f64,
+}
+
+impl Ranking {
+    /// The trust term of a tier.
+    pub fn trust(&self, tier: TrustTier) -> f64 {
+        match tier {
+            TrustTier::System => self.trust_system,
+            TrustTier::Trusted => self.trust_trusted,
+            TrustTier::Unverified => self.trust_unverified,
+            TrustTier::Untrusted => self.trust_untrusted,
+        }
+    }
+}
+
+fn default_near_threshold() -> f64 {
+    defaults::NEAR_DUPLICATE_THRESHOLD
+}
+
+impl Default for BuilderConfig {
+    fn default() -> Self {
+        BuilderConfig {
+            preload: Vec::new(),
+            profile: Profile::default(),
+            near_duplicate_threshold: default_near_threshold(),
+            ranking: Ranking::default(),
+            plan: Plan::default(),
+            count_cache_entries: default_count_cache_entries(),
+        }
+    }
+}
+
+/// What a builder gathers from its host: one builder interface from no
+/// sources at all up to every source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// No retrieval: the pack holds what the request carries.
+    #[default]
+    Passthrough,
+    /// Retrieval through `sources.retrieve`.
+    Rag(RagSettings),
+    /// Retrieval, plus long-term memory through `sources.recall-memory`,
+    /// scoped by the user id (skipped, and recorded so, without one).
+    RagMemory(RagMemorySettings),
+    /// Every source: retrieval, graph expansion from what was
+    /// retrieved, long-term memory (with a user id) and repository state.
+    Full(FullSettings),
+}
+
+/// Settings of the `full` profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct FullSettings {
+    /// Most candidates to ask `sources.retrieve` for.
+    pub retrieve_limit: u32,
+    /// Most graph hops from the retrieved items (0: no expansion).
+    pub graph_depth: u32,
+    /// Most memory items to ask `sources.recall-memory` for.
+    pub memory_limit: u32,
+    /// Whether to ask `sources.repository-state`.
+    pub repository_state: bool,
+}
+
+/// Settings of the `rag` profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RagSettings {
+    /// Most candidates to ask `sources.retrieve` for.
+    pub retrieve_limit: u32,
+}
+
+/// Settings of the `rag-memory` profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RagMemorySettings {
+    /// Most candidates to ask `sources.retrieve` for.
+    pub retrieve_limit: u32,
+    /// Most memory items to ask `sources.recall-memory` for.
+    pub memory_limit: u32,
+}

@@ -1,0 +1,147 @@
+//! The conversation (L1): its window and its units.
+//!
+//! The conversation keeps the newest of the last `keep-last` turns that
+//! fit, as one contiguous run ending at the newest turn. A tool call and
+//! its results are kept or dropped as one unit; a tool result whose call is
+//! not in the conversation is never kept. The window's first turn moves in
+//! steps of the plan's cut step, so the rendered text stays byte-stable
+//! across the turns of a growing conversation.
+
+use crate::item::{Group, Item};
+use crate::pack::Reason;
+use crate::tokenizer::Meter;
+use crate::types::{AssembleRequest, ConversationTurn, Role};
+use std::collections::HashMap;
+
+/// Decides the turns outside the window — older than `keep-last`
+/// (`keep-last`), before the window's step (`step-cut`), a turn of a unit
+/// that starts before it (`tool-pair`), a result without its call
+/// (`orphan-tool-result`) — and returns the window's units, newest first.
+/// Its turns stay pending, for the budget to decide.
+pub(crate) fn window(request: &AssembleRequest, l1: &mut [Item], cut_step: u32) -> Vec<Group> {
+    let n = request.conversation.len();
+    let first = n - n.min(request.keep_last as usize);
+    let step = cut_step.max(1) as usize;
+    let stepped = if first == 0 {
+        0
+    } else {
+        first.div_ceil(step) * step
+    };
+    let mut claimed = vec![false; l1.len()];
+    let mut in_window: Vec<Group> = Vec::new();
+    for unit in units(&request.conversation) {
+        let head = unit.members.first().copied();
+        for &m in &unit.members {
+            claimed[m] = true;
+            let reason = if m < first {
+                Reason::KeepLast(request.keep_last)
+            } else if m < stepped {
+                Reason::StepCut(cut_step)
+            } else if unit.start < stepped {
+                Reason::ToolPair(head.map(|h| l1[h].id.clone()).unwrap_or_default())
+            } else {
+                continue;
+            };
+            l1[m].decide(reason);
+        }
+        if unit.start >= stepped && !unit.members.is_empty() {
+            in_window.push(unit.members);
+        }
+    }
+    // Turns that no unit claims are tool results without their call.
+    for (item, claimed) in l1.iter_mut().zip(claimed) {
+        if !claimed {
+            item.decide(Reason::OrphanToolResult);
+        }
+    }
+    in_window.reverse();
+    in_window
+}
+
+/// A run of turns that is kept or dropped whole.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Unit {
+    /// Index of its first turn.
+    pub start: usize,
+    /// Its turns, orphaned tool results left out.
+    pub members: Group,
+}
+
+/// Splits a conversation into units: a tool call together with every turn up
+/// to its last result is one unit (overlapping calls merge); any other turn
+/// is a unit of its own. Tool results whose call is not earlier in the
+/// conversation belong to no unit.
+pub(crate) fn units(turns: &[ConversationTurn]) -> Vec<Unit> {
+    let mut call_at: HashMap<&str, usize> = HashMap::new();
+    let mut span_end: Vec<usize> = (0..turns.len()).collect();
+    let mut orphan = vec![false; turns.len()];
+    for (i, t) in turns.iter().enumerate() {
+        match (t.role, t.tool_call_id.as_deref()) {
+            (Role::Assistant, Some(id)) => {
+                call_at.insert(id, i);
+            }
+            (Role::Tool, Some(id)) => match call_at.get(id) {
+                Some(&a) => span_end[a] = i,
+                None => orphan[i] = true,
+            },
+            (Role::Tool, None) => orphan[i] = true,
+            _ => {}
+        }
+    }
+    let mut units = Vec::new();
+    let mut i = 0;
+    while i < turns.len() {
+        let start = i;
+        let mut end = span_end[i];
+        let mut j = i;
+        while j <= end {
+            end = end.max(span_end[j]);
+            j += 1;
+        }
+        let members = match orphan[start] {
+            false if end == start => Group::One(start),
+            _ => Group::from((start..=end).filter(|&k| !orphan[k]).collect::<Vec<_>>()),
+        };
+        units.push(Unit { start, members });
+        i = end + 1;
+    }
+    units
+}
+
+/// A turn as the pack renders it: `[role] content`.
+pub(crate) fn render_turn(t: &ConversationTurn) -> String {
+    // Built by hand: one of these per turn reached, and histories are long.
+    let role = t.role.name();
+    let mut text = String::with_capacity(role.len() + 3 + t.content.len());
+    text.push('[');
+    text.push_str(role);
+    text.push_str("] ");
+    text.push_str(&t.content);
+    text
+}
+
+/// Renders the texts of the turns the budgeting may count: the units of
+/// `window` (newest first) up to the first whose cumulative lower bound
+/// (without encoding) passes `room`, the most the conversation can get.
+/// The conversation keeps a contiguous newest run, so a unit past that one
+/// can be neither kept nor counted (the budgeting stops at the first unit
+/// that does not fit), and nothing else reads its text.
+pub(crate) fn render_reachable(
+    turns: &[ConversationTurn],
+    l1: &mut [Item],
+    window: &[Group],
+    meter: &Meter,
+    room: u64,
+    overhead: u64,
+) {
+    let mut floor = 0u64;
+    for unit in window {
+        for &m in unit {
+            floor += u64::from(meter.at_least(&turns[m].content)) + overhead;
+            l1[m].text = render_turn(&turns[m]);
+        }
+        if floor > room {
+            break;
+        }
+    }
+}

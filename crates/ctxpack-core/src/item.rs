@@ -1,0 +1,324 @@
+//! The candidate in flight: an [`Item`] carries one candidate from the
+//! request or a host through every stage, with its text, its count as far
+//! as it was made, and its [`Decision`].
+//!
+//! A host text keeps its body as the host gave it (an untrusted one with
+//! any fence in it defused) and is rendered in a frame made from its
+//! citation: untrusted text fenced (`<untrusted source="…">…</untrusted>`)
+//! so a model can tell it from instructions, the rest headed
+//! `[source: …]` so a model can cite it. The frame and the body are counted
+//! apart, and the frame is put around the body only when it is rendered.
+
+use crate::pack::{Origin, Reason};
+use crate::tokenizer::{Count, Meter};
+use crate::types::{Provenance, Role, Section, TrustTier};
+
+/// Where an item stands. Every item starts [`Decision::Pending`], and
+/// every stage that may take or drop it decides it; one still pending when
+/// the snapshot is made was forgotten by a stage, which is never taken for
+/// an inclusion.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Decision {
+    /// Not decided yet: still in the running.
+    Pending,
+    /// Decided, for this reason.
+    Made(Reason),
+}
+
+/// A candidate on its way through the assembly.
+pub(crate) struct Item {
+    pub id: String,
+    pub section: Section,
+    pub role: Role,
+    pub text: String,
+    pub origin: Origin,
+    pub provenance: Option<Provenance>,
+    pub trust: TrustTier,
+    pub score: Option<f64>,
+    /// Its tokens as far as they were counted; `None` until something
+    /// depends on them.
+    pub count: Option<Count>,
+    /// Whether `text` is the body of a host text, rendered in a frame
+    /// made from its provenance and trust (see [`Item::frame`]).
+    pub framed: bool,
+    /// The host's count of the body, valid while the body is the host's
+    /// text unchanged.
+    pub hint: Option<u32>,
+    pub decision: Decision,
+    pub redacted: bool,
+    pub compressed: bool,
+    /// The conversation turn it is, by index.
+    pub turn: Option<usize>,
+}
+
+impl Item {
+    /// An item ctxpack makes itself (from the request, or a summary), with
+    /// provenance of `source_kind` citing `reference`, not yet decided.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn made(
+        id: String,
+        section: Section,
+        role: Role,
+        text: String,
+        origin: Origin,
+        source_kind: &str,
+        reference: String,
+        trust: TrustTier,
+    ) -> Self {
+        Item {
+            id,
+            section,
+            role,
+            text,
+            origin,
+            provenance: Some(Provenance {
+                source_kind: source_kind.to_owned(),
+                reference,
+                source_version: None,
+                index_revision: None,
+            }),
+            trust,
+            score: None,
+            count: None,
+            framed: false,
+            hint: None,
+            decision: Decision::Pending,
+            redacted: false,
+            compressed: false,
+            turn: None,
+        }
+    }
+
+    /// Decides it.
+    pub(crate) fn decide(&mut self, reason: Reason) {
+        self.decision = Decision::Made(reason);
+    }
+
+    /// Whether no stage has decided it yet.
+    pub(crate) fn is_pending(&self) -> bool {
+        self.decision == Decision::Pending
+    }
+
+    /// Whether it is decided in.
+    pub(crate) fn included(&self) -> bool {
+        matches!(&self.decision, Decision::Made(r) if r.is_inclusion())
+    }
+
+    /// The reason it was decided for, if it was.
+    pub(crate) fn reason(&self) -> Option<&Reason> {
+        match &self.decision {
+            Decision::Made(r) => Some(r),
+            Decision::Pending => None,
+        }
+    }
+
+    /// The head and tail its text is rendered between, if it is a host
+    /// text (see [`frame`]): its text is then the body.
+    pub(crate) fn frame(&self) -> Option<(String, &'static str)> {
+        self.provenance
+            .as_ref()
+            .filter(|_| self.framed)
+            .map(|p| frame(&p.reference, self.trust))
+    }
+
+    /// Asks for the memory its count will read: its text and, for a
+    /// framed text, its reference (see [`crate::prefetch`]).
+    pub(crate) fn prefetch(&self) {
+        crate::prefetch::line(self.text.as_ptr());
+        if let Some(p) = &self.provenance {
+            crate::prefetch::line(p.reference.as_ptr());
+        }
+    }
+
+    /// Its text as rendered: a host text in its frame.
+    pub(crate) fn rendered(&self) -> std::borrow::Cow<'_, str> {
+        match self.frame() {
+            Some((head, tail)) => format!("{head}{}{tail}", self.text).into(),
+            None => self.text.as_str().into(),
+        }
+    }
+
+    /// Its text as rendered, taken out of it.
+    pub(crate) fn take_rendered(&mut self) -> String {
+        match self.frame() {
+            Some(_) => self.rendered().into_owned(),
+            None => std::mem::take(&mut self.text),
+        }
+    }
+
+    /// The same candidate with another text, not yet counted.
+    pub(crate) fn with_text(&self, text: String) -> Item {
+        Item {
+            id: self.id.clone(),
+            section: self.section,
+            role: self.role,
+            text,
+            origin: self.origin,
+            provenance: self.provenance.clone(),
+            trust: self.trust,
+            score: self.score,
+            count: None,
+            framed: self.framed,
+            hint: None,
+            decision: self.decision.clone(),
+            redacted: self.redacted,
+            compressed: self.compressed,
+            turn: self.turn,
+        }
+    }
+
+    /// Its exact tokens; an item is counted exactly before it is included.
+    pub(crate) fn tokens(&self) -> u32 {
+        self.count.and_then(Count::exact).unwrap_or(0)
+    }
+
+    /// Its tokens, counted until it is clear whether they are more than
+    /// `limit` (see [`crate::TokenCounter::count_up_to`]) and remembered. A
+    /// host text is counted as its frame plus its body, and a count the
+    /// host supplied for the body stands for it.
+    pub(crate) fn measure(&mut self, meter: &Meter, limit: u32) -> Count {
+        match self.count {
+            Some(Count::Over(n)) if n < limit => {}
+            Some(c) => return c,
+            None => {}
+        }
+        if limit == 0 && (self.framed || !self.text.is_empty()) {
+            // Every counter gives a non-empty text at least one token.
+            self.count = Some(Count::Over(0));
+            return Count::Over(0);
+        }
+        let count = match self.frame() {
+            None => meter.count_up_to(&self.text, limit),
+            Some((head, tail)) => {
+                let frame = meter.count(&head).saturating_add(meter.count(tail));
+                match self.hint {
+                    Some(h) => Count::Exact(h.saturating_add(frame)),
+                    None => meter
+                        .count_up_to(&self.text, limit.saturating_sub(frame))
+                        .plus(frame),
+                }
+            }
+        };
+        self.count = Some(count);
+        count
+    }
+
+    /// Its text cut to at most `target` tokens at a token boundary; a host
+    /// text's body is cut so that it fits with its frame, which stays
+    /// whole.
+    pub(crate) fn truncated_text(&self, meter: &Meter, target: u32) -> String {
+        match self.frame() {
+            None => meter.truncate(&self.text, target),
+            Some((head, tail)) => {
+                let frame = meter.count(&head).saturating_add(meter.count(tail));
+                meter.truncate(&self.text, target.saturating_sub(frame))
+            }
+        }
+    }
+}
+
+/// The head and tail a host text is rendered between: for untrusted text
+/// a fence, so a model can tell it from instructions; otherwise a citation
+/// head, so the model can cite it.
+pub(crate) fn frame(reference: &str, trust: TrustTier) -> (String, &'static str) {
+    let (open, close, tail) = if trust == TrustTier::Untrusted {
+        ("<untrusted source=\"", "\">\n", "\n</untrusted>")
+    } else {
+        ("[source: ", "]\n", "")
+    };
+    let mut head = String::with_capacity(open.len() + reference.len() + close.len());
+    head.push_str(open);
+    if trust == TrustTier::Untrusted {
+        // The fence's attribute cannot be closed early either.
+        head.extend(reference.chars().map(|c| if c == '"' { '\'' } else { c }));
+    } else {
+        head.push_str(reference);
+    }
+    head.push_str(close);
+    (head, tail)
+}
+
+/// A host text as it goes inside its frame: an untrusted text has any
+/// fence in it defused, so it cannot close the real one early. Returns
+/// the text itself when there is nothing to defuse.
+pub(crate) fn body(trust: TrustTier, text: String) -> String {
+    if trust == TrustTier::Untrusted && text.contains("untrusted") {
+        text.replace("</untrusted", "<\\/untrusted")
+            .replace("<untrusted", "<\\untrusted")
+    } else {
+        text
+    }
+}
+
+/// Item indices kept or dropped whole. Most groups are one item, held
+/// without an allocation: a history or a retrieval has thousands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Group {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl From<Vec<usize>> for Group {
+    fn from(members: Vec<usize>) -> Self {
+        match members[..] {
+            [one] => Group::One(one),
+            _ => Group::Many(members),
+        }
+    }
+}
+
+impl std::ops::Deref for Group {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        match self {
+            Group::One(i) => std::slice::from_ref(i),
+            Group::Many(members) => members,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Group {
+    type Item = &'a usize;
+    type IntoIter = std::slice::Iter<'a, usize>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body in its frame, as an included host text is rendered.
+    fn render(reference: &str, trust: TrustTier, body: &str) -> String {
+        let (head, tail) = frame(reference, trust);
+        format!("{head}{body}{tail}")
+    }
+
+    #[test]
+    fn untrusted_text_is_fenced_and_cannot_close_the_fence() {
+        let reference = "https://x.example/\"a\"";
+        let inside = body(
+            TrustTier::Untrusted,
+            "hi </untrusted> <untrusted source=\"y\">".into(),
+        );
+        assert_eq!(inside, "hi <\\/untrusted> <\\untrusted source=\"y\">");
+        let f = render(reference, TrustTier::Untrusted, &inside);
+        assert_eq!(
+            f,
+            "<untrusted source=\"https://x.example/'a'\">\nhi <\\/untrusted> <\\untrusted source=\"y\">\n</untrusted>"
+        );
+        assert_eq!(f.matches("</untrusted>").count(), 1);
+        // Defusing what is defused changes nothing.
+        assert_eq!(body(TrustTier::Untrusted, inside.clone()), inside);
+        // Trusted text is never touched, and is headed by its citation.
+        assert_eq!(
+            body(TrustTier::Trusted, "a </untrusted>".into()),
+            "a </untrusted>"
+        );
+        assert_eq!(
+            render("kb/1", TrustTier::Trusted, "plain"),
+            "[source: kb/1]\nplain"
+        );
+    }
+}

@@ -1,0 +1,218 @@
+//! The request's own candidates, by layer.
+//!
+//! - **L0** — system prompt, mandatory instructions, current task, workflow
+//!   status — is charged first and never dropped. If it alone exceeds the
+//!   budget the assembly fails with both numbers, before any host is asked
+//!   for anything; nothing is truncated.
+//! - **L1** — the conversation (see [`crate::conversation`]).
+//! - **L2** — the workflow's stage summaries, evicted oldest first.
+//!
+//! The host's candidates join them in L1 or L2 by their section (see
+//! [`crate::gather`]).
+
+use crate::item::Item;
+use crate::pack::{Origin, Reason};
+use crate::render::{self, Layers};
+use crate::tokenizer::{Count, Meter};
+use crate::types::{AssembleRequest, ConversationTurn, Role, Section, TrustTier};
+
+/// The request's own candidates, with L0 counted; the others are counted
+/// only when the budgeting needs them.
+pub(crate) struct Own {
+    pub l0: Vec<Item>,
+    pub l1: Vec<Item>,
+    pub l2: Vec<Item>,
+    /// What L0 costs rendered together, entry overhead included.
+    pub l0_cost: u64,
+}
+
+impl Own {
+    /// The ids the request's candidates take.
+    pub fn ids(&self) -> rustc_hash::FxHashSet<&str> {
+        self.l0
+            .iter()
+            .chain(&self.l1)
+            .chain(&self.l2)
+            .map(|i| i.id.as_str())
+            .collect()
+    }
+}
+
+/// The request's own candidates, L0 included and counted as it renders
+/// (its entries joined, overhead included).
+pub(crate) fn own(request: &AssembleRequest, meter: &Meter) -> Own {
+    let mut l0 = l0_items(request);
+    for item in &mut l0 {
+        item.count = Some(Count::Exact(meter.count(&item.text)));
+        item.decide(Reason::Mandatory);
+    }
+    let alone = Layers {
+        l0,
+        ..Layers::default()
+    };
+    let l0_cost = render::account(&alone, request, meter, u64::from(request.entry_overhead)).used;
+    Own {
+        l0: alone.l0,
+        l1: conversation_items(&request.conversation),
+        l2: stage_items(request),
+        l0_cost,
+    }
+}
+
+fn from_request(
+    id: String,
+    section: Section,
+    role: Role,
+    text: String,
+    reference: String,
+    trust: TrustTier,
+) -> Item {
+    Item::made(
+        id,
+        section,
+        role,
+        text,
+        Origin::Request,
+        "request",
+        reference,
+        trust,
+    )
+}
+
+/// L0 in its fixed render order: what changes least comes first, so the
+/// rendered prefix stays byte-stable across turns (workflow status, which
+/// moves with every stage, comes last).
+fn l0_items(request: &AssembleRequest) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut push = |id: String, section, text: String, reference: String| {
+        items.push(from_request(
+            id,
+            section,
+            Role::System,
+            text,
+            reference,
+            TrustTier::System,
+        ));
+    };
+    if !request.system_prompt.is_empty() {
+        push(
+            "system-prompt".into(),
+            Section::SystemPrompt,
+            request.system_prompt.clone(),
+            "system-prompt".into(),
+        );
+    }
+    for (i, text) in request.instructions.iter().enumerate() {
+        push(
+            format!("instruction-{i}"),
+            Section::MandatoryInstructions,
+            text.clone(),
+            format!("instructions[{i}]"),
+        );
+    }
+    if let Some(task) = &request.current_task {
+        push(
+            "current-task".into(),
+            Section::CurrentTask,
+            task.clone(),
+            "current-task".into(),
+        );
+    }
+    if let Some(w) = &request.workflow {
+        push(
+            "workflow-status".into(),
+            Section::WorkflowStatus,
+            format!(
+                "Status: {}, Stage: {}",
+                w.status,
+                w.stage_id.as_deref().unwrap_or("none")
+            ),
+            "workflow".into(),
+        );
+    }
+    items
+}
+
+/// The conversation's items, their texts not yet rendered: most turns of a
+/// long history are never reached (see
+/// [`crate::conversation::render_reachable`]).
+fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
+    turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let trust = match t.role {
+                Role::System | Role::Assistant => TrustTier::Trusted,
+                Role::User => TrustTier::Unverified,
+                Role::Tool => TrustTier::Untrusted,
+            };
+            let mut item = from_request(
+                numbered("turn-", i, ""),
+                Section::ConversationState,
+                t.role,
+                String::new(),
+                numbered("conversation[", i, "]"),
+                trust,
+            );
+            item.turn = Some(i);
+            item
+        })
+        .collect()
+}
+
+/// `head`, `i` in decimal, `tail`: `format!` without the formatting
+/// machinery, which two ids per turn of a long history made show.
+fn numbered(head: &str, i: usize, tail: &str) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(head.len() + (digits.len() - at) + tail.len());
+    out.push_str(head);
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+    out.push_str(tail);
+    out
+}
+
+fn stage_items(request: &AssembleRequest) -> Vec<Item> {
+    request
+        .stage_summaries
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            from_request(
+                format!("stage-summary-{i}"),
+                Section::StageSummaries,
+                Role::System,
+                format!("Stage {} ({}): {}", s.stage_id, s.outcome, s.summary),
+                format!("stage-summaries[{i}]"),
+                TrustTier::Trusted,
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_ids_read_as_format_writes_them() {
+        for i in [0, 7, 9, 10, 99, 100, 12_345, 9_999_999, usize::MAX] {
+            assert_eq!(numbered("turn-", i, ""), format!("turn-{i}"));
+            assert_eq!(
+                numbered("conversation[", i, "]"),
+                format!("conversation[{i}]")
+            );
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! What an assembly gives back: the pack — its entries, its flat text and
+//! its messages — and the snapshot that says why every candidate was taken
+//! or dropped, with the metrics and the `ContextAssembled` event. Mirrored
+//! one to one in `wit/types.wit`.
+//!
+//! They serialise to JSON with the WIT names (kebab-case), as the request
+//! types do.
+
+use crate::config::{Plan, Profile};
+use crate::types::{ConversationTurn, Layer, Provenance, Role, Section, Tokenizer, TrustTier};
+use serde::{Deserialize, Serialize};
+
+/// One entry of an assembled pack.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PackEntry {
+    /// Candidate id.
+    pub id: String,
+    /// Layer.
+    pub layer: Layer,
+    /// Section.
+    pub section: Section,
+    /// Role in a message list.
+    pub role: Role,
+    /// Text as charged and rendered.
+    pub text: String,
+    /// Tokens, without the entry overhead.
+    pub tokens: u32,
+    /// Where it came from (the citation).
+    pub provenance: Provenance,
+    /// Trust tier.
+    pub trust: TrustTier,
+}
+
+/// A strategy that removed something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// L0 charged first and kept whole.
+    L0Immutable,
+    /// Turns older than keep-last left out.
+    KeepLast,
+    /// Oldest turns over budget left out.
+    ConversationBudget,
+    /// Oldest stage summaries evicted.
+    EvictOldest,
+}
+
+/// What was done to fit the budget.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct CompressionMetadata {
+    /// Strategies applied, in the order they ran.
+    pub applied_strategies: Vec<Strategy>,
+    /// Layers that lost an entry.
+    pub truncated_layers: Vec<Layer>,
+    /// Candidates left out.
+    pub entries_dropped: u32,
+}
+
+/// The numbers behind an over-budget drop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Shortfall {
+    /// Tokens needed, overhead included (and, for an older turn, every
+    /// newer one left out): exact when the entry's tokens were counted
+    /// exactly, otherwise the fewest it could need, since counting stops
+    /// once an item cannot fit. The true sum, which an overhead near the
+    /// u32 limit can take past it.
+    pub needed: u64,
+    /// Tokens that remained.
+    pub remaining: u64,
+}
+
+/// Why a candidate was taken or dropped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// Included: L0.
+    Mandatory,
+    /// Included: it fit.
+    WithinBudget,
+    /// Dropped: older than the last N turns.
+    KeepLast(u32),
+    /// Dropped: more tokens than remained.
+    OverBudget(Shortfall),
+    /// Dropped: an older stage summary evicted so newer ones fit.
+    EvictedOldest,
+    /// Dropped with the tool-call turn of this id.
+    ToolPair(String),
+    /// Dropped: a tool result without its call.
+    OrphanToolResult,
+    /// Dropped: a copy of this included candidate.
+    DuplicateOf(String),
+    /// Dropped: denied by policy.
+    PolicyDenied(String),
+    /// Dropped: outside the attempt's scopes.
+    OutOfScope,
+    /// Dropped: no provenance.
+    NoProvenance,
+    /// Dropped: a host candidate claimed a section hosts may not fill
+    /// (an L0 section or the conversation).
+    SectionNotAllowed,
+    /// Dropped as itself: its text went into the summary with this id.
+    Summarized(String),
+    /// Dropped with older ones so the first kept turn or stage summary
+    /// moves in steps of this many (the plan's cut step).
+    StepCut(u32),
+    /// Dropped: the source answered more than the limit it was asked for
+    /// (given), and this one ranked beyond it.
+    BeyondLimit(u32),
+    /// Not decided: the assembly failed first (the snapshot's `failure`
+    /// says why). Only a failed snapshot has it.
+    AssemblyFailed,
+}
+
+impl Reason {
+    /// The reason's name, as in the WIT (`over-budget`, `duplicate-of`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Reason::Mandatory => "mandatory",
+            Reason::WithinBudget => "within-budget",
+            Reason::KeepLast(_) => "keep-last",
+            Reason::OverBudget(_) => "over-budget",
+            Reason::EvictedOldest => "evicted-oldest",
+            Reason::ToolPair(_) => "tool-pair",
+            Reason::OrphanToolResult => "orphan-tool-result",
+            Reason::DuplicateOf(_) => "duplicate-of",
+            Reason::PolicyDenied(_) => "policy-denied",
+            Reason::OutOfScope => "out-of-scope",
+            Reason::NoProvenance => "no-provenance",
+            Reason::SectionNotAllowed => "section-not-allowed",
+            Reason::Summarized(_) => "summarized",
+            Reason::StepCut(_) => "step-cut",
+            Reason::BeyondLimit(_) => "beyond-limit",
+            Reason::AssemblyFailed => "assembly-failed",
+        }
+    }
+
+    /// Whether this reason keeps the candidate in the pack.
+    pub fn is_inclusion(&self) -> bool {
+        matches!(self, Reason::Mandatory | Reason::WithinBudget)
+    }
+}
+
+/// One condition of an assembly's outcome. A snapshot's status lists
+/// every condition that holds, in this order: `complete` alone, or any of
+/// `degraded`, `truncated` and `failed` together (see
+/// [`SnapshotStatus::of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotStatus {
+    /// Everything considered, every source answered.
+    Complete,
+    /// A source failed; assembled from what remained.
+    Degraded,
+    /// An optional section's text was cut at a token boundary (the
+    /// summariser failed or was absent).
+    Truncated,
+    /// Not assembled: the snapshot's `failure` says why.
+    Failed,
+}
+
+impl SnapshotStatus {
+    /// The status list for these conditions: each that holds, in order,
+    /// or `[complete]` when none does.
+    pub fn of(degraded: bool, truncated: bool, failed: bool) -> Vec<SnapshotStatus> {
+        let held: Vec<SnapshotStatus> = [
+            (degraded, SnapshotStatus::Degraded),
+            (truncated, SnapshotStatus::Truncated),
+            (failed, SnapshotStatus::Failed),
+        ]
+        .into_iter()
+        .filter_map(|(on, s)| on.then_some(s))
+        .collect();
+        if held.is_empty() {
+            vec![SnapshotStatus::Complete]
+        } else {
+            held
+        }
+    }
+}
+
+/// How far a candidate's tokens were counted. Counting stops as soon as
+/// the decision is clear, so only what decides something is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Counted {
+    /// `tokens` is exact (every included candidate).
+    Exact,
+    /// It has more than `tokens`: counting stopped there, past the room
+    /// left for it.
+    Over,
+    /// Not counted: it was dropped before its size could matter (a filter,
+    /// a duplicate, the policy, keep-last, or an older turn behind a cut).
+    Uncounted,
+}
+
+/// One candidate in a snapshot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SnapshotEntry {
+    /// Candidate id.
+    pub id: String,
+    /// Layer.
+    pub layer: Layer,
+    /// Section.
+    pub section: Section,
+    /// What produced it.
+    pub origin: Origin,
+    /// Where it came from; absent only for a no-provenance drop.
+    pub provenance: Option<Provenance>,
+    /// Trust tier.
+    pub trust: TrustTier,
+    /// Score it was ranked by.
+    pub score: Option<f64>,
+    /// Tokens, without the entry overhead, as `counted` says.
+    pub tokens: u32,
+    /// How far its tokens were counted.
+    pub counted: Counted,
+    /// Whether it is in the pack.
+    pub included: bool,
+    /// Why.
+    pub reason: Reason,
+    /// Whether its text was summarised or truncated.
+    pub compressed: bool,
+    /// Whether the policy replaced its text.
+    pub redacted: bool,
+}
+
+/// The record of one assembly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Snapshot {
+    /// Content hash (hex SHA-256 of a canonical binary form, see
+    /// [`crate::content_id`]) of everything below and the pack.
+    pub id: String,
+    /// Tenant.
+    pub tenant_id: Option<String>,
+    /// Project.
+    pub project_id: Option<String>,
+    /// Run.
+    pub run_id: Option<String>,
+    /// Attempt.
+    pub attempt_id: Option<String>,
+    /// Scopes used.
+    pub scopes: Vec<String>,
+    /// Tokenizer.
+    pub tokenizer: Tokenizer,
+    /// Budget.
+    pub token_budget: u32,
+    /// Tokens used: every included entry's tokens and entry overhead, plus
+    /// what rendering them together adds (the blank lines between entries,
+    /// and pieces that merge or split across a join) in whichever form adds
+    /// more, so it is never less than `text-tokens` nor `message-tokens`.
+    pub tokens_used: u32,
+    /// Tokens of the pack's flat text, counted whole by the tokenizer.
+    pub text_tokens: u32,
+    /// Tokens of the pack's messages: each message's content counted whole
+    /// by the tokenizer, plus the entry overhead once per message.
+    pub message_tokens: u32,
+    /// Tokens of the leading L0 entries rendered together, overhead
+    /// included.
+    pub stable_prefix_tokens: u32,
+    /// Hex SHA-256 of the rendered text's UTF-8 bytes: the reference of
+    /// the assembled content, which a host stores by hash (content never
+    /// in the row) and can check.
+    pub content_hash: String,
+    /// Index revisions of the included items, sorted, each once.
+    pub index_revisions: Vec<String>,
+    /// Ids of the included memory items, in render order.
+    pub memory_items: Vec<String>,
+    /// Outcome: every condition that holds (see [`SnapshotStatus::of`]).
+    pub status: Vec<SnapshotStatus>,
+    /// Why the assembly failed, when the status says `failed`.
+    pub failure: Option<String>,
+    /// The builder profile that gathered the candidates.
+    pub profile: Profile,
+    /// The plan the budget was shared by.
+    pub plan: Plan,
+    /// What each host source was asked and how it answered, in call order.
+    pub source_calls: Vec<SourceCall>,
+    /// One entry per candidate.
+    pub entries: Vec<SnapshotEntry>,
+}
+
+impl Snapshot {
+    /// The entries of the request's conversation in turn order, kept or
+    /// not: the n-th is the request's turn n. (A snapshot has one entry
+    /// per turn, in render order, and the conversation renders in turn
+    /// order.)
+    pub fn turns(&self) -> impl Iterator<Item = &SnapshotEntry> {
+        self.entries
+            .iter()
+            .filter(|e| e.origin == Origin::Request && e.section == Section::ConversationState)
+    }
+}
+
+/// What produced a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// The request itself (prompt, instructions, conversation, summaries).
+    Request,
+    /// `sources.retrieve`.
+    Retrieval,
+    /// `sources.recall-memory`.
+    Memory,
+    /// `sources.expand-graph`.
+    Graph,
+    /// `sources.repository-state`.
+    Repository,
+    /// `summarizer.summarize`, from other candidates of its section.
+    Summary,
+}
+
+/// How one host source fared in an assembly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SourceCall {
+    /// The capability, e.g. `sources.retrieve`.
+    pub capability: String,
+    /// What came of it.
+    pub outcome: SourceOutcome,
+}
+
+/// What came of a source call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceOutcome {
+    /// It answered with this many candidates.
+    Answered(u32),
+    /// It failed with this message; the assembly is Degraded.
+    Failed(String),
+    /// It was not called, for this reason.
+    Skipped(String),
+}
+
+/// An assembled context.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ContextPack {
+    /// `"<session-id or unknown>-router-pack"`.
+    pub id: String,
+    /// Session.
+    pub session_id: Option<String>,
+    /// Trace.
+    pub trace_id: String,
+    /// Current stage.
+    pub stage_id: Option<String>,
+    /// Included entries in render order.
+    pub entries: Vec<PackEntry>,
+    /// Entry texts joined by blank lines.
+    pub text: String,
+    /// The same context as chat messages: L0 as the first system message
+    /// (the stable prefix), the other context as a second, then the kept
+    /// conversation turns with their roles and tool-call ids.
+    pub messages: Vec<Message>,
+    /// Tokens used, overhead included.
+    pub budget_used: u32,
+    /// Budget.
+    pub budget_limit: u32,
+    /// What was done to fit.
+    pub compression: CompressionMetadata,
+    /// Why every candidate was taken or dropped.
+    pub snapshot: Snapshot,
+    /// The `ContextAssembled` event, for the host to publish.
+    pub event: ContextAssembled,
+    /// Metrics of this assembly, for the host to record.
+    pub metrics: Metrics,
+}
+
+/// One chat message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Message {
+    /// Who speaks.
+    pub role: Role,
+    /// What is said.
+    pub content: String,
+    /// The tool call a turn makes or answers.
+    pub tool_call_id: Option<String>,
+}
+
+/// The `ContextAssembled` event: what a host publishes once an assembly's
+/// snapshot is stored.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ContextAssembled {
+    /// The snapshot's id.
+    pub context_snapshot_id: String,
+    /// Tenant.
+    pub tenant_id: Option<String>,
+    /// Run.
+    pub run_id: Option<String>,
+    /// Attempt.
+    pub attempt_id: Option<String>,
+    /// Outcome.
+    pub status: Vec<SnapshotStatus>,
+    /// Tokens used.
+    pub tokens_used: u32,
+    /// The budget.
+    pub token_budget: u32,
+}
+
+/// Metrics of one assembly.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Metrics {
+    /// Tokens included per section (entry overhead included), sections
+    /// with none left out, in section order.
+    pub tokens_per_section: Vec<SectionTokens>,
+    /// Dropped candidates per reason, by the reason's name, sorted.
+    pub dropped_by_reason: Vec<ReasonCount>,
+}
+
+/// Tokens of one section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SectionTokens {
+    /// Section.
+    pub section: Section,
+    /// Tokens.
+    pub tokens: u32,
+}
+
+/// How many candidates were dropped for one reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ReasonCount {
+    /// The reason's name, e.g. `over-budget`.
+    pub reason: String,
+    /// How many.
+    pub count: u32,
+}
+
+/// The context a skill receives after dispatch (see [`crate::handle`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RequestContext {
+    /// The raw query.
+    pub user_query: String,
+    /// The conversation turns the pack kept, oldest first.
+    pub conversation_history: Vec<ConversationTurn>,
+    /// Retrieved items the pack kept, as packed (after policy).
+    pub retrieved_context: Vec<PackEntry>,
+    /// Memory items the pack kept, as packed (after policy).
+    pub memory_items: Vec<PackEntry>,
+    /// Session.
+    pub session_id: Option<String>,
+    /// Trace.
+    pub trace_id: String,
+    /// User.
+    pub user_id: Option<String>,
+}

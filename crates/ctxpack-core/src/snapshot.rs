@@ -1,0 +1,306 @@
+//! The record of an assembly: the pack with its snapshot — one entry per
+//! candidate with why it was taken or dropped, the compression metadata,
+//! the metrics, the `ContextAssembled` event and, last, the content-hash
+//! ids — or, for an assembly that failed once begun, the failed snapshot.
+
+use crate::config::{Plan, Profile};
+use crate::digest::{content_id, text_hash};
+use crate::error::{Error, Failure};
+use crate::item::{Decision, Item};
+use crate::pack::{
+    CompressionMetadata, ContextAssembled, ContextPack, Counted, Metrics, Origin, Reason,
+    ReasonCount, SectionTokens, Snapshot, SnapshotEntry, SnapshotStatus, SourceCall, Strategy,
+};
+use crate::render::{self, Layers, Rendered};
+use crate::tokenizer::{Count, clamp};
+use crate::types::{AssembleRequest, Layer};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the assembly did besides deciding the items.
+pub(crate) struct Record {
+    pub profile: Profile,
+    pub source_calls: Vec<SourceCall>,
+    pub status: Vec<SnapshotStatus>,
+    pub budget: u32,
+    pub rendered: Rendered,
+    /// What L0 costs rendered together: the stable prefix.
+    pub l0_cost: u64,
+}
+
+/// A snapshot of `request` with nothing in it yet: the agent context, the
+/// tokenizer, the budget, the profile and the plan; no entries, calls or
+/// tokens, status `complete`.
+fn blank(request: &AssembleRequest, budget: u32, profile: Profile, plan: &Plan) -> Snapshot {
+    let ctx = &request.context;
+    Snapshot {
+        id: String::new(),
+        tenant_id: ctx.tenant_id.clone(),
+        project_id: ctx.project_id.clone(),
+        run_id: ctx.run_id.clone(),
+        attempt_id: ctx.attempt_id.clone(),
+        scopes: ctx.scopes.clone(),
+        tokenizer: request.tokenizer,
+        token_budget: budget,
+        tokens_used: 0,
+        text_tokens: 0,
+        message_tokens: 0,
+        stable_prefix_tokens: 0,
+        content_hash: String::new(),
+        index_revisions: Vec::new(),
+        memory_items: Vec::new(),
+        status: vec![SnapshotStatus::Complete],
+        failure: None,
+        profile,
+        plan: plan.clone(),
+        source_calls: Vec::new(),
+        entries: Vec::new(),
+    }
+}
+
+/// `item`'s record in the snapshot. An item no stage decided is recorded
+/// as not included (`assembly-failed`): a stage that forgets to decide
+/// fails the tests, and never includes anything.
+fn entry(item: Item) -> SnapshotEntry {
+    debug_assert!(
+        !item.is_pending(),
+        "{} was never decided: a stage forgot it",
+        item.id
+    );
+    let reason = match item.decision {
+        Decision::Made(reason) => reason,
+        Decision::Pending => Reason::AssemblyFailed,
+    };
+    SnapshotEntry {
+        layer: item.section.layer(),
+        included: reason.is_inclusion(),
+        id: item.id,
+        section: item.section,
+        origin: item.origin,
+        provenance: item.provenance,
+        trust: item.trust,
+        score: item.score,
+        tokens: match item.count {
+            Some(Count::Exact(n) | Count::Over(n)) => n,
+            None => 0,
+        },
+        counted: match item.count {
+            Some(Count::Exact(_)) => Counted::Exact,
+            Some(Count::Over(_)) => Counted::Over,
+            None => Counted::Uncounted,
+        },
+        reason,
+        compressed: item.compressed,
+        redacted: item.redacted,
+    }
+}
+
+/// What was done to fit the budget, read off the decided items.
+fn compression(layers: &Layers) -> CompressionMetadata {
+    let mut strategies = vec![Strategy::L0Immutable];
+    let any =
+        |items: &[Item], f: fn(&Reason) -> bool| items.iter().any(|i| i.reason().is_some_and(f));
+    if any(&layers.l1, |r| {
+        matches!(r, Reason::KeepLast(_) | Reason::ToolPair(_))
+    }) {
+        strategies.push(Strategy::KeepLast);
+    }
+    if any(&layers.l1, |r| matches!(r, Reason::OverBudget(_))) {
+        strategies.push(Strategy::ConversationBudget);
+    }
+    if any(&layers.l2, |r| matches!(r, Reason::EvictedOldest)) {
+        strategies.push(Strategy::EvictOldest);
+    }
+    // A host candidate refused for claiming an L0 section is no loss of L0.
+    let mut truncated_layers: Vec<Layer> = layers
+        .l1
+        .iter()
+        .chain(layers.l1_hosted.iter())
+        .chain(layers.l2.iter())
+        .filter(|i| !i.included() && i.reason() != Some(&Reason::SectionNotAllowed))
+        .map(|i| i.section.layer())
+        .collect();
+    truncated_layers.sort();
+    truncated_layers.dedup();
+    let dropped = [&layers.l0, &layers.l2, &layers.l1_hosted, &layers.l1]
+        .iter()
+        .flat_map(|items| items.iter())
+        .filter(|i| !i.included())
+        .count();
+    CompressionMetadata {
+        applied_strategies: strategies,
+        truncated_layers,
+        entries_dropped: crate::tokenizer::clamp_len(dropped),
+    }
+}
+
+/// The pack of the decided items in `layers`, with its snapshot.
+pub(crate) fn pack(
+    request: &AssembleRequest,
+    mut layers: Layers,
+    record: Record,
+    plan: &Plan,
+) -> ContextPack {
+    let compression = compression(&layers);
+    let (entries, turns) = render::entries(&mut layers);
+    let text = render::text(&entries);
+    let messages = render::messages(request, &entries, &turns);
+    let Layers {
+        l0,
+        l2,
+        l1_hosted,
+        l1,
+    } = layers;
+    // Render order: L0, then the slow-moving L2, then L1 with the
+    // conversation last.
+    let snapshot_entries: Vec<SnapshotEntry> = [l0, l2, l1_hosted, l1]
+        .into_iter()
+        .flatten()
+        .map(entry)
+        .collect();
+    let ctx = &request.context;
+    let used = clamp(record.rendered.used);
+    let mut pack = ContextPack {
+        id: format!(
+            "{}-router-pack",
+            ctx.session_id.as_deref().unwrap_or("unknown")
+        ),
+        session_id: ctx.session_id.clone(),
+        trace_id: ctx.trace_id.clone(),
+        stage_id: request.workflow.as_ref().and_then(|w| w.stage_id.clone()),
+        entries,
+        text,
+        messages,
+        budget_used: used,
+        budget_limit: record.budget,
+        compression,
+        event: ContextAssembled::default(),
+        metrics: Metrics::default(),
+        snapshot: Snapshot {
+            tokens_used: used,
+            text_tokens: clamp(record.rendered.text),
+            message_tokens: clamp(record.rendered.messages),
+            stable_prefix_tokens: clamp(record.l0_cost),
+            status: record.status,
+            source_calls: record.source_calls,
+            entries: snapshot_entries,
+            ..blank(request, record.budget, record.profile, plan)
+        },
+    };
+    complete(&mut pack, request.entry_overhead);
+    pack
+}
+
+/// Fills in everything derived from the pack's entries, then the ids.
+fn complete(pack: &mut ContextPack, entry_overhead: u32) {
+    let snap = &mut pack.snapshot;
+    let included = || snap.entries.iter().filter(|e| e.included);
+    snap.index_revisions = included()
+        .filter_map(|e| e.provenance.as_ref()?.index_revision.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    snap.memory_items = included()
+        .filter(|e| e.origin == Origin::Memory)
+        .map(|e| e.id.clone())
+        .collect();
+    snap.content_hash = text_hash(&pack.text);
+
+    let mut per_section = BTreeMap::new();
+    for e in &pack.entries {
+        *per_section.entry(e.section).or_insert(0u32) += e.tokens.saturating_add(entry_overhead);
+    }
+    let mut dropped = BTreeMap::new();
+    for e in snap.entries.iter().filter(|e| !e.included) {
+        *dropped.entry(e.reason.name()).or_insert(0u32) += 1;
+    }
+    pack.metrics = Metrics {
+        tokens_per_section: per_section
+            .into_iter()
+            .map(|(section, tokens)| SectionTokens { section, tokens })
+            .collect(),
+        dropped_by_reason: dropped
+            .into_iter()
+            .map(|(reason, count)| ReasonCount {
+                reason: reason.to_owned(),
+                count,
+            })
+            .collect(),
+    };
+
+    // The id covers the snapshot — every decision, and through
+    // `content-hash` every rendered text — with the pack's own ids and its
+    // accounting; the texts, already hashed, are not hashed again (the
+    // message form and the entries are made from the same texts). The
+    // event carries it.
+    pack.snapshot.id = String::new();
+    pack.event = ContextAssembled::default();
+    pack.snapshot.id = content_id(&(
+        &pack.id,
+        &pack.trace_id,
+        &pack.stage_id,
+        pack.budget_used,
+        &pack.compression,
+        &pack.metrics,
+        &pack.snapshot,
+    ));
+    let snap = &pack.snapshot;
+    pack.event = ContextAssembled {
+        context_snapshot_id: snap.id.clone(),
+        tenant_id: snap.tenant_id.clone(),
+        run_id: snap.run_id.clone(),
+        attempt_id: snap.attempt_id.clone(),
+        status: snap.status.clone(),
+        tokens_used: snap.tokens_used,
+        token_budget: snap.token_budget,
+    };
+}
+
+/// The failure of an assembly that had begun: `error`, with the `failed`
+/// snapshot of every candidate known by then — the request's own, counted
+/// as far as they were (L0 exactly), and the host's `hosted`, with the
+/// reasons admission and review gave them. What was not decided, and what
+/// was decided in, is `assembly-failed`; nothing is included.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn failed(
+    request: &AssembleRequest,
+    own: crate::layer::Own,
+    hosted: Vec<Item>,
+    source_calls: Vec<SourceCall>,
+    degraded: bool,
+    error: Error,
+    plan: &Plan,
+    profile: Profile,
+    budget: u32,
+) -> Failure {
+    let crate::layer::Own { l0, l1, l2, .. } = own;
+    // Render order, as a pack's: L0, L2, the hosts' L1, the conversation.
+    let (hosted_l2, hosted_l1): (Vec<Item>, Vec<Item>) = hosted
+        .into_iter()
+        .partition(|i| i.section.layer() == Layer::L2);
+    let entries: Vec<SnapshotEntry> = l0
+        .into_iter()
+        .chain(l2)
+        .chain(hosted_l2)
+        .chain(hosted_l1)
+        .chain(l1)
+        .map(|mut item| {
+            if item.is_pending() || item.included() {
+                item.decide(Reason::AssemblyFailed);
+            }
+            entry(item)
+        })
+        .collect();
+    let mut snapshot = Snapshot {
+        content_hash: text_hash(""),
+        status: SnapshotStatus::of(degraded, false, true),
+        failure: Some(error.to_string()),
+        source_calls,
+        entries,
+        ..blank(request, budget, profile, plan)
+    };
+    snapshot.id = content_id(&snapshot);
+    Failure {
+        error,
+        snapshot: Some(Box::new(snapshot)),
+    }
+}

@@ -1,0 +1,549 @@
+//! The pipeline end to end on small requests, with counters whose
+//! counts are easy to check by hand.
+
+use super::*;
+use crate::conversation::{Unit, render_reachable, render_turn, units};
+use crate::item::Group;
+use crate::tokenizer::{CharsPerToken, Recording};
+
+fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
+    ConversationTurn {
+        role,
+        content: content.into(),
+        tool_call_id: call.map(Into::into),
+    }
+}
+
+fn request(budget: u32) -> AssembleRequest {
+    AssembleRequest {
+        context: AgentContext {
+            session_id: Some("s1".into()),
+            trace_id: "t1".into(),
+            ..AgentContext::default()
+        },
+        query: "q".into(),
+        tokenizer: Tokenizer::CharsPerToken(1),
+        budget: Some(budget),
+        entry_overhead: 0,
+        system_prompt: "SYS".into(),
+        workflow: None,
+        instructions: vec![],
+        current_task: None,
+        conversation: vec![],
+        keep_last: 10,
+        stage_summaries: vec![],
+    }
+}
+
+/// Assembles `r` with no host, counting with `counter` through `cache`.
+fn run_with(
+    r: &AssembleRequest,
+    counter: &dyn crate::tokenizer::TokenCounter,
+    cache: &mut crate::tokenizer::CountCache,
+) -> Result<ContextPack, Error> {
+    let m = Meter::new(counter, r.tokenizer, cache);
+    crate::validate::request(r)?;
+    let builder = Builder::new(BuilderConfig::default()).unwrap();
+    builder
+        .run(r, &mut NoHost, &m, r.budget.unwrap())
+        .map_err(|f| f.error)
+}
+
+fn run(r: &AssembleRequest) -> Result<ContextPack, Error> {
+    let c = CharsPerToken::new(1).unwrap();
+    run_with(r, &c, &mut crate::tokenizer::CountCache::new(0))
+}
+
+#[test]
+fn a_re_assembly_counts_only_the_new_turn() {
+    let counter = Recording::new(CharsPerToken::new(1).unwrap());
+    let mut cache = crate::tokenizer::CountCache::new(1000);
+    let mut r = request(200);
+    r.conversation = (0..6)
+        .map(|i| turn(Role::User, &format!("turn {i}"), None))
+        .collect();
+    let mut assemble_with = |r: &AssembleRequest| run_with(r, &counter, &mut cache).unwrap();
+    // Each turn is counted as an entry and as a message's content;
+    // the rendered whole is counted too (this estimator does not add
+    // up at splits, so the tally counts the joined text).
+    let turns_counted = |counted: &[String]| -> Vec<String> {
+        counted
+            .iter()
+            .filter(|t| t.contains("turn") && !t.contains("\n"))
+            .cloned()
+            .collect()
+    };
+    let first = assemble_with(&r);
+    assert_eq!(first.entries.len(), 7);
+    assert_eq!(turns_counted(&counter.1.borrow()).len(), 12);
+    counter.1.borrow_mut().clear();
+    r.conversation.push(turn(Role::User, "turn 6", None));
+    let second = assemble_with(&r);
+    assert_eq!(second.entries.len(), 8);
+    // The new turn, as an entry and as a message. Turn 5 first meets
+    // the conversation's share (20 of 200 tokens) with too little
+    // room: a known count over the limit asked is made again, only as
+    // far as the limit, so that a warm builder records what a cold one
+    // would. No other turn is counted again.
+    assert_eq!(
+        turns_counted(&counter.1.borrow()),
+        ["[user] turn 6", "[user] turn 5", "turn 6"]
+    );
+}
+
+#[test]
+fn only_turns_the_budget_can_reach_are_rendered() {
+    let turns: Vec<ConversationTurn> = (0..1000)
+        .map(|i| turn(Role::User, &format!("turn {i} says a few words"), None))
+        .collect();
+    let counter = crate::tokenizer::Tokenizers
+        .counter(Tokenizer::O200kBase)
+        .unwrap();
+    let mut cache = crate::tokenizer::CountCache::new(0);
+    let meter = Meter::new(&*counter, Tokenizer::O200kBase, &mut cache);
+    let mut r = request(100);
+    r.conversation = turns.clone();
+    let mut l1 = crate::layer::own(&r, &meter).l1;
+    assert!(l1.iter().all(|i| i.text.is_empty()));
+    let window: Vec<Group> = (0..1000).rev().map(Group::One).collect();
+    // Each turn's content is six runs, so at least six tokens, plus an
+    // overhead of one: the eleventh newest turn passes 70, and is the
+    // last the budgeting could count.
+    render_reachable(&turns, &mut l1, &window, &meter, 70, 1);
+    let rendered: Vec<usize> = (0..1000).filter(|&i| !l1[i].text.is_empty()).collect();
+    assert_eq!(rendered, (989..1000).collect::<Vec<_>>());
+    assert_eq!(l1[995].text, "[user] turn 995 says a few words");
+    // Those it renders are enough: the turns that fit in 70 are fewer.
+    let fit = (0..1000)
+        .rev()
+        .scan(0u32, |used, i| {
+            *used += meter.count(&render_turn(&turns[i])) + 1;
+            (*used <= 70).then_some(i)
+        })
+        .count();
+    assert!(fit < rendered.len(), "{fit} fit");
+}
+
+fn reasons(p: &ContextPack) -> Vec<(String, Reason)> {
+    p.snapshot
+        .entries
+        .iter()
+        .map(|e| (e.id.clone(), e.reason.clone()))
+        .collect()
+}
+
+#[test]
+fn l0_over_budget_fails_with_both_numbers() {
+    let mut r = request(5);
+    r.instructions = vec!["four".into()];
+    let err = run(&r).unwrap_err();
+    assert_eq!(
+        err,
+        Error::MandatoryOverBudget {
+            mandatory_tokens: 9,
+            budget: 5
+        }
+    );
+    // L0 as it renders: "SYS", a blank line, "four".
+    assert!(err.to_string().contains('9') && err.to_string().contains('5'));
+}
+
+#[test]
+fn l0_is_kept_even_when_it_uses_the_whole_budget() {
+    let mut r = request(3);
+    r.conversation = vec![turn(Role::User, "hi", None)];
+    r.stage_summaries = vec![StageSummary {
+        stage_id: "a".into(),
+        outcome: "ok".into(),
+        summary: "x".into(),
+    }];
+    let p = run(&r).unwrap();
+    assert_eq!(p.budget_used, 3);
+    assert_eq!(p.entries.len(), 1);
+    assert_eq!(p.entries[0].id, "system-prompt");
+    assert_eq!(p.compression.entries_dropped, 2);
+}
+
+#[test]
+fn workflow_status_uses_seed_format_and_none_for_missing_stage() {
+    let mut r = request(100);
+    r.workflow = Some(WorkflowStatus {
+        status: "running".into(),
+        stage_id: None,
+    });
+    let p = run(&r).unwrap();
+    assert_eq!(p.entries[1].text, "Status: running, Stage: none");
+    assert_eq!(p.stage_id, None);
+}
+
+#[test]
+fn keep_last_window_then_budget_newest_first() {
+    let mut r = request(3 + 2 * (9 + 2));
+    // each "[user] tN" is 9 chars, and the blank line before it 2
+    r.conversation = (0..5)
+        .map(|i| turn(Role::User, &format!("t{i}"), None))
+        .collect();
+    r.keep_last = 3;
+    let p = run(&r).unwrap();
+    let rs = reasons(&p);
+    assert_eq!(rs[1], ("turn-0".into(), Reason::KeepLast(3)));
+    assert_eq!(rs[2], ("turn-1".into(), Reason::KeepLast(3)));
+    // Nothing is left for turn-2, not even for the blank line before
+    // it, so it is not counted: it needs at least that line.
+    assert_eq!(
+        rs[3],
+        (
+            "turn-2".into(),
+            Reason::OverBudget(Shortfall {
+                needed: 2,
+                remaining: 0
+            })
+        )
+    );
+    // Turns outside the window are never counted.
+    let counted: Vec<Counted> = p.snapshot.entries.iter().map(|e| e.counted).collect();
+    assert_eq!(
+        counted[1..],
+        [
+            Counted::Uncounted,
+            Counted::Uncounted,
+            Counted::Uncounted,
+            Counted::Exact,
+            Counted::Exact
+        ]
+    );
+    assert_eq!(rs[4].1, Reason::WithinBudget);
+    assert_eq!(rs[5].1, Reason::WithinBudget);
+    assert_eq!(
+        p.compression.applied_strategies,
+        vec![
+            Strategy::L0Immutable,
+            Strategy::KeepLast,
+            Strategy::ConversationBudget
+        ]
+    );
+}
+
+#[test]
+fn older_units_after_a_cut_are_dropped_with_cumulative_need() {
+    let mut r = request(3 + 9 + 2);
+    r.conversation = vec![
+        turn(Role::User, "t0", None),
+        turn(Role::User, "a much longer turn", None),
+        turn(Role::User, "t2", None),
+    ];
+    let p = run(&r).unwrap();
+    let rs = reasons(&p);
+    // turn-0 would fit alone, but keeping it would need turn-1 too.
+    // With nothing left, neither is counted further: what they need is
+    // a lower bound.
+    assert_eq!(
+        rs[2].1,
+        Reason::OverBudget(Shortfall {
+            needed: 2,
+            remaining: 0
+        })
+    );
+    assert_eq!(
+        rs[1].1,
+        Reason::OverBudget(Shortfall {
+            needed: 4,
+            remaining: 0
+        })
+    );
+    assert_eq!(p.snapshot.entries[1].counted, Counted::Uncounted);
+    assert_eq!(p.snapshot.entries[2].counted, Counted::Uncounted);
+    // With room left, the first that does not fit is counted.
+    let mut r = request(3 + 9 + 2 + 5);
+    r.conversation = vec![
+        turn(Role::User, "t0", None),
+        turn(Role::User, "a much longer turn", None),
+        turn(Role::User, "t2", None),
+    ];
+    let p = run(&r).unwrap();
+    assert_eq!(
+        reasons(&p)[2].1,
+        Reason::OverBudget(Shortfall {
+            needed: 25 + 2,
+            remaining: 5
+        })
+    );
+    assert_eq!(p.snapshot.entries[2].counted, Counted::Exact);
+    assert_eq!(rs[3].1, Reason::WithinBudget);
+}
+
+#[test]
+fn tool_call_and_result_stay_together() {
+    let mut r = request(1000);
+    r.conversation = vec![
+        turn(Role::User, "u", None),
+        turn(Role::Assistant, "call", Some("c1")),
+        turn(Role::Tool, "result", Some("c1")),
+        turn(Role::User, "u2", None),
+    ];
+    r.keep_last = 2; // the window splits the call from its result
+    let p = run(&r).unwrap();
+    let rs = reasons(&p);
+    assert_eq!(rs[2].1, Reason::KeepLast(2));
+    assert_eq!(rs[3].1, Reason::ToolPair("turn-1".into()));
+    assert_eq!(rs[4].1, Reason::WithinBudget);
+    assert!(p.entries.iter().all(|e| e.role != Role::Tool));
+}
+
+#[test]
+fn a_unit_that_does_not_fit_goes_whole() {
+    let mut r = request(3 + 20);
+    r.conversation = vec![
+        turn(Role::Assistant, "call", Some("c1")),
+        turn(Role::Tool, "a long tool result", Some("c1")),
+    ];
+    let p = run(&r).unwrap();
+    assert_eq!(p.entries.len(), 1);
+    let rs = reasons(&p);
+    assert!(matches!(rs[1].1, Reason::OverBudget(_)));
+    assert_eq!(rs[1].1, rs[2].1);
+}
+
+#[test]
+fn orphan_tool_results_are_never_kept() {
+    let mut r = request(1000);
+    r.conversation = vec![
+        turn(Role::Tool, "stale", Some("gone")),
+        turn(Role::User, "u", None),
+    ];
+    let p = run(&r).unwrap();
+    assert_eq!(reasons(&p)[1].1, Reason::OrphanToolResult);
+    assert_eq!(p.entries.last().unwrap().text, "[user] u");
+}
+
+#[test]
+fn interleaved_calls_merge_into_one_unit() {
+    let turns = vec![
+        turn(Role::Assistant, "a", Some("x")),
+        turn(Role::Assistant, "b", Some("y")),
+        turn(Role::Tool, "rx", Some("x")),
+        turn(Role::Tool, "ry", Some("y")),
+        turn(Role::User, "u", None),
+    ];
+    let units = units(&turns);
+    assert_eq!(
+        units,
+        vec![
+            Unit {
+                start: 0,
+                members: Group::Many(vec![0, 1, 2, 3])
+            },
+            Unit {
+                start: 4,
+                members: Group::One(4)
+            }
+        ]
+    );
+}
+
+#[test]
+fn l2_evicts_oldest_and_keeps_chronological_order() {
+    let mut r = request(3 + 2 * (16 + 2));
+    r.stage_summaries = (0..4)
+        .map(|i| StageSummary {
+            stage_id: format!("s{i}"),
+            outcome: "ok".into(),
+            summary: "x".into(),
+        })
+        .collect();
+    let p = run(&r).unwrap();
+    let texts: Vec<_> = p.entries.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts, ["SYS", "Stage s2 (ok): x", "Stage s3 (ok): x"]);
+    let rs = reasons(&p);
+    assert_eq!(rs[1].1, Reason::EvictedOldest);
+    assert_eq!(rs[2].1, Reason::EvictedOldest);
+}
+
+#[test]
+fn l1_is_charged_before_l2() {
+    let mut r = request(3 + 9 + 2);
+    r.conversation = vec![turn(Role::User, "t0", None)];
+    r.stage_summaries = vec![StageSummary {
+        stage_id: "s".into(),
+        outcome: "ok".into(),
+        summary: "".into(),
+    }];
+    let p = run(&r).unwrap();
+    assert_eq!(p.entries.last().unwrap().text, "[user] t0");
+    assert_eq!(reasons(&p)[1].1, Reason::EvictedOldest);
+}
+
+#[test]
+fn overhead_is_charged_per_entry() {
+    let mut r = request(3 + 4 + 9 + 4 + 2);
+    r.entry_overhead = 4;
+    r.conversation = vec![turn(Role::User, "t0", None), turn(Role::User, "t1", None)];
+    let p = run(&r).unwrap();
+    // "SYS\n\n[user] t1": 14 tokens, and an overhead per entry.
+    assert_eq!(p.budget_used, 22);
+    assert_eq!(p.snapshot.text_tokens, 14);
+    // Two messages: "SYS" and "t1".
+    assert_eq!(p.snapshot.message_tokens, 3 + 2 + 2 * 4);
+    assert_eq!(p.snapshot.stable_prefix_tokens, 7);
+    assert_eq!(p.entries.len(), 2);
+}
+
+/// A counter whose joins cost more than the separator alone: a `!`
+/// that takes the blank line after it costs three tokens more, as an
+/// encoding's punctuation piece can.
+struct Merging;
+
+impl crate::tokenizer::TokenCounter for Merging {
+    fn count(&self, text: &str) -> u32 {
+        (text.chars().count() + 3 * text.matches("!\n\n").count()) as u32
+    }
+    fn truncate(&self, text: &str, max: u32) -> String {
+        text.chars().take(max as usize).collect()
+    }
+}
+
+#[test]
+fn what_the_joins_add_is_counted_and_the_pack_settled_within_the_budget() {
+    let mut r = request(25);
+    r.system_prompt = "SYS!".into();
+    r.conversation = vec![turn(Role::User, "a!", None), turn(Role::User, "b", None)];
+    // The fill charges each turn its text and a blank line: 4 + (8 +
+    // 2) + (9 + 2) = 25 fits. Rendered, "!" takes two blank lines
+    // after it: 31 tokens, over. The oldest turn goes.
+    let p = run_with(&r, &Merging, &mut crate::tokenizer::CountCache::new(0)).unwrap();
+    assert_eq!(p.text, "SYS!\n\n[user] b");
+    assert_eq!(p.snapshot.text_tokens, 14 + 3);
+    assert_eq!(p.budget_used, 17);
+    assert_eq!(
+        reasons(&p)[1].1,
+        Reason::OverBudget(Shortfall {
+            needed: 31 - 17,
+            remaining: 25 - 17
+        })
+    );
+    // The messages are "SYS!" and "b".
+    assert_eq!(p.snapshot.message_tokens, 5);
+}
+
+#[test]
+fn an_enormous_overhead_is_refused_with_the_true_sum() {
+    let mut r = request(u32::MAX);
+    r.entry_overhead = u32::MAX;
+    r.instructions = vec!["four".into()];
+    let err = run(&r).unwrap_err();
+    // "SYS", a blank line and "four", and two overheads.
+    let needed = 3 + 2 + 4 + 2 * u64::from(u32::MAX);
+    assert_eq!(
+        err,
+        Error::MandatoryOverBudget {
+            mandatory_tokens: needed,
+            budget: u32::MAX
+        }
+    );
+    assert!(err.to_string().contains(&needed.to_string()), "{err}");
+}
+
+#[test]
+fn pack_id_is_deterministic_and_unknown_without_session() {
+    let mut r = request(100);
+    assert_eq!(run(&r).unwrap().id, "s1-router-pack");
+    r.context.session_id = None;
+    let a = run(&r).unwrap();
+    assert_eq!(a.id, "unknown-router-pack");
+    assert_eq!(a, run(&r).unwrap());
+    r.query = "other".into();
+    assert_eq!(
+        a.snapshot.id,
+        run(&r).unwrap().snapshot.id,
+        "query is not packed"
+    );
+    r.system_prompt = "SYZ".into();
+    assert_ne!(a.snapshot.id, run(&r).unwrap().snapshot.id);
+}
+
+#[test]
+fn bad_turns_name_the_field() {
+    let mut r = request(100);
+    r.conversation = vec![
+        turn(Role::Assistant, "a", Some("x")),
+        turn(Role::Assistant, "b", Some("x")),
+    ];
+    let e = run(&r).unwrap_err().to_string();
+    assert!(e.contains("request.conversation[1].tool-call-id"), "{e}");
+    r.conversation = vec![turn(Role::Tool, "a", None)];
+    let e = run(&r).unwrap_err().to_string();
+    assert!(e.contains("request.conversation[0].tool-call-id"), "{e}");
+    r.conversation = vec![turn(Role::User, "a", Some("x"))];
+    assert!(run(&r).is_err());
+    r.conversation = vec![];
+    r.context.session_id = Some(String::new());
+    let e = run(&r).unwrap_err().to_string();
+    assert!(e.contains("request.context.session-id"), "{e}");
+}
+
+/// The modules each module of the crate refers to (`crate::name`), outside
+/// comments and its tests; the crate root, which holds the pipeline and
+/// refers to every stage, is left out.
+fn module_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        if name != "lib" && name != "tests" {
+            sources.insert(name, std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    let names: Vec<String> = sources.keys().cloned().collect();
+    sources
+        .iter()
+        .map(|(name, text)| {
+            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+            let mut uses = std::collections::BTreeSet::new();
+            for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                for (at, _) in line.match_indices("crate::") {
+                    let rest = &line[at + "crate::".len()..];
+                    let end = rest
+                        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .unwrap_or(rest.len());
+                    let used = &rest[..end];
+                    if used != name && names.iter().any(|n| n == used) {
+                        uses.insert(used.to_owned());
+                    }
+                }
+            }
+            (name.clone(), uses)
+        })
+        .collect()
+}
+
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    let graph = module_graph();
+    assert!(graph.len() > 20, "{graph:?}");
+    assert!(graph["budget"].contains("compress"), "{graph:?}");
+    // A depth-first walk from each module: meeting a module still on the
+    // path is a cycle.
+    fn walk<'g>(
+        at: &'g str,
+        graph: &'g std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<&'g str>,
+        done: &mut std::collections::BTreeSet<&'g str>,
+    ) {
+        if let Some(k) = path.iter().position(|&p| p == at) {
+            panic!("import cycle: {} -> {at}", path[k..].join(" -> "));
+        }
+        if !done.insert(at) {
+            return;
+        }
+        path.push(at);
+        for next in &graph[at] {
+            walk(next, graph, path, done);
+        }
+        path.pop();
+    }
+    let mut done = std::collections::BTreeSet::new();
+    for name in graph.keys() {
+        walk(name, &graph, &mut Vec::new(), &mut done);
+    }
+}

@@ -1,0 +1,187 @@
+//! Checking a builder's configuration and a request before anything is
+//! counted or asked of a host. Every refusal names the field by its path
+//! as a user wrote it (`request.conversation[3].tool-call-id`), built from
+//! the path of the value checked.
+
+use crate::config::{BuilderConfig, Plan};
+use crate::error::Error;
+use crate::types::{AssembleRequest, Role, Tokenizer};
+use std::collections::HashMap;
+
+/// Checks a builder's configuration.
+pub(crate) fn config(config: &BuilderConfig) -> Result<(), Error> {
+    for (i, &t) in config.preload.iter().enumerate() {
+        tokenizer(t, &format!("config.preload[{i}]"))?;
+    }
+    let t = config.near_duplicate_threshold;
+    if !(t > 0.0 && t <= 1.0) {
+        return Err(Error::invalid(
+            "config.near-duplicate-threshold",
+            format!("{t} is outside (0, 1]"),
+        ));
+    }
+    let r = config.ranking;
+    for (field, value) in [
+        ("trust-system", r.trust_system),
+        ("trust-trusted", r.trust_trusted),
+        ("trust-unverified", r.trust_unverified),
+        ("trust-untrusted", r.trust_untrusted),
+        ("recency", r.recency),
+    ] {
+        if !value.is_finite() {
+            return Err(Error::invalid(
+                format!("config.ranking.{field}"),
+                "must be a finite number",
+            ));
+        }
+    }
+    plan(&config.plan)
+}
+
+/// Checks a tokenizer given at `path`.
+pub(crate) fn tokenizer(tokenizer: Tokenizer, path: &str) -> Result<(), Error> {
+    match tokenizer {
+        Tokenizer::CharsPerToken(0) => Err(Error::invalid(
+            format!("{path}.chars-per-token"),
+            "must be at least 1",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a plan.
+pub(crate) fn plan(plan: &Plan) -> Result<(), Error> {
+    if !(0.0..1.0).contains(&plan.safety_margin) {
+        return Err(Error::invalid(
+            "config.plan.safety-margin",
+            format!("{} is outside [0, 1)", plan.safety_margin),
+        ));
+    }
+    if plan.cut_step == 0 {
+        return Err(Error::invalid("config.plan.cut-step", "must be at least 1"));
+    }
+    if plan.model_window == Some(0) {
+        return Err(Error::invalid(
+            "config.plan.model-window",
+            "must be above 0",
+        ));
+    }
+    let mut seen = Vec::new();
+    let mut total = 0.0;
+    for (i, s) in plan.shares.iter().enumerate() {
+        let field = format!("config.plan.shares[{i}]");
+        if !(0.0..=1.0).contains(&s.share) {
+            return Err(Error::invalid(
+                format!("{field}.share"),
+                format!("{} is outside [0, 1]", s.share),
+            ));
+        }
+        if seen.contains(&s.section) {
+            return Err(Error::invalid(
+                format!("{field}.section"),
+                format!("{:?} has a share already", s.section),
+            ));
+        }
+        seen.push(s.section);
+        total += s.share;
+    }
+    if total > 1.0 + 1e-9 {
+        return Err(Error::invalid(
+            "config.plan.shares",
+            format!("shares add up to {total}, above 1"),
+        ));
+    }
+    match plan.window_limit() {
+        Some(limit) if plan.default_budget > limit => Err(Error::invalid(
+            "config.plan.default-budget",
+            format!(
+                "{} is above the model window less its safety margin ({limit})",
+                plan.default_budget
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The request's budget, or the plan's default, checked against the model
+/// window less its safety margin.
+pub(crate) fn budget(request: &AssembleRequest, plan: &Plan) -> Result<u32, Error> {
+    let budget = request.budget.unwrap_or(plan.default_budget);
+    match plan.window_limit() {
+        Some(limit) if budget > limit => Err(Error::invalid(
+            if request.budget.is_some() {
+                "request.budget"
+            } else {
+                "config.plan.default-budget"
+            },
+            format!(
+                "{budget} is above the model window {} less its {}% safety margin ({limit})",
+                plan.model_window.unwrap_or(0),
+                plan.safety_margin * 100.0
+            ),
+        )),
+        _ => Ok(budget),
+    }
+}
+
+/// Checks `request`, naming the first offending field.
+pub fn request(request: &AssembleRequest) -> Result<(), Error> {
+    tokenizer(request.tokenizer, "request.tokenizer")?;
+    if request.context.session_id.as_deref() == Some("") {
+        return Err(Error::invalid(
+            "request.context.session-id",
+            "must not be empty (leave it out when there is no session)",
+        ));
+    }
+    if let Some(w) = &request.workflow {
+        if w.status.is_empty() {
+            return Err(Error::invalid(
+                "request.workflow.status",
+                "must not be empty",
+            ));
+        }
+        if w.stage_id.as_deref() == Some("") {
+            return Err(Error::invalid(
+                "request.workflow.stage-id",
+                "must not be empty (leave it out when there is no stage)",
+            ));
+        }
+    }
+    let mut calls: HashMap<&str, usize> = HashMap::new();
+    for (i, turn) in request.conversation.iter().enumerate() {
+        let field = || format!("request.conversation[{i}].tool-call-id");
+        match (turn.role, turn.tool_call_id.as_deref()) {
+            (_, Some("")) => return Err(Error::invalid(field(), "must not be empty")),
+            (Role::Tool, None) => {
+                return Err(Error::invalid(
+                    field(),
+                    "a tool turn must name the call it answers",
+                ));
+            }
+            (Role::User | Role::System, Some(_)) => {
+                return Err(Error::invalid(
+                    field(),
+                    "only assistant and tool turns carry a tool-call id",
+                ));
+            }
+            (Role::Assistant, Some(id)) => {
+                if let Some(j) = calls.insert(id, i) {
+                    return Err(Error::invalid(
+                        field(),
+                        format!("call `{id}` is already made by conversation[{j}]"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (i, s) in request.stage_summaries.iter().enumerate() {
+        if s.stage_id.is_empty() {
+            return Err(Error::invalid(
+                format!("request.stage-summaries[{i}].stage-id"),
+                "must not be empty",
+            ));
+        }
+    }
+    Ok(())
+}
