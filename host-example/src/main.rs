@@ -1,9 +1,12 @@
 //! `ctxpack-host-example`: run the ctxpack component under wasmtime (or the
 //! core natively) on scenario files, routes and labelled query sets.
 
+mod eval;
+mod report;
+
 use ctxpack_core::ConfigFormat;
-use ctxpack_host_example::component::Limits;
-use ctxpack_host_example::{Outcome, Reply, Runtime, eval, report, scenario};
+use ctxpack_host::component::Limits;
+use ctxpack_host::{Outcome, Reply, Runtime, scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -141,7 +144,7 @@ fn timed_assemble(args: &Args, scenario: &scenario::Scenario) -> Result<Outcome,
     if !config.preload.contains(&scenario.request.tokenizer) {
         config.preload.push(scenario.request.tokenizer);
     }
-    let host = ctxpack_host_example::stores::InMemoryHost::new(scenario.host.clone());
+    let host = ctxpack_host::stores::InMemoryHost::new(scenario.host.clone());
     let mut instance = match runtime
         .instantiate(host, &config)
         .map_err(|e| e.to_string())?
@@ -178,7 +181,7 @@ fn timed_assemble(args: &Args, scenario: &scenario::Scenario) -> Result<Outcome,
         ms(since_main),
         ms(since_main - startup.builder)
     );
-    Ok(ctxpack_host_example::outcome(reply, instance.host()))
+    Ok(ctxpack_host::outcome(reply, instance.host()))
 }
 
 /// Runs the command; `Ok(false)` when the core refused the request.
@@ -197,14 +200,13 @@ fn run() -> Result<bool, String> {
                 ));
             }
             let outcome: Outcome = if args.native {
-                ctxpack_host_example::run_native(&scenario)
+                ctxpack_host::run_native(&scenario)
             } else if args.timings && args.command == "assemble" {
                 timed_assemble(&args, &scenario)?
             } else {
                 let runtime =
                     Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?;
-                ctxpack_host_example::run_component(&runtime, &scenario)
-                    .map_err(|e| e.to_string())?
+                ctxpack_host::run_component(&runtime, &scenario).map_err(|e| e.to_string())?
             };
             if args.json {
                 print_json(&outcome)?;
@@ -223,9 +225,10 @@ fn run() -> Result<bool, String> {
             for path in &args.positional {
                 let scenario = scenario::load(&PathBuf::from(path))?;
                 let outcome = match &runtime {
-                    None => ctxpack_host_example::run_native(&scenario),
-                    Some(rt) => ctxpack_host_example::run_component(rt, &scenario)
-                        .map_err(|e| e.to_string())?,
+                    None => ctxpack_host::run_native(&scenario),
+                    Some(rt) => {
+                        ctxpack_host::run_component(rt, &scenario).map_err(|e| e.to_string())?
+                    }
                 };
                 let snapshot = match &outcome.reply {
                     Reply::Handled(h) if matches!(h.dispatch, ctxpack_core::Dispatch::Skill(_)) => {

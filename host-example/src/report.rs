@@ -1,9 +1,9 @@
 //! Human-readable output: the pack and a table of the snapshot.
 
-use crate::scenario::{Outcome, Reply};
 use ctxpack_core::{
     ContextPack, Dispatch, Failure, Reason, RoutingDecision, Snapshot, SnapshotDiff, SnapshotStatus,
 };
+use ctxpack_host::{Outcome, Reply};
 use std::fmt::Write;
 
 /// One reason in words, with its numbers.

@@ -9,7 +9,7 @@ pub mod fuzz;
 pub mod generate;
 pub mod invariants;
 
-use ctxpack_host_example::{Outcome, Scenario, scenario};
+use ctxpack_host::{Outcome, Scenario, scenario};
 use std::path::{Path, PathBuf};
 
 /// The folder this crate lives in.

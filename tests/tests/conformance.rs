@@ -7,7 +7,7 @@
 use ctxpack_conformance::invariants::{check as check_invariants, check_failure};
 use ctxpack_conformance::{check_expected, render, scenarios};
 use ctxpack_core::{Dispatch, Tokenizers};
-use ctxpack_host_example::{Reply, Runtime, run_component, run_native};
+use ctxpack_host::{Reply, Runtime, run_component, run_native};
 use std::sync::OnceLock;
 
 fn runtime() -> &'static Runtime {
@@ -354,7 +354,7 @@ fn an_enormous_host_text_is_counted_and_dropped_not_a_crash() {
     // component and natively.
     let big = "lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(180_000);
     assert!(big.len() > 10_000_000);
-    let scenario: ctxpack_host_example::Scenario = serde_json::from_value(serde_json::json!({
+    let scenario: ctxpack_host::Scenario = serde_json::from_value(serde_json::json!({
         "description": "enormous",
         "config": {"profile": {"rag": {"retrieve-limit": 5}}},
         "request": {

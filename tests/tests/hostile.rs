@@ -9,7 +9,7 @@ use ctxpack_conformance::{invariants, render};
 use ctxpack_core::{
     ContextPack, Counted, Error, Failure, Reason, Role, SnapshotStatus, SourceOutcome, Tokenizers,
 };
-use ctxpack_host_example::{Outcome, Reply, Runtime, Scenario, run_component, run_native};
+use ctxpack_host::{Outcome, Reply, Runtime, Scenario, run_component, run_native};
 use serde_json::{Value, json};
 use std::sync::OnceLock;
 
@@ -317,7 +317,7 @@ fn each_source_misbehaving_has_a_defined_outcome() {
 }
 
 fn set_score(s: &mut Scenario, source: &str, id: &str, score: f64) {
-    use ctxpack_host_example::stores::Answer;
+    use ctxpack_host::stores::Answer;
     let answer = match source {
         "retrieve" => s.host.retrieve.as_mut(),
         "expand-graph" => s.host.expand_graph.as_mut(),
@@ -511,7 +511,7 @@ fn a_million_tiny_candidates_are_each_recorded() {
         Ok(o) => panic!("expected the transfer limit: {:?}", o.host_calls),
     }
     // With room to take it, the component answers as the core does.
-    let roomy = Runtime::load_bundled_limited(ctxpack_host_example::Limits {
+    let roomy = Runtime::load_bundled_limited(ctxpack_host::Limits {
         max_transfer_bytes: Some(1 << 30),
         ..Default::default()
     })

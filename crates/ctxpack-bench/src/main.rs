@@ -5,8 +5,8 @@
 
 use ctxpack_bench::{Workload, chunks, conversation, pack, pack_file, trim, trim_file};
 use ctxpack_core::{Builder, ContextPack};
-use ctxpack_host_example::component::Runtime;
-use ctxpack_host_example::stores::{Answer, InMemoryHost};
+use ctxpack_host::component::Runtime;
+use ctxpack_host::stores::{Answer, InMemoryHost};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};

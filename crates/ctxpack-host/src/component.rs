@@ -13,7 +13,7 @@ use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
 
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "ctxpack",
     });
 }
@@ -223,19 +223,14 @@ fn artifact_path(engine: &Engine, path: &Path, sha256: &str) -> std::path::PathB
     let mut feed = Feed(Sha256::new());
     feed.write(sha256.as_bytes());
     engine.precompile_compatibility_hash().hash(&mut feed);
-    let key: String = feed.0.finalize()[..12]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    path.with_extension(format!("{key}.cwasm"))
+    // Twelve bytes of the hash tell artifacts apart well enough.
+    let key = format!("{:x}", feed.0.finalize());
+    path.with_extension(format!("{}.cwasm", &key[..24]))
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    format!("{:x}", Sha256::digest(bytes))
 }
 
 /// The component at `path`, and whether it came from a precompiled

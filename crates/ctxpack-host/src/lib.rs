@@ -1,13 +1,20 @@
-//! A wasmtime host for the ctxpack component.
+//! Hosting the ctxpack component under wasmtime.
 //!
-//! It loads the component, supplies its imports from in-memory stores read
-//! from a scenario file, and runs `assemble`. The same scenario can also run
-//! natively through `ctxpack-core`, which is how the conformance tests prove
-//! both give identical results.
+//! - [`component`]: loads the component (compiled once, then from a
+//!   precompiled artifact keyed by the component's hash and the engine),
+//!   instantiates it with [`Limits`] on memory, transfer and fuel, and
+//!   calls its exports with the host's imports behind them.
+//! - [`stores`]: [`InMemoryHost`], a host whose sources, policy and
+//!   summariser answer from data ([`HostAnswers`]) — any of them can be
+//!   made to fail — and count the calls they receive.
+//! - [`scenario`]: the scenario format (`tests/scenarios/README.md`) and
+//!   running one natively through `ctxpack-core` or through the component,
+//!   which is how the conformance tests prove both give identical results.
+//!
+//! The command line `ctxpack-host-example` is a thin binary over this
+//! crate; the tests and benchmarks use it too.
 
 pub mod component;
-pub mod eval;
-pub mod report;
 pub mod scenario;
 pub mod stores;
 
