@@ -49,8 +49,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     // not read and hash eight megabytes at every start.
     use sha2::Digest;
     let digest = sha2::Sha256::digest(std::fs::read(&out)?);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    println!("cargo:rustc-env=CTXPACK_COMPONENT_SHA256={hex}");
+    println!("cargo:rustc-env=CTXPACK_COMPONENT_SHA256={digest:x}");
     Ok(())
 }
 

@@ -7,8 +7,8 @@
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use ctxpack_bench::{Workload, chat, chunks, conversation, pack, pipeline, trim};
 use ctxpack_core::{Builder, ConversationTurn, Role, Tokenizer};
-use ctxpack_host_example::component::Runtime;
-use ctxpack_host_example::stores::InMemoryHost;
+use ctxpack_host::component::{Instance, Runtime};
+use ctxpack_host::stores::InMemoryHost;
 use std::hint::black_box;
 use std::sync::OnceLock;
 
@@ -43,6 +43,31 @@ fn selected(group: &str) -> bool {
             .any(|f| group.contains(f.split('/').next().unwrap_or(f)))
 }
 
+/// A workload's builder with its host, and a component instance of it
+/// (under the same configuration, with the same host answers), each
+/// checked once to assemble at all.
+struct Engines {
+    builder: Builder,
+    host: InMemoryHost,
+    instance: Instance,
+}
+
+fn engines(w: &Workload) -> Engines {
+    let builder = Builder::new(w.config.clone()).unwrap();
+    let mut host = InMemoryHost::new(w.host.clone());
+    builder.assemble(&w.request, &mut host).unwrap();
+    let mut instance = runtime()
+        .instantiate(InMemoryHost::new(w.host.clone()), &w.config)
+        .unwrap()
+        .unwrap();
+    instance.assemble(&w.request).unwrap().unwrap();
+    Engines {
+        builder,
+        host,
+        instance,
+    }
+}
+
 /// Times one assembly of the workload `make` builds, natively and through
 /// the component. The retrieved candidates are handed to the host before
 /// each assembly (not timed), so the host does not copy its store inside
@@ -54,10 +79,11 @@ fn both(c: &mut Criterion, name: &str, make: impl FnOnce() -> Workload) {
     let w = &make();
     let mut group = c.benchmark_group(name);
     group.sample_size(10);
-    let builder = Builder::new(w.config.clone()).unwrap();
-    let mut host = InMemoryHost::new(w.host.clone());
-    // Check once that it assembles at all.
-    builder.assemble(&w.request, &mut host).unwrap();
+    let Engines {
+        builder,
+        mut host,
+        mut instance,
+    } = engines(w);
     group.bench_function("native", |b| {
         b.iter_batched(
             || w.retrieved(),
@@ -68,11 +94,6 @@ fn both(c: &mut Criterion, name: &str, make: impl FnOnce() -> Workload) {
             BatchSize::LargeInput,
         )
     });
-    let mut instance = runtime()
-        .instantiate(InMemoryHost::new(w.host.clone()), &w.config)
-        .unwrap()
-        .unwrap();
-    instance.assemble(&w.request).unwrap().unwrap();
     group.bench_function("wasmtime", |b| {
         b.iter_batched(
             || w.retrieved(),
@@ -145,9 +166,11 @@ fn reassemble_one(c: &mut Criterion, name: &str, base: Workload) {
     let mut group = c.benchmark_group(name);
     group.sample_size(20);
     for (label, w) in [("cold", cold(base.clone())), ("warm", base.clone())] {
-        let builder = Builder::new(w.config.clone()).unwrap();
-        let mut host = InMemoryHost::new(w.host.clone());
-        builder.assemble(&w.request, &mut host).unwrap();
+        let Engines {
+            builder,
+            mut host,
+            mut instance,
+        } = engines(&w);
         group.bench_function(format!("native-{label}"), |b| {
             b.iter_batched(
                 || with_new_turn(&w),
@@ -155,11 +178,6 @@ fn reassemble_one(c: &mut Criterion, name: &str, base: Workload) {
                 BatchSize::LargeInput,
             )
         });
-        let mut instance = runtime()
-            .instantiate(InMemoryHost::new(w.host.clone()), &w.config)
-            .unwrap()
-            .unwrap();
-        instance.assemble(&w.request).unwrap().unwrap();
         group.bench_function(format!("wasmtime-{label}"), |b| {
             b.iter_batched(
                 || with_new_turn(&w),
