@@ -66,17 +66,17 @@ pub(crate) fn admit<'r>(
         // Candidates are visited in rank order, scattered over `pool`: ask
         // for each one's record well ahead, and for its id, text and
         // reference once the record is likely in.
-        if let Some(far) = order.get(n + 2 * AHEAD) {
-            prefetch::value(&pool[far.index]);
-        }
-        if let Some(near) = order.get(n + AHEAD) {
+        prefetch::ahead(&order, n, 2 * AHEAD, |far| {
+            prefetch::value(&pool[far.index])
+        });
+        prefetch::ahead(&order, n, AHEAD, |near| {
             let c = &pool[near.index];
             prefetch::line(c.id.as_ptr());
             prefetch::line(c.text.as_ptr());
             if let Some(p) = &c.provenance {
                 prefetch::line(p.reference.as_ptr());
             }
-        }
+        });
         let i = f.index;
         let c = &pool[i];
         let reason = if let Some(limit) = f.beyond {
@@ -140,9 +140,7 @@ impl Admitted {
             .enumerate()
             .map(|(k, (mut item, i))| {
                 // Rank order again, scattered over `pool`: ask ahead.
-                if let Some(&ahead) = order.get(k + AHEAD) {
-                    prefetch::value(&pool[ahead]);
-                }
+                prefetch::ahead(&order, k, AHEAD, |&ahead| prefetch::value(&pool[ahead]));
                 let c = &mut pool[i];
                 item.id = std::mem::take(&mut c.id);
                 item.provenance = c.provenance.take();

@@ -85,11 +85,11 @@ impl Lane {
         while let Some(group) = queue.next() {
             // Items are in rank order, their texts and references wherever
             // the host put them: ask for those of a group a few ahead.
-            if let Some(ahead) = queue.as_slice().get(AHEAD) {
+            crate::prefetch::ahead(queue.as_slice(), 0, AHEAD, |ahead| {
                 for &i in ahead.iter() {
                     pool[i].prefetch();
                 }
-            }
+            });
             if let Some(c) = fits(pool, &group, meter, avail - used, overhead) {
                 used += c;
                 for &i in &group {

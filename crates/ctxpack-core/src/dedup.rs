@@ -1,7 +1,7 @@
 //! Duplicate detection: exact and near-duplicate, linear in the input.
 //!
 //! Texts are compared on their normalised words (see
-//! [`crate::normalize`]). An exact duplicate has the same normalised text.
+//! [`crate::router::normalize`]). An exact duplicate has the same normalised text.
 //! A near-duplicate is found with bottom-k MinHash over three-word
 //! shingles: each shingle is hashed once and a text keeps the [`SKETCH`]
 //! smallest hashes of its shingle set. The Jaccard similarity of two texts
@@ -176,7 +176,7 @@ fn load(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(word)
 }
 
-/// [`digest_words`] with the [`ASCII_WORDS`] table, eight bytes at a time:
+/// [`digest_words`] with the `ASCII_WORDS` table, eight bytes at a time:
 /// the same hashes, from whole-word loads instead of a byte at a time.
 /// `bytes` must be ASCII.
 fn digest_ascii(bytes: &[u8], words: &mut Vec<u64>) -> (u64, u64) {
@@ -289,8 +289,12 @@ struct Bucket {
 /// each text's *smallest*, so their top bits, which a SwissTable keeps as
 /// its tag, are nearly all zero: every probe falls through to comparing
 /// full keys. And a text's lookups are each a likely cache miss; here they
-/// are plain loads with nothing between them, which the processor
-/// overlaps, and the inserts that follow find their slots cached.
+/// are plain loads with nothing between them, asked for together (see
+/// [`Index::prefetch`]), which the processor overlaps, and the inserts
+/// that follow find their slots cached. Measured against the standard
+/// map with a hasher that mixes the keys again (so its tags are sound):
+/// the 10k-candidate pack took about 9% longer natively, in interleaved
+/// runs of both builds.
 struct Index {
     slots: Vec<Bucket>,
     used: usize,

@@ -64,12 +64,12 @@
 //! - The snapshot: [`Snapshot`], [`SnapshotEntry`], [`SnapshotStatus`],
 //!   [`Reason`], [`Shortfall`], [`Counted`], [`Origin`], [`SourceCall`],
 //!   [`SourceOutcome`], the ids [`content_id`] and [`text_hash`], and
-//!   [`diff`] ([`SnapshotDiff`], [`Change`], [`ChangeKind`],
+//!   [`diff()`] ([`SnapshotDiff`], [`Change`], [`ChangeKind`],
 //!   [`EntryState`]).
 //! - Failing: [`Error`], [`Failure`].
 //! - Routing and dispatch: [`Router`], [`RouterConfig`], [`RouteConfig`],
 //!   [`RuleConfig`], [`ConfigFormat`], [`RoutingDecision`], [`RouteScore`],
-//!   [`RuleScore`], [`Entity`], [`handle`], [`Handling`], [`Dispatch`],
+//!   [`RuleScore`], [`Entity`], [`handle()`], [`Handling`], [`Dispatch`],
 //!   [`SkillDispatch`], [`FallbackDispatch`], [`RequestContext`],
 //!   [`context_from_pack`].
 //! - Counting as the budget counts: [`Tokenizers`], [`TokenCounter`],

@@ -434,7 +434,7 @@ pub struct ReasonCount {
     pub count: u32,
 }
 
-/// The context a skill receives after dispatch (see [`crate::handle`]).
+/// The context a skill receives after dispatch (see [`crate::handle()`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct RequestContext {

@@ -423,7 +423,7 @@ impl<'a> Meter<'a> {
 }
 
 /// How a text with a known count divides for a [`Tally`]: its first and
-/// last split (see [`splits_at`]) and the tokens between them.
+/// last split (see [`crate::encoding::splits_at`]) and the tokens between them.
 pub(crate) struct Splits {
     first: usize,
     last: usize,
