@@ -324,9 +324,9 @@ fn fill(
     // Compression: a section still over is summarised into its reserve
     // (the first in priority order also gets what the flow left); the rest
     // give their reserve back.
-    let mut pending: Vec<(usize, u64)> = Vec::new();
+    let mut compressing: Vec<(usize, u64)> = Vec::new();
     for (l, room) in reserved {
-        let target = if pending.is_empty() {
+        let target = if compressing.is_empty() {
             room + remaining
         } else {
             room
@@ -335,13 +335,13 @@ fn fill(
             remaining += room;
             continue;
         }
-        if pending.is_empty() {
+        if compressing.is_empty() {
             remaining = 0;
         }
-        pending.push((l, target));
+        compressing.push((l, target));
     }
-    let mut over: Vec<Over> = Vec::with_capacity(pending.len());
-    let mut wanted = pending.iter().peekable();
+    let mut over: Vec<Over> = Vec::with_capacity(compressing.len());
+    let mut wanted = compressing.iter().peekable();
     for (l, lane) in lanes.iter_mut().enumerate() {
         if let Some(&(_, room)) = wanted.next_if(|&&(p, _)| p == l) {
             over.push(Over {
@@ -353,7 +353,7 @@ fn fill(
     }
     let compressed = compress::compress(&mut over, pool, b.meter, b.overhead, b.tokenizer, b.host);
     drop(over);
-    for (&(_, room), used) in pending.iter().zip(&compressed.used) {
+    for (&(_, room), used) in compressing.iter().zip(&compressed.used) {
         // Give back what the summary did not use.
         remaining += room - (*used).min(room);
     }
