@@ -299,10 +299,10 @@ fn bare_request(query: &str, budget: u32, turns: Vec<(String, String)>) -> Assem
     }))
 }
 
-/// Seed 004's whole pipeline: every source (retrieval with duplicates and
-/// another tenant's items, graph, memory, repository state), a policy that
-/// denies and redacts, a summariser for what does not fit, seed shares of a
-/// 24,000-token budget, and a conversation.
+/// The whole pipeline (the `full` profile): every source (retrieval with
+/// duplicates and another tenant's items, graph, memory, repository
+/// state), a policy that denies and redacts, a summariser for what does not
+/// fit, the default shares of a 24,000-token budget, and a conversation.
 pub fn pipeline(seed: u64) -> Workload {
     let retrieved = chunks(400, 1200, seed);
     let graph = chunks(150, 800, seed + 1);
