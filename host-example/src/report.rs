@@ -25,6 +25,7 @@ pub fn reason_text(reason: &Reason) -> String {
         Reason::StepCut(n) => format!("step cut (steps of {n})"),
         Reason::BeyondLimit(n) => format!("beyond the source's limit of {n}"),
         Reason::AssemblyFailed => "assembly failed".into(),
+        Reason::Unreviewed => "unreviewed: the review rounds were spent".into(),
     }
 }
 

@@ -260,6 +260,41 @@ pub fn check(
             call.capability
         );
     }
+    // Nothing unreviewed is included: the policy gave a verdict for at
+    // least every host candidate included or summarised, and an item is
+    // left out unreviewed only once the review rounds were spent.
+    let reviews: Vec<usize> = snap
+        .source_calls
+        .iter()
+        .filter(|c| c.capability == "policy.review")
+        .map(|c| match c.outcome {
+            SourceOutcome::Answered(n) => n as usize,
+            _ => 0,
+        })
+        .collect();
+    let needing_review = snap
+        .entries
+        .iter()
+        .filter(|e| !matches!(e.origin, Origin::Request | Origin::Summary))
+        .filter(|e| e.included || matches!(e.reason, Reason::Summarized(_)))
+        .count();
+    assert!(
+        reviews.iter().sum::<usize>() >= needing_review,
+        "{name}: {needing_review} host candidates included or summarised, {} verdicts",
+        reviews.iter().sum::<usize>()
+    );
+    assert!(
+        reviews.len() <= ctxpack_core::REVIEW_ROUNDS as usize,
+        "{name}: {} review rounds",
+        reviews.len()
+    );
+    if snap.entries.iter().any(|e| e.reason == Reason::Unreviewed) {
+        assert_eq!(
+            reviews.len(),
+            ctxpack_core::REVIEW_ROUNDS as usize,
+            "{name}: left out unreviewed before the rounds were spent"
+        );
+    }
     // No host text in L0; every included item has provenance.
     for e in &snap.entries {
         if e.origin != Origin::Request && e.included {

@@ -218,12 +218,18 @@ fn the_confident_path_calls_no_host_capability_under_wasmtime() {
     assert_eq!(out.host_calls.get("policy.review"), Some(&1));
 }
 
+/// Every source and the summariser are called at most once per
+/// assembly; the policy at most once per review round.
 #[test]
 fn every_host_capability_is_called_at_most_once_per_assembly() {
     for (name, s) in scenarios() {
         let out = run_component(runtime(), &s).unwrap();
         for (capability, n) in &out.host_calls {
-            assert_eq!(*n, 1, "{name}: {capability} called {n} times");
+            let most = match capability.as_str() {
+                "policy.review" => ctxpack_core::REVIEW_ROUNDS,
+                _ => 1,
+            };
+            assert!(*n <= most, "{name}: {capability} called {n} times");
         }
     }
 }

@@ -16,15 +16,17 @@
 //!    (`duplicate-of` it; see [`crate::dedup`]) — before review, so
 //!    duplicates cost no policy work.
 //!
-//! What passes stays pending, and goes to review ([`crate::policy`]).
+//! What passes stays pending and unreviewed: it competes for the budget,
+//! and what the fill would take is reviewed ([`crate::policy`]).
 
 use crate::dedup::Deduper;
 use crate::gather::never;
 use crate::item::{Decision, Item, body};
 use crate::pack::Reason;
+use crate::policy::Husks;
 use crate::prefetch;
 use crate::rank::Ranked;
-use crate::types::{AgentContext, Candidate, Role};
+use crate::types::{AgentContext, Candidate, Role, TrustTier};
 use rustc_hash::FxHashSet;
 
 /// How many candidates ahead of the one in hand their memory is asked for
@@ -38,8 +40,6 @@ pub(crate) struct Admitted {
     pub pool: Vec<Candidate>,
     /// Each item with the index of its candidate in `pool`.
     pub items: Vec<(Item, usize)>,
-    /// Indices into `items` of those still pending, in rank order.
-    pub pending: Vec<usize>,
 }
 
 /// Admits the ranked candidates; `taken` gives the ids of the request's
@@ -61,7 +61,6 @@ pub(crate) fn admit<'r>(
         FxHashSet::with_capacity_and_hasher(order.len(), Default::default());
     let mut deduper = Deduper::new(near_duplicate_threshold, order.len());
     let mut items: Vec<(Item, usize)> = Vec::with_capacity(order.len());
-    let mut pending = Vec::new();
     for (n, f) in order.iter().enumerate() {
         // Candidates are visited in rank order, scattered over `pool`: ask
         // for each one's record well ahead, and for its id, text and
@@ -92,9 +91,7 @@ pub(crate) fn admit<'r>(
                 .map(|of| Reason::DuplicateOf(pool[of as usize].id.clone()))
         };
         seen.insert(c.id.as_str());
-        if reason.is_none() {
-            pending.push(items.len());
-        }
+        let pending = reason.is_none();
         items.push((
             Item {
                 // Id, text and provenance are moved from the candidate
@@ -113,29 +110,26 @@ pub(crate) fn admit<'r>(
                 decision: reason.map_or(Decision::Pending, Decision::Made),
                 redacted: false,
                 compressed: false,
+                unreviewed: pending,
                 turn: None,
             },
             i,
         ));
     }
     drop(seen);
-    Admitted {
-        pool,
-        items,
-        pending,
-    }
+    Admitted { pool, items }
 }
 
 impl Admitted {
     /// The items, each with its candidate's id, provenance and text moved
     /// in: a host text keeps its body (see [`body`]), framed; its frame is
-    /// counted with it and put around it only if it is included.
-    pub(crate) fn into_items(self) -> Vec<Item> {
-        let Admitted {
-            mut pool, items, ..
-        } = self;
+    /// counted with it and put around it only if it is included. What is
+    /// left of the candidates is kept for the review (see
+    /// [`crate::policy`]).
+    pub(crate) fn into_items(self) -> (Vec<Item>, Husks) {
+        let Admitted { mut pool, items } = self;
         let order: Vec<usize> = items.iter().map(|&(_, i)| i).collect();
-        items
+        let items = items
             .into_iter()
             .enumerate()
             .map(|(k, (mut item, i))| {
@@ -148,17 +142,20 @@ impl Admitted {
                 match &item.provenance {
                     Some(_) => {
                         let given = text.len();
+                        if c.trust == TrustTier::Untrusted && text.contains("untrusted") {
+                            // The policy reviews the text as given.
+                            c.text = text.clone();
+                        }
                         item.text = body(c.trust, text);
                         item.framed = true;
                         // A host count holds only for its text as given.
-                        item.hint = c
-                            .token_count
-                            .filter(|_| !item.redacted && item.text.len() == given);
+                        item.hint = c.token_count.filter(|_| item.text.len() == given);
                     }
                     None => item.text = text,
                 }
                 item
             })
-            .collect()
+            .collect();
+        (items, Husks { pool, of: order })
     }
 }

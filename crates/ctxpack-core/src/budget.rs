@@ -28,11 +28,14 @@
 //! first that does not fit); host candidates go in rank order, and one that
 //! does not fit is skipped for a smaller one after it.
 
+use crate::assembly::Channel;
 use crate::compress::{self, Over};
 use crate::config::Plan;
-use crate::host::Host;
-use crate::item::{Group, Item};
+use crate::error::Error;
+use crate::host::Verdict;
+use crate::item::{Decision, Group, Item};
 use crate::pack::{Reason, Shortfall, SourceCall};
+use crate::policy::{self, Husks};
 use crate::tokenizer::{Count, Meter, clamp};
 use crate::types::{Layer, Section, Tokenizer};
 
@@ -64,6 +67,7 @@ enum Fill {
 
 /// One section's queue: groups of pool indices, kept or dropped whole, in
 /// the order the section prefers them.
+#[derive(Clone)]
 struct Lane {
     section: Section,
     fill: Fill,
@@ -78,7 +82,17 @@ struct Lane {
 
 impl Lane {
     /// Takes groups while they fit in `avail`; returns the tokens taken.
-    fn fill(&mut self, pool: &mut [Item], meter: &Meter, avail: u64, overhead: u64) -> u64 {
+    /// With `strict`, a group with a candidate not reviewed is not taken
+    /// even if it fits: it is `unreviewed` (host candidates are groups of
+    /// one).
+    fn fill(
+        &mut self,
+        pool: &mut [Item],
+        meter: &Meter,
+        avail: u64,
+        overhead: u64,
+        strict: bool,
+    ) -> u64 {
         let mut used = 0u64;
         let mut left = Vec::new();
         let mut queue = std::mem::take(&mut self.queue).into_iter();
@@ -91,6 +105,12 @@ impl Lane {
                 }
             });
             if let Some(c) = fits(pool, &group, meter, avail - used, overhead) {
+                if strict && group.iter().any(|&i| pool[i].unreviewed) {
+                    for &i in &group {
+                        pool[i].decide(Reason::Unreviewed);
+                    }
+                    continue;
+                }
                 used += c;
                 for &i in &group {
                     pool[i].decide(Reason::WithinBudget);
@@ -155,15 +175,7 @@ pub(crate) struct Budgeting<'a, 'm> {
     pub overhead: u64,
     pub meter: &'a Meter<'m>,
     pub tokenizer: Tokenizer,
-    pub host: &'a mut dyn Host,
-}
-
-/// What the budgeting did besides setting reasons.
-pub(crate) struct Outcome {
-    /// Summaries made, to be rendered with their sections.
-    pub summaries: Vec<Item>,
-    /// The summariser's call, if it was made.
-    pub call: Option<SourceCall>,
+    pub channel: &'a Channel,
 }
 
 /// The items after the budget was shared, by layer (L0 aside).
@@ -175,22 +187,33 @@ pub(crate) struct Shared {
     pub l1_hosted: Vec<Item>,
     /// The conversation.
     pub l1: Vec<Item>,
-    /// The summariser's call, if it was made.
-    pub call: Option<SourceCall>,
+    /// The policy's and the summariser's calls, in the order made.
+    pub calls: Vec<SourceCall>,
+}
+
+/// A budgeting the policy failed: nothing unreviewed goes on. The items
+/// are as far as they were decided.
+pub(crate) struct Stopped {
+    pub error: Error,
+    pub l1: Vec<Item>,
+    pub l2: Vec<Item>,
+    pub hosted: Vec<Item>,
+    pub calls: Vec<SourceCall>,
 }
 
 /// Shares `remaining` tokens among the conversation `l1` (its window's
 /// units `conversation`, newest first), the stage summaries `l2` and the
-/// host's candidates `hosted` (in rank order), and decides every one of
-/// them still pending.
-pub(crate) fn share(
+/// host's candidates `hosted` (in rank order, not yet reviewed; `husks` is
+/// what the review needs besides), and decides every one of them still
+/// pending.
+pub(crate) async fn share(
     b: Budgeting<'_, '_>,
     l1: Vec<Item>,
     l2: Vec<Item>,
-    hosted: Vec<Item>,
+    (hosted, husks): (Vec<Item>, Husks),
     conversation: Vec<Group>,
     remaining: u64,
-) -> Shared {
+) -> Result<Shared, Stopped> {
     // One pool: conversation, stage summaries, host candidates.
     let (n1, n2) = (l1.len(), l2.len());
     let mut pool: Vec<Item> = l1;
@@ -201,13 +224,39 @@ pub(crate) fn share(
     let hosted: Vec<usize> = (hosted_from..pool.len())
         .filter(|&i| pool[i].is_pending())
         .collect();
-    let outcome = fill(b, &mut pool, conversation, stages, hosted, remaining);
+    let mut reviewer = Reviewer {
+        husks,
+        hosted_from,
+        rounds: 0,
+        calls: Vec::new(),
+    };
+    let filled = fill(
+        &b,
+        &mut pool,
+        conversation,
+        stages,
+        hosted,
+        remaining,
+        &mut reviewer,
+    )
+    .await;
 
     let hosted_items = pool.split_off(hosted_from);
     let mut l2 = pool.split_off(n1);
     let l1 = pool;
+    let mut summaries = match filled {
+        Ok(summaries) => summaries,
+        Err(error) => {
+            return Err(Stopped {
+                error,
+                l1,
+                l2,
+                hosted: hosted_items,
+                calls: reviewer.calls,
+            });
+        }
+    };
     // Each summary stands where the first candidate it summarises stood.
-    let mut summaries = outcome.summaries;
     // Sized up front: ten thousand items grown by doubling were copied
     // twice over, into freshly faulted pages.
     let in_l2 = hosted_items
@@ -232,29 +281,325 @@ pub(crate) fn share(
         }
         push(item);
     }
-    Shared {
+    Ok(Shared {
         l2,
         l1_hosted,
         l1,
-        call: outcome.call,
+        calls: reviewer.calls,
+    })
+}
+
+/// The most review rounds an assembly asks for. Each round is a round
+/// trip to the policy engine; a round after the first reviews only what
+/// the denials and redactions of the one before made room for, so with
+/// one denial in ten the fourth round reviews about one in a thousand of
+/// what fills the budget. After the last round a candidate the fill would
+/// take unreviewed is left out as `unreviewed`.
+pub const REVIEW_ROUNDS: u32 = 4;
+
+/// What a review round needs and what the rounds made.
+struct Reviewer {
+    husks: Husks,
+    hosted_from: usize,
+    rounds: u32,
+    /// The policy's and the summariser's calls, in the order made.
+    calls: Vec<SourceCall>,
+}
+
+impl Reviewer {
+    /// Whether the rounds are spent: the fill may then take only what was
+    /// reviewed.
+    fn spent(&self) -> bool {
+        self.rounds >= REVIEW_ROUNDS
+    }
+
+    /// Reviews `wanted` (pool indices, in rank order): one round.
+    async fn review(
+        &mut self,
+        pool: &mut [Item],
+        channel: &Channel,
+        wanted: &[usize],
+    ) -> Result<Vec<Verdict>, Error> {
+        self.rounds += 1;
+        let lent = policy::lend(pool, &mut self.husks, self.hosted_from, wanted);
+        let (lent, answer) = channel.review(lent).await;
+        policy::take_back(
+            pool,
+            &mut self.husks,
+            self.hosted_from,
+            wanted,
+            lent,
+            answer,
+            &mut self.calls,
+        )
+    }
+}
+
+/// The lanes as the fill leaves them between its phases; a phase whose
+/// outcome a review changes is run again from a copy made before it.
+#[derive(Clone)]
+struct Filling {
+    lanes: Vec<Lane>,
+    remaining: u64,
+    /// For each lane, what its step cut let go, counted (see the steps in
+    /// [`Filling::after_compression`]).
+    stepped: Vec<u64>,
+}
+
+impl Filling {
+    /// Pass 1 (shares) and pass 2 (the flow); returns the sections to
+    /// compress, by lane, with their room. With `strict`, only reviewed
+    /// candidates are taken or summarised.
+    fn share_and_flow(
+        &mut self,
+        pool: &mut [Item],
+        b: &Budgeting,
+        strict: bool,
+    ) -> Vec<(usize, u64)> {
+        // Pass 1: shares. A compressible section left with candidates
+        // keeps its unused share in reserve, so the flow cannot give it
+        // away.
+        let mut reserved: Vec<(usize, u64)> = Vec::new();
+        for (l, lane) in self.lanes.iter_mut().enumerate() {
+            let share = (b.plan.share(lane.section) * b.budget as f64).floor() as u64;
+            let cap = share.min(self.remaining);
+            let used = lane.fill(pool, b.meter, cap, b.overhead, strict);
+            self.remaining -= used;
+            let room = cap - used;
+            if b.plan.compress && lane.fill == Fill::Greedy && !lane.queue.is_empty() && room > 0 {
+                self.remaining -= room;
+                reserved.push((l, room));
+            }
+        }
+
+        // Pass 2: what is unused flows in priority order; a section with
+        // a reserve may still take whole candidates from the flow.
+        for lane in &mut self.lanes {
+            let used = lane.fill(pool, b.meter, self.remaining, b.overhead, strict);
+            self.remaining -= used;
+        }
+
+        // Compression: a section still over is summarised into its
+        // reserve (the first in priority order also gets what the flow
+        // left); the rest give their reserve back.
+        let mut compressing: Vec<(usize, u64)> = Vec::new();
+        for (l, room) in reserved {
+            if strict {
+                let queue = &mut self.lanes[l].queue;
+                queue.retain(|group| {
+                    let unreviewed = group.iter().any(|&i| pool[i].unreviewed);
+                    if unreviewed {
+                        for &i in group {
+                            pool[i].decide(Reason::Unreviewed);
+                        }
+                    }
+                    !unreviewed
+                });
+            }
+            let target = if compressing.is_empty() {
+                room + self.remaining
+            } else {
+                room
+            };
+            if self.lanes[l].queue.is_empty()
+                || target < u64::from(b.plan.min_summary_tokens) + b.overhead
+            {
+                self.remaining += room;
+                continue;
+            }
+            if compressing.is_empty() {
+                self.remaining = 0;
+            }
+            compressing.push((l, target));
+        }
+        compressing
+    }
+
+    /// Pass 3 and the steps, once compression is done: reserves not
+    /// needed, and room a summary did not use, flow once more; then where
+    /// a contiguous lane was cut, its first kept item moves to a multiple
+    /// of the cut step, and what that frees flows once more.
+    fn after_compression(&mut self, pool: &mut [Item], b: &Budgeting, strict: bool) {
+        for lane in &mut self.lanes {
+            let used = lane.fill(pool, b.meter, self.remaining, b.overhead, strict);
+            self.remaining -= used;
+        }
+
+        let step = u64::from(b.plan.cut_step.max(1));
+        if step <= 1 {
+            return;
+        }
+        let lanes = &mut self.lanes;
+        let stepped_cost = &mut self.stepped;
+        // Each lane's groups let go, newest first.
+        let mut let_go: Vec<Vec<Group>> = vec![Vec::new(); lanes.len()];
+        for (l, lane) in lanes.iter_mut().enumerate() {
+            if lane.fill != Fill::Contiguous || lane.queue.is_empty() {
+                continue;
+            }
+            // The newest kept group always stays.
+            while lane.taken.len() > 1 {
+                let Some(oldest) = lane.taken.last() else {
+                    break;
+                };
+                if on_step(oldest, lane.base, step) {
+                    break;
+                }
+                let c = cost(pool, oldest, b.overhead);
+                for &i in oldest {
+                    pool[i].decide(Reason::StepCut(b.plan.cut_step));
+                }
+                stepped_cost[l] += c;
+                self.remaining += c;
+                let_go[l].extend(lane.taken.pop());
+            }
+            let_go[l].reverse();
+        }
+        // A lane that stepped must not refill: its next candidate is older
+        // than the ones it just let go, and would leave a gap.
+        for (lane, _) in lanes
+            .iter_mut()
+            .zip(stepped_cost.iter())
+            .filter(|(_, c)| **c == 0)
+        {
+            let used = lane.fill(pool, b.meter, self.remaining, b.overhead, strict);
+            self.remaining -= used;
+        }
+        // What the others left may now take a stepped lane back further,
+        // to an earlier step: what it let go and older groups, as far as
+        // the oldest step they all fit to.
+        for (l, lane) in lanes.iter_mut().enumerate() {
+            if stepped_cost[l] == 0 {
+                continue;
+            }
+            let back: Vec<Group> = let_go[l].iter().chain(&lane.queue).cloned().collect();
+            let mut used = 0u64;
+            let mut reach = None;
+            for (k, group) in back.iter().enumerate() {
+                match fits(pool, group, b.meter, self.remaining - used, b.overhead) {
+                    Some(c) => used += c,
+                    None => break,
+                }
+                if on_step(group, lane.base, step) {
+                    reach = Some((k, used));
+                }
+            }
+            let Some((k, used)) = reach else {
+                continue;
+            };
+            self.remaining -= used;
+            for group in &back[..=k] {
+                for &i in group {
+                    pool[i].decide(Reason::WithinBudget);
+                }
+            }
+            lane.taken.extend(back[..=k].iter().cloned());
+            let from_queue = (k + 1).saturating_sub(let_go[l].len());
+            lane.queue.drain(..from_queue);
+            stepped_cost[l] = back[k + 1..let_go[l].len().max(k + 1)]
+                .iter()
+                .map(|g| cost(pool, g, b.overhead))
+                .sum();
+        }
+    }
+
+    /// The candidates taken since `before` that are not reviewed yet, in
+    /// rank order.
+    fn unreviewed_since(&self, before: &Filling, pool: &[Item]) -> Vec<usize> {
+        let mut wanted: Vec<usize> = self
+            .lanes
+            .iter()
+            .zip(&before.lanes)
+            .flat_map(|(lane, was)| lane.taken.iter().skip(was.taken.len()))
+            .flatten()
+            .copied()
+            .filter(|&i| pool[i].unreviewed)
+            .collect();
+        wanted.sort_unstable();
+        wanted
+    }
+
+    /// Puts every candidate back as this filling had it: queued ones
+    /// pending, taken ones within the budget.
+    fn restore(&self, pool: &mut [Item]) {
+        for lane in &self.lanes {
+            for &i in lane.queue.iter().flatten() {
+                pool[i].decision = Decision::Pending;
+            }
+            for &i in lane.taken.iter().flatten() {
+                pool[i].decide(Reason::WithinBudget);
+            }
+        }
+    }
+
+    /// Takes out of the queues what a review decided (denied).
+    fn drop_decided(&mut self, pool: &[Item]) {
+        for lane in &mut self.lanes {
+            lane.queue
+                .retain(|group| group.iter().all(|&i| pool[i].is_pending()));
+        }
+    }
+
+    /// What is left over is dropped, with the numbers.
+    fn leftovers(&self, pool: &mut [Item], b: &Budgeting) {
+        for (l, lane) in self.lanes.iter().enumerate() {
+            // Keeping an older unit needs every newer one left out too.
+            let mut needed = self.stepped[l];
+            for group in &lane.queue {
+                let c = cost(pool, group, b.overhead);
+                let reason = match (lane.section, lane.fill) {
+                    (Section::StageSummaries, _) => Reason::EvictedOldest,
+                    (_, Fill::Contiguous) => {
+                        needed += c;
+                        if needed > self.remaining {
+                            Reason::OverBudget(Shortfall {
+                                needed,
+                                remaining: self.remaining,
+                            })
+                        } else {
+                            // It and every newer one fit, but the lane
+                            // could not start there: not on a step.
+                            Reason::StepCut(b.plan.cut_step)
+                        }
+                    }
+                    (_, Fill::Greedy) => Reason::OverBudget(Shortfall {
+                        needed: c,
+                        remaining: self.remaining,
+                    }),
+                };
+                for &i in group {
+                    pool[i].decide(reason.clone());
+                }
+            }
+        }
     }
 }
 
 /// Fills the sections from `remaining` tokens. `conversation` is the
 /// conversation's units in the window, newest first; `stages` the stage
 /// summaries, newest first; `hosted` the host candidates still pending, in
-/// rank order. Every item queued is decided.
-fn fill(
-    b: Budgeting<'_, '_>,
+/// rank order. Every item queued is decided; the summaries made are
+/// returned.
+///
+/// The host candidates compete unreviewed. After each phase — the shares
+/// and the flow (with what compression will summarise), then what flows
+/// once compression is done — the candidates the phase took, and those it
+/// would summarise, that are not reviewed yet are reviewed in one round;
+/// if a verdict changed anything (a denial, a redaction) the phase runs
+/// again from where it began, with the verdicts. After [`REVIEW_ROUNDS`]
+/// rounds a phase takes only what was reviewed.
+async fn fill(
+    b: &Budgeting<'_, '_>,
     pool: &mut [Item],
     conversation: Vec<Group>,
     stages: Vec<usize>,
     hosted: Vec<usize>,
-    mut remaining: u64,
-) -> Outcome {
+    remaining: u64,
+    reviewer: &mut Reviewer,
+) -> Result<Vec<Item>, Error> {
     // The conversation's lane is the only one to take it.
     let mut conversation = Some(conversation);
-    let mut lanes: Vec<Lane> = PRIORITY
+    let lanes: Vec<Lane> = PRIORITY
         .iter()
         .map(|&section| {
             let (fill, queue) = match section {
@@ -298,51 +643,40 @@ fn fill(
             pool[i].decide(Reason::SectionNotAllowed);
         }
     }
+    let mut state = Filling {
+        stepped: vec![0; lanes.len()],
+        lanes,
+        remaining,
+    };
 
-    // Pass 1: shares. A compressible section left with candidates keeps
-    // its unused share in reserve, so the flow cannot give it away.
-    let mut reserved: Vec<(usize, u64)> = Vec::new();
-    for (l, lane) in lanes.iter_mut().enumerate() {
-        let share = (b.plan.share(lane.section) * b.budget as f64).floor() as u64;
-        let cap = share.min(remaining);
-        let used = lane.fill(pool, b.meter, cap, b.overhead);
-        remaining -= used;
-        let room = cap - used;
-        if b.plan.compress && lane.fill == Fill::Greedy && !lane.queue.is_empty() && room > 0 {
-            remaining -= room;
-            reserved.push((l, room));
+    // The shares and the flow, reviewed.
+    let compressing = loop {
+        let before = state.clone();
+        let compressing = state.share_and_flow(pool, b, reviewer.spent());
+        let mut wanted = state.unreviewed_since(&before, pool);
+        for &(l, _) in &compressing {
+            let queue = state.lanes[l].queue.iter().flatten();
+            wanted.extend(queue.copied().filter(|&i| pool[i].unreviewed));
         }
-    }
+        wanted.sort_unstable();
+        if wanted.is_empty() {
+            break compressing;
+        }
+        let verdicts = reviewer.review(pool, b.channel, &wanted).await?;
+        if verdicts.iter().all(|v| *v == Verdict::Allow) {
+            policy::apply(pool, &wanted, verdicts);
+            break compressing;
+        }
+        state = before;
+        state.restore(pool);
+        policy::apply(pool, &wanted, verdicts);
+        state.drop_decided(pool);
+    };
 
-    // Pass 2: what is unused flows in priority order; a section with a
-    // reserve may still take whole candidates from the flow.
-    for lane in &mut lanes {
-        let used = lane.fill(pool, b.meter, remaining, b.overhead);
-        remaining -= used;
-    }
-
-    // Compression: a section still over is summarised into its reserve
-    // (the first in priority order also gets what the flow left); the rest
-    // give their reserve back.
-    let mut compressing: Vec<(usize, u64)> = Vec::new();
-    for (l, room) in reserved {
-        let target = if compressing.is_empty() {
-            room + remaining
-        } else {
-            room
-        };
-        if lanes[l].queue.is_empty() || target < u64::from(b.plan.min_summary_tokens) + b.overhead {
-            remaining += room;
-            continue;
-        }
-        if compressing.is_empty() {
-            remaining = 0;
-        }
-        compressing.push((l, target));
-    }
+    // Compression: every section over is summarised in one call.
     let mut over: Vec<Over> = Vec::with_capacity(compressing.len());
     let mut wanted = compressing.iter().peekable();
-    for (l, lane) in lanes.iter_mut().enumerate() {
+    for (l, lane) in state.lanes.iter_mut().enumerate() {
         if let Some(&(_, room)) = wanted.next_if(|&&(p, _)| p == l) {
             over.push(Over {
                 section: lane.section,
@@ -351,129 +685,44 @@ fn fill(
             });
         }
     }
-    let compressed = compress::compress(&mut over, pool, b.meter, b.overhead, b.tokenizer, b.host);
+    let compressed = if over.is_empty() {
+        compress::Compressed::default()
+    } else {
+        let requests = compress::requests(&over, pool, b.overhead);
+        let asked = requests.len();
+        let answer = b.channel.summaries(requests, b.tokenizer).await;
+        let (compressed, call) =
+            compress::apply(&mut over, pool, b.meter, b.overhead, answer, asked);
+        reviewer.calls.push(call);
+        compressed
+    };
     drop(over);
     for (&(_, room), used) in compressing.iter().zip(&compressed.used) {
         // Give back what the summary did not use.
-        remaining += room - (*used).min(room);
-    }
-    let out = Outcome {
-        summaries: compressed.summaries,
-        call: compressed.call,
-    };
-    // Pass 3: reserves not needed, and room a summary did not use, flow
-    // once more.
-    for lane in &mut lanes {
-        let used = lane.fill(pool, b.meter, remaining, b.overhead);
-        remaining -= used;
+        state.remaining += room - (*used).min(room);
     }
 
-    // Steps: where a contiguous lane was cut, its first kept item moves to
-    // a multiple of the cut step; what that frees flows once more.
-    let step = u64::from(b.plan.cut_step.max(1));
-    let mut stepped_cost = vec![0u64; lanes.len()];
-    // Each lane's groups let go, newest first.
-    let mut let_go: Vec<Vec<Group>> = vec![Vec::new(); lanes.len()];
-    if step > 1 {
-        for (l, lane) in lanes.iter_mut().enumerate() {
-            if lane.fill != Fill::Contiguous || lane.queue.is_empty() {
-                continue;
-            }
-            // The newest kept group always stays.
-            while lane.taken.len() > 1 {
-                let Some(oldest) = lane.taken.last() else {
-                    break;
-                };
-                if on_step(oldest, lane.base, step) {
-                    break;
-                }
-                let c = cost(pool, oldest, b.overhead);
-                for &i in oldest {
-                    pool[i].decide(Reason::StepCut(b.plan.cut_step));
-                }
-                stepped_cost[l] += c;
-                remaining += c;
-                let_go[l].extend(lane.taken.pop());
-            }
-            let_go[l].reverse();
+    // What flows once more, and the steps, reviewed.
+    loop {
+        let before = state.clone();
+        state.after_compression(pool, b, reviewer.spent());
+        let wanted = state.unreviewed_since(&before, pool);
+        if wanted.is_empty() {
+            break;
         }
-        // A lane that stepped must not refill: its next candidate is older
-        // than the ones it just let go, and would leave a gap.
-        for (lane, _) in lanes
-            .iter_mut()
-            .zip(&stepped_cost)
-            .filter(|(_, c)| **c == 0)
-        {
-            let used = lane.fill(pool, b.meter, remaining, b.overhead);
-            remaining -= used;
+        let verdicts = reviewer.review(pool, b.channel, &wanted).await?;
+        if verdicts.iter().all(|v| *v == Verdict::Allow) {
+            policy::apply(pool, &wanted, verdicts);
+            break;
         }
-        // What the others left may now take a stepped lane back further,
-        // to an earlier step: what it let go and older groups, as far as
-        // the oldest step they all fit to.
-        for (l, lane) in lanes.iter_mut().enumerate() {
-            if stepped_cost[l] == 0 {
-                continue;
-            }
-            let back: Vec<Group> = let_go[l].iter().chain(&lane.queue).cloned().collect();
-            let mut used = 0u64;
-            let mut reach = None;
-            for (k, group) in back.iter().enumerate() {
-                match fits(pool, group, b.meter, remaining - used, b.overhead) {
-                    Some(c) => used += c,
-                    None => break,
-                }
-                if on_step(group, lane.base, step) {
-                    reach = Some((k, used));
-                }
-            }
-            let Some((k, used)) = reach else {
-                continue;
-            };
-            remaining -= used;
-            for group in &back[..=k] {
-                for &i in group {
-                    pool[i].decide(Reason::WithinBudget);
-                }
-            }
-            lane.taken.extend(back[..=k].iter().cloned());
-            let from_queue = (k + 1).saturating_sub(let_go[l].len());
-            lane.queue.drain(..from_queue);
-            stepped_cost[l] = back[k + 1..let_go[l].len().max(k + 1)]
-                .iter()
-                .map(|g| cost(pool, g, b.overhead))
-                .sum();
-        }
+        state = before;
+        state.restore(pool);
+        policy::apply(pool, &wanted, verdicts);
+        state.drop_decided(pool);
     }
 
-    // What is left over is dropped, with the numbers.
-    for (l, lane) in lanes.iter().enumerate() {
-        // Keeping an older unit needs every newer one left out too.
-        let mut needed = stepped_cost[l];
-        for group in &lane.queue {
-            let c = cost(pool, group, b.overhead);
-            let reason = match (lane.section, lane.fill) {
-                (Section::StageSummaries, _) => Reason::EvictedOldest,
-                (_, Fill::Contiguous) => {
-                    needed += c;
-                    if needed > remaining {
-                        Reason::OverBudget(Shortfall { needed, remaining })
-                    } else {
-                        // It and every newer one fit, but the lane could
-                        // not start there: not on a step.
-                        Reason::StepCut(b.plan.cut_step)
-                    }
-                }
-                (_, Fill::Greedy) => Reason::OverBudget(Shortfall {
-                    needed: c,
-                    remaining,
-                }),
-            };
-            for &i in group {
-                pool[i].decide(reason.clone());
-            }
-        }
-    }
-    out
+    state.leftovers(pool, b);
+    Ok(compressed.summaries)
 }
 
 #[cfg(test)]

@@ -13,11 +13,11 @@
 //! cut at a token boundary into what is left (the snapshot is then
 //! `truncated`).
 
-use crate::host::Host;
+use crate::error::HostError;
 use crate::item::{Group, Item};
 use crate::pack::{Origin, Reason, SourceCall, SourceOutcome};
 use crate::tokenizer::{Count, Meter, clamp, clamp_len};
-use crate::types::{Role, Section, SummaryRequest, Tokenizer, TrustTier};
+use crate::types::{Role, Section, SummaryRequest, TrustTier};
 
 /// A section left with candidates, and the room it has for them, entry
 /// overhead included.
@@ -32,27 +32,14 @@ pub(crate) struct Over<'a> {
 pub(crate) struct Compressed {
     /// Summaries made, to be rendered with their sections.
     pub summaries: Vec<Item>,
-    /// The summariser's call, if it was made.
-    pub call: Option<SourceCall>,
     /// The tokens each section used, in the order given.
     pub used: Vec<u64>,
 }
 
-/// Summarises each section of `over` into its room, or cuts it there.
-pub(crate) fn compress(
-    over: &mut [Over],
-    pool: &mut [Item],
-    meter: &Meter,
-    overhead: u64,
-    tokenizer: Tokenizer,
-    host: &mut dyn Host,
-) -> Compressed {
-    let mut out = Compressed::default();
-    if over.is_empty() {
-        return out;
-    }
-    let requests: Vec<SummaryRequest> = over
-        .iter()
+/// What the summariser is asked: each section's leftovers, rendered, in
+/// at most its room (entry overhead taken off).
+pub(crate) fn requests(over: &[Over], pool: &[Item], overhead: u64) -> Vec<SummaryRequest> {
+    over.iter()
         .map(|o| SummaryRequest {
             section: o.section,
             text: o
@@ -64,26 +51,37 @@ pub(crate) fn compress(
                 .join("\n\n"),
             target_tokens: clamp(o.room - overhead),
         })
-        .collect();
-    let capability = "summarizer.summarize".to_owned();
-    let (outcome, summaries) = match host.summarize(&requests, tokenizer) {
-        Ok(s) if s.len() == requests.len() => {
-            (SourceOutcome::Answered(clamp_len(s.len())), Some(s))
-        }
+        .collect()
+}
+
+/// Summarises each section of `over` into its room with the summariser's
+/// `answer` to the `asked` requests, or cuts it there; returns what it
+/// made and the record of the call.
+pub(crate) fn apply(
+    over: &mut [Over],
+    pool: &mut [Item],
+    meter: &Meter,
+    overhead: u64,
+    answer: Result<Vec<String>, HostError>,
+    asked: usize,
+) -> (Compressed, SourceCall) {
+    let mut out = Compressed::default();
+    let (outcome, summaries) = match answer {
+        Ok(s) if s.len() == asked => (SourceOutcome::Answered(clamp_len(s.len())), Some(s)),
         Ok(s) => (
             SourceOutcome::Failed(format!(
                 "answered {} summaries for {} requests",
                 s.len(),
-                requests.len()
+                asked
             )),
             None,
         ),
         Err(e) => (SourceOutcome::Failed(e.message), None),
     };
-    out.call = Some(SourceCall {
-        capability,
+    let call = SourceCall {
+        capability: "summarizer.summarize".to_owned(),
         outcome,
-    });
+    };
     for (k, o) in over.iter_mut().enumerate() {
         let target = clamp(o.room - overhead);
         // An empty answer summarises nothing: the section is cut instead,
@@ -112,7 +110,7 @@ pub(crate) fn compress(
         };
         out.used.push(used);
     }
-    out
+    (out, call)
 }
 
 /// Takes `queue`'s leftovers into `room` (entry overhead included) in rank

@@ -41,6 +41,11 @@ pub enum Error {
         /// What the host said.
         message: String,
     },
+    /// A host driving an assembly step by step answered something it was
+    /// not asked: another step, a call that does not exist, one answered
+    /// already. Nothing changed; the host may answer again.
+    #[error("step mismatch: {0}")]
+    StepMismatch(String),
 }
 
 impl Error {

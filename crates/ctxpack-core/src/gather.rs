@@ -7,16 +7,16 @@
 //!   the graph from the admissible retrieved items (`depth` hops, once;
 //!   what it returns again — a cycle — is a duplicate of what is already
 //!   there) and asks for the repository state.
-//! - Every call is recorded with its outcome, in call order. A failing
+//! - Every call is recorded with its outcome, in the profile's order. A failing
 //!   source degrades the assembly (status `degraded`): it goes on with what
 //!   the others answered.
 //!
 //! What the sources answered is then ranked ([`crate::rank`]), admitted
 //! ([`crate::admit`]) and reviewed ([`crate::policy`]).
 
+use crate::assembly::{Channel, SourceRequest};
 use crate::config::Profile;
 use crate::error::HostError;
-use crate::host::Host;
 use crate::pack::{Origin, Reason, SourceCall, SourceOutcome};
 use crate::tokenizer::clamp_len;
 use crate::types::{AgentContext, AssembleRequest, Candidate, Layer, Section};
@@ -146,13 +146,52 @@ impl Gathered {
     }
 }
 
-/// Calls the sources `profile` names, each once.
-pub(crate) fn gather(request: &AssembleRequest, profile: Profile, host: &mut dyn Host) -> Gathered {
+/// Calls the sources `profile` names, each once: retrieval, memory and the
+/// repository state in one round, then the graph, which expands from what
+/// retrieval answered. The calls are recorded, and the answers kept, in
+/// the profile's order (retrieval, graph, memory, repository), however
+/// the host answered them.
+pub(crate) async fn gather(
+    request: &AssembleRequest,
+    profile: Profile,
+    channel: &Channel,
+) -> Gathered {
     let ctx = &request.context;
-    let mut gathered = Gathered::default();
     let plan = SourcePlan::of(profile);
+    let mut round = Vec::new();
     if let Some(limit) = plan.retrieve {
-        let answer = host.retrieve(ctx, &request.query, limit);
+        round.push(SourceRequest::Retrieve {
+            query: request.query.clone(),
+            limit,
+        });
+    }
+    if let (Some(limit), Some(user)) = (plan.memory, &ctx.user_id) {
+        round.push(SourceRequest::RecallMemory {
+            user_id: user.clone(),
+            query: request.query.clone(),
+            limit,
+        });
+    }
+    if plan.repository {
+        round.push(SourceRequest::RepositoryState);
+    }
+    let answers = if round.is_empty() {
+        Vec::new()
+    } else {
+        channel.sources(round.clone()).await
+    };
+    let mut answered = round.iter().zip(answers);
+    let mut next = |kind: fn(&SourceRequest) -> bool| {
+        answered
+            .find(|(asked, _)| kind(asked))
+            .map(|(_, answer)| answer)
+    };
+    let retrieved = next(|r| matches!(r, SourceRequest::Retrieve { .. }));
+    let memory = next(|r| matches!(r, SourceRequest::RecallMemory { .. }));
+    let repository = next(|r| matches!(r, SourceRequest::RepositoryState));
+
+    let mut gathered = Gathered::default();
+    if let (Some(limit), Some(answer)) = (plan.retrieve, retrieved) {
         gathered.answer("sources.retrieve", Origin::Retrieval, Some(limit), answer);
     }
     if let Some(depth) = plan.graph_depth {
@@ -169,14 +208,21 @@ pub(crate) fn gather(request: &AssembleRequest, profile: Profile, host: &mut dyn
         if ids.is_empty() {
             gathered.skip("sources.expand-graph", "no retrieved item to expand from");
         } else {
-            let answer = host.expand_graph(ctx, &ids, depth);
+            let call = SourceRequest::ExpandGraph {
+                item_ids: ids,
+                depth,
+            };
+            let answer = channel
+                .sources(vec![call])
+                .await
+                .pop()
+                .unwrap_or_else(|| Err(HostError::new("sources.expand-graph", "not answered")));
             gathered.answer("sources.expand-graph", Origin::Graph, None, answer);
         }
     }
     if let Some(limit) = plan.memory {
-        match &ctx.user_id {
-            Some(user) => {
-                let answer = host.recall_memory(ctx, user, &request.query, limit);
+        match memory {
+            Some(answer) => {
                 gathered.answer("sources.recall-memory", Origin::Memory, Some(limit), answer);
             }
             None => gathered.skip(
@@ -185,8 +231,7 @@ pub(crate) fn gather(request: &AssembleRequest, profile: Profile, host: &mut dyn
             ),
         }
     }
-    if plan.repository {
-        let answer = host.repository_state(ctx);
+    if let Some(answer) = repository {
         gathered.answer("sources.repository-state", Origin::Repository, None, answer);
     }
     gathered.degraded = gathered

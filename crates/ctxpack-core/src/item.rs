@@ -47,6 +47,9 @@ pub(crate) struct Item {
     pub decision: Decision,
     pub redacted: bool,
     pub compressed: bool,
+    /// Whether it is a host candidate the policy has yet to review: it may
+    /// compete for the budget, but is never included so.
+    pub unreviewed: bool,
     /// The conversation turn it is, by index.
     pub turn: Option<usize>,
 }
@@ -85,6 +88,7 @@ impl Item {
             decision: Decision::Pending,
             redacted: false,
             compressed: false,
+            unreviewed: false,
             turn: None,
         }
     }
@@ -163,6 +167,7 @@ impl Item {
             decision: self.decision.clone(),
             redacted: self.redacted,
             compressed: self.compressed,
+            unreviewed: self.unreviewed,
             turn: self.turn,
         }
     }

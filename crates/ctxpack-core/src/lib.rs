@@ -78,6 +78,7 @@
 #![deny(missing_docs)]
 
 mod admit;
+mod assembly;
 mod budget;
 mod compress;
 mod config;
@@ -107,6 +108,8 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+pub use assembly::{Assembly, Next, SourceRequest};
+pub use budget::REVIEW_ROUNDS;
 pub use config::{
     BuilderConfig, FullSettings, Plan, Profile, RagMemorySettings, RagSettings, Ranking,
     SectionShare,
@@ -172,8 +175,9 @@ impl Builder {
     /// Assembles the pack for `request` within its budget.
     ///
     /// `host` lends the stores, policy and summariser; an assembly calls each
-    /// at most once, and only those the builder's profile needs
-    /// (`passthrough` calls none).
+    /// source at most once, and only those the builder's profile needs
+    /// (`passthrough` calls none). This is [`Builder::start`] driven to its
+    /// end over `host` (see [`Assembly::drive`]).
     ///
     /// An assembly that had begun and fails — L0 alone over the budget,
     /// the policy failing — gives its `failed` snapshot with the error
@@ -183,13 +187,41 @@ impl Builder {
         request: &AssembleRequest,
         host: &mut dyn Host,
     ) -> Result<ContextPack, Failure> {
+        self.start(request).drive(host, &request.context)
+    }
+
+    /// Starts assembling the pack for `request`, for a host that answers
+    /// step by step (see [`Assembly`]). Nothing runs until
+    /// [`Assembly::next`] is called; an invalid request is refused there.
+    pub fn start<'a>(&'a self, request: &'a AssembleRequest) -> Assembly<'a> {
+        Assembly::new(move |channel| async move { self.assemble_on(request, &channel).await })
+    }
+
+    /// As [`Builder::start`], for an assembly that owns what it needs: a
+    /// shared builder (an `Rc`, an `Arc`, a `Box`) and its request. An
+    /// adapter that holds assemblies between calls (the component's
+    /// `assembly` resource) starts them so.
+    pub fn start_owned<B>(builder: B, request: AssembleRequest) -> Assembly<'static>
+    where
+        B: std::ops::Deref<Target = Builder> + 'static,
+    {
+        Assembly::new(move |channel| async move { builder.assemble_on(&request, &channel).await })
+    }
+
+    /// The whole assembly, asking `channel` for what the host lends.
+    async fn assemble_on(
+        &self,
+        request: &AssembleRequest,
+        channel: &assembly::Channel,
+    ) -> Result<ContextPack, Failure> {
         validate::tokenizer(request.tokenizer, "request.tokenizer")?;
         let budget = validate::budget(request, &self.plan)?;
         validate::request(request)?;
         let counter = self.tokenizers.counter(request.tokenizer)?;
         // Assemblies on one builder share its counts; one that finds the
-        // cache in use by another thread counts without it rather than
-        // wait (the counts, and so the pack, are the same either way).
+        // cache in use by another (on another thread, or waiting for its
+        // host) counts without it rather than wait (the counts, and so the
+        // pack, are the same either way).
         let mut spare = CountCache::new(0);
         let mut held = match self.counts.try_lock() {
             Ok(guard) => Some(guard),
@@ -201,15 +233,15 @@ impl Builder {
             None => &mut spare,
         };
         let meter = Meter::new(counter.as_ref(), request.tokenizer, cache);
-        self.run(request, host, &meter, budget)
+        self.run(request, channel, &meter, budget).await
     }
 
     /// The pipeline, on a valid request, counting with `meter`.
-    fn run(
+    async fn run(
         &self,
         request: &AssembleRequest,
-        host: &mut dyn Host,
-        meter: &Meter,
+        channel: &assembly::Channel,
+        meter: &Meter<'_>,
         budget: u32,
     ) -> Result<ContextPack, Failure> {
         let overhead = u64::from(request.entry_overhead);
@@ -226,29 +258,18 @@ impl Builder {
             return Err(self.failed(request, own, Vec::new(), Vec::new(), false, error, budget));
         }
 
-        // The host's candidates: gathered, ranked, admitted, reviewed.
-        let gathered = gather::gather(request, self.profile, host);
+        // The host's candidates: gathered, ranked, admitted. They are
+        // reviewed while the budget is filled: only what it would take.
+        let gathered = gather::gather(request, self.profile, channel).await;
         let mut calls = gathered.calls;
         let ranked = rank::rank(gathered.sources, &self.ranking);
-        let mut admitted = admit::admit(
+        let admitted = admit::admit(
             ranked,
             &request.context,
             || own.ids(),
             self.near_duplicate_threshold,
         );
-        let reviewed = policy::review(&mut admitted, &request.context, host, &mut calls);
         let hosted = admitted.into_items();
-        if let Err(error) = reviewed {
-            return Err(self.failed(
-                request,
-                own,
-                hosted,
-                calls,
-                gathered.degraded,
-                error,
-                budget,
-            ));
-        }
 
         // The conversation's window; only the turns the budget can reach
         // are rendered. Each entry after L0 is charged its overhead and the
@@ -265,8 +286,8 @@ impl Builder {
             charge,
         );
 
-        // The budget, shared among the sections; compressed where a
-        // section is over its share.
+        // The budget, shared among the sections; reviewed, and compressed
+        // where a section is over its share.
         let shared = budget::share(
             Budgeting {
                 plan: &self.plan,
@@ -274,15 +295,37 @@ impl Builder {
                 overhead: charge,
                 meter,
                 tokenizer: request.tokenizer,
-                host,
+                channel,
             },
             own.l1,
             own.l2,
             hosted,
             window,
             room,
-        );
-        calls.extend(shared.call);
+        )
+        .await;
+        let shared = match shared {
+            Ok(shared) => shared,
+            Err(stopped) => {
+                calls.extend(stopped.calls);
+                let own = layer::Own {
+                    l0: own.l0,
+                    l1: stopped.l1,
+                    l2: stopped.l2,
+                    l0_cost: own.l0_cost,
+                };
+                return Err(self.failed(
+                    request,
+                    own,
+                    stopped.hosted,
+                    calls,
+                    gathered.degraded,
+                    stopped.error,
+                    budget,
+                ));
+            }
+        };
+        calls.extend(shared.calls);
 
         // Rendered, counted whole, and settled within the budget.
         let mut layers = Layers {

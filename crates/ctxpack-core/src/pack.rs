@@ -112,6 +112,9 @@ pub enum Reason {
     /// Not decided: the assembly failed first (the snapshot's `failure`
     /// says why). Only a failed snapshot has it.
     AssemblyFailed,
+    /// Dropped: it would have fit, but the review rounds were spent before
+    /// the policy saw it (see [`crate::REVIEW_ROUNDS`]).
+    Unreviewed,
 }
 
 impl Reason {
@@ -134,6 +137,7 @@ impl Reason {
             Reason::StepCut(_) => "step-cut",
             Reason::BeyondLimit(_) => "beyond-limit",
             Reason::AssemblyFailed => "assembly-failed",
+            Reason::Unreviewed => "unreviewed",
         }
     }
 

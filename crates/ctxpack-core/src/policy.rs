@@ -1,44 +1,100 @@
-//! Review: everything admitted goes to `policy.review` in one batch, and
-//! each verdict is applied — allowed, redacted (text replaced, counted
-//! afresh) or denied (`policy-denied`). The call is recorded with the
-//! sources'. If the review fails, or answers a different number of
-//! verdicts, the assembly fails (with a failed snapshot): nothing
-//! unreviewed is ever returned.
+//! Review: the policy sees only what the fill would take.
+//!
+//! The budget is filled as if every admitted candidate were allowed; the
+//! candidates that fill would include — and those a section would hand to
+//! the summariser — that are not reviewed yet go to `policy.review` in one
+//! batch, in rank order (see [`crate::budget`] for the rounds). Each
+//! verdict is applied: allowed, redacted (text replaced, counted afresh) or
+//! denied (`policy-denied`). Every round is recorded with the sources'
+//! calls. If the review fails, or answers a different number of verdicts,
+//! the assembly fails (with a failed snapshot): nothing unreviewed is ever
+//! included.
+//!
+//! The batch lends the candidates to the host rather than copying them:
+//! each item's id, text and provenance are moved out for the review and
+//! back after it. The policy sees a text as the host gave it.
 
-use crate::admit::Admitted;
-use crate::error::Error;
-use crate::host::{Host, Verdict};
+use crate::error::{Error, HostError};
+use crate::host::Verdict;
+use crate::item::{Item, body};
 use crate::pack::{Reason, SourceCall, SourceOutcome};
 use crate::tokenizer::clamp_len;
-use crate::types::AgentContext;
+use crate::types::Candidate;
 
-/// Reviews the pending candidates of `admitted`, recording the call in
-/// `calls`. On a failure every one of them is `assembly-failed` and the
-/// error says why.
-pub(crate) fn review(
-    admitted: &mut Admitted,
-    ctx: &AgentContext,
-    host: &mut dyn Host,
+/// The host's candidates as they were answered, once their ids, texts and
+/// provenance were moved into items: what a review needs besides.
+pub(crate) struct Husks {
+    /// Each candidate's remains; the text is kept only where the item's
+    /// body differs from it (an untrusted text whose fences were defused).
+    pub pool: Vec<Candidate>,
+    /// For each hosted item, in rank order, its candidate in `pool`.
+    pub of: Vec<usize>,
+}
+
+/// The candidates `wanted` (indices into `pool`, whose hosted items start
+/// at `hosted_from`), lent for review.
+pub(crate) fn lend(
+    pool: &mut [Item],
+    husks: &mut Husks,
+    hosted_from: usize,
+    wanted: &[usize],
+) -> Vec<Candidate> {
+    wanted
+        .iter()
+        .map(|&p| {
+            let item = &mut pool[p];
+            let husk = &mut husks.pool[husks.of[p - hosted_from]];
+            let text = if husk.text.is_empty() {
+                std::mem::take(&mut item.text)
+            } else {
+                husk.text.clone()
+            };
+            Candidate {
+                id: std::mem::take(&mut item.id),
+                section: item.section,
+                text,
+                provenance: item.provenance.take(),
+                trust: item.trust,
+                score: husk.score,
+                sequence: husk.sequence,
+                scope: husk.scope.take(),
+                token_count: husk.token_count,
+            }
+        })
+        .collect()
+}
+
+/// Takes back the candidates lent for `wanted` with the policy's `answer`,
+/// recording the call in `calls`: the verdicts, one per item, to be
+/// applied with [`apply`]. The items are whole again either way; on a
+/// failure the error says why, and the assembly must fail.
+pub(crate) fn take_back(
+    pool: &mut [Item],
+    husks: &mut Husks,
+    hosted_from: usize,
+    wanted: &[usize],
+    lent: Vec<Candidate>,
+    answer: Result<Vec<Verdict>, HostError>,
     calls: &mut Vec<SourceCall>,
-) -> Result<(), Error> {
-    let Admitted {
-        pool,
-        items,
-        pending,
-    } = admitted;
-    if pending.is_empty() {
-        return Ok(());
+) -> Result<Vec<Verdict>, Error> {
+    for (&p, c) in wanted.iter().zip(lent) {
+        let item = &mut pool[p];
+        let husk = &mut husks.pool[husks.of[p - hosted_from]];
+        item.id = c.id;
+        item.provenance = c.provenance;
+        husk.scope = c.scope;
+        // Where the item's body differs from the text as given, the body
+        // stayed in the item and the review saw a copy of the text.
+        if husk.text.is_empty() {
+            item.text = c.text;
+        }
     }
-    // The batch borrows the candidates where they are.
-    let batch: Vec<_> = pending.iter().map(|&k| &pool[items[k].1]).collect();
-    let answer = host.review(ctx, &batch);
-    drop(batch);
     let verdicts = match answer {
-        Ok(v) if v.len() == pending.len() => Ok(v),
+        Ok(v) if v.len() == wanted.len() => Ok(v),
         Ok(v) => Err(format!(
             "answered {} verdicts for {} items",
             v.len(),
-            pending.len()
+            wanted.len()
         )),
         Err(e) => Err(e.message),
     };
@@ -49,29 +105,28 @@ pub(crate) fn review(
             Err(message) => SourceOutcome::Failed(message.clone()),
         },
     });
-    let verdicts = match verdicts {
-        Ok(v) => v,
-        Err(message) => {
-            // Nothing unreviewed goes on: the assembly fails here.
-            for &k in pending.iter() {
-                items[k].0.decide(Reason::AssemblyFailed);
-            }
-            return Err(Error::HostFailed {
-                capability: "policy.review".into(),
-                message,
-            });
-        }
-    };
-    for (&k, verdict) in pending.iter().zip(verdicts) {
-        let (item, i) = &mut items[k];
+    verdicts.map_err(|message| Error::HostFailed {
+        capability: "policy.review".into(),
+        message,
+    })
+}
+
+/// Applies each verdict to its item of `wanted`: it is reviewed now;
+/// redacted, its text is replaced (and counted afresh); denied, it is
+/// `policy-denied`.
+pub(crate) fn apply(pool: &mut [Item], wanted: &[usize], verdicts: Vec<Verdict>) {
+    for (&p, verdict) in wanted.iter().zip(verdicts) {
+        let item = &mut pool[p];
+        item.unreviewed = false;
         match verdict {
             Verdict::Allow => {}
             Verdict::Redact(text) => {
-                pool[*i].text = text;
+                item.text = body(item.trust, text);
                 item.redacted = true;
+                item.hint = None;
+                item.count = None;
             }
             Verdict::Deny(why) => item.decide(Reason::PolicyDenied(why)),
         }
     }
-    Ok(())
 }

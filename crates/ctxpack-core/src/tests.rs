@@ -44,8 +44,11 @@ fn run_with(
     let m = Meter::new(counter, r.tokenizer, cache);
     crate::validate::request(r)?;
     let builder = Builder::new(BuilderConfig::default()).unwrap();
-    builder
-        .run(r, &mut NoHost, &m, r.budget.unwrap())
+    let budget = r.budget.unwrap();
+    let builder = &builder;
+    let m = &m;
+    Assembly::new(|channel| async move { builder.run(r, &channel, m, budget).await })
+        .drive(&mut NoHost, &r.context)
         .map_err(|f| f.error)
 }
 

@@ -123,7 +123,7 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::Tokenizer, wit::Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken]);
             $crate::__cases!(ctx::Reason, wit::Reason,
                 [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance,
-                 SectionNotAllowed, AssemblyFailed]
+                 SectionNotAllowed, AssemblyFailed, Unreviewed]
                 [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied, Summarized, StepCut,
                  BeyondLimit]);
             $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory, Graph, Repository, Summary] []);
@@ -247,6 +247,7 @@ macro_rules! wit_conversions {
                         ctx::Error::HostFailed { capability, message } => {
                             wit::CtxpackError::HostFailed(wit::HostError { capability, message })
                         }
+                        ctx::Error::StepMismatch(why) => wit::CtxpackError::StepMismatch(why),
                     }
                 }
             }
@@ -289,6 +290,7 @@ macro_rules! wit_conversions {
                             capability: e.capability,
                             message: e.message,
                         },
+                        wit::CtxpackError::StepMismatch(why) => ctx::Error::StepMismatch(why),
                     }
                 }
             }
