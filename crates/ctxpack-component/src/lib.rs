@@ -24,17 +24,20 @@ ctxpack_wit::wit_conversions!(crate::bindings::ctxpack::context, borrowing);
 
 use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
 use bindings::exports::ctxpack::context::builder::{
-    ContextBuilder, ContextBuilderBorrow, Guest, GuestContextBuilder, GuestRouter, Router,
-    RouterBorrow,
+    self as exported, Assembly, ContextBuilder, ContextBuilderBorrow, Guest, GuestAssembly,
+    GuestContextBuilder, GuestRouter, Router, RouterBorrow,
 };
 use ctxpack_core as ctx;
 use ctxpack_wit::Convert;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 struct Component;
 
 impl Guest for Component {
     type ContextBuilder = Builder;
     type Router = RouterResource;
+    type Assembly = AssemblyResource;
 
     fn handle(
         router: RouterBorrow<'_>,
@@ -71,13 +74,14 @@ impl GuestRouter for RouterResource {
     }
 }
 
-/// The `context-builder` resource: one core builder, kept between calls.
-struct Builder(ctx::Builder);
+/// The `context-builder` resource: one core builder, kept between calls
+/// and shared with the assemblies it starts.
+struct Builder(Rc<ctx::Builder>);
 
 impl GuestContextBuilder for Builder {
     fn create(config: wit::BuilderConfig) -> Result<ContextBuilder, wit::CtxpackError> {
         match ctx::Builder::new(config.convert()) {
-            Ok(builder) => Ok(ContextBuilder::new(Builder(builder))),
+            Ok(builder) => Ok(ContextBuilder::new(Builder(Rc::new(builder)))),
             Err(e) => Err(e.convert()),
         }
     }
@@ -91,6 +95,94 @@ impl GuestContextBuilder for Builder {
             Ok(pack) => Ok(pack.convert()),
             Err(e) => Err(e.convert()),
         }
+    }
+
+    fn start(&self, request: wit::AssembleRequest) -> Assembly {
+        let assembly = ctx::Builder::start_owned(Rc::clone(&self.0), request.convert());
+        Assembly::new(AssemblyResource(RefCell::new(assembly)))
+    }
+}
+
+/// The `assembly` resource: one core assembly, driven by the host's
+/// answers.
+struct AssemblyResource(RefCell<ctx::Assembly<'static>>);
+
+impl GuestAssembly for AssemblyResource {
+    fn next(&self) -> exported::Step {
+        let mut assembly = self.0.borrow_mut();
+        match assembly.next() {
+            ctx::Next::Sources(calls) => {
+                exported::Step::Sources(calls.iter().map(source_request).collect())
+            }
+            ctx::Next::Review(items) => exported::Step::Review(items.to_vec().convert()),
+            ctx::Next::Summaries {
+                requests,
+                tokenizer,
+            } => exported::Step::Summaries(exported::SummariesRequest {
+                requests: requests.to_vec().convert(),
+                tokenizer: tokenizer.convert(),
+            }),
+            ctx::Next::Done(outcome) => exported::Step::Done(match outcome {
+                Ok(pack) => Ok(pack.convert()),
+                Err(e) => Err(e.convert()),
+            }),
+        }
+    }
+
+    fn provide_source(
+        &self,
+        call: u32,
+        answer: Result<Vec<wit::CandidateResult>, wit::HostError>,
+    ) -> Result<(), wit::CtxpackError> {
+        let answer = answer.map(Convert::convert).map_err(Convert::convert);
+        self.0
+            .borrow_mut()
+            .provide_source(call as usize, answer)
+            .map_err(Convert::convert)
+    }
+
+    fn provide_review(
+        &self,
+        answer: Result<Vec<policy::Verdict>, wit::HostError>,
+    ) -> Result<(), wit::CtxpackError> {
+        let answer = answer.map(Convert::convert).map_err(Convert::convert);
+        self.0
+            .borrow_mut()
+            .provide_review(answer)
+            .map_err(Convert::convert)
+    }
+
+    fn provide_summaries(
+        &self,
+        answer: Result<Vec<String>, wit::HostError>,
+    ) -> Result<(), wit::CtxpackError> {
+        let answer = answer.map_err(Convert::convert);
+        self.0
+            .borrow_mut()
+            .provide_summaries(answer)
+            .map_err(Convert::convert)
+    }
+}
+
+/// A source call as the WIT spells it.
+fn source_request(call: &ctx::SourceRequest) -> exported::SourceRequest {
+    match call.clone() {
+        ctx::SourceRequest::Retrieve { query, limit } => {
+            exported::SourceRequest::Retrieve(exported::RetrieveRequest { query, limit })
+        }
+        ctx::SourceRequest::ExpandGraph { item_ids, depth } => {
+            exported::SourceRequest::ExpandGraph(exported::ExpandGraphRequest { item_ids, depth })
+        }
+        ctx::SourceRequest::RecallMemory {
+            user_id,
+            query,
+            limit,
+        } => exported::SourceRequest::RecallMemory(exported::RecallMemoryRequest {
+            user_id,
+            query,
+            limit,
+        }),
+        ctx::SourceRequest::RepositoryState => exported::SourceRequest::RepositoryState,
     }
 }
 
@@ -227,7 +319,7 @@ impl ctx::Host for Imports {
     ) -> Result<Vec<String>, ctx::HostError> {
         // Destructured, as `candidate` is: a field added to the core's
         // request fails to compile here instead of being left behind.
-        let requests: Vec<wit::SummaryRequest<'_>> = requests
+        let requests: Vec<wit::SummaryRequestParam<'_>> = requests
             .iter()
             .map(|r| {
                 let ctx::SummaryRequest {
@@ -235,7 +327,7 @@ impl ctx::Host for Imports {
                     text,
                     target_tokens,
                 } = r;
-                wit::SummaryRequest {
+                wit::SummaryRequestParam {
                     section: section.convert(),
                     text,
                     target_tokens: *target_tokens,

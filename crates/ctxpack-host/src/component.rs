@@ -20,7 +20,9 @@ mod bindings {
 
 ctxpack_wit::wit_conversions!(crate::component::bindings::ctxpack::context);
 
+use crate::steps::{ComponentAssembly, Step, Steps};
 use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
+use bindings::exports::ctxpack::context::builder as exported;
 
 /// A failure of the WebAssembly machinery itself (load, link, trap, a
 /// resource limit), as opposed to the core refusing a request.
@@ -364,6 +366,29 @@ impl Instance {
         Ok(answer.map(Convert::convert).map_err(Convert::convert))
     }
 
+    /// Starts an assembly of `request` inside the component, driven step
+    /// by step (see [`crate::steps`]) instead of through the imports.
+    pub fn start(
+        &mut self,
+        request: &ctx::AssembleRequest,
+    ) -> Result<ComponentAssembly<'_>, WasmError> {
+        self.refuel()?;
+        let request: wit::AssembleRequest = request.clone().convert();
+        let handle = self
+            .bindings
+            .ctxpack_context_builder()
+            .context_builder()
+            .call_start(&mut self.store, self.builder, &request)?;
+        Ok(ComponentAssembly {
+            instance: self,
+            handle,
+        })
+    }
+
+    pub(crate) fn drop_resource(&mut self, handle: ResourceAny) -> Result<(), WasmError> {
+        Ok(handle.resource_drop(&mut self.store)?)
+    }
+
     /// Diffs two snapshots inside the component.
     pub fn diff_snapshots(
         &mut self,
@@ -394,6 +419,110 @@ impl Instance {
     pub fn host_mut(&mut self) -> &mut InMemoryHost {
         &mut self.store.data_mut().host
     }
+}
+
+impl Steps for ComponentAssembly<'_> {
+    fn next(&mut self) -> Result<Step, WasmError> {
+        let i = &mut *self.instance;
+        i.refuel()?;
+        let step = i
+            .bindings
+            .ctxpack_context_builder()
+            .assembly()
+            .call_next(&mut i.store, self.handle)?;
+        Ok(match step {
+            exported::Step::Sources(calls) => {
+                Step::Sources(calls.into_iter().map(source_request).collect())
+            }
+            exported::Step::Review(items) => Step::Review(items.convert()),
+            exported::Step::Summaries(s) => {
+                Step::Summaries(s.requests.convert(), s.tokenizer.convert())
+            }
+            exported::Step::Done(outcome) => Step::Done(match outcome {
+                Ok(pack) => Ok(pack.convert()),
+                Err(e) => Err(e.convert()),
+            }),
+        })
+    }
+
+    fn provide_source(
+        &mut self,
+        call: usize,
+        answer: Result<Vec<ctx::Candidate>, ctx::HostError>,
+    ) -> Result<Result<(), ctx::Error>, WasmError> {
+        let i = &mut *self.instance;
+        i.refuel()?;
+        // An index past u32 is out of range for any round.
+        let call = u32::try_from(call).unwrap_or(u32::MAX);
+        let answer = answer_to(answer);
+        let provided = i
+            .bindings
+            .ctxpack_context_builder()
+            .assembly()
+            .call_provide_source(&mut i.store, self.handle, call, as_ref(&answer))?;
+        Ok(provided.map_err(Convert::convert))
+    }
+
+    fn provide_review(
+        &mut self,
+        answer: Result<Vec<ctx::Verdict>, ctx::HostError>,
+    ) -> Result<Result<(), ctx::Error>, WasmError> {
+        let answer = answer_to(answer);
+        let i = &mut *self.instance;
+        i.refuel()?;
+        let provided = i
+            .bindings
+            .ctxpack_context_builder()
+            .assembly()
+            .call_provide_review(&mut i.store, self.handle, as_ref(&answer))?;
+        Ok(provided.map_err(Convert::convert))
+    }
+
+    fn provide_summaries(
+        &mut self,
+        answer: Result<Vec<String>, ctx::HostError>,
+    ) -> Result<Result<(), ctx::Error>, WasmError> {
+        let answer = answer_to(answer);
+        let i = &mut *self.instance;
+        i.refuel()?;
+        let provided = i
+            .bindings
+            .ctxpack_context_builder()
+            .assembly()
+            .call_provide_summaries(&mut i.store, self.handle, as_ref(&answer))?;
+        Ok(provided.map_err(Convert::convert))
+    }
+}
+
+/// A source call as the core spells it.
+fn source_request(call: exported::SourceRequest) -> ctx::SourceRequest {
+    match call {
+        exported::SourceRequest::Retrieve(r) => ctx::SourceRequest::Retrieve {
+            query: r.query,
+            limit: r.limit,
+        },
+        exported::SourceRequest::ExpandGraph(r) => ctx::SourceRequest::ExpandGraph {
+            item_ids: r.item_ids,
+            depth: r.depth,
+        },
+        exported::SourceRequest::RecallMemory(r) => ctx::SourceRequest::RecallMemory {
+            user_id: r.user_id,
+            query: r.query,
+            limit: r.limit,
+        },
+        exported::SourceRequest::RepositoryState => ctx::SourceRequest::RepositoryState,
+    }
+}
+
+fn answer_to<A: Convert<Vec<B>>, B>(
+    r: Result<A, ctx::HostError>,
+) -> Result<Vec<B>, wit::HostError> {
+    r.map(Convert::convert).map_err(Convert::convert)
+}
+
+/// An answer as the bindings take it: borrowed.
+fn as_ref<B>(r: &Result<Vec<B>, wit::HostError>) -> Result<&[B], &wit::HostError> {
+    r.as_ref().map(Vec::as_slice)
 }
 
 fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, wit::HostError> {

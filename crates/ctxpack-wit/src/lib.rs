@@ -86,8 +86,7 @@ macro_rules! __cases {
 ///
 /// Bindings generated with borrowed import parameters (wit-bindgen's
 /// `ownership: Borrowing { duplicate_if_necessary: true }`) name the owned
-/// form of a record passed to imports as well as returned `…Result`, and
-/// have no owned form of a summary request, which is only ever passed:
+/// form of a record passed to imports as well as returned `…Result`:
 /// `wit_conversions!(… , borrowing)` expands for those names, and the
 /// borrowed forms are the calling crate's to fill.
 #[macro_export]
@@ -96,7 +95,7 @@ macro_rules! wit_conversions {
         $crate::wit_conversions!(@ $($root)::+; AgentContext, Provenance, Candidate; SummaryRequest);
     };
     ($($root:ident)::+, borrowing) => {
-        $crate::wit_conversions!(@ $($root)::+; AgentContextResult, ProvenanceResult, CandidateResult;);
+        $crate::wit_conversions!(@ $($root)::+; AgentContextResult, ProvenanceResult, CandidateResult; SummaryRequestResult);
     };
     (@ $($root:ident)::+; $agent:ident, $provenance:ident, $candidate:ident; $($summary:ident)?) => {
         #[allow(unused_imports)]

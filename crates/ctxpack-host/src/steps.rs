@@ -1,0 +1,139 @@
+//! Driving an assembly step by step, natively or inside the component.
+//!
+//! [`Steps`] is the step protocol (see the `assembly` resource in
+//! `wit/world.wit` and `ctxpack_core::Assembly`) with owned values, the same
+//! for a core [`Assembly`] and for an assembly resource inside an
+//! [`Instance`]: a host written against it awaits its stores between steps
+//! and runs unchanged on either engine. [`drive`] answers every step from a
+//! [`Host`], as the import-based `assemble` would.
+
+use crate::component::{Instance, WasmError};
+use ctxpack_core::{
+    AgentContext, Assembly, Candidate, ContextPack, Error, Failure, Host, HostError, Next,
+    SourceRequest, SummaryRequest, Tokenizer, Verdict,
+};
+
+/// What an assembly needs next, or its outcome, owned.
+// The outcome is large, and given once: boxing it would save nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// A round of source calls; answer each by its index, in any order.
+    Sources(Vec<SourceRequest>),
+    /// A review batch; one verdict per item, in order.
+    Review(Vec<Candidate>),
+    /// The sections to compress; one summary per request, in order.
+    Summaries(Vec<SummaryRequest>, Tokenizer),
+    /// The outcome.
+    Done(Result<ContextPack, Failure>),
+}
+
+/// An assembly in progress, on either engine. Each call may fail as
+/// WebAssembly (a trap, a limit); a step answered out of turn is the inner
+/// `Err` ([`Error::StepMismatch`]), and changes nothing.
+pub trait Steps {
+    /// What the assembly needs next, or its outcome.
+    fn next(&mut self) -> Result<Step, WasmError>;
+    /// The answer to source call `call` of the round asked.
+    fn provide_source(
+        &mut self,
+        call: usize,
+        answer: Result<Vec<Candidate>, HostError>,
+    ) -> Result<Result<(), Error>, WasmError>;
+    /// The verdicts on the review batch asked.
+    fn provide_review(
+        &mut self,
+        answer: Result<Vec<Verdict>, HostError>,
+    ) -> Result<Result<(), Error>, WasmError>;
+    /// The summaries asked.
+    fn provide_summaries(
+        &mut self,
+        answer: Result<Vec<String>, HostError>,
+    ) -> Result<Result<(), Error>, WasmError>;
+}
+
+impl Steps for Assembly<'_> {
+    fn next(&mut self) -> Result<Step, WasmError> {
+        Ok(match Assembly::next(self) {
+            Next::Sources(calls) => Step::Sources(calls.to_vec()),
+            Next::Review(items) => Step::Review(items.to_vec()),
+            Next::Summaries {
+                requests,
+                tokenizer,
+            } => Step::Summaries(requests.to_vec(), tokenizer),
+            Next::Done(outcome) => Step::Done(outcome),
+        })
+    }
+
+    fn provide_source(
+        &mut self,
+        call: usize,
+        answer: Result<Vec<Candidate>, HostError>,
+    ) -> Result<Result<(), Error>, WasmError> {
+        Ok(Assembly::provide_source(self, call, answer))
+    }
+
+    fn provide_review(
+        &mut self,
+        answer: Result<Vec<Verdict>, HostError>,
+    ) -> Result<Result<(), Error>, WasmError> {
+        Ok(Assembly::provide_review(self, answer))
+    }
+
+    fn provide_summaries(
+        &mut self,
+        answer: Result<Vec<String>, HostError>,
+    ) -> Result<Result<(), Error>, WasmError> {
+        Ok(Assembly::provide_summaries(self, answer))
+    }
+}
+
+/// Answers every step of `steps` from `host`, for `context`'s requests,
+/// until the outcome.
+pub fn drive(
+    steps: &mut dyn Steps,
+    host: &mut dyn Host,
+    context: &AgentContext,
+) -> Result<Result<ContextPack, Failure>, WasmError> {
+    loop {
+        let provided = match steps.next()? {
+            Step::Done(outcome) => return Ok(outcome),
+            Step::Sources(calls) => {
+                let mut provided = Ok(());
+                for (k, call) in calls.iter().enumerate() {
+                    let answer = call.call(host, context);
+                    provided = provided.and(steps.provide_source(k, answer)?);
+                }
+                provided
+            }
+            Step::Review(items) => {
+                let items: Vec<&Candidate> = items.iter().collect();
+                let verdicts = host.review(context, &items);
+                steps.provide_review(verdicts)?
+            }
+            Step::Summaries(requests, tokenizer) => {
+                let summaries = host.summarize(&requests, tokenizer);
+                steps.provide_summaries(summaries)?
+            }
+        };
+        // Each answer is the one asked: a mismatch is a bug in the engine.
+        if let Err(e) = provided {
+            return Ok(Err(e.into()));
+        }
+    }
+}
+
+/// An assembly resource inside an [`Instance`], started with
+/// [`Instance::start`]. Dropped, it drops the resource.
+pub struct ComponentAssembly<'i> {
+    pub(crate) instance: &'i mut Instance,
+    pub(crate) handle: wasmtime::component::ResourceAny,
+}
+
+impl Drop for ComponentAssembly<'_> {
+    fn drop(&mut self) {
+        // A resource the instance cannot drop (it trapped) goes with the
+        // instance; there is nothing to report to.
+        let _ = self.instance.drop_resource(self.handle);
+    }
+}
