@@ -44,8 +44,12 @@ fn entries(s: &Snapshot) -> String {
         .entries
         .iter()
         .map(|e| {
+            let id = match &e.run {
+                Some(run) => format!("{} … {} ({} in a run)", e.id, run.last_id, run.count),
+                None => e.id.clone(),
+            };
             [
-                e.id.clone(),
+                id,
                 kebab(&e.section),
                 kebab(&e.layer).to_uppercase(),
                 e.tokens.to_string(),

@@ -107,15 +107,56 @@ pub fn check_failure(name: &str, request: &ctxpack_core::AssembleRequest, failur
     for e in &snap.entries {
         assert!(!e.included && !e.reason.is_inclusion(), "{name}: {}", e.id);
     }
-    let requested = snap
-        .entries
-        .iter()
-        .filter(|e| e.origin == Origin::Request)
-        .count();
-    assert_eq!(requested, request_candidates(request), "{name}");
+    check_runs(name, request, &snap.entries);
     let mut blank = (**snap).clone();
     blank.id = String::new();
     assert_eq!(snap.id, ctxpack_core::content_id(&blank), "{name}");
+}
+
+/// Every candidate of the request's own is accounted for exactly once,
+/// each run entry (see `ctxpack_core::Run`) standing for its members: a
+/// run is at least two consecutive turns or stage summaries of the
+/// request, none counted, none included, and over-budget only where its
+/// first member is past the keep-last window's start.
+fn check_runs(
+    name: &str,
+    request: &ctxpack_core::AssembleRequest,
+    entries: &[ctxpack_core::SnapshotEntry],
+) {
+    let mut ids = HashSet::new();
+    for e in entries.iter().filter(|e| e.origin == Origin::Request) {
+        for id in e.ids() {
+            assert!(ids.insert(id.clone()), "{name}: {id} recorded twice");
+        }
+        let Some(run) = &e.run else { continue };
+        assert!(run.count >= 2, "{name}: a run of {}", run.count);
+        assert!(!e.included && e.tokens == 0, "{name}: run {}", e.id);
+        assert_eq!(e.counted, ctxpack_core::Counted::Uncounted, "{name}");
+        let (stem, limit) = match e.section {
+            ctxpack_core::Section::ConversationState => ("turn-", request.conversation.len()),
+            ctxpack_core::Section::StageSummaries => {
+                ("stage-summary-", request.stage_summaries.len())
+            }
+            other => panic!("{name}: a run in {other:?}"),
+        };
+        let members = e.ids();
+        assert_eq!(members.len(), run.count as usize, "{name}");
+        assert_eq!(members.last(), Some(&run.last_id), "{name}");
+        for id in &members {
+            let i: usize = id
+                .strip_prefix(stem)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: run member {id}"));
+            assert!(i < limit, "{name}: run member {id} past the request");
+            if let Reason::KeepLast(n) = e.reason {
+                assert!(
+                    i + (n as usize) < limit,
+                    "{name}: {id} is within keep-last {n}"
+                );
+            }
+        }
+    }
+    assert_eq!(ids.len(), request_candidates(request), "{name}: candidates");
 }
 
 fn request_candidates(request: &ctxpack_core::AssembleRequest) -> usize {
@@ -233,13 +274,14 @@ pub fn check(
         .collect();
     let packed: Vec<&str> = pack.entries.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(included, packed, "{name}");
-    let expected_candidates = request_candidates(request);
-    let from = |origin: Origin| snap.entries.iter().filter(|e| e.origin == origin).count();
-    assert_eq!(
-        from(Origin::Request),
-        expected_candidates,
-        "{name}: a candidate is missing"
-    );
+    check_runs(name, request, &snap.entries);
+    let from = |origin: Origin| {
+        snap.entries
+            .iter()
+            .filter(|e| e.origin == origin)
+            .map(|e| e.candidates() as usize)
+            .sum::<usize>()
+    };
     for call in &snap.source_calls {
         let origin = match call.capability.as_str() {
             "sources.retrieve" => Origin::Retrieval,
@@ -308,9 +350,14 @@ pub fn check(
             );
         }
     }
+    // Dropped candidates, a run's members each.
     assert_eq!(
         pack.compression.entries_dropped as usize,
-        snap.entries.len() - pack.entries.len(),
+        snap.entries
+            .iter()
+            .filter(|e| !e.included)
+            .map(|e| e.candidates() as usize)
+            .sum::<usize>(),
         "{name}"
     );
     // The messages hold the same context: L0 first, then the other

@@ -545,24 +545,35 @@ impl Filling {
         for (l, lane) in self.lanes.iter().enumerate() {
             // Keeping an older unit needs every newer one left out too.
             let mut needed = self.stepped[l];
+            // Past the first unit never counted, what each needs is known
+            // only as at least that one's shortfall: they share it (and
+            // the snapshot records them as one run).
+            let mut uncounted: Option<Reason> = None;
             for group in &lane.queue {
                 let c = cost(pool, group, b.overhead);
-                let reason = match (lane.section, lane.fill) {
-                    (Section::StageSummaries, _) => Reason::EvictedOldest,
-                    (_, Fill::Contiguous) => {
+                let never_counted = group.iter().all(|&i| pool[i].count.is_none());
+                let shared = uncounted.as_ref().filter(|_| never_counted);
+                let reason = match (lane.section, lane.fill, shared) {
+                    (Section::StageSummaries, _, _) => Reason::EvictedOldest,
+                    (_, Fill::Contiguous, Some(reason)) => reason.clone(),
+                    (_, Fill::Contiguous, None) => {
                         needed += c;
                         if needed > self.remaining {
-                            Reason::OverBudget(Shortfall {
+                            let reason = Reason::OverBudget(Shortfall {
                                 needed,
                                 remaining: self.remaining,
-                            })
+                            });
+                            if never_counted {
+                                uncounted = Some(reason.clone());
+                            }
+                            reason
                         } else {
                             // It and every newer one fit, but the lane
                             // could not start there: not on a step.
                             Reason::StepCut(b.plan.cut_step)
                         }
                     }
-                    (_, Fill::Greedy) => Reason::OverBudget(Shortfall {
+                    (_, Fill::Greedy, _) => Reason::OverBudget(Shortfall {
                         needed: c,
                         remaining: self.remaining,
                     }),

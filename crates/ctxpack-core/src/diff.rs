@@ -9,7 +9,7 @@
 //! the included candidates kept in both, outside a longest run that kept
 //! its relative order.
 
-use crate::pack::{Origin, Reason, Snapshot, SnapshotEntry, SnapshotStatus};
+use crate::pack::{Origin, Reason, Snapshot, SnapshotStatus};
 use crate::types::Section;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -92,28 +92,28 @@ pub struct SnapshotDiff {
 type Key = (Origin, String, usize);
 
 fn keyed(snapshot: &Snapshot) -> Vec<(Key, EntryState)> {
-    let mut seen: HashMap<(Origin, &str), usize> = HashMap::new();
+    let mut seen: HashMap<(Origin, String), usize> = HashMap::new();
     let mut position = 0u32;
-    snapshot
-        .entries
-        .iter()
-        .map(|e: &SnapshotEntry| {
-            let n = seen.entry((e.origin, e.id.as_str())).or_default();
-            let key = (e.origin, e.id.clone(), *n);
+    let mut keyed = Vec::with_capacity(snapshot.entries.len());
+    for e in &snapshot.entries {
+        let state = EntryState {
+            section: e.section,
+            included: e.included,
+            reason: e.reason.clone(),
+            tokens: e.tokens,
+            position: e.included.then(|| {
+                position += 1;
+                position - 1
+            }),
+        };
+        // A run stands for each of its members.
+        for id in e.ids() {
+            let n = seen.entry((e.origin, id.clone())).or_default();
+            keyed.push(((e.origin, id, *n), state.clone()));
             *n += 1;
-            let state = EntryState {
-                section: e.section,
-                included: e.included,
-                reason: e.reason.clone(),
-                tokens: e.tokens,
-                position: e.included.then(|| {
-                    position += 1;
-                    position - 1
-                }),
-            };
-            (key, state)
-        })
-        .collect()
+        }
+    }
+    keyed
 }
 
 /// Indices (into `seq`) of a longest strictly increasing subsequence.
@@ -218,6 +218,7 @@ mod tests {
     use super::*;
     use crate::config::Profile;
     use crate::pack::Shortfall;
+    use crate::pack::SnapshotEntry;
     use crate::types::{Layer, Tokenizer, TrustTier};
 
     fn entry(id: &str, included: bool, tokens: u32, reason: Reason) -> SnapshotEntry {
@@ -235,6 +236,7 @@ mod tests {
             reason,
             compressed: false,
             redacted: false,
+            run: None,
         }
     }
 

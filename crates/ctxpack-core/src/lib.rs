@@ -52,6 +52,8 @@
 //! - Building: [`Builder`], [`BuilderConfig`], [`Plan`], [`SectionShare`],
 //!   [`Ranking`], [`Profile`] ([`RagSettings`], [`RagMemorySettings`],
 //!   [`FullSettings`]) and every default in [`defaults`].
+//! - Driving an assembly step by step: [`Assembly`], [`Next`],
+//!   [`SourceRequest`], [`REVIEW_ROUNDS`].
 //! - Asking: [`AssembleRequest`], [`AgentContext`], [`ConversationTurn`],
 //!   [`WorkflowStatus`], [`StageSummary`], [`Tokenizer`],
 //!   [`validate_request`].
@@ -61,7 +63,7 @@
 //!   [`Section`], [`Role`], [`TrustTier`], [`CompressionMetadata`],
 //!   [`Strategy`], [`Metrics`], [`SectionTokens`], [`ReasonCount`],
 //!   [`ContextAssembled`].
-//! - The snapshot: [`Snapshot`], [`SnapshotEntry`], [`SnapshotStatus`],
+//! - The snapshot: [`Snapshot`], [`SnapshotEntry`] ([`Run`]), [`SnapshotStatus`],
 //!   [`Reason`], [`Shortfall`], [`Counted`], [`Origin`], [`SourceCall`],
 //!   [`SourceOutcome`], the ids [`content_id`] and [`text_hash`], and
 //!   [`diff()`] ([`SnapshotDiff`], [`Change`], [`ChangeKind`],
@@ -121,7 +123,7 @@ pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_fr
 pub use host::{Host, NoHost, Verdict};
 pub use pack::{
     CompressionMetadata, ContextAssembled, ContextPack, Counted, Message, Metrics, Origin,
-    PackEntry, Reason, ReasonCount, RequestContext, SectionTokens, Shortfall, Snapshot,
+    PackEntry, Reason, ReasonCount, RequestContext, Run, SectionTokens, Shortfall, Snapshot,
     SnapshotEntry, SnapshotStatus, SourceCall, SourceOutcome, Strategy,
 };
 pub use router::{

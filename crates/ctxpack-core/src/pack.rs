@@ -230,6 +230,65 @@ pub struct SnapshotEntry {
     pub compressed: bool,
     /// Whether the policy replaced its text.
     pub redacted: bool,
+    /// Set when the entry stands for a run of the request's own
+    /// candidates (see [`Run`]); the entry's fields are the first one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<Run>,
+}
+
+/// A run of consecutive conversation turns or stage summaries, dropped for
+/// the same reason without being counted, recorded as one entry: the
+/// entry's `id` is the first one's and `last_id` the last one's, and the
+/// ids between are consecutive (`turn-12` … `turn-9911`). Every member has
+/// the entry's layer, section, origin and reason, is uncounted and is not
+/// included; its provenance and trust follow from the request as the
+/// first's do (`conversation[i]`, trust by role). For an over-budget run
+/// the shortfall is the first member's: every older one needs more.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Run {
+    /// The last member's id.
+    pub last_id: String,
+    /// How many candidates the entry stands for, first and last included
+    /// (at least 2).
+    pub count: u32,
+}
+
+/// An id as the request's own candidates are numbered: a stem and a
+/// decimal index (`turn-` and `12`).
+pub(crate) fn numbered(id: &str) -> Option<(&str, u64)> {
+    let digits = id.len() - id.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (stem, n) = id.split_at(id.len() - digits);
+    // A leading zero would not round-trip.
+    if n.is_empty() || (n.len() > 1 && n.starts_with('0')) {
+        return None;
+    }
+    Some((stem, n.parse().ok()?))
+}
+
+impl SnapshotEntry {
+    /// How many candidates it stands for: its run's count, or 1.
+    pub fn candidates(&self) -> u32 {
+        self.run.as_ref().map_or(1, |r| r.count)
+    }
+
+    /// The ids of the candidates it stands for, in order: its own, or its
+    /// run's members. A run whose ids are not consecutive (a snapshot
+    /// made elsewhere) gives its first id once for each member.
+    pub fn ids(&self) -> Vec<String> {
+        let Some(run) = &self.run else {
+            return vec![self.id.clone()];
+        };
+        match (numbered(&self.id), numbered(&run.last_id)) {
+            (Some((stem, first)), Some((last_stem, last)))
+                if stem == last_stem
+                    && last.checked_sub(first) == Some(u64::from(run.count) - 1) =>
+            {
+                (first..=last).map(|n| format!("{stem}{n}")).collect()
+            }
+            _ => vec![self.id.clone(); run.count as usize],
+        }
+    }
 }
 
 /// The record of one assembly.
@@ -292,11 +351,13 @@ impl Snapshot {
     /// The entries of the request's conversation in turn order, kept or
     /// not: the n-th is the request's turn n. (A snapshot has one entry
     /// per turn, in render order, and the conversation renders in turn
-    /// order.)
+    /// order; the entry of a run is given once for each turn it stands
+    /// for.)
     pub fn turns(&self) -> impl Iterator<Item = &SnapshotEntry> {
         self.entries
             .iter()
             .filter(|e| e.origin == Origin::Request && e.section == Section::ConversationState)
+            .flat_map(|e| std::iter::repeat_n(e, e.candidates() as usize))
     }
 }
 

@@ -9,11 +9,12 @@ use crate::error::{Error, Failure};
 use crate::item::{Decision, Item};
 use crate::pack::{
     CompressionMetadata, ContextAssembled, ContextPack, Counted, Metrics, Origin, Reason,
-    ReasonCount, SectionTokens, Snapshot, SnapshotEntry, SnapshotStatus, SourceCall, Strategy,
+    ReasonCount, Run, SectionTokens, Snapshot, SnapshotEntry, SnapshotStatus, SourceCall, Strategy,
+    numbered,
 };
 use crate::render::{self, Layers, Rendered};
 use crate::tokenizer::{Count, clamp};
-use crate::types::{AssembleRequest, Layer};
+use crate::types::{AssembleRequest, Layer, Section};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the assembly did besides deciding the items.
@@ -91,6 +92,65 @@ fn entry(item: Item) -> SnapshotEntry {
         reason,
         compressed: item.compressed,
         redacted: item.redacted,
+        run: None,
+    }
+}
+
+/// The entries of `items`, in order: each item's, except that a run of
+/// consecutive conversation turns or stage summaries dropped for the same
+/// reason without being counted is one entry (see [`Run`]) — a long
+/// history trimmed is thousands of turns never looked at.
+fn records(items: impl Iterator<Item = Item>) -> Vec<SnapshotEntry> {
+    let mut out: Vec<SnapshotEntry> = Vec::new();
+    for item in items {
+        if let Some(last) = out.last_mut()
+            && extends(last, &item)
+        {
+            let run = last.run.get_or_insert(Run {
+                last_id: String::new(),
+                count: 1,
+            });
+            run.last_id = item.id;
+            run.count += 1;
+            continue;
+        }
+        out.push(entry(item));
+    }
+    out
+}
+
+/// Whether `item` is the next member of a run that `last` starts or is.
+fn extends(last: &SnapshotEntry, item: &Item) -> bool {
+    let runs = |section: Section, origin: Origin| {
+        origin == Origin::Request
+            && matches!(
+                section,
+                Section::ConversationState | Section::StageSummaries
+            )
+    };
+    let Decision::Made(reason) = &item.decision else {
+        return false;
+    };
+    if !(runs(item.section, item.origin)
+        && item.count.is_none()
+        && !reason.is_inclusion()
+        && !item.compressed
+        && !item.redacted
+        && last.section == item.section
+        && last.origin == item.origin
+        && last.counted == Counted::Uncounted
+        && !last.included
+        && !last.compressed
+        && !last.redacted
+        && &last.reason == reason)
+    {
+        return false;
+    }
+    // Members are consecutive ids, so a run can be read back.
+    let tail = last.run.as_ref().map_or(&last.id, |r| &r.last_id);
+    match (numbered(tail), numbered(&item.id)) {
+        (Some((a, m)), Some((b, n))) => a == b && m.checked_add(1) == Some(n),
+        _ => false,
     }
 }
 
@@ -152,11 +212,7 @@ pub(crate) fn pack(
     } = layers;
     // Render order: L0, then the slow-moving L2, then L1 with the
     // conversation last.
-    let snapshot_entries: Vec<SnapshotEntry> = [l0, l2, l1_hosted, l1]
-        .into_iter()
-        .flatten()
-        .map(entry)
-        .collect();
+    let snapshot_entries = records([l0, l2, l1_hosted, l1].into_iter().flatten());
     let ctx = &request.context;
     let used = clamp(record.rendered.used);
     let mut pack = ContextPack {
@@ -211,7 +267,7 @@ fn complete(pack: &mut ContextPack, entry_overhead: u32) {
     }
     let mut dropped = BTreeMap::new();
     for e in snap.entries.iter().filter(|e| !e.included) {
-        *dropped.entry(e.reason.name()).or_insert(0u32) += 1;
+        *dropped.entry(e.reason.name()).or_insert(0u32) += e.candidates();
     }
     pack.metrics = Metrics {
         tokens_per_section: per_section
@@ -277,19 +333,19 @@ pub(crate) fn failed(
     let (hosted_l2, hosted_l1): (Vec<Item>, Vec<Item>) = hosted
         .into_iter()
         .partition(|i| i.section.layer() == Layer::L2);
-    let entries: Vec<SnapshotEntry> = l0
-        .into_iter()
-        .chain(l2)
-        .chain(hosted_l2)
-        .chain(hosted_l1)
-        .chain(l1)
-        .map(|mut item| {
-            if item.is_pending() || item.included() {
-                item.decide(Reason::AssemblyFailed);
-            }
-            entry(item)
-        })
-        .collect();
+    let entries = records(
+        l0.into_iter()
+            .chain(l2)
+            .chain(hosted_l2)
+            .chain(hosted_l1)
+            .chain(l1)
+            .map(|mut item| {
+                if item.is_pending() || item.included() {
+                    item.decide(Reason::AssemblyFailed);
+                }
+                item
+            }),
+    );
     let mut snapshot = Snapshot {
         content_hash: text_hash(""),
         status: SnapshotStatus::of(degraded, false, true),

@@ -550,3 +550,85 @@ fn no_module_imports_one_that_imports_it_back() {
         walk(name, &graph, &mut Vec::new(), &mut done);
     }
 }
+
+#[test]
+fn turns_dropped_alike_uncounted_are_one_run_that_diff_and_turns_expand() {
+    let mut r = request(10_000);
+    r.conversation = (0..20)
+        .map(|i| turn(Role::User, &format!("turn {i}"), None))
+        .collect();
+    r.keep_last = 5;
+    let before = run(&r).unwrap();
+    let runs: Vec<&SnapshotEntry> = before
+        .snapshot
+        .entries
+        .iter()
+        .filter(|e| e.run.is_some())
+        .collect();
+    assert_eq!(runs.len(), 1);
+    let run_entry = runs[0];
+    assert_eq!(run_entry.id, "turn-0");
+    assert_eq!(
+        run_entry.run,
+        Some(Run {
+            last_id: "turn-14".into(),
+            count: 15
+        })
+    );
+    assert_eq!(run_entry.reason, Reason::KeepLast(5));
+    assert_eq!(run_entry.ids().len(), 15);
+    assert_eq!(run_entry.ids()[14], "turn-14");
+    // One entry per turn as `turns` reads them; metrics count members.
+    assert_eq!(before.snapshot.turns().count(), 20);
+    assert_eq!(before.snapshot.turns().filter(|e| e.included).count(), 5);
+    assert_eq!(before.compression.entries_dropped, 15);
+    let keep_last = before
+        .metrics
+        .dropped_by_reason
+        .iter()
+        .find(|c| c.reason == "keep-last")
+        .unwrap();
+    assert_eq!(keep_last.count, 15);
+
+    // Five more turns kept: the diff names each member that entered.
+    r.keep_last = 10;
+    let after = run(&r).unwrap();
+    let d = diff(&before.snapshot, &after.snapshot);
+    let entered: Vec<&str> = d
+        .changes
+        .iter()
+        .filter(|c| c.kind == ChangeKind::Entered)
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(
+        entered,
+        ["turn-10", "turn-11", "turn-12", "turn-13", "turn-14"]
+    );
+    // The turns still dropped, now a run of ten, did not change.
+    assert_eq!(d.unchanged as usize, 1 + 10 + 5);
+}
+
+#[test]
+fn a_run_with_ids_that_are_not_consecutive_is_not_made() {
+    // Turns of one run are consecutive ids; a counted turn breaks a run.
+    let mut r = request(40);
+    r.conversation = (0..30)
+        .map(|i| turn(Role::User, &format!("turn {i}"), None))
+        .collect();
+    r.keep_last = 30;
+    let p = run(&r).unwrap();
+    for e in &p.snapshot.entries {
+        if let Some(run) = &e.run {
+            assert!(run.count >= 2);
+            assert_eq!(e.counted, Counted::Uncounted);
+            assert!(!e.included);
+        }
+    }
+    let members: u32 = p
+        .snapshot
+        .entries
+        .iter()
+        .map(SnapshotEntry::candidates)
+        .sum();
+    assert_eq!(members as usize, 1 + 30);
+}

@@ -103,10 +103,14 @@ impl Expect {
             }
         }
         // A host may answer an id twice: a fact about an id holds if it
-        // holds for one of its candidates.
+        // holds for one of its candidates. A run's entry holds for each of
+        // its members.
         let entries = |id: &str| -> Vec<&ctxpack_core::SnapshotEntry> {
             snapshot.map_or(Vec::new(), |s| {
-                s.entries.iter().filter(|e| e.id == id).collect()
+                s.entries
+                    .iter()
+                    .filter(|e| e.id == id || (e.run.is_some() && e.ids().iter().any(|m| m == id)))
+                    .collect()
             })
         };
         let entry = |id: &str| entries(id).into_iter().next();

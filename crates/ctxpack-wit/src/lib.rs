@@ -159,8 +159,9 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::Shortfall, wit::Shortfall, { needed, remaining });
             $crate::__record!(ctx::SnapshotEntry, wit::SnapshotEntry, {
                 id, layer, section, origin, provenance, trust, score, tokens, counted, included,
-                reason, compressed, redacted,
+                reason, compressed, redacted, run,
             });
+            $crate::__record!(ctx::Run, wit::EntryRun, { last_id, count });
             $crate::__record!(ctx::Snapshot, wit::Snapshot, {
                 id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget,
                 tokens_used, text_tokens, message_tokens, stable_prefix_tokens, content_hash,
