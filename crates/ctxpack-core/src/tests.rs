@@ -127,11 +127,21 @@ fn only_turns_the_budget_can_reach_are_rendered() {
     assert!(fit < rendered.len(), "{fit} fit");
 }
 
+/// Each candidate's id and reason, a run's members each.
 fn reasons(p: &ContextPack) -> Vec<(String, Reason)> {
     p.snapshot
         .entries
         .iter()
-        .map(|e| (e.id.clone(), e.reason.clone()))
+        .flat_map(|e| e.ids().into_iter().map(|id| (id, e.reason.clone())))
+        .collect()
+}
+
+/// How far each candidate was counted, a run's members each.
+fn counted(p: &ContextPack) -> Vec<Counted> {
+    p.snapshot
+        .entries
+        .iter()
+        .flat_map(|e| std::iter::repeat_n(e.counted, e.candidates() as usize))
         .collect()
 }
 
@@ -204,9 +214,8 @@ fn keep_last_window_then_budget_newest_first() {
         )
     );
     // Turns outside the window are never counted.
-    let counted: Vec<Counted> = p.snapshot.entries.iter().map(|e| e.counted).collect();
     assert_eq!(
-        counted[1..],
+        counted(&p)[1..],
         [
             Counted::Uncounted,
             Counted::Uncounted,
@@ -228,7 +237,7 @@ fn keep_last_window_then_budget_newest_first() {
 }
 
 #[test]
-fn older_units_after_a_cut_are_dropped_with_cumulative_need() {
+fn older_units_after_a_cut_need_at_least_what_the_first_uncounted_needs() {
     let mut r = request(3 + 9 + 2);
     r.conversation = vec![
         turn(Role::User, "t0", None),
@@ -238,24 +247,17 @@ fn older_units_after_a_cut_are_dropped_with_cumulative_need() {
     let p = run(&r).unwrap();
     let rs = reasons(&p);
     // turn-0 would fit alone, but keeping it would need turn-1 too.
-    // With nothing left, neither is counted further: what they need is
-    // a lower bound.
-    assert_eq!(
-        rs[2].1,
-        Reason::OverBudget(Shortfall {
-            needed: 2,
-            remaining: 0
-        })
-    );
-    assert_eq!(
-        rs[1].1,
-        Reason::OverBudget(Shortfall {
-            needed: 4,
-            remaining: 0
-        })
-    );
-    assert_eq!(p.snapshot.entries[1].counted, Counted::Uncounted);
-    assert_eq!(p.snapshot.entries[2].counted, Counted::Uncounted);
+    // With nothing left, neither is counted: what the newest needs is a
+    // lower bound, and the older one shares it (it needs more still), so
+    // the two are one run.
+    let shortfall = Reason::OverBudget(Shortfall {
+        needed: 2,
+        remaining: 0,
+    });
+    assert_eq!(rs[2].1, shortfall);
+    assert_eq!(rs[1].1, shortfall);
+    assert_eq!(p.snapshot.entries[1].candidates(), 2);
+    assert_eq!(counted(&p)[1..3], [Counted::Uncounted, Counted::Uncounted]);
     // With room left, the first that does not fit is counted.
     let mut r = request(3 + 9 + 2 + 5);
     r.conversation = vec![
@@ -271,7 +273,7 @@ fn older_units_after_a_cut_are_dropped_with_cumulative_need() {
             remaining: 5
         })
     );
-    assert_eq!(p.snapshot.entries[2].counted, Counted::Exact);
+    assert_eq!(counted(&p)[2], Counted::Exact);
     assert_eq!(rs[3].1, Reason::WithinBudget);
 }
 
@@ -604,8 +606,15 @@ fn turns_dropped_alike_uncounted_are_one_run_that_diff_and_turns_expand() {
         entered,
         ["turn-10", "turn-11", "turn-12", "turn-13", "turn-14"]
     );
-    // The turns still dropped, now a run of ten, did not change.
-    assert_eq!(d.unchanged as usize, 1 + 10 + 5);
+    // The turns still dropped, now a run of ten, are dropped for another
+    // reason (keep-last 10); the prompt and the five kept did not change.
+    let changed = d
+        .changes
+        .iter()
+        .filter(|c| c.kind == ChangeKind::ReasonChanged)
+        .count();
+    assert_eq!(changed, 10);
+    assert_eq!(d.unchanged, 1 + 5);
 }
 
 #[test]
