@@ -205,7 +205,24 @@ fn peak() -> Result<(), String> {
         w,
         cs.iter().map(|c| c.text.len() + c.id.len()).sum(),
         "handed over by the host, not copied",
-        |p| format!("{} entries, {} tokens", p.entries.len(), p.budget_used),
+        |p| {
+            let reviewed: u32 = p
+                .snapshot
+                .source_calls
+                .iter()
+                .filter(|c| c.capability == "policy.review")
+                .map(|c| match c.outcome {
+                    ctxpack_core::SourceOutcome::Answered(n) => n,
+                    _ => 0,
+                })
+                .sum();
+            format!(
+                "{} entries, {} tokens, {reviewed} items reviewed by the policy ({:.2}x the included)",
+                p.entries.len(),
+                p.budget_used,
+                f64::from(reviewed) / p.entries.len() as f64
+            )
+        },
     )?;
     let turns = conversation(10_000, 3);
     watch(

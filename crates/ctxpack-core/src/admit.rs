@@ -23,7 +23,7 @@ use crate::dedup::Deduper;
 use crate::gather::never;
 use crate::item::{Decision, Item, body};
 use crate::pack::Reason;
-use crate::policy::Husks;
+use crate::policy::{Husk, Husks};
 use crate::prefetch;
 use crate::rank::Ranked;
 use crate::types::{AgentContext, Candidate, Role, TrustTier};
@@ -129,6 +129,7 @@ impl Admitted {
     pub(crate) fn into_items(self) -> (Vec<Item>, Husks) {
         let Admitted { mut pool, items } = self;
         let order: Vec<usize> = items.iter().map(|&(_, i)| i).collect();
+        let mut husks = Husks::with_capacity(items.len());
         let items = items
             .into_iter()
             .enumerate()
@@ -139,23 +140,28 @@ impl Admitted {
                 item.id = std::mem::take(&mut c.id);
                 item.provenance = c.provenance.take();
                 let text = std::mem::take(&mut c.text);
+                let mut given = None;
                 match &item.provenance {
                     Some(_) => {
-                        let given = text.len();
+                        let length = text.len();
                         if c.trust == TrustTier::Untrusted && text.contains("untrusted") {
                             // The policy reviews the text as given.
-                            c.text = text.clone();
+                            given = Some(text.clone());
                         }
                         item.text = body(c.trust, text);
                         item.framed = true;
                         // A host count holds only for its text as given.
-                        item.hint = c.token_count.filter(|_| item.text.len() == given);
+                        item.hint = c.token_count.filter(|_| item.text.len() == length);
                     }
                     None => item.text = text,
                 }
+                husks.push(Husk::of(c, given));
                 item
             })
             .collect();
-        (items, Husks { pool, of: order })
+        // What is left of the candidates goes now, before the budgeting
+        // allocates.
+        drop(pool);
+        (items, husks)
     }
 }

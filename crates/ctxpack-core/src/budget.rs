@@ -503,6 +503,19 @@ impl Filling {
         }
     }
 
+    /// Whether a phase from here may take, or hand to the summariser,
+    /// something not reviewed: something unreviewed is queued and the
+    /// rounds are not spent.
+    fn may_review(&self, pool: &[Item], reviewer: &Reviewer) -> bool {
+        !reviewer.spent()
+            && self
+                .lanes
+                .iter()
+                .filter(|lane| lane.fill == Fill::Greedy)
+                .flat_map(|lane| lane.queue.iter().flatten())
+                .any(|&i| pool[i].unreviewed)
+    }
+
     /// The candidates taken since `before` that are not reviewed yet, in
     /// rank order.
     fn unreviewed_since(&self, before: &Filling, pool: &[Item]) -> Vec<usize> {
@@ -662,8 +675,13 @@ async fn fill(
 
     // The shares and the flow, reviewed.
     let compressing = loop {
-        let before = state.clone();
+        // A phase that cannot take anything unreviewed needs no copy to
+        // rerun from.
+        let before = state.may_review(pool, reviewer).then(|| state.clone());
         let compressing = state.share_and_flow(pool, b, reviewer.spent());
+        let Some(before) = before else {
+            break compressing;
+        };
         let mut wanted = state.unreviewed_since(&before, pool);
         for &(l, _) in &compressing {
             let queue = state.lanes[l].queue.iter().flatten();
@@ -715,8 +733,11 @@ async fn fill(
 
     // What flows once more, and the steps, reviewed.
     loop {
-        let before = state.clone();
+        let before = state.may_review(pool, reviewer).then(|| state.clone());
         state.after_compression(pool, b, reviewer.spent());
+        let Some(before) = before else {
+            break;
+        };
         let wanted = state.unreviewed_since(&before, pool);
         if wanted.is_empty() {
             break;

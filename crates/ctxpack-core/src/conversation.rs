@@ -38,7 +38,7 @@ pub(crate) fn window(request: &AssembleRequest, l1: &mut [Item], cut_step: u32) 
             } else if m < stepped {
                 Reason::StepCut(cut_step)
             } else if unit.start < stepped {
-                Reason::ToolPair(head.map(|h| l1[h].id.clone()).unwrap_or_default())
+                Reason::ToolPair(head.map(crate::item::turn_id).unwrap_or_default())
             } else {
                 continue;
             };

@@ -27,6 +27,8 @@ pub(crate) enum Decision {
 
 /// A candidate on its way through the assembly.
 pub(crate) struct Item {
+    /// Empty for a conversation turn until [`Item::name`] (as is its
+    /// provenance).
     pub id: String,
     pub section: Section,
     pub role: Role,
@@ -90,6 +92,16 @@ impl Item {
             compressed: false,
             unreviewed: false,
             turn: None,
+        }
+    }
+
+    /// Gives a conversation turn its id and provenance, made only when
+    /// something reads them (see [`crate::layer`]); other items have them
+    /// from the start.
+    pub(crate) fn name(&mut self) {
+        if let (Some(i), true) = (self.turn, self.id.is_empty()) {
+            self.id = turn_id(i);
+            self.provenance = Some(turn_provenance(i));
         }
     }
 
@@ -290,6 +302,44 @@ impl<'a> IntoIterator for &'a Group {
     }
 }
 
+/// The id of the conversation's turn `i`.
+pub(crate) fn turn_id(i: usize) -> String {
+    numbered("turn-", i, "")
+}
+
+/// The provenance of the conversation's turn `i`.
+pub(crate) fn turn_provenance(i: usize) -> Provenance {
+    Provenance {
+        source_kind: "request".to_owned(),
+        reference: numbered("conversation[", i, "]"),
+        source_version: None,
+        index_revision: None,
+    }
+}
+
+/// `head`, `i` in decimal, `tail`: `format!` without the formatting
+/// machinery, which two ids per turn of a long history made show.
+pub(crate) fn numbered(head: &str, i: usize, tail: &str) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(head.len() + (digits.len() - at) + tail.len());
+    out.push_str(head);
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+    out.push_str(tail);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,5 +375,16 @@ mod tests {
             render("kb/1", TrustTier::Trusted, "plain"),
             "[source: kb/1]\nplain"
         );
+    }
+
+    #[test]
+    fn numbered_ids_read_as_format_writes_them() {
+        for i in [0, 7, 9, 10, 99, 100, 12_345, 9_999_999, usize::MAX] {
+            assert_eq!(numbered("turn-", i, ""), format!("turn-{i}"));
+            assert_eq!(
+                numbered("conversation[", i, "]"),
+                format!("conversation[{i}]")
+            );
+        }
     }
 }

@@ -10,7 +10,7 @@
 //! The host's candidates join them in L1 or L2 by their section (see
 //! [`crate::gather`]).
 
-use crate::item::Item;
+use crate::item::{Decision, Item};
 use crate::pack::{Origin, Reason};
 use crate::render::{self, Layers};
 use crate::tokenizer::{Count, Meter};
@@ -27,7 +27,12 @@ pub(crate) struct Own {
 }
 
 impl Own {
-    /// The ids the request's candidates take.
+    /// Gives every turn its id and provenance (see [`Item::name`]).
+    pub fn name_all(&mut self) {
+        self.l1.iter_mut().for_each(Item::name);
+    }
+
+    /// The ids the request's candidates take, once named.
     pub fn ids(&self) -> rustc_hash::FxHashSet<&str> {
         self.l0
             .iter()
@@ -133,9 +138,10 @@ fn l0_items(request: &AssembleRequest) -> Vec<Item> {
     items
 }
 
-/// The conversation's items, their texts not yet rendered: most turns of a
-/// long history are never reached (see
-/// [`crate::conversation::render_reachable`]).
+/// The conversation's items, their texts not yet rendered and their ids
+/// and provenance not yet made: most turns of a long history are never
+/// reached (see [`crate::conversation::render_reachable`]), and a run of
+/// them is recorded as one entry (see [`Item::name`]).
 fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
     turns
         .iter()
@@ -146,41 +152,26 @@ fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
                 Role::User => TrustTier::Unverified,
                 Role::Tool => TrustTier::Untrusted,
             };
-            let mut item = from_request(
-                numbered("turn-", i, ""),
-                Section::ConversationState,
-                t.role,
-                String::new(),
-                numbered("conversation[", i, "]"),
+            Item {
+                id: String::new(),
+                section: Section::ConversationState,
+                role: t.role,
+                text: String::new(),
+                origin: Origin::Request,
+                provenance: None,
                 trust,
-            );
-            item.turn = Some(i);
-            item
+                score: None,
+                count: None,
+                framed: false,
+                hint: None,
+                decision: Decision::Pending,
+                redacted: false,
+                compressed: false,
+                unreviewed: false,
+                turn: Some(i),
+            }
         })
         .collect()
-}
-
-/// `head`, `i` in decimal, `tail`: `format!` without the formatting
-/// machinery, which two ids per turn of a long history made show.
-fn numbered(head: &str, i: usize, tail: &str) -> String {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = i;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut out = String::with_capacity(head.len() + (digits.len() - at) + tail.len());
-    out.push_str(head);
-    for &d in &digits[at..] {
-        out.push(char::from(d));
-    }
-    out.push_str(tail);
-    out
 }
 
 fn stage_items(request: &AssembleRequest) -> Vec<Item> {
@@ -199,20 +190,4 @@ fn stage_items(request: &AssembleRequest) -> Vec<Item> {
             )
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbered_ids_read_as_format_writes_them() {
-        for i in [0, 7, 9, 10, 99, 100, 12_345, 9_999_999, usize::MAX] {
-            assert_eq!(numbered("turn-", i, ""), format!("turn-{i}"));
-            assert_eq!(
-                numbered("conversation[", i, "]"),
-                format!("conversation[{i}]")
-            );
-        }
-    }
 }

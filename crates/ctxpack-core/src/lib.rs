@@ -263,6 +263,10 @@ impl Builder {
         // The host's candidates: gathered, ranked, admitted. They are
         // reviewed while the budget is filled: only what it would take.
         let gathered = gather::gather(request, self.profile, channel).await;
+        if gathered.sources.iter().any(|s| !s.candidates.is_empty()) {
+            // Host candidates may not take the ids of the request's own.
+            own.name_all();
+        }
         let mut calls = gathered.calls;
         let ranked = rank::rank(gathered.sources, &self.ranking);
         let admitted = admit::admit(

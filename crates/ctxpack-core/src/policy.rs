@@ -21,15 +21,53 @@ use crate::pack::{Reason, SourceCall, SourceOutcome};
 use crate::tokenizer::clamp_len;
 use crate::types::Candidate;
 
-/// The host's candidates as they were answered, once their ids, texts and
-/// provenance were moved into items: what a review needs besides.
-pub(crate) struct Husks {
-    /// Each candidate's remains; the text is kept only where the item's
-    /// body differs from it (an untrusted text whose fences were defused).
-    pub pool: Vec<Candidate>,
-    /// For each hosted item, in rank order, its candidate in `pool`.
-    pub of: Vec<usize>,
+/// What a review needs of each host candidate besides what its item
+/// holds: its own score and, when it has any of them, the rest (kept
+/// apart: most candidates have none, and ten thousand candidates kept
+/// whole through the budgeting left their memory unused and the
+/// budgeting's own allocations in fresh pages).
+#[derive(Default)]
+pub(crate) struct Husk {
+    pub score: Option<f64>,
+    pub extra: Option<Box<Extra>>,
 }
+
+/// The rarer fields of a candidate, for its review.
+#[derive(Default)]
+pub(crate) struct Extra {
+    pub sequence: Option<u64>,
+    pub scope: Option<String>,
+    pub token_count: Option<u32>,
+    /// The text as given, where the item's body differs from it (an
+    /// untrusted text whose fences were defused); else empty.
+    pub text: String,
+}
+
+impl Husk {
+    /// What is left of `c` once its id, text and provenance were moved
+    /// into its item; `given` is its text as given if the body differs.
+    pub(crate) fn of(c: &mut Candidate, given: Option<String>) -> Husk {
+        let extra = (c.sequence.is_some()
+            || c.scope.is_some()
+            || c.token_count.is_some()
+            || given.is_some())
+        .then(|| {
+            Box::new(Extra {
+                sequence: c.sequence,
+                scope: c.scope.take(),
+                token_count: c.token_count,
+                text: given.unwrap_or_default(),
+            })
+        });
+        Husk {
+            score: c.score,
+            extra,
+        }
+    }
+}
+
+/// The husk of each hosted item, in rank order.
+pub(crate) type Husks = Vec<Husk>;
 
 /// The candidates `wanted` (indices into `pool`, whose hosted items start
 /// at `hosted_from`), lent for review.
@@ -43,23 +81,32 @@ pub(crate) fn lend(
         .iter()
         .map(|&p| {
             let item = &mut pool[p];
-            let husk = &mut husks.pool[husks.of[p - hosted_from]];
-            let text = if husk.text.is_empty() {
-                std::mem::take(&mut item.text)
-            } else {
-                husk.text.clone()
-            };
-            Candidate {
+            let husk = &mut husks[p - hosted_from];
+            let mut c = Candidate {
                 id: std::mem::take(&mut item.id),
                 section: item.section,
-                text,
+                text: String::new(),
                 provenance: item.provenance.take(),
                 trust: item.trust,
                 score: husk.score,
-                sequence: husk.sequence,
-                scope: husk.scope.take(),
-                token_count: husk.token_count,
+                sequence: None,
+                scope: None,
+                token_count: None,
+            };
+            match husk.extra.as_deref_mut() {
+                Some(e) => {
+                    c.sequence = e.sequence;
+                    c.scope = e.scope.take();
+                    c.token_count = e.token_count;
+                    c.text = if e.text.is_empty() {
+                        std::mem::take(&mut item.text)
+                    } else {
+                        e.text.clone()
+                    };
+                }
+                None => c.text = std::mem::take(&mut item.text),
             }
+            c
         })
         .collect()
 }
@@ -79,14 +126,18 @@ pub(crate) fn take_back(
 ) -> Result<Vec<Verdict>, Error> {
     for (&p, c) in wanted.iter().zip(lent) {
         let item = &mut pool[p];
-        let husk = &mut husks.pool[husks.of[p - hosted_from]];
         item.id = c.id;
         item.provenance = c.provenance;
-        husk.scope = c.scope;
         // Where the item's body differs from the text as given, the body
         // stayed in the item and the review saw a copy of the text.
-        if husk.text.is_empty() {
-            item.text = c.text;
+        match husks[p - hosted_from].extra.as_deref_mut() {
+            Some(e) => {
+                e.scope = c.scope;
+                if e.text.is_empty() {
+                    item.text = c.text;
+                }
+            }
+            None => item.text = c.text,
         }
     }
     let verdicts = match answer {

@@ -283,6 +283,7 @@ pub(crate) fn settle(
                     needed: 0,
                     remaining: 0,
                 }));
+                item.name();
                 item.id.clone()
             })
             .collect();
@@ -319,6 +320,7 @@ pub(crate) fn entries(layers: &mut Layers) -> (Vec<PackEntry>, Vec<Option<usize>
     let mut entries = Vec::new();
     let mut turns = Vec::new();
     for item in layers.items_mut().filter(|i| i.included()) {
+        item.name();
         let Some(provenance) = item.provenance.clone() else {
             continue;
         };

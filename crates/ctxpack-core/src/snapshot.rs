@@ -61,12 +61,13 @@ fn blank(request: &AssembleRequest, budget: u32, profile: Profile, plan: &Plan) 
 /// `item`'s record in the snapshot. An item no stage decided is recorded
 /// as not included (`assembly-failed`): a stage that forgets to decide
 /// fails the tests, and never includes anything.
-fn entry(item: Item) -> SnapshotEntry {
+fn entry(mut item: Item) -> SnapshotEntry {
     debug_assert!(
         !item.is_pending(),
         "{} was never decided: a stage forgot it",
         item.id
     );
+    item.name();
     let reason = match item.decision {
         Decision::Made(reason) => reason,
         Decision::Pending => Reason::AssemblyFailed,
@@ -99,39 +100,49 @@ fn entry(item: Item) -> SnapshotEntry {
 /// The entries of `items`, in order: each item's, except that a run of
 /// consecutive conversation turns or stage summaries dropped for the same
 /// reason without being counted is one entry (see [`Run`]) — a long
-/// history trimmed is thousands of turns never looked at.
+/// history trimmed is thousands of turns never looked at, and only a run's
+/// first and last are named.
 fn records(items: impl Iterator<Item = Item>) -> Vec<SnapshotEntry> {
     let mut out: Vec<SnapshotEntry> = Vec::new();
-    for item in items {
-        if let Some(last) = out.last_mut()
-            && extends(last, &item)
-        {
-            let run = last.run.get_or_insert(Run {
-                last_id: String::new(),
-                count: 1,
+    // The last member of the run the last entry starts, and how many.
+    let mut open: Option<(Item, u32)> = None;
+    let close = |out: &mut Vec<SnapshotEntry>, open: &mut Option<(Item, u32)>| {
+        if let (Some(last), Some((mut member, count))) = (out.last_mut(), open.take()) {
+            member.name();
+            last.run = Some(Run {
+                last_id: member.id,
+                count,
             });
-            run.last_id = item.id;
-            run.count += 1;
+        }
+    };
+    for item in items {
+        let tail = open.as_ref().map(|(member, _)| member);
+        if let Some(last) = out.last()
+            && extends(last, tail, &item)
+        {
+            let count = open.as_ref().map_or(1, |&(_, n)| n) + 1;
+            open = Some((item, count));
             continue;
         }
+        close(&mut out, &mut open);
         out.push(entry(item));
     }
+    close(&mut out, &mut open);
     out
 }
 
-/// Whether `item` is the next member of a run that `last` starts or is.
-fn extends(last: &SnapshotEntry, item: &Item) -> bool {
-    let runs = |section: Section, origin: Origin| {
-        origin == Origin::Request
-            && matches!(
-                section,
-                Section::ConversationState | Section::StageSummaries
-            )
-    };
+/// Whether `item` is the next member of a run that `last` starts (its
+/// last member so far `tail`, if it has one).
+fn extends(last: &SnapshotEntry, tail: Option<&Item>, item: &Item) -> bool {
     let Decision::Made(reason) = &item.decision else {
         return false;
     };
-    if !(runs(item.section, item.origin)
+    let runs = item.origin == Origin::Request
+        && matches!(
+            item.section,
+            Section::ConversationState | Section::StageSummaries
+        );
+    if !(runs
         && item.count.is_none()
         && !reason.is_inclusion()
         && !item.compressed
@@ -147,8 +158,17 @@ fn extends(last: &SnapshotEntry, item: &Item) -> bool {
         return false;
     }
     // Members are consecutive ids, so a run can be read back.
-    let tail = last.run.as_ref().map_or(&last.id, |r| &r.last_id);
-    match (numbered(tail), numbered(&item.id)) {
+    fn index(item: &Item) -> Option<(&str, u64)> {
+        match item.turn {
+            Some(i) => Some(("turn-", i as u64)),
+            None => numbered(&item.id),
+        }
+    }
+    let before = match tail {
+        Some(member) => index(member),
+        None => numbered(&last.id),
+    };
+    match (before, index(item)) {
         (Some((a, m)), Some((b, n))) => a == b && m.checked_add(1) == Some(n),
         _ => false,
     }
