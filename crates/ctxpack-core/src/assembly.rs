@@ -7,17 +7,7 @@
 //! asynchronous (a browser's `fetch`, a Node database client, a model call
 //! for a summary) awaits them between steps; nothing is called back.
 //!
-//! ```text
-//! let mut assembly = builder.start(&request);
-//! loop {
-//!     match assembly.next() {
-//!         Next::Sources(calls) => /* answer each call, by its index, in any order */,
-//!         Next::Review(items)   => /* one verdict per item */,
-//!         Next::Summaries { requests, .. } => /* one summary per request */,
-//!         Next::Done(outcome)   => break outcome,
-//!     }
-//! }
-//! ```
+//! See [`Assembly`] for a host's loop.
 //!
 //! [`Builder::assemble`](crate::Builder::assemble) is this loop over a
 //! [`Host`]: there is one pipeline, driven either way.
@@ -244,9 +234,62 @@ impl Future for Ask<'_> {
 
 type Run<'a> = Pin<Box<dyn Future<Output = Result<ContextPack, Failure>> + 'a>>;
 
-/// One assembly in progress, driven step by step by its host (see the
-/// module docs). It borrows its builder and request; an assembly dropped
-/// before it is done leaves nothing behind.
+/// One assembly in progress, driven step by step by its host. It borrows
+/// its builder and request; an assembly dropped before it is done leaves
+/// nothing behind.
+///
+/// A host awaits its own stores between the steps (here they answer at
+/// once; an async host would `.await` each answer, and may answer a
+/// round's calls in any order):
+///
+/// ```
+/// use ctxpack_core::{AssembleRequest, Builder, BuilderConfig, Candidate, Next, Verdict};
+///
+/// let config: BuilderConfig =
+///     serde_json::from_str(r#"{"profile": {"rag": {"retrieve-limit": 8}}}"#).unwrap();
+/// let request: AssembleRequest = serde_json::from_str(r#"{
+///     "context": {"session-id": "s1", "trace-id": "t1"},
+///     "query": "how do refunds work?", "tokenizer": "o200k-base", "budget": 200,
+///     "entry-overhead": 0, "system-prompt": "Answer from the sources.",
+///     "conversation": [], "keep-last": 8
+/// }"#).unwrap();
+/// let retrieved: Vec<Candidate> = serde_json::from_str(r#"[{
+///     "id": "kb-1", "section": "relevant-knowledge", "trust": "trusted",
+///     "text": "Refunds take five days.",
+///     "provenance": {"source-kind": "kb", "reference": "kb/refunds"}
+/// }]"#).unwrap();
+///
+/// let builder = Builder::new(config).unwrap();
+/// let mut assembly = builder.start(&request);
+/// let pack = loop {
+///     match assembly.next() {
+///         Next::Sources(calls) => {
+///             let answers: Vec<_> = calls
+///                 .iter()
+///                 .map(|call| match call.capability() {
+///                     "sources.retrieve" => Ok(retrieved.clone()),
+///                     other => Err(ctxpack_core::HostError::not_provided(other)),
+///                 })
+///                 .collect();
+///             for (k, answer) in answers.into_iter().enumerate().rev() {
+///                 assembly.provide_source(k, answer).unwrap();
+///             }
+///         }
+///         Next::Review(items) => {
+///             let verdicts = vec![Verdict::Allow; items.len()];
+///             assembly.provide_review(Ok(verdicts)).unwrap();
+///         }
+///         Next::Summaries { requests, .. } => {
+///             let summaries = requests.iter().map(|r| r.text.clone()).collect();
+///             assembly.provide_summaries(Ok(summaries)).unwrap();
+///         }
+///         Next::Done(outcome) => break outcome.unwrap(),
+///     }
+/// };
+/// assert!(pack.entries.iter().any(|e| e.id == "kb-1"));
+/// // Asked for what it did not ask, an assembly says so, typed.
+/// assert!(assembly.provide_review(Ok(vec![])).is_err());
+/// ```
 pub struct Assembly<'a> {
     channel: Rc<Channel>,
     run: Option<Run<'a>>,
