@@ -71,17 +71,48 @@ impl Item {
         trust: TrustTier,
     ) -> Self {
         Item {
-            id,
-            section,
-            role,
-            text,
-            origin,
             provenance: Some(Provenance {
                 source_kind: source_kind.to_owned(),
                 reference,
                 source_version: None,
                 index_revision: None,
             }),
+            ..Item::bare(id, section, role, text, origin, trust)
+        }
+    }
+
+    /// The conversation's turn `i`, its text not yet rendered, and its id
+    /// and provenance not yet made (see [`Item::name`]).
+    pub(crate) fn turn(i: usize, role: Role, trust: TrustTier) -> Self {
+        Item {
+            turn: Some(i),
+            ..Item::bare(
+                String::new(),
+                Section::ConversationState,
+                role,
+                String::new(),
+                Origin::Request,
+                trust,
+            )
+        }
+    }
+
+    /// An item without provenance, not yet decided or counted.
+    fn bare(
+        id: String,
+        section: Section,
+        role: Role,
+        text: String,
+        origin: Origin,
+        trust: TrustTier,
+    ) -> Self {
+        Item {
+            id,
+            section,
+            role,
+            text,
+            origin,
+            provenance: None,
             trust,
             score: None,
             count: None,

@@ -10,7 +10,7 @@
 //! The host's candidates join them in L1 or L2 by their section (see
 //! [`crate::gather`]).
 
-use crate::item::{Decision, Item};
+use crate::item::Item;
 use crate::pack::{Origin, Reason};
 use crate::render::{self, Layers};
 use crate::tokenizer::{Count, Meter};
@@ -152,24 +152,7 @@ fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
                 Role::User => TrustTier::Unverified,
                 Role::Tool => TrustTier::Untrusted,
             };
-            Item {
-                id: String::new(),
-                section: Section::ConversationState,
-                role: t.role,
-                text: String::new(),
-                origin: Origin::Request,
-                provenance: None,
-                trust,
-                score: None,
-                count: None,
-                framed: false,
-                hint: None,
-                decision: Decision::Pending,
-                redacted: false,
-                compressed: false,
-                unreviewed: false,
-                turn: Some(i),
-            }
+            Item::turn(i, t.role, trust)
         })
         .collect()
 }

@@ -450,17 +450,10 @@ impl Steps for ComponentAssembly<'_> {
         call: usize,
         answer: Result<Vec<ctx::Candidate>, ctx::HostError>,
     ) -> Result<Result<(), ctx::Error>, WasmError> {
-        let i = &mut *self.instance;
-        i.refuel()?;
         // An index past u32 is out of range for any round.
         let call = u32::try_from(call).unwrap_or(u32::MAX);
         let answer = answer_to(answer);
-        let provided = i
-            .bindings
-            .ctxpack_context_builder()
-            .assembly()
-            .call_provide_source(&mut i.store, self.handle, call, as_ref(&answer))?;
-        Ok(provided.map_err(Convert::convert))
+        self.provide(|a, store, handle| a.call_provide_source(store, handle, call, as_ref(&answer)))
     }
 
     fn provide_review(
@@ -468,14 +461,7 @@ impl Steps for ComponentAssembly<'_> {
         answer: Result<Vec<ctx::Verdict>, ctx::HostError>,
     ) -> Result<Result<(), ctx::Error>, WasmError> {
         let answer = answer_to(answer);
-        let i = &mut *self.instance;
-        i.refuel()?;
-        let provided = i
-            .bindings
-            .ctxpack_context_builder()
-            .assembly()
-            .call_provide_review(&mut i.store, self.handle, as_ref(&answer))?;
-        Ok(provided.map_err(Convert::convert))
+        self.provide(|a, store, handle| a.call_provide_review(store, handle, as_ref(&answer)))
     }
 
     fn provide_summaries(
@@ -483,13 +469,25 @@ impl Steps for ComponentAssembly<'_> {
         answer: Result<Vec<String>, ctx::HostError>,
     ) -> Result<Result<(), ctx::Error>, WasmError> {
         let answer = answer_to(answer);
+        self.provide(|a, store, handle| a.call_provide_summaries(store, handle, as_ref(&answer)))
+    }
+}
+
+type Provided = wasmtime::Result<Result<(), wit::CtxpackError>>;
+
+impl ComponentAssembly<'_> {
+    /// Calls one of the resource's `provide-*` functions.
+    fn provide(
+        &mut self,
+        call: impl FnOnce(exported::GuestAssembly<'_>, &mut Store<State>, ResourceAny) -> Provided,
+    ) -> Result<Result<(), ctx::Error>, WasmError> {
         let i = &mut *self.instance;
         i.refuel()?;
-        let provided = i
-            .bindings
-            .ctxpack_context_builder()
-            .assembly()
-            .call_provide_summaries(&mut i.store, self.handle, as_ref(&answer))?;
+        let provided = call(
+            i.bindings.ctxpack_context_builder().assembly(),
+            &mut i.store,
+            self.handle,
+        )?;
         Ok(provided.map_err(Convert::convert))
     }
 }
