@@ -102,8 +102,11 @@ fn entry(mut item: Item) -> SnapshotEntry {
 /// reason without being counted is one entry (see [`Run`]) — a long
 /// history trimmed is thousands of turns never looked at, and only a run's
 /// first and last are named.
-fn records(items: impl Iterator<Item = Item>) -> Vec<SnapshotEntry> {
-    let mut out: Vec<SnapshotEntry> = Vec::new();
+fn records(items: impl Iterator<Item = Item>, n: usize) -> Vec<SnapshotEntry> {
+    // Sized for one entry each of the `n` items: ten thousand entries grown
+    // by doubling were copied twice over. Pages a trim's runs leave unused
+    // are never touched, and are given back below.
+    let mut out: Vec<SnapshotEntry> = Vec::with_capacity(n);
     // The last member of the run the last entry starts, and how many.
     let mut open: Option<(Item, u32)> = None;
     let close = |out: &mut Vec<SnapshotEntry>, open: &mut Option<(Item, u32)>| {
@@ -128,6 +131,9 @@ fn records(items: impl Iterator<Item = Item>) -> Vec<SnapshotEntry> {
         out.push(entry(item));
     }
     close(&mut out, &mut open);
+    if out.len() < out.capacity() / 2 {
+        out.shrink_to_fit();
+    }
     out
 }
 
@@ -232,7 +238,8 @@ pub(crate) fn pack(
     } = layers;
     // Render order: L0, then the slow-moving L2, then L1 with the
     // conversation last.
-    let snapshot_entries = records([l0, l2, l1_hosted, l1].into_iter().flatten());
+    let n = l0.len() + l2.len() + l1_hosted.len() + l1.len();
+    let snapshot_entries = records([l0, l2, l1_hosted, l1].into_iter().flatten(), n);
     let ctx = &request.context;
     let used = clamp(record.rendered.used);
     let mut pack = ContextPack {
@@ -353,6 +360,7 @@ pub(crate) fn failed(
     let (hosted_l2, hosted_l1): (Vec<Item>, Vec<Item>) = hosted
         .into_iter()
         .partition(|i| i.section.layer() == Layer::L2);
+    let n = l0.len() + l2.len() + hosted_l2.len() + hosted_l1.len() + l1.len();
     let entries = records(
         l0.into_iter()
             .chain(l2)
@@ -365,6 +373,7 @@ pub(crate) fn failed(
                 }
                 item
             }),
+        n,
     );
     let mut snapshot = Snapshot {
         content_hash: text_hash(""),
