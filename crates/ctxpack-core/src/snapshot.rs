@@ -97,19 +97,15 @@ fn entry(mut item: Item) -> SnapshotEntry {
     }
 }
 
-/// The entries of the items of `parts`, in order: each item's, except that
-/// a run of consecutive conversation turns or stage summaries dropped for
-/// the same reason without being counted is one entry (see [`Run`]) — a
-/// long history trimmed is thousands of turns never looked at, and only a
-/// run's first and last are named.
-fn records(parts: Vec<Vec<Item>>) -> Vec<SnapshotEntry> {
-    // Which items continue the run of the one before them, first: the
-    // entries are then allocated once, at their number.
-    let all = || parts.iter().flatten();
-    let continues: Vec<bool> = std::iter::once(false)
-        .chain(all().zip(all().skip(1)).map(|(a, b)| continues(a, b)))
-        .collect();
-    let n = continues.iter().filter(|&&c| !c).count();
+/// The entries of `items`, in order: each item's, except that a run of
+/// consecutive conversation turns or stage summaries dropped for the same
+/// reason without being counted is one entry (see [`Run`]) — a long
+/// history trimmed is thousands of turns never looked at, and only a run's
+/// first and last are named.
+fn records(items: impl Iterator<Item = Item>, n: usize) -> Vec<SnapshotEntry> {
+    // Sized for one entry each of the `n` items: ten thousand entries grown
+    // by doubling were copied twice over. Pages a trim's runs leave unused
+    // are never touched, and are given back below.
     let mut out: Vec<SnapshotEntry> = Vec::with_capacity(n);
     // The last member of the run the last entry starts, and how many.
     let mut open: Option<(Item, u32)> = None;
@@ -122,8 +118,11 @@ fn records(parts: Vec<Vec<Item>>) -> Vec<SnapshotEntry> {
             });
         }
     };
-    for (item, continues) in parts.into_iter().flatten().zip(continues) {
-        if continues {
+    for item in items {
+        let tail = open.as_ref().map(|(member, _)| member);
+        if let Some(last) = out.last()
+            && extends(last, tail, &item)
+        {
             let count = open.as_ref().map_or(1, |&(_, n)| n) + 1;
             open = Some((item, count));
             continue;
@@ -132,39 +131,51 @@ fn records(parts: Vec<Vec<Item>>) -> Vec<SnapshotEntry> {
         out.push(entry(item));
     }
     close(&mut out, &mut open);
+    if out.len() < out.capacity() / 2 {
+        out.shrink_to_fit();
+    }
     out
 }
 
-/// Whether `item` continues a run that `before` starts or is in: both are
-/// the request's own turns or stage summaries, of one section, dropped
-/// for the same reason, never counted, compressed or redacted, with
-/// consecutive ids (so a run can be read back).
-fn continues(before: &Item, item: &Item) -> bool {
-    let runs = |i: &Item| {
-        i.origin == Origin::Request
-            && matches!(
-                i.section,
-                Section::ConversationState | Section::StageSummaries
-            )
-            && i.count.is_none()
-            && !i.compressed
-            && !i.redacted
+/// Whether `item` is the next member of a run that `last` starts (its
+/// last member so far `tail`, if it has one).
+fn extends(last: &SnapshotEntry, tail: Option<&Item>, item: &Item) -> bool {
+    let Decision::Made(reason) = &item.decision else {
+        return false;
     };
+    let runs = item.origin == Origin::Request
+        && matches!(
+            item.section,
+            Section::ConversationState | Section::StageSummaries
+        );
+    if !(runs
+        && item.count.is_none()
+        && !reason.is_inclusion()
+        && !item.compressed
+        && !item.redacted
+        && last.section == item.section
+        && last.origin == item.origin
+        && last.counted == Counted::Uncounted
+        && !last.included
+        && !last.compressed
+        && !last.redacted
+        && &last.reason == reason)
+    {
+        return false;
+    }
+    // Members are consecutive ids, so a run can be read back.
     fn index(item: &Item) -> Option<(&str, u64)> {
         match item.turn {
             Some(i) => Some(("turn-", i as u64)),
             None => numbered(&item.id),
         }
     }
-    let (Decision::Made(a), Decision::Made(b)) = (&before.decision, &item.decision) else {
-        return false;
+    let before = match tail {
+        Some(member) => index(member),
+        None => numbered(&last.id),
     };
-    if !(runs(before) && runs(item) && before.section == item.section && a == b) || b.is_inclusion()
-    {
-        return false;
-    }
-    match (index(before), index(item)) {
-        (Some((x, m)), Some((y, n))) => x == y && m.checked_add(1) == Some(n),
+    match (before, index(item)) {
+        (Some((a, m)), Some((b, n))) => a == b && m.checked_add(1) == Some(n),
         _ => false,
     }
 }
@@ -227,7 +238,8 @@ pub(crate) fn pack(
     } = layers;
     // Render order: L0, then the slow-moving L2, then L1 with the
     // conversation last.
-    let snapshot_entries = records(vec![l0, l2, l1_hosted, l1]);
+    let n = l0.len() + l2.len() + l1_hosted.len() + l1.len();
+    let snapshot_entries = records([l0, l2, l1_hosted, l1].into_iter().flatten(), n);
     let ctx = &request.context;
     let used = clamp(record.rendered.used);
     let mut pack = ContextPack {
@@ -348,13 +360,21 @@ pub(crate) fn failed(
     let (hosted_l2, hosted_l1): (Vec<Item>, Vec<Item>) = hosted
         .into_iter()
         .partition(|i| i.section.layer() == Layer::L2);
-    let mut parts = vec![l0, l2, hosted_l2, hosted_l1, l1];
-    for item in parts.iter_mut().flatten() {
-        if item.is_pending() || item.included() {
-            item.decide(Reason::AssemblyFailed);
-        }
-    }
-    let entries = records(parts);
+    let n = l0.len() + l2.len() + hosted_l2.len() + hosted_l1.len() + l1.len();
+    let entries = records(
+        l0.into_iter()
+            .chain(l2)
+            .chain(hosted_l2)
+            .chain(hosted_l1)
+            .chain(l1)
+            .map(|mut item| {
+                if item.is_pending() || item.included() {
+                    item.decide(Reason::AssemblyFailed);
+                }
+                item
+            }),
+        n,
+    );
     let mut snapshot = Snapshot {
         content_hash: text_hash(""),
         status: SnapshotStatus::of(degraded, false, true),
