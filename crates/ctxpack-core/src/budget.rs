@@ -83,8 +83,8 @@ struct Lane {
 impl Lane {
     /// Takes groups while they fit in `avail`; returns the tokens taken.
     /// With `strict`, a group with a candidate not reviewed is not taken
-    /// even if it fits: it is `unreviewed` (host candidates are groups of
-    /// one).
+    /// even if it fits: it is `unreviewed`, and its room stays empty (host
+    /// candidates are groups of one).
     fn fill(
         &mut self,
         pool: &mut [Item],
@@ -105,13 +105,16 @@ impl Lane {
                 }
             });
             if let Some(c) = fits(pool, &group, meter, avail - used, overhead) {
+                used += c;
                 if strict && group.iter().any(|&i| pool[i].unreviewed) {
+                    // What another round would have reviewed: it keeps
+                    // the room it would have taken, so what comes after
+                    // it is decided as if it were allowed.
                     for &i in &group {
                         pool[i].decide(Reason::Unreviewed);
                     }
                     continue;
                 }
-                used += c;
                 for &i in &group {
                     pool[i].decide(Reason::WithinBudget);
                 }

@@ -641,3 +641,112 @@ fn a_run_with_ids_that_are_not_consecutive_is_not_made() {
         .sum();
     assert_eq!(members as usize, 1 + 30);
 }
+
+/// A host whose retrieval answers `n` short candidates and whose policy
+/// denies every one it sees, counting what it was shown.
+struct DenyingHost {
+    n: usize,
+    reviewed: Vec<usize>,
+}
+
+impl Host for DenyingHost {
+    fn retrieve(&mut self, _: &AgentContext, _: &str, _: u32) -> Result<Vec<Candidate>, HostError> {
+        Ok((0..self.n)
+            .map(|i| Candidate {
+                id: format!("kb-{i:02}"),
+                section: Section::RelevantKnowledge,
+                text: format!("fact {i:02}"),
+                provenance: Some(Provenance {
+                    source_kind: "kb".into(),
+                    reference: format!("kb/{i:02}"),
+                    source_version: None,
+                    index_revision: None,
+                }),
+                trust: TrustTier::Trusted,
+                score: Some(1.0 - i as f64 / 100.0),
+                sequence: None,
+                scope: None,
+                token_count: None,
+            })
+            .collect())
+    }
+    fn expand_graph(
+        &mut self,
+        c: &AgentContext,
+        i: &[String],
+        d: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        NoHost.expand_graph(c, i, d)
+    }
+    fn recall_memory(
+        &mut self,
+        c: &AgentContext,
+        u: &str,
+        q: &str,
+        l: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        NoHost.recall_memory(c, u, q, l)
+    }
+    fn repository_state(&mut self, c: &AgentContext) -> Result<Vec<Candidate>, HostError> {
+        NoHost.repository_state(c)
+    }
+    fn review(
+        &mut self,
+        _: &AgentContext,
+        items: &[&Candidate],
+    ) -> Result<Vec<Verdict>, HostError> {
+        self.reviewed.push(items.len());
+        Ok(items.iter().map(|_| Verdict::Deny("no".into())).collect())
+    }
+    fn summarize(&mut self, r: &[SummaryRequest], t: Tokenizer) -> Result<Vec<String>, HostError> {
+        NoHost.summarize(r, t)
+    }
+}
+
+#[test]
+fn a_policy_that_denies_everything_gets_four_rounds_then_nothing_unreviewed_goes_in() {
+    let config = BuilderConfig {
+        profile: Profile::Rag(RagSettings { retrieve_limit: 40 }),
+        plan: Plan {
+            compress: false,
+            shares: vec![SectionShare {
+                section: Section::RelevantKnowledge,
+                share: 1.0,
+            }],
+            ..Plan::default()
+        },
+        ..BuilderConfig::default()
+    };
+    let builder = Builder::new(config).unwrap();
+    // Each candidate is "[source: kb/NN]\nfact NN": 23 characters, and 2
+    // more for the blank line before it; the budget takes three.
+    let r = request(3 + 3 * 25);
+    let mut host = DenyingHost {
+        n: 40,
+        reviewed: Vec::new(),
+    };
+    let p = builder.assemble(&r, &mut host).unwrap();
+    // Each round reviews what the room the last denials freed would take.
+    assert_eq!(host.reviewed, [3, 3, 3, 3]);
+    let rs = reasons(&p);
+    let count = |name: &str| rs.iter().filter(|(_, r)| r.name() == name).count();
+    assert_eq!(count("policy-denied"), 12);
+    // The next three would fit, but the rounds were spent.
+    assert_eq!(count("unreviewed"), 3);
+    let unreviewed: Vec<&str> = rs
+        .iter()
+        .filter(|(_, r)| *r == Reason::Unreviewed)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    assert_eq!(unreviewed, ["kb-12", "kb-13", "kb-14"]);
+    // Nothing of the host's is included; the rest were never reached.
+    assert!(p.entries.iter().all(|e| !e.id.starts_with("kb-")));
+    assert_eq!(count("over-budget"), 40 - 15);
+    let rounds = p
+        .snapshot
+        .source_calls
+        .iter()
+        .filter(|c| c.capability == "policy.review")
+        .count();
+    assert_eq!(rounds as u32, REVIEW_ROUNDS);
+}
