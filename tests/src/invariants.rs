@@ -482,7 +482,8 @@ pub fn check(
     assert_eq!(u64::from(snap.stable_prefix_tokens), l0_cost, "{name}");
     // The kept conversation is valid: no tool result without its call, no
     // call without its results.
-    // The snapshot has one entry per turn, in turn order; the pack's
+    // The snapshot has one entry per turn (a run's once per member, as
+    // `turns` reads it), in turn order; the pack's
     // conversation entries are the kept ones, in the same order.
     let turn_entries: Vec<&ctxpack_core::SnapshotEntry> = snap.turns().collect();
     assert_eq!(turn_entries.len(), request.conversation.len(), "{name}");

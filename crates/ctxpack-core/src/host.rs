@@ -3,7 +3,9 @@
 //! The core does no I/O. Adapters implement [`Host`] over whatever the host
 //! has: WIT imports in the component, JS callbacks in the browser, plain Rust
 //! in a native application. Every call is batched: one per source per
-//! assembly.
+//! assembly, one per review round (see [`crate::REVIEW_ROUNDS`]). A host
+//! that cannot answer inside a call (its stores are asynchronous) drives
+//! an [`crate::Assembly`] step by step instead.
 
 use crate::error::HostError;
 use crate::types::{AgentContext, Candidate, SummaryRequest, Tokenizer};

@@ -341,9 +341,12 @@ pub struct Snapshot {
     pub profile: Profile,
     /// The plan the budget was shared by.
     pub plan: Plan,
-    /// What each host source was asked and how it answered, in call order.
+    /// What each host source was asked and how it answered: the sources in
+    /// the profile's order, then each review round and the summariser in
+    /// the order they were asked.
     pub source_calls: Vec<SourceCall>,
-    /// One entry per candidate.
+    /// One entry per candidate; a run of turns or stage summaries dropped
+    /// alike is one entry (see [`Run`]).
     pub entries: Vec<SnapshotEntry>,
 }
 

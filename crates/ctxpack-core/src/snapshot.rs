@@ -1,5 +1,6 @@
 //! The record of an assembly: the pack with its snapshot — one entry per
-//! candidate with why it was taken or dropped, the compression metadata,
+//! candidate (a run of turns or stage summaries dropped alike, one entry)
+//! with why it was taken or dropped, the compression metadata,
 //! the metrics, the `ContextAssembled` event and, last, the content-hash
 //! ids — or, for an assembly that failed once begun, the failed snapshot.
 
