@@ -7,7 +7,9 @@
 //! Rust std guest for `wasm32-wasip2` would import `wasi:io` and `wasi:cli`.
 //!
 //! Set `CTXPACK_COMPONENT=/path/to/ctxpack.wasm` to use a prebuilt component
-//! instead.
+//! instead, or `CTXPACK_COMPONENT_FEATURES=o200k` (a comma-separated list of
+//! `o200k`, `cl100k`) to build one with only those encodings; it refuses a
+//! request for the others, naming them.
 
 use std::env;
 use std::error::Error;
@@ -18,6 +20,7 @@ const GUEST_TARGET: &str = "wasm32-unknown-unknown";
 
 fn main() -> Result<(), Box<dyn Error>> {
     println!("cargo:rerun-if-env-changed=CTXPACK_COMPONENT");
+    println!("cargo:rerun-if-env-changed=CTXPACK_COMPONENT_FEATURES");
     let out = PathBuf::from(env::var("OUT_DIR")?).join("ctxpack.wasm");
     if let Some(prebuilt) = env::var_os("CTXPACK_COMPONENT") {
         let prebuilt = PathBuf::from(prebuilt);
@@ -69,6 +72,9 @@ fn build_guest(root: &Path) -> Result<PathBuf, Box<dyn Error>> {
         .args(["--crate-type", "cdylib"])
         .arg("--target-dir")
         .arg(&target_dir);
+    if let Ok(features) = env::var("CTXPACK_COMPONENT_FEATURES") {
+        cmd.args(["--no-default-features", "--features", &features]);
+    }
     // The outer cargo's settings (flags, wrappers such as clippy-driver,
     // profile and target variables) are for the host build, not the guest.
     for (key, _) in env::vars_os() {

@@ -3,7 +3,15 @@
 //! The exact encodings count with tiktoken's tables; the estimator is the
 //! cheap characters-per-token rule. Tables are expensive to build (about
 //! 250 ms natively for o200k), so each is built at most once per process, on
-//! first use, and shared by every builder (see [`Tokenizers`]).
+//! first use, and shared by every builder (see [`Tokenizers`]). A build
+//! may leave either encoding out (cargo features `o200k`, `cl100k`); a
+//! request for one it left out is refused, naming it.
+
+// A build with neither encoding counts with the estimator alone.
+#![cfg_attr(
+    not(any(feature = "o200k", feature = "cl100k")),
+    allow(unused_imports, unreachable_code)
+)]
 
 use crate::encoding::{Encoding, Pattern, first_and_last_split, split_after};
 use crate::error::Error;
@@ -513,7 +521,9 @@ impl<'a, 'm> Tally<'a, 'm> {
 /// The exact encodings, each built on first use and then shared by every
 /// builder in the process (or component instance): they are immutable
 /// once built, and a second copy would cost the same time and memory again.
+#[cfg(feature = "o200k")]
 static O200K: OnceLock<Result<Encoding, String>> = OnceLock::new();
+#[cfg(feature = "cl100k")]
 static CL100K: OnceLock<Result<Encoding, String>> = OnceLock::new();
 
 /// Access to the tokenizers: the exact encodings' tables are built at most
@@ -524,31 +534,53 @@ pub struct Tokenizers;
 impl Tokenizers {
     /// A counter for `tokenizer`, building its tables if this is the first use.
     pub fn counter(&self, tokenizer: Tokenizer) -> Result<Box<dyn TokenCounter + '_>, Error> {
-        let (cell, build, pattern, name): (_, fn() -> _, _, _) = match tokenizer {
+        let (cell, build, pattern, name): Table = match tokenizer {
+            #[cfg(feature = "o200k")]
             Tokenizer::O200kBase => (
                 &O200K,
-                tiktoken_rs::o200k_base,
+                || tiktoken_rs::o200k_base().map_err(|e| e.to_string()),
                 Pattern::O200k,
                 "o200k-base",
             ),
+            #[cfg(feature = "cl100k")]
             Tokenizer::Cl100kBase => (
                 &CL100K,
-                tiktoken_rs::cl100k_base,
+                || tiktoken_rs::cl100k_base().map_err(|e| e.to_string()),
                 Pattern::Cl100k,
                 "cl100k-base",
             ),
             Tokenizer::CharsPerToken(n) => return Ok(Box::new(CharsPerToken::new(n)?)),
+            #[allow(unreachable_patterns)]
+            left_out => return Err(left_out_of_this_build(left_out)),
         };
-        let built = cell.get_or_init(|| {
-            build()
-                .map(|bpe| Encoding::new(bpe, pattern))
-                .map_err(|e| e.to_string())
-        });
+        let built = cell.get_or_init(|| build().map(|bpe| Encoding::new(bpe, pattern)));
         match built {
             Ok(encoding) => Ok(Box::new(Exact(encoding))),
             Err(e) => Err(Error::TokenizerUnavailable(format!("{name}: {e}"))),
         }
     }
+}
+
+/// An encoding's shared cell, how its tables are built, its pattern and
+/// its name.
+type Table = (
+    &'static OnceLock<Result<Encoding, String>>,
+    fn() -> Result<tiktoken_rs::CoreBPE, String>,
+    Pattern,
+    &'static str,
+);
+
+/// The refusal of an encoding this build was compiled without (cargo
+/// features `o200k`, `cl100k`).
+fn left_out_of_this_build(tokenizer: Tokenizer) -> Error {
+    let (name, feature) = match tokenizer {
+        Tokenizer::O200kBase => ("o200k-base", "o200k"),
+        Tokenizer::Cl100kBase => ("cl100k-base", "cl100k"),
+        Tokenizer::CharsPerToken(_) => ("chars-per-token", "none"),
+    };
+    Error::TokenizerUnavailable(format!(
+        "{name}: this build of ctxpack was compiled without it (cargo feature `{feature}`)"
+    ))
 }
 
 /// A counter that records every text it is asked to count (for tests that
@@ -621,6 +653,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "cl100k")]
     #[test]
     fn the_tables_are_built_once_and_shared() {
         let built = || {
@@ -928,5 +961,49 @@ mod tests {
             assert_eq!(m.count("hello world"), 2);
         }
         assert_eq!(none.len(), 0);
+    }
+
+    /// What a build without `tokenizer` (compiled without `feature`) says
+    /// when a counter, a builder's preload or an assembly asks for it.
+    #[allow(dead_code)]
+    fn left_out_is_refused_naming_it(tokenizer: Tokenizer, name: &str, feature: &str) {
+        let named = |e: &Error| {
+            let text = e.to_string();
+            assert!(
+                matches!(e, Error::TokenizerUnavailable(_))
+                    && text.contains(name)
+                    && text.contains(&format!("cargo feature `{feature}`")),
+                "{text}"
+            );
+        };
+        named(&Tokenizers.counter(tokenizer).err().unwrap());
+        let config = crate::BuilderConfig {
+            preload: vec![tokenizer],
+            ..crate::BuilderConfig::default()
+        };
+        named(&crate::Builder::new(config).err().unwrap());
+        let mut request: crate::AssembleRequest = serde_json::from_str(
+            r#"{"context": {"trace-id": "t"}, "query": "q", "tokenizer": {"chars-per-token": 4},
+                "budget": 100, "entry-overhead": 0, "system-prompt": "S",
+                "conversation": [], "keep-last": 1}"#,
+        )
+        .unwrap();
+        request.tokenizer = tokenizer;
+        let builder = crate::Builder::new(crate::BuilderConfig::default()).unwrap();
+        let failure = builder.assemble(&request, &mut crate::NoHost).unwrap_err();
+        named(&failure.error);
+        assert!(failure.snapshot.is_none());
+    }
+
+    #[cfg(not(feature = "o200k"))]
+    #[test]
+    fn a_build_left_without_o200k_refuses_it_naming_it() {
+        left_out_is_refused_naming_it(Tokenizer::O200kBase, "o200k-base", "o200k");
+    }
+
+    #[cfg(not(feature = "cl100k"))]
+    #[test]
+    fn a_build_left_without_cl100k_refuses_it_naming_it() {
+        left_out_is_refused_naming_it(Tokenizer::Cl100kBase, "cl100k-base", "cl100k");
     }
 }
