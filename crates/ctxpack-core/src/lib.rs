@@ -76,6 +76,12 @@
 //!   [`context_from_pack`].
 //! - Counting as the budget counts: [`Tokenizers`], [`TokenCounter`],
 //!   [`Count`].
+//!
+//! # Features
+//!
+//! `o200k` and `cl100k` (both on by default) each embed an exact
+//! encoding's tables; a build without one refuses a request for it with
+//! [`Error::TokenizerUnavailable`] naming it.
 
 #![deny(missing_docs)]
 
