@@ -602,6 +602,44 @@ impl Filling {
     }
 }
 
+/// Runs `phase` on `state` (with `strict` once the review rounds are
+/// spent) and reviews, in one round, what it took that is not reviewed
+/// yet, with the candidates it names besides (what it would summarise).
+/// All allowed, the phase stands; a denial or a redaction reruns it from
+/// where it began, with the verdicts.
+async fn reviewed<R>(
+    state: &mut Filling,
+    pool: &mut [Item],
+    b: &Budgeting<'_, '_>,
+    reviewer: &mut Reviewer,
+    mut phase: impl FnMut(&mut Filling, &mut [Item], bool) -> (R, Vec<usize>),
+) -> Result<R, Error> {
+    loop {
+        // A phase that cannot take anything unreviewed needs no copy to
+        // rerun from.
+        let before = state.may_review(pool, reviewer).then(|| state.clone());
+        let (out, besides) = phase(state, pool, reviewer.spent());
+        let Some(before) = before else {
+            return Ok(out);
+        };
+        let mut wanted = state.unreviewed_since(&before, pool);
+        wanted.extend(besides);
+        wanted.sort_unstable();
+        if wanted.is_empty() {
+            return Ok(out);
+        }
+        let verdicts = reviewer.review(pool, b.channel, &wanted).await?;
+        if verdicts.iter().all(|v| *v == Verdict::Allow) {
+            policy::apply(pool, &wanted, verdicts);
+            return Ok(out);
+        }
+        *state = before;
+        state.restore(pool);
+        policy::apply(pool, &wanted, verdicts);
+        state.drop_decided(pool);
+    }
+}
+
 /// Fills the sections from `remaining` tokens. `conversation` is the
 /// conversation's units in the window, newest first; `stages` the stage
 /// summaries, newest first; `hosted` the host candidates still pending, in
@@ -676,34 +714,18 @@ async fn fill(
         remaining,
     };
 
-    // The shares and the flow, reviewed.
-    let compressing = loop {
-        // A phase that cannot take anything unreviewed needs no copy to
-        // rerun from.
-        let before = state.may_review(pool, reviewer).then(|| state.clone());
-        let compressing = state.share_and_flow(pool, b, reviewer.spent());
-        let Some(before) = before else {
-            break compressing;
-        };
-        let mut wanted = state.unreviewed_since(&before, pool);
-        for &(l, _) in &compressing {
-            let queue = state.lanes[l].queue.iter().flatten();
-            wanted.extend(queue.copied().filter(|&i| pool[i].unreviewed));
-        }
-        wanted.sort_unstable();
-        if wanted.is_empty() {
-            break compressing;
-        }
-        let verdicts = reviewer.review(pool, b.channel, &wanted).await?;
-        if verdicts.iter().all(|v| *v == Verdict::Allow) {
-            policy::apply(pool, &wanted, verdicts);
-            break compressing;
-        }
-        state = before;
-        state.restore(pool);
-        policy::apply(pool, &wanted, verdicts);
-        state.drop_decided(pool);
-    };
+    // The shares and the flow, reviewed with what they would summarise.
+    let compressing = reviewed(&mut state, pool, b, reviewer, |state, pool, strict| {
+        let compressing = state.share_and_flow(pool, b, strict);
+        let summarised = compressing
+            .iter()
+            .flat_map(|&(l, _)| state.lanes[l].queue.iter().flatten())
+            .copied()
+            .filter(|&i| pool[i].unreviewed)
+            .collect();
+        (compressing, summarised)
+    })
+    .await?;
 
     // Compression: every section over is summarised in one call.
     let mut over: Vec<Over> = Vec::with_capacity(compressing.len());
@@ -735,26 +757,11 @@ async fn fill(
     }
 
     // What flows once more, and the steps, reviewed.
-    loop {
-        let before = state.may_review(pool, reviewer).then(|| state.clone());
-        state.after_compression(pool, b, reviewer.spent());
-        let Some(before) = before else {
-            break;
-        };
-        let wanted = state.unreviewed_since(&before, pool);
-        if wanted.is_empty() {
-            break;
-        }
-        let verdicts = reviewer.review(pool, b.channel, &wanted).await?;
-        if verdicts.iter().all(|v| *v == Verdict::Allow) {
-            policy::apply(pool, &wanted, verdicts);
-            break;
-        }
-        state = before;
-        state.restore(pool);
-        policy::apply(pool, &wanted, verdicts);
-        state.drop_decided(pool);
-    }
+    reviewed(&mut state, pool, b, reviewer, |state, pool, strict| {
+        state.after_compression(pool, b, strict);
+        ((), Vec::new())
+    })
+    .await?;
 
     state.leftovers(pool, b);
     Ok(compressed.summaries)

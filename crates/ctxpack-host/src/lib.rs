@@ -8,8 +8,7 @@
 //!   summariser answer from data ([`HostAnswers`]) — any of them can be
 //!   made to fail — and count the calls they receive.
 //! - [`steps`]: the step protocol on either engine ([`Steps`]), for
-//!   hosts that await their stores between steps, and [`drive`] over a
-//!   [`ctxpack_core::Host`].
+//!   hosts that await their stores between steps.
 //! - [`scenario`]: the scenario format (`tests/scenarios/README.md`) and
 //!   running one natively through `ctxpack-core` or through the component,
 //!   which is how the conformance tests prove both give identical results.
@@ -24,7 +23,7 @@ pub mod stores;
 
 pub use component::{Instance, Limits, Runtime, Startup, WasmError};
 pub use scenario::{Outcome, Reply, RouterSpec, Scenario};
-pub use steps::{ComponentAssembly, Step, Steps, drive};
+pub use steps::{ComponentAssembly, Step, Steps};
 pub use stores::{HostAnswers, InMemoryHost};
 
 use ctxpack_core::ConfigFormat;

@@ -4,13 +4,12 @@
 //! `wit/world.wit` and `ctxpack_core::Assembly`) with owned values, the same
 //! for a core [`Assembly`] and for an assembly resource inside an
 //! [`Instance`]: a host written against it awaits its stores between steps
-//! and runs unchanged on either engine. [`drive`] answers every step from a
-//! [`Host`], as the import-based `assemble` would.
+//! and runs unchanged on either engine.
 
 use crate::component::{Instance, WasmError};
 use ctxpack_core::{
-    AgentContext, Assembly, Candidate, ContextPack, Error, Failure, Host, HostError, Next,
-    SourceRequest, SummaryRequest, Tokenizer, Verdict,
+    Assembly, Candidate, ContextPack, Error, Failure, HostError, Next, SourceRequest,
+    SummaryRequest, Tokenizer, Verdict,
 };
 
 /// What an assembly needs next, or its outcome, owned.
@@ -85,41 +84,6 @@ impl Steps for Assembly<'_> {
         answer: Result<Vec<String>, HostError>,
     ) -> Result<Result<(), Error>, WasmError> {
         Ok(Assembly::provide_summaries(self, answer))
-    }
-}
-
-/// Answers every step of `steps` from `host`, for `context`'s requests,
-/// until the outcome.
-pub fn drive(
-    steps: &mut dyn Steps,
-    host: &mut dyn Host,
-    context: &AgentContext,
-) -> Result<Result<ContextPack, Failure>, WasmError> {
-    loop {
-        let provided = match steps.next()? {
-            Step::Done(outcome) => return Ok(outcome),
-            Step::Sources(calls) => {
-                let mut provided = Ok(());
-                for (k, call) in calls.iter().enumerate() {
-                    let answer = call.call(host, context);
-                    provided = provided.and(steps.provide_source(k, answer)?);
-                }
-                provided
-            }
-            Step::Review(items) => {
-                let items: Vec<&Candidate> = items.iter().collect();
-                let verdicts = host.review(context, &items);
-                steps.provide_review(verdicts)?
-            }
-            Step::Summaries(requests, tokenizer) => {
-                let summaries = host.summarize(&requests, tokenizer);
-                steps.provide_summaries(summaries)?
-            }
-        };
-        // Each answer is the one asked: a mismatch is a bug in the engine.
-        if let Err(e) = provided {
-            return Ok(Err(e.into()));
-        }
     }
 }
 
