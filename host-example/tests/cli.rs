@@ -6,10 +6,14 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ctxpack-host-example"))
         .args(args)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .current_dir(root())
         .output()
         .unwrap()
 }
@@ -175,11 +179,26 @@ fn diff_says_what_changed_between_turns_and_why() {
 #[test]
 fn resource_limits_stop_a_call_and_say_which_limit() {
     let scenario = "tests/scenarios/seed-002-happy-path.json";
-    let out = run(&["assemble", scenario, "--max-memory-mb", "8"]);
+    // A runaway request: seed-002 with a 16 MB turn, which the instance
+    // must take into its memory. Within 16 MB it cannot.
+    let mut runaway: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root().join(scenario)).unwrap()).unwrap();
+    runaway["request"]["conversation"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"role": "user", "content": "ask again ".repeat(1_600_000)}));
+    let path = std::env::temp_dir().join(format!("ctxpack-runaway-{}.json", std::process::id()));
+    std::fs::write(&path, runaway.to_string()).unwrap();
+    let path_arg = path.to_str().unwrap();
+    let out = run(&["assemble", path_arg, "--max-memory-mb", "16"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("memory limit hit"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    // With room for it, the same request is assembled (the turn dropped).
+    let roomy = run(&["assemble", path_arg, "--max-memory-mb", "512"]);
+    std::fs::remove_file(&path).unwrap();
+    assert!(roomy.status.success(), "{}", text(&roomy.stderr));
 
     let out = run(&["assemble", scenario, "--fuel", "100000"]);
     assert_eq!(out.status.code(), Some(2));

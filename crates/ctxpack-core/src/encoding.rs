@@ -1,20 +1,30 @@
-//! Exact counting with a tiktoken encoding, fast on ASCII text.
+//! Exact counting with a tiktoken encoding, from static tables.
 //!
 //! tiktoken splits text into pieces with a regular expression, then merges
-//! each piece's bytes into tokens by rank. The expression engine does most
-//! of the work and runs at 15–25 MB/s. Here ASCII text is split by a
-//! hand-written scanner that follows the o200k and cl100k patterns exactly
-//! (each rule below names the alternative it stands for), and a piece is
-//! looked up whole before it is merged, with merges of repeated pieces
-//! remembered. Text that is not ASCII, and pieces of 100 bytes or more that
-//! are not one token, are counted by tiktoken itself.
+//! each piece's bytes into tokens by rank. Here the split is hand-written:
+//! ASCII text by a byte scanner that follows the o200k and cl100k patterns
+//! exactly (each rule below names the alternative it stands for), other
+//! text by a scanner over the Unicode classes of its characters
+//! ([`unicode`]). A piece is looked up whole in the encoding's tables
+//! ([`table`], built at compile time and read in place), merged
+//! ([`merge`]) if it is not one token, and its count remembered.
 //!
 //! Exactness is the contract: the tests compare the token sequences with
-//! tiktoken's on generated texts over every ASCII byte.
+//! tiktoken's on generated texts over every ASCII byte and every class of
+//! Unicode character, and on every token of both encodings.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+mod merge;
+mod table;
+mod unicode;
+
+use rustc_hash::FxHashMap;
 use std::sync::Mutex;
-use tiktoken_rs::{CoreBPE, Rank};
+#[cfg(any(feature = "o200k", feature = "cl100k"))]
+use table::Length;
+pub(crate) use table::Table;
+
+/// A token's rank in its encoding.
+pub(crate) type Rank = u32;
 
 /// The pre-tokenising pattern an encoding splits text with. (A build
 /// without one of the encodings keeps its pattern, unused.)
@@ -25,38 +35,50 @@ pub(crate) enum Pattern {
     Cl100k,
 }
 
-/// Pieces of this many bytes or more that are not one token are merged by
-/// tiktoken, which switches to a heap-based merge for them.
-const LONG_PIECE: usize = 100;
+/// The o200k encoding (`o200k-base`).
+#[cfg(feature = "o200k")]
+pub(crate) static O200K: Encoding = Encoding {
+    table: include!(concat!(env!("OUT_DIR"), "/o200k.rs")),
+    pattern: Pattern::O200k,
+    merged: Mutex::new(None),
+};
 
-/// Merged pieces remembered before the memory is cleared and starts again.
+/// The cl100k encoding (`cl100k-base`).
+#[cfg(feature = "cl100k")]
+pub(crate) static CL100K: Encoding = Encoding {
+    table: include!(concat!(env!("OUT_DIR"), "/cl100k.rs")),
+    pattern: Pattern::Cl100k,
+    merged: Mutex::new(None),
+};
+
+/// Pieces counted remembered before the memory is cleared and starts again.
 const PIECE_MEMORY: usize = 1 << 16;
 
-/// One encoding: tiktoken's tables plus a rank map for direct lookups.
+/// One encoding: its tables, its pattern, and the counts of pieces seen.
 pub(crate) struct Encoding {
-    bpe: CoreBPE,
-    ranks: FxHashMap<Vec<u8>, Rank>,
-    /// The tokens of at most seven bytes, by [`short_key`]. Most pieces of
-    /// prose are that short; a lookup here hashes one number and compares
-    /// numbers, where one in `ranks` hashes the bytes, then follows the
-    /// key to compare them.
-    short_tokens: FxHashSet<u64>,
+    table: Table,
     pattern: Pattern,
-    merged: Mutex<Merged>,
+    merged: Mutex<Option<Merged>>,
 }
 
-/// Token counts of pieces that are not one token, remembered: short ones
-/// by [`short_key`], the others by their bytes.
+/// Token counts of pieces under [`merge::LONG_PIECE`] bytes, remembered:
+/// short ones by [`short_key`], the others by their bytes.
 #[derive(Default)]
 struct Merged {
     short: FxHashMap<u64, u32>,
     long: FxHashMap<Box<[u8]>, u32>,
+    joins: merge::Joins,
 }
 
 impl Merged {
     /// The tokens of `piece` (whose [`short_key`] is `key`), from memory
-    /// or from `merge`, then remembered.
-    fn count(&mut self, piece: &[u8], key: Option<u64>, merge: impl FnOnce() -> usize) -> usize {
+    /// or from `count`, then remembered.
+    fn count(
+        &mut self,
+        piece: &[u8],
+        key: Option<u64>,
+        count: impl FnOnce(&mut merge::Joins) -> usize,
+    ) -> usize {
         let known = match key {
             Some(k) => self.short.get(&k),
             None => self.long.get(piece),
@@ -64,7 +86,7 @@ impl Merged {
         if let Some(&n) = known {
             return n as usize;
         }
-        let n = merge();
+        let n = count(&mut self.joins);
         if self.short.len() + self.long.len() >= PIECE_MEMORY {
             self.short.clear();
             self.long.clear();
@@ -91,99 +113,99 @@ fn short_key(piece: &[u8]) -> Option<u64> {
 }
 
 impl Encoding {
-    /// Wraps `bpe`, whose ordinary tokens are read back by rank; `pattern`
-    /// must be the one `bpe` was built with.
-    pub(crate) fn new(bpe: CoreBPE, pattern: Pattern) -> Self {
-        let special = bpe.special_tokens();
-        let mut ranks = FxHashMap::default();
-        // Ranks are dense from 0; the largest encoding has about 200,000
-        // ordinary tokens, and its special tokens sit just above them.
-        let mut misses = 0;
-        let mut rank: Rank = 0;
-        while misses < 4096 {
-            match bpe.decode_bytes(&[rank]) {
-                Ok(bytes) if !std::str::from_utf8(&bytes).is_ok_and(|s| special.contains(s)) => {
-                    misses = 0;
-                    ranks.insert(bytes, rank);
-                }
-                _ => misses += 1,
-            }
-            rank += 1;
-        }
-        let short_tokens = ranks.keys().filter_map(|k| short_key(k)).collect();
-        Encoding {
-            bpe,
-            ranks,
-            short_tokens,
-            pattern,
-            merged: Mutex::new(Merged::default()),
-        }
-    }
-
-    /// tiktoken's encoder, for what only it does (truncation).
-    pub(crate) fn bpe(&self) -> &CoreBPE {
-        &self.bpe
-    }
-
-    /// The tokens of `text`, exactly as `encode_ordinary` would count them.
+    /// The tokens of `text`, exactly as tiktoken's `encode_ordinary` would
+    /// count them.
     pub(crate) fn count(&self, text: &str) -> usize {
-        // Pieces never reach across a space between two non-whitespace
-        // characters (see `tokenizer::count_in_chunks`), so the text splits
-        // there into ASCII stretches, counted here, and the stretches
-        // around other characters, counted by tiktoken.
-        let bytes = text.as_bytes();
         let mut memory = self.merged.try_lock().ok();
+        let mut memory = memory.as_deref_mut().map(|m| m.get_or_insert_default());
         let mut total = 0;
+        self.pieces(text, |piece| {
+            total += self.count_piece(piece, memory.as_deref_mut());
+        });
+        total
+    }
+
+    /// Where each token of `text` ends, in order: the first `n` tokens of
+    /// `text` are its bytes up to the `n`th end.
+    pub(crate) fn token_ends(&self, text: &str) -> Vec<usize> {
+        let mut ends = Vec::new();
+        let mut at = 0;
+        self.pieces(text, |piece| {
+            let from = ends.len();
+            if self.table.rank(piece).is_some() {
+                ends.push(piece.len());
+            } else {
+                merge::merge(&self.table, piece, Some(&mut ends));
+            }
+            for end in &mut ends[from..] {
+                *end += at;
+            }
+            at += piece.len();
+        });
+        ends
+    }
+
+    /// The tokens of one piece.
+    fn count_piece(&self, piece: &[u8], memory: Option<&mut Merged>) -> usize {
+        let table = &self.table;
+        match memory {
+            Some(m) if piece.len() < merge::LONG_PIECE => {
+                m.count(piece, short_key(piece), |joins| {
+                    if table.rank(piece).is_some() {
+                        1
+                    } else {
+                        merge::merge(merge::Remembered { table, joins }, piece, None)
+                    }
+                })
+            }
+            _ if table.rank(piece).is_some() => 1,
+            _ => merge::merge(table, piece, None),
+        }
+    }
+
+    /// Calls `each` with the pieces of `text` in order. Pieces never reach
+    /// across a space between two non-whitespace characters (see
+    /// `tokenizer::count_in_chunks`), so the text splits there into ASCII
+    /// stretches, split by the ASCII scanners, and the stretches around
+    /// other characters, split by the Unicode ones.
+    fn pieces(&self, text: &str, mut each: impl FnMut(&[u8])) {
+        let bytes = text.as_bytes();
         let mut start = 0;
         while start < bytes.len() {
             let Some(off) = bytes[start..].iter().position(|b| !b.is_ascii()) else {
-                total += self.count_ascii(&text[start..], memory.as_deref_mut());
+                self.ascii_pieces(&bytes[start..], &mut each);
                 break;
             };
             let at = start + off;
             let cut = split_before(text, start, at);
             if cut > start {
-                total += self.count_ascii(&text[start..cut], memory.as_deref_mut());
+                self.ascii_pieces(&bytes[start..cut], &mut each);
             }
             let end = split_after(text, at + 1);
-            total += self.bpe.encode_ordinary(&text[cut..end]).len();
+            let stretch = &text[cut..end];
+            let mut from = 0;
+            while from < stretch.len() {
+                let to = match self.pattern {
+                    Pattern::O200k => unicode::o200k_piece(stretch, from),
+                    Pattern::Cl100k => unicode::cl100k_piece(stretch, from),
+                };
+                each(&stretch.as_bytes()[from..to]);
+                from = to;
+            }
             start = end;
         }
-        total
     }
 
-    /// The tokens of ASCII text.
-    fn count_ascii(&self, all: &str, mut memory: Option<&mut Merged>) -> usize {
-        let text = all.as_bytes();
-        let mut total = 0;
+    fn ascii_pieces(&self, text: &[u8], each: &mut impl FnMut(&[u8])) {
         let mut at = 0;
         while at < text.len() {
             let end = match self.pattern {
                 Pattern::O200k => o200k_piece(text, at),
                 Pattern::Cl100k => cl100k_piece(text, at),
             };
-            let piece = &text[at..end];
+            each(&text[at..end]);
             at = end;
-            let key = short_key(piece);
-            let token = match key {
-                Some(k) => self.short_tokens.contains(&k),
-                None => self.ranks.contains_key(piece),
-            };
-            if token {
-                total += 1;
-                continue;
-            }
-            if piece.len() >= LONG_PIECE {
-                // The whole stretch goes to tiktoken: its pieces are ours.
-                return self.bpe.encode_ordinary(all).len();
-            }
-            let merge = || tiktoken_rs::byte_pair_split(piece, &self.ranks).len();
-            total += match memory.as_deref_mut() {
-                Some(m) => m.count(piece, key, merge),
-                None => merge(),
-            };
         }
-        total
     }
 }
 
@@ -390,40 +412,43 @@ pub(crate) fn first_and_last_split(text: &str) -> Option<(usize, usize)> {
     Some((first, last))
 }
 
-#[cfg(test)]
+#[cfg(all(test, any(feature = "o200k", feature = "cl100k")))]
 mod tests {
     use super::*;
+    use tiktoken_rs::CoreBPE;
 
-    fn encoding(pattern: Pattern) -> Encoding {
-        let bpe = match pattern {
-            Pattern::O200k => tiktoken_rs::o200k_base(),
-            Pattern::Cl100k => tiktoken_rs::cl100k_base(),
-        };
-        Encoding::new(bpe.unwrap(), pattern)
+    /// The encodings this build has, each with tiktoken-rs's own.
+    fn both() -> Vec<(&'static Encoding, &'static CoreBPE)> {
+        vec![
+            #[cfg(feature = "o200k")]
+            (&O200K, tiktoken_rs::o200k_base_singleton()),
+            #[cfg(feature = "cl100k")]
+            (&CL100K, tiktoken_rs::cl100k_base_singleton()),
+        ]
     }
 
-    /// The tokens of ASCII `text` by our pieces, for comparing sequences.
-    fn tokens(e: &Encoding, text: &[u8]) -> Vec<Rank> {
-        let mut out = Vec::new();
+    /// The tokens of `text` by our pieces, merges and tables.
+    fn tokens(e: &Encoding, text: &str) -> Vec<Rank> {
         let mut at = 0;
-        while at < text.len() {
-            let end = match e.pattern {
-                Pattern::O200k => o200k_piece(text, at),
-                Pattern::Cl100k => cl100k_piece(text, at),
-            };
-            assert!(end > at, "no progress at {at} in {text:?}");
-            let piece = &text[at..end];
-            match e.ranks.get(piece) {
-                Some(&r) => out.push(r),
-                None => out.extend(
-                    tiktoken_rs::byte_pair_split(piece, &e.ranks)
-                        .into_iter()
-                        .map(|p| e.ranks[p]),
-                ),
+        e.token_ends(text)
+            .into_iter()
+            .map(|end| {
+                let rank = e.table.rank(&text.as_bytes()[at..end]);
+                at = end;
+                rank.unwrap_or_else(|| panic!("no token for {:?}", &text[..end]))
+            })
+            .collect()
+    }
+
+    /// Counts and token sequences equal tiktoken's for every text.
+    fn agree(texts: &[String]) {
+        for (e, bpe) in both() {
+            for (i, text) in texts.iter().enumerate() {
+                let want = bpe.encode_ordinary(text);
+                assert_eq!(tokens(e, text), want, "{:?} #{i} {text:?}", e.pattern);
+                assert_eq!(e.count(text), want.len(), "{:?} #{i} {text:?}", e.pattern);
             }
-            at = end;
         }
-        out
     }
 
     struct Rng(u64);
@@ -436,54 +461,79 @@ mod tests {
         }
     }
 
-    /// Texts over every ASCII byte, weighted towards the characters the
-    /// patterns treat specially, in runs so that words, digit groups,
-    /// symbol runs and whitespace runs of every kind appear.
-    fn ascii_texts(n: usize, seed: u64) -> Vec<String> {
-        let classes: [&[u8]; 9] = [
-            b"abcdefghijklmnopqrstuvwxyz",
-            b"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-            b"0123456789",
-            b" ",
-            b"\t\n\r\x0b\x0c  \n",
-            b"'",
-            b"sStTdDmMlLeErRvV",
-            b"!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~/",
-            b"\x00\x01\x07\x1b\x1c\x1f\x7f",
-        ];
+    /// Texts of runs drawn from `classes`: words, digit groups, symbol
+    /// runs and whitespace runs of every kind appear.
+    fn texts(classes: &[&[char]], n: usize, seed: u64) -> Vec<String> {
         let mut rng = Rng(seed);
         (0..n)
             .map(|_| {
                 let len = 1 + rng.below(40);
-                let mut s = Vec::new();
+                let mut s = String::new();
                 for _ in 0..len {
                     let class = classes[rng.below(classes.len())];
                     for _ in 0..1 + rng.below(4) {
                         s.push(class[rng.below(class.len())]);
                     }
                 }
-                String::from_utf8(s).unwrap()
+                s
             })
             .collect()
     }
 
+    fn chars(s: &str) -> Vec<char> {
+        s.chars().collect()
+    }
+
+    /// Every ASCII byte, weighted towards the characters the patterns
+    /// treat specially.
+    fn ascii_classes() -> Vec<Vec<char>> {
+        [
+            "abcdefghijklmnopqrstuvwxyz",
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            "0123456789",
+            " ",
+            "\t\n\r\x0b\x0c  \n",
+            "'",
+            "sStTdDmMlLeErRvV",
+            "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~/",
+            "\x00\x01\x07\x1b\x1c\x1f\x7f",
+        ]
+        .iter()
+        .map(|s| chars(s))
+        .collect()
+    }
+
     #[test]
     fn ascii_pieces_give_tiktokens_tokens() {
-        for pattern in [Pattern::O200k, Pattern::Cl100k] {
-            let e = encoding(pattern);
-            for (i, text) in ascii_texts(20_000, 0x9e37_79b9_7f4a_7c15)
-                .iter()
-                .enumerate()
-            {
-                let want = e.bpe.encode_ordinary(text);
-                assert_eq!(
-                    tokens(&e, text.as_bytes()),
-                    want,
-                    "{pattern:?} #{i} {text:?}"
-                );
-                assert_eq!(e.count(text), want.len(), "{pattern:?} #{i} {text:?}");
-            }
-        }
+        let classes = ascii_classes();
+        let classes: Vec<&[char]> = classes.iter().map(Vec::as_slice).collect();
+        agree(&texts(&classes, 20_000, 0x9e37_79b9_7f4a_7c15));
+    }
+
+    /// Characters of every class the patterns tell apart, and the ones
+    /// their rules single out: capitals, title case, modifier and other
+    /// letters, combining, spacing and enclosing marks, digits, letter and
+    /// other numbers, every kind of whitespace, the long s and the Kelvin
+    /// sign (which fold to ASCII letters), symbols, emoji and joiners.
+    #[test]
+    fn unicode_pieces_give_tiktokens_tokens() {
+        let classes = ascii_classes();
+        let mut classes: Vec<&[char]> = classes.iter().map(Vec::as_slice).collect();
+        let unicode = [
+            chars("ÀÉÎÕÜĀŁΣДЖԱ"),
+            chars("ǅǈǋǲᾈᾙ"),
+            chars("àéîõüāłσдժßŉ"),
+            chars("ʰʲˆˈᵃᵇ々ゝ"),
+            chars("東京日本語中文한국어אבגعربيةทไ"),
+            chars("\u{300}\u{301}\u{308}\u{327}\u{903}\u{94d}\u{20dd}\u{fe0f}"),
+            chars("٠١٢३४ⅧⅫ²³½①"),
+            chars("\u{a0}\u{85}\u{1680}\u{2000}\u{2003}\u{2028}\u{2029}\u{202f}\u{3000}"),
+            chars("ſſ\u{212a}'"),
+            chars("€£¥©®™°±×÷—–…‘’“”«»·•†"),
+            chars("🙂👍🏽\u{200d}\u{200b}\u{feff}🇯🇵"),
+        ];
+        classes.extend(unicode.iter().map(Vec::as_slice));
+        agree(&texts(&classes, 20_000, 0x2545_f491_4f6c_dd1d));
     }
 
     #[test]
@@ -491,53 +541,40 @@ mod tests {
         let long_word = "x".repeat(300);
         let long_symbols = "=-".repeat(200);
         let newlines = " \n".repeat(80);
+        let mut rng = Rng(7);
+        let letters: String = (0..5000)
+            .map(|_| char::from(b'a' + rng.below(26) as u8))
+            .collect();
         let texts = [
-            "plain ASCII, then naïve café — and back to ASCII again.",
-            "東京 and 日本語 with words between, 🙂 and more words",
-            "é",
-            " é ",
-            "word é",
-            "é word",
-            "a\u{a0}b c\u{a0} d",
-            "tab\u{2003}em space \u{2003} here",
-            &format!("before {long_word} after"),
-            &format!("{long_symbols}\n{long_word}"),
-            &newlines,
-            "ſ's 'ſ café's",
+            "plain ASCII, then naïve café — and back to ASCII again.".to_owned(),
+            "東京 and 日本語 with words between, 🙂 and more words".into(),
+            "é".into(),
+            " é ".into(),
+            "word é".into(),
+            "é word".into(),
+            "a\u{a0}b c\u{a0} d".into(),
+            "tab\u{2003}em space \u{2003} here".into(),
+            format!("before {long_word} after"),
+            format!("{long_symbols}\n{long_word}"),
+            newlines,
+            "ſ's 'ſ café's".into(),
+            letters.clone(),
+            format!("ünïcödé{letters}"),
+            "東".repeat(200),
         ];
-        for pattern in [Pattern::O200k, Pattern::Cl100k] {
-            let e = encoding(pattern);
-            for text in texts {
-                assert_eq!(
-                    e.count(text),
-                    e.bpe.encode_ordinary(text).len(),
-                    "{pattern:?} {text:?}"
-                );
-            }
-            // Again with the merges remembered, and without the memory.
-            for text in texts {
-                assert_eq!(
-                    e.count(text),
-                    e.bpe.encode_ordinary(text).len(),
-                    "{pattern:?} {text:?}"
-                );
-            }
-            let held = e.merged.lock().unwrap();
-            for text in texts {
-                assert_eq!(
-                    e.count(text),
-                    e.bpe.encode_ordinary(text).len(),
-                    "{pattern:?} {text:?}"
-                );
-            }
-            drop(held);
-        }
+        agree(&texts);
+        // Again with the counts remembered, and without the memory.
+        agree(&texts);
+        let held: Vec<_> = both().iter().map(|(e, _)| e.merged.lock()).collect();
+        agree(&texts);
+        drop(held);
     }
 
     #[test]
     fn short_keys_tell_every_short_piece_apart() {
         let pieces: [&[u8]; 7] = [b"", b"\0", b"\0\0", b"a", b"a\0", b"\0a", b"abcdefg"];
-        let keys: FxHashSet<u64> = pieces.iter().filter_map(|p| short_key(p)).collect();
+        let keys: std::collections::HashSet<u64> =
+            pieces.iter().filter_map(|p| short_key(p)).collect();
         assert_eq!(keys.len(), pieces.len());
         assert_eq!(
             short_key(b"abcdefgh"),
@@ -546,12 +583,69 @@ mod tests {
         );
     }
 
+    /// Every ordinary token of tiktoken's copy is found with its rank, and
+    /// nothing else: each token with a byte changed or added is either
+    /// another token or none.
     #[test]
-    fn every_token_is_read_back() {
-        let o = encoding(Pattern::O200k);
-        let c = encoding(Pattern::Cl100k);
-        // o200k has 199,998 ordinary tokens, cl100k 100,256.
-        assert_eq!(o.ranks.len(), 199_998);
-        assert_eq!(c.ranks.len(), 100_256);
+    fn every_token_is_found_with_its_rank() {
+        for (e, bpe) in both() {
+            let mut found = 0;
+            for rank in 0..e.table.tokens as Rank + 1024 {
+                let Ok(bytes) = bpe.decode_bytes(&[rank]) else {
+                    continue;
+                };
+                if std::str::from_utf8(&bytes).is_ok_and(|s| bpe.special_tokens().contains(s)) {
+                    assert_eq!(e.table.rank(&bytes), None, "special {rank}");
+                    continue;
+                }
+                assert_eq!(
+                    e.table.rank(&bytes),
+                    Some(rank),
+                    "{:?} {bytes:?}",
+                    e.pattern
+                );
+                found += 1;
+                for changed in [
+                    [bytes.as_slice(), b"\x00"].concat(),
+                    [&bytes[..bytes.len() - 1], &[bytes[bytes.len() - 1] ^ 1]].concat(),
+                ] {
+                    if let Some(r) = e.table.rank(&changed) {
+                        assert_eq!(bpe.decode_bytes(&[r]).unwrap(), changed);
+                    }
+                }
+            }
+            // o200k has 199,998 ordinary tokens, cl100k 100,256.
+            let expected = match e.pattern {
+                Pattern::O200k => 199_998,
+                Pattern::Cl100k => 100_256,
+            };
+            assert_eq!((found, e.table.tokens), (expected, expected));
+        }
+    }
+
+    /// The class table agrees with the regex crate's Unicode classes on
+    /// every code point.
+    #[test]
+    fn every_character_has_the_class_regex_gives_it() {
+        use unicode::Class;
+        let classes = [
+            (Class::Upper, r"^[\p{Lu}\p{Lt}]$"),
+            (Class::Lower, r"^\p{Ll}$"),
+            (Class::Letter, r"^[\p{Lm}\p{Lo}]$"),
+            (Class::Mark, r"^\p{M}$"),
+            (Class::Number, r"^\p{N}$"),
+            (Class::Newline, r"^[\r\n]$"),
+            (Class::Space, r"^[\s&&[^\r\n]]$"),
+        ]
+        .map(|(c, p)| (c, regex::Regex::new(p).unwrap()));
+        let mut buf = [0; 4];
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            let s = c.encode_utf8(&mut buf);
+            let want = classes
+                .iter()
+                .find(|(_, re)| re.is_match(s))
+                .map_or(Class::Other, |(class, _)| *class);
+            assert_eq!(unicode::class(c), want, "U+{:04X}", c as u32);
+        }
     }
 }

@@ -1,24 +1,23 @@
 //! Token counting behind one trait.
 //!
-//! The exact encodings count with tiktoken's tables; the estimator is the
-//! cheap characters-per-token rule. Tables are expensive to build (about
-//! 250 ms natively for o200k), so each is built at most once per process, on
-//! first use, and shared by every builder (see [`Tokenizers`]). A build
-//! may leave either encoding out (cargo features `o200k`, `cl100k`); a
-//! request for one it left out is refused, naming it.
+//! The exact encodings count with tiktoken's tables, compiled into the
+//! build as static data and read in place, so the first count in a fresh
+//! process or component instance costs what any later one does; the
+//! estimator is the cheap characters-per-token rule. A build may leave
+//! either encoding out (cargo features `o200k`, `cl100k`); a request for
+//! one it left out is refused, naming it.
 
 // A build with neither encoding counts with the estimator alone.
 #![cfg_attr(
     not(any(feature = "o200k", feature = "cl100k")),
-    allow(unused_imports, unreachable_code)
+    allow(unused_imports, unused_variables, unreachable_code, dead_code)
 )]
 
-use crate::encoding::{Encoding, Pattern, first_and_last_split, split_after};
+use crate::encoding::{Encoding, first_and_last_split, split_after};
 use crate::error::Error;
 use crate::types::Tokenizer;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 /// A token count that may have stopped early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,7 +157,6 @@ impl TokenCounter for Exact<'_> {
     }
 
     fn truncate(&self, text: &str, max: u32) -> String {
-        let bpe = self.0.bpe();
         // Only a prefix with more than `max` tokens needs encoding: cut at
         // a safe split (see `count_in_chunks`), its tokens are the first
         // tokens of the whole text.
@@ -174,20 +172,19 @@ impl TokenCounter for Exact<'_> {
             }
             want = want.saturating_mul(2);
         };
-        let tokens = bpe.encode_ordinary(text);
-        let mut n = tokens.len().min(max as usize);
-        if n == tokens.len() {
+        let ends = self.0.token_ends(text);
+        let mut n = ends.len().min(max as usize);
+        if n == ends.len() {
             return text.to_owned();
         }
         loop {
-            // The tokens segment the text's bytes, so their first `n`
-            // decode to a byte prefix of it; cut back to a character.
-            let bytes = bpe.decode_bytes(&tokens[..n]).unwrap_or_default();
-            let valid = match std::str::from_utf8(&bytes) {
-                Ok(s) => s.len(),
-                Err(e) => e.valid_up_to(),
-            };
-            let prefix = text.get(..valid).unwrap_or("");
+            // The first `n` tokens are the text's bytes up to the `n`th
+            // end; cut back to a character.
+            let mut cut = if n == 0 { 0 } else { ends[n - 1] };
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let prefix = &text[..cut];
             // Re-encoding a prefix can merge differently at its end: keep
             // the count exact by checking it.
             if n == 0 || self.count(prefix) <= max {
@@ -518,57 +515,27 @@ impl<'a, 'm> Tally<'a, 'm> {
     }
 }
 
-/// The exact encodings, each built on first use and then shared by every
-/// builder in the process (or component instance): they are immutable
-/// once built, and a second copy would cost the same time and memory again.
-#[cfg(feature = "o200k")]
-static O200K: OnceLock<Result<Encoding, String>> = OnceLock::new();
-#[cfg(feature = "cl100k")]
-static CL100K: OnceLock<Result<Encoding, String>> = OnceLock::new();
-
-/// Access to the tokenizers: the exact encodings' tables are built at most
-/// once per process, on first use (or at a builder's preload).
+/// Access to the tokenizers. The exact encodings' tables are static: there
+/// is nothing to build or share.
 #[derive(Default)]
 pub struct Tokenizers;
 
 impl Tokenizers {
-    /// A counter for `tokenizer`, building its tables if this is the first use.
+    /// A counter for `tokenizer`, or the refusal of an encoding this build
+    /// left out.
     pub fn counter(&self, tokenizer: Tokenizer) -> Result<Box<dyn TokenCounter + '_>, Error> {
-        let (cell, build, pattern, name): Table = match tokenizer {
+        let encoding: &'static Encoding = match tokenizer {
             #[cfg(feature = "o200k")]
-            Tokenizer::O200kBase => (
-                &O200K,
-                || tiktoken_rs::o200k_base().map_err(|e| e.to_string()),
-                Pattern::O200k,
-                "o200k-base",
-            ),
+            Tokenizer::O200kBase => &crate::encoding::O200K,
             #[cfg(feature = "cl100k")]
-            Tokenizer::Cl100kBase => (
-                &CL100K,
-                || tiktoken_rs::cl100k_base().map_err(|e| e.to_string()),
-                Pattern::Cl100k,
-                "cl100k-base",
-            ),
+            Tokenizer::Cl100kBase => &crate::encoding::CL100K,
             Tokenizer::CharsPerToken(n) => return Ok(Box::new(CharsPerToken::new(n)?)),
             #[allow(unreachable_patterns)]
             left_out => return Err(left_out_of_this_build(left_out)),
         };
-        let built = cell.get_or_init(|| build().map(|bpe| Encoding::new(bpe, pattern)));
-        match built {
-            Ok(encoding) => Ok(Box::new(Exact(encoding))),
-            Err(e) => Err(Error::TokenizerUnavailable(format!("{name}: {e}"))),
-        }
+        Ok(Box::new(Exact(encoding)))
     }
 }
-
-/// An encoding's shared cell, how its tables are built, its pattern and
-/// its name.
-type Table = (
-    &'static OnceLock<Result<Encoding, String>>,
-    fn() -> Result<tiktoken_rs::CoreBPE, String>,
-    Pattern,
-    &'static str,
-);
 
 /// The refusal of an encoding this build was compiled without (cargo
 /// features `o200k`, `cl100k`).
@@ -651,25 +618,6 @@ mod tests {
             err.to_string().contains("tokenizer.chars-per-token"),
             "{err}"
         );
-    }
-
-    #[cfg(feature = "cl100k")]
-    #[test]
-    fn the_tables_are_built_once_and_shared() {
-        let built = || {
-            CL100K
-                .get()
-                .and_then(|r| r.as_ref().ok())
-                .map(|e| e as *const Encoding)
-        };
-        let first = Tokenizers.counter(Tokenizer::Cl100kBase).unwrap();
-        assert_eq!(first.count("hello world"), 2);
-        let once = built();
-        assert!(once.is_some());
-        drop(first);
-        let second = Tokenizers.counter(Tokenizer::Cl100kBase).unwrap();
-        assert_eq!(second.count("hello world"), 2);
-        assert_eq!(built(), once);
     }
 
     #[test]
