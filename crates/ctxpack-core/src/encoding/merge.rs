@@ -27,25 +27,36 @@ impl Ranks for &Table {
     }
 }
 
-/// Slots in [`Joins`].
-const JOIN_SLOTS: usize = 1 << 13;
+/// Slots a [`Joins`] starts with, and the most it grows to.
+const JOIN_SLOTS: (usize, usize) = (1 << 9, 1 << 13);
 
 /// The ranks of the joined pieces of up to seven bytes merging looked up
 /// last, one per slot by a hash of the bytes. Merging the pieces of
 /// ordinary text looks up the same few joins again and again, and a slot
-/// is read faster than the tables are searched.
+/// is read faster than the tables are searched. It starts small, so a
+/// fresh instance touches few new pages for it, and grows (forgetting)
+/// when it misses often.
 pub(crate) struct Joins {
     /// Each slot's [`super::short_key`] and rank (or `NONE`); a slot with
     /// key 0 is empty (no short key is 0: its top byte is the length).
     slots: Box<[(u64, Rank)]>,
+    /// Misses since the slots were last grown.
+    misses: usize,
+}
+
+impl Joins {
+    fn with_slots(n: usize) -> Self {
+        Joins {
+            // All zeros, so the allocator hands over untouched pages.
+            slots: vec![(0, 0); n].into_boxed_slice(),
+            misses: 0,
+        }
+    }
 }
 
 impl Default for Joins {
     fn default() -> Self {
-        Joins {
-            // All zeros, so the allocator hands over untouched pages.
-            slots: vec![(0, 0); JOIN_SLOTS].into_boxed_slice(),
-        }
+        Joins::with_slots(JOIN_SLOTS.0)
     }
 }
 
@@ -63,15 +74,20 @@ impl Ranks for Remembered<'_> {
         let Some(key) = super::short_key(bytes) else {
             return self.table.rank(bytes);
         };
+        let slots = self.joins.slots.len();
         // Fibonacci hashing: the top bits of the key times 2^64/φ.
-        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - JOIN_SLOTS.trailing_zeros()))
-            as usize;
+        let slot =
+            (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - slots.trailing_zeros())) as usize;
         let (k, r) = self.joins.slots[slot];
         if k == key {
             return (r != NONE).then_some(r);
         }
         let rank = self.table.rank(bytes);
         self.joins.slots[slot] = (key, rank.unwrap_or(NONE));
+        self.joins.misses += 1;
+        if self.joins.misses > 4 * slots && slots < JOIN_SLOTS.1 {
+            *self.joins = Joins::with_slots(slots * 4);
+        }
         rank
     }
 }
@@ -191,4 +207,42 @@ fn merge_long(mut table: impl Ranks, piece: &[u8], ends: Option<&mut Vec<usize>>
         }
     }
     tokens
+}
+
+#[cfg(all(test, feature = "o200k"))]
+mod tests {
+    use super::*;
+
+    /// Merging with the joins remembered gives the tokens merging with
+    /// the tables alone gives, while the joins fill, miss and grow.
+    #[test]
+    fn remembered_joins_merge_as_the_tables_do() {
+        let table = &super::super::O200K.table;
+        let mut joins = Joins::default();
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let alphabet: Vec<u8> = "etaoinshrdlu".bytes().chain("éüß".bytes()).collect();
+        for _ in 0..20_000 {
+            let piece: Vec<u8> = (0..2 + next(40))
+                .map(|_| alphabet[next(alphabet.len())])
+                .collect();
+            let (mut plain, mut remembered) = (Vec::new(), Vec::new());
+            let n = merge(table, &piece, Some(&mut plain));
+            let m = merge(
+                Remembered {
+                    table,
+                    joins: &mut joins,
+                },
+                &piece,
+                Some(&mut remembered),
+            );
+            assert_eq!((n, &plain), (m, &remembered), "{piece:?}");
+        }
+        assert_eq!(joins.slots.len(), JOIN_SLOTS.1, "the joins grew");
+    }
 }
