@@ -120,6 +120,14 @@ impl Encoding {
         let mut memory = memory.as_deref_mut().map(|m| m.get_or_insert_default());
         let mut total = 0;
         self.pieces(text, |piece| {
+            // Most pieces are short and seen before: their count is one
+            // lookup away.
+            if let Some(m) = memory.as_deref_mut()
+                && let Some(n) = short_key(piece).and_then(|k| m.short.get(&k))
+            {
+                total += *n as usize;
+                return;
+            }
             total += self.count_piece(piece, memory.as_deref_mut());
         });
         total
