@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct BuilderConfig {
-    /// Tokenizers to build at construction.
+    /// Tokenizers the builder must have: checked at construction, so a
+    /// build that left one out refuses the builder at once. (Their tables
+    /// are static; there is nothing left to build ahead.)
     #[serde(default)]
     pub preload: Vec<Tokenizer>,
     /// Which host sources the builder asks for candidates.

@@ -30,7 +30,8 @@ pub enum Error {
         /// The budget.
         budget: u32,
     },
-    /// A tokenizer's tables could not be built.
+    /// A tokenizer this build does not have (an encoding left out by its
+    /// cargo features), named with the feature that would bring it.
     #[error("tokenizer unavailable: {0}")]
     TokenizerUnavailable(String),
     /// A host import failed where the assembly cannot go on without it.

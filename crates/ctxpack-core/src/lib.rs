@@ -80,8 +80,9 @@
 //! # Features
 //!
 //! `o200k` and `cl100k` (both on by default) each embed an exact
-//! encoding's tables; a build without one refuses a request for it with
-//! [`Error::TokenizerUnavailable`] naming it.
+//! encoding's tables, static data built with the crate and read in place
+//! (nothing to build at start); a build without one refuses a request for
+//! it with [`Error::TokenizerUnavailable`] naming it.
 
 #![deny(missing_docs)]
 
@@ -151,8 +152,7 @@ use tokenizer::{CountCache, Meter};
 /// A context builder. Build it once and reuse it: it keeps the token counts
 /// it has made (up to `count-cache-entries`), so a conversation
 /// re-assembled every turn recounts only its new text. The tokenizer
-/// tables, expensive to construct, are built once per process and shared
-/// by every builder.
+/// tables are static: builders share them and nothing is built for them.
 pub struct Builder {
     tokenizers: Tokenizers,
     counts: Mutex<CountCache>,
@@ -163,7 +163,9 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// A builder from `config`; tokenizers named in `preload` are built now.
+    /// A builder from `config`. Tokenizers named in `preload` must be in
+    /// this build: one it left out is refused here rather than at the first
+    /// assembly that asks for it.
     pub fn new(config: BuilderConfig) -> Result<Self, Error> {
         validate::config(&config)?;
         let tokenizers = Tokenizers;

@@ -87,8 +87,7 @@ pub struct Runtime {
 pub struct Startup {
     /// Instantiating the component.
     pub instantiate: std::time::Duration,
-    /// Creating its context builder (tokenizer tables named in the
-    /// configuration's `preload` are built here).
+    /// Creating its context builder.
     pub builder: std::time::Duration,
 }
 
