@@ -132,6 +132,18 @@ fn decisions(
         .collect()
 }
 
+/// A new instance of `runtime` with `scenario`'s stores and builder.
+fn instantiate(
+    runtime: &Runtime,
+    scenario: &scenario::Scenario,
+) -> Result<ctxpack_host::Instance, String> {
+    let host = ctxpack_host::stores::InMemoryHost::new(scenario.host.clone());
+    runtime
+        .instantiate(host, &scenario.config)
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
+}
+
 /// Assembles `scenario` through the component, timing each start-up step
 /// on stderr, then assembles it again on the same instance (warm) to say
 /// what the first pack cost over a warm one.
@@ -140,14 +152,7 @@ fn timed_assemble(args: &Args, scenario: &scenario::Scenario) -> Result<Outcome,
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let runtime = Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?;
     let loaded = started.elapsed();
-    let host = ctxpack_host::stores::InMemoryHost::new(scenario.host.clone());
-    let mut instance = match runtime
-        .instantiate(host, &scenario.config)
-        .map_err(|e| e.to_string())?
-    {
-        Ok(i) => i,
-        Err(e) => return Err(e.to_string()),
-    };
+    let mut instance = instantiate(&runtime, scenario)?;
     let before = started.elapsed();
     let reply = instance
         .assemble(&scenario.request)
@@ -155,43 +160,35 @@ fn timed_assemble(args: &Args, scenario: &scenario::Scenario) -> Result<Outcome,
     let first = started.elapsed() - before;
     let since_main = START.get().map_or(started.elapsed(), |t| t.elapsed());
     let startup = instance.startup();
-    // The same request again on the now warm instance: the median of 50.
-    let mut warm = Vec::new();
-    for _ in 0..50 {
+    // Each pack timed below must answer as the first did.
+    let timed = |instance: &mut ctxpack_host::Instance| {
         let t = std::time::Instant::now();
         let again = instance
             .assemble(&scenario.request)
             .map_err(|e| e.to_string())?;
-        warm.push(t.elapsed());
+        let took = t.elapsed();
         if again.is_ok() != reply.is_ok() {
-            return Err("the warm instance answered otherwise than the fresh one".into());
+            return Err("an instance answered otherwise than the first".to_owned());
         }
-    }
-    warm.sort();
-    let warm = warm[warm.len() / 2];
+        Ok(took)
+    };
+    let median = |mut times: Vec<std::time::Duration>| {
+        times.sort();
+        times[times.len() / 2]
+    };
+    // The same request again on the now warm instance: the median of 50.
+    let warm = median(
+        (0..50)
+            .map(|_| timed(&mut instance))
+            .collect::<Result<_, _>>()?,
+    );
     // Fresh instances from the same loaded component, as a host that
     // instantiates per request would make them: the median first pack of 20.
-    let mut fresh = Vec::new();
-    for _ in 0..20 {
-        let host = ctxpack_host::stores::InMemoryHost::new(scenario.host.clone());
-        let mut another = match runtime
-            .instantiate(host, &scenario.config)
-            .map_err(|e| e.to_string())?
-        {
-            Ok(i) => i,
-            Err(e) => return Err(e.to_string()),
-        };
-        let t = std::time::Instant::now();
-        let again = another
-            .assemble(&scenario.request)
-            .map_err(|e| e.to_string())?;
-        fresh.push(t.elapsed());
-        if again.is_ok() != reply.is_ok() {
-            return Err("a fresh instance answered otherwise than the first".into());
-        }
-    }
-    fresh.sort();
-    let fresh = fresh[fresh.len() / 2];
+    let fresh = median(
+        (0..20)
+            .map(|_| timed(&mut instantiate(&runtime, scenario)?))
+            .collect::<Result<_, _>>()?,
+    );
     eprintln!(
         "load component: {:.1} ms ({})",
         ms(loaded),

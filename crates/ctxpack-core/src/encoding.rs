@@ -459,9 +459,10 @@ mod tests {
         }
     }
 
-    struct Rng(u64);
+    /// A xorshift generator for test inputs.
+    pub(super) struct Rng(pub(super) u64);
     impl Rng {
-        fn below(&mut self, n: usize) -> usize {
+        pub(super) fn below(&mut self, n: usize) -> usize {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;

@@ -219,17 +219,11 @@ mod tests {
     fn remembered_joins_merge_as_the_tables_do() {
         let table = &super::super::O200K.table;
         let mut joins = Joins::default();
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = super::super::tests::Rng(0x9e37_79b9_7f4a_7c15);
         let alphabet: Vec<u8> = "etaoinshrdlu".bytes().chain("éüß".bytes()).collect();
         for _ in 0..20_000 {
-            let piece: Vec<u8> = (0..2 + next(40))
-                .map(|_| alphabet[next(alphabet.len())])
+            let piece: Vec<u8> = (0..2 + rng.below(40))
+                .map(|_| alphabet[rng.below(alphabet.len())])
                 .collect();
             let (mut plain, mut remembered) = (Vec::new(), Vec::new());
             let n = merge(table, &piece, Some(&mut plain));
