@@ -488,6 +488,28 @@ fn a_ten_megabyte_request_item_is_counted_not_a_crash() {
     }
 }
 
+/// A turn of 3.6 MB of mixed spaces is one pre-tokenising piece: the
+/// expression engine tiktoken-rs counts with runs out of stack on it (and
+/// panicked inside the component when the core counted with it). It is
+/// counted, whole, and dropped over a small budget, the same natively and
+/// through the component.
+#[test]
+fn a_megabyte_whitespace_turn_is_counted_not_a_crash() {
+    let spaces = " \u{a0}".repeat(1_200_000);
+    let mut s = scenario(host_with("", json!(null)), 500);
+    s.request
+        .conversation
+        .push(serde_json::from_value(json!({"role": "user", "content": spaces})).unwrap());
+    let p = pack("whitespace turn", &both("whitespace turn", &s));
+    let e = p
+        .snapshot
+        .entries
+        .iter()
+        .find(|e| e.id == "turn-2")
+        .unwrap();
+    assert!(matches!(e.reason, Reason::OverBudget(_)), "{:?}", e.reason);
+}
+
 #[test]
 fn a_million_tiny_candidates_are_each_recorded() {
     // A million conversation turns, a budget for a few of them.

@@ -579,6 +579,24 @@ mod tests {
         drop(held);
     }
 
+    /// A long run of mixed spaces is one piece. tiktoken-rs's expression
+    /// engine runs out of stack on it somewhere between 300,000 and a
+    /// million `" \u{a0}"` pairs (and panics); the scanner counts any
+    /// length, as tiktoken counts the shorter runs: a token per four pairs.
+    #[test]
+    fn a_whitespace_run_past_tiktokens_regex_stack_counts_as_shorter_ones_do() {
+        for (e, bpe) in both() {
+            for pairs in [1_000, 300_000] {
+                let text = " \u{a0}".repeat(pairs);
+                let want = bpe.encode_ordinary(&text).len();
+                assert_eq!(e.count(&text), want, "{:?} {pairs}", e.pattern);
+                assert_eq!(want, pairs / 4);
+            }
+            let pairs = 1_200_000;
+            assert_eq!(e.count(&" \u{a0}".repeat(pairs)), pairs / 4);
+        }
+    }
+
     #[test]
     fn short_keys_tell_every_short_piece_apart() {
         let pieces: [&[u8]; 7] = [b"", b"\0", b"\0\0", b"a", b"a\0", b"\0a", b"abcdefg"];
