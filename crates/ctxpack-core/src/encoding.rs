@@ -40,7 +40,7 @@ pub(crate) enum Pattern {
 pub(crate) static O200K: Encoding = Encoding {
     table: include!(concat!(env!("OUT_DIR"), "/o200k.rs")),
     pattern: Pattern::O200k,
-    merged: Mutex::new(None),
+    memory: Mutex::new(None),
 };
 
 /// The cl100k encoding (`cl100k-base`).
@@ -48,7 +48,7 @@ pub(crate) static O200K: Encoding = Encoding {
 pub(crate) static CL100K: Encoding = Encoding {
     table: include!(concat!(env!("OUT_DIR"), "/cl100k.rs")),
     pattern: Pattern::Cl100k,
-    merged: Mutex::new(None),
+    memory: Mutex::new(None),
 };
 
 /// Pieces counted remembered before the memory is cleared and starts again.
@@ -58,19 +58,20 @@ const PIECE_MEMORY: usize = 1 << 16;
 pub(crate) struct Encoding {
     table: Table,
     pattern: Pattern,
-    merged: Mutex<Option<Merged>>,
+    memory: Mutex<Option<Memory>>,
 }
 
-/// Token counts of pieces under [`merge::LONG_PIECE`] bytes, remembered:
-/// short ones by [`short_key`], the others by their bytes.
+/// What an encoding remembers between counts: the token counts of the
+/// pieces under [`merge::LONG_PIECE`] bytes it has seen (short ones by
+/// [`short_key`], the others by their bytes), and recent joins.
 #[derive(Default)]
-struct Merged {
+struct Memory {
     short: FxHashMap<u64, u32>,
     long: FxHashMap<Box<[u8]>, u32>,
     joins: merge::Joins,
 }
 
-impl Merged {
+impl Memory {
     /// The tokens of `piece` (whose [`short_key`] is `key`), from memory
     /// or from `count`, then remembered.
     fn count(
@@ -116,7 +117,7 @@ impl Encoding {
     /// The tokens of `text`, exactly as tiktoken's `encode_ordinary` would
     /// count them.
     pub(crate) fn count(&self, text: &str) -> usize {
-        let mut memory = self.merged.try_lock().ok();
+        let mut memory = self.memory.try_lock().ok();
         let mut memory = memory.as_deref_mut().map(|m| m.get_or_insert_default());
         let mut total = 0;
         self.pieces(text, |piece| {
@@ -154,7 +155,7 @@ impl Encoding {
     }
 
     /// The tokens of one piece.
-    fn count_piece(&self, piece: &[u8], memory: Option<&mut Merged>) -> usize {
+    fn count_piece(&self, piece: &[u8], memory: Option<&mut Memory>) -> usize {
         let table = &self.table;
         match memory {
             Some(m) if piece.len() < merge::LONG_PIECE => {
@@ -574,7 +575,7 @@ mod tests {
         agree(&texts);
         // Again with the counts remembered, and without the memory.
         agree(&texts);
-        let held: Vec<_> = both().iter().map(|(e, _)| e.merged.lock()).collect();
+        let held: Vec<_> = both().iter().map(|(e, _)| e.memory.lock()).collect();
         agree(&texts);
         drop(held);
     }
