@@ -34,8 +34,11 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-/// One call to one of the host's sources.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One call to one of the host's sources. As JSON it is spelled as the
+/// WIT's `source-request`: `{"retrieve": {"query": …, "limit": …}}`, …,
+/// `"repository-state"`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", rename_all_fields = "kebab-case")]
 pub enum SourceRequest {
     /// `sources.retrieve`: candidates for `query`, at most `limit`.
     Retrieve {

@@ -70,23 +70,54 @@ pub fn handle(
     request: &AssembleRequest,
     host: &mut dyn Host,
 ) -> Result<Handling, Failure> {
-    let decision = router.route(&request.query);
-    let dispatch = match (&decision.route, &decision.skill) {
-        (Some(route), Some(skill)) if decision.goes_to_skill() => Dispatch::Skill(SkillDispatch {
-            route: route.clone(),
-            skill: skill.clone(),
-            matched_entities: decision.matched_entities.clone(),
-            context: trivial_context(request),
-        }),
-        _ => {
+    match route(router, request) {
+        Routed::Skill(handling) => Ok(handling),
+        Routed::Builder(decision) => {
             let pack = builder.assemble(request, host)?;
-            Dispatch::Fallback(FallbackDispatch {
-                context: context_from_pack(request, &pack),
-                pack,
-            })
+            Ok(fallback(decision, request, pack))
         }
-    };
-    Ok(Handling { decision, dispatch })
+    }
+}
+
+/// Where the router sends a request: straight to a skill (the handling is
+/// complete), or through the builder.
+// Made once per request and matched at once: boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Routed {
+    Skill(Handling),
+    Builder(RoutingDecision),
+}
+
+/// The routing half of [`handle`].
+pub(crate) fn route(router: &Router, request: &AssembleRequest) -> Routed {
+    let decision = router.route(&request.query);
+    match (&decision.route, &decision.skill) {
+        (Some(route), Some(skill)) if decision.goes_to_skill() => {
+            let dispatch = Dispatch::Skill(SkillDispatch {
+                route: route.clone(),
+                skill: skill.clone(),
+                matched_entities: decision.matched_entities.clone(),
+                context: trivial_context(request),
+            });
+            Routed::Skill(Handling { decision, dispatch })
+        }
+        _ => Routed::Builder(decision),
+    }
+}
+
+/// The builder half of [`handle`]: the fallback dispatch of a pack.
+pub(crate) fn fallback(
+    decision: RoutingDecision,
+    request: &AssembleRequest,
+    pack: ContextPack,
+) -> Handling {
+    Handling {
+        decision,
+        dispatch: Dispatch::Fallback(FallbackDispatch {
+            context: context_from_pack(request, &pack),
+            pack,
+        }),
+    }
 }
 
 fn trivial_context(request: &AssembleRequest) -> RequestContext {

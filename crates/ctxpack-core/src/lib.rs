@@ -102,6 +102,7 @@ mod gather;
 mod handle;
 mod host;
 mod item;
+pub mod json;
 mod layer;
 mod pack;
 mod policy;

@@ -1,0 +1,393 @@
+//! The builder and the step protocol as JSON text.
+//!
+//! A host whose every value crossing is costly — a dynamic language over a
+//! component runtime converts each record field by field — drives an
+//! assembly with one string each way per step instead: [`builder`] reads a
+//! configuration, [`JsonAssembly`] takes each answer and gives the next
+//! step. The JSON is the WIT's types spelled in kebab-case, exactly as the
+//! scenario files and the expected outcomes spell them.
+//!
+//! The steps, one JSON object each:
+//!
+//! | step | answer with |
+//! |---|---|
+//! | `{"sources": [source-request, …]}` | one result per call, in order: `[{"ok": [candidate, …]} or {"err": host-error}, …]` |
+//! | `{"review": [candidate, …]}` | `{"ok": [verdict, …]}` or `{"err": host-error}` |
+//! | `{"summaries": {"requests": […], "tokenizer": …}}` | `{"ok": [string, …]}` or `{"err": host-error}` |
+//! | `{"done": {"pack": …}}`, `{"done": {"handled": …}}` or `{"done": {"failed": {"error": …, "snapshot": …}}}` | — (given once) |
+//!
+//! A verdict is `"allow"`, `{"redact": "text"}` or `{"deny": "reason"}`; a
+//! host error is `{"capability": "sources.retrieve", "message": "…"}`.
+//! An answer that does not parse is refused as [`Error::InvalidField`]
+//! naming its path (`answer[0].ok[3].section`), and an answer to a step
+//! not asked as [`Error::StepMismatch`]; either way nothing changes and
+//! the host may answer again.
+
+use crate::assembly::{Assembly, Next};
+use crate::error::{Error, Failure, HostError};
+use crate::handle::{self, Handling, Routed};
+use crate::host::Verdict;
+use crate::pack::{ContextPack, Snapshot};
+use crate::router::{Router, RoutingDecision};
+use crate::types::{AssembleRequest, Candidate};
+use crate::{Builder, BuilderConfig};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::ops::Deref;
+
+/// Parses `text` as a `T`; an error names the field under `root`.
+pub fn parse<T: DeserializeOwned>(text: &str, root: &str) -> Result<T, Error> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            root.to_owned()
+        } else if path.starts_with('[') {
+            format!("{root}{path}")
+        } else {
+            format!("{root}.{path}")
+        };
+        Error::invalid(field, e.into_inner().to_string())
+    })
+}
+
+/// A builder from its configuration as JSON (the WIT's `builder-config`;
+/// `{}` is every default). An error names the field (`config.plan.…`).
+pub fn builder(config: &str) -> Result<Builder, Error> {
+    Builder::new(parse::<BuilderConfig>(config, "config")?)
+}
+
+/// How an assembly ends, as JSON: the shape of a scenario's `reply`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The pack (an assembly).
+    Pack(Box<ContextPack>),
+    /// The routing decision and its dispatch (a handling).
+    Handled(Box<Handling>),
+    /// Why there is neither, with the failed snapshot if it had begun.
+    Failed(Failure),
+}
+
+/// One step as JSON (see the module docs).
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Step<'a> {
+    Sources(&'a [crate::SourceRequest]),
+    Review(&'a [Candidate]),
+    Summaries {
+        requests: &'a [crate::SummaryRequest],
+        tokenizer: crate::Tokenizer,
+    },
+    Done(&'a Outcome),
+}
+
+/// A host's answer to one call, as JSON.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+enum Answer<T> {
+    Ok(T),
+    Err(HostError),
+}
+
+impl<T> From<Answer<T>> for Result<T, HostError> {
+    fn from(a: Answer<T>) -> Self {
+        match a {
+            Answer::Ok(v) => Ok(v),
+            Answer::Err(e) => Err(e),
+        }
+    }
+}
+
+/// An assembly (or a handling) driven with JSON text, one string each way
+/// per step.
+pub struct JsonAssembly {
+    state: State,
+}
+
+enum State {
+    /// Under way; a handling keeps its routing decision and request for
+    /// the dispatch.
+    Running {
+        assembly: Box<Assembly<'static>>,
+        handling: Option<Box<(RoutingDecision, AssembleRequest)>>,
+    },
+    /// Over before it began, or just over: the outcome, until given.
+    Over(Option<Outcome>),
+}
+
+impl JsonAssembly {
+    /// An assembly for `request` (the WIT's `assemble-request` as JSON). A
+    /// request that does not parse ends at the first step, refused with
+    /// the field's path (`request.…`).
+    pub fn start<B>(builder: B, request: &str) -> Self
+    where
+        B: Deref<Target = Builder> + 'static,
+    {
+        let state = match parse::<AssembleRequest>(request, "request") {
+            Ok(request) => State::Running {
+                assembly: Box::new(Builder::start_owned(builder, request)),
+                handling: None,
+            },
+            Err(e) => State::Over(Some(Outcome::Failed(e.into()))),
+        };
+        JsonAssembly { state }
+    }
+
+    /// A handling of `request`: routed at once; a confident route without
+    /// a reference cue is done at the first step without asking anything,
+    /// anything else is assembled and dispatched to the fallback, as
+    /// [`crate::handle()`] does.
+    pub fn handle<B>(router: &Router, builder: B, request: &str) -> Self
+    where
+        B: Deref<Target = Builder> + 'static,
+    {
+        let request = match parse::<AssembleRequest>(request, "request") {
+            Ok(request) => request,
+            Err(e) => return Self::over(Outcome::Failed(e.into())),
+        };
+        match handle::route(router, &request) {
+            Routed::Skill(handling) => Self::over(Outcome::Handled(Box::new(handling))),
+            Routed::Builder(decision) => JsonAssembly {
+                state: State::Running {
+                    assembly: Box::new(Builder::start_owned(builder, request.clone())),
+                    handling: Some(Box::new((decision, request))),
+                },
+            },
+        }
+    }
+
+    fn over(outcome: Outcome) -> Self {
+        JsonAssembly {
+            state: State::Over(Some(outcome)),
+        }
+    }
+
+    /// Answers the step asked last with `answer` (JSON, see the module
+    /// docs), then gives the next step; with no answer, gives the step
+    /// asked (again). A refused answer changes nothing.
+    pub fn step(&mut self, answer: Option<&str>) -> Result<String, Error> {
+        if let Some(answer) = answer {
+            self.provide(answer)?;
+        }
+        match &mut self.state {
+            State::Over(outcome) => match outcome.take() {
+                Some(outcome) => done(&outcome),
+                None => Err(Error::StepMismatch(
+                    "the assembly is over and its outcome was given".into(),
+                )),
+            },
+            State::Running { assembly, handling } => match assembly.next() {
+                Next::Sources(calls) => to_json(&Step::Sources(calls)),
+                Next::Review(items) => to_json(&Step::Review(items)),
+                Next::Summaries {
+                    requests,
+                    tokenizer,
+                } => to_json(&Step::Summaries {
+                    requests,
+                    tokenizer,
+                }),
+                Next::Done(outcome) => {
+                    let outcome = match (outcome, handling.take()) {
+                        (Err(failure), _) => Outcome::Failed(failure),
+                        (Ok(pack), None) => Outcome::Pack(Box::new(pack)),
+                        (Ok(pack), Some(h)) => {
+                            let (decision, request) = *h;
+                            Outcome::Handled(Box::new(handle::fallback(decision, &request, pack)))
+                        }
+                    };
+                    self.state = State::Over(None);
+                    done(&outcome)
+                }
+            },
+        }
+    }
+
+    fn provide(&mut self, answer: &str) -> Result<(), Error> {
+        let State::Running { assembly, .. } = &mut self.state else {
+            return Err(Error::StepMismatch(
+                "answered, but the assembly is over".into(),
+            ));
+        };
+        match assembly.next() {
+            Next::Sources(calls) => {
+                let asked = calls.len();
+                let answers: Vec<Answer<Vec<Candidate>>> = parse(answer, "answer")?;
+                if answers.len() != asked {
+                    return Err(Error::StepMismatch(format!(
+                        "answered {} source calls, but the round has {asked}",
+                        answers.len()
+                    )));
+                }
+                for (call, a) in answers.into_iter().enumerate() {
+                    assembly.provide_source(call, a.into())?;
+                }
+                Ok(())
+            }
+            Next::Review(_) => {
+                let a: Answer<Vec<Verdict>> = parse(answer, "answer")?;
+                assembly.provide_review(a.into())
+            }
+            Next::Summaries { .. } => {
+                let a: Answer<Vec<String>> = parse(answer, "answer")?;
+                assembly.provide_summaries(a.into())
+            }
+            Next::Done(outcome) => {
+                // Answered instead of taking the outcome: keep it for the
+                // step that follows the refusal.
+                let outcome = match outcome {
+                    Ok(pack) => Outcome::Pack(Box::new(pack)),
+                    Err(failure) => Outcome::Failed(failure),
+                };
+                let handling = match &mut self.state {
+                    State::Running { handling, .. } => handling.take(),
+                    State::Over(_) => None,
+                };
+                self.state = State::Over(Some(match (outcome, handling) {
+                    (Outcome::Pack(pack), Some(h)) => {
+                        let (decision, request) = *h;
+                        Outcome::Handled(Box::new(handle::fallback(decision, &request, *pack)))
+                    }
+                    (outcome, _) => outcome,
+                }));
+                Err(Error::StepMismatch(
+                    "answered, but the assembly is over: take its outcome".into(),
+                ))
+            }
+        }
+    }
+}
+
+fn done(outcome: &Outcome) -> Result<String, Error> {
+    to_json(&Step::Done(outcome))
+}
+
+/// A value as JSON. Serialising the core's types does not fail (their map
+/// keys are strings; a non-finite number becomes `null`); were it to, the
+/// caller gets the error instead of a panic.
+fn to_json<T: Serialize>(value: &T) -> Result<String, Error> {
+    serde_json::to_string(value).map_err(|e| Error::invalid("output", e.to_string()))
+}
+
+/// The routing decision for `query`, as JSON (the WIT's
+/// `routing-decision`).
+pub fn route(router: &Router, query: &str) -> Result<String, Error> {
+    to_json(&router.route(query))
+}
+
+/// What changed between two snapshots given as JSON, as JSON (the WIT's
+/// `snapshot-diff`). A snapshot that does not parse is refused naming
+/// the field (`before.entries[2].reason`).
+pub fn diff(before: &str, after: &str) -> Result<String, Error> {
+    let before: Snapshot = parse(before, "before")?;
+    let after: Snapshot = parse(after, "after")?;
+    to_json(&crate::diff(&before, &after))
+}
+
+#[cfg(test)]
+mod tests {
+    // Test code: a failed unwrap is a failed test.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use std::rc::Rc;
+
+    const REQUEST: &str = r#"{"context": {"trace-id": "t"}, "query": "q",
+        "tokenizer": "o200k-base", "entry-overhead": 0,
+        "system-prompt": "Be brief.", "keep-last": 4}"#;
+
+    const KB: &str = r#"{"id": "kb-1", "section": "relevant-knowledge",
+        "text": "Invoices are reconciled monthly.", "trust": "trusted",
+        "provenance": {"source-kind": "kb", "reference": "kb-1"}}"#;
+
+    const RAG: &str = r#"{"profile": {"rag": {"retrieve-limit": 10}}}"#;
+
+    fn start() -> JsonAssembly {
+        JsonAssembly::start(Rc::new(builder(RAG).unwrap()), REQUEST)
+    }
+
+    fn field(e: Error) -> String {
+        match e {
+            Error::InvalidField { field, .. } => field,
+            other => panic!("not an invalid field: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_assembly_goes_step_by_step_to_its_pack() {
+        let mut a = start();
+        let step = a.step(None).unwrap();
+        assert!(
+            step.starts_with(r#"{"sources":[{"retrieve":{"query":"q","limit":"#),
+            "{step}"
+        );
+        // Asked again before answering: the same step.
+        assert_eq!(a.step(None).unwrap(), step);
+        let calls: serde_json::Value = serde_json::from_str(&step).unwrap();
+        let n = calls["sources"].as_array().unwrap().len();
+        let mut answers = vec![format!(r#"{{"ok": [{KB}]}}"#)];
+        answers.extend((1..n).map(|_| r#"{"err": {"capability": "x", "message": "down"}}"#.into()));
+        let step = a.step(Some(&format!("[{}]", answers.join(",")))).unwrap();
+        assert!(step.starts_with(r#"{"review":[{"id":"kb-1""#), "{step}");
+        let done = a.step(Some(r#"{"ok": ["allow"]}"#)).unwrap();
+        let outcome: serde_json::Value = serde_json::from_str(&done).unwrap();
+        let entries = outcome["done"]["pack"]["entries"].as_array().unwrap();
+        assert!(entries.iter().any(|e| e["id"] == "kb-1"));
+        // Given once.
+        assert!(matches!(a.step(None), Err(Error::StepMismatch(_))));
+    }
+
+    #[test]
+    fn a_wrong_answer_is_refused_naming_its_field_and_changes_nothing() {
+        let mut a = start();
+        let step = a.step(None).unwrap();
+        let bad =
+            r#"[{"ok": [{"id": "a", "section": "nowhere", "text": "t", "trust": "trusted"}]}]"#;
+        let e = a.step(Some(bad)).unwrap_err();
+        assert_eq!(field(e), "answer[0].ok[0].section");
+        // Too few answers for the round, or an answer to another step.
+        assert!(matches!(a.step(Some("[]")), Err(Error::StepMismatch(_))));
+        let e = a.step(Some(r#"{"ok": ["allow"]}"#)).unwrap_err();
+        assert_eq!(field(e), "answer");
+        assert_eq!(a.step(None).unwrap(), step);
+    }
+
+    #[test]
+    fn a_request_or_a_config_that_does_not_parse_names_the_field() {
+        let request = REQUEST.replace(r#""keep-last": 4"#, r#""keep-last": "four""#);
+        let mut a = JsonAssembly::start(Rc::new(builder("{}").unwrap()), &request);
+        let done: serde_json::Value = serde_json::from_str(&a.step(None).unwrap()).unwrap();
+        let error = &done["done"]["failed"]["error"]["invalid-field"];
+        assert_eq!(error["field"], "request.keep-last");
+        assert!(
+            builder(r#"{"plan": {"default-budget": -1}}"#)
+                .is_err_and(|e| field(e) == "config.plan.default-budget")
+        );
+    }
+
+    #[test]
+    fn a_handling_routed_to_a_skill_asks_nothing() {
+        let router = Router::from_text(
+            include_str!("../../../host-example/routes/assistant.yaml"),
+            crate::ConfigFormat::Yaml,
+        )
+        .unwrap();
+        let request = REQUEST.replace(
+            r#""query": "q""#,
+            r#""query": "Will it rain in Porto tomorrow?""#,
+        );
+        let mut a = JsonAssembly::handle(&router, Rc::new(builder(RAG).unwrap()), &request);
+        let done: serde_json::Value = serde_json::from_str(&a.step(None).unwrap()).unwrap();
+        assert!(
+            done["done"]["handled"]["dispatch"]["skill"].is_object(),
+            "{done}"
+        );
+        assert!(matches!(a.step(None), Err(Error::StepMismatch(_))));
+    }
+
+    #[test]
+    fn a_snapshot_diff_from_json() {
+        let e = diff("{}", "{}").unwrap_err();
+        assert_eq!(field(e), "before");
+    }
+}
