@@ -338,4 +338,66 @@ impl ctx::Host for Imports {
     }
 }
 
+/// The `json` interface: the same builder and steps, one string each way.
+mod json {
+    use super::{Component, RouterResource, ctx, wit};
+    use crate::bindings::exports::ctxpack::context::builder::RouterBorrow;
+    use crate::bindings::exports::ctxpack::context::json::{
+        Guest, GuestJsonAssembly, GuestJsonBuilder, JsonAssembly, JsonBuilder,
+    };
+    use ctxpack_wit::Convert;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    impl Guest for Component {
+        type JsonBuilder = Builder;
+        type JsonAssembly = Assembly;
+
+        fn route(router: RouterBorrow<'_>, query: String) -> Result<String, wit::CtxpackError> {
+            let router: &RouterResource = router.get();
+            ctx::json::route(&router.0, &query).map_err(Convert::convert)
+        }
+
+        fn diff_snapshots(before: String, after: String) -> Result<String, wit::CtxpackError> {
+            ctx::json::diff(&before, &after).map_err(Convert::convert)
+        }
+    }
+
+    /// The `json-builder` resource: one core builder, shared with the
+    /// assemblies it starts.
+    pub struct Builder(Rc<ctx::Builder>);
+
+    impl GuestJsonBuilder for Builder {
+        fn create(config: String) -> Result<JsonBuilder, wit::CtxpackError> {
+            match ctx::json::builder(&config) {
+                Ok(builder) => Ok(JsonBuilder::new(Builder(Rc::new(builder)))),
+                Err(e) => Err(e.convert()),
+            }
+        }
+
+        fn start(&self, request: String) -> JsonAssembly {
+            let assembly = ctx::json::JsonAssembly::start(Rc::clone(&self.0), &request);
+            JsonAssembly::new(Assembly(RefCell::new(assembly)))
+        }
+
+        fn handle(&self, router: RouterBorrow<'_>, request: String) -> JsonAssembly {
+            let router: &RouterResource = router.get();
+            let assembly = ctx::json::JsonAssembly::handle(&router.0, Rc::clone(&self.0), &request);
+            JsonAssembly::new(Assembly(RefCell::new(assembly)))
+        }
+    }
+
+    /// The `json-assembly` resource.
+    pub struct Assembly(RefCell<ctx::json::JsonAssembly>);
+
+    impl GuestJsonAssembly for Assembly {
+        fn step(&self, answer: Option<String>) -> Result<String, wit::CtxpackError> {
+            self.0
+                .borrow_mut()
+                .step(answer.as_deref())
+                .map_err(Convert::convert)
+        }
+    }
+}
+
 bindings::export!(Component with_types_in bindings);
