@@ -410,3 +410,51 @@ fn an_enormous_host_text_is_counted_and_dropped_not_a_crash() {
     let wasm = run_component(runtime(), &scenario).unwrap();
     assert_eq!(render(&native), render(&wasm));
 }
+
+/// Driven with JSON text (the `json` interface, one string each way per
+/// step, as the Python and JavaScript hosts drive it), natively and
+/// through the component, every scenario's outcome is its expected file
+/// byte for byte, but for the file's indentation: the text the engine
+/// wrote, not a value parsed back (which can move a float's last digit).
+#[test]
+fn json_driven_outcomes_match_expected() {
+    use ctxpack_host::json;
+    let mut failures = Vec::new();
+    for (name, s) in scenarios() {
+        let path = ctxpack_conformance::root().join(format!("expected/{name}.json"));
+        let expected = minify(&std::fs::read_to_string(&path).unwrap());
+        for (engine, (outcome, text)) in [
+            ("native", json::run_native(&s).unwrap()),
+            ("wasmtime", json::run_component(runtime(), &s).unwrap()),
+        ] {
+            let calls = serde_json::to_string(&outcome.host_calls).unwrap();
+            let got = format!(r#"{{"reply":{text},"host-calls":{calls}}}"#);
+            if got != expected {
+                failures.push(format!("{name} ({engine}):\n{got}\n{expected}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// JSON text without the whitespace between its tokens.
+fn minify(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !c.is_ascii_whitespace() {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}

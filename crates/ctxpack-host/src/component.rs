@@ -20,6 +20,7 @@ mod bindings {
 
 ctxpack_wit::wit_conversions!(crate::component::bindings::ctxpack::context);
 
+use crate::json::{ComponentJsonAssembly, JsonBuilderHandle};
 use crate::steps::{ComponentAssembly, Step, Steps};
 use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
 use bindings::exports::ctxpack::context::builder as exported;
@@ -402,6 +403,55 @@ impl Instance {
             .ctxpack_context_builder()
             .call_diff_snapshots(&mut self.store, &before, &after)?;
         Ok(diff.convert())
+    }
+
+    /// A context builder for the `json` interface, from its configuration
+    /// as JSON.
+    pub fn json_builder(
+        &mut self,
+        config: &str,
+    ) -> Result<Result<JsonBuilderHandle, ctx::Error>, WasmError> {
+        self.refuel()?;
+        let created = self
+            .bindings
+            .ctxpack_context_json()
+            .json_builder()
+            .call_create(&mut self.store, config)?;
+        Ok(created.map(JsonBuilderHandle).map_err(Convert::convert))
+    }
+
+    /// Starts assembling `request` (JSON) with `builder`, or handling it
+    /// with `router`, driven with JSON (see [`crate::json`]).
+    pub fn json_start(
+        &mut self,
+        builder: JsonBuilderHandle,
+        router: Option<RouterHandle>,
+        request: &str,
+    ) -> Result<ComponentJsonAssembly<'_>, WasmError> {
+        self.refuel()?;
+        let json = self.bindings.ctxpack_context_json().json_builder();
+        let handle = match router {
+            None => json.call_start(&mut self.store, builder.0, request)?,
+            Some(router) => json.call_handle(&mut self.store, builder.0, router.0, request)?,
+        };
+        Ok(ComponentJsonAssembly {
+            instance: self,
+            handle,
+        })
+    }
+
+    pub(crate) fn json_step(
+        &mut self,
+        handle: ResourceAny,
+        answer: Option<&str>,
+    ) -> Result<Result<String, ctx::Error>, WasmError> {
+        self.refuel()?;
+        let step = self
+            .bindings
+            .ctxpack_context_json()
+            .json_assembly()
+            .call_step(&mut self.store, handle, answer)?;
+        Ok(step.map_err(Convert::convert))
     }
 
     /// How long this instance took to start.

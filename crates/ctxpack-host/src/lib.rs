@@ -17,6 +17,7 @@
 //! crate; the tests and benchmarks use it too.
 
 pub mod component;
+pub mod json;
 pub mod scenario;
 pub mod steps;
 pub mod stores;

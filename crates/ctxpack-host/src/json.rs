@@ -1,0 +1,219 @@
+//! Driving an assembly with JSON text, natively or inside the component.
+//!
+//! The `json` interface of the WIT (and `ctxpack_core::json`) takes one
+//! string each way per step. [`JsonSteps`] is that protocol on either
+//! engine; [`drive`] answers it from an [`InMemoryHost`], as the Python
+//! and JavaScript hosts answer it from theirs. The outcome's text is kept
+//! as the engine gave it, so a test can compare it byte for byte.
+
+use crate::component::{Instance, WasmError};
+use crate::scenario::{Outcome, Reply, Scenario};
+use crate::stores::InMemoryHost;
+use crate::{outcome, router_text};
+use ctxpack_core::json::JsonAssembly;
+use ctxpack_core::{Candidate, Error, Host, SourceRequest, SummaryRequest, Tokenizer};
+use serde::Deserialize;
+use std::rc::Rc;
+
+/// One JSON-driven assembly, on either engine.
+pub trait JsonSteps {
+    /// Answers the step asked last (if `answer` is given), then gives the
+    /// next step's JSON; a refused answer is the inner `Err`.
+    fn step(&mut self, answer: Option<&str>) -> Result<Result<String, Error>, WasmError>;
+}
+
+impl JsonSteps for JsonAssembly {
+    fn step(&mut self, answer: Option<&str>) -> Result<Result<String, Error>, WasmError> {
+        Ok(JsonAssembly::step(self, answer))
+    }
+}
+
+/// A step as JSON, read back.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+enum Step {
+    Sources(Vec<SourceRequest>),
+    Review(Vec<Candidate>),
+    Summaries {
+        requests: Vec<SummaryRequest>,
+        tokenizer: Tokenizer,
+    },
+    Done(serde::de::IgnoredAny),
+}
+
+/// The JSON of a host's answer.
+fn answer<T: serde::Serialize>(answer: Result<T, ctxpack_core::HostError>) -> serde_json::Value {
+    match answer {
+        Ok(v) => serde_json::json!({ "ok": v }),
+        Err(e) => serde_json::json!({ "err": e }),
+    }
+}
+
+/// Drives `steps` to its end, answering from `host` for `context`; gives
+/// the outcome's JSON as the engine wrote it (`{"pack": …}`,
+/// `{"handled": …}` or `{"failed": …}`).
+pub fn drive(
+    steps: &mut dyn JsonSteps,
+    host: &mut InMemoryHost,
+    context: &ctxpack_core::AgentContext,
+) -> Result<String, WasmError> {
+    let mut given: Option<String> = None;
+    loop {
+        let text = steps
+            .step(given.as_deref())?
+            .map_err(|e| WasmError::from(wasmtime::Error::msg(format!("refused: {e}"))))?;
+        let step: Step = serde_json::from_str(&text).map_err(|e| {
+            WasmError::from(wasmtime::Error::msg(format!(
+                "step does not parse: {e}: {text}"
+            )))
+        })?;
+        let reply = match step {
+            // The outcome's own text: `{"done":` … `}` is the step.
+            Step::Done(_) => {
+                return text
+                    .strip_prefix(r#"{"done":"#)
+                    .and_then(|t| t.strip_suffix('}'))
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        WasmError::from(wasmtime::Error::msg(format!("not a done step: {text}")))
+                    });
+            }
+            Step::Sources(calls) => serde_json::Value::Array(
+                calls
+                    .iter()
+                    .map(|c| answer(c.call(host, context)))
+                    .collect(),
+            ),
+            Step::Review(items) => {
+                let items: Vec<&Candidate> = items.iter().collect();
+                answer(host.review(context, &items))
+            }
+            Step::Summaries {
+                requests,
+                tokenizer,
+            } => answer(host.summarize(&requests, tokenizer)),
+        };
+        given = Some(reply.to_string());
+    }
+}
+
+/// The outcome of `scenario` driven with JSON, and the outcome's text as
+/// the engine wrote it.
+fn finish(
+    text: Result<String, Error>,
+    host: &InMemoryHost,
+) -> Result<(Outcome, String), WasmError> {
+    let (reply, text) = match text {
+        Ok(text) => {
+            let reply: Reply = serde_json::from_str(&text).map_err(|e| {
+                WasmError::from(wasmtime::Error::msg(format!("outcome does not parse: {e}")))
+            })?;
+            (reply, text)
+        }
+        Err(e) => {
+            let reply = Reply::refused(e);
+            let text = serde_json::to_string(&reply)
+                .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+            (reply, text)
+        }
+    };
+    Ok((outcome(reply, host), text))
+}
+
+/// Runs `scenario` natively through `ctxpack_core::json`.
+pub fn run_native(scenario: &Scenario) -> Result<(Outcome, String), WasmError> {
+    let mut host = InMemoryHost::new(scenario.host.clone());
+    let config = serde_json::to_string(&scenario.config)
+        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+    let request = serde_json::to_string(&scenario.request)
+        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+    let context = &scenario.request.context;
+    let text = match ctxpack_core::json::builder(&config) {
+        Err(e) => Err(e),
+        Ok(builder) => {
+            let builder = Rc::new(builder);
+            match router_text(scenario) {
+                Err(e) => Err(e),
+                Ok(None) => {
+                    let mut steps = JsonAssembly::start(builder, &request);
+                    Ok(drive(&mut steps, &mut host, context)?)
+                }
+                Ok(Some((text, format))) => match ctxpack_core::Router::from_text(text, format) {
+                    Err(e) => Err(e),
+                    Ok(router) => {
+                        let mut steps = JsonAssembly::handle(&router, builder, &request);
+                        Ok(drive(&mut steps, &mut host, context)?)
+                    }
+                },
+            }
+        }
+    };
+    finish(text, &host)
+}
+
+/// Runs `scenario` through the component's `json` interface.
+pub fn run_component(
+    runtime: &crate::Runtime,
+    scenario: &Scenario,
+) -> Result<(Outcome, String), WasmError> {
+    let config = serde_json::to_string(&scenario.config)
+        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+    let request = serde_json::to_string(&scenario.request)
+        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+    let mut instance = runtime
+        .instantiate(
+            InMemoryHost::default(),
+            &ctxpack_core::BuilderConfig::default(),
+        )?
+        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+    let mut host = InMemoryHost::new(scenario.host.clone());
+    let context = &scenario.request.context;
+    let text = match instance.json_builder(&config)? {
+        Err(e) => Err(e),
+        Ok(builder) => {
+            let router = match router_text(scenario) {
+                Err(e) => Err(e),
+                Ok(None) => Ok(None),
+                Ok(Some((text, format))) => instance.router(text, format)?.map(Some),
+            };
+            match router {
+                Err(e) => Err(e),
+                Ok(router) => {
+                    let mut steps = instance.json_start(builder, router, &request)?;
+                    Ok(drive(&mut steps, &mut host, context)?)
+                }
+            }
+        }
+    };
+    // The component calls no import when driven with JSON.
+    if instance.host().total_calls() != 0 {
+        return Err(WasmError::from(wasmtime::Error::msg(
+            "the component called an import while driven with JSON",
+        )));
+    }
+    finish(text, &host)
+}
+
+/// A JSON assembly inside an [`Instance`].
+pub struct ComponentJsonAssembly<'a> {
+    pub(crate) instance: &'a mut Instance,
+    pub(crate) handle: wasmtime::component::ResourceAny,
+}
+
+impl JsonSteps for ComponentJsonAssembly<'_> {
+    fn step(&mut self, answer: Option<&str>) -> Result<Result<String, Error>, WasmError> {
+        self.instance.json_step(self.handle, answer)
+    }
+}
+
+impl Drop for ComponentJsonAssembly<'_> {
+    fn drop(&mut self) {
+        // A failed drop leaves the resource to the store, which goes with
+        // the instance.
+        let _ = self.instance.drop_resource(self.handle);
+    }
+}
+
+/// A JSON builder inside an [`Instance`].
+#[derive(Clone, Copy)]
+pub struct JsonBuilderHandle(pub(crate) wasmtime::component::ResourceAny);
