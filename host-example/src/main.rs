@@ -24,6 +24,9 @@ const USAGE: &str = "usage:
       run two scenarios and say what entered, left, moved or changed tokens
       between their snapshots, and why
 
+  ctxpack-host-example component-path
+      print the path of the bundled component (what the Python package ships)
+
   --native             run the core natively instead of the component under wasmtime
   --json               print JSON instead of tables
   --max-memory-mb N    limit each component instance's memory (the call traps past it)
@@ -52,7 +55,19 @@ fn number(flag: &str, value: Option<String>) -> Result<u64, String> {
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let command = match args.next() {
-        Some(c) if ["assemble", "handle", "route", "evaluate", "diff"].contains(&c.as_str()) => c,
+        Some(c)
+            if [
+                "assemble",
+                "handle",
+                "route",
+                "evaluate",
+                "diff",
+                "component-path",
+            ]
+            .contains(&c.as_str()) =>
+        {
+            c
+        }
         Some(h) if h == "-h" || h == "--help" => return Err(USAGE.into()),
         None => return Err(USAGE.into()),
         Some(other) => return Err(format!("unknown command `{other}`\n\n{USAGE}")),
@@ -82,7 +97,9 @@ fn parse_args() -> Result<Args, String> {
             _ => positional.push(arg),
         }
     }
-    let wanted = if ["route", "evaluate", "diff"].contains(&command.as_str()) {
+    let wanted = if command == "component-path" {
+        0
+    } else if ["route", "evaluate", "diff"].contains(&command.as_str()) {
         2
     } else {
         1
@@ -223,6 +240,10 @@ fn timed_assemble(args: &Args, scenario: &scenario::Scenario) -> Result<Outcome,
 fn run() -> Result<bool, String> {
     let args = parse_args()?;
     match args.command.as_str() {
+        "component-path" => {
+            println!("{}", ctxpack_host::component::bundled_path().display());
+            Ok(true)
+        }
         "assemble" | "handle" => {
             let path = PathBuf::from(&args.positional[0]);
             let mut scenario = scenario::load(&path)?;

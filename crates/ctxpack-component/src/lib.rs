@@ -391,11 +391,9 @@ mod json {
     pub struct Assembly(RefCell<ctx::json::JsonAssembly>);
 
     impl GuestJsonAssembly for Assembly {
-        fn step(&self, answer: Option<String>) -> Result<String, wit::CtxpackError> {
-            self.0
-                .borrow_mut()
-                .step(answer.as_deref())
-                .map_err(Convert::convert)
+        fn step(&self, answer: String) -> Result<String, wit::CtxpackError> {
+            let answer = Some(answer.as_str()).filter(|a| !a.is_empty());
+            self.0.borrow_mut().step(answer).map_err(Convert::convert)
         }
     }
 }

@@ -206,6 +206,12 @@ impl Runtime {
     }
 }
 
+/// Where the component built with this crate is (`CTXPACK_COMPONENT`, if
+/// it was set at build time).
+pub fn bundled_path() -> &'static Path {
+    Path::new(ctxpack_artifacts::COMPONENT_PATH)
+}
+
 /// The precompiled artifact for the component at `path` (hex SHA-256
 /// `sha256`) on `engine`: named by the SHA-256 of the component's hash and
 /// the engine's compatibility hash, so a changed component, wasmtime
@@ -450,7 +456,7 @@ impl Instance {
             .bindings
             .ctxpack_context_json()
             .json_assembly()
-            .call_step(&mut self.store, handle, answer)?;
+            .call_step(&mut self.store, handle, answer.unwrap_or_default())?;
         Ok(step.map_err(Convert::convert))
     }
 
