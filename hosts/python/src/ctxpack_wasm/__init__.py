@@ -1,0 +1,443 @@
+"""ctxpack for Python: what goes into an LLM's context window, within an
+exact token budget, with the reason every candidate was taken or dropped.
+
+The ctxpack WebAssembly component runs inside this package (through
+wasmtime); your stores stay in Python. Plug them in as objects::
+
+    from ctxpack_wasm import Builder, AssembleRequest, AgentContext, Candidate
+
+    class Docs:
+        def retrieve(self, context, query, limit):
+            return [Candidate(id="kb-1", section="relevant-knowledge",
+                              text="Refunds take 5 days.", trust="trusted")]
+
+    builder = Builder({"profile": {"rag": {"retrieve-limit": 10}}})
+    pack = builder.assemble(request, sources=Docs())
+
+A source is any object with some of ``retrieve(context, query, limit)``,
+``expand_graph(context, item_ids, depth)``, ``recall_memory(context,
+user_id, query, limit)`` and ``repository_state(context)``; a method it
+lacks is a source it does not provide. The policy is an object with
+``review(context, items)`` (or a function of the same arguments) giving
+one verdict per item (``"allow"``, ``Verdict.deny(reason)``,
+``Verdict.redact(text)``) — by default :func:`allow_all`; the summariser has ``summarize(requests,
+tokenizer)``. A callback that raises is that source's failure: the
+assembly goes on degraded (or fails, for the policy), and the instance
+stays usable. With ``assemble_async`` the callbacks may be coroutines;
+the calls of one round run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from typing import Any, Callable, Generator, Iterable, Optional
+
+from . import _runtime
+from ._codec import Record, Variant, decode, encode
+from .types import *  # noqa: F401,F403 — the WIT's types are the package's
+from .types import (
+    AgentContext,
+    AssembleRequest,
+    AssemblyFailure,
+    BuilderConfig,
+    Candidate,
+    ContextPack,
+    CtxpackError as CtxpackErrorValue,
+    Handling,
+    Provenance,
+    RoutingDecision,
+    Snapshot,
+    SnapshotDiff,
+    SummaryRequest,
+    Tokenizer,
+    Verdict,
+)
+
+__all__ = [
+    "Builder",
+    "Router",
+    "diff_snapshots",
+    "CtxpackError",
+    "AssemblyFailed",
+    "HostError",
+    "Instance",
+    "allow_all",
+]
+
+Instance = _runtime.Instance
+
+CAPABILITIES = {
+    "retrieve": "sources.retrieve",
+    "expand-graph": "sources.expand-graph",
+    "recall-memory": "sources.recall-memory",
+    "repository-state": "sources.repository-state",
+}
+
+
+def allow_all(context: AgentContext, items: list) -> list:
+    """The policy of a host without a policy engine: every item as it is.
+    The default ``policy``; pass ``policy=None`` for a host that provides
+    none (every assembly that reaches review then fails)."""
+    return ["allow"] * len(items)
+
+
+class CtxpackError(Exception):
+    """ctxpack refused something: ``error`` is the WIT's ``ctxpack-error``
+    (``error.tag`` is the kind, e.g. ``"invalid-field"``; ``error.value``
+    its details)."""
+
+    def __init__(self, error: CtxpackErrorValue) -> None:
+        self.error = error
+        super().__init__(_describe(error))
+
+
+class AssemblyFailed(CtxpackError):
+    """An assembly gave no pack: ``failure.error`` says why and
+    ``failure.snapshot`` is the failed snapshot, when the assembly had
+    begun."""
+
+    def __init__(self, failure: AssemblyFailure) -> None:
+        self.failure = failure
+        super().__init__(failure.error)
+
+    @property
+    def snapshot(self) -> Optional[Snapshot]:
+        return self.failure.snapshot
+
+
+def _describe(error: CtxpackErrorValue) -> str:
+    v = error.value
+    if error.tag == "invalid-field":
+        return f"invalid field `{v.field}`: {v.message}"
+    if error.tag == "mandatory-over-budget":
+        return f"mandatory layer needs {v.mandatory_tokens} tokens but the budget is {v.budget}"
+    if error.tag == "host-failed":
+        return f"host import `{v.capability}` failed: {v.message}"
+    return f"{error.tag}: {v}"
+
+
+def _error(value: Any) -> CtxpackError:
+    """A ``ctxpack-error`` lifted by wasmtime-py, as the exception."""
+    payload = value.payload
+    if payload is not None and not isinstance(payload, str):
+        payload = {k.replace("_", "-"): v for k, v in vars(payload).items()}
+    obj = value.tag if payload is None else {value.tag: payload}
+    return CtxpackError(decode(obj, ["ref", "CtxpackError"]))
+
+
+def _text(result: Any) -> str:
+    if isinstance(result, _runtime.Ok):
+        return result.text
+    if isinstance(result, str):
+        return result
+    raise _error(result)
+
+
+# --- what the host sends ---------------------------------------------------
+
+def _provenance(p: Any) -> Any:
+    if p is None or isinstance(p, dict):
+        return None if p is None else {k.replace("_", "-"): v for k, v in p.items()}
+    if type(p) is Provenance:
+        return {"source-kind": p.source_kind, "reference": p.reference,
+                "source-version": p.source_version, "index-revision": p.index_revision}
+    return encode(p, ["ref", "Provenance"], "provenance")
+
+
+def _candidate(c: Any, path: str) -> Any:
+    """A candidate as JSON, cheaply: the component checks every field and
+    names one that is wrong."""
+    if type(c) is Candidate:
+        d = {"id": c.id, "section": c.section, "text": c.text, "trust": c.trust}
+        if c.provenance is not None:
+            d["provenance"] = _provenance(c.provenance)
+        if c.score is not None:
+            d["score"] = c.score
+        if c.sequence is not None:
+            d["sequence"] = c.sequence
+        if c.scope is not None:
+            d["scope"] = c.scope
+        if c.token_count is not None:
+            d["token-count"] = c.token_count
+        return d
+    if isinstance(c, dict):
+        d = {k.replace("_", "-"): v for k, v in c.items()}
+        if "provenance" in d:
+            d["provenance"] = _provenance(d["provenance"])
+        return d
+    return encode(c, ["ref", "Candidate"], path)
+
+
+def _verdict(v: Any, path: str) -> Any:
+    if isinstance(v, tuple) and len(v) == 2:
+        v = {v[0]: v[1]}
+    return encode(v, ["ref", "Verdict"], path)
+
+
+def _request(request: Any) -> tuple[str, AgentContext]:
+    obj = encode(request, ["ref", "AssembleRequest"], "request")
+    return json.dumps(obj, ensure_ascii=False), decode(obj["context"], ["ref", "AgentContext"])
+
+
+def _config(config: Any) -> str:
+    if config is None:
+        return "{}"
+    return json.dumps(encode(config, ["ref", "BuilderConfig"], "config"), ensure_ascii=False)
+
+
+# --- the host's side of each step ------------------------------------------
+
+class HostError(Exception):
+    """Raise it in a callback to fail that call with exactly this message
+    (any other exception fails it with ``"TypeName: message"``)."""
+
+
+def _failure(capability: str, e: BaseException) -> dict:
+    message = str(e) if isinstance(e, HostError) else f"{type(e).__name__}: {e}"
+    return {"err": {"capability": capability, "message": message}}
+
+
+def _not_provided(capability: str) -> dict:
+    return {"err": {"capability": capability, "message": "not provided by this host"}}
+
+
+class _Host:
+    """The user's callbacks, each turned into a thunk per call. A thunk
+    gives the callback's answer (maybe awaitable) and a function that
+    turns it into the JSON answer."""
+
+    def __init__(self, sources: Any, policy: Any, summarizer: Any, context: AgentContext) -> None:
+        self.sources, self.policy, self.summarizer, self.context = sources, policy, summarizer, context
+
+    def source(self, call: Any) -> tuple[str, Optional[Callable[[], Any]]]:
+        if isinstance(call, str):
+            name, args = call, {}
+        else:
+            ((name, args),) = call.items()
+        capability = CAPABILITIES[name]
+        method = getattr(self.sources, name.replace("-", "_"), None) if self.sources is not None else None
+        if method is None:
+            return capability, None
+        ctx = self.context
+        if name == "retrieve":
+            return capability, lambda: method(ctx, args["query"], args["limit"])
+        if name == "expand-graph":
+            return capability, lambda: method(ctx, args["item-ids"], args["depth"])
+        if name == "recall-memory":
+            return capability, lambda: method(ctx, args["user-id"], args["query"], args["limit"])
+        return capability, lambda: method(ctx)
+
+    @staticmethod
+    def candidates(capability: str, items: Any) -> dict:
+        try:
+            return {"ok": [_candidate(c, f"{capability}[{i}]") for i, c in enumerate(items)]}
+        except TypeError as e:
+            return _failure(capability, e)
+
+    def review(self) -> Optional[Callable[[list], Any]]:
+        p = self.policy
+        if p is None:
+            return None
+        f = getattr(p, "review", p)
+        return lambda items: f(self.context, items)
+
+    def summarize(self) -> Optional[Callable[[list, Any], Any]]:
+        s = self.summarizer
+        if s is None:
+            return None
+        return getattr(s, "summarize", s)
+
+
+def _steps(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator[list, list, str]:
+    """Drives one JSON assembly: yields each step's callbacks (thunks),
+    is sent their results (``(ok, value)`` pairs), and returns the
+    outcome's JSON text (``{"pack": …}``, ``{"handled": …}`` or
+    ``{"failed": …}``)."""
+    answer = ""
+    while True:
+        text = _text(inst.step(inst.store, assembly, answer))
+        if text.startswith('{"done":'):
+            return text[8:-1]
+        step = json.loads(text)
+        ((kind, body),) = step.items()
+        if kind == "sources":
+            calls = [host.source(c) for c in body]
+            results = yield [thunk for _, thunk in calls]
+            answers = []
+            for (capability, thunk), (ok, value) in zip(calls, results):
+                if thunk is None:
+                    answers.append(_not_provided(capability))
+                elif not ok:
+                    answers.append(_failure(capability, value))
+                else:
+                    answers.append(_Host.candidates(capability, value))
+            answer = json.dumps(answers, ensure_ascii=False)
+        elif kind == "review":
+            review = host.review()
+            if review is None:
+                answer = json.dumps(_not_provided("policy.review"))
+                continue
+            if host.policy is allow_all:  # nothing to look at: skip the decoding
+                answer = json.dumps({"ok": ["allow"] * len(body)})
+                continue
+            items = [decode(c, ["ref", "Candidate"]) for c in body]
+            ((ok, value),) = yield [lambda: review(items)]
+            if not ok:
+                answer = json.dumps(_failure("policy.review", value))
+            else:
+                try:
+                    answer = json.dumps({"ok": [_verdict(v, f"policy.review[{i}]") for i, v in enumerate(value)]},
+                                        ensure_ascii=False)
+                except TypeError as e:
+                    answer = json.dumps(_failure("policy.review", e))
+        else:
+            summarize = host.summarize()
+            if summarize is None:
+                answer = json.dumps(_not_provided("summarizer.summarize"))
+                continue
+            requests = [decode(r, ["ref", "SummaryRequest"]) for r in body["requests"]]
+            tokenizer = decode(body["tokenizer"], ["ref", "Tokenizer"])
+            ((ok, value),) = yield [lambda: summarize(requests, tokenizer)]
+            if ok and (isinstance(value, (str, bytes)) or not all(isinstance(s, str) for s in value)):
+                ok, value = False, TypeError("a summary is not a string")
+            answer = json.dumps({"ok": list(value)} if ok else _failure("summarizer.summarize", value),
+                                ensure_ascii=False)
+
+
+def _run_sync(gen: Generator[list, list, str]) -> str:
+    try:
+        thunks = next(gen)
+        while True:
+            results = []
+            for thunk in thunks:
+                try:
+                    value = thunk()
+                    if inspect.isawaitable(value):
+                        if hasattr(value, "close"):
+                            value.close()
+                        raise TypeError("the callback is async: use assemble_async / handle_async")
+                    results.append((True, value))
+                except Exception as e:  # a callback's failure is its source's
+                    results.append((False, e))
+            thunks = gen.send(results)
+    except StopIteration as done:
+        return done.value
+
+
+async def _run_async(gen: Generator[list, list, str]) -> str:
+    async def run(thunk: Callable[[], Any]) -> tuple[bool, Any]:
+        try:
+            value = thunk()
+            if inspect.isawaitable(value):
+                value = await value
+            return True, value
+        except Exception as e:  # a callback's failure is its source's
+            return False, e
+
+    try:
+        thunks = next(gen)
+        while True:
+            results = list(await asyncio.gather(*(run(t) for t in thunks)))
+            thunks = gen.send(results)
+    except StopIteration as done:
+        return done.value
+
+
+def _outcome(text: str) -> Any:
+    ((kind, body),) = json.loads(text).items()
+    if kind == "failed":
+        raise AssemblyFailed(decode(body, ["ref", "AssemblyFailure"]))
+    if kind == "pack":
+        return decode(body, ["ref", "ContextPack"])
+    return decode(body, ["ref", "Handling"])
+
+
+# --- the API ----------------------------------------------------------------
+
+class Router:
+    """A router: a pure function of the raw query, compiled once from its
+    config (YAML or JSON text)."""
+
+    def __init__(self, config: str, format: str = "yaml", *, instance: Optional[Instance] = None) -> None:
+        self._inst = instance or _runtime.default_instance()
+        if format not in ("yaml", "json"):
+            raise ValueError("format is 'yaml' or 'json'")
+        result = self._inst.router_create(self._inst.store, config, format)
+        if result.__class__.__name__ != "ResourceAny":
+            raise _error(result)
+        self._handle = result
+
+    def route(self, query: str) -> RoutingDecision:
+        """The decision on `query`, with every route's rule breakdown."""
+        text = _text(self._inst.route(self._inst.store, self._handle, query))
+        return decode(json.loads(text), ["ref", "RoutingDecision"])
+
+
+class Builder:
+    """A context builder. Make it once and reuse it: it keeps the token
+    counts it has made between assemblies. `config` is a
+    :class:`BuilderConfig`, or a dict of its fields (``None``: every
+    default)."""
+
+    def __init__(self, config: Any = None, *, instance: Optional[Instance] = None) -> None:
+        self._inst = instance or _runtime.default_instance()
+        result = self._inst.create(self._inst.store, _config(config))
+        if result.__class__.__name__ != "ResourceAny":
+            raise _error(result)
+        self._handle = result
+
+    def _start(self, request: Any, router: Optional[Router], sources: Any, policy: Any,
+               summarizer: Any) -> Generator[list, list, str]:
+        text, context = _request(request)
+        inst = self._inst
+        if router is None:
+            assembly = inst.start(inst.store, self._handle, text)
+        else:
+            if router._inst is not inst:
+                raise ValueError("the router and the builder belong to different instances")
+            assembly = inst.handle(inst.store, self._handle, router._handle, text)
+        return _steps(inst, assembly, _Host(sources, policy, summarizer, context))
+
+    def assemble(self, request: Any, *, sources: Any = None, policy: Any = allow_all,
+                 summarizer: Any = None) -> ContextPack:
+        """A pack for `request` (an :class:`AssembleRequest` or a dict of
+        its fields). Raises :class:`AssemblyFailed` when there is none."""
+        return _outcome(_run_sync(self._start(request, None, sources, policy, summarizer)))
+
+    async def assemble_async(self, request: Any, *, sources: Any = None, policy: Any = allow_all,
+                             summarizer: Any = None) -> ContextPack:
+        """:meth:`assemble`, awaiting callbacks that are coroutines."""
+        return _outcome(await _run_async(self._start(request, None, sources, policy, summarizer)))
+
+    def handle(self, router: Router, request: Any, *, sources: Any = None, policy: Any = allow_all,
+               summarizer: Any = None) -> Handling:
+        """Route `request.query`: a confident route goes straight to its
+        skill, calling nothing; anything else is assembled and dispatched to
+        the fallback skill."""
+        return _outcome(_run_sync(self._start(request, router, sources, policy, summarizer)))
+
+    async def handle_async(self, router: Router, request: Any, *, sources: Any = None,
+                           policy: Any = allow_all, summarizer: Any = None) -> Handling:
+        """:meth:`handle`, awaiting callbacks that are coroutines."""
+        return _outcome(await _run_async(self._start(request, router, sources, policy, summarizer)))
+
+    def assemble_json(self, request: Any, *, router: Optional[Router] = None, sources: Any = None,
+                      policy: Any = allow_all, summarizer: Any = None) -> str:
+        """The outcome as the component wrote it: ``{"pack": …}``,
+        ``{"handled": …}`` or ``{"failed": …}`` (to store or forward as
+        it is, without the Python classes)."""
+        return _run_sync(self._start(request, router, sources, policy, summarizer))
+
+
+def diff_snapshots(before: Any, after: Any, *, instance: Optional[Instance] = None) -> SnapshotDiff:
+    """What changed between two snapshots: entered, left, moved, changed
+    tokens, with each candidate's reason before and after."""
+    inst = instance or _runtime.default_instance()
+
+    def as_text(s: Any) -> str:
+        return s if isinstance(s, str) else json.dumps(encode(s, ["ref", "Snapshot"], "snapshot"))
+
+    text = _text(inst.diff(inst.store, as_text(before), as_text(after)))
+    return decode(json.loads(text), ["ref", "SnapshotDiff"])

@@ -1,0 +1,1425 @@
+"""The WIT's types as Python classes. Written by `tools/gen_types.py`
+from `wit/*.wit`: do not edit."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from ._codec import UNSET, Variant, Record
+
+
+@dataclass(kw_only=True)
+class AgentContext(Record):
+    """Who and what an assembly is for. Every id is opaque to ctxpack; it only copies them into the pack and the snapshot, and uses `scopes` to decide which candidates an attempt may see."""
+    session_id: Optional[str] = None
+    """Conversation session; the pack id derives from it ("unknown" when absent)."""
+    trace_id: str = UNSET
+    """Trace id of the request, copied through for the host's telemetry."""
+    user_id: Optional[str] = None
+    """End user; long-term memory is recalled only when it is present."""
+    tenant_id: Optional[str] = None
+    """Tenant the request belongs to."""
+    project_id: Optional[str] = None
+    """Project within the tenant."""
+    run_id: Optional[str] = None
+    """Run (one task execution) within the project."""
+    attempt_id: Optional[str] = None
+    """Attempt within the run; a changed plan or budget is a new attempt."""
+    scopes: List[str] = field(default_factory=list)
+    """Scopes the attempt may read; a candidate outside them is never included."""
+
+
+class Tokenizer(Variant):
+    """How text is turned into tokens. A budget is always counted in the tokens of the tokenizer the request names."""
+
+    @classmethod
+    def o200k_base(cls) -> "Tokenizer":
+        """Exact counts with the `o200k_base` encoding (GPT-4o family)."""
+        return cls("o200k-base")
+
+    @classmethod
+    def cl100k_base(cls) -> "Tokenizer":
+        """Exact counts with the `cl100k_base` encoding (GPT-4 / GPT-3.5 family)."""
+        return cls("cl100k-base")
+
+    @classmethod
+    def chars_per_token(cls, value: int) -> "Tokenizer":
+        """A cheap estimate: one token per this many characters (Unicode scalar values), rounded up. Must be at least 1."""
+        return cls("chars-per-token", value)
+
+
+class Layer(str, enum.Enum):
+    """The three layers of a pack, in the order they give way under pressure (L2 first, then L1; L0 never)."""
+    L0 = "l0"
+    L1 = "l1"
+    L2 = "l2"
+
+
+class Section(str, enum.Enum):
+    """The sections a pack is planned in. Each belongs to exactly one layer."""
+    SYSTEM_PROMPT = "system-prompt"
+    WORKFLOW_STATUS = "workflow-status"
+    MANDATORY_INSTRUCTIONS = "mandatory-instructions"
+    CURRENT_TASK = "current-task"
+    CONVERSATION_STATE = "conversation-state"
+    CURRENT_DIFF = "current-diff"
+    TOOL_RESULTS = "tool-results"
+    REPOSITORY_STATE = "repository-state"
+    RELEVANT_KNOWLEDGE = "relevant-knowledge"
+    GRAPH_NEIGHBOURS = "graph-neighbours"
+    EPISODIC_MEMORY = "episodic-memory"
+    SUPPORTING_CONTEXT = "supporting-context"
+    STAGE_SUMMARIES = "stage-summaries"
+
+
+class TrustTier(str, enum.Enum):
+    """How far a candidate's text may be trusted, most trusted first."""
+    SYSTEM = "system"
+    TRUSTED = "trusted"
+    UNVERIFIED = "unverified"
+    UNTRUSTED = "untrusted"
+
+
+@dataclass(kw_only=True)
+class Provenance(Record):
+    """Where a candidate came from. A candidate without provenance is never included."""
+    source_kind: str = UNSET
+    """Kind of source: "chunk", "fact", "memory", "artifact", "request", ..."""
+    reference: str = UNSET
+    """The chunk, fact, memory or artifact id the candidate cites."""
+    source_version: Optional[str] = None
+    """Version of the source document, when the source has versions."""
+    index_revision: Optional[str] = None
+    """Revision of the index the candidate was retrieved from."""
+
+
+class Role(str, enum.Enum):
+    """Role of a conversation turn."""
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@dataclass(kw_only=True)
+class ConversationTurn(Record):
+    """One turn of the conversation, oldest first in a request."""
+    role: "Role" = UNSET
+    """Who spoke."""
+    content: str = UNSET
+    """What was said."""
+    tool_call_id: Optional[str] = None
+    """On an assistant turn, the id of the tool call it makes; on a tool turn, the id of the call it answers. Turns that share an id are kept or dropped together."""
+
+
+@dataclass(kw_only=True)
+class WorkflowStatus(Record):
+    """The status of the workflow the request is part of."""
+    status: str = UNSET
+    """Status word, e.g. "running"."""
+    stage_id: Optional[str] = None
+    """The current stage, if any ("none" is rendered otherwise)."""
+
+
+@dataclass(kw_only=True)
+class StageSummary(Record):
+    """The summary of one completed workflow stage, oldest first in a request."""
+    stage_id: str = UNSET
+    """Stage id."""
+    outcome: str = UNSET
+    """How the stage ended, e.g. "succeeded"."""
+    summary: str = UNSET
+    """What the stage did."""
+
+
+@dataclass(kw_only=True)
+class Candidate(Record):
+    """An item that may go into the context, as a host source returns it."""
+    id: str = UNSET
+    """Stable id, unique within one assembly."""
+    section: "Section" = UNSET
+    """Section the item is for."""
+    text: str = UNSET
+    """The text."""
+    provenance: Optional["Provenance"] = None
+    """Where it came from; required for inclusion."""
+    trust: "TrustTier" = UNSET
+    """How far it may be trusted."""
+    score: Optional[float] = None
+    """The source's relevance score (higher is better), if it has one."""
+    sequence: Optional[int] = None
+    """Order of creation (higher is newer), for recency and eviction."""
+    scope: Optional[str] = None
+    """Scope the item belongs to; checked against the attempt's scopes."""
+    token_count: Optional[int] = None
+    """The tokens of `text` in the request's tokenizer, if the host already has them: used as given, without recounting, while the text is rendered unchanged (a redacted text, or an untrusted one whose fence markers had to be defused, is counted). A wrong count makes the budget wrong by as much."""
+
+
+@dataclass(kw_only=True)
+class AssembleRequest(Record):
+    """What an application asks to be packed."""
+    context: "AgentContext" = UNSET
+    """Who and what the assembly is for."""
+    query: str = UNSET
+    """The user's query, raw."""
+    tokenizer: "Tokenizer" = UNSET
+    """The tokenizer whose tokens the budget is counted in."""
+    budget: Optional[int] = None
+    """Most tokens the pack may hold, counted per entry; the plan's default budget when absent (the snapshot records the one used)."""
+    entry_overhead: int = UNSET
+    """Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt)."""
+    system_prompt: str = UNSET
+    """The system prompt (L0)."""
+    workflow: Optional["WorkflowStatus"] = None
+    """The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>"."""
+    instructions: List[str] = field(default_factory=list)
+    """Mandatory instructions (L0), never truncated."""
+    current_task: Optional[str] = None
+    """The current task (L0), never truncated."""
+    conversation: List["ConversationTurn"] = field(default_factory=list)
+    """The conversation, oldest turn first (L1)."""
+    keep_last: int = UNSET
+    """At most this many of the newest turns are considered."""
+    stage_summaries: List["StageSummary"] = field(default_factory=list)
+    """Summaries of completed stages, oldest first (L2)."""
+
+
+@dataclass(kw_only=True)
+class PackEntry(Record):
+    """One entry of an assembled pack."""
+    id: str = UNSET
+    """Id of the candidate it came from (matches its snapshot entry)."""
+    layer: "Layer" = UNSET
+    """Layer."""
+    section: "Section" = UNSET
+    """Section."""
+    role: "Role" = UNSET
+    """The role the entry takes in a message list."""
+    text: str = UNSET
+    """The text exactly as charged and rendered."""
+    tokens: int = UNSET
+    """Its tokens in the request's tokenizer (without the entry overhead)."""
+    provenance: "Provenance" = UNSET
+    """Where it came from: the citation to show with it."""
+    trust: "TrustTier" = UNSET
+    """How far it may be trusted."""
+
+
+class Strategy(str, enum.Enum):
+    """A strategy that removed something from a pack."""
+    L0_IMMUTABLE = "l0-immutable"
+    KEEP_LAST = "keep-last"
+    CONVERSATION_BUDGET = "conversation-budget"
+    EVICT_OLDEST = "evict-oldest"
+
+
+@dataclass(kw_only=True)
+class CompressionMetadata(Record):
+    """What was done to fit the budget."""
+    applied_strategies: List["Strategy"] = field(default_factory=list)
+    """Strategies applied, in the order they ran."""
+    truncated_layers: List["Layer"] = field(default_factory=list)
+    """Layers that lost at least one entry, L0 to L2."""
+    entries_dropped: int = UNSET
+    """How many candidates were left out."""
+
+
+class Reason(Variant):
+    """Why a candidate was taken or dropped: a closed set."""
+
+    @classmethod
+    def mandatory(cls) -> "Reason":
+        """Included: it belongs to L0, which is never dropped."""
+        return cls("mandatory")
+
+    @classmethod
+    def within_budget(cls) -> "Reason":
+        """Included: it fit the budget."""
+        return cls("within-budget")
+
+    @classmethod
+    def keep_last(cls, value: int) -> "Reason":
+        """Dropped: older than the last N turns (N given)."""
+        return cls("keep-last", value)
+
+    @classmethod
+    def over_budget(cls, value: "Shortfall") -> "Reason":
+        """Dropped: it needed more tokens than remained."""
+        return cls("over-budget", value)
+
+    @classmethod
+    def evicted_oldest(cls) -> "Reason":
+        """Dropped: an older stage summary evicted so newer ones fit."""
+        return cls("evicted-oldest")
+
+    @classmethod
+    def tool_pair(cls, value: str) -> "Reason":
+        """Dropped together with the tool-call turn it belongs to (its id given)."""
+        return cls("tool-pair", value)
+
+    @classmethod
+    def orphan_tool_result(cls) -> "Reason":
+        """Dropped: a tool result whose call is not in the conversation."""
+        return cls("orphan-tool-result")
+
+    @classmethod
+    def duplicate_of(cls, value: str) -> "Reason":
+        """Dropped: a copy of the included candidate with this id."""
+        return cls("duplicate-of", value)
+
+    @classmethod
+    def policy_denied(cls, value: str) -> "Reason":
+        """Dropped: the policy denied it, for this reason."""
+        return cls("policy-denied", value)
+
+    @classmethod
+    def out_of_scope(cls) -> "Reason":
+        """Dropped: outside the attempt's scopes."""
+        return cls("out-of-scope")
+
+    @classmethod
+    def no_provenance(cls) -> "Reason":
+        """Dropped: it carried no provenance."""
+        return cls("no-provenance")
+
+    @classmethod
+    def section_not_allowed(cls) -> "Reason":
+        """Dropped: a host candidate claimed a section hosts may not fill (an L0 section, the conversation or the stage summaries, which are the request's own)."""
+        return cls("section-not-allowed")
+
+    @classmethod
+    def summarized(cls, value: str) -> "Reason":
+        """Dropped as itself: its text went into the summary with this id."""
+        return cls("summarized", value)
+
+    @classmethod
+    def step_cut(cls, value: int) -> "Reason":
+        """Dropped with older ones so the first kept turn or stage summary moves in steps of this many (the plan's cut step)."""
+        return cls("step-cut", value)
+
+    @classmethod
+    def beyond_limit(cls, value: int) -> "Reason":
+        """Dropped: the source answered more than the limit it was asked for (given), and this one ranked beyond it."""
+        return cls("beyond-limit", value)
+
+    @classmethod
+    def assembly_failed(cls) -> "Reason":
+        """Not decided: the assembly failed first (the snapshot's `failure` says why). Only a failed snapshot has it."""
+        return cls("assembly-failed")
+
+    @classmethod
+    def unreviewed(cls) -> "Reason":
+        """Dropped: it would have fit, but the review rounds were spent before the policy saw it (an assembly reviews in at most four rounds; see the `policy` interface)."""
+        return cls("unreviewed")
+
+
+@dataclass(kw_only=True)
+class Shortfall(Record):
+    """The numbers behind an over-budget drop."""
+    needed: int = UNSET
+    """Tokens the item needed, overhead included (and, for an older turn, every newer one left out): exact when the entry's tokens were counted exactly, otherwise the fewest it could need, since counting stops once an item cannot fit. The true sum, which an overhead near the u32 limit can take past it."""
+    remaining: int = UNSET
+    """Tokens that remained when it was considered."""
+
+
+class SnapshotStatus(str, enum.Enum):
+    """One condition of an assembly's outcome. A status is a list of them: `complete` alone, or every one of `degraded`, `truncated` and `failed` that holds, in that order (a source may fail and a section be truncated in one assembly)."""
+    COMPLETE = "complete"
+    DEGRADED = "degraded"
+    TRUNCATED = "truncated"
+    FAILED = "failed"
+
+
+@dataclass(kw_only=True)
+class SnapshotEntry(Record):
+    """The record of one candidate in a snapshot."""
+    id: str = UNSET
+    """Candidate id."""
+    layer: "Layer" = UNSET
+    """Layer."""
+    section: "Section" = UNSET
+    """Section."""
+    origin: "Origin" = UNSET
+    """What produced it."""
+    provenance: Optional["Provenance"] = None
+    """Where it came from; absent only for a no-provenance drop."""
+    trust: "TrustTier" = UNSET
+    """How far it may be trusted."""
+    score: Optional[float] = None
+    """The score it was ranked by, if any."""
+    tokens: int = UNSET
+    """Its tokens in the request's tokenizer (without the entry overhead), as `counted` says."""
+    counted: "Counted" = UNSET
+    """How far its tokens were counted."""
+    included: bool = UNSET
+    """Whether it is in the pack."""
+    reason: "Reason" = UNSET
+    """Why it was taken or dropped."""
+    compressed: bool = UNSET
+    """Whether its text was summarised or truncated."""
+    redacted: bool = UNSET
+    """Whether the policy replaced its text."""
+    run: Optional["EntryRun"] = None
+    """Set when the entry stands for a run of the request's own candidates; its other fields are then the run's first member's."""
+
+
+@dataclass(kw_only=True)
+class EntryRun(Record):
+    """A run of consecutive conversation turns or stage summaries dropped for the same reason without being counted, recorded as one entry (a long history trimmed is thousands of turns never looked at). The entry's `id` is the first member's and `last-id` the last one's; the ids between are consecutive ("turn-12" … "turn-9911"). Every member has the entry's layer, section, origin and reason, is uncounted (`tokens` 0) and is not included; its provenance and trust follow from the request as the first's do ("conversation[i]", trust by role). For an over-budget run the shortfall is the first member's: every older one needs more. Metrics count every member; `diff-snapshots` compares members."""
+    last_id: str = UNSET
+    """The last member's id."""
+    count: int = UNSET
+    """How many candidates the entry stands for, first and last included (at least 2)."""
+
+
+class Counted(str, enum.Enum):
+    """How far a candidate's tokens were counted: counting stops as soon as the decision is clear, so only what decides something is counted."""
+    EXACT = "exact"
+    OVER = "over"
+    UNCOUNTED = "uncounted"
+
+
+class Origin(str, enum.Enum):
+    """What produced a candidate."""
+    REQUEST = "request"
+    RETRIEVAL = "retrieval"
+    MEMORY = "memory"
+    GRAPH = "graph"
+    REPOSITORY = "repository"
+    SUMMARY = "summary"
+
+
+@dataclass(kw_only=True)
+class SummaryRequest(Record):
+    """One text to summarise."""
+    section: "Section" = UNSET
+    """The section the summary is for."""
+    text: str = UNSET
+    """The text."""
+    target_tokens: int = UNSET
+    """Most tokens the summary may have."""
+
+
+@dataclass(kw_only=True)
+class SourceCall(Record):
+    """How one host source fared in an assembly."""
+    capability: str = UNSET
+    """The capability, e.g. "sources.retrieve"."""
+    outcome: "SourceOutcome" = UNSET
+    """What came of it."""
+
+
+class SourceOutcome(Variant):
+    """What came of a source call."""
+
+    @classmethod
+    def answered(cls, value: int) -> "SourceOutcome":
+        """It answered with this many candidates."""
+        return cls("answered", value)
+
+    @classmethod
+    def failed(cls, value: str) -> "SourceOutcome":
+        """It failed with this message; the assembly is degraded."""
+        return cls("failed", value)
+
+    @classmethod
+    def skipped(cls, value: str) -> "SourceOutcome":
+        """It was not called, for this reason."""
+        return cls("skipped", value)
+
+
+@dataclass(kw_only=True)
+class Snapshot(Record):
+    """The immutable record of one assembly: every candidate, once."""
+    id: str = UNSET
+    """Content hash (hex SHA-256) of everything below and the pack."""
+    tenant_id: Optional[str] = None
+    """Tenant, copied from the request."""
+    project_id: Optional[str] = None
+    """Project, copied from the request."""
+    run_id: Optional[str] = None
+    """Run, copied from the request."""
+    attempt_id: Optional[str] = None
+    """Attempt, copied from the request."""
+    scopes: List[str] = field(default_factory=list)
+    """Scopes the attempt was assembled under."""
+    tokenizer: "Tokenizer" = UNSET
+    """The tokenizer counts were made in."""
+    token_budget: int = UNSET
+    """The budget."""
+    tokens_used: int = UNSET
+    """Tokens the pack is charged: every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more. Never less than `text-tokens` or `message-tokens`, never more than the budget."""
+    text_tokens: int = UNSET
+    """Tokens of the pack's flat `text`, counted whole."""
+    message_tokens: int = UNSET
+    """Tokens of the pack's `messages`: each message's content counted whole, plus the entry overhead once per message."""
+    stable_prefix_tokens: int = UNSET
+    """Tokens of the stable prefix (the L0 entries that lead the pack, rendered together), entry overhead included."""
+    content_hash: str = UNSET
+    """Hex SHA-256 of the rendered text's UTF-8 bytes: the reference under which a host stores the assembled content (content never in the row), and which it can check."""
+    index_revisions: List[str] = field(default_factory=list)
+    """Index revisions of the included items, sorted, each once."""
+    memory_items: List[str] = field(default_factory=list)
+    """Ids of the included memory items, in render order."""
+    status: List["SnapshotStatus"] = field(default_factory=list)
+    """Outcome: every condition that holds (see `snapshot-status`)."""
+    failure: Optional[str] = None
+    """Why the assembly failed, when the status says `failed`."""
+    profile: "Profile" = UNSET
+    """The builder profile that gathered the candidates."""
+    plan: "Plan" = UNSET
+    """The plan the budget was shared by."""
+    source_calls: List["SourceCall"] = field(default_factory=list)
+    """What each host source was asked and how it answered: the sources in the profile's order, then each review round and the summariser in the order they were asked."""
+    entries: List["SnapshotEntry"] = field(default_factory=list)
+    """One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`)."""
+
+
+@dataclass(kw_only=True)
+class ContextPack(Record):
+    """An assembled context."""
+    id: str = UNSET
+    """Deterministic id: "<session-id or unknown>-router-pack"."""
+    session_id: Optional[str] = None
+    """Session, copied from the request."""
+    trace_id: str = UNSET
+    """Trace, copied from the request."""
+    stage_id: Optional[str] = None
+    """The current stage, if the workflow names one."""
+    entries: List["PackEntry"] = field(default_factory=list)
+    """Included entries in render order: L0, then L2, then L1."""
+    text: str = UNSET
+    """The entries' texts joined by blank lines."""
+    messages: List["Message"] = field(default_factory=list)
+    """The same context as chat messages: L0 as the first system message (the stable prefix), the other context as a second, then the kept conversation turns with their roles and tool-call ids."""
+    budget_used: int = UNSET
+    """Tokens used, entry overhead included; never above the budget."""
+    budget_limit: int = UNSET
+    """The budget."""
+    compression: "CompressionMetadata" = UNSET
+    """What was done to fit."""
+    snapshot: "Snapshot" = UNSET
+    """Why every candidate was taken or dropped."""
+    event: "ContextAssembled" = UNSET
+    """The context-assembled event, for the host to publish."""
+    metrics: "Metrics" = UNSET
+    """Metrics of this assembly, for the host to record."""
+
+
+@dataclass(kw_only=True)
+class Message(Record):
+    """One chat message."""
+    role: "Role" = UNSET
+    """Who speaks."""
+    content: str = UNSET
+    """What is said."""
+    tool_call_id: Optional[str] = None
+    """The tool call a turn makes or answers."""
+
+
+@dataclass(kw_only=True)
+class ContextAssembled(Record):
+    """The context-assembled event: what a host publishes once an assembly's snapshot is stored."""
+    context_snapshot_id: str = UNSET
+    """The snapshot's id."""
+    tenant_id: Optional[str] = None
+    """Tenant."""
+    run_id: Optional[str] = None
+    """Run."""
+    attempt_id: Optional[str] = None
+    """Attempt."""
+    status: List["SnapshotStatus"] = field(default_factory=list)
+    """Outcome."""
+    tokens_used: int = UNSET
+    """Tokens used."""
+    token_budget: int = UNSET
+    """The budget."""
+
+
+@dataclass(kw_only=True)
+class Metrics(Record):
+    """Metrics of one assembly."""
+    tokens_per_section: List["SectionTokens"] = field(default_factory=list)
+    """Tokens included per section (entry overhead included), sections with none left out, in section order."""
+    dropped_by_reason: List["ReasonCount"] = field(default_factory=list)
+    """Dropped candidates per reason, by the reason's name, sorted."""
+
+
+@dataclass(kw_only=True)
+class SectionTokens(Record):
+    """Tokens of one section."""
+    section: "Section" = UNSET
+    """Section."""
+    tokens: int = UNSET
+    """Tokens."""
+
+
+@dataclass(kw_only=True)
+class ReasonCount(Record):
+    """How many candidates were dropped for one reason."""
+    reason: str = UNSET
+    """The reason's name, e.g. "over-budget"."""
+    count: int = UNSET
+    """How many."""
+
+
+class ChangeKind(str, enum.Enum):
+    """What happened to one candidate between two snapshots."""
+    ENTERED = "entered"
+    LEFT = "left"
+    MOVED = "moved"
+    RETOKENED = "retokened"
+    REASON_CHANGED = "reason-changed"
+    APPEARED_DROPPED = "appeared-dropped"
+    VANISHED_DROPPED = "vanished-dropped"
+
+
+@dataclass(kw_only=True)
+class EntryState(Record):
+    """A candidate's state in one snapshot."""
+    section: "Section" = UNSET
+    """Section."""
+    included: bool = UNSET
+    """Whether it was included."""
+    reason: "Reason" = UNSET
+    """Why."""
+    tokens: int = UNSET
+    """Its tokens."""
+    position: Optional[int] = None
+    """Its place among the included entries, from 0."""
+
+
+@dataclass(kw_only=True)
+class Change(Record):
+    """One changed candidate."""
+    id: str = UNSET
+    """Candidate id."""
+    origin: "Origin" = UNSET
+    """What produced it."""
+    kind: "ChangeKind" = UNSET
+    """What happened."""
+    before: Optional["EntryState"] = None
+    """Before, if it was a candidate then."""
+    after: Optional["EntryState"] = None
+    """After, if it is a candidate now."""
+
+
+@dataclass(kw_only=True)
+class SnapshotDiff(Record):
+    """What changed between two snapshots, and why."""
+    before_id: str = UNSET
+    """The earlier snapshot's id."""
+    after_id: str = UNSET
+    """The later snapshot's id."""
+    status_before: List["SnapshotStatus"] = field(default_factory=list)
+    """Status before."""
+    status_after: List["SnapshotStatus"] = field(default_factory=list)
+    """Status after."""
+    tokens_before: int = UNSET
+    """Tokens used before."""
+    tokens_after: int = UNSET
+    """Tokens used after."""
+    changes: List["Change"] = field(default_factory=list)
+    """Changed candidates: the later snapshot's order, then those only in the earlier one."""
+    unchanged: int = UNSET
+    """Candidates whose state did not change."""
+
+
+class CtxpackError(Variant):
+    """Why an assembly or a configuration was refused."""
+
+    @classmethod
+    def invalid_field(cls, value: "FieldError") -> "CtxpackError":
+        """A request or configuration field is invalid."""
+        return cls("invalid-field", value)
+
+    @classmethod
+    def mandatory_over_budget(cls, value: "MandatoryShortfall") -> "CtxpackError":
+        """The L0 layer alone does not fit the budget; nothing was truncated."""
+        return cls("mandatory-over-budget", value)
+
+    @classmethod
+    def tokenizer_unavailable(cls, value: str) -> "CtxpackError":
+        """A tokenizer this build of the component does not have, named."""
+        return cls("tokenizer-unavailable", value)
+
+    @classmethod
+    def host_failed(cls, value: "HostError") -> "CtxpackError":
+        """A host import failed where the assembly cannot go on without it."""
+        return cls("host-failed", value)
+
+    @classmethod
+    def step_mismatch(cls, value: str) -> "CtxpackError":
+        """A host driving an `assembly` step by step answered something it was not asked: another step, a source call that does not exist, one answered already. Nothing changed; the host may answer again."""
+        return cls("step-mismatch", value)
+
+
+@dataclass(kw_only=True)
+class AssemblyFailure(Record):
+    """An assembly that gave no pack: why, and — when it had begun (L0 over the budget, the policy failing) — its `failed` snapshot, with every candidate known by then, for the host to store. A request refused as invalid has no snapshot."""
+    error: "CtxpackError" = UNSET
+    """Why."""
+    snapshot: Optional["Snapshot"] = None
+    """The failed snapshot, if the assembly had begun."""
+
+
+@dataclass(kw_only=True)
+class FieldError(Record):
+    """An invalid field."""
+    field: str = UNSET
+    """Path of the field, e.g. "request.conversation[3].tool-call-id"."""
+    message: str = UNSET
+    """What is wrong with it."""
+
+
+@dataclass(kw_only=True)
+class MandatoryShortfall(Record):
+    """The numbers behind a mandatory-over-budget failure."""
+    mandatory_tokens: int = UNSET
+    """Tokens L0 needs rendered, entry overhead included: the true sum, which may pass any budget."""
+    budget: int = UNSET
+    """The budget."""
+
+
+@dataclass(kw_only=True)
+class HostError(Record):
+    """How a host import failed."""
+    capability: str = UNSET
+    """The host capability that failed, e.g. "sources.retrieve"."""
+    message: str = UNSET
+    """What the host said."""
+
+
+@dataclass(kw_only=True)
+class BuilderConfig(Record):
+    """What a builder is constructed from, once per instance."""
+    preload: List["Tokenizer"] = field(default_factory=list)
+    """Tokenizers the builder must have: checked at `create`, so a component built without one refuses the builder at once. (Their tables are static data; there is nothing left to build ahead.)"""
+    profile: "Profile" = UNSET
+    """What the builder gathers from the host."""
+    near_duplicate_threshold: float = UNSET
+    """Estimated Jaccard similarity (of three-word shingles) at which a host candidate is a near-duplicate of a higher-ranked one, in (0, 1]; 1 keeps exact duplicate detection only. 0.8 catches a few words edited in a 300-token chunk."""
+    ranking: "Ranking" = UNSET
+    """Terms added to the fused rank score; all zero ranks by reciprocal-rank fusion alone."""
+    plan: "Plan" = UNSET
+    """Budget defaults, the model window and the sections' shares."""
+    count_cache_entries: int = UNSET
+    """Most token counts the builder keeps between assemblies (keyed by a hash of the text and the tokenizer), so a conversation re-assembled every turn recounts only its new text; 0 keeps none."""
+
+
+@dataclass(kw_only=True)
+class Plan(Record):
+    """The plan of an assembly: the budget, the model window, and how the budget is shared among sections. L0 is charged first and whole; each optional section then fills up to its share, and what sections leave unused flows to the others in priority order: conversation, repository state, relevant knowledge, graph neighbours, episodic memory, current diff, tool results, supporting context, stage summaries."""
+    default_budget: int = UNSET
+    """The budget of a request that names none (24000 by default)."""
+    model_window: Optional[int] = None
+    """The model's context window; a budget may not exceed it less the safety margin."""
+    safety_margin: float = UNSET
+    """Share of the window kept free, in [0, 1)."""
+    shares: List["SectionShare"] = field(default_factory=list)
+    """Each section's share of the budget, in [0, 1], summing to at most 1; a section left out is filled only from unused shares."""
+    compress: bool = UNSET
+    """Whether an optional section over its share is summarised (or, failing that, truncated) into its unused share instead of cut."""
+    min_summary_tokens: int = UNSET
+    """The least room, in tokens, worth a summary."""
+    cut_step: int = UNSET
+    """The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one."""
+
+
+@dataclass(kw_only=True)
+class SectionShare(Record):
+    """One section's share of the budget."""
+    section: "Section" = UNSET
+    """The section."""
+    share: float = UNSET
+    """Its share, in [0, 1]."""
+
+
+@dataclass(kw_only=True)
+class Ranking(Record):
+    """Terms of the fused score besides reciprocal-rank fusion (which adds at most 1/61 per source, so weights of about 0.01 already reorder)."""
+    trust_system: float = UNSET
+    """Added for a system candidate."""
+    trust_trusted: float = UNSET
+    """Added for a trusted candidate."""
+    trust_unverified: float = UNSET
+    """Added for an unverified candidate."""
+    trust_untrusted: float = UNSET
+    """Added for an untrusted candidate."""
+    recency: float = UNSET
+    """Times the recency: 1 for the newest sequence, 0 for the oldest, 0 without one."""
+
+
+class Profile(Variant):
+    """What a builder gathers from its host: one builder interface from no sources at all up to every source."""
+
+    @classmethod
+    def passthrough(cls) -> "Profile":
+        """No retrieval: the pack holds what the request carries."""
+        return cls("passthrough")
+
+    @classmethod
+    def rag(cls, value: "RagSettings") -> "Profile":
+        """Retrieval through `sources.retrieve`."""
+        return cls("rag", value)
+
+    @classmethod
+    def rag_memory(cls, value: "RagMemorySettings") -> "Profile":
+        """Retrieval, plus long-term memory through `sources.recall-memory` scoped by the user id (skipped, and recorded so, without one)."""
+        return cls("rag-memory", value)
+
+    @classmethod
+    def full(cls, value: "FullSettings") -> "Profile":
+        """Every source: retrieval, graph expansion from what was retrieved, long-term memory (with a user id) and repository state."""
+        return cls("full", value)
+
+
+@dataclass(kw_only=True)
+class FullSettings(Record):
+    """Settings of the `full` profile."""
+    retrieve_limit: int = UNSET
+    """Most candidates to ask `sources.retrieve` for."""
+    graph_depth: int = UNSET
+    """Most graph hops from the retrieved items (0: no expansion)."""
+    memory_limit: int = UNSET
+    """Most memory items to ask `sources.recall-memory` for."""
+    repository_state: bool = UNSET
+    """Whether to ask `sources.repository-state`."""
+
+
+@dataclass(kw_only=True)
+class RagSettings(Record):
+    """Settings of the `rag` profile."""
+    retrieve_limit: int = UNSET
+    """Most candidates to ask `sources.retrieve` for."""
+
+
+@dataclass(kw_only=True)
+class RagMemorySettings(Record):
+    """Settings of the `rag-memory` profile."""
+    retrieve_limit: int = UNSET
+    """Most candidates to ask `sources.retrieve` for."""
+    memory_limit: int = UNSET
+    """Most memory items to ask `sources.recall-memory` for."""
+
+
+@dataclass(kw_only=True)
+class RequestContext(Record):
+    """The context a skill receives after dispatch."""
+    user_query: str = UNSET
+    """The raw query."""
+    conversation_history: List["ConversationTurn"] = field(default_factory=list)
+    """The conversation turns the pack kept, oldest first."""
+    retrieved_context: List["PackEntry"] = field(default_factory=list)
+    """Retrieved items the pack kept, as packed (after policy)."""
+    memory_items: List["PackEntry"] = field(default_factory=list)
+    """Memory items the pack kept, as packed (after policy)."""
+    session_id: Optional[str] = None
+    """Session."""
+    trace_id: str = UNSET
+    """Trace."""
+    user_id: Optional[str] = None
+    """User."""
+
+
+class ConfigFormat(str, enum.Enum):
+    """The format of a router config text."""
+    YAML = "yaml"
+    JSON = "json"
+
+
+@dataclass(kw_only=True)
+class RuleScore(Record):
+    """How one rule fared on a query."""
+    rule: str = UNSET
+    """The rule, e.g. "keywords: weather, forecast"."""
+    weight: float = UNSET
+    """Its weight, in (0, 1]."""
+    matched: Optional[str] = None
+    """What matched (normalised for keywords and phrases), if it matched."""
+
+
+@dataclass(kw_only=True)
+class RouteScore(Record):
+    """How one route fared on a query."""
+    route: str = UNSET
+    """Route name."""
+    score: float = UNSET
+    """Its score: 1 - product of (1 - weight) over matched rules."""
+    rules: List["RuleScore"] = field(default_factory=list)
+    """Every rule, in config order."""
+
+
+@dataclass(kw_only=True)
+class Entity(Record):
+    """A named capture of an entity pattern."""
+    name: str = UNSET
+    """The capture group's name."""
+    value: str = UNSET
+    """The captured text, as written in the query."""
+
+
+@dataclass(kw_only=True)
+class RoutingDecision(Record):
+    """What the router decided, and why."""
+    route: Optional[str] = None
+    """The best route, if any rule of any route matched."""
+    skill: Optional[str] = None
+    """Its skill."""
+    confidence: float = UNSET
+    """best x (1 - second best), in [0, 1]."""
+    threshold: float = UNSET
+    """The threshold that applied (the route's own, or the global one)."""
+    low_confidence: bool = UNSET
+    """No route, or confidence below the threshold."""
+    reference_cue: Optional[str] = None
+    """The reference/comparison cue found in the query; such a query goes to the builder even on a confident route."""
+    matched_entities: List["Entity"] = field(default_factory=list)
+    """Named captures of the best route's entity patterns."""
+    scores: List["RouteScore"] = field(default_factory=list)
+    """Every route with a score above zero, best first (ties by name)."""
+
+
+@dataclass(kw_only=True)
+class SkillDispatch(Record):
+    """A confident route's dispatch."""
+    route: str = UNSET
+    """The route."""
+    skill: str = UNSET
+    """The skill to run."""
+    matched_entities: List["Entity"] = field(default_factory=list)
+    """Entities the router matched."""
+    context: "RequestContext" = UNSET
+    """The trivial context: the query and the ids, nothing gathered."""
+
+
+@dataclass(kw_only=True)
+class FallbackDispatch(Record):
+    """The builder branch's dispatch."""
+    context: "RequestContext" = UNSET
+    """The request context drawn from the pack."""
+    pack: "ContextPack" = UNSET
+    """The assembled pack, with its snapshot."""
+
+
+class Dispatch(Variant):
+    """Where a query goes."""
+
+    @classmethod
+    def skill(cls, value: "SkillDispatch") -> "Dispatch":
+        """Straight to a skill; the builder was not called."""
+        return cls("skill", value)
+
+    @classmethod
+    def fallback(cls, value: "FallbackDispatch") -> "Dispatch":
+        """Through the builder to the fallback skill."""
+        return cls("fallback", value)
+
+
+@dataclass(kw_only=True)
+class Handling(Record):
+    """The routing decision and what came of it."""
+    decision: "RoutingDecision" = UNSET
+    """What the router decided, and why."""
+    dispatch: "Dispatch" = UNSET
+    """Where the query went."""
+
+
+class Verdict(Variant):
+    """The policy's word on one item."""
+
+    @classmethod
+    def allow(cls) -> "Verdict":
+        """Include it as it is."""
+        return cls("allow")
+
+    @classmethod
+    def redact(cls, value: str) -> "Verdict":
+        """Include it with this text instead."""
+        return cls("redact", value)
+
+    @classmethod
+    def deny(cls, value: str) -> "Verdict":
+        """Leave it out, for this reason."""
+        return cls("deny", value)
+
+
+@dataclass(kw_only=True)
+class RetrieveRequest(Record):
+    """A call to `sources.retrieve`, asked as a step."""
+    query: str = UNSET
+    limit: int = UNSET
+
+
+@dataclass(kw_only=True)
+class ExpandGraphRequest(Record):
+    """A call to `sources.expand-graph`, asked as a step."""
+    item_ids: List[str] = field(default_factory=list)
+    """The items to expand from, best first."""
+    depth: int = UNSET
+
+
+@dataclass(kw_only=True)
+class RecallMemoryRequest(Record):
+    """A call to `sources.recall-memory`, asked as a step."""
+    user_id: str = UNSET
+    query: str = UNSET
+    limit: int = UNSET
+
+
+class SourceRequest(Variant):
+    """One source call of a round. The arguments are those of the `sources` import of the same name; the context is the request's."""
+
+    @classmethod
+    def retrieve(cls, value: "RetrieveRequest") -> "SourceRequest":
+        """retrieve"""
+        return cls("retrieve", value)
+
+    @classmethod
+    def expand_graph(cls, value: "ExpandGraphRequest") -> "SourceRequest":
+        """expand-graph"""
+        return cls("expand-graph", value)
+
+    @classmethod
+    def recall_memory(cls, value: "RecallMemoryRequest") -> "SourceRequest":
+        """recall-memory"""
+        return cls("recall-memory", value)
+
+    @classmethod
+    def repository_state(cls) -> "SourceRequest":
+        """repository-state"""
+        return cls("repository-state")
+
+
+@dataclass(kw_only=True)
+class SummariesRequest(Record):
+    """The sections an assembly compresses, asked as a step."""
+    requests: List["SummaryRequest"] = field(default_factory=list)
+    """One text per section, each to summarise within its target."""
+    tokenizer: "Tokenizer" = UNSET
+    """The tokenizer the targets are counted in."""
+
+
+class Step(Variant):
+    """What an assembly needs next, or its outcome."""
+
+    @classmethod
+    def sources(cls, value: List["SourceRequest"]) -> "Step":
+        """A round of source calls, independent of each other: answer each with `provide-source`, by its index, in any order. A failure degrades the assembly."""
+        return cls("sources", value)
+
+    @classmethod
+    def review(cls, value: List["Candidate"]) -> "Step":
+        """A review batch, in rank order, each text as the host gave it: answer with `provide-review`, one verdict per item."""
+        return cls("review", value)
+
+    @classmethod
+    def summaries(cls, value: "SummariesRequest") -> "Step":
+        """Answer with `provide-summaries`, one summary per request."""
+        return cls("summaries", value)
+
+    @classmethod
+    def done(cls, value: "Result<contextPack, assemblyFailure>") -> "Step":
+        """The assembly is over. Given once; `next` after it answers a `step-mismatch` failure."""
+        return cls("done", value)
+
+
+# Decoders from the component's JSON, one per type.
+def _d_AgentContext(o):
+    g = o.get
+    return AgentContext(session_id=g("session-id"), trace_id=o["trace-id"], user_id=g("user-id"), tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []))
+def _d_Tokenizer(o):
+    if o.__class__ is str:
+        return Tokenizer(o)
+    ((tag, v),) = o.items()
+    if tag == "chars-per-token":
+        return Tokenizer(tag, v)
+    return Tokenizer(tag, v)
+_d_Layer = Layer._value2member_map_.__getitem__
+_d_Section = Section._value2member_map_.__getitem__
+_d_TrustTier = TrustTier._value2member_map_.__getitem__
+def _d_Provenance(o):
+    g = o.get
+    return Provenance(source_kind=o["source-kind"], reference=o["reference"], source_version=g("source-version"), index_revision=g("index-revision"))
+_d_Role = Role._value2member_map_.__getitem__
+def _d_ConversationTurn(o):
+    g = o.get
+    return ConversationTurn(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"))
+def _d_WorkflowStatus(o):
+    g = o.get
+    return WorkflowStatus(status=o["status"], stage_id=g("stage-id"))
+def _d_StageSummary(o):
+    g = o.get
+    return StageSummary(stage_id=o["stage-id"], outcome=o["outcome"], summary=o["summary"])
+def _d_Candidate(o):
+    g = o.get
+    return Candidate(id=o["id"], section=_d_Section(o["section"]), text=o["text"], provenance=(None if (y := g("provenance")) is None else _d_Provenance(y)), trust=_d_TrustTier(o["trust"]), score=g("score"), sequence=g("sequence"), scope=g("scope"), token_count=g("token-count"))
+def _d_AssembleRequest(o):
+    g = o.get
+    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], tokenizer=_d_Tokenizer(o["tokenizer"]), budget=g("budget"), entry_overhead=o["entry-overhead"], system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
+def _d_PackEntry(o):
+    g = o.get
+    return PackEntry(id=o["id"], layer=_d_Layer(o["layer"]), section=_d_Section(o["section"]), role=_d_Role(o["role"]), text=o["text"], tokens=o["tokens"], provenance=_d_Provenance(o["provenance"]), trust=_d_TrustTier(o["trust"]))
+_d_Strategy = Strategy._value2member_map_.__getitem__
+def _d_CompressionMetadata(o):
+    g = o.get
+    return CompressionMetadata(applied_strategies=[_d_Strategy(x) for x in (g("applied-strategies") or [])], truncated_layers=[_d_Layer(x) for x in (g("truncated-layers") or [])], entries_dropped=o["entries-dropped"])
+def _d_Reason(o):
+    if o.__class__ is str:
+        return Reason(o)
+    ((tag, v),) = o.items()
+    if tag == "keep-last":
+        return Reason(tag, v)
+    if tag == "over-budget":
+        return Reason(tag, _d_Shortfall(v))
+    if tag == "tool-pair":
+        return Reason(tag, v)
+    if tag == "duplicate-of":
+        return Reason(tag, v)
+    if tag == "policy-denied":
+        return Reason(tag, v)
+    if tag == "summarized":
+        return Reason(tag, v)
+    if tag == "step-cut":
+        return Reason(tag, v)
+    if tag == "beyond-limit":
+        return Reason(tag, v)
+    return Reason(tag, v)
+def _d_Shortfall(o):
+    g = o.get
+    return Shortfall(needed=o["needed"], remaining=o["remaining"])
+_d_SnapshotStatus = SnapshotStatus._value2member_map_.__getitem__
+def _d_SnapshotEntry(o):
+    g = o.get
+    return SnapshotEntry(id=o["id"], layer=_d_Layer(o["layer"]), section=_d_Section(o["section"]), origin=_d_Origin(o["origin"]), provenance=(None if (y := g("provenance")) is None else _d_Provenance(y)), trust=_d_TrustTier(o["trust"]), score=g("score"), tokens=o["tokens"], counted=_d_Counted(o["counted"]), included=o["included"], reason=_d_Reason(o["reason"]), compressed=o["compressed"], redacted=o["redacted"], run=(None if (y := g("run")) is None else _d_EntryRun(y)))
+def _d_EntryRun(o):
+    g = o.get
+    return EntryRun(last_id=o["last-id"], count=o["count"])
+_d_Counted = Counted._value2member_map_.__getitem__
+_d_Origin = Origin._value2member_map_.__getitem__
+def _d_SummaryRequest(o):
+    g = o.get
+    return SummaryRequest(section=_d_Section(o["section"]), text=o["text"], target_tokens=o["target-tokens"])
+def _d_SourceCall(o):
+    g = o.get
+    return SourceCall(capability=o["capability"], outcome=_d_SourceOutcome(o["outcome"]))
+def _d_SourceOutcome(o):
+    if o.__class__ is str:
+        return SourceOutcome(o)
+    ((tag, v),) = o.items()
+    if tag == "answered":
+        return SourceOutcome(tag, v)
+    if tag == "failed":
+        return SourceOutcome(tag, v)
+    if tag == "skipped":
+        return SourceOutcome(tag, v)
+    return SourceOutcome(tag, v)
+def _d_Snapshot(o):
+    g = o.get
+    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], entries=[_d_SnapshotEntry(x) for x in (g("entries") or [])])
+def _d_ContextPack(o):
+    g = o.get
+    return ContextPack(id=o["id"], session_id=g("session-id"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
+def _d_Message(o):
+    g = o.get
+    return Message(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"))
+def _d_ContextAssembled(o):
+    g = o.get
+    return ContextAssembled(context_snapshot_id=o["context-snapshot-id"], tenant_id=g("tenant-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], tokens_used=o["tokens-used"], token_budget=o["token-budget"])
+def _d_Metrics(o):
+    g = o.get
+    return Metrics(tokens_per_section=[_d_SectionTokens(x) for x in (g("tokens-per-section") or [])], dropped_by_reason=[_d_ReasonCount(x) for x in (g("dropped-by-reason") or [])])
+def _d_SectionTokens(o):
+    g = o.get
+    return SectionTokens(section=_d_Section(o["section"]), tokens=o["tokens"])
+def _d_ReasonCount(o):
+    g = o.get
+    return ReasonCount(reason=o["reason"], count=o["count"])
+_d_ChangeKind = ChangeKind._value2member_map_.__getitem__
+def _d_EntryState(o):
+    g = o.get
+    return EntryState(section=_d_Section(o["section"]), included=o["included"], reason=_d_Reason(o["reason"]), tokens=o["tokens"], position=g("position"))
+def _d_Change(o):
+    g = o.get
+    return Change(id=o["id"], origin=_d_Origin(o["origin"]), kind=_d_ChangeKind(o["kind"]), before=(None if (y := g("before")) is None else _d_EntryState(y)), after=(None if (y := g("after")) is None else _d_EntryState(y)))
+def _d_SnapshotDiff(o):
+    g = o.get
+    return SnapshotDiff(before_id=o["before-id"], after_id=o["after-id"], status_before=[_d_SnapshotStatus(x) for x in (g("status-before") or [])], status_after=[_d_SnapshotStatus(x) for x in (g("status-after") or [])], tokens_before=o["tokens-before"], tokens_after=o["tokens-after"], changes=[_d_Change(x) for x in (g("changes") or [])], unchanged=o["unchanged"])
+def _d_CtxpackError(o):
+    if o.__class__ is str:
+        return CtxpackError(o)
+    ((tag, v),) = o.items()
+    if tag == "invalid-field":
+        return CtxpackError(tag, _d_FieldError(v))
+    if tag == "mandatory-over-budget":
+        return CtxpackError(tag, _d_MandatoryShortfall(v))
+    if tag == "tokenizer-unavailable":
+        return CtxpackError(tag, v)
+    if tag == "host-failed":
+        return CtxpackError(tag, _d_HostError(v))
+    if tag == "step-mismatch":
+        return CtxpackError(tag, v)
+    return CtxpackError(tag, v)
+def _d_AssemblyFailure(o):
+    g = o.get
+    return AssemblyFailure(error=_d_CtxpackError(o["error"]), snapshot=(None if (y := g("snapshot")) is None else _d_Snapshot(y)))
+def _d_FieldError(o):
+    g = o.get
+    return FieldError(field=o["field"], message=o["message"])
+def _d_MandatoryShortfall(o):
+    g = o.get
+    return MandatoryShortfall(mandatory_tokens=o["mandatory-tokens"], budget=o["budget"])
+def _d_HostError(o):
+    g = o.get
+    return HostError(capability=o["capability"], message=o["message"])
+def _d_BuilderConfig(o):
+    g = o.get
+    return BuilderConfig(preload=[_d_Tokenizer(x) for x in (g("preload") or [])], profile=_d_Profile(o["profile"]), near_duplicate_threshold=o["near-duplicate-threshold"], ranking=_d_Ranking(o["ranking"]), plan=_d_Plan(o["plan"]), count_cache_entries=o["count-cache-entries"])
+def _d_Plan(o):
+    g = o.get
+    return Plan(default_budget=o["default-budget"], model_window=g("model-window"), safety_margin=o["safety-margin"], shares=[_d_SectionShare(x) for x in (g("shares") or [])], compress=o["compress"], min_summary_tokens=o["min-summary-tokens"], cut_step=o["cut-step"])
+def _d_SectionShare(o):
+    g = o.get
+    return SectionShare(section=_d_Section(o["section"]), share=o["share"])
+def _d_Ranking(o):
+    g = o.get
+    return Ranking(trust_system=o["trust-system"], trust_trusted=o["trust-trusted"], trust_unverified=o["trust-unverified"], trust_untrusted=o["trust-untrusted"], recency=o["recency"])
+def _d_Profile(o):
+    if o.__class__ is str:
+        return Profile(o)
+    ((tag, v),) = o.items()
+    if tag == "rag":
+        return Profile(tag, _d_RagSettings(v))
+    if tag == "rag-memory":
+        return Profile(tag, _d_RagMemorySettings(v))
+    if tag == "full":
+        return Profile(tag, _d_FullSettings(v))
+    return Profile(tag, v)
+def _d_FullSettings(o):
+    g = o.get
+    return FullSettings(retrieve_limit=o["retrieve-limit"], graph_depth=o["graph-depth"], memory_limit=o["memory-limit"], repository_state=o["repository-state"])
+def _d_RagSettings(o):
+    g = o.get
+    return RagSettings(retrieve_limit=o["retrieve-limit"])
+def _d_RagMemorySettings(o):
+    g = o.get
+    return RagMemorySettings(retrieve_limit=o["retrieve-limit"], memory_limit=o["memory-limit"])
+def _d_RequestContext(o):
+    g = o.get
+    return RequestContext(user_query=o["user-query"], conversation_history=[_d_ConversationTurn(x) for x in (g("conversation-history") or [])], retrieved_context=[_d_PackEntry(x) for x in (g("retrieved-context") or [])], memory_items=[_d_PackEntry(x) for x in (g("memory-items") or [])], session_id=g("session-id"), trace_id=o["trace-id"], user_id=g("user-id"))
+_d_ConfigFormat = ConfigFormat._value2member_map_.__getitem__
+def _d_RuleScore(o):
+    g = o.get
+    return RuleScore(rule=o["rule"], weight=o["weight"], matched=g("matched"))
+def _d_RouteScore(o):
+    g = o.get
+    return RouteScore(route=o["route"], score=o["score"], rules=[_d_RuleScore(x) for x in (g("rules") or [])])
+def _d_Entity(o):
+    g = o.get
+    return Entity(name=o["name"], value=o["value"])
+def _d_RoutingDecision(o):
+    g = o.get
+    return RoutingDecision(route=g("route"), skill=g("skill"), confidence=o["confidence"], threshold=o["threshold"], low_confidence=o["low-confidence"], reference_cue=g("reference-cue"), matched_entities=[_d_Entity(x) for x in (g("matched-entities") or [])], scores=[_d_RouteScore(x) for x in (g("scores") or [])])
+def _d_SkillDispatch(o):
+    g = o.get
+    return SkillDispatch(route=o["route"], skill=o["skill"], matched_entities=[_d_Entity(x) for x in (g("matched-entities") or [])], context=_d_RequestContext(o["context"]))
+def _d_FallbackDispatch(o):
+    g = o.get
+    return FallbackDispatch(context=_d_RequestContext(o["context"]), pack=_d_ContextPack(o["pack"]))
+def _d_Dispatch(o):
+    if o.__class__ is str:
+        return Dispatch(o)
+    ((tag, v),) = o.items()
+    if tag == "skill":
+        return Dispatch(tag, _d_SkillDispatch(v))
+    if tag == "fallback":
+        return Dispatch(tag, _d_FallbackDispatch(v))
+    return Dispatch(tag, v)
+def _d_Handling(o):
+    g = o.get
+    return Handling(decision=_d_RoutingDecision(o["decision"]), dispatch=_d_Dispatch(o["dispatch"]))
+def _d_Verdict(o):
+    if o.__class__ is str:
+        return Verdict(o)
+    ((tag, v),) = o.items()
+    if tag == "redact":
+        return Verdict(tag, v)
+    if tag == "deny":
+        return Verdict(tag, v)
+    return Verdict(tag, v)
+def _d_RetrieveRequest(o):
+    g = o.get
+    return RetrieveRequest(query=o["query"], limit=o["limit"])
+def _d_ExpandGraphRequest(o):
+    g = o.get
+    return ExpandGraphRequest(item_ids=(g("item-ids") or []), depth=o["depth"])
+def _d_RecallMemoryRequest(o):
+    g = o.get
+    return RecallMemoryRequest(user_id=o["user-id"], query=o["query"], limit=o["limit"])
+def _d_SourceRequest(o):
+    if o.__class__ is str:
+        return SourceRequest(o)
+    ((tag, v),) = o.items()
+    if tag == "retrieve":
+        return SourceRequest(tag, _d_RetrieveRequest(v))
+    if tag == "expand-graph":
+        return SourceRequest(tag, _d_ExpandGraphRequest(v))
+    if tag == "recall-memory":
+        return SourceRequest(tag, _d_RecallMemoryRequest(v))
+    return SourceRequest(tag, v)
+def _d_SummariesRequest(o):
+    g = o.get
+    return SummariesRequest(requests=[_d_SummaryRequest(x) for x in (g("requests") or [])], tokenizer=_d_Tokenizer(o["tokenizer"]))
+def _d_Step(o):
+    if o.__class__ is str:
+        return Step(o)
+    ((tag, v),) = o.items()
+    if tag == "sources":
+        return Step(tag, [_d_SourceRequest(x) for x in v])
+    if tag == "review":
+        return Step(tag, [_d_Candidate(x) for x in v])
+    if tag == "summaries":
+        return Step(tag, _d_SummariesRequest(v))
+    if tag == "done":
+        return Step(tag, _d_Result<contextPack, assemblyFailure>(v))
+    return Step(tag, v)
+
+_DECODE = {
+    "AgentContext": _d_AgentContext,
+    "AssembleRequest": _d_AssembleRequest,
+    "AssemblyFailure": _d_AssemblyFailure,
+    "BuilderConfig": _d_BuilderConfig,
+    "Candidate": _d_Candidate,
+    "Change": _d_Change,
+    "ChangeKind": _d_ChangeKind,
+    "CompressionMetadata": _d_CompressionMetadata,
+    "ConfigFormat": _d_ConfigFormat,
+    "ContextAssembled": _d_ContextAssembled,
+    "ContextPack": _d_ContextPack,
+    "ConversationTurn": _d_ConversationTurn,
+    "Counted": _d_Counted,
+    "CtxpackError": _d_CtxpackError,
+    "Dispatch": _d_Dispatch,
+    "Entity": _d_Entity,
+    "EntryRun": _d_EntryRun,
+    "EntryState": _d_EntryState,
+    "ExpandGraphRequest": _d_ExpandGraphRequest,
+    "FallbackDispatch": _d_FallbackDispatch,
+    "FieldError": _d_FieldError,
+    "FullSettings": _d_FullSettings,
+    "Handling": _d_Handling,
+    "HostError": _d_HostError,
+    "Layer": _d_Layer,
+    "MandatoryShortfall": _d_MandatoryShortfall,
+    "Message": _d_Message,
+    "Metrics": _d_Metrics,
+    "Origin": _d_Origin,
+    "PackEntry": _d_PackEntry,
+    "Plan": _d_Plan,
+    "Profile": _d_Profile,
+    "Provenance": _d_Provenance,
+    "RagMemorySettings": _d_RagMemorySettings,
+    "RagSettings": _d_RagSettings,
+    "Ranking": _d_Ranking,
+    "Reason": _d_Reason,
+    "ReasonCount": _d_ReasonCount,
+    "RecallMemoryRequest": _d_RecallMemoryRequest,
+    "RequestContext": _d_RequestContext,
+    "RetrieveRequest": _d_RetrieveRequest,
+    "Role": _d_Role,
+    "RouteScore": _d_RouteScore,
+    "RoutingDecision": _d_RoutingDecision,
+    "RuleScore": _d_RuleScore,
+    "Section": _d_Section,
+    "SectionShare": _d_SectionShare,
+    "SectionTokens": _d_SectionTokens,
+    "Shortfall": _d_Shortfall,
+    "SkillDispatch": _d_SkillDispatch,
+    "Snapshot": _d_Snapshot,
+    "SnapshotDiff": _d_SnapshotDiff,
+    "SnapshotEntry": _d_SnapshotEntry,
+    "SnapshotStatus": _d_SnapshotStatus,
+    "SourceCall": _d_SourceCall,
+    "SourceOutcome": _d_SourceOutcome,
+    "SourceRequest": _d_SourceRequest,
+    "StageSummary": _d_StageSummary,
+    "Step": _d_Step,
+    "Strategy": _d_Strategy,
+    "SummariesRequest": _d_SummariesRequest,
+    "SummaryRequest": _d_SummaryRequest,
+    "Tokenizer": _d_Tokenizer,
+    "TrustTier": _d_TrustTier,
+    "Verdict": _d_Verdict,
+    "WorkflowStatus": _d_WorkflowStatus,
+}
+
+_SCHEMA = {
+    "AgentContext": ("record", AgentContext, [("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("user_id", "user-id", ['option', 'string']), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string'])]),
+    "Tokenizer": ("variant", Tokenizer, {"o200k-base": None, "cl100k-base": None, "chars-per-token": 'u32'}),
+    "Layer": ("enum", Layer),
+    "Section": ("enum", Section),
+    "TrustTier": ("enum", TrustTier),
+    "Provenance": ("record", Provenance, [("source_kind", "source-kind", 'string'), ("reference", "reference", 'string'), ("source_version", "source-version", ['option', 'string']), ("index_revision", "index-revision", ['option', 'string'])]),
+    "Role": ("enum", Role),
+    "ConversationTurn": ("record", ConversationTurn, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string'])]),
+    "WorkflowStatus": ("record", WorkflowStatus, [("status", "status", 'string'), ("stage_id", "stage-id", ['option', 'string'])]),
+    "StageSummary": ("record", StageSummary, [("stage_id", "stage-id", 'string'), ("outcome", "outcome", 'string'), ("summary", "summary", 'string')]),
+    "Candidate": ("record", Candidate, [("id", "id", 'string'), ("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("sequence", "sequence", ['option', 'u64']), ("scope", "scope", ['option', 'string']), ("token_count", "token-count", ['option', 'u32'])]),
+    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", 'u32'), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
+    "PackEntry": ("record", PackEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("role", "role", ['ref', 'Role']), ("text", "text", 'string'), ("tokens", "tokens", 'u32'), ("provenance", "provenance", ['ref', 'Provenance']), ("trust", "trust", ['ref', 'TrustTier'])]),
+    "Strategy": ("enum", Strategy),
+    "CompressionMetadata": ("record", CompressionMetadata, [("applied_strategies", "applied-strategies", ['list', ['ref', 'Strategy']]), ("truncated_layers", "truncated-layers", ['list', ['ref', 'Layer']]), ("entries_dropped", "entries-dropped", 'u32')]),
+    "Reason": ("variant", Reason, {"mandatory": None, "within-budget": None, "keep-last": 'u32', "over-budget": ['ref', 'Shortfall'], "evicted-oldest": None, "tool-pair": 'string', "orphan-tool-result": None, "duplicate-of": 'string', "policy-denied": 'string', "out-of-scope": None, "no-provenance": None, "section-not-allowed": None, "summarized": 'string', "step-cut": 'u32', "beyond-limit": 'u32', "assembly-failed": None, "unreviewed": None}),
+    "Shortfall": ("record", Shortfall, [("needed", "needed", 'u64'), ("remaining", "remaining", 'u64')]),
+    "SnapshotStatus": ("enum", SnapshotStatus),
+    "SnapshotEntry": ("record", SnapshotEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("origin", "origin", ['ref', 'Origin']), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("tokens", "tokens", 'u32'), ("counted", "counted", ['ref', 'Counted']), ("included", "included", 'bool'), ("reason", "reason", ['ref', 'Reason']), ("compressed", "compressed", 'bool'), ("redacted", "redacted", 'bool'), ("run", "run", ['option', ['ref', 'EntryRun']])]),
+    "EntryRun": ("record", EntryRun, [("last_id", "last-id", 'string'), ("count", "count", 'u32')]),
+    "Counted": ("enum", Counted),
+    "Origin": ("enum", Origin),
+    "SummaryRequest": ("record", SummaryRequest, [("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("target_tokens", "target-tokens", 'u32')]),
+    "SourceCall": ("record", SourceCall, [("capability", "capability", 'string'), ("outcome", "outcome", ['ref', 'SourceOutcome'])]),
+    "SourceOutcome": ("variant", SourceOutcome, {"answered": 'u32', "failed": 'string', "skipped": 'string'}),
+    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
+    "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
+    "Message": ("record", Message, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string'])]),
+    "ContextAssembled": ("record", ContextAssembled, [("context_snapshot_id", "context-snapshot-id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("tokens_used", "tokens-used", 'u32'), ("token_budget", "token-budget", 'u32')]),
+    "Metrics": ("record", Metrics, [("tokens_per_section", "tokens-per-section", ['list', ['ref', 'SectionTokens']]), ("dropped_by_reason", "dropped-by-reason", ['list', ['ref', 'ReasonCount']])]),
+    "SectionTokens": ("record", SectionTokens, [("section", "section", ['ref', 'Section']), ("tokens", "tokens", 'u32')]),
+    "ReasonCount": ("record", ReasonCount, [("reason", "reason", 'string'), ("count", "count", 'u32')]),
+    "ChangeKind": ("enum", ChangeKind),
+    "EntryState": ("record", EntryState, [("section", "section", ['ref', 'Section']), ("included", "included", 'bool'), ("reason", "reason", ['ref', 'Reason']), ("tokens", "tokens", 'u32'), ("position", "position", ['option', 'u32'])]),
+    "Change": ("record", Change, [("id", "id", 'string'), ("origin", "origin", ['ref', 'Origin']), ("kind", "kind", ['ref', 'ChangeKind']), ("before", "before", ['option', ['ref', 'EntryState']]), ("after", "after", ['option', ['ref', 'EntryState']])]),
+    "SnapshotDiff": ("record", SnapshotDiff, [("before_id", "before-id", 'string'), ("after_id", "after-id", 'string'), ("status_before", "status-before", ['list', ['ref', 'SnapshotStatus']]), ("status_after", "status-after", ['list', ['ref', 'SnapshotStatus']]), ("tokens_before", "tokens-before", 'u32'), ("tokens_after", "tokens-after", 'u32'), ("changes", "changes", ['list', ['ref', 'Change']]), ("unchanged", "unchanged", 'u32')]),
+    "CtxpackError": ("variant", CtxpackError, {"invalid-field": ['ref', 'FieldError'], "mandatory-over-budget": ['ref', 'MandatoryShortfall'], "tokenizer-unavailable": 'string', "host-failed": ['ref', 'HostError'], "step-mismatch": 'string'}),
+    "AssemblyFailure": ("record", AssemblyFailure, [("error", "error", ['ref', 'CtxpackError']), ("snapshot", "snapshot", ['option', ['ref', 'Snapshot']])]),
+    "FieldError": ("record", FieldError, [("field", "field", 'string'), ("message", "message", 'string')]),
+    "MandatoryShortfall": ("record", MandatoryShortfall, [("mandatory_tokens", "mandatory-tokens", 'u64'), ("budget", "budget", 'u32')]),
+    "HostError": ("record", HostError, [("capability", "capability", 'string'), ("message", "message", 'string')]),
+    "BuilderConfig": ("record", BuilderConfig, [("preload", "preload", ['list', ['ref', 'Tokenizer']]), ("profile", "profile", ['ref', 'Profile']), ("near_duplicate_threshold", "near-duplicate-threshold", 'f64'), ("ranking", "ranking", ['ref', 'Ranking']), ("plan", "plan", ['ref', 'Plan']), ("count_cache_entries", "count-cache-entries", 'u32')]),
+    "Plan": ("record", Plan, [("default_budget", "default-budget", 'u32'), ("model_window", "model-window", ['option', 'u32']), ("safety_margin", "safety-margin", 'f64'), ("shares", "shares", ['list', ['ref', 'SectionShare']]), ("compress", "compress", 'bool'), ("min_summary_tokens", "min-summary-tokens", 'u32'), ("cut_step", "cut-step", 'u32')]),
+    "SectionShare": ("record", SectionShare, [("section", "section", ['ref', 'Section']), ("share", "share", 'f64')]),
+    "Ranking": ("record", Ranking, [("trust_system", "trust-system", 'f64'), ("trust_trusted", "trust-trusted", 'f64'), ("trust_unverified", "trust-unverified", 'f64'), ("trust_untrusted", "trust-untrusted", 'f64'), ("recency", "recency", 'f64')]),
+    "Profile": ("variant", Profile, {"passthrough": None, "rag": ['ref', 'RagSettings'], "rag-memory": ['ref', 'RagMemorySettings'], "full": ['ref', 'FullSettings']}),
+    "FullSettings": ("record", FullSettings, [("retrieve_limit", "retrieve-limit", 'u32'), ("graph_depth", "graph-depth", 'u32'), ("memory_limit", "memory-limit", 'u32'), ("repository_state", "repository-state", 'bool')]),
+    "RagSettings": ("record", RagSettings, [("retrieve_limit", "retrieve-limit", 'u32')]),
+    "RagMemorySettings": ("record", RagMemorySettings, [("retrieve_limit", "retrieve-limit", 'u32'), ("memory_limit", "memory-limit", 'u32')]),
+    "RequestContext": ("record", RequestContext, [("user_query", "user-query", 'string'), ("conversation_history", "conversation-history", ['list', ['ref', 'ConversationTurn']]), ("retrieved_context", "retrieved-context", ['list', ['ref', 'PackEntry']]), ("memory_items", "memory-items", ['list', ['ref', 'PackEntry']]), ("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("user_id", "user-id", ['option', 'string'])]),
+    "ConfigFormat": ("enum", ConfigFormat),
+    "RuleScore": ("record", RuleScore, [("rule", "rule", 'string'), ("weight", "weight", 'f64'), ("matched", "matched", ['option', 'string'])]),
+    "RouteScore": ("record", RouteScore, [("route", "route", 'string'), ("score", "score", 'f64'), ("rules", "rules", ['list', ['ref', 'RuleScore']])]),
+    "Entity": ("record", Entity, [("name", "name", 'string'), ("value", "value", 'string')]),
+    "RoutingDecision": ("record", RoutingDecision, [("route", "route", ['option', 'string']), ("skill", "skill", ['option', 'string']), ("confidence", "confidence", 'f64'), ("threshold", "threshold", 'f64'), ("low_confidence", "low-confidence", 'bool'), ("reference_cue", "reference-cue", ['option', 'string']), ("matched_entities", "matched-entities", ['list', ['ref', 'Entity']]), ("scores", "scores", ['list', ['ref', 'RouteScore']])]),
+    "SkillDispatch": ("record", SkillDispatch, [("route", "route", 'string'), ("skill", "skill", 'string'), ("matched_entities", "matched-entities", ['list', ['ref', 'Entity']]), ("context", "context", ['ref', 'RequestContext'])]),
+    "FallbackDispatch": ("record", FallbackDispatch, [("context", "context", ['ref', 'RequestContext']), ("pack", "pack", ['ref', 'ContextPack'])]),
+    "Dispatch": ("variant", Dispatch, {"skill": ['ref', 'SkillDispatch'], "fallback": ['ref', 'FallbackDispatch']}),
+    "Handling": ("record", Handling, [("decision", "decision", ['ref', 'RoutingDecision']), ("dispatch", "dispatch", ['ref', 'Dispatch'])]),
+    "Verdict": ("variant", Verdict, {"allow": None, "redact": 'string', "deny": 'string'}),
+    "RetrieveRequest": ("record", RetrieveRequest, [("query", "query", 'string'), ("limit", "limit", 'u32')]),
+    "ExpandGraphRequest": ("record", ExpandGraphRequest, [("item_ids", "item-ids", ['list', 'string']), ("depth", "depth", 'u32')]),
+    "RecallMemoryRequest": ("record", RecallMemoryRequest, [("user_id", "user-id", 'string'), ("query", "query", 'string'), ("limit", "limit", 'u32')]),
+    "SourceRequest": ("variant", SourceRequest, {"retrieve": ['ref', 'RetrieveRequest'], "expand-graph": ['ref', 'ExpandGraphRequest'], "recall-memory": ['ref', 'RecallMemoryRequest'], "repository-state": None}),
+    "SummariesRequest": ("record", SummariesRequest, [("requests", "requests", ['list', ['ref', 'SummaryRequest']]), ("tokenizer", "tokenizer", ['ref', 'Tokenizer'])]),
+    "Step": ("variant", Step, {"sources": ['list', ['ref', 'SourceRequest']], "review": ['list', ['ref', 'Candidate']], "summaries": ['ref', 'SummariesRequest'], "done": ['ref', 'Result<contextPack, assemblyFailure>']}),
+}

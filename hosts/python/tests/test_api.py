@@ -1,0 +1,186 @@
+"""The package as a user meets it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ctxpack_wasm as cp
+from scenario_host import ScenarioHost
+
+ROOT = Path(__file__).resolve().parents[3]
+RAG = {"profile": {"rag": {"retrieve-limit": 10}}}
+
+
+def request(**overrides):
+    fields = dict(
+        context=cp.AgentContext(trace_id="t-1", session_id="s-1"),
+        query="How long do refunds take?",
+        tokenizer="o200k-base",
+        entry_overhead=0,
+        system_prompt="Answer from the documents.",
+        keep_last=4,
+    )
+    fields.update(overrides)
+    return cp.AssembleRequest(**fields)
+
+
+def doc(i: int, text: str = "Refunds take five business days.") -> cp.Candidate:
+    return cp.Candidate(
+        id=f"kb-{i}", section=cp.Section.RELEVANT_KNOWLEDGE, text=text, trust="trusted",
+        provenance=cp.Provenance(source_kind="kb", reference=f"kb-{i}"), score=1.0 / (i + 1),
+    )
+
+
+class Docs:
+    def retrieve(self, context, query, limit):
+        return [doc(i, f"Refund rule {i}: five business days.") for i in range(3)]
+
+
+def test_a_pack_with_typed_fields():
+    pack = cp.Builder(RAG).assemble(request(), sources=Docs())
+    assert isinstance(pack, cp.ContextPack)
+    assert pack.budget_used <= pack.budget_limit
+    assert "[source: kb-0]" in pack.text
+    assert pack.snapshot.status == [cp.SnapshotStatus.COMPLETE]
+    reasons = {e.id: e.reason for e in pack.snapshot.entries}
+    assert reasons["kb-0"] == cp.Reason.within_budget()
+
+
+def test_a_callback_that_raises_degrades_its_source_and_the_instance_goes_on():
+    class Broken:
+        def retrieve(self, context, query, limit):
+            raise ConnectionError("index unreachable")
+
+    builder = cp.Builder(RAG)
+    pack = builder.assemble(request(), sources=Broken())
+    assert pack.snapshot.status == [cp.SnapshotStatus.DEGRADED]
+    (call,) = pack.snapshot.source_calls
+    assert call.outcome == cp.SourceOutcome("failed", "ConnectionError: index unreachable")
+    # The same instance serves the next assembly.
+    assert "kb-0" in builder.assemble(request(), sources=Docs()).text
+
+
+def test_a_policy_that_raises_fails_the_assembly_with_its_snapshot():
+    def policy(context, items):
+        raise RuntimeError("policy engine down")
+
+    with pytest.raises(cp.AssemblyFailed) as failed:
+        cp.Builder(RAG).assemble(request(), sources=Docs(), policy=policy)
+    assert failed.value.error.tag == "host-failed"
+    assert failed.value.snapshot is not None
+    assert failed.value.snapshot.status == [cp.SnapshotStatus.FAILED]
+
+
+def test_a_denial_and_a_redaction():
+    def policy(context, items):
+        return [cp.Verdict.deny("secret") if c.id == "kb-1" else
+                ("redact", "[redacted]") if c.id == "kb-2" else "allow" for c in items]
+
+    pack = cp.Builder(RAG).assemble(request(), sources=Docs(), policy=policy)
+    assert "kb-1" not in pack.text and "[redacted]" in pack.text
+
+
+def test_bad_input_names_the_field():
+    with pytest.raises(TypeError, match=r"`request.conversation\[0\].role`"):
+        cp.Builder().assemble(request(conversation=[{"role": "robot", "content": "hi"}]))
+    with pytest.raises(cp.CtxpackError, match=r"config.plan.cut-step"):
+        cp.Builder({"plan": {"cut-step": 0}})
+    # A field the core requires, left out, is refused naming it: no
+    # silent default.
+    r = request()
+    r.keep_last = cp.UNSET
+    with pytest.raises(cp.AssemblyFailed, match="keep-last"):
+        cp.Builder().assemble(r)
+
+
+def test_a_bad_candidate_from_a_source_is_that_sources_failure():
+    class Wrong:
+        def retrieve(self, context, query, limit):
+            return [{"id": "x", "section": "nowhere", "text": "t", "trust": "trusted"}]
+
+    with pytest.raises(cp.CtxpackError, match=r"answer\[0\]\.ok\[0\]\.section"):
+        cp.Builder(RAG).assemble(request(), sources=Wrong())
+
+
+async def test_async_callbacks_run_concurrently_and_give_the_rust_hosts_snapshot():
+    scenario = json.loads((ROOT / "tests/scenarios/full-sources.json").read_text())
+    expected = json.loads((ROOT / "tests/expected/full-sources.json").read_text())
+    host = ScenarioHost(scenario["host"])
+    running, most = 0, 0
+
+    class Slow:
+        async def retrieve(self, context, query, limit):
+            nonlocal running, most
+            running += 1
+            most = max(most, running)
+            await asyncio.sleep(0.01)
+            running -= 1
+            return host.retrieve(context, query, limit)
+
+        async def recall_memory(self, context, user_id, query, limit):
+            nonlocal running, most
+            running += 1
+            most = max(most, running)
+            await asyncio.sleep(0.01)
+            running -= 1
+            return host.recall_memory(context, user_id, query, limit)
+
+        def repository_state(self, context):
+            return host.repository_state(context)
+
+        def expand_graph(self, context, item_ids, depth):
+            return host.expand_graph(context, item_ids, depth)
+
+    pack = await cp.Builder(scenario.get("config")).assemble_async(
+        scenario["request"], sources=Slow(), policy=host, summarizer=host)
+    assert pack.snapshot.id == expected["reply"]["pack"]["snapshot"]["id"]
+    assert most == 2  # retrieval and memory were awaited together
+
+
+def test_an_async_callback_in_the_sync_api_is_refused_not_ignored():
+    class Async:
+        async def retrieve(self, context, query, limit):
+            return []
+
+    pack = cp.Builder(RAG).assemble(request(), sources=Async())
+    (call,) = pack.snapshot.source_calls
+    assert "assemble_async" in call.outcome.value
+
+
+def test_routing_and_handling():
+    router = cp.Router((ROOT / "host-example/routes/assistant.yaml").read_text())
+    decision = router.route("Will it rain in Porto tomorrow?")
+    assert decision.route is not None
+    handling = cp.Builder(RAG).handle(router, request(query="Will it rain in Porto tomorrow?"))
+    assert handling.dispatch.tag == "skill"
+
+
+def test_a_snapshot_diff():
+    builder = cp.Builder(RAG)
+    before = builder.assemble(request(), sources=Docs()).snapshot
+    after = builder.assemble(request(budget=40), sources=Docs()).snapshot
+    diff = cp.diff_snapshots(before, after)
+    assert diff.changes, "a smaller budget changes what is kept"
+
+
+def test_the_compiled_component_is_cached(tmp_path):
+    code = "import ctxpack_wasm as c; c.Builder()"
+    env = dict(os.environ, CTXPACK_WASM_CACHE=str(tmp_path))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    (artifact,) = tmp_path.glob("*.cwasm")
+    stamp = artifact.stat().st_mtime_ns
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    assert artifact.stat().st_mtime_ns == stamp  # read, not rewritten
+
+
+def test_the_generated_types_are_those_of_the_wit():
+    gen = Path(__file__).resolve().parents[1] / "tools" / "gen_types.py"
+    assert subprocess.run([sys.executable, str(gen), "--check"]).returncode == 0, \
+        "the WIT changed: run hosts/python/tools/gen_types.py"

@@ -1,0 +1,92 @@
+"""The scenario corpus through the Python package: every outcome is the
+expected file's, byte for byte once the file's indentation is taken out
+(the text the component wrote, compared as text), and reads back into the
+package's classes without losing anything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ctxpack_wasm as cp
+from ctxpack_wasm._codec import as_json, decode
+from scenario_host import ScenarioHost
+
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.json"))
+
+
+def minify(text: str) -> str:
+    """JSON text without the whitespace between its tokens."""
+    out, in_string, escaped = [], False, False
+    for c in text:
+        if in_string:
+            out.append(c)
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c not in " \t\r\n":
+            in_string = c == '"'
+            out.append(c)
+    return "".join(out)
+
+
+def compact(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def refused(error: cp.CtxpackError) -> str:
+    return compact({"failed": {"error": error.error.to_json(), "snapshot": None}})
+
+
+def run(path: Path) -> tuple[str, dict]:
+    scenario = json.loads(path.read_text())
+    host = ScenarioHost(scenario.get("host", {}))
+    try:
+        builder = cp.Builder(scenario.get("config"))
+        router = None
+        spec = scenario.get("router")
+        if spec is not None:
+            ((kind, value),) = spec.items()
+            if kind == "file":
+                text = (path.parent / value).read_text()
+                kind = "json" if value.endswith(".json") else "yaml"
+            else:
+                text = value
+            router = cp.Router(text, kind, instance=builder._inst)
+        text = builder.assemble_json(
+            scenario["request"], router=router, sources=host, policy=host, summarizer=host
+        )
+    except cp.CtxpackError as e:
+        text = refused(e)
+    return text, dict(sorted(host.calls.items()))
+
+
+def without_nulls(value):
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
+def test_the_corpus_is_here():
+    assert len(SCENARIOS) == len(list((ROOT / "tests" / "expected").glob("*.json"))) >= 39
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_scenario_matches_expected(path: Path):
+    text, calls = run(path)
+    expected = minify((ROOT / "tests" / "expected" / path.name).read_text())
+    assert f'{{"reply":{text},"host-calls":{compact(calls)}}}' == expected
+
+    # The typed reading keeps every value.
+    ((kind, body),) = json.loads(text).items()
+    ty = {"pack": "ContextPack", "handled": "Handling", "failed": "AssemblyFailure"}[kind]
+    typed = decode(body, ["ref", ty])
+    assert without_nulls(as_json(typed)) == without_nulls(body)
