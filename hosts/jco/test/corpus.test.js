@@ -1,0 +1,86 @@
+// The scenario corpus through the component under jco, driven with JSON:
+// every outcome is its expected file, byte for byte once the file's
+// indentation is taken out.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { instance, drive, unwrap, CtxpackError } from '../host.js';
+import { ScenarioHost } from './scenario-host.js';
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const names = readdirSync(path.join(root, 'tests/scenarios')).filter((n) => n.endsWith('.json')).sort();
+
+/** JSON text without the whitespace between its tokens. */
+export function minify(text) {
+  let out = '';
+  let inString = false;
+  let escaped = false;
+  for (const c of text) {
+    if (inString) {
+      out += c;
+      if (escaped) escaped = false;
+      else if (c === '\\') escaped = true;
+      else if (c === '"') inString = false;
+    } else if (!' \t\r\n'.includes(c)) {
+      inString = c === '"';
+      out += c;
+    }
+  }
+  return out;
+}
+
+// jco lifts a ctxpack-error with camelCase fields; the expected files
+// spell the WIT's names.
+const kebab = (v) => (Array.isArray(v) ? v.map(kebab)
+  : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`), kebab(x)]))
+    : v);
+
+function errorJson(e) {
+  const { tag, val } = e.error;
+  return val === undefined ? JSON.stringify(tag) : JSON.stringify({ [tag]: kebab(val) });
+}
+
+async function run(name) {
+  const file = path.join(root, 'tests/scenarios', name);
+  const scenario = JSON.parse(readFileSync(file, 'utf8'));
+  const host = new ScenarioHost(scenario.host);
+  const { json, builder } = await instance();
+  let text;
+  try {
+    const b = unwrap(() => json.JsonBuilder.create(JSON.stringify(scenario.config ?? {})));
+    const request = JSON.stringify(scenario.request);
+    let assembly;
+    if (scenario.router) {
+      let [kind, value] = Object.entries(scenario.router)[0];
+      if (kind === 'file') {
+        kind = value.endsWith('.json') ? 'json' : 'yaml';
+        value = readFileSync(path.join(path.dirname(file), value), 'utf8');
+      }
+      const router = unwrap(() => builder.Router.create(value, kind));
+      assembly = b.handle(router, request);
+    } else {
+      assembly = b.start(request);
+    }
+    text = await drive(assembly, host, scenario.request.context);
+  } catch (e) {
+    if (!(e instanceof CtxpackError)) throw e;
+    text = `{"failed":{"error":${errorJson(e)},"snapshot":null}}`;
+  }
+  const calls = Object.fromEntries(Object.entries(host.calls).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return `{"reply":${text},"host-calls":${JSON.stringify(calls)}}`;
+}
+
+test('the corpus is all here', () => {
+  const expected = readdirSync(path.join(root, 'tests/expected')).filter((n) => n.endsWith('.json'));
+  assert.equal(names.length, expected.length);
+  assert.ok(names.length >= 40);
+});
+
+for (const name of names) {
+  test(name, async () => {
+    const expected = minify(readFileSync(path.join(root, 'tests/expected', name), 'utf8'));
+    assert.equal(await run(name), expected);
+  });
+}
