@@ -6,14 +6,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { instance, unwrap, drive } from './host.js';
+import { camel, typedRequest, typedConfig } from './typed.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const [dataDir, figuresPath] = process.argv.slice(2);
 const rust = figuresPath ? JSON.parse(readFileSync(figuresPath, 'utf8')) : {};
-
-const camel = (v) => (Array.isArray(v) ? v.map(camel)
-  : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase()), camel(x)]))
-    : v);
 
 async function median(runs, f) {
   await f();
@@ -27,17 +24,6 @@ async function median(runs, f) {
   return times[Math.floor(times.length / 2)];
 }
 
-function typedRequest(request) {
-  const r = camel(request);
-  r.tokenizer = typeof request.tokenizer === 'string' ? { tag: request.tokenizer }
-    : { tag: 'chars-per-token', val: request.tokenizer['chars-per-token'] };
-  r.instructions ??= [];
-  r.conversation ??= [];
-  r.stageSummaries ??= [];
-  r.context.scopes ??= [];
-  return r;
-}
-
 const out = {};
 
 // seed-002, typed and JSON.
@@ -48,16 +34,7 @@ const out = {};
   const text = JSON.stringify(s.request);
   const jsonMs = await median(2000, () => drive(b.start(text), {}, s.request.context).then(JSON.parse));
   const { builder } = await instance();
-  const shares = [['mandatory-instructions', 0.1], ['current-task', 0.1], ['conversation-state', 0.1],
-    ['repository-state', 0.2], ['relevant-knowledge', 0.25], ['graph-neighbours', 0.1],
-    ['episodic-memory', 0.05], ['current-diff', 0.05], ['tool-results', 0.05]];
-  const tb = unwrap(() => builder.ContextBuilder.create({
-    preload: [], profile: { tag: 'passthrough' }, nearDuplicateThreshold: 0.8,
-    ranking: { trustSystem: 0, trustTrusted: 0, trustUnverified: 0, trustUntrusted: 0, recency: 0 },
-    plan: { defaultBudget: 24000, safetyMargin: 0.1, compress: true, minSummaryTokens: 32, cutStep: 1,
-      shares: shares.map(([section, share]) => ({ section, share })) },
-    countCacheEntries: 100000,
-  }));
+  const tb = unwrap(() => builder.ContextBuilder.create(typedConfig({ tag: 'passthrough' })));
   const req = typedRequest(s.request);
   const typedMs = await median(2000, () => tb.assemble(req));
   out['seed-002'] = {

@@ -7,42 +7,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { instance, unwrap, drive, CtxpackError } from '../host.js';
+import { camel, typedRequest, typedConfig as config } from '../typed.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const read = (p) => JSON.parse(readFileSync(path.join(root, p), 'utf8'));
-
-// Every field of a typed builder-config is required: the defaults
-// (crates/ctxpack-core/src/defaults.rs) written out.
-const shares = [['mandatory-instructions', 0.1], ['current-task', 0.1], ['conversation-state', 0.1],
-  ['repository-state', 0.2], ['relevant-knowledge', 0.25], ['graph-neighbours', 0.1],
-  ['episodic-memory', 0.05], ['current-diff', 0.05], ['tool-results', 0.05]];
-const config = (profile) => ({
-  preload: [],
-  profile,
-  nearDuplicateThreshold: 0.8,
-  ranking: { trustSystem: 0, trustTrusted: 0, trustUnverified: 0, trustUntrusted: 0, recency: 0 },
-  plan: {
-    defaultBudget: 24000, safetyMargin: 0.1, compress: true, minSummaryTokens: 32, cutStep: 1,
-    shares: shares.map(([section, share]) => ({ section, share })),
-  },
-  countCacheEntries: 100000,
-});
-
-const camel = (v) => (Array.isArray(v) ? v.map(camel)
-  : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase()), camel(x)]))
-    : v);
-
-/** A scenario's request as jco's typed value: camelCase, the tokenizer a variant. */
-function typedRequest(request) {
-  const r = camel(request);
-  r.tokenizer = typeof request.tokenizer === 'string' ? { tag: request.tokenizer }
-    : { tag: 'chars-per-token', val: request.tokenizer['chars-per-token'] };
-  r.instructions ??= [];
-  r.conversation ??= [];
-  r.stageSummaries ??= [];
-  r.context.scopes ??= [];
-  return r;
-}
 
 const expectedId = (name) => read(`tests/expected/${name}.json`).reply.pack.snapshot.id;
 
