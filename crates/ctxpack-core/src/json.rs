@@ -57,16 +57,62 @@ pub fn builder(config: &str) -> Result<Builder, Error> {
     Builder::new(parse::<BuilderConfig>(config, "config")?)
 }
 
-/// How an assembly ends, as JSON: the shape of a scenario's `reply`.
+/// How an assembly or a handling ends: the `done` step's payload, and a
+/// scenario's `reply`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum Reply {
     /// The pack (an assembly).
     Pack(Box<ContextPack>),
     /// The routing decision and its dispatch (a handling).
     Handled(Box<Handling>),
     /// Why there is neither, with the failed snapshot if it had begun.
     Failed(Failure),
+}
+
+impl Reply {
+    /// A refusal without a snapshot (an invalid configuration).
+    pub fn refused(error: Error) -> Self {
+        Reply::Failed(error.into())
+    }
+
+    /// The pack it carries, as an assembly or a fallback dispatch gave it.
+    pub fn pack(&self) -> Option<&ContextPack> {
+        match self {
+            Reply::Pack(p) => Some(p),
+            Reply::Handled(h) => match &h.dispatch {
+                crate::Dispatch::Fallback(f) => Some(&f.pack),
+                crate::Dispatch::Skill(_) => None,
+            },
+            Reply::Failed(_) => None,
+        }
+    }
+
+    /// The snapshot it carries: a pack's, or a failed one.
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        match self {
+            Reply::Failed(f) => f.snapshot.as_deref(),
+            other => other.pack().map(|p| &p.snapshot),
+        }
+    }
+}
+
+impl From<Result<ContextPack, Failure>> for Reply {
+    fn from(r: Result<ContextPack, Failure>) -> Self {
+        match r {
+            Ok(p) => Reply::Pack(Box::new(p)),
+            Err(f) => Reply::Failed(f),
+        }
+    }
+}
+
+impl From<Result<Handling, Failure>> for Reply {
+    fn from(r: Result<Handling, Failure>) -> Self {
+        match r {
+            Ok(h) => Reply::Handled(Box::new(h)),
+            Err(f) => Reply::Failed(f),
+        }
+    }
 }
 
 /// One step as JSON (see the module docs).
@@ -79,7 +125,7 @@ enum Step<'a> {
         requests: &'a [crate::SummaryRequest],
         tokenizer: crate::Tokenizer,
     },
-    Done(&'a Outcome),
+    Done(&'a Reply),
 }
 
 /// A host's answer to one call, as JSON.
@@ -113,7 +159,7 @@ enum State {
         handling: Option<Box<(RoutingDecision, AssembleRequest)>>,
     },
     /// Over before it began, or just over: the outcome, until given.
-    Over(Option<Outcome>),
+    Over(Option<Reply>),
 }
 
 impl JsonAssembly {
@@ -129,7 +175,7 @@ impl JsonAssembly {
                 assembly: Box::new(Builder::start_owned(builder, request)),
                 handling: None,
             },
-            Err(e) => State::Over(Some(Outcome::Failed(e.into()))),
+            Err(e) => State::Over(Some(Reply::Failed(e.into()))),
         };
         JsonAssembly { state }
     }
@@ -144,10 +190,10 @@ impl JsonAssembly {
     {
         let request = match parse::<AssembleRequest>(request, "request") {
             Ok(request) => request,
-            Err(e) => return Self::over(Outcome::Failed(e.into())),
+            Err(e) => return Self::over(Reply::Failed(e.into())),
         };
         match handle::route(router, &request) {
-            Routed::Skill(handling) => Self::over(Outcome::Handled(Box::new(handling))),
+            Routed::Skill(handling) => Self::over(Reply::Handled(Box::new(handling))),
             Routed::Builder(decision) => JsonAssembly {
                 state: State::Running {
                     assembly: Box::new(Builder::start_owned(builder, request.clone())),
@@ -157,7 +203,7 @@ impl JsonAssembly {
         }
     }
 
-    fn over(outcome: Outcome) -> Self {
+    fn over(outcome: Reply) -> Self {
         JsonAssembly {
             state: State::Over(Some(outcome)),
         }
@@ -189,11 +235,11 @@ impl JsonAssembly {
                 }),
                 Next::Done(outcome) => {
                     let outcome = match (outcome, handling.take()) {
-                        (Err(failure), _) => Outcome::Failed(failure),
-                        (Ok(pack), None) => Outcome::Pack(Box::new(pack)),
+                        (Err(failure), _) => Reply::Failed(failure),
+                        (Ok(pack), None) => Reply::Pack(Box::new(pack)),
                         (Ok(pack), Some(h)) => {
                             let (decision, request) = *h;
-                            Outcome::Handled(Box::new(handle::fallback(decision, &request, pack)))
+                            Reply::Handled(Box::new(handle::fallback(decision, &request, pack)))
                         }
                     };
                     self.state = State::Over(None);
@@ -236,17 +282,17 @@ impl JsonAssembly {
                 // Answered instead of taking the outcome: keep it for the
                 // step that follows the refusal.
                 let outcome = match outcome {
-                    Ok(pack) => Outcome::Pack(Box::new(pack)),
-                    Err(failure) => Outcome::Failed(failure),
+                    Ok(pack) => Reply::Pack(Box::new(pack)),
+                    Err(failure) => Reply::Failed(failure),
                 };
                 let handling = match &mut self.state {
                     State::Running { handling, .. } => handling.take(),
                     State::Over(_) => None,
                 };
                 self.state = State::Over(Some(match (outcome, handling) {
-                    (Outcome::Pack(pack), Some(h)) => {
+                    (Reply::Pack(pack), Some(h)) => {
                         let (decision, request) = *h;
-                        Outcome::Handled(Box::new(handle::fallback(decision, &request, *pack)))
+                        Reply::Handled(Box::new(handle::fallback(decision, &request, *pack)))
                     }
                     (outcome, _) => outcome,
                 }));
@@ -258,7 +304,7 @@ impl JsonAssembly {
     }
 }
 
-fn done(outcome: &Outcome) -> Result<String, Error> {
+fn done(outcome: &Reply) -> Result<String, Error> {
     to_json(&Step::Done(outcome))
 }
 

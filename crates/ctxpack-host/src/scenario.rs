@@ -2,9 +2,7 @@
 //! host's stores answer, in one JSON document.
 
 use crate::stores::HostAnswers;
-use ctxpack_core::{
-    AssembleRequest, BuilderConfig, ConfigFormat, ContextPack, Failure, Handling, SnapshotStatus,
-};
+use ctxpack_core::{AssembleRequest, BuilderConfig, ConfigFormat, SnapshotStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -234,62 +232,9 @@ pub struct Outcome {
     pub host_calls: BTreeMap<String, u32>,
 }
 
-/// A pack, a handling, or the core's refusal.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reply {
-    /// The assembled pack (`assemble`).
-    Pack(Box<ContextPack>),
-    /// The routing decision and dispatch (`handle`).
-    Handled(Box<Handling>),
-    /// Why it failed, with the failed snapshot if the assembly had begun.
-    Failed(Failure),
-}
-
-impl Reply {
-    /// A refusal without a snapshot (an invalid configuration).
-    pub fn refused(error: ctxpack_core::Error) -> Self {
-        Reply::Failed(error.into())
-    }
-
-    /// The pack it carries, as `assemble` or a fallback dispatch gave it.
-    pub fn pack(&self) -> Option<&ContextPack> {
-        match self {
-            Reply::Pack(p) => Some(p),
-            Reply::Handled(h) => match &h.dispatch {
-                ctxpack_core::Dispatch::Fallback(f) => Some(&f.pack),
-                ctxpack_core::Dispatch::Skill(_) => None,
-            },
-            Reply::Failed(_) => None,
-        }
-    }
-
-    /// The snapshot it carries: a pack's, or a failed one.
-    pub fn snapshot(&self) -> Option<&ctxpack_core::Snapshot> {
-        match self {
-            Reply::Failed(f) => f.snapshot.as_deref(),
-            other => other.pack().map(|p| &p.snapshot),
-        }
-    }
-}
-
-impl From<Result<ContextPack, Failure>> for Reply {
-    fn from(r: Result<ContextPack, Failure>) -> Self {
-        match r {
-            Ok(p) => Reply::Pack(Box::new(p)),
-            Err(f) => Reply::Failed(f),
-        }
-    }
-}
-
-impl From<Result<Handling, Failure>> for Reply {
-    fn from(r: Result<Handling, Failure>) -> Self {
-        match r {
-            Ok(h) => Reply::Handled(Box::new(h)),
-            Err(f) => Reply::Failed(f),
-        }
-    }
-}
+/// A pack, a handling, or the core's refusal: the shape the JSON steps
+/// end with.
+pub use ctxpack_core::json::Reply;
 
 /// Parses a scenario; an error names the offending field's path and the
 /// line and column.
