@@ -109,6 +109,17 @@ def test_a_bad_candidate_from_a_source_is_that_sources_failure():
         cp.Builder(RAG).assemble(request(), sources=Wrong())
 
 
+def test_a_candidate_of_the_wrong_type_fails_its_source_naming_the_field():
+    class Wrong:
+        def retrieve(self, context, query, limit):
+            return [doc(0), cp.Candidate(id=7, section="relevant-knowledge", text="t", trust="trusted")]
+
+    pack = cp.Builder(RAG).assemble(request(), sources=Wrong())
+    (call,) = pack.snapshot.source_calls
+    assert call.outcome.tag == "failed"
+    assert "`sources.retrieve[1].id`" in call.outcome.value
+
+
 async def test_async_callbacks_run_concurrently_and_give_the_rust_hosts_snapshot():
     scenario = json.loads((ROOT / "tests/scenarios/full-sources.json").read_text())
     expected = json.loads((ROOT / "tests/expected/full-sources.json").read_text())

@@ -90,3 +90,11 @@ def test_scenario_matches_expected(path: Path):
     ty = {"pack": "ContextPack", "handled": "Handling", "failed": "AssemblyFailure"}[kind]
     typed = decode(body, ["ref", ty])
     assert without_nulls(as_json(typed)) == without_nulls(body)
+    # The snapshot's entries are read when first looked at: each reads
+    # back as it came too.
+    snapshot = {"pack": lambda t: t.snapshot, "failed": lambda t: t.snapshot,
+                "handled": lambda t: t.dispatch.value.pack.snapshot if t.dispatch.tag == "fallback" else None}[kind](typed)
+    if snapshot is not None:
+        raw = snapshot.entries.raw()
+        assert [without_nulls(as_json(e)) for e in snapshot.entries] == without_nulls(raw)
+        assert all(isinstance(e, cp.SnapshotEntry) for e in snapshot.entries)

@@ -94,6 +94,11 @@ def q(doc: str, indent: str) -> str:
     return f'{indent}"""{doc}"""'
 
 
+# Lists whose items are made into classes when first looked at (they grow
+# with the candidates: a 10k-candidate pack's snapshot has 10k entries).
+LAZY = {("Snapshot", "entries")}
+
+
 def dec_expr(t, v: str) -> str:
     """A Python expression decoding JSON `v` of WIT type `t`."""
     if isinstance(t, str):
@@ -118,7 +123,7 @@ def generate() -> str:
         "from dataclasses import dataclass, field",
         "from typing import Any, List, Optional",
         "",
-        "from ._codec import UNSET, Variant, Record",
+        "from ._codec import UNSET, LazyList, Variant, Record",
         "",
     ]
     schema = []
@@ -165,7 +170,7 @@ def generate() -> str:
                         decoders.append(f"        return {cls}(tag, {dec_expr(t, 'v')})")
                 decoders.append(f"    return {cls}(tag, v)")
             else:
-                out.append("@dataclass(kw_only=True)")
+                out.append("@dataclass(kw_only=True, slots=True)")
                 out.append(f"class {cls}(Record):")
                 out.append(q(doc or cls, "    "))
                 fields = []
@@ -190,7 +195,10 @@ def generate() -> str:
                         get = f'(g("{m}") or [])'
                     else:
                         get = f'o["{m}"]'
-                    args.append(f"{snake(m)}={dec_expr(t, get)}")
+                    if (cls, m) in LAZY:
+                        args.append(f"{snake(m)}=LazyList({get}, _d_{t[1][1]})")
+                    else:
+                        args.append(f"{snake(m)}={dec_expr(t, get)}")
                 decoders.append(f"    return {cls}({', '.join(args)})")
             out.append("")
     out.append("")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from json.encoder import encode_basestring as _q  # C-accelerated; keeps non-ASCII
 from typing import Any, Callable, Generator, Iterable, Optional
 
 from . import _runtime
@@ -170,6 +171,42 @@ def _candidate(c: Any, path: str) -> Any:
     return encode(c, ["ref", "Candidate"], path)
 
 
+def _candidate_text(c: Candidate) -> str:
+    """A `Candidate` as JSON text, written directly: the 10k-candidate
+    answer is most of what crosses. A field of the wrong type raises
+    ``TypeError`` (that source's failure); a wrong value is refused by
+    the component, naming the field."""
+    out = ['{"id":', _q(c.id), ',"section":', _q(c.section), ',"text":', _q(c.text),
+           ',"trust":', _q(c.trust)]
+    p = c.provenance
+    if p is not None:
+        if type(p) is Provenance:
+            out.append(',"provenance":{"source-kind":%s,"reference":%s' % (_q(p.source_kind), _q(p.reference)))
+            if p.source_version is not None:
+                out.append(',"source-version":' + _q(p.source_version))
+            if p.index_revision is not None:
+                out.append(',"index-revision":' + _q(p.index_revision))
+            out.append("}")
+        else:
+            out.append(',"provenance":' + json.dumps(_provenance(p), ensure_ascii=False))
+    if c.score is not None:
+        out.append(',"score":' + _number(c.score))
+    if c.sequence is not None:
+        out.append(',"sequence":' + _number(c.sequence))
+    if c.scope is not None:
+        out.append(',"scope":' + _q(c.scope))
+    if c.token_count is not None:
+        out.append(',"token-count":' + _number(c.token_count))
+    out.append("}")
+    return "".join(out)
+
+
+def _number(v: Any) -> str:
+    if v.__class__ is bool or not isinstance(v, (int, float)):
+        raise TypeError(f"expected a number, got {type(v).__name__} {v!r}")
+    return float.__repr__(v) if v.__class__ is float else int.__repr__(v)
+
+
 def _verdict(v: Any, path: str) -> Any:
     if isinstance(v, tuple) and len(v) == 2:
         v = {v[0]: v[1]}
@@ -230,11 +267,21 @@ class _Host:
         return capability, lambda: method(ctx)
 
     @staticmethod
-    def candidates(capability: str, items: Any) -> dict:
+    def candidates(capability: str, items: Any) -> str:
+        """The answer's JSON text."""
         try:
-            return {"ok": [_candidate(c, f"{capability}[{i}]") for i, c in enumerate(items)]}
-        except TypeError as e:
-            return _failure(capability, e)
+            parts = [_candidate_text(c) if type(c) is Candidate
+                     else json.dumps(_candidate(c, f"{capability}[{i}]"), ensure_ascii=False)
+                     for i, c in enumerate(items)]
+        except (TypeError, AttributeError, ValueError) as e:
+            # Say which field: the checking encoder names it.
+            try:
+                for i, c in enumerate(items):
+                    encode(c, ["ref", "Candidate"], f"{capability}[{i}]")
+            except TypeError as named:
+                e = named
+            return json.dumps(_failure(capability, e), ensure_ascii=False)
+        return '{"ok":[' + ",".join(parts) + "]}"
 
     def review(self) -> Optional[Callable[[list], Any]]:
         p = self.policy
@@ -268,12 +315,12 @@ def _steps(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator[lis
             answers = []
             for (capability, thunk), (ok, value) in zip(calls, results):
                 if thunk is None:
-                    answers.append(_not_provided(capability))
+                    answers.append(json.dumps(_not_provided(capability)))
                 elif not ok:
-                    answers.append(_failure(capability, value))
+                    answers.append(json.dumps(_failure(capability, value), ensure_ascii=False))
                 else:
                     answers.append(_Host.candidates(capability, value))
-            answer = json.dumps(answers, ensure_ascii=False)
+            answer = "[" + ",".join(answers) + "]"
         elif kind == "review":
             review = host.review()
             if review is None:

@@ -11,7 +11,8 @@ a Python ``TypeError`` where it was made, not a refusal from inside.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Callable
 
 
 class _Unset:
@@ -37,6 +38,8 @@ UNSET: Any = _Unset()
 
 class Record:
     """A WIT record: a dataclass of its fields."""
+
+    __slots__ = ()
 
     def to_json(self) -> dict:
         """The record as the component's JSON (a dict)."""
@@ -78,6 +81,48 @@ class Variant:
 
 
 _TABLES: list = []
+
+
+class LazyList(Sequence):
+    """A list read from the component's JSON whose items are made into
+    classes when first looked at: a snapshot of a 10k-candidate pack has
+    10k entries, and most callers send the pack and store the snapshot's
+    JSON without reading them all. It compares equal to a list of the
+    same items; ``list(x)`` makes a plain list."""
+
+    __slots__ = ("_raw", "_decode", "_items")
+
+    def __init__(self, raw: list, decode: Callable[[Any], Any]) -> None:
+        self._raw = raw
+        self._decode = decode
+        self._items: list = [None] * len(raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._raw)))]
+        item = self._items[i]
+        if item is None:
+            item = self._items[i] = self._decode(self._raw[i])
+        return item
+
+    def __iter__(self):
+        for i in range(len(self._raw)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, LazyList)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def raw(self) -> list:
+        """The items as the component's JSON."""
+        return self._raw
 
 
 def _schema() -> dict:
@@ -122,6 +167,8 @@ def encode(value: Any, ty: Any, path: str) -> Any:
     if kind == "option":
         return None if value is None else encode(value, ty[1], path)
     if kind == "list":
+        if isinstance(value, LazyList) and not any(value._items):
+            return value.raw()  # as it came: nothing was looked at, nothing changed
         if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
             raise TypeError(f"`{path}`: expected a list, got {type(value).__name__}")
         return [encode(v, ty[1], f"{path}[{i}]") for i, v in enumerate(value)]
@@ -203,6 +250,8 @@ def as_json(value: Any) -> Any:
         return value.to_json()
     if isinstance(value, enum.Enum):
         return value.value
+    if isinstance(value, LazyList):
+        return value.raw()
     if isinstance(value, list):
         return [as_json(v) for v in value]
     return value

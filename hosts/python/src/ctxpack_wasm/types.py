@@ -7,10 +7,10 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
-from ._codec import UNSET, Variant, Record
+from ._codec import UNSET, LazyList, Variant, Record
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class AgentContext(Record):
     """Who and what an assembly is for. Every id is opaque to ctxpack; it only copies them into the pack and the snapshot, and uses `scopes` to decide which candidates an attempt may see."""
     session_id: Optional[str] = None
@@ -82,7 +82,7 @@ class TrustTier(str, enum.Enum):
     UNTRUSTED = "untrusted"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Provenance(Record):
     """Where a candidate came from. A candidate without provenance is never included."""
     source_kind: str = UNSET
@@ -103,7 +103,7 @@ class Role(str, enum.Enum):
     TOOL = "tool"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ConversationTurn(Record):
     """One turn of the conversation, oldest first in a request."""
     role: "Role" = UNSET
@@ -114,7 +114,7 @@ class ConversationTurn(Record):
     """On an assistant turn, the id of the tool call it makes; on a tool turn, the id of the call it answers. Turns that share an id are kept or dropped together."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class WorkflowStatus(Record):
     """The status of the workflow the request is part of."""
     status: str = UNSET
@@ -123,7 +123,7 @@ class WorkflowStatus(Record):
     """The current stage, if any ("none" is rendered otherwise)."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class StageSummary(Record):
     """The summary of one completed workflow stage, oldest first in a request."""
     stage_id: str = UNSET
@@ -134,7 +134,7 @@ class StageSummary(Record):
     """What the stage did."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Candidate(Record):
     """An item that may go into the context, as a host source returns it."""
     id: str = UNSET
@@ -157,7 +157,7 @@ class Candidate(Record):
     """The tokens of `text` in the request's tokenizer, if the host already has them: used as given, without recounting, while the text is rendered unchanged (a redacted text, or an untrusted one whose fence markers had to be defused, is counted). A wrong count makes the budget wrong by as much."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class AssembleRequest(Record):
     """What an application asks to be packed."""
     context: "AgentContext" = UNSET
@@ -186,7 +186,7 @@ class AssembleRequest(Record):
     """Summaries of completed stages, oldest first (L2)."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class PackEntry(Record):
     """One entry of an assembled pack."""
     id: str = UNSET
@@ -215,7 +215,7 @@ class Strategy(str, enum.Enum):
     EVICT_OLDEST = "evict-oldest"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class CompressionMetadata(Record):
     """What was done to fit the budget."""
     applied_strategies: List["Strategy"] = field(default_factory=list)
@@ -315,7 +315,7 @@ class Reason(Variant):
         return cls("unreviewed")
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Shortfall(Record):
     """The numbers behind an over-budget drop."""
     needed: int = UNSET
@@ -332,7 +332,7 @@ class SnapshotStatus(str, enum.Enum):
     FAILED = "failed"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class SnapshotEntry(Record):
     """The record of one candidate in a snapshot."""
     id: str = UNSET
@@ -365,7 +365,7 @@ class SnapshotEntry(Record):
     """Set when the entry stands for a run of the request's own candidates; its other fields are then the run's first member's."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class EntryRun(Record):
     """A run of consecutive conversation turns or stage summaries dropped for the same reason without being counted, recorded as one entry (a long history trimmed is thousands of turns never looked at). The entry's `id` is the first member's and `last-id` the last one's; the ids between are consecutive ("turn-12" … "turn-9911"). Every member has the entry's layer, section, origin and reason, is uncounted (`tokens` 0) and is not included; its provenance and trust follow from the request as the first's do ("conversation[i]", trust by role). For an over-budget run the shortfall is the first member's: every older one needs more. Metrics count every member; `diff-snapshots` compares members."""
     last_id: str = UNSET
@@ -391,7 +391,7 @@ class Origin(str, enum.Enum):
     SUMMARY = "summary"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class SummaryRequest(Record):
     """One text to summarise."""
     section: "Section" = UNSET
@@ -402,7 +402,7 @@ class SummaryRequest(Record):
     """Most tokens the summary may have."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class SourceCall(Record):
     """How one host source fared in an assembly."""
     capability: str = UNSET
@@ -430,7 +430,7 @@ class SourceOutcome(Variant):
         return cls("skipped", value)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Snapshot(Record):
     """The immutable record of one assembly: every candidate, once."""
     id: str = UNSET
@@ -477,7 +477,7 @@ class Snapshot(Record):
     """One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`)."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ContextPack(Record):
     """An assembled context."""
     id: str = UNSET
@@ -508,7 +508,7 @@ class ContextPack(Record):
     """Metrics of this assembly, for the host to record."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Message(Record):
     """One chat message."""
     role: "Role" = UNSET
@@ -519,7 +519,7 @@ class Message(Record):
     """The tool call a turn makes or answers."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ContextAssembled(Record):
     """The context-assembled event: what a host publishes once an assembly's snapshot is stored."""
     context_snapshot_id: str = UNSET
@@ -538,7 +538,7 @@ class ContextAssembled(Record):
     """The budget."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Metrics(Record):
     """Metrics of one assembly."""
     tokens_per_section: List["SectionTokens"] = field(default_factory=list)
@@ -547,7 +547,7 @@ class Metrics(Record):
     """Dropped candidates per reason, by the reason's name, sorted."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class SectionTokens(Record):
     """Tokens of one section."""
     section: "Section" = UNSET
@@ -556,7 +556,7 @@ class SectionTokens(Record):
     """Tokens."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ReasonCount(Record):
     """How many candidates were dropped for one reason."""
     reason: str = UNSET
@@ -576,7 +576,7 @@ class ChangeKind(str, enum.Enum):
     VANISHED_DROPPED = "vanished-dropped"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class EntryState(Record):
     """A candidate's state in one snapshot."""
     section: "Section" = UNSET
@@ -591,7 +591,7 @@ class EntryState(Record):
     """Its place among the included entries, from 0."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Change(Record):
     """One changed candidate."""
     id: str = UNSET
@@ -606,7 +606,7 @@ class Change(Record):
     """After, if it is a candidate now."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class SnapshotDiff(Record):
     """What changed between two snapshots, and why."""
     before_id: str = UNSET
@@ -656,7 +656,7 @@ class CtxpackError(Variant):
         return cls("step-mismatch", value)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class AssemblyFailure(Record):
     """An assembly that gave no pack: why, and — when it had begun (L0 over the budget, the policy failing) — its `failed` snapshot, with every candidate known by then, for the host to store. A request refused as invalid has no snapshot."""
     error: "CtxpackError" = UNSET
@@ -665,7 +665,7 @@ class AssemblyFailure(Record):
     """The failed snapshot, if the assembly had begun."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class FieldError(Record):
     """An invalid field."""
     field: str = UNSET
@@ -674,7 +674,7 @@ class FieldError(Record):
     """What is wrong with it."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class MandatoryShortfall(Record):
     """The numbers behind a mandatory-over-budget failure."""
     mandatory_tokens: int = UNSET
@@ -683,7 +683,7 @@ class MandatoryShortfall(Record):
     """The budget."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class HostError(Record):
     """How a host import failed."""
     capability: str = UNSET
@@ -692,7 +692,7 @@ class HostError(Record):
     """What the host said."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class BuilderConfig(Record):
     """What a builder is constructed from, once per instance."""
     preload: List["Tokenizer"] = field(default_factory=list)
@@ -709,7 +709,7 @@ class BuilderConfig(Record):
     """Most token counts the builder keeps between assemblies (keyed by a hash of the text and the tokenizer), so a conversation re-assembled every turn recounts only its new text; 0 keeps none."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Plan(Record):
     """The plan of an assembly: the budget, the model window, and how the budget is shared among sections. L0 is charged first and whole; each optional section then fills up to its share, and what sections leave unused flows to the others in priority order: conversation, repository state, relevant knowledge, graph neighbours, episodic memory, current diff, tool results, supporting context, stage summaries."""
     default_budget: int = UNSET
@@ -728,7 +728,7 @@ class Plan(Record):
     """The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class SectionShare(Record):
     """One section's share of the budget."""
     section: "Section" = UNSET
@@ -737,7 +737,7 @@ class SectionShare(Record):
     """Its share, in [0, 1]."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Ranking(Record):
     """Terms of the fused score besides reciprocal-rank fusion (which adds at most 1/61 per source, so weights of about 0.01 already reorder)."""
     trust_system: float = UNSET
@@ -776,7 +776,7 @@ class Profile(Variant):
         return cls("full", value)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class FullSettings(Record):
     """Settings of the `full` profile."""
     retrieve_limit: int = UNSET
@@ -789,14 +789,14 @@ class FullSettings(Record):
     """Whether to ask `sources.repository-state`."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RagSettings(Record):
     """Settings of the `rag` profile."""
     retrieve_limit: int = UNSET
     """Most candidates to ask `sources.retrieve` for."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RagMemorySettings(Record):
     """Settings of the `rag-memory` profile."""
     retrieve_limit: int = UNSET
@@ -805,7 +805,7 @@ class RagMemorySettings(Record):
     """Most memory items to ask `sources.recall-memory` for."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RequestContext(Record):
     """The context a skill receives after dispatch."""
     user_query: str = UNSET
@@ -830,7 +830,7 @@ class ConfigFormat(str, enum.Enum):
     JSON = "json"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RuleScore(Record):
     """How one rule fared on a query."""
     rule: str = UNSET
@@ -841,7 +841,7 @@ class RuleScore(Record):
     """What matched (normalised for keywords and phrases), if it matched."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RouteScore(Record):
     """How one route fared on a query."""
     route: str = UNSET
@@ -852,7 +852,7 @@ class RouteScore(Record):
     """Every rule, in config order."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Entity(Record):
     """A named capture of an entity pattern."""
     name: str = UNSET
@@ -861,7 +861,7 @@ class Entity(Record):
     """The captured text, as written in the query."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RoutingDecision(Record):
     """What the router decided, and why."""
     route: Optional[str] = None
@@ -882,7 +882,7 @@ class RoutingDecision(Record):
     """Every route with a score above zero, best first (ties by name)."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class SkillDispatch(Record):
     """A confident route's dispatch."""
     route: str = UNSET
@@ -895,7 +895,7 @@ class SkillDispatch(Record):
     """The trivial context: the query and the ids, nothing gathered."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class FallbackDispatch(Record):
     """The builder branch's dispatch."""
     context: "RequestContext" = UNSET
@@ -918,7 +918,7 @@ class Dispatch(Variant):
         return cls("fallback", value)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Handling(Record):
     """The routing decision and what came of it."""
     decision: "RoutingDecision" = UNSET
@@ -946,14 +946,14 @@ class Verdict(Variant):
         return cls("deny", value)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RetrieveRequest(Record):
     """A call to `sources.retrieve`, asked as a step."""
     query: str = UNSET
     limit: int = UNSET
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ExpandGraphRequest(Record):
     """A call to `sources.expand-graph`, asked as a step."""
     item_ids: List[str] = field(default_factory=list)
@@ -961,7 +961,7 @@ class ExpandGraphRequest(Record):
     depth: int = UNSET
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RecallMemoryRequest(Record):
     """A call to `sources.recall-memory`, asked as a step."""
     user_id: str = UNSET
@@ -993,7 +993,7 @@ class SourceRequest(Variant):
         return cls("repository-state")
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class SummariesRequest(Record):
     """The sections an assembly compresses, asked as a step."""
     requests: List["SummaryRequest"] = field(default_factory=list)
@@ -1118,7 +1118,7 @@ def _d_SourceOutcome(o):
     return SourceOutcome(tag, v)
 def _d_Snapshot(o):
     g = o.get
-    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], entries=[_d_SnapshotEntry(x) for x in (g("entries") or [])])
+    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], entries=LazyList((g("entries") or []), _d_SnapshotEntry))
 def _d_ContextPack(o):
     g = o.get
     return ContextPack(id=o["id"], session_id=g("session-id"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
