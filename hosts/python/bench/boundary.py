@@ -141,7 +141,7 @@ def main() -> None:
         results["seed-002"]["rust_wasmtime_ms"] = rust["seed-002"]
         results["seed-002"]["ratio_typed"] = results["seed-002"]["typed_ms"] / rust["seed-002"]
         results["seed-002"]["ratio_json"] = results["seed-002"]["json_ms"] / rust["seed-002"]
-    for name, runs in [("pack-10k", 5), ("pack-5k", 5)]:
+    for name, runs in [("pack-10k", 11), ("pack-5k", 11)]:
         scenario = json.loads((Path(DATA) / f"{name}.scenario.json").read_text())
         seconds, pack = ctxpack_pack(scenario, runs)
         rows = peers(name, 3, seconds * 1e3, pack)
