@@ -148,9 +148,21 @@ async function answer(capability, f) {
  * end, answering from `host` — the same callbacks as `typedImports`, here
  * given JSON values (kebab-case) and allowed to be async; one round's
  * calls run concurrently. Gives the outcome's text as the component wrote
- * it (`{"pack": …}`, `{"handled": …}` or `{"failed": …}`).
+ * it (`{"pack": …}`, `{"handled": …}` or `{"failed": …}`), and drops
+ * the assembly.
  */
 export async function drive(assembly, host, context) {
+  try {
+    return await steps(assembly, host, context);
+  } finally {
+    // Gone from the instance's table now, not when the collector finds it.
+    assembly[DISPOSE]?.();
+  }
+}
+
+const DISPOSE = Symbol.dispose || Symbol.for('dispose');
+
+async function steps(assembly, host, context) {
   let given = '';
   for (;;) {
     const text = unwrap(() => assembly.step(given));

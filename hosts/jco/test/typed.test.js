@@ -108,3 +108,11 @@ test('async callbacks of one round run together', async () => {
   assert.equal(outcome.pack.snapshot.id, read('tests/expected/full-sources.json').reply.pack.snapshot.id);
   assert.ok(most >= 2, `at most ${most} at once`);
 });
+
+test('an assembly driven to its end is dropped from the instance', async () => {
+  const { json } = await instance();
+  const b = unwrap(() => json.JsonBuilder.create('{}'));
+  const assembly = b.start(JSON.stringify(read('tests/scenarios/seed-002-happy-path.json').request));
+  await drive(assembly, {}, {});
+  assert.throws(() => assembly.step(''));
+});

@@ -195,3 +195,27 @@ def test_the_generated_types_are_those_of_the_wit():
     gen = Path(__file__).resolve().parents[1] / "tools" / "gen_types.py"
     assert subprocess.run([sys.executable, str(gen), "--check"]).returncode == 0, \
         "the WIT changed: run hosts/python/tools/gen_types.py"
+
+
+def test_every_assembly_is_dropped_from_the_instance_when_it_ends():
+    builder = cp.Builder(RAG)
+    inst = builder._inst
+    made = []
+    start = inst.start
+
+    def recording(store, handle, text):
+        assembly = start(store, handle, text)
+        made.append(assembly)
+        return assembly
+
+    inst.start = recording
+    try:
+        builder.assemble(request(), sources=Docs())
+        with pytest.raises(cp.AssemblyFailed):
+            builder.assemble(request(), sources=Docs(), policy=None)
+    finally:
+        del inst.start
+    assert len(made) == 2
+    for assembly in made:
+        with pytest.raises(Exception):  # gone from the instance's table
+            inst.step(inst.store, assembly, "")

@@ -300,6 +300,14 @@ def _steps(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator[lis
     is sent their results (``(ok, value)`` pairs), and returns the
     outcome's JSON text (``{"pack": …}``, ``{"handled": …}`` or
     ``{"failed": …}``)."""
+    try:
+        return (yield from _step_loop(inst, assembly, host))
+    finally:
+        # The resource lives in the instance's table until dropped.
+        assembly.drop(inst.store)
+
+
+def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator[list, list, str]:
     answer = ""
     while True:
         text = _text(inst.step(inst.store, assembly, answer))
@@ -433,6 +441,19 @@ class Router:
             raise _error(result)
         self._handle = result
 
+    def close(self) -> None:
+        """Drops the router inside its instance (also done when it is
+        garbage-collected)."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle is not None:
+            handle.drop(self._inst.store)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # the instance may already be gone at exit
+            pass
+
     def route(self, query: str) -> RoutingDecision:
         """The decision on `query`, with every route's rule breakdown."""
         text = _text(self._inst.route(self._inst.store, self._handle, query))
@@ -451,6 +472,25 @@ class Builder:
         if result.__class__.__name__ != "ResourceAny":
             raise _error(result)
         self._handle = result
+
+    def close(self) -> None:
+        """Drops the builder inside its instance (also done when it is
+        garbage-collected)."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle is not None:
+            handle.drop(self._inst.store)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # the instance may already be gone at exit
+            pass
+
+    def __enter__(self) -> "Builder":
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
 
     def _start(self, request: Any, router: Optional[Router], sources: Any, policy: Any,
                summarizer: Any) -> Generator[list, list, str]:
