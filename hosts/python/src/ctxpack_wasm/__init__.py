@@ -428,7 +428,33 @@ def _outcome(text: str) -> Any:
 
 # --- the API ----------------------------------------------------------------
 
-class Router:
+class _Held:
+    """A resource inside an instance, dropped on `close()`, at the end of
+    a ``with`` block, or when garbage-collected."""
+
+    _inst: "Instance"
+    _handle: Any = None
+
+    def close(self) -> None:
+        """Drops it inside its instance."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.drop(self._inst.store)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # the instance may already be gone at exit
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+class Router(_Held):
     """A router: a pure function of the raw query, compiled once from its
     config (YAML or JSON text)."""
 
@@ -441,26 +467,13 @@ class Router:
             raise _error(result)
         self._handle = result
 
-    def close(self) -> None:
-        """Drops the router inside its instance (also done when it is
-        garbage-collected)."""
-        handle, self._handle = getattr(self, "_handle", None), None
-        if handle is not None:
-            handle.drop(self._inst.store)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # the instance may already be gone at exit
-            pass
-
     def route(self, query: str) -> RoutingDecision:
         """The decision on `query`, with every route's rule breakdown."""
         text = _text(self._inst.route(self._inst.store, self._handle, query))
         return decode(json.loads(text), ["ref", "RoutingDecision"])
 
 
-class Builder:
+class Builder(_Held):
     """A context builder. Make it once and reuse it: it keeps the token
     counts it has made between assemblies. `config` is a
     :class:`BuilderConfig`, or a dict of its fields (``None``: every
@@ -472,25 +485,6 @@ class Builder:
         if result.__class__.__name__ != "ResourceAny":
             raise _error(result)
         self._handle = result
-
-    def close(self) -> None:
-        """Drops the builder inside its instance (also done when it is
-        garbage-collected)."""
-        handle, self._handle = getattr(self, "_handle", None), None
-        if handle is not None:
-            handle.drop(self._inst.store)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # the instance may already be gone at exit
-            pass
-
-    def __enter__(self) -> "Builder":
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        self.close()
 
     def _start(self, request: Any, router: Optional[Router], sources: Any, policy: Any,
                summarizer: Any) -> Generator[list, list, str]:
