@@ -221,3 +221,16 @@ def test_every_assembly_is_dropped_from_the_instance_when_it_ends():
     for assembly in made:
         with pytest.raises(Exception):  # gone from the instance's table
             inst.step(inst.store, assembly, "")
+
+
+def test_after_a_trap_the_next_builder_gets_a_fresh_instance():
+    builder = cp.Builder(RAG)
+    inst = builder._inst
+    assembly = inst.start(inst.store, builder._handle, "{}")
+    assembly.drop(inst.store)
+    with pytest.raises(Exception):
+        inst.step(inst.store, assembly, "")  # a dropped handle: a trap
+    assert inst.broken
+    fresh = cp.Builder(RAG)
+    assert fresh._inst is not inst
+    assert "kb-0" in fresh.assemble(request(), sources=Docs()).text

@@ -86,7 +86,8 @@ def _wasmtime_version() -> str:
 class Call:
     """One exported function, its type read once."""
 
-    def __init__(self, func: wc.Func, store: wasmtime.Store) -> None:
+    def __init__(self, func: wc.Func, store: wasmtime.Store, owner: "Instance") -> None:
+        self.owner = owner
         self.func = func
         self.type = func.type(store)  # kept: the types below live in it
         self.params = [t for _, t in self.type.params]
@@ -102,7 +103,13 @@ class Call:
             for ty, val in zip(self.params, params):
                 ty.convert_to_c(store, val, pointer(capi[n]))
                 n += 1
-            enter_wasm(lambda: ffi.wasmtime_component_func_call(fn, ctx, capi, n, byref(space), 1))
+            try:
+                enter_wasm(lambda: ffi.wasmtime_component_func_call(fn, ctx, capi, n, byref(space), 1))
+            except wasmtime.WasmtimeError:
+                # A trap leaves the instance unusable: say so, and let the
+                # thread's default be made afresh.
+                self.owner.broken = True
+                raise
             if space.kind == ffi.WASMTIME_COMPONENT_RESULT.value and space.of.result.is_ok:
                 ok = space.of.result.val
                 if ok and ok.contents.kind == ffi.WASMTIME_COMPONENT_STRING.value:
@@ -132,6 +139,8 @@ class Instance:
     interface's functions. Not shared between threads."""
 
     def __init__(self, engine: Optional[wasmtime.Engine] = None) -> None:
+        #: Set when a call trapped: the instance cannot be entered again.
+        self.broken = False
         self.engine = engine or _default_engine()
         component = load(self.engine)
         linker = wc.Linker(self.engine)
@@ -145,7 +154,7 @@ class Instance:
 
         def get(name: str, parent: Any) -> Call:
             index = self.instance.get_export_index(self.store, name, parent)
-            return Call(self.instance.get_func(self.store, index), self.store)
+            return Call(self.instance.get_func(self.store, index), self.store, self)
 
         self.create = get("[static]json-builder.create", json)
         self.start = get("[method]json-builder.start", json)
@@ -171,6 +180,6 @@ def _default_engine() -> wasmtime.Engine:
 def default_instance() -> Instance:
     """This thread's instance, made on first use."""
     inst = getattr(_local, "instance", None)
-    if inst is None:
+    if inst is None or inst.broken:
         inst = _local.instance = Instance()
     return inst
