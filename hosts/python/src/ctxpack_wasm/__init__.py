@@ -71,6 +71,11 @@ __all__ = [
 
 Instance = _runtime.Instance
 
+# The WIT's types are the package's.
+from . import types as _types  # noqa: E402
+
+__all__ += _types.__all__
+
 CAPABILITIES = {
     "retrieve": "sources.retrieve",
     "expand-graph": "sources.expand-graph",
