@@ -458,3 +458,31 @@ fn minify(text: &str) -> String {
     }
     out
 }
+
+/// Generated requests and host answers (every section, profile,
+/// tokenizer and answer shape), driven with JSON natively and through the
+/// component, give the outcome and the calls of the typed native run: the
+/// outcome's text is the native reply's JSON, byte for byte.
+#[test]
+fn generated_scenarios_are_identical_driven_with_json() {
+    use ctxpack_conformance::generate::{Source, scenario};
+    use ctxpack_host::json;
+    for seed in 0..120 {
+        let s = scenario(&mut Source::seeded(seed));
+        let native = run_native(&s);
+        let expected = serde_json::to_string(&native.reply).unwrap();
+        for (engine, (outcome, text)) in [
+            ("native", json::run_native(&s).unwrap()),
+            ("wasmtime", json::run_component(runtime(), &s).unwrap()),
+        ] {
+            assert_eq!(
+                text, expected,
+                "seed {seed} ({engine}): the outcome differs"
+            );
+            assert_eq!(
+                outcome.host_calls, native.host_calls,
+                "seed {seed} ({engine}): the host calls differ"
+            );
+        }
+    }
+}
