@@ -234,3 +234,12 @@ def test_after_a_trap_the_next_builder_gets_a_fresh_instance():
     fresh = cp.Builder(RAG)
     assert fresh._inst is not inst
     assert "kb-0" in fresh.assemble(request(), sources=Docs()).text
+
+
+def test_a_float_crosses_exactly():
+    # Parsed by a correctly rounded reader: no ulp lost on the way in, so
+    # the snapshot (and its id) is the Rust host's for the same config.
+    share = 0.009999999999999953
+    config = {"plan": {"shares": [{"section": "relevant-knowledge", "share": share}]}}
+    pack = cp.Builder(config).assemble(request())
+    assert pack.snapshot.plan.shares[0].share == share
