@@ -35,6 +35,8 @@ fn main() -> Result<(), Box<dyn Error>> {
             "crates/ctxpack-component",
             "crates/ctxpack-wit",
             "Cargo.lock",
+            // Workspace dependency features and profiles are the guest's too.
+            "Cargo.toml",
         ] {
             println!("cargo:rerun-if-changed={}", root.join(watched).display());
         }
