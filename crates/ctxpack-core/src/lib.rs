@@ -53,7 +53,8 @@
 //!   [`Ranking`], [`Profile`] ([`RagSettings`], [`RagMemorySettings`],
 //!   [`FullSettings`]) and every default in [`defaults`].
 //! - Driving an assembly step by step: [`Assembly`], [`Next`],
-//!   [`SourceRequest`], [`REVIEW_ROUNDS`].
+//!   [`SourceRequest`], [`REVIEW_ROUNDS`]; with JSON text, one string each
+//!   way per step: [`json`] ([`json::JsonAssembly`], [`json::Reply`]).
 //! - Asking: [`AssembleRequest`], [`AgentContext`], [`ConversationTurn`],
 //!   [`WorkflowStatus`], [`StageSummary`], [`Tokenizer`],
 //!   [`validate_request`].
