@@ -7,7 +7,8 @@
 
 use ctxpack_conformance::{invariants, render};
 use ctxpack_core::{
-    ContextPack, Counted, Error, Failure, Reason, Role, SnapshotStatus, SourceOutcome, Tokenizers,
+    ContextPack, Counted, Error, Failure, Reason, Role, SnapshotEntry, SnapshotStatus,
+    SourceOutcome, Tokenizers,
 };
 use ctxpack_host::{Outcome, Reply, Runtime, Scenario, run_component, run_native};
 use serde_json::{Value, json};
@@ -461,18 +462,7 @@ fn a_ten_megabyte_request_item_is_counted_not_a_crash() {
     assert!(big.len() > 10_000_000);
     // As the newest conversation turn, over a small budget: dropped,
     // counting stopped early.
-    let mut s = scenario(host_with("", json!(null)), 500);
-    s.request
-        .conversation
-        .push(serde_json::from_value(json!({"role": "user", "content": big})).unwrap());
-    let p = pack("10 MB turn", &both("10 MB turn", &s));
-    let e = p
-        .snapshot
-        .entries
-        .iter()
-        .find(|e| e.id == "turn-2")
-        .unwrap();
-    assert!(matches!(e.reason, Reason::OverBudget(_)), "{:?}", e.reason);
+    let e = newest_turn_over_a_small_budget("10 MB turn", &big);
     assert_eq!(e.counted, Counted::Over);
     // As the system prompt: mandatory, so refused with both numbers.
     let mut s = scenario(host_with("", json!(null)), 500);
@@ -496,18 +486,26 @@ fn a_ten_megabyte_request_item_is_counted_not_a_crash() {
 #[test]
 fn a_megabyte_whitespace_turn_is_counted_not_a_crash() {
     let spaces = " \u{a0}".repeat(1_200_000);
+    newest_turn_over_a_small_budget("whitespace turn", &spaces);
+}
+
+/// Packs `content` as the newest conversation turn under a 500-token
+/// budget, on both engines; its entry, which must be dropped over budget.
+fn newest_turn_over_a_small_budget(name: &str, content: &str) -> SnapshotEntry {
     let mut s = scenario(host_with("", json!(null)), 500);
     s.request
         .conversation
-        .push(serde_json::from_value(json!({"role": "user", "content": spaces})).unwrap());
-    let p = pack("whitespace turn", &both("whitespace turn", &s));
+        .push(serde_json::from_value(json!({"role": "user", "content": content})).unwrap());
+    let p = pack(name, &both(name, &s));
     let e = p
         .snapshot
         .entries
         .iter()
         .find(|e| e.id == "turn-2")
-        .unwrap();
+        .unwrap()
+        .clone();
     assert!(matches!(e.reason, Reason::OverBudget(_)), "{:?}", e.reason);
+    e
 }
 
 #[test]
