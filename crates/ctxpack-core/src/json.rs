@@ -234,23 +234,16 @@ impl JsonAssembly {
                     tokenizer,
                 }),
                 Next::Done(outcome) => {
-                    let outcome = match (outcome, handling.take()) {
-                        (Err(failure), _) => Reply::Failed(failure),
-                        (Ok(pack), None) => Reply::Pack(Box::new(pack)),
-                        (Ok(pack), Some(h)) => {
-                            let (decision, request) = *h;
-                            Reply::Handled(Box::new(handle::fallback(decision, &request, pack)))
-                        }
-                    };
+                    let reply = finish(outcome, handling.take());
                     self.state = State::Over(None);
-                    done(&outcome)
+                    done(&reply)
                 }
             },
         }
     }
 
     fn provide(&mut self, answer: &str) -> Result<(), Error> {
-        let State::Running { assembly, .. } = &mut self.state else {
+        let State::Running { assembly, handling } = &mut self.state else {
             return Err(Error::StepMismatch(
                 "answered, but the assembly is over".into(),
             ));
@@ -281,25 +274,28 @@ impl JsonAssembly {
             Next::Done(outcome) => {
                 // Answered instead of taking the outcome: keep it for the
                 // step that follows the refusal.
-                let outcome = match outcome {
-                    Ok(pack) => Reply::Pack(Box::new(pack)),
-                    Err(failure) => Reply::Failed(failure),
-                };
-                let handling = match &mut self.state {
-                    State::Running { handling, .. } => handling.take(),
-                    State::Over(_) => None,
-                };
-                self.state = State::Over(Some(match (outcome, handling) {
-                    (Reply::Pack(pack), Some(h)) => {
-                        let (decision, request) = *h;
-                        Reply::Handled(Box::new(handle::fallback(decision, &request, *pack)))
-                    }
-                    (outcome, _) => outcome,
-                }));
+                let reply = finish(outcome, handling.take());
+                self.state = State::Over(Some(reply));
                 Err(Error::StepMismatch(
                     "answered, but the assembly is over: take its outcome".into(),
                 ))
             }
+        }
+    }
+}
+
+/// An assembly's outcome as its reply: a pack, or — for a handling — the
+/// fallback dispatch of the pack.
+fn finish(
+    outcome: Result<ContextPack, Failure>,
+    handling: Option<Box<(RoutingDecision, AssembleRequest)>>,
+) -> Reply {
+    match (outcome, handling) {
+        (Err(failure), _) => Reply::Failed(failure),
+        (Ok(pack), None) => Reply::Pack(Box::new(pack)),
+        (Ok(pack), Some(h)) => {
+            let (decision, request) = *h;
+            Reply::Handled(Box::new(handle::fallback(decision, &request, pack)))
         }
     }
 }
@@ -428,6 +424,16 @@ mod tests {
             done["done"]["handled"]["dispatch"]["skill"].is_object(),
             "{done}"
         );
+        assert!(matches!(a.step(None), Err(Error::StepMismatch(_))));
+    }
+
+    #[test]
+    fn an_answer_where_the_outcome_is_due_is_refused_and_the_outcome_kept() {
+        // The default profile asks nothing: the first step is the outcome.
+        let mut a = JsonAssembly::start(Rc::new(builder("{}").unwrap()), REQUEST);
+        assert!(matches!(a.step(Some("[]")), Err(Error::StepMismatch(_))));
+        let done: serde_json::Value = serde_json::from_str(&a.step(None).unwrap()).unwrap();
+        assert_eq!(done["done"]["pack"]["trace-id"], "t");
         assert!(matches!(a.step(None), Err(Error::StepMismatch(_))));
     }
 
