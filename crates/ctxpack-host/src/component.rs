@@ -31,6 +31,13 @@ use bindings::exports::ctxpack::context::builder as exported;
 #[error("{0}")]
 pub struct WasmError(String);
 
+impl WasmError {
+    /// A failure described by `message`.
+    pub(crate) fn msg(message: impl std::fmt::Display) -> Self {
+        WasmError(message.to_string())
+    }
+}
+
 impl From<wasmtime::Error> for WasmError {
     fn from(e: wasmtime::Error) -> Self {
         if e.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {

@@ -61,12 +61,9 @@ pub fn drive(
     loop {
         let text = steps
             .step(given.as_deref())?
-            .map_err(|e| WasmError::from(wasmtime::Error::msg(format!("refused: {e}"))))?;
-        let step: Step = serde_json::from_str(&text).map_err(|e| {
-            WasmError::from(wasmtime::Error::msg(format!(
-                "step does not parse: {e}: {text}"
-            )))
-        })?;
+            .map_err(|e| WasmError::msg(format!("refused: {e}")))?;
+        let step: Step = serde_json::from_str(&text)
+            .map_err(|e| WasmError::msg(format!("step does not parse: {e}: {text}")))?;
         let reply = match step {
             // The outcome's own text: `{"done":` … `}` is the step.
             Step::Done(_) => {
@@ -74,9 +71,7 @@ pub fn drive(
                     .strip_prefix(r#"{"done":"#)
                     .and_then(|t| t.strip_suffix('}'))
                     .map(str::to_owned)
-                    .ok_or_else(|| {
-                        WasmError::from(wasmtime::Error::msg(format!("not a done step: {text}")))
-                    });
+                    .ok_or_else(|| WasmError::msg(format!("not a done step: {text}")));
             }
             Step::Sources(calls) => serde_json::Value::Array(
                 calls
@@ -105,28 +100,30 @@ fn finish(
 ) -> Result<(Outcome, String), WasmError> {
     let (reply, text) = match text {
         Ok(text) => {
-            let reply: Reply = serde_json::from_str(&text).map_err(|e| {
-                WasmError::from(wasmtime::Error::msg(format!("outcome does not parse: {e}")))
-            })?;
+            let reply: Reply = serde_json::from_str(&text)
+                .map_err(|e| WasmError::msg(format!("outcome does not parse: {e}")))?;
             (reply, text)
         }
         Err(e) => {
             let reply = Reply::refused(e);
-            let text = serde_json::to_string(&reply)
-                .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+            let text = serde_json::to_string(&reply).map_err(WasmError::msg)?;
             (reply, text)
         }
     };
     Ok((outcome(reply, host), text))
 }
 
+/// The scenario's configuration and request as the JSON a host sends.
+fn texts(scenario: &Scenario) -> Result<(String, String), WasmError> {
+    let config = serde_json::to_string(&scenario.config).map_err(WasmError::msg)?;
+    let request = serde_json::to_string(&scenario.request).map_err(WasmError::msg)?;
+    Ok((config, request))
+}
+
 /// Runs `scenario` natively through `ctxpack_core::json`.
 pub fn run_native(scenario: &Scenario) -> Result<(Outcome, String), WasmError> {
     let mut host = InMemoryHost::new(scenario.host.clone());
-    let config = serde_json::to_string(&scenario.config)
-        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
-    let request = serde_json::to_string(&scenario.request)
-        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+    let (config, request) = texts(scenario)?;
     let context = &scenario.request.context;
     let text = match ctxpack_core::json::builder(&config) {
         Err(e) => Err(e),
@@ -156,16 +153,13 @@ pub fn run_component(
     runtime: &crate::Runtime,
     scenario: &Scenario,
 ) -> Result<(Outcome, String), WasmError> {
-    let config = serde_json::to_string(&scenario.config)
-        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
-    let request = serde_json::to_string(&scenario.request)
-        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+    let (config, request) = texts(scenario)?;
     let mut instance = runtime
         .instantiate(
             InMemoryHost::default(),
             &ctxpack_core::BuilderConfig::default(),
         )?
-        .map_err(|e| WasmError::from(wasmtime::Error::msg(e.to_string())))?;
+        .map_err(WasmError::msg)?;
     let mut host = InMemoryHost::new(scenario.host.clone());
     let context = &scenario.request.context;
     let text = match instance.json_builder(&config)? {
@@ -187,9 +181,9 @@ pub fn run_component(
     };
     // The component calls no import when driven with JSON.
     if instance.host().total_calls() != 0 {
-        return Err(WasmError::from(wasmtime::Error::msg(
+        return Err(WasmError::msg(
             "the component called an import while driven with JSON",
-        )));
+        ));
     }
     finish(text, &host)
 }
