@@ -1,0 +1,348 @@
+// ctxpack for JavaScript and TypeScript: what goes into an LLM's context
+// window, within an exact token budget, with the reason every candidate
+// was taken or dropped. The Rust core runs as WebAssembly (wasm-bindgen);
+// the stores stay yours, lent as callbacks that may return Promises.
+//
+// The values are the WIT's types with camelCase fields (see types.d.ts);
+// enum names and variant names written as strings keep their kebab-case
+// ("over-budget", "o200k-base").
+import initWasm, {
+  Builder as RawBuilder,
+  Router as RawRouter,
+  diffSnapshots as rawDiff,
+} from '../dist/ctxpack_web.js';
+
+const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
+
+let ready = null;
+
+/**
+ * Loads the WebAssembly module once. `source` is what wasm-bindgen's
+ * init takes (a URL, a Response, bytes or a compiled WebAssembly.Module);
+ * by default the `.wasm` beside this file, read from disk under Node and
+ * fetched in a browser. Every factory awaits it.
+ */
+export function init(source) {
+  if (ready === null) {
+    ready = (async () => {
+      let module = source;
+      if (module === undefined && isNode) {
+        const { readFile } = await import('node:fs/promises');
+        module = await readFile(new URL('../dist/ctxpack_web_bg.wasm', import.meta.url));
+      }
+      await initWasm(module === undefined ? undefined : { module_or_path: module });
+    })();
+    ready.catch(() => { ready = null; });
+  }
+  return ready;
+}
+
+/** `keep-last` → `keepLast`. */
+const camel = (s) => s.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase());
+
+/**
+ * The core names fields as the WIT spells them and says where in the JSON
+ * text it stopped: the error as the caller spells it, its field path and
+ * the field names of its message camelCased (value names, such as an
+ * unknown variant's, keep theirs), without a position in text the caller
+ * never wrote. Changes `error` in place and gives it back.
+ */
+function respell(error) {
+  const v = error?.invalidField;
+  if (v && typeof v.field === 'string' && typeof v.message === 'string') {
+    v.field = camel(v.field);
+    v.message = v.message.replace(/ at line \d+ column \d+$/, '');
+    if (/^(unknown|missing) field `/.test(v.message)) {
+      v.message = v.message.replace(/`([^`]*)`/g, (_, name) => `\`${camel(name)}\``);
+    }
+  }
+  return error;
+}
+
+function describe(error) {
+  if (typeof error === 'string') return error;
+  const [[tag, v]] = Object.entries(error);
+  switch (tag) {
+    case 'invalidField': return `invalid field \`${v.field}\`: ${v.message}`;
+    case 'mandatoryOverBudget':
+      return `the mandatory layer needs ${v.mandatoryTokens} tokens but the budget is ${v.budget}`;
+    case 'tokenizerUnavailable': return `tokenizer unavailable: ${v}`;
+    case 'hostFailed': return `host function \`${v.capability}\` failed: ${v.message}`;
+    case 'stepMismatch': return `step mismatch: ${v}`;
+    default: return `${tag}: ${JSON.stringify(v)}`;
+  }
+}
+
+/** A refusal from ctxpack: `.error` is the typed `CtxpackError` value. */
+export class CtxpackError extends Error {
+  constructor(error) {
+    super(describe(error));
+    this.name = 'CtxpackError';
+    this.error = error;
+  }
+}
+
+/**
+ * An assembly that gave no pack: `.failure` says why and carries the
+ * failed snapshot (`.snapshot`) when the assembly had begun.
+ */
+export class AssemblyFailed extends CtxpackError {
+  constructor(failure) {
+    super(failure.error);
+    this.name = 'AssemblyFailed';
+    this.failure = failure;
+  }
+
+  get snapshot() {
+    return this.failure.snapshot;
+  }
+}
+
+/**
+ * Throw it from a callback for that call to fail with exactly `message`
+ * (any other throw fails it with "Name: message").
+ */
+export class HostError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'HostError';
+  }
+}
+
+/** The error a wasm-bindgen export threw (a ctxpack-error as JSON). */
+function refusal(thrown) {
+  if (typeof thrown !== 'string') return thrown;
+  let error;
+  try {
+    error = respell(JSON.parse(thrown));
+  } catch {
+    error = thrown;
+  }
+  return new CtxpackError(error);
+}
+
+function call(f) {
+  try {
+    return f();
+  } catch (e) {
+    throw refusal(e);
+  }
+}
+
+/** JSON text of a caller's value; `undefined` fields are left out. */
+function json(value, field) {
+  if (value === undefined) return '{}';
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new CtxpackError({ invalidField: { field, message: `expected an object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` } });
+  }
+  return JSON.stringify(value);
+}
+
+const SOURCES = {
+  retrieve: ['sources.retrieve', (f, ctx, a) => f(ctx, a.query, a.limit)],
+  expandGraph: ['sources.expand-graph', (f, ctx, a) => f(ctx, a.itemIds, a.depth)],
+  recallMemory: ['sources.recall-memory', (f, ctx, a) => f(ctx, a.userId, a.query, a.limit)],
+  repositoryState: ['sources.repository-state', (f, ctx) => f(ctx)],
+};
+const NOT_PROVIDED = 'not provided by this host';
+
+const isThenable = (v) => v != null && typeof v.then === 'function';
+
+function failureOf(capability, e) {
+  const message = e instanceof HostError ? e.message
+    : e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  return { err: { capability, message } };
+}
+
+/**
+ * Runs each thunk: its value or its failure, as `{ok}` or `{err}`. When a
+ * thunk gives a Promise, the answers come as one Promise for all.
+ */
+function settle(calls) {
+  const results = calls.map(([capability, thunk]) => {
+    if (thunk === null) return { err: { capability, message: NOT_PROVIDED } };
+    try {
+      const v = thunk();
+      return isThenable(v)
+        ? Promise.resolve(v).then((ok) => ({ ok }), (e) => failureOf(capability, e))
+        : { ok: v };
+    } catch (e) {
+      return failureOf(capability, e);
+    }
+  });
+  return results.some(isThenable) ? Promise.all(results) : results;
+}
+
+/** An answer the core refused: the field named after the callback. */
+function answerRefused(e, names) {
+  const field = e.error?.invalidField?.field;
+  if (typeof field === 'string') {
+    const m = /^answer(?:\[(\d+)\])?(?:\.(?:ok|err))?(.*)$/.exec(field);
+    if (m) {
+      const name = m[1] === undefined ? names[0] : names[Number(m[1])];
+      e.error.invalidField.field = `${name}()${m[2]}`;
+      e.message = describe(e.error);
+    }
+  }
+  return e;
+}
+
+/** Drives an assembly to its outcome's JSON text (`{"pack": …}`, …). */
+async function drive(raw, callbacks, context) {
+  let answer = '';
+  let asked = [];
+  for (;;) {
+    let text;
+    try {
+      text = raw.step(answer);
+    } catch (e) {
+      throw answerRefused(refusal(e), asked);
+    }
+    if (text.startsWith('{"done":')) return text.slice(8, -1);
+    const step = JSON.parse(text);
+    let calls;
+    if (step.sources) {
+      asked = step.sources.map((req) => (typeof req === 'string' ? camel(req) : Object.keys(req)[0]));
+      calls = step.sources.map((req, i) => {
+        const name = asked[i];
+        const [capability, invoke] = SOURCES[name];
+        const f = callbacks[name];
+        return [capability, typeof f === 'function' ? () => invoke(f.bind(callbacks), context, req[name]) : null];
+      });
+    } else if (step.review) {
+      asked = ['review'];
+      const f = callbacks.review;
+      calls = [['policy.review', typeof f === 'function'
+        ? () => f.call(callbacks, context, step.review)
+        : () => step.review.map(() => 'allow')]];
+    } else if (step.summaries) {
+      asked = ['summarize'];
+      const f = callbacks.summarize;
+      const { requests, tokenizer } = step.summaries;
+      calls = [['summarizer.summarize',
+        typeof f === 'function' ? () => f.call(callbacks, requests, tokenizer) : null]];
+    } else {
+      throw new CtxpackError({ stepMismatch: `a step this package does not know: ${text.slice(0, 80)}` });
+    }
+    let results = settle(calls);
+    if (isThenable(results)) results = await results;
+    if (!step.sources) [results] = results;
+    answer = JSON.stringify(results);
+  }
+}
+
+function outcome(text) {
+  const reply = JSON.parse(text);
+  if (reply.failed) {
+    respell(reply.failed.error);
+    throw new AssemblyFailed(reply.failed);
+  }
+  return reply.pack ?? reply.handled;
+}
+
+/**
+ * A router: a pure function of the raw query, compiled once from its YAML
+ * or JSON configuration (the router's file, in its own spelling).
+ */
+export class Router {
+  constructor(raw) {
+    this.raw = raw;
+  }
+
+  static async create(config, format = 'yaml') {
+    await init();
+    return new Router(call(() => new RawRouter(config, format)));
+  }
+
+  /** The routing decision on a raw query. */
+  route(query) {
+    return JSON.parse(call(() => this.raw.route(query)));
+  }
+
+  /** Releases the router's memory now (it is released when collected otherwise). */
+  free() {
+    this.raw.free();
+  }
+}
+
+/**
+ * A context builder: a configuration and the callbacks that lend it your
+ * stores. Construct it once and reuse it: it keeps the token counts it
+ * has made between assemblies.
+ */
+export class Builder {
+  constructor(raw, callbacks) {
+    this.raw = raw;
+    this.callbacks = callbacks ?? {};
+  }
+
+  /**
+   * `config` is a BuilderConfig (`{}` or nothing: every default);
+   * `callbacks` is an object with any of retrieve, expandGraph,
+   * recallMemory, repositoryState, review (by default every item is
+   * allowed) and summarize. A callback it lacks is a source this host does
+   * not provide. Throws a CtxpackError naming a wrong field.
+   */
+  static async create(config, callbacks) {
+    await init();
+    const text = json(config, 'config');
+    return new Builder(call(() => new RawBuilder(text)), callbacks);
+  }
+
+  /**
+   * The outcome as the core wrote it: JSON text with camelCase keys
+   * (`{"pack": …}` or `{"failed": …}`), for storing or sending on
+   * without reading it.
+   */
+  async assembleText(request, callbacks) {
+    const text = json(request, 'request');
+    const raw = this.raw.start(text);
+    try {
+      return await drive(raw, callbacks ?? this.callbacks, request.context);
+    } finally {
+      raw.free();
+    }
+  }
+
+  /**
+   * Assembles a ContextPack for `request` within its budget. Rejects with
+   * AssemblyFailed (carrying the failed snapshot) when there is no pack,
+   * and with a CtxpackError naming the field for a wrong request.
+   */
+  async assemble(request, callbacks) {
+    return outcome(await this.assembleText(request, callbacks));
+  }
+
+  /**
+   * Routes `request.query`; a confident route without a reference cue is
+   * dispatched to its skill asking nothing, any other is assembled and
+   * dispatched to the fallback skill. Resolves to the Handling.
+   */
+  async handleText(router, request, callbacks) {
+    const text = json(request, 'request');
+    const raw = this.raw.handle(router.raw, text);
+    try {
+      return await drive(raw, callbacks ?? this.callbacks, request.context);
+    } finally {
+      raw.free();
+    }
+  }
+
+  async handle(router, request, callbacks) {
+    return outcome(await this.handleText(router, request, callbacks));
+  }
+
+  /** Releases the builder's memory now (it is released when collected otherwise). */
+  free() {
+    this.raw.free();
+  }
+}
+
+/**
+ * What changed between two snapshots — entered, left, moved, changed
+ * tokens — with each candidate's reason before and after.
+ */
+export async function diffSnapshots(before, after) {
+  await init();
+  return JSON.parse(call(() => rawDiff(json(before, 'before'), json(after, 'after'))));
+}

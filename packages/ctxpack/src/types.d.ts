@@ -1,0 +1,1399 @@
+// The WIT's types as the `ctxpack` package gives and takes them.
+// Written by tools/gen_ts.py from wit/*.wit and the core's
+// defaults: do not edit.
+
+/** Who and what an assembly is for. Every id is opaque to ctxpack; it only copies them into the pack and the snapshot, and uses `scopes` to decide which candidates an attempt may see. (as the package gives it) */
+export interface AgentContext {
+  /** Conversation session; the pack id derives from it ("unknown" when absent). */
+  sessionId: string | null;
+  /** Trace id of the request, copied through for the host's telemetry. */
+  traceId: string;
+  /** End user; long-term memory is recalled only when it is present. */
+  userId: string | null;
+  /** Tenant the request belongs to. */
+  tenantId: string | null;
+  /** Project within the tenant. */
+  projectId: string | null;
+  /** Run (one task execution) within the project. */
+  runId: string | null;
+  /** Attempt within the run; a changed plan or budget is a new attempt. */
+  attemptId: string | null;
+  /** Scopes the attempt may read; a candidate outside them is never included. */
+  scopes: string[];
+}
+
+/** Who and what an assembly is for. Every id is opaque to ctxpack; it only copies them into the pack and the snapshot, and uses `scopes` to decide which candidates an attempt may see. (as the package accepts it) */
+export interface AgentContextInit {
+  /** Conversation session; the pack id derives from it ("unknown" when absent). */
+  sessionId?: string | null;
+  /** Trace id of the request, copied through for the host's telemetry. */
+  traceId: string;
+  /** End user; long-term memory is recalled only when it is present. */
+  userId?: string | null;
+  /** Tenant the request belongs to. */
+  tenantId?: string | null;
+  /** Project within the tenant. */
+  projectId?: string | null;
+  /** Run (one task execution) within the project. */
+  runId?: string | null;
+  /** Attempt within the run; a changed plan or budget is a new attempt. */
+  attemptId?: string | null;
+  /** Scopes the attempt may read; a candidate outside them is never included. */
+  scopes?: string[];
+}
+
+/** How text is turned into tokens. A budget is always counted in the tokens of the tokenizer the request names. (as the package gives it) */
+export type Tokenizer =
+  | "o200k-base"
+  | "cl100k-base"
+  | { charsPerToken: number };
+
+/** How text is turned into tokens. A budget is always counted in the tokens of the tokenizer the request names. (as the package accepts it) */
+export type TokenizerInit =
+  | "o200k-base"
+  | "cl100k-base"
+  | { charsPerToken: number };
+
+/** The three layers of a pack, in the order they give way under pressure (L2 first, then L1; L0 never). */
+export type Layer = "l0" | "l1" | "l2";
+
+/** The sections a pack is planned in. Each belongs to exactly one layer. */
+export type Section = "system-prompt" | "workflow-status" | "mandatory-instructions" | "current-task" | "conversation-state" | "current-diff" | "tool-results" | "repository-state" | "relevant-knowledge" | "graph-neighbours" | "episodic-memory" | "supporting-context" | "stage-summaries";
+
+/** How far a candidate's text may be trusted, most trusted first. */
+export type TrustTier = "system" | "trusted" | "unverified" | "untrusted";
+
+/** Where a candidate came from. A candidate without provenance is never included. (as the package gives it) */
+export interface Provenance {
+  /** Kind of source: "chunk", "fact", "memory", "artifact", "request", ... */
+  sourceKind: string;
+  /** The chunk, fact, memory or artifact id the candidate cites. */
+  reference: string;
+  /** Version of the source document, when the source has versions. */
+  sourceVersion: string | null;
+  /** Revision of the index the candidate was retrieved from. */
+  indexRevision: string | null;
+}
+
+/** Where a candidate came from. A candidate without provenance is never included. (as the package accepts it) */
+export interface ProvenanceInit {
+  /** Kind of source: "chunk", "fact", "memory", "artifact", "request", ... */
+  sourceKind: string;
+  /** The chunk, fact, memory or artifact id the candidate cites. */
+  reference: string;
+  /** Version of the source document, when the source has versions. */
+  sourceVersion?: string | null;
+  /** Revision of the index the candidate was retrieved from. */
+  indexRevision?: string | null;
+}
+
+/** Role of a conversation turn. */
+export type Role = "system" | "user" | "assistant" | "tool";
+
+/** One turn of the conversation, oldest first in a request. (as the package gives it) */
+export interface ConversationTurn {
+  /** Who spoke. */
+  role: Role;
+  /** What was said. */
+  content: string;
+  /** On an assistant turn, the id of the tool call it makes; on a tool turn, the id of the call it answers. Turns that share an id are kept or dropped together. */
+  toolCallId: string | null;
+}
+
+/** One turn of the conversation, oldest first in a request. (as the package accepts it) */
+export interface ConversationTurnInit {
+  /** Who spoke. */
+  role: Role;
+  /** What was said. */
+  content: string;
+  /** On an assistant turn, the id of the tool call it makes; on a tool turn, the id of the call it answers. Turns that share an id are kept or dropped together. */
+  toolCallId?: string | null;
+}
+
+/** The status of the workflow the request is part of. (as the package gives it) */
+export interface WorkflowStatus {
+  /** Status word, e.g. "running". */
+  status: string;
+  /** The current stage, if any ("none" is rendered otherwise). */
+  stageId: string | null;
+}
+
+/** The status of the workflow the request is part of. (as the package accepts it) */
+export interface WorkflowStatusInit {
+  /** Status word, e.g. "running". */
+  status: string;
+  /** The current stage, if any ("none" is rendered otherwise). */
+  stageId?: string | null;
+}
+
+/** The summary of one completed workflow stage, oldest first in a request. (as the package gives it) */
+export interface StageSummary {
+  /** Stage id. */
+  stageId: string;
+  /** How the stage ended, e.g. "succeeded". */
+  outcome: string;
+  /** What the stage did. */
+  summary: string;
+}
+
+/** The summary of one completed workflow stage, oldest first in a request. (as the package accepts it) */
+export interface StageSummaryInit {
+  /** Stage id. */
+  stageId: string;
+  /** How the stage ended, e.g. "succeeded". */
+  outcome: string;
+  /** What the stage did. */
+  summary: string;
+}
+
+/** An item that may go into the context, as a host source returns it. (as the package gives it) */
+export interface Candidate {
+  /** Stable id, unique within one assembly. */
+  id: string;
+  /** Section the item is for. */
+  section: Section;
+  /** The text. */
+  text: string;
+  /** Where it came from; required for inclusion. */
+  provenance: Provenance | null;
+  /** How far it may be trusted. */
+  trust: TrustTier;
+  /** The source's relevance score (higher is better), if it has one. */
+  score: number | null;
+  /** Order of creation (higher is newer), for recency and eviction. */
+  sequence: number | null;
+  /** Scope the item belongs to; checked against the attempt's scopes. */
+  scope: string | null;
+  /** The tokens of `text` in the request's tokenizer, if the host already has them: used as given, without recounting, while the text is rendered unchanged (a redacted text, or an untrusted one whose fence markers had to be defused, is counted). A wrong count makes the budget wrong by as much. */
+  tokenCount: number | null;
+}
+
+/** An item that may go into the context, as a host source returns it. (as the package accepts it) */
+export interface CandidateInit {
+  /** Stable id, unique within one assembly. */
+  id: string;
+  /** Section the item is for. */
+  section: Section;
+  /** The text. */
+  text: string;
+  /** Where it came from; required for inclusion. */
+  provenance?: ProvenanceInit | null;
+  /** How far it may be trusted. */
+  trust: TrustTier;
+  /** The source's relevance score (higher is better), if it has one. */
+  score?: number | null;
+  /** Order of creation (higher is newer), for recency and eviction. */
+  sequence?: number | null;
+  /** Scope the item belongs to; checked against the attempt's scopes. */
+  scope?: string | null;
+  /** The tokens of `text` in the request's tokenizer, if the host already has them: used as given, without recounting, while the text is rendered unchanged (a redacted text, or an untrusted one whose fence markers had to be defused, is counted). A wrong count makes the budget wrong by as much. */
+  tokenCount?: number | null;
+}
+
+/** What an application asks to be packed. (as the package gives it) */
+export interface AssembleRequest {
+  /** Who and what the assembly is for. */
+  context: AgentContext;
+  /** The user's query, raw. */
+  query: string;
+  /** The tokenizer whose tokens the budget is counted in. */
+  tokenizer: Tokenizer;
+  /** Most tokens the pack may hold, counted per entry; the plan's default budget when absent (the snapshot records the one used). */
+  budget: number | null;
+  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). */
+  entryOverhead: number;
+  /** The system prompt (L0). */
+  systemPrompt: string;
+  /** The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>". */
+  workflow: WorkflowStatus | null;
+  /** Mandatory instructions (L0), never truncated. */
+  instructions: string[];
+  /** The current task (L0), never truncated. */
+  currentTask: string | null;
+  /** The conversation, oldest turn first (L1). */
+  conversation: ConversationTurn[];
+  /** At most this many of the newest turns are considered. */
+  keepLast: number;
+  /** Summaries of completed stages, oldest first (L2). */
+  stageSummaries: StageSummary[];
+}
+
+/** What an application asks to be packed. (as the package accepts it) */
+export interface AssembleRequestInit {
+  /** Who and what the assembly is for. */
+  context: AgentContextInit;
+  /** The user's query, raw. */
+  query: string;
+  /** The tokenizer whose tokens the budget is counted in. */
+  tokenizer: TokenizerInit;
+  /** Most tokens the pack may hold, counted per entry; the plan's default budget when absent (the snapshot records the one used). */
+  budget?: number | null;
+  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). */
+  entryOverhead: number;
+  /** The system prompt (L0). */
+  systemPrompt: string;
+  /** The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>". */
+  workflow?: WorkflowStatusInit | null;
+  /** Mandatory instructions (L0), never truncated. */
+  instructions?: string[];
+  /** The current task (L0), never truncated. */
+  currentTask?: string | null;
+  /** The conversation, oldest turn first (L1). */
+  conversation?: ConversationTurnInit[];
+  /** At most this many of the newest turns are considered. */
+  keepLast: number;
+  /** Summaries of completed stages, oldest first (L2). */
+  stageSummaries?: StageSummaryInit[];
+}
+
+/** One entry of an assembled pack. (as the package gives it) */
+export interface PackEntry {
+  /** Id of the candidate it came from (matches its snapshot entry). */
+  id: string;
+  /** Layer. */
+  layer: Layer;
+  /** Section. */
+  section: Section;
+  /** The role the entry takes in a message list. */
+  role: Role;
+  /** The text exactly as charged and rendered. */
+  text: string;
+  /** Its tokens in the request's tokenizer (without the entry overhead). */
+  tokens: number;
+  /** Where it came from: the citation to show with it. */
+  provenance: Provenance;
+  /** How far it may be trusted. */
+  trust: TrustTier;
+}
+
+/** One entry of an assembled pack. (as the package accepts it) */
+export interface PackEntryInit {
+  /** Id of the candidate it came from (matches its snapshot entry). */
+  id: string;
+  /** Layer. */
+  layer: Layer;
+  /** Section. */
+  section: Section;
+  /** The role the entry takes in a message list. */
+  role: Role;
+  /** The text exactly as charged and rendered. */
+  text: string;
+  /** Its tokens in the request's tokenizer (without the entry overhead). */
+  tokens: number;
+  /** Where it came from: the citation to show with it. */
+  provenance: ProvenanceInit;
+  /** How far it may be trusted. */
+  trust: TrustTier;
+}
+
+/** A strategy that removed something from a pack. */
+export type Strategy = "l0-immutable" | "keep-last" | "conversation-budget" | "evict-oldest";
+
+/** What was done to fit the budget. (as the package gives it) */
+export interface CompressionMetadata {
+  /** Strategies applied, in the order they ran. */
+  appliedStrategies: Strategy[];
+  /** Layers that lost at least one entry, L0 to L2. */
+  truncatedLayers: Layer[];
+  /** How many candidates were left out. */
+  entriesDropped: number;
+}
+
+/** What was done to fit the budget. (as the package accepts it) */
+export interface CompressionMetadataInit {
+  /** Strategies applied, in the order they ran. */
+  appliedStrategies: Strategy[];
+  /** Layers that lost at least one entry, L0 to L2. */
+  truncatedLayers: Layer[];
+  /** How many candidates were left out. */
+  entriesDropped: number;
+}
+
+/** Why a candidate was taken or dropped: a closed set. (as the package gives it) */
+export type Reason =
+  | "mandatory"
+  | "within-budget"
+  | { keepLast: number }
+  | { overBudget: Shortfall }
+  | "evicted-oldest"
+  | { toolPair: string }
+  | "orphan-tool-result"
+  | { duplicateOf: string }
+  | { policyDenied: string }
+  | "out-of-scope"
+  | "no-provenance"
+  | "section-not-allowed"
+  | { summarized: string }
+  | { stepCut: number }
+  | { beyondLimit: number }
+  | "assembly-failed"
+  | "unreviewed";
+
+/** Why a candidate was taken or dropped: a closed set. (as the package accepts it) */
+export type ReasonInit =
+  | "mandatory"
+  | "within-budget"
+  | { keepLast: number }
+  | { overBudget: ShortfallInit }
+  | "evicted-oldest"
+  | { toolPair: string }
+  | "orphan-tool-result"
+  | { duplicateOf: string }
+  | { policyDenied: string }
+  | "out-of-scope"
+  | "no-provenance"
+  | "section-not-allowed"
+  | { summarized: string }
+  | { stepCut: number }
+  | { beyondLimit: number }
+  | "assembly-failed"
+  | "unreviewed";
+
+/** The numbers behind an over-budget drop. (as the package gives it) */
+export interface Shortfall {
+  /** Tokens the item needed, overhead included (and, for an older turn, every newer one left out): exact when the entry's tokens were counted exactly, otherwise the fewest it could need, since counting stops once an item cannot fit. The true sum, which an overhead near the u32 limit can take past it. */
+  needed: number;
+  /** Tokens that remained when it was considered. */
+  remaining: number;
+}
+
+/** The numbers behind an over-budget drop. (as the package accepts it) */
+export interface ShortfallInit {
+  /** Tokens the item needed, overhead included (and, for an older turn, every newer one left out): exact when the entry's tokens were counted exactly, otherwise the fewest it could need, since counting stops once an item cannot fit. The true sum, which an overhead near the u32 limit can take past it. */
+  needed: number;
+  /** Tokens that remained when it was considered. */
+  remaining: number;
+}
+
+/** One condition of an assembly's outcome. A status is a list of them: `complete` alone, or every one of `degraded`, `truncated` and `failed` that holds, in that order (a source may fail and a section be truncated in one assembly). */
+export type SnapshotStatus = "complete" | "degraded" | "truncated" | "failed";
+
+/** The record of one candidate in a snapshot. (as the package gives it) */
+export interface SnapshotEntry {
+  /** Candidate id. */
+  id: string;
+  /** Layer. */
+  layer: Layer;
+  /** Section. */
+  section: Section;
+  /** What produced it. */
+  origin: Origin;
+  /** Where it came from; absent only for a no-provenance drop. */
+  provenance: Provenance | null;
+  /** How far it may be trusted. */
+  trust: TrustTier;
+  /** The score it was ranked by, if any. */
+  score: number | null;
+  /** Its tokens in the request's tokenizer (without the entry overhead), as `counted` says. */
+  tokens: number;
+  /** How far its tokens were counted. */
+  counted: Counted;
+  /** Whether it is in the pack. */
+  included: boolean;
+  /** Why it was taken or dropped. */
+  reason: Reason;
+  /** Whether its text was summarised or truncated. */
+  compressed: boolean;
+  /** Whether the policy replaced its text. */
+  redacted: boolean;
+  /** Set when the entry stands for a run of the request's own candidates; its other fields are then the run's first member's. */
+  run: EntryRun | null;
+}
+
+/** The record of one candidate in a snapshot. (as the package accepts it) */
+export interface SnapshotEntryInit {
+  /** Candidate id. */
+  id: string;
+  /** Layer. */
+  layer: Layer;
+  /** Section. */
+  section: Section;
+  /** What produced it. */
+  origin: Origin;
+  /** Where it came from; absent only for a no-provenance drop. */
+  provenance?: ProvenanceInit | null;
+  /** How far it may be trusted. */
+  trust: TrustTier;
+  /** The score it was ranked by, if any. */
+  score?: number | null;
+  /** Its tokens in the request's tokenizer (without the entry overhead), as `counted` says. */
+  tokens: number;
+  /** How far its tokens were counted. */
+  counted: Counted;
+  /** Whether it is in the pack. */
+  included: boolean;
+  /** Why it was taken or dropped. */
+  reason: ReasonInit;
+  /** Whether its text was summarised or truncated. */
+  compressed: boolean;
+  /** Whether the policy replaced its text. */
+  redacted: boolean;
+  /** Set when the entry stands for a run of the request's own candidates; its other fields are then the run's first member's. */
+  run?: EntryRunInit | null;
+}
+
+/** A run of consecutive conversation turns or stage summaries dropped for the same reason without being counted, recorded as one entry (a long history trimmed is thousands of turns never looked at). The entry's `id` is the first member's and `last-id` the last one's; the ids between are consecutive ("turn-12" … "turn-9911"). Every member has the entry's layer, section, origin and reason, is uncounted (`tokens` 0) and is not included; its provenance and trust follow from the request as the first's do ("conversation[i]", trust by role). For an over-budget run the shortfall is the first member's: every older one needs more. Metrics count every member; `diff-snapshots` compares members. (as the package gives it) */
+export interface EntryRun {
+  /** The last member's id. */
+  lastId: string;
+  /** How many candidates the entry stands for, first and last included (at least 2). */
+  count: number;
+}
+
+/** A run of consecutive conversation turns or stage summaries dropped for the same reason without being counted, recorded as one entry (a long history trimmed is thousands of turns never looked at). The entry's `id` is the first member's and `last-id` the last one's; the ids between are consecutive ("turn-12" … "turn-9911"). Every member has the entry's layer, section, origin and reason, is uncounted (`tokens` 0) and is not included; its provenance and trust follow from the request as the first's do ("conversation[i]", trust by role). For an over-budget run the shortfall is the first member's: every older one needs more. Metrics count every member; `diff-snapshots` compares members. (as the package accepts it) */
+export interface EntryRunInit {
+  /** The last member's id. */
+  lastId: string;
+  /** How many candidates the entry stands for, first and last included (at least 2). */
+  count: number;
+}
+
+/** How far a candidate's tokens were counted: counting stops as soon as the decision is clear, so only what decides something is counted. */
+export type Counted = "exact" | "over" | "uncounted";
+
+/** What produced a candidate. */
+export type Origin = "request" | "retrieval" | "memory" | "graph" | "repository" | "summary";
+
+/** One text to summarise. (as the package gives it) */
+export interface SummaryRequest {
+  /** The section the summary is for. */
+  section: Section;
+  /** The text. */
+  text: string;
+  /** Most tokens the summary may have. */
+  targetTokens: number;
+}
+
+/** One text to summarise. (as the package accepts it) */
+export interface SummaryRequestInit {
+  /** The section the summary is for. */
+  section: Section;
+  /** The text. */
+  text: string;
+  /** Most tokens the summary may have. */
+  targetTokens: number;
+}
+
+/** How one host source fared in an assembly. (as the package gives it) */
+export interface SourceCall {
+  /** The capability, e.g. "sources.retrieve". */
+  capability: string;
+  /** What came of it. */
+  outcome: SourceOutcome;
+}
+
+/** How one host source fared in an assembly. (as the package accepts it) */
+export interface SourceCallInit {
+  /** The capability, e.g. "sources.retrieve". */
+  capability: string;
+  /** What came of it. */
+  outcome: SourceOutcomeInit;
+}
+
+/** What came of a source call. (as the package gives it) */
+export type SourceOutcome =
+  | { answered: number }
+  | { failed: string }
+  | { skipped: string };
+
+/** What came of a source call. (as the package accepts it) */
+export type SourceOutcomeInit =
+  | { answered: number }
+  | { failed: string }
+  | { skipped: string };
+
+/** The immutable record of one assembly: every candidate, once. (as the package gives it) */
+export interface Snapshot {
+  /** Content hash (hex SHA-256) of everything below and the pack. */
+  id: string;
+  /** Tenant, copied from the request. */
+  tenantId: string | null;
+  /** Project, copied from the request. */
+  projectId: string | null;
+  /** Run, copied from the request. */
+  runId: string | null;
+  /** Attempt, copied from the request. */
+  attemptId: string | null;
+  /** Scopes the attempt was assembled under. */
+  scopes: string[];
+  /** The tokenizer counts were made in. */
+  tokenizer: Tokenizer;
+  /** The budget. */
+  tokenBudget: number;
+  /** Tokens the pack is charged: every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more. Never less than `text-tokens` or `message-tokens`, never more than the budget. */
+  tokensUsed: number;
+  /** Tokens of the pack's flat `text`, counted whole. */
+  textTokens: number;
+  /** Tokens of the pack's `messages`: each message's content counted whole, plus the entry overhead once per message. */
+  messageTokens: number;
+  /** Tokens of the stable prefix (the L0 entries that lead the pack, rendered together), entry overhead included. */
+  stablePrefixTokens: number;
+  /** Hex SHA-256 of the rendered text's UTF-8 bytes: the reference under which a host stores the assembled content (content never in the row), and which it can check. */
+  contentHash: string;
+  /** Index revisions of the included items, sorted, each once. */
+  indexRevisions: string[];
+  /** Ids of the included memory items, in render order. */
+  memoryItems: string[];
+  /** Outcome: every condition that holds (see `snapshot-status`). */
+  status: SnapshotStatus[];
+  /** Why the assembly failed, when the status says `failed`. */
+  failure: string | null;
+  /** The builder profile that gathered the candidates. */
+  profile: Profile;
+  /** The plan the budget was shared by. */
+  plan: Plan;
+  /** What each host source was asked and how it answered: the sources in the profile's order, then each review round and the summariser in the order they were asked. */
+  sourceCalls: SourceCall[];
+  /** One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`). */
+  entries: SnapshotEntry[];
+}
+
+/** The immutable record of one assembly: every candidate, once. (as the package accepts it) */
+export interface SnapshotInit {
+  /** Content hash (hex SHA-256) of everything below and the pack. */
+  id: string;
+  /** Tenant, copied from the request. */
+  tenantId?: string | null;
+  /** Project, copied from the request. */
+  projectId?: string | null;
+  /** Run, copied from the request. */
+  runId?: string | null;
+  /** Attempt, copied from the request. */
+  attemptId?: string | null;
+  /** Scopes the attempt was assembled under. */
+  scopes: string[];
+  /** The tokenizer counts were made in. */
+  tokenizer: TokenizerInit;
+  /** The budget. */
+  tokenBudget: number;
+  /** Tokens the pack is charged: every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more. Never less than `text-tokens` or `message-tokens`, never more than the budget. */
+  tokensUsed: number;
+  /** Tokens of the pack's flat `text`, counted whole. */
+  textTokens: number;
+  /** Tokens of the pack's `messages`: each message's content counted whole, plus the entry overhead once per message. */
+  messageTokens: number;
+  /** Tokens of the stable prefix (the L0 entries that lead the pack, rendered together), entry overhead included. */
+  stablePrefixTokens: number;
+  /** Hex SHA-256 of the rendered text's UTF-8 bytes: the reference under which a host stores the assembled content (content never in the row), and which it can check. */
+  contentHash: string;
+  /** Index revisions of the included items, sorted, each once. */
+  indexRevisions: string[];
+  /** Ids of the included memory items, in render order. */
+  memoryItems: string[];
+  /** Outcome: every condition that holds (see `snapshot-status`). */
+  status: SnapshotStatus[];
+  /** Why the assembly failed, when the status says `failed`. */
+  failure?: string | null;
+  /** The builder profile that gathered the candidates. */
+  profile: ProfileInit;
+  /** The plan the budget was shared by. */
+  plan: PlanInit;
+  /** What each host source was asked and how it answered: the sources in the profile's order, then each review round and the summariser in the order they were asked. */
+  sourceCalls: SourceCallInit[];
+  /** One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`). */
+  entries: SnapshotEntryInit[];
+}
+
+/** An assembled context. (as the package gives it) */
+export interface ContextPack {
+  /** Deterministic id: "<session-id or unknown>-router-pack". */
+  id: string;
+  /** Session, copied from the request. */
+  sessionId: string | null;
+  /** Trace, copied from the request. */
+  traceId: string;
+  /** The current stage, if the workflow names one. */
+  stageId: string | null;
+  /** Included entries in render order: L0, then L2, then L1. */
+  entries: PackEntry[];
+  /** The entries' texts joined by blank lines. */
+  text: string;
+  /** The same context as chat messages: L0 as the first system message (the stable prefix), the other context as a second, then the kept conversation turns with their roles and tool-call ids. */
+  messages: Message[];
+  /** Tokens used, entry overhead included; never above the budget. */
+  budgetUsed: number;
+  /** The budget. */
+  budgetLimit: number;
+  /** What was done to fit. */
+  compression: CompressionMetadata;
+  /** Why every candidate was taken or dropped. */
+  snapshot: Snapshot;
+  /** The context-assembled event, for the host to publish. */
+  event: ContextAssembled;
+  /** Metrics of this assembly, for the host to record. */
+  metrics: Metrics;
+}
+
+/** An assembled context. (as the package accepts it) */
+export interface ContextPackInit {
+  /** Deterministic id: "<session-id or unknown>-router-pack". */
+  id: string;
+  /** Session, copied from the request. */
+  sessionId?: string | null;
+  /** Trace, copied from the request. */
+  traceId: string;
+  /** The current stage, if the workflow names one. */
+  stageId?: string | null;
+  /** Included entries in render order: L0, then L2, then L1. */
+  entries: PackEntryInit[];
+  /** The entries' texts joined by blank lines. */
+  text: string;
+  /** The same context as chat messages: L0 as the first system message (the stable prefix), the other context as a second, then the kept conversation turns with their roles and tool-call ids. */
+  messages: MessageInit[];
+  /** Tokens used, entry overhead included; never above the budget. */
+  budgetUsed: number;
+  /** The budget. */
+  budgetLimit: number;
+  /** What was done to fit. */
+  compression: CompressionMetadataInit;
+  /** Why every candidate was taken or dropped. */
+  snapshot: SnapshotInit;
+  /** The context-assembled event, for the host to publish. */
+  event: ContextAssembledInit;
+  /** Metrics of this assembly, for the host to record. */
+  metrics: MetricsInit;
+}
+
+/** One chat message. (as the package gives it) */
+export interface Message {
+  /** Who speaks. */
+  role: Role;
+  /** What is said. */
+  content: string;
+  /** The tool call a turn makes or answers. */
+  toolCallId: string | null;
+}
+
+/** One chat message. (as the package accepts it) */
+export interface MessageInit {
+  /** Who speaks. */
+  role: Role;
+  /** What is said. */
+  content: string;
+  /** The tool call a turn makes or answers. */
+  toolCallId?: string | null;
+}
+
+/** The context-assembled event: what a host publishes once an assembly's snapshot is stored. (as the package gives it) */
+export interface ContextAssembled {
+  /** The snapshot's id. */
+  contextSnapshotId: string;
+  /** Tenant. */
+  tenantId: string | null;
+  /** Run. */
+  runId: string | null;
+  /** Attempt. */
+  attemptId: string | null;
+  /** Outcome. */
+  status: SnapshotStatus[];
+  /** Tokens used. */
+  tokensUsed: number;
+  /** The budget. */
+  tokenBudget: number;
+}
+
+/** The context-assembled event: what a host publishes once an assembly's snapshot is stored. (as the package accepts it) */
+export interface ContextAssembledInit {
+  /** The snapshot's id. */
+  contextSnapshotId: string;
+  /** Tenant. */
+  tenantId?: string | null;
+  /** Run. */
+  runId?: string | null;
+  /** Attempt. */
+  attemptId?: string | null;
+  /** Outcome. */
+  status: SnapshotStatus[];
+  /** Tokens used. */
+  tokensUsed: number;
+  /** The budget. */
+  tokenBudget: number;
+}
+
+/** Metrics of one assembly. (as the package gives it) */
+export interface Metrics {
+  /** Tokens included per section (entry overhead included), sections with none left out, in section order. */
+  tokensPerSection: SectionTokens[];
+  /** Dropped candidates per reason, by the reason's name, sorted. */
+  droppedByReason: ReasonCount[];
+}
+
+/** Metrics of one assembly. (as the package accepts it) */
+export interface MetricsInit {
+  /** Tokens included per section (entry overhead included), sections with none left out, in section order. */
+  tokensPerSection: SectionTokensInit[];
+  /** Dropped candidates per reason, by the reason's name, sorted. */
+  droppedByReason: ReasonCountInit[];
+}
+
+/** Tokens of one section. (as the package gives it) */
+export interface SectionTokens {
+  /** Section. */
+  section: Section;
+  /** Tokens. */
+  tokens: number;
+}
+
+/** Tokens of one section. (as the package accepts it) */
+export interface SectionTokensInit {
+  /** Section. */
+  section: Section;
+  /** Tokens. */
+  tokens: number;
+}
+
+/** How many candidates were dropped for one reason. (as the package gives it) */
+export interface ReasonCount {
+  /** The reason's name, e.g. "over-budget". */
+  reason: string;
+  /** How many. */
+  count: number;
+}
+
+/** How many candidates were dropped for one reason. (as the package accepts it) */
+export interface ReasonCountInit {
+  /** The reason's name, e.g. "over-budget". */
+  reason: string;
+  /** How many. */
+  count: number;
+}
+
+/** What happened to one candidate between two snapshots. */
+export type ChangeKind = "entered" | "left" | "moved" | "retokened" | "reason-changed" | "appeared-dropped" | "vanished-dropped";
+
+/** A candidate's state in one snapshot. (as the package gives it) */
+export interface EntryState {
+  /** Section. */
+  section: Section;
+  /** Whether it was included. */
+  included: boolean;
+  /** Why. */
+  reason: Reason;
+  /** Its tokens. */
+  tokens: number;
+  /** Its place among the included entries, from 0. */
+  position: number | null;
+}
+
+/** A candidate's state in one snapshot. (as the package accepts it) */
+export interface EntryStateInit {
+  /** Section. */
+  section: Section;
+  /** Whether it was included. */
+  included: boolean;
+  /** Why. */
+  reason: ReasonInit;
+  /** Its tokens. */
+  tokens: number;
+  /** Its place among the included entries, from 0. */
+  position?: number | null;
+}
+
+/** One changed candidate. (as the package gives it) */
+export interface Change {
+  /** Candidate id. */
+  id: string;
+  /** What produced it. */
+  origin: Origin;
+  /** What happened. */
+  kind: ChangeKind;
+  /** Before, if it was a candidate then. */
+  before: EntryState | null;
+  /** After, if it is a candidate now. */
+  after: EntryState | null;
+}
+
+/** One changed candidate. (as the package accepts it) */
+export interface ChangeInit {
+  /** Candidate id. */
+  id: string;
+  /** What produced it. */
+  origin: Origin;
+  /** What happened. */
+  kind: ChangeKind;
+  /** Before, if it was a candidate then. */
+  before?: EntryStateInit | null;
+  /** After, if it is a candidate now. */
+  after?: EntryStateInit | null;
+}
+
+/** What changed between two snapshots, and why. (as the package gives it) */
+export interface SnapshotDiff {
+  /** The earlier snapshot's id. */
+  beforeId: string;
+  /** The later snapshot's id. */
+  afterId: string;
+  /** Status before. */
+  statusBefore: SnapshotStatus[];
+  /** Status after. */
+  statusAfter: SnapshotStatus[];
+  /** Tokens used before. */
+  tokensBefore: number;
+  /** Tokens used after. */
+  tokensAfter: number;
+  /** Changed candidates: the later snapshot's order, then those only in the earlier one. */
+  changes: Change[];
+  /** Candidates whose state did not change. */
+  unchanged: number;
+}
+
+/** What changed between two snapshots, and why. (as the package accepts it) */
+export interface SnapshotDiffInit {
+  /** The earlier snapshot's id. */
+  beforeId: string;
+  /** The later snapshot's id. */
+  afterId: string;
+  /** Status before. */
+  statusBefore: SnapshotStatus[];
+  /** Status after. */
+  statusAfter: SnapshotStatus[];
+  /** Tokens used before. */
+  tokensBefore: number;
+  /** Tokens used after. */
+  tokensAfter: number;
+  /** Changed candidates: the later snapshot's order, then those only in the earlier one. */
+  changes: ChangeInit[];
+  /** Candidates whose state did not change. */
+  unchanged: number;
+}
+
+/** Why an assembly or a configuration was refused. (as the package gives it) */
+export type CtxpackError =
+  | { invalidField: FieldError }
+  | { mandatoryOverBudget: MandatoryShortfall }
+  | { tokenizerUnavailable: string }
+  | { hostFailed: HostError }
+  | { stepMismatch: string };
+
+/** Why an assembly or a configuration was refused. (as the package accepts it) */
+export type CtxpackErrorInit =
+  | { invalidField: FieldErrorInit }
+  | { mandatoryOverBudget: MandatoryShortfallInit }
+  | { tokenizerUnavailable: string }
+  | { hostFailed: HostErrorInit }
+  | { stepMismatch: string };
+
+/** An assembly that gave no pack: why, and — when it had begun (L0 over the budget, the policy failing) — its `failed` snapshot, with every candidate known by then, for the host to store. A request refused as invalid has no snapshot. (as the package gives it) */
+export interface AssemblyFailure {
+  /** Why. */
+  error: CtxpackError;
+  /** The failed snapshot, if the assembly had begun. */
+  snapshot: Snapshot | null;
+}
+
+/** An assembly that gave no pack: why, and — when it had begun (L0 over the budget, the policy failing) — its `failed` snapshot, with every candidate known by then, for the host to store. A request refused as invalid has no snapshot. (as the package accepts it) */
+export interface AssemblyFailureInit {
+  /** Why. */
+  error: CtxpackErrorInit;
+  /** The failed snapshot, if the assembly had begun. */
+  snapshot: SnapshotInit | null;
+}
+
+/** An invalid field. (as the package gives it) */
+export interface FieldError {
+  /** Path of the field, e.g. "request.conversation[3].tool-call-id". */
+  field: string;
+  /** What is wrong with it. */
+  message: string;
+}
+
+/** An invalid field. (as the package accepts it) */
+export interface FieldErrorInit {
+  /** Path of the field, e.g. "request.conversation[3].tool-call-id". */
+  field: string;
+  /** What is wrong with it. */
+  message: string;
+}
+
+/** The numbers behind a mandatory-over-budget failure. (as the package gives it) */
+export interface MandatoryShortfall {
+  /** Tokens L0 needs rendered, entry overhead included: the true sum, which may pass any budget. */
+  mandatoryTokens: number;
+  /** The budget. */
+  budget: number;
+}
+
+/** The numbers behind a mandatory-over-budget failure. (as the package accepts it) */
+export interface MandatoryShortfallInit {
+  /** Tokens L0 needs rendered, entry overhead included: the true sum, which may pass any budget. */
+  mandatoryTokens: number;
+  /** The budget. */
+  budget: number;
+}
+
+/** How a host import failed. (as the package gives it) */
+export interface HostError {
+  /** The host capability that failed, e.g. "sources.retrieve". */
+  capability: string;
+  /** What the host said. */
+  message: string;
+}
+
+/** How a host import failed. (as the package accepts it) */
+export interface HostErrorInit {
+  /** The host capability that failed, e.g. "sources.retrieve". */
+  capability: string;
+  /** What the host said. */
+  message: string;
+}
+
+/** What a builder is constructed from, once per instance. (as the package gives it) */
+export interface BuilderConfig {
+  /** Tokenizers the builder must have: checked at `create`, so a component built without one refuses the builder at once. (Their tables are static data; there is nothing left to build ahead.) */
+  preload: Tokenizer[];
+  /** What the builder gathers from the host. */
+  profile: Profile;
+  /** Estimated Jaccard similarity (of three-word shingles) at which a host candidate is a near-duplicate of a higher-ranked one, in (0, 1]; 1 keeps exact duplicate detection only. 0.8 catches a few words edited in a 300-token chunk. */
+  nearDuplicateThreshold: number;
+  /** Terms added to the fused rank score; all zero ranks by reciprocal-rank fusion alone. */
+  ranking: Ranking;
+  /** Budget defaults, the model window and the sections' shares. */
+  plan: Plan;
+  /** Most token counts the builder keeps between assemblies (keyed by a hash of the text and the tokenizer), so a conversation re-assembled every turn recounts only its new text; 0 keeps none. */
+  countCacheEntries: number;
+}
+
+/** What a builder is constructed from, once per instance. (as the package accepts it) */
+export interface BuilderConfigInit {
+  /** Tokenizers the builder must have: checked at `create`, so a component built without one refuses the builder at once. (Their tables are static data; there is nothing left to build ahead.) */
+  preload?: TokenizerInit[];
+  /** What the builder gathers from the host. */
+  profile?: ProfileInit;
+  /** Estimated Jaccard similarity (of three-word shingles) at which a host candidate is a near-duplicate of a higher-ranked one, in (0, 1]; 1 keeps exact duplicate detection only. 0.8 catches a few words edited in a 300-token chunk. */
+  nearDuplicateThreshold?: number;
+  /** Terms added to the fused rank score; all zero ranks by reciprocal-rank fusion alone. */
+  ranking?: RankingInit;
+  /** Budget defaults, the model window and the sections' shares. */
+  plan?: PlanInit;
+  /** Most token counts the builder keeps between assemblies (keyed by a hash of the text and the tokenizer), so a conversation re-assembled every turn recounts only its new text; 0 keeps none. */
+  countCacheEntries?: number;
+}
+
+/** The plan of an assembly: the budget, the model window, and how the budget is shared among sections. L0 is charged first and whole; each optional section then fills up to its share, and what sections leave unused flows to the others in priority order: conversation, repository state, relevant knowledge, graph neighbours, episodic memory, current diff, tool results, supporting context, stage summaries. (as the package gives it) */
+export interface Plan {
+  /** The budget of a request that names none (24000 by default). */
+  defaultBudget: number;
+  /** The model's context window; a budget may not exceed it less the safety margin. */
+  modelWindow: number | null;
+  /** Share of the window kept free, in [0, 1). */
+  safetyMargin: number;
+  /** Each section's share of the budget, in [0, 1], summing to at most 1; a section left out is filled only from unused shares. */
+  shares: SectionShare[];
+  /** Whether an optional section over its share is summarised (or, failing that, truncated) into its unused share instead of cut. */
+  compress: boolean;
+  /** The least room, in tokens, worth a summary. */
+  minSummaryTokens: number;
+  /** The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one. */
+  cutStep: number;
+}
+
+/** The plan of an assembly: the budget, the model window, and how the budget is shared among sections. L0 is charged first and whole; each optional section then fills up to its share, and what sections leave unused flows to the others in priority order: conversation, repository state, relevant knowledge, graph neighbours, episodic memory, current diff, tool results, supporting context, stage summaries. (as the package accepts it) */
+export interface PlanInit {
+  /** The budget of a request that names none (24000 by default). */
+  defaultBudget?: number;
+  /** The model's context window; a budget may not exceed it less the safety margin. */
+  modelWindow?: number | null;
+  /** Share of the window kept free, in [0, 1). */
+  safetyMargin?: number;
+  /** Each section's share of the budget, in [0, 1], summing to at most 1; a section left out is filled only from unused shares. */
+  shares?: SectionShareInit[];
+  /** Whether an optional section over its share is summarised (or, failing that, truncated) into its unused share instead of cut. */
+  compress?: boolean;
+  /** The least room, in tokens, worth a summary. */
+  minSummaryTokens?: number;
+  /** The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one. */
+  cutStep?: number;
+}
+
+/** One section's share of the budget. (as the package gives it) */
+export interface SectionShare {
+  /** The section. */
+  section: Section;
+  /** Its share, in [0, 1]. */
+  share: number;
+}
+
+/** One section's share of the budget. (as the package accepts it) */
+export interface SectionShareInit {
+  /** The section. */
+  section: Section;
+  /** Its share, in [0, 1]. */
+  share: number;
+}
+
+/** Terms of the fused score besides reciprocal-rank fusion (which adds at most 1/61 per source, so weights of about 0.01 already reorder). (as the package gives it) */
+export interface Ranking {
+  /** Added for a system candidate. */
+  trustSystem: number;
+  /** Added for a trusted candidate. */
+  trustTrusted: number;
+  /** Added for an unverified candidate. */
+  trustUnverified: number;
+  /** Added for an untrusted candidate. */
+  trustUntrusted: number;
+  /** Times the recency: 1 for the newest sequence, 0 for the oldest, 0 without one. */
+  recency: number;
+}
+
+/** Terms of the fused score besides reciprocal-rank fusion (which adds at most 1/61 per source, so weights of about 0.01 already reorder). (as the package accepts it) */
+export interface RankingInit {
+  /** Added for a system candidate. */
+  trustSystem?: number;
+  /** Added for a trusted candidate. */
+  trustTrusted?: number;
+  /** Added for an unverified candidate. */
+  trustUnverified?: number;
+  /** Added for an untrusted candidate. */
+  trustUntrusted?: number;
+  /** Times the recency: 1 for the newest sequence, 0 for the oldest, 0 without one. */
+  recency?: number;
+}
+
+/** What a builder gathers from its host: one builder interface from no sources at all up to every source. (as the package gives it) */
+export type Profile =
+  | "passthrough"
+  | { rag: RagSettings }
+  | { ragMemory: RagMemorySettings }
+  | { full: FullSettings };
+
+/** What a builder gathers from its host: one builder interface from no sources at all up to every source. (as the package accepts it) */
+export type ProfileInit =
+  | "passthrough"
+  | { rag: RagSettingsInit }
+  | { ragMemory: RagMemorySettingsInit }
+  | { full: FullSettingsInit };
+
+/** Settings of the `full` profile. (as the package gives it) */
+export interface FullSettings {
+  /** Most candidates to ask `sources.retrieve` for. */
+  retrieveLimit: number;
+  /** Most graph hops from the retrieved items (0: no expansion). */
+  graphDepth: number;
+  /** Most memory items to ask `sources.recall-memory` for. */
+  memoryLimit: number;
+  /** Whether to ask `sources.repository-state`. */
+  repositoryState: boolean;
+}
+
+/** Settings of the `full` profile. (as the package accepts it) */
+export interface FullSettingsInit {
+  /** Most candidates to ask `sources.retrieve` for. */
+  retrieveLimit: number;
+  /** Most graph hops from the retrieved items (0: no expansion). */
+  graphDepth: number;
+  /** Most memory items to ask `sources.recall-memory` for. */
+  memoryLimit: number;
+  /** Whether to ask `sources.repository-state`. */
+  repositoryState: boolean;
+}
+
+/** Settings of the `rag` profile. (as the package gives it) */
+export interface RagSettings {
+  /** Most candidates to ask `sources.retrieve` for. */
+  retrieveLimit: number;
+}
+
+/** Settings of the `rag` profile. (as the package accepts it) */
+export interface RagSettingsInit {
+  /** Most candidates to ask `sources.retrieve` for. */
+  retrieveLimit: number;
+}
+
+/** Settings of the `rag-memory` profile. (as the package gives it) */
+export interface RagMemorySettings {
+  /** Most candidates to ask `sources.retrieve` for. */
+  retrieveLimit: number;
+  /** Most memory items to ask `sources.recall-memory` for. */
+  memoryLimit: number;
+}
+
+/** Settings of the `rag-memory` profile. (as the package accepts it) */
+export interface RagMemorySettingsInit {
+  /** Most candidates to ask `sources.retrieve` for. */
+  retrieveLimit: number;
+  /** Most memory items to ask `sources.recall-memory` for. */
+  memoryLimit: number;
+}
+
+/** The context a skill receives after dispatch. (as the package gives it) */
+export interface RequestContext {
+  /** The raw query. */
+  userQuery: string;
+  /** The conversation turns the pack kept, oldest first. */
+  conversationHistory: ConversationTurn[];
+  /** Retrieved items the pack kept, as packed (after policy). */
+  retrievedContext: PackEntry[];
+  /** Memory items the pack kept, as packed (after policy). */
+  memoryItems: PackEntry[];
+  /** Session. */
+  sessionId: string | null;
+  /** Trace. */
+  traceId: string;
+  /** User. */
+  userId: string | null;
+}
+
+/** The context a skill receives after dispatch. (as the package accepts it) */
+export interface RequestContextInit {
+  /** The raw query. */
+  userQuery: string;
+  /** The conversation turns the pack kept, oldest first. */
+  conversationHistory: ConversationTurnInit[];
+  /** Retrieved items the pack kept, as packed (after policy). */
+  retrievedContext: PackEntryInit[];
+  /** Memory items the pack kept, as packed (after policy). */
+  memoryItems: PackEntryInit[];
+  /** Session. */
+  sessionId?: string | null;
+  /** Trace. */
+  traceId: string;
+  /** User. */
+  userId?: string | null;
+}
+
+/** The format of a router config text. */
+export type ConfigFormat = "yaml" | "json";
+
+/** How one rule fared on a query. (as the package gives it) */
+export interface RuleScore {
+  /** The rule, e.g. "keywords: weather, forecast". */
+  rule: string;
+  /** Its weight, in (0, 1]. */
+  weight: number;
+  /** What matched (normalised for keywords and phrases), if it matched. */
+  matched: string | null;
+}
+
+/** How one rule fared on a query. (as the package accepts it) */
+export interface RuleScoreInit {
+  /** The rule, e.g. "keywords: weather, forecast". */
+  rule: string;
+  /** Its weight, in (0, 1]. */
+  weight: number;
+  /** What matched (normalised for keywords and phrases), if it matched. */
+  matched?: string | null;
+}
+
+/** How one route fared on a query. (as the package gives it) */
+export interface RouteScore {
+  /** Route name. */
+  route: string;
+  /** Its score: 1 - product of (1 - weight) over matched rules. */
+  score: number;
+  /** Every rule, in config order. */
+  rules: RuleScore[];
+}
+
+/** How one route fared on a query. (as the package accepts it) */
+export interface RouteScoreInit {
+  /** Route name. */
+  route: string;
+  /** Its score: 1 - product of (1 - weight) over matched rules. */
+  score: number;
+  /** Every rule, in config order. */
+  rules: RuleScoreInit[];
+}
+
+/** A named capture of an entity pattern. (as the package gives it) */
+export interface Entity {
+  /** The capture group's name. */
+  name: string;
+  /** The captured text, as written in the query. */
+  value: string;
+}
+
+/** A named capture of an entity pattern. (as the package accepts it) */
+export interface EntityInit {
+  /** The capture group's name. */
+  name: string;
+  /** The captured text, as written in the query. */
+  value: string;
+}
+
+/** What the router decided, and why. (as the package gives it) */
+export interface RoutingDecision {
+  /** The best route, if any rule of any route matched. */
+  route: string | null;
+  /** Its skill. */
+  skill: string | null;
+  /** best x (1 - second best), in [0, 1]. */
+  confidence: number;
+  /** The threshold that applied (the route's own, or the global one). */
+  threshold: number;
+  /** No route, or confidence below the threshold. */
+  lowConfidence: boolean;
+  /** The reference/comparison cue found in the query; such a query goes to the builder even on a confident route. */
+  referenceCue: string | null;
+  /** Named captures of the best route's entity patterns. */
+  matchedEntities: Entity[];
+  /** Every route with a score above zero, best first (ties by name). */
+  scores: RouteScore[];
+}
+
+/** What the router decided, and why. (as the package accepts it) */
+export interface RoutingDecisionInit {
+  /** The best route, if any rule of any route matched. */
+  route?: string | null;
+  /** Its skill. */
+  skill?: string | null;
+  /** best x (1 - second best), in [0, 1]. */
+  confidence: number;
+  /** The threshold that applied (the route's own, or the global one). */
+  threshold: number;
+  /** No route, or confidence below the threshold. */
+  lowConfidence: boolean;
+  /** The reference/comparison cue found in the query; such a query goes to the builder even on a confident route. */
+  referenceCue?: string | null;
+  /** Named captures of the best route's entity patterns. */
+  matchedEntities: EntityInit[];
+  /** Every route with a score above zero, best first (ties by name). */
+  scores: RouteScoreInit[];
+}
+
+/** A confident route's dispatch. (as the package gives it) */
+export interface SkillDispatch {
+  /** The route. */
+  route: string;
+  /** The skill to run. */
+  skill: string;
+  /** Entities the router matched. */
+  matchedEntities: Entity[];
+  /** The trivial context: the query and the ids, nothing gathered. */
+  context: RequestContext;
+}
+
+/** A confident route's dispatch. (as the package accepts it) */
+export interface SkillDispatchInit {
+  /** The route. */
+  route: string;
+  /** The skill to run. */
+  skill: string;
+  /** Entities the router matched. */
+  matchedEntities: EntityInit[];
+  /** The trivial context: the query and the ids, nothing gathered. */
+  context: RequestContextInit;
+}
+
+/** The builder branch's dispatch. (as the package gives it) */
+export interface FallbackDispatch {
+  /** The request context drawn from the pack. */
+  context: RequestContext;
+  /** The assembled pack, with its snapshot. */
+  pack: ContextPack;
+}
+
+/** The builder branch's dispatch. (as the package accepts it) */
+export interface FallbackDispatchInit {
+  /** The request context drawn from the pack. */
+  context: RequestContextInit;
+  /** The assembled pack, with its snapshot. */
+  pack: ContextPackInit;
+}
+
+/** Where a query goes. (as the package gives it) */
+export type Dispatch =
+  | { skill: SkillDispatch }
+  | { fallback: FallbackDispatch };
+
+/** Where a query goes. (as the package accepts it) */
+export type DispatchInit =
+  | { skill: SkillDispatchInit }
+  | { fallback: FallbackDispatchInit };
+
+/** The routing decision and what came of it. (as the package gives it) */
+export interface Handling {
+  /** What the router decided, and why. */
+  decision: RoutingDecision;
+  /** Where the query went. */
+  dispatch: Dispatch;
+}
+
+/** The routing decision and what came of it. (as the package accepts it) */
+export interface HandlingInit {
+  /** What the router decided, and why. */
+  decision: RoutingDecisionInit;
+  /** Where the query went. */
+  dispatch: DispatchInit;
+}
+
+/** The policy's word on one item. (as the package gives it) */
+export type Verdict =
+  | "allow"
+  | { redact: string }
+  | { deny: string };
+
+/** The policy's word on one item. (as the package accepts it) */
+export type VerdictInit =
+  | "allow"
+  | { redact: string }
+  | { deny: string };
+
+/** A call to `sources.retrieve`, asked as a step. (as the package gives it) */
+export interface RetrieveRequest {
+  query: string;
+  limit: number;
+}
+
+/** A call to `sources.retrieve`, asked as a step. (as the package accepts it) */
+export interface RetrieveRequestInit {
+  query: string;
+  limit: number;
+}
+
+/** A call to `sources.expand-graph`, asked as a step. (as the package gives it) */
+export interface ExpandGraphRequest {
+  /** The items to expand from, best first. */
+  itemIds: string[];
+  depth: number;
+}
+
+/** A call to `sources.expand-graph`, asked as a step. (as the package accepts it) */
+export interface ExpandGraphRequestInit {
+  /** The items to expand from, best first. */
+  itemIds: string[];
+  depth: number;
+}
+
+/** A call to `sources.recall-memory`, asked as a step. (as the package gives it) */
+export interface RecallMemoryRequest {
+  userId: string;
+  query: string;
+  limit: number;
+}
+
+/** A call to `sources.recall-memory`, asked as a step. (as the package accepts it) */
+export interface RecallMemoryRequestInit {
+  userId: string;
+  query: string;
+  limit: number;
+}
+
+/** One source call of a round. The arguments are those of the `sources` import of the same name; the context is the request's. (as the package gives it) */
+export type SourceRequest =
+  | { retrieve: RetrieveRequest }
+  | { expandGraph: ExpandGraphRequest }
+  | { recallMemory: RecallMemoryRequest }
+  | "repository-state";
+
+/** One source call of a round. The arguments are those of the `sources` import of the same name; the context is the request's. (as the package accepts it) */
+export type SourceRequestInit =
+  | { retrieve: RetrieveRequestInit }
+  | { expandGraph: ExpandGraphRequestInit }
+  | { recallMemory: RecallMemoryRequestInit }
+  | "repository-state";
+
+/** The sections an assembly compresses, asked as a step. (as the package gives it) */
+export interface SummariesRequest {
+  /** One text per section, each to summarise within its target. */
+  requests: SummaryRequest[];
+  /** The tokenizer the targets are counted in. */
+  tokenizer: Tokenizer;
+}
+
+/** The sections an assembly compresses, asked as a step. (as the package accepts it) */
+export interface SummariesRequestInit {
+  /** One text per section, each to summarise within its target. */
+  requests: SummaryRequestInit[];
+  /** The tokenizer the targets are counted in. */
+  tokenizer: TokenizerInit;
+}

@@ -1,0 +1,198 @@
+// The package's own promises: errors naming fields, callbacks that throw,
+// reject or hand back wrong values, Promises awaited concurrently, the
+// router, the diff, builders reused.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  Builder, Router, diffSnapshots, CtxpackError, AssemblyFailed, HostError,
+} from '../src/index.js';
+import { readFileSync } from 'node:fs';
+import { camelKeys } from './scenario.js';
+
+const REQUEST = {
+  context: { traceId: 't-1', userId: 'u-1' },
+  query: 'How long do refunds take?',
+  tokenizer: 'o200k-base',
+  entryOverhead: 0,
+  keepLast: 6,
+  systemPrompt: 'Answer from the documents.',
+};
+const KB = {
+  id: 'kb-1', section: 'relevant-knowledge', trust: 'trusted', score: 0.9,
+  text: 'Refunds take five business days.',
+  provenance: { sourceKind: 'kb', reference: 'refunds.md' },
+};
+const FULL = { profile: { full: { retrieveLimit: 5, graphDepth: 1, memoryLimit: 3, repositoryState: true } } };
+
+const reasonOf = (pack, id) => pack.snapshot.entries.find((e) => e.id === id)?.reason;
+
+test('a wrong field is an error naming it, never a silent default', async () => {
+  const builder = await Builder.create({});
+  await assert.rejects(builder.assemble({ ...REQUEST, keepLast: 'six' }), (e) => {
+    assert.ok(e instanceof AssemblyFailed && e instanceof CtxpackError && e instanceof Error);
+    assert.equal(e.error.invalidField.field, 'request.keepLast');
+    assert.equal(e.message, 'invalid field `request.keepLast`: invalid type: string "six", expected u32');
+    assert.equal(e.snapshot, null);
+    return true;
+  });
+  await assert.rejects(builder.assemble({ ...REQUEST, keep_last: 6 }), (e) => {
+    assert.equal(e.error.invalidField.field, 'request.keep_last');
+    // Named as the caller spells them, without a position in text the
+    // caller never wrote.
+    assert.match(e.message, /unknown field `keep_last`, expected one of `context`.*`keepLast`, `stageSummaries`$/);
+    return true;
+  });
+  const { keepLast: _, ...noKeepLast } = REQUEST;
+  await assert.rejects(builder.assemble(noKeepLast), /missing field `keep-last`|keepLast/);
+  await assert.rejects(Builder.create({ plan: { defaultBudget: -1 } }),
+    (e) => e instanceof CtxpackError && e.error.invalidField.field === 'config.plan.defaultBudget');
+  await assert.rejects(Builder.create([]), (e) => e.error.invalidField.field === 'config');
+  await assert.rejects(builder.assemble(null), (e) => e.error.invalidField.field === 'request');
+  // The builder is still good after all that.
+  const pack = await builder.assemble(REQUEST);
+  assert.equal(pack.snapshot.status[0], 'complete');
+});
+
+test('documented defaults are applied: budget, overhead of the defaults', async () => {
+  const builder = await Builder.create();
+  const { entryOverhead: _, ...request } = REQUEST;
+  await assert.rejects(builder.assemble(request), /entry-overhead|entryOverhead/);
+  const pack = await builder.assemble(REQUEST);
+  assert.equal(pack.snapshot.tokenBudget, pack.budgetLimit);
+  assert.ok(pack.budgetLimit > 0);
+});
+
+test('a throwing or rejecting source degrades the assembly, a HostError keeps its message', async () => {
+  const builder = await Builder.create(FULL, {
+    retrieve: async () => [KB],
+    expandGraph: () => { throw new HostError('graph store unreachable'); },
+    recallMemory: async () => { throw new TypeError('bad memory'); },
+    repositoryState: () => Promise.reject(new Error('index rebuilding')),
+  });
+  const pack = await builder.assemble(REQUEST);
+  assert.deepEqual(pack.snapshot.status, ['degraded']);
+  assert.equal(reasonOf(pack, 'kb-1'), 'within-budget');
+  const outcome = Object.fromEntries(pack.snapshot.sourceCalls.map((c) => [c.capability, c.outcome]));
+  assert.deepEqual(outcome['sources.retrieve'], { answered: 1 });
+  assert.deepEqual(outcome['sources.expand-graph'], { failed: 'graph store unreachable' });
+  assert.deepEqual(outcome['sources.recall-memory'], { failed: 'TypeError: bad memory' });
+  assert.deepEqual(outcome['sources.repository-state'], { failed: 'Error: index rebuilding' });
+});
+
+test('a source the callbacks lack is one this host does not provide', async () => {
+  const builder = await Builder.create(FULL, { retrieve: () => [KB] });
+  const pack = await builder.assemble(REQUEST);
+  const failed = pack.snapshot.sourceCalls.filter((c) => c.outcome.failed);
+  assert.deepEqual(failed.map((c) => c.outcome.failed), Array(failed.length).fill('not provided by this host'));
+  assert.ok(failed.length >= 2);
+});
+
+test('a policy that throws fails the assembly with its failed snapshot', async () => {
+  const builder = await Builder.create(FULL, {
+    retrieve: () => [KB],
+    review: async () => { throw new HostError('policy engine down'); },
+  });
+  await assert.rejects(builder.assemble(REQUEST), (e) => {
+    assert.ok(e instanceof AssemblyFailed);
+    assert.deepEqual(e.error, { hostFailed: { capability: 'policy.review', message: 'policy engine down' } });
+    assert.ok(e.snapshot.status.includes('failed'), e.snapshot.status);
+    assert.match(e.message, /policy\.review.*policy engine down/);
+    return true;
+  });
+});
+
+test('verdicts deny and redact', async () => {
+  const other = { ...KB, id: 'kb-2', text: 'Refunds of gift cards are not possible.' };
+  const builder = await Builder.create(FULL, {
+    retrieve: () => [KB, other],
+    review: (_c, items) => items.map((c) => (c.id === 'kb-1' ? { redact: 'Refunds: see policy.' } : c.id === 'kb-2' ? { deny: 'internal' } : 'allow')),
+  });
+  const pack = await builder.assemble(REQUEST);
+  assert.deepEqual(reasonOf(pack, 'kb-2'), { policyDenied: 'internal' });
+  assert.ok(pack.text.includes('Refunds: see policy.'));
+  assert.ok(!pack.text.includes('five business days'));
+});
+
+test('a callback that gives something other than candidates is refused, naming it', async () => {
+  const builder = await Builder.create(FULL, { retrieve: () => [{ ...KB, section: 'nowhere' }] });
+  await assert.rejects(builder.assemble(REQUEST), (e) => {
+    assert.ok(e instanceof CtxpackError);
+    assert.equal(e.error.invalidField.field, 'retrieve()[0].section');
+    assert.match(e.message, /unknown variant `nowhere`/);
+    return true;
+  });
+  const review = await Builder.create(FULL, { retrieve: () => [KB], review: () => ['maybe'] });
+  await assert.rejects(review.assemble(REQUEST), (e) => e.error.invalidField.field === 'review()[0]');
+});
+
+test("a round's calls run concurrently, each Promise awaited between steps", async () => {
+  // The first round: retrieval, memory and the repository (the graph is
+  // expanded from what retrieval answered, in a second round).
+  const started = [];
+  let release;
+  const gate = new Promise((r) => { release = r; });
+  const slow = (name, value) => async () => {
+    started.push(name);
+    if (started.length === 3) release();
+    await gate;
+    return value;
+  };
+  const builder = await Builder.create(FULL, {
+    retrieve: slow('retrieve', [KB]),
+    expandGraph: slow('graph', []),
+    recallMemory: slow('memory', []),
+    repositoryState: slow('repository', []),
+  });
+  const pack = await builder.assemble(REQUEST);
+  // None of the first round finished before all three had started.
+  assert.deepEqual(started.slice(0, 3).sort(), ['memory', 'repository', 'retrieve']);
+  assert.deepEqual(started.slice(3), ['graph']);
+  assert.equal(reasonOf(pack, 'kb-1'), 'within-budget');
+});
+
+test('a summariser that throws makes the builder cut instead (truncated)', async () => {
+  // The corpus's summariser scenario, with a summariser of this test's.
+  const scenario = camelKeys(JSON.parse(readFileSync(
+    new URL('../../../tests/scenarios/compress-summariser-down.json', import.meta.url), 'utf8')));
+  let asked = 0;
+  const builder = await Builder.create(scenario.config, {
+    retrieve: () => scenario.host.retrieve.items,
+    summarize: async (requests, tokenizer) => {
+      asked += requests.length;
+      assert.equal(tokenizer, 'o200k-base');
+      throw new HostError('no model');
+    },
+  });
+  const pack = await builder.assemble(scenario.request);
+  assert.ok(asked >= 1, 'the summariser was asked');
+  assert.deepEqual(pack.snapshot.status, ['truncated']);
+  assert.ok(pack.budgetUsed <= pack.budgetLimit);
+});
+
+test('the router routes; handle asks nothing on a confident route', async () => {
+  const router = await Router.create(
+    'threshold: 0.5\nroutes:\n  - { name: weather, skill: forecast, rules: [{ keywords: [rain], weight: 0.9 }] }\n');
+  const decision = router.route('Will it rain tomorrow?');
+  assert.equal(decision.route, 'weather');
+  let called = 0;
+  const builder = await Builder.create({ profile: { rag: { retrieveLimit: 5 } } }, { retrieve: () => { called += 1; return [KB]; } });
+  const handled = await builder.handle(router, { ...REQUEST, query: 'Will it rain tomorrow?' });
+  assert.equal(handled.dispatch.skill.skill, 'forecast');
+  assert.equal(called, 0);
+  const fallback = await builder.handle(router, REQUEST);
+  assert.ok(fallback.dispatch.fallback.pack.text.includes('five business days'));
+  assert.equal(called, 1);
+  await assert.rejects(Router.create('routes: [', 'yaml'), CtxpackError);
+  await assert.rejects(Router.create('{}', 'toml'), (e) => e.error.invalidField.field === 'format');
+});
+
+test('diffSnapshots says what entered and left', async () => {
+  const builder = await Builder.create({ profile: { rag: { retrieveLimit: 5 } } });
+  const before = await builder.assemble(REQUEST, { retrieve: () => [KB] });
+  const after = await builder.assemble(REQUEST, { retrieve: () => [{ ...KB, id: 'kb-9' }] });
+  const diff = await diffSnapshots(before.snapshot, after.snapshot);
+  const kinds = Object.fromEntries(diff.changes.map((c) => [c.id, c.kind]));
+  assert.equal(kinds['kb-1'], 'left');
+  assert.equal(kinds['kb-9'], 'entered');
+  await assert.rejects(diffSnapshots({}, after.snapshot), (e) => e.error.invalidField.field === 'before');
+});

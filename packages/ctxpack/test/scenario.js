@@ -1,0 +1,217 @@
+// One scenario file through the package, in any JavaScript engine: Node's
+// tests and the browser's conformance page both import this module.
+//
+// The scenario files spell the WIT's names in kebab-case, as the native
+// expected files do; the package takes and gives camelCase. The request,
+// the configuration and the stores' candidates are camelCased on the way
+// in, and the outcome's JSON text — as the core wrote it — has its keys
+// spelt back on the way out, by this file's own reading of the text (not
+// the package's), so the outcome is compared byte for byte with the
+// expected file once that file's indentation is taken out.
+
+const enc = new TextEncoder();
+const bytes = (s) => enc.encode(s).length;
+
+export const camelName = (k) => k.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase());
+export const kebabName = (k) => k.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
+
+/** A value with every object key camelCased (the WIT has no maps). */
+export function camelKeys(v) {
+  if (Array.isArray(v)) return v.map(camelKeys);
+  if (v === null || typeof v !== 'object') return v;
+  const out = {};
+  for (const [k, x] of Object.entries(v)) out[camelName(k)] = camelKeys(x);
+  return out;
+}
+
+/**
+ * JSON text without the whitespace between its tokens, its object keys
+ * spelt by `spell` (as they are, by default).
+ */
+export function minify(text, spell = (k) => k) {
+  let out = '';
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const s = text.slice(i, j + 1);
+      let k = j + 1;
+      while (k < n && ' \t\r\n'.includes(text[k])) k += 1;
+      out += text[k] === ':' && !s.includes('\\') ? `"${spell(s.slice(1, -1))}"` : s;
+      i = j + 1;
+    } else {
+      if (!' \t\r\n'.includes(c)) out += c;
+      i += 1;
+    }
+  }
+  return out;
+}
+
+const NOT_PROVIDED = 'not provided by this host';
+
+/** The leading words that fit in `max` bytes of UTF-8. */
+function leadingWords(text, max) {
+  let out = '';
+  for (const word of text.split(/\s+/u).filter(Boolean)) {
+    if (bytes(out) + bytes(word) + 1 > max) break;
+    out = out ? `${out} ${word}` : word;
+  }
+  return out;
+}
+
+/**
+ * The stores of a scenario file (its `host` key), as the package's
+ * callbacks: what crates/ctxpack-host/src/stores.rs answers, call for
+ * call, counted. With `delay` set, every answer is a Promise that settles
+ * after that many milliseconds (0: a macrotask later).
+ */
+export class ScenarioHost {
+  constructor(answers, HostError, delay = null) {
+    this.answers = answers ?? {};
+    this.HostError = HostError;
+    this.delay = delay;
+    this.calls = {};
+  }
+
+  later(f) {
+    if (this.delay === null) return f();
+    return new Promise((resolve, reject) => {
+      setTimeout(() => {
+        try {
+          resolve(f());
+        } catch (e) {
+          reject(e);
+        }
+      }, this.delay);
+    });
+  }
+
+  count(name) {
+    this.calls[name] = (this.calls[name] || 0) + 1;
+  }
+
+  source(name, key, limit) {
+    this.count(name);
+    return this.later(() => {
+      const answer = this.answers[key];
+      if (answer === undefined) throw new this.HostError(NOT_PROVIDED);
+      const [kind, value] = Object.entries(answer)[0];
+      if (kind === 'error') throw new this.HostError(value);
+      const items = kind === 'items' && limit !== undefined ? value.slice(0, limit) : value;
+      return camelKeys(items);
+    });
+  }
+
+  retrieve(_c, _q, limit) { return this.source('sources.retrieve', 'retrieve', limit); }
+
+  expandGraph() { return this.source('sources.expand-graph', 'expand-graph'); }
+
+  recallMemory(_c, _u, _q, limit) { return this.source('sources.recall-memory', 'recall-memory', limit); }
+
+  repositoryState() { return this.source('sources.repository-state', 'repository-state'); }
+
+  review(_c, items) {
+    this.count('policy.review');
+    return this.later(() => {
+      const rules = this.answers.policy;
+      if (rules === undefined) throw new this.HostError(NOT_PROVIDED);
+      if (rules.error != null) throw new this.HostError(rules.error);
+      const deny = rules.deny || {};
+      const redact = rules.redact || {};
+      let verdicts = items.map((c) => (c.id in deny ? { deny: deny[c.id] }
+        : c.id in redact ? { redact: redact[c.id] } : 'allow'));
+      if (rules.verdicts != null) {
+        verdicts = verdicts.concat(Array(rules.verdicts).fill('allow')).slice(0, rules.verdicts);
+      }
+      return verdicts;
+    });
+  }
+
+  summarize(requests) {
+    this.count('summarizer.summarize');
+    return this.later(() => {
+      const rule = this.answers.summarizer;
+      if (rule === undefined) throw new this.HostError(NOT_PROVIDED);
+      const words = requests.map((r) => leadingWords(r.text, r.targetTokens * 4));
+      if (rule === 'leading-words') return words;
+      if (rule === 'too-few') return words.slice(1);
+      if (rule === 'too-many') return words.concat(['one too many']);
+      const [kind, value] = Object.entries(rule)[0];
+      if (kind === 'error') throw new this.HostError(value);
+      return requests.map(() => value);
+    });
+  }
+}
+
+/** A refusal's error as the expected files spell it. */
+function errorText(error) {
+  const e = structuredClone(error);
+  if (e.invalidField) e.invalidField.field = kebabName(e.invalidField.field);
+  return minify(JSON.stringify(e), kebabName);
+}
+
+/**
+ * Runs `scenario` (a parsed scenario file) through the package `ctxpack`
+ * (the module's exports). `routerFile(name)` gives the text of a router
+ * file the scenario names. Resolves to `{ text, value }`: the outcome and
+ * host calls as the expected file's text, and the outcome as the
+ * package's typed API gave it (the pack, the handling, or the failure
+ * it rejected with), from a second run.
+ */
+export async function runScenario(ctxpack, scenario, routerFile, delay = null) {
+  const { Builder, Router, CtxpackError, AssemblyFailed, HostError } = ctxpack;
+  const config = camelKeys(scenario.config ?? {});
+  const request = camelKeys(scenario.request);
+  let router = null;
+  const host = new ScenarioHost(scenario.host, HostError, delay);
+  let reply;
+  let value;
+  try {
+    const builder = await Builder.create(config, host);
+    if (scenario.router) {
+      let [kind, text] = Object.entries(scenario.router)[0];
+      if (kind === 'file') {
+        kind = text.endsWith('.json') ? 'json' : 'yaml';
+        text = await routerFile(text);
+      }
+      router = await Router.create(text, kind);
+    }
+    reply = minify(router ? await builder.handleText(router, request) : await builder.assembleText(request), kebabName);
+    // The typed API, with stores that answer the same.
+    const again = new ScenarioHost(scenario.host, HostError, delay);
+    try {
+      value = router ? await builder.handle(router, request, again) : await builder.assemble(request, again);
+    } catch (e) {
+      if (!(e instanceof AssemblyFailed)) throw e;
+      value = { failed: e.failure };
+    }
+    builder.free();
+    router?.free();
+  } catch (e) {
+    if (!(e instanceof CtxpackError)) throw e;
+    reply = `{"failed":{"error":${errorText(e.error)},"snapshot":null}}`;
+    value = { failed: { error: e.error, snapshot: null } };
+  }
+  const calls = Object.fromEntries(Object.entries(host.calls).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return { text: `{"reply":${reply},"host-calls":${JSON.stringify(calls)}}`, value };
+}
+
+/**
+ * The expected file's outcome as the typed API gives it: camelCase keys,
+ * an invalid field's path and the field names in its message as the
+ * caller spelt them, without the parser's position.
+ */
+export function expectedValue(expectedText) {
+  const { reply } = camelKeys(JSON.parse(expectedText));
+  const field = reply.failed?.error?.invalidField;
+  if (field) {
+    field.field = camelName(field.field);
+    field.message = field.message.replace(/ at line \d+ column \d+$/, '');
+    if (/^(unknown|missing) field/.test(field.message)) field.message = field.message.replace(/`[^`]*`/g, camelName);
+  }
+  if (reply.failed) return { failed: reply.failed };
+  return reply.pack ?? reply.handled;
+}
