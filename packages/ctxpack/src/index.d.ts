@@ -2,7 +2,7 @@
 import type {
   AgentContext, AssembleRequestInit, AssemblyFailure, BuilderConfigInit, Candidate,
   CandidateInit, ContextPack, CtxpackError as CtxpackErrorValue, Handling,
-  RoutingDecision, Snapshot, SnapshotDiff, SummaryRequest, Tokenizer, VerdictInit,
+  Reason, RoutingDecision, Snapshot, SnapshotDiff, SummaryRequest, Tokenizer, VerdictInit,
 } from './types.js';
 
 export * from './types.js';
@@ -63,5 +63,8 @@ export class Builder {
 }
 
 export function diffSnapshots(before: Snapshot, after: Snapshot): Promise<SnapshotDiff>;
+
+/** Why a candidate was taken or dropped, in words (the WIT's documentation). */
+export function explainReason(reason: Reason): string;
 
 export type { AgentContext };

@@ -11,6 +11,7 @@ import initWasm, {
   Router as RawRouter,
   diffSnapshots as rawDiff,
 } from '../dist/ctxpack_web.js';
+import { REASONS } from './reasons.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 
@@ -345,4 +346,17 @@ export class Builder {
 export async function diffSnapshots(before, after) {
   await init();
   return JSON.parse(call(() => rawDiff(json(before, 'before'), json(after, 'after'))));
+}
+
+/**
+ * Why a candidate was taken or dropped, in words: a snapshot entry's
+ * `reason` explained as the WIT documents it, with what it carries.
+ */
+export function explainReason(reason) {
+  const [name, value] = typeof reason === 'string' ? [camel(reason), undefined] : Object.entries(reason)[0];
+  const doc = REASONS[name] ?? name;
+  if (value === undefined) return doc;
+  const what = name === 'overBudget' ? `needed ${value.needed}, ${value.remaining} remained`
+    : typeof value === 'object' ? JSON.stringify(value) : value;
+  return `${doc.replace(/\.$/, '')}: ${what}.`;
 }

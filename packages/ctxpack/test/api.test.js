@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  Builder, Router, diffSnapshots, CtxpackError, AssemblyFailed, HostError,
+  Builder, Router, diffSnapshots, CtxpackError, AssemblyFailed, HostError, explainReason,
 } from '../src/index.js';
 import { readFileSync } from 'node:fs';
 import { camelKeys } from './scenario.js';
@@ -195,4 +195,12 @@ test('diffSnapshots says what entered and left', async () => {
   assert.equal(kinds['kb-1'], 'left');
   assert.equal(kinds['kb-9'], 'entered');
   await assert.rejects(diffSnapshots({}, after.snapshot), (e) => e.error.invalidField.field === 'before');
+});
+
+test("explainReason says why, in the WIT's words, with what the reason carries", () => {
+  assert.equal(explainReason('within-budget'), 'Included: it fit the budget.');
+  assert.equal(explainReason({ overBudget: { needed: 30, remaining: 4 } }),
+    'Dropped: it needed more tokens than remained: needed 30, 4 remained.');
+  assert.equal(explainReason({ duplicateOf: 'kb-1' }), 'Dropped: a copy of the included candidate with this id: kb-1.');
+  assert.match(explainReason('unreviewed'), /^Dropped: it would have fit, but the review rounds were spent/);
 });

@@ -28,6 +28,8 @@ from gen_types import WIT, blocks, camel  # noqa: E402
 
 CORE = ROOT / "crates" / "ctxpack-core" / "src"
 OUT = HERE.parent / "src" / "types.d.ts"
+# The reasons' documentation, for `explainReason`.
+REASONS = HERE.parent / "src" / "reasons.js"
 
 # The typed step protocol's outcome (`result<…>`): the package drives the
 # steps itself and gives the pack, or rejects.
@@ -147,8 +149,23 @@ def generate() -> str:
     return "\n".join(out)
 
 
+def reasons() -> str:
+    """`src/reasons.js`: each `reason` case's WIT documentation."""
+    import json
+    for path in WIT:
+        for kind, name, _, members in blocks(path.read_text()):
+            if kind == "variant" and name == "reason":
+                lines = ["// The WIT's documentation of each drop or keep reason. Written by",
+                         "// tools/gen_ts.py from wit/types.wit: do not edit.",
+                         "export const REASONS = {"]
+                lines += [f"  {lower_camel(m)}: {json.dumps(d, ensure_ascii=False)}," for m, _, d in members]
+                return "\n".join(lines + ["};", ""])
+    raise SystemExit("no `reason` variant in the WIT")
+
+
 if __name__ == "__main__":
-    text = generate()
+    outputs = {OUT: generate(), REASONS: reasons()}
     if "--check" in sys.argv:
-        sys.exit(0 if OUT.exists() and OUT.read_text() == text else 1)
-    OUT.write_text(text)
+        sys.exit(0 if all(p.exists() and p.read_text() == t for p, t in outputs.items()) else 1)
+    for path, text in outputs.items():
+        path.write_text(text)
