@@ -51,6 +51,17 @@ pub fn parse<T: DeserializeOwned>(text: &str, root: &str) -> Result<T, Error> {
     })
 }
 
+/// [`parse`] for the text of every call — requests and the host's answers,
+/// megabytes of candidates —: read once without tracking where it is, and
+/// only text that does not parse read again to name the field. (Not for
+/// all: each type read both ways is code the component carries twice.)
+fn parse_fast<T: DeserializeOwned>(text: &str, root: &str) -> Result<T, Error> {
+    match serde_json::from_str(text) {
+        Ok(value) => Ok(value),
+        Err(_) => parse(text, root),
+    }
+}
+
 /// A builder from its configuration as JSON (the WIT's `builder-config`;
 /// `{}` is every default). An error names the field (`config.plan.…`).
 pub fn builder(config: &str) -> Result<Builder, Error> {
@@ -115,16 +126,23 @@ impl From<Result<Handling, Failure>> for Reply {
     }
 }
 
-/// One step as JSON (see the module docs).
+/// One step, as [`JsonAssembly::step_with`] hands it to be written (see
+/// the module docs for its JSON).
 #[derive(Serialize)]
 #[serde(rename_all = "kebab-case")]
-enum Step<'a> {
+pub enum Step<'a> {
+    /// A round of source calls, answered in order.
     Sources(&'a [crate::SourceRequest]),
+    /// A review batch.
     Review(&'a [Candidate]),
+    /// The sections to summarise.
     Summaries {
+        /// One text per section.
         requests: &'a [crate::SummaryRequest],
+        /// The tokenizer the targets are counted in.
         tokenizer: crate::Tokenizer,
     },
+    /// The outcome, given once.
     Done(&'a Reply),
 }
 
@@ -170,7 +188,7 @@ impl JsonAssembly {
     where
         B: Deref<Target = Builder> + 'static,
     {
-        let state = match parse::<AssembleRequest>(request, "request") {
+        let state = match parse_fast::<AssembleRequest>(request, "request") {
             Ok(request) => State::Running {
                 assembly: Box::new(Builder::start_owned(builder, request)),
                 handling: None,
@@ -188,7 +206,7 @@ impl JsonAssembly {
     where
         B: Deref<Target = Builder> + 'static,
     {
-        let request = match parse::<AssembleRequest>(request, "request") {
+        let request = match parse_fast::<AssembleRequest>(request, "request") {
             Ok(request) => request,
             Err(e) => return Self::over(Reply::Failed(e.into())),
         };
@@ -213,30 +231,41 @@ impl JsonAssembly {
     /// docs), then gives the next step; with no answer, gives the step
     /// asked (again). A refused answer changes nothing.
     pub fn step(&mut self, answer: Option<&str>) -> Result<String, Error> {
+        self.step_with(answer, |step| to_json(step))
+    }
+
+    /// [`step`](Self::step), the next step written by `write` instead of
+    /// as the module's JSON: a host that spells the names its own way
+    /// serialises the [`Step`] itself.
+    pub fn step_with<R>(
+        &mut self,
+        answer: Option<&str>,
+        write: impl FnOnce(&Step<'_>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
         if let Some(answer) = answer {
             self.provide(answer)?;
         }
         match &mut self.state {
             State::Over(outcome) => match outcome.take() {
-                Some(outcome) => done(&outcome),
+                Some(outcome) => write(&Step::Done(&outcome)),
                 None => Err(Error::StepMismatch(
                     "the assembly is over and its outcome was given".into(),
                 )),
             },
             State::Running { assembly, handling } => match assembly.next() {
-                Next::Sources(calls) => to_json(&Step::Sources(calls)),
-                Next::Review(items) => to_json(&Step::Review(items)),
+                Next::Sources(calls) => write(&Step::Sources(calls)),
+                Next::Review(items) => write(&Step::Review(items)),
                 Next::Summaries {
                     requests,
                     tokenizer,
-                } => to_json(&Step::Summaries {
+                } => write(&Step::Summaries {
                     requests,
                     tokenizer,
                 }),
                 Next::Done(outcome) => {
                     let reply = finish(outcome, handling.take());
                     self.state = State::Over(None);
-                    done(&reply)
+                    write(&Step::Done(&reply))
                 }
             },
         }
@@ -251,7 +280,7 @@ impl JsonAssembly {
         match assembly.next() {
             Next::Sources(calls) => {
                 let asked = calls.len();
-                let answers: Vec<Answer<Vec<Candidate>>> = parse(answer, "answer")?;
+                let answers: Vec<Answer<Vec<Candidate>>> = parse_fast(answer, "answer")?;
                 if answers.len() != asked {
                     return Err(Error::StepMismatch(format!(
                         "answered {} source calls, but the round has {asked}",
@@ -298,10 +327,6 @@ fn finish(
             Reply::Handled(Box::new(handle::fallback(decision, &request, pack)))
         }
     }
-}
-
-fn done(outcome: &Reply) -> Result<String, Error> {
-    to_json(&Step::Done(outcome))
 }
 
 /// A value as JSON. Serialising the core's types does not fail (their map
