@@ -1,8 +1,9 @@
 //! ctxpack for JavaScript, through wasm-bindgen.
 //!
 //! No logic of its own: the core's JSON face ([`ctxpack_core::json`]) with
-//! object keys spelt in camelCase ([`spelling`]), one string each way per
-//! step. The npm package (`packages/ctxpack`) wraps these classes: it
+//! object keys spelt in camelCase, one string each way per step: what
+//! comes in is respelt in one pass over its text ([`spelling`]), what goes
+//! out is written camelCase to begin with ([`camel`]). The npm package (`packages/ctxpack`) wraps these classes: it
 //! writes the caller's objects as JSON, awaits the caller's callbacks
 //! between steps and reads the outcome back.
 //!
@@ -10,12 +11,27 @@
 //! as JSON (camelCase keys); the package turns it into a `CtxpackError`,
 //! naming the field as the caller spelt it.
 
+pub mod camel;
 pub mod spelling;
 
 use ctxpack_core as ctx;
 use ctxpack_core::json::JsonAssembly;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
+
+/// Text handed over as UTF-8 bytes: the package encodes with the
+/// engine's native TextEncoder (a string argument would be copied in by
+/// wasm-bindgen's JavaScript loop, slow for megabytes of candidates).
+fn text<'a>(bytes: &'a [u8], field: &str) -> Result<&'a str, ctx::Error> {
+    std::str::from_utf8(bytes).map_err(|e| ctx::Error::invalid(field, e.to_string()))
+}
+
+/// A value as camelCase JSON. Writing the core's types does not fail
+/// (a non-finite number becomes `null`); were it to, the caller gets the
+/// error instead of a panic.
+fn written<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, ctx::Error> {
+    camel::to_string(value).map_err(|e| ctx::Error::invalid("output", e.to_string()))
+}
 
 /// A core error in the caller's spelling, as the value thrown.
 fn refusal(error: ctx::Error) -> JsValue {
@@ -24,8 +40,8 @@ fn refusal(error: ctx::Error) -> JsValue {
 
 /// The `ctxpack-error` as JSON with camelCase keys.
 pub fn error_json(error: ctx::Error) -> String {
-    match serde_json::to_string(&error) {
-        Ok(text) => spelling::camel_keys(&text),
+    match camel::to_string(&error) {
+        Ok(text) => text,
         // Serialising an error of strings and numbers does not fail; were
         // it to, the caller still gets its message.
         Err(_) => serde_json::Value::String(error.to_string()).to_string(),
@@ -42,7 +58,8 @@ pub struct Builder(Rc<ctx::Builder>);
 impl Builder {
     /// Throws the error naming the field (`config.plan.defaultBudget`).
     #[wasm_bindgen(constructor)]
-    pub fn new(config: &str) -> Result<Builder, JsValue> {
+    pub fn new(config: &[u8]) -> Result<Builder, JsValue> {
+        let config = text(config, "config").map_err(refusal)?;
         ctx::json::builder(&spelling::kebab_keys(config))
             .map(|b| Builder(Rc::new(b)))
             .map_err(refusal)
@@ -50,38 +67,69 @@ impl Builder {
 
     /// Starts assembling a pack for a request (an `AssembleRequest` as
     /// JSON); a request that does not parse ends at the first step.
-    pub fn start(&self, request: &str) -> Assembly {
-        Assembly(JsonAssembly::start(
+    pub fn start(&self, request: &[u8]) -> Result<Assembly, JsValue> {
+        let request = text(request, "request").map_err(refusal)?;
+        Ok(Assembly::new(JsonAssembly::start(
             Rc::clone(&self.0),
             &spelling::kebab_keys(request),
-        ))
+        )))
     }
 
     /// Starts handling a request: routed first, assembled only when the
     /// route is not a confident one.
-    pub fn handle(&self, router: &Router, request: &str) -> Assembly {
-        Assembly(JsonAssembly::handle(
+    pub fn handle(&self, router: &Router, request: &[u8]) -> Result<Assembly, JsValue> {
+        let request = text(request, "request").map_err(refusal)?;
+        Ok(Assembly::new(JsonAssembly::handle(
             &router.0,
             Rc::clone(&self.0),
             &spelling::kebab_keys(request),
-        ))
+        )))
     }
 }
 
 /// One assembly or handling, driven step by step.
 #[wasm_bindgen]
-pub struct Assembly(JsonAssembly);
+pub struct Assembly {
+    steps: JsonAssembly,
+    /// The outcome's snapshot, when it was written apart.
+    snapshot: Option<String>,
+}
+
+impl Assembly {
+    fn new(steps: JsonAssembly) -> Self {
+        Assembly {
+            steps,
+            snapshot: None,
+        }
+    }
+}
 
 #[wasm_bindgen]
 impl Assembly {
-    /// Answers the step asked last (`""`: nothing) and gives the next one,
-    /// as JSON. A refused answer throws and changes nothing.
-    pub fn step(&mut self, answer: &str) -> Result<String, JsValue> {
+    /// Answers the step asked last (empty: nothing) and gives the next
+    /// one, as JSON. A refused answer throws and changes nothing. With
+    /// `apart`, the outcome's snapshot is written apart, `null` in its
+    /// place, and [`snapshot`](Self::snapshot) gives it.
+    pub fn step(&mut self, answer: &[u8], apart: bool) -> Result<String, JsValue> {
+        let answer = text(answer, "answer").map_err(refusal)?;
         let answer = (!answer.is_empty()).then(|| spelling::kebab_keys(answer));
-        self.0
-            .step(answer.as_deref())
-            .map(|step| spelling::camel_keys(&step))
+        let snapshot = &mut self.snapshot;
+        self.steps
+            .step_with(answer.as_deref(), |step| {
+                if !apart {
+                    return written(step);
+                }
+                let (text, apart) = camel::to_string_apart(step)
+                    .map_err(|e| ctx::Error::invalid("output", e.to_string()))?;
+                *snapshot = apart;
+                Ok(text)
+            })
             .map_err(refusal)
+    }
+
+    /// The snapshot the last step wrote apart, as JSON, once.
+    pub fn snapshot(&mut self) -> Option<String> {
+        self.snapshot.take()
     }
 }
 
@@ -112,18 +160,20 @@ impl Router {
 
     /// The routing decision on a raw query, as JSON.
     pub fn route(&self, query: &str) -> Result<String, JsValue> {
-        ctx::json::route(&self.0, query)
-            .map(|d| spelling::camel_keys(&d))
-            .map_err(refusal)
+        written(&self.0.route(query)).map_err(refusal)
     }
 }
 
 /// What changed between two snapshots given as JSON, as JSON.
 #[wasm_bindgen(js_name = diffSnapshots)]
-pub fn diff_snapshots(before: &str, after: &str) -> Result<String, JsValue> {
-    ctx::json::diff(&spelling::kebab_keys(before), &spelling::kebab_keys(after))
-        .map(|d| spelling::camel_keys(&d))
-        .map_err(refusal)
+pub fn diff_snapshots(before: &[u8], after: &[u8]) -> Result<String, JsValue> {
+    let before = text(before, "before").map_err(refusal)?;
+    let after = text(after, "after").map_err(refusal)?;
+    let before: ctx::Snapshot =
+        ctx::json::parse(&spelling::kebab_keys(before), "before").map_err(refusal)?;
+    let after: ctx::Snapshot =
+        ctx::json::parse(&spelling::kebab_keys(after), "after").map_err(refusal)?;
+    written(&ctx::diff(&before, &after)).map_err(refusal)
 }
 
 #[cfg(test)]

@@ -59,8 +59,8 @@ fn rewrite_keys(json: &str, marker: u8, spell: fn(&str) -> String) -> String {
     let mut copied = 0;
     let mut i = 0;
     // Each string: its opening quote, then the first quote not escaped
-    // (preceded by an even run of backslashes). The searches are plain
-    // scans for one byte, which the compiler makes fast.
+    // (preceded by an even run of backslashes). memchr finds them 16 bytes
+    // at a time.
     while let Some(open) = find(bytes, i, b'"') {
         let start = open + 1;
         let mut end = bytes.len();
@@ -106,8 +106,7 @@ fn rewrite_keys(json: &str, marker: u8, spell: fn(&str) -> String) -> String {
 
 /// The position of the first `byte` in `bytes` from `from` on.
 fn find(bytes: &[u8], from: usize, byte: u8) -> Option<usize> {
-    let rest = bytes.get(from..)?;
-    rest.iter().position(|&b| b == byte).map(|p| p + from)
+    memchr::memchr(byte, bytes.get(from..)?).map(|p| p + from)
 }
 
 #[cfg(test)]

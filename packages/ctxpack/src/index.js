@@ -130,13 +130,16 @@ function call(f) {
   }
 }
 
-/** JSON text of a caller's value; `undefined` fields are left out. */
+const utf8 = new TextEncoder();
+const NOTHING = new Uint8Array(0);
+
+/** JSON of a caller's value as UTF-8; `undefined` fields are left out. */
 function json(value, field) {
-  if (value === undefined) return '{}';
+  if (value === undefined) return utf8.encode('{}');
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new CtxpackError({ invalidField: { field, message: `expected an object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` } });
   }
-  return JSON.stringify(value);
+  return utf8.encode(JSON.stringify(value));
 }
 
 const SOURCES = {
@@ -188,18 +191,22 @@ function answerRefused(e, names) {
   return e;
 }
 
-/** Drives an assembly to its outcome's JSON text (`{"pack": …}`, …). */
-async function drive(raw, callbacks, context) {
-  let answer = '';
+/**
+ * Drives an assembly to its outcome's JSON text (`{"pack": …}`, …); with
+ * `apart`, to `[text, snapshot]`: the snapshot's own text, `null` in its
+ * place in the outcome.
+ */
+async function drive(raw, callbacks, context, apart = false) {
+  let answer = NOTHING;
   let asked = [];
   for (;;) {
     let text;
     try {
-      text = raw.step(answer);
+      text = raw.step(answer, apart);
     } catch (e) {
       throw answerRefused(refusal(e), asked);
     }
-    if (text.startsWith('{"done":')) return text.slice(8, -1);
+    if (text.startsWith('{"done":')) return apart ? [text.slice(8, -1), raw.snapshot()] : text.slice(8, -1);
     const step = JSON.parse(text);
     let calls;
     if (step.sources) {
@@ -228,12 +235,31 @@ async function drive(raw, callbacks, context) {
     let results = settle(calls);
     if (isThenable(results)) results = await results;
     if (!step.sources) [results] = results;
-    answer = JSON.stringify(results);
+    answer = utf8.encode(JSON.stringify(results));
   }
 }
 
-function outcome(text) {
+/**
+ * The outcome, read: the pack (or handling); its snapshot — 10k entries
+ * for a 10k-candidate pack — is read from its text when first looked at.
+ */
+function outcome([text, snapshotText]) {
   const reply = JSON.parse(text);
+  const holder = reply.pack ?? reply.failed ?? reply.handled?.dispatch?.fallback?.pack;
+  if (holder && snapshotText != null) {
+    let snapshot;
+    Object.defineProperty(holder, 'snapshot', {
+      enumerable: true,
+      configurable: true,
+      get() {
+        if (snapshot === undefined) snapshot = JSON.parse(snapshotText);
+        return snapshot;
+      },
+      set(value) {
+        snapshot = value;
+      },
+    });
+  }
   if (reply.failed) {
     respell(reply.failed.error);
     throw new AssemblyFailed(reply.failed);
@@ -290,19 +316,24 @@ export class Builder {
     return new Builder(call(() => new RawBuilder(text)), callbacks);
   }
 
+  /** Runs the assembly `start` gives to its outcome (see `drive`). */
+  async #run(start, request, callbacks, apart) {
+    const text = json(request, 'request');
+    const raw = call(() => start(text));
+    try {
+      return await drive(raw, callbacks ?? this.callbacks, request.context, apart);
+    } finally {
+      raw.free();
+    }
+  }
+
   /**
    * The outcome as the core wrote it: JSON text with camelCase keys
    * (`{"pack": …}` or `{"failed": …}`), for storing or sending on
    * without reading it.
    */
-  async assembleText(request, callbacks) {
-    const text = json(request, 'request');
-    const raw = this.raw.start(text);
-    try {
-      return await drive(raw, callbacks ?? this.callbacks, request.context);
-    } finally {
-      raw.free();
-    }
+  assembleText(request, callbacks) {
+    return this.#run((text) => this.raw.start(text), request, callbacks, false);
   }
 
   /**
@@ -311,7 +342,12 @@ export class Builder {
    * and with a CtxpackError naming the field for a wrong request.
    */
   async assemble(request, callbacks) {
-    return outcome(await this.assembleText(request, callbacks));
+    return outcome(await this.#run((text) => this.raw.start(text), request, callbacks, true));
+  }
+
+  /** `handle`'s outcome as the core wrote it (see assembleText). */
+  handleText(router, request, callbacks) {
+    return this.#run((text) => this.raw.handle(router.raw, text), request, callbacks, false);
   }
 
   /**
@@ -319,18 +355,8 @@ export class Builder {
    * dispatched to its skill asking nothing, any other is assembled and
    * dispatched to the fallback skill. Resolves to the Handling.
    */
-  async handleText(router, request, callbacks) {
-    const text = json(request, 'request');
-    const raw = this.raw.handle(router.raw, text);
-    try {
-      return await drive(raw, callbacks ?? this.callbacks, request.context);
-    } finally {
-      raw.free();
-    }
-  }
-
   async handle(router, request, callbacks) {
-    return outcome(await this.handleText(router, request, callbacks));
+    return outcome(await this.#run((text) => this.raw.handle(router.raw, text), request, callbacks, true));
   }
 
   /** Releases the builder's memory now (it is released when collected otherwise). */
