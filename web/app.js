@@ -4,7 +4,8 @@
 import {
   init, Builder, Router, diffSnapshots, AssemblyFailed, CtxpackError, HostError, explainReason,
 } from '/packages/ctxpack/src/index.js';
-import { ScenarioHost, camelKeys } from '/packages/ctxpack/test/scenario.js';
+import { camelKeys } from '/packages/ctxpack/test/scenario.js';
+import { ScenarioHost } from '/tests/js/scenario-host.js';
 
 const $ = (id) => document.getElementById(id);
 const DEFAULT = 'seed-002-happy-path.json';
@@ -44,7 +45,7 @@ function renderSwitches() {
 
 /** The scenario's stores, behind the switches. */
 function callbacks(scenario) {
-  const host = new ScenarioHost(scenario.host, HostError);
+  const host = new ScenarioHost(scenario.host, { HostError, spell: camelKeys });
   const out = {};
   for (const f of FUNCTIONS) {
     $(`last-${f}`).textContent = 'not called';
@@ -356,7 +357,7 @@ async function renderDiff() {
  */
 async function measure(n = 200) {
   const { scenario, request, config } = readScenario();
-  const builder = await Builder.create(config, new ScenarioHost(scenario.host, HostError));
+  const builder = await Builder.create(config, new ScenarioHost(scenario.host, { HostError, spell: camelKeys }));
   const router = await routerOf(scenario);
   const times = [];
   const start = performance.now();

@@ -18,6 +18,7 @@ const SERVED = [
   '/packages/ctxpack/dist/',
   '/packages/ctxpack/test/scenario.js',
   '/tests/scenarios/',
+  '/tests/js/',
   '/tests/expected/',
   '/host-example/routes/',
 ];

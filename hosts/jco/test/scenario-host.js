@@ -1,70 +1,12 @@
-// The stores of a scenario file (its `host` key): what
-// crates/ctxpack-host/src/stores.rs answers, call for call, counted.
+// The stores of a scenario file (its `host` key), answering the JSON steps
+// with the file's own spelling: the shared scenario host.
 import { HostError } from '../host.js';
+import { ScenarioHost as Shared, leadingWords } from '../../../tests/js/scenario-host.js';
 
-const NOT_PROVIDED = 'not provided by this host';
-const enc = new TextEncoder();
-const bytes = (s) => enc.encode(s).length;
+export { leadingWords };
 
-/** The leading words that fit in `max` bytes of UTF-8. */
-export function leadingWords(text, max) {
-  let out = '';
-  for (const word of text.split(/\s+/u).filter(Boolean)) {
-    if (bytes(out) + bytes(word) + 1 > max) break;
-    out = out ? `${out} ${word}` : word;
-  }
-  return out;
-}
-
-export class ScenarioHost {
+export class ScenarioHost extends Shared {
   constructor(answers = {}) {
-    this.answers = answers;
-    this.calls = {};
-  }
-
-  count(name) {
-    this.calls[name] = (this.calls[name] || 0) + 1;
-  }
-
-  source(name, key, limit) {
-    this.count(name);
-    const answer = this.answers[key];
-    if (answer === undefined) throw new HostError(NOT_PROVIDED);
-    const [kind, value] = Object.entries(answer)[0];
-    if (kind === 'error') throw new HostError(value);
-    return kind === 'items' && limit !== undefined ? value.slice(0, limit) : value;
-  }
-
-  retrieve(_c, _q, limit) { return this.source('sources.retrieve', 'retrieve', limit); }
-  expandGraph() { return this.source('sources.expand-graph', 'expand-graph'); }
-  recallMemory(_c, _u, _q, limit) { return this.source('sources.recall-memory', 'recall-memory', limit); }
-  repositoryState() { return this.source('sources.repository-state', 'repository-state'); }
-
-  review(_c, items) {
-    this.count('policy.review');
-    const rules = this.answers.policy;
-    if (rules === undefined) throw new HostError(NOT_PROVIDED);
-    if (rules.error != null) throw new HostError(rules.error);
-    const deny = rules.deny || {};
-    const redact = rules.redact || {};
-    let verdicts = items.map((c) => (c.id in deny ? { deny: deny[c.id] }
-      : c.id in redact ? { redact: redact[c.id] } : 'allow'));
-    if (rules.verdicts != null) {
-      verdicts = verdicts.concat(Array(rules.verdicts).fill('allow')).slice(0, rules.verdicts);
-    }
-    return verdicts;
-  }
-
-  summarize(requests) {
-    this.count('summarizer.summarize');
-    const rule = this.answers.summarizer;
-    if (rule === undefined) throw new HostError(NOT_PROVIDED);
-    const words = requests.map((r) => leadingWords(r.text, r['target-tokens'] * 4));
-    if (rule === 'leading-words') return words;
-    if (rule === 'too-few') return words.slice(1);
-    if (rule === 'too-many') return words.concat(['one too many']);
-    const [kind, value] = Object.entries(rule)[0];
-    if (kind === 'error') throw new HostError(value);
-    return requests.map(() => value);
+    super(answers, { HostError });
   }
 }

@@ -1,0 +1,105 @@
+// The stores of a scenario file for the JavaScript hosts: the jco host's
+// tests, the npm package's, and the playground, which serves this file.
+
+const enc = new TextEncoder();
+const bytes = (s) => enc.encode(s).length;
+
+const NOT_PROVIDED = 'not provided by this host';
+
+/** The leading words that fit in `max` bytes of UTF-8. */
+export function leadingWords(text, max) {
+  let out = '';
+  for (const word of text.split(/\s+/u).filter(Boolean)) {
+    if (bytes(out) + bytes(word) + 1 > max) break;
+    out = out ? `${out} ${word}` : word;
+  }
+  return out;
+}
+
+/**
+ * The stores of a scenario file (its `host` key), as a JavaScript host's
+ * callbacks: what crates/ctxpack-host/src/stores.rs answers, call for
+ * call, counted. `HostError` is the host's error for a failed call;
+ * `spell` spells the candidates' keys as the host hands them over (as the
+ * file does, by default); with `delay` set, every answer is a Promise that
+ * settles after that many milliseconds (0: a macrotask later).
+ */
+export class ScenarioHost {
+  constructor(answers, { HostError, spell = (v) => v, delay = null }) {
+    this.answers = answers ?? {};
+    this.HostError = HostError;
+    this.spell = spell;
+    this.delay = delay;
+    this.calls = {};
+  }
+
+  later(f) {
+    if (this.delay === null) return f();
+    return new Promise((resolve, reject) => {
+      setTimeout(() => {
+        try {
+          resolve(f());
+        } catch (e) {
+          reject(e);
+        }
+      }, this.delay);
+    });
+  }
+
+  count(name) {
+    this.calls[name] = (this.calls[name] || 0) + 1;
+  }
+
+  source(name, key, limit) {
+    this.count(name);
+    return this.later(() => {
+      const answer = this.answers[key];
+      if (answer === undefined) throw new this.HostError(NOT_PROVIDED);
+      const [kind, value] = Object.entries(answer)[0];
+      if (kind === 'error') throw new this.HostError(value);
+      const items = kind === 'items' && limit !== undefined ? value.slice(0, limit) : value;
+      return this.spell(items);
+    });
+  }
+
+  retrieve(_c, _q, limit) { return this.source('sources.retrieve', 'retrieve', limit); }
+
+  expandGraph() { return this.source('sources.expand-graph', 'expand-graph'); }
+
+  recallMemory(_c, _u, _q, limit) { return this.source('sources.recall-memory', 'recall-memory', limit); }
+
+  repositoryState() { return this.source('sources.repository-state', 'repository-state'); }
+
+  review(_c, items) {
+    this.count('policy.review');
+    return this.later(() => {
+      const rules = this.answers.policy;
+      if (rules === undefined) throw new this.HostError(NOT_PROVIDED);
+      if (rules.error != null) throw new this.HostError(rules.error);
+      const deny = rules.deny || {};
+      const redact = rules.redact || {};
+      let verdicts = items.map((c) => (c.id in deny ? { deny: deny[c.id] }
+        : c.id in redact ? { redact: redact[c.id] } : 'allow'));
+      if (rules.verdicts != null) {
+        verdicts = verdicts.concat(Array(rules.verdicts).fill('allow')).slice(0, rules.verdicts);
+      }
+      return verdicts;
+    });
+  }
+
+  summarize(requests) {
+    this.count('summarizer.summarize');
+    return this.later(() => {
+      const rule = this.answers.summarizer;
+      if (rule === undefined) throw new this.HostError(NOT_PROVIDED);
+      const words = requests.map((r) => leadingWords(r.text, (r.targetTokens ?? r['target-tokens']) * 4));
+      if (rule === 'leading-words') return words;
+      if (rule === 'too-few') return words.slice(1);
+      if (rule === 'too-many') return words.concat(['one too many']);
+      const [kind, value] = Object.entries(rule)[0];
+      if (kind === 'error') throw new this.HostError(value);
+      return requests.map(() => value);
+    });
+  }
+}
+
