@@ -207,11 +207,14 @@ fn data(dir: &std::path::Path) -> Result<(), String> {
         write(&dir.join(name), &scenario)?;
     }
     let turns = conversation(10_000, 3);
-    let p = assemble(&trim(&turns, 8_000))?;
+    let w = trim(&turns, 8_000);
+    let p = assemble(&w)?;
     write(
         &dir.join("trim-10k.json"),
         &trim_file(&turns, 8_000, p.entries.len()),
     )?;
+    let scenario = serde_json::json!({"config": w.config, "request": w.request});
+    write(&dir.join("trim-10k.scenario.json"), &scenario)?;
     Ok(())
 }
 
