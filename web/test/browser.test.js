@@ -142,8 +142,25 @@ test('failure switches: degraded, failed; a late store leaves the page responsiv
   await page.close();
 });
 
+test('untrusted text is fenced, and only it', async () => {
+  const page = await open('?scenario=repro-memory-and-summariser-down');
+  const fenced = await page.$$eval('#context .entry.fenced', (els) => els.map((e) => e.dataset.id));
+  const reply = expected('repro-memory-and-summariser-down.json').reply;
+  const untrusted = reply.pack.entries.filter((e) => e.trust === 'untrusted').map((e) => e.id);
+  assert.ok(untrusted.length >= 1);
+  assert.deepEqual(fenced, untrusted);
+  assert.equal(await page.$$eval('#context .entry', (els) => els.length), reply.pack.entries.length);
+  await page.close();
+});
+
 test('a screenshot of the playground', async () => {
-  const page = await open('?scenario=l1-budget-exhaustion');
+  // Retrieval filtered, a denial, a redaction, untrusted text; then the
+  // budget cut, so the diff has something to say.
+  const page = await open('?scenario=handle-fallback-rag');
+  await page.fill('#budget', '110');
+  await assembleAndWait(page);
+  const changes = await page.$$eval('#diff tbody tr', (trs) => trs.length);
+  assert.ok(changes > 0, 'the diff lists what the smaller budget changed');
   mkdirSync(out, { recursive: true });
   await page.screenshot({ path: path.join(out, 'playground.png'), fullPage: true });
   await page.close();
