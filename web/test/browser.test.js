@@ -9,10 +9,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const require = createRequire(path.join(root, 'packages/ctxpack/package.json'));
@@ -164,4 +165,42 @@ test('a screenshot of the playground', async () => {
   mkdirSync(out, { recursive: true });
   await page.screenshot({ path: path.join(out, 'playground.png'), fullPage: true });
   await page.close();
+});
+
+test('through a bundler (Vite) the package runs in the browser as it does in Node', async () => {
+  // The application imports `ctxpack` as a dependency; Vite emits the
+  // module as an asset and rewrites its URL.
+  const vite = await import(pathToFileURL(path.join(root, 'packages/ctxpack/node_modules/vite/dist/node/index.js')));
+  const dist = path.join(out, 'bundle');
+  await vite.build({
+    root: path.join(root, 'web/test/bundle'),
+    logLevel: 'warn',
+    configFile: false,
+    resolve: { alias: { ctxpack: path.join(root, 'packages/ctxpack') } },
+    build: { outDir: dist, emptyOutDir: true },
+  });
+  const files = new Map([['.html', 'text/html'], ['.js', 'text/javascript'], ['.wasm', 'application/wasm']]);
+  const site = createServer((req, res) => {
+    const file = path.join(dist, path.normalize(new URL(req.url, 'http://x').pathname === '/' ? 'index.html' : decodeURIComponent(new URL(req.url, 'http://x').pathname)));
+    try {
+      const body = readFileSync(file);
+      res.writeHead(200, { 'content-type': files.get(path.extname(file)) ?? 'application/octet-stream' }).end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((r) => site.listen(0, '127.0.0.1', r));
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`http://127.0.0.1:${site.address().port}/`);
+    await page.waitForFunction(() => window.snapshotId, null, { timeout: 30000 });
+    const id = await page.evaluate(() => window.snapshotId);
+    assert.equal(id, expected('readme-quickstart.json').reply.pack.snapshot.id);
+    assert.deepEqual(errors, []);
+    await page.close();
+  } finally {
+    site.close();
+  }
 });

@@ -15,6 +15,7 @@ import { REASONS } from './reasons.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 
+const NODE_FS = 'node:fs/promises';
 let ready = null;
 
 /**
@@ -28,7 +29,9 @@ export function init(source) {
     ready = (async () => {
       let module = source;
       if (module === undefined && isNode) {
-        const { readFile } = await import('node:fs/promises');
+        // Out of a bundler's sight: a browser build has no use for it.
+        const { readFile } = process.getBuiltinModule?.(NODE_FS)
+          ?? await import(/* @vite-ignore */ /* webpackIgnore: true */ NODE_FS);
         module = await readFile(new URL('../dist/ctxpack_web_bg.wasm', import.meta.url));
       }
       await initWasm(module === undefined ? undefined : { module_or_path: module });
