@@ -24,6 +24,8 @@ export function leadingWords(text, max) {
  * file does, by default); with `delay` set, every answer is a Promise that
  * settles after that many milliseconds (0: a macrotask later).
  */
+// A store the file leaves out, or writes as null (as a scenario written by
+// serde does), is one this host does not provide.
 export class ScenarioHost {
   constructor(answers, { HostError, spell = (v) => v, delay = null }) {
     this.answers = answers ?? {};
@@ -54,7 +56,7 @@ export class ScenarioHost {
     this.count(name);
     return this.later(() => {
       const answer = this.answers[key];
-      if (answer === undefined) throw new this.HostError(NOT_PROVIDED);
+      if (answer == null) throw new this.HostError(NOT_PROVIDED);
       const [kind, value] = Object.entries(answer)[0];
       if (kind === 'error') throw new this.HostError(value);
       const items = kind === 'items' && limit !== undefined ? value.slice(0, limit) : value;
@@ -74,7 +76,7 @@ export class ScenarioHost {
     this.count('policy.review');
     return this.later(() => {
       const rules = this.answers.policy;
-      if (rules === undefined) throw new this.HostError(NOT_PROVIDED);
+      if (rules == null) throw new this.HostError(NOT_PROVIDED);
       if (rules.error != null) throw new this.HostError(rules.error);
       const deny = rules.deny || {};
       const redact = rules.redact || {};
@@ -91,7 +93,7 @@ export class ScenarioHost {
     this.count('summarizer.summarize');
     return this.later(() => {
       const rule = this.answers.summarizer;
-      if (rule === undefined) throw new this.HostError(NOT_PROVIDED);
+      if (rule == null) throw new this.HostError(NOT_PROVIDED);
       const words = requests.map((r) => leadingWords(r.text, (r.targetTokens ?? r['target-tokens']) * 4));
       if (rule === 'leading-words') return words;
       if (rule === 'too-few') return words.slice(1);

@@ -1,0 +1,63 @@
+//! Writes the generator's scenarios (`ctxpack_conformance::generate`) and
+//! their native outcomes as files, for the hosts in other languages to run
+//! the same inputs — every section, profile, tokenizer, overhead and host
+//! answer shape — and compare:
+//!
+//! ```sh
+//! cargo run -p ctxpack-conformance --bin generated -- DIR [N]
+//! ```
+//!
+//! writes `DIR/seed-K.json` (a scenario file) and `DIR/seed-K.expected.json`
+//! (`{"reply": …, "host-calls": …}`, compact, as the corpus's expected
+//! files are once their indentation is taken out) for K in 0..N (120).
+
+use ctxpack_conformance::generate::{Source, scenario};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (dir, n) = match args.as_slice() {
+        [dir] => (PathBuf::from(dir), 120),
+        [dir, n] => match n.parse() {
+            Ok(n) => (PathBuf::from(dir), n),
+            Err(e) => return fail(&format!("N: {e}")),
+        },
+        _ => return fail("usage: generated DIR [N]"),
+    };
+    if let Err(e) = write(&dir, n) {
+        return fail(&e);
+    }
+    println!("{n} generated scenarios in {}", dir.display());
+    ExitCode::SUCCESS
+}
+
+fn write(dir: &std::path::Path, n: u64) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for seed in 0..n {
+        let s = scenario(&mut Source::seeded(seed));
+        let outcome = ctxpack_host::run_native(&s);
+        let expected = format!(
+            r#"{{"reply":{},"host-calls":{}}}"#,
+            json(&outcome.reply)?,
+            json(&outcome.host_calls)?
+        );
+        let put = |name: String, body: String| {
+            let path = dir.join(name);
+            std::fs::write(&path, body).map_err(|e| format!("{}: {e}", path.display()))
+        };
+        put(format!("seed-{seed}.json"), json(&s)?)?;
+        put(format!("seed-{seed}.expected.json"), expected)?;
+    }
+    Ok(())
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("{message}");
+    ExitCode::from(2)
+}
+
+/// Compact JSON.
+fn json<T: serde::Serialize>(value: &T) -> Result<String, String> {
+    serde_json::to_string(value).map_err(|e| e.to_string())
+}
