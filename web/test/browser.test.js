@@ -98,6 +98,15 @@ test('the playground shows the native numbers for the bundled scenario', async (
   assert.equal(total, native['token-budget']);
   const free = shown.segments.find(([label]) => label === 'free')[1];
   assert.equal(free, native['token-budget'] - native['tokens-used']);
+  // The table sorts by a column, both ways.
+  const tokens = () => page.$$eval('#candidates tbody tr td:nth-child(6)', (tds) => tds.map((td) => parseInt(td.textContent, 10)));
+  await page.click('#candidates th[data-key=tokens]');
+  const up = await tokens();
+  assert.deepEqual(up, [...up].sort((a, b) => a - b));
+  await page.click('#candidates th[data-key=tokens]');
+  const down = await tokens();
+  assert.deepEqual(down, [...up].sort((a, b) => b - a));
+  assert.notDeepEqual(up, down);
   figures.pageLoadToFirstPackMs = shown.firstPackMs;
   // Warm first: the engine compiles hot code better after a while.
   await page.evaluate(() => window.ctxpackPlayground.measure(1000));
