@@ -225,49 +225,29 @@ impl<S: Serializer> Serializer for Camel<S> {
     }
 }
 
-impl<S: SerializeSeq> SerializeSeq for Camel<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
-        self.0.serialize_element(&Value(v))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
+/// The compounds whose elements are values: each passes them on through
+/// [`Camel`].
+macro_rules! elements {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl<S: $trait> $trait for Camel<S> {
+            type Ok = S::Ok;
+            type Error = S::Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
+                self.0.$method(&Value(v))
+            }
+            fn end(self) -> Result<S::Ok, S::Error> {
+                self.0.end()
+            }
+        }
+    )*};
 }
 
-impl<S: SerializeTuple> SerializeTuple for Camel<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
-        self.0.serialize_element(&Value(v))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
-
-impl<S: SerializeTupleStruct> SerializeTupleStruct for Camel<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
-        self.0.serialize_field(&Value(v))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
-
-impl<S: SerializeTupleVariant> SerializeTupleVariant for Camel<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
-        self.0.serialize_field(&Value(v))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// The core's types have no maps (the WIT has none); a map's keys, were
 /// there one, are data and keep their spelling.
@@ -285,44 +265,34 @@ impl<S: SerializeMap> SerializeMap for Camel<S> {
     }
 }
 
-impl<S: SerializeStruct> SerializeStruct for Camel<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), S::Error> {
-        if apart(key, v).is_some() {
-            return self.0.serialize_field(key, &None::<()>);
+/// The compounds with named fields: each field renamed (or, once, the
+/// snapshot left out), its value passed on through [`Camel`].
+macro_rules! fields {
+    ($($trait:ident),*) => {$(
+        impl<S: $trait> $trait for Camel<S> {
+            type Ok = S::Ok;
+            type Error = S::Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result<(), S::Error> {
+                if apart(key, v).is_some() {
+                    return self.0.serialize_field(key, &None::<()>);
+                }
+                self.0.serialize_field(name(key), &Value(v))
+            }
+            fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
+                self.0.skip_field(name(key))
+            }
+            fn end(self) -> Result<S::Ok, S::Error> {
+                self.0.end()
+            }
         }
-        self.0.serialize_field(name(key), &Value(v))
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
-        self.0.skip_field(name(key))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
+    )*};
 }
 
-impl<S: SerializeStructVariant> SerializeStructVariant for Camel<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), S::Error> {
-        self.0.serialize_field(name(key), &Value(v))
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
-        self.0.skip_field(name(key))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
 mod tests {
