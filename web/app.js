@@ -49,6 +49,7 @@ function callbacks(scenario) {
   const out = {};
   for (const f of FUNCTIONS) {
     $(`last-${f}`).textContent = 'not called';
+    $(`last-${f}`).classList.remove('bad');
     out[f] = (...args) => {
       const { fail, delay } = switches[f];
       const cell = $(`last-${f}`);
@@ -58,9 +59,14 @@ function callbacks(scenario) {
           cell.textContent = 'failed (switched)';
           throw new HostError(`${f} switched off in the playground`);
         }
-        const value = host[f](...args);
-        cell.textContent = `answered ${Array.isArray(value) ? value.length : ''}`.trim();
-        return value;
+        try {
+          const value = host[f](...args);
+          cell.textContent = `answered ${Array.isArray(value) ? value.length : ''}`.trim();
+          return value;
+        } catch (e) {
+          cell.textContent = `failed: ${e.message}`;
+          throw e;
+        }
       };
       if (!delay) return answer();
       return new Promise((resolve, reject) => {
@@ -190,9 +196,28 @@ function render(pack, snapshot, routed, failure) {
   if (routed && !pack) {
     showError(`Routed to skill \`${routed.dispatch.skill.skill}\` (route ${routed.decision.route}, confidence ${routed.decision.confidence.toFixed(2)}): no context was assembled.`);
   }
+  renderCalls(snapshot);
   renderBudget(pack, snapshot);
   renderContext(pack, snapshot);
   renderCandidates(snapshot);
+}
+
+const CAPABILITIES = {
+  'sources.retrieve': 'retrieve', 'sources.expand-graph': 'expandGraph',
+  'sources.recall-memory': 'recallMemory', 'sources.repository-state': 'repositoryState',
+  'policy.review': 'review', 'summarizer.summarize': 'summarize',
+};
+
+/** Each host function's card says what the snapshot records of its call. */
+function renderCalls(snapshot) {
+  for (const call of snapshot?.sourceCalls ?? []) {
+    const f = CAPABILITIES[call.capability];
+    if (!f) continue;
+    const [[kind, value]] = Object.entries(call.outcome);
+    const cell = $(`last-${f}`);
+    cell.textContent = kind === 'answered' ? `answered ${value}` : `${kind}: ${value}`;
+    cell.classList.toggle('bad', kind === 'failed');
+  }
 }
 
 function renderBudget(pack, snapshot) {

@@ -123,6 +123,7 @@ test('failure switches: degraded, failed; a late store leaves the page responsiv
   await page.check('#fail-retrieve');
   await assembleAndWait(page);
   assert.equal(await page.textContent('#status'), 'degraded');
+  assert.equal(await page.textContent('#last-retrieve'), 'failed: retrieve switched off in the playground');
   const left = await page.$$eval('#diff tbody tr.change-left td:first-child', (tds) => tds.map((td) => td.textContent));
   assert.ok(left.includes('src/parser.rs#array'), left.join(', '));
   await page.uncheck('#fail-retrieve');
