@@ -324,7 +324,7 @@ export class Builder {
     const text = json(request, 'request');
     const raw = call(() => start(text));
     try {
-      return await drive(raw, callbacks ?? this.callbacks, request.context, apart);
+      return await drive(raw, callbacks ?? this.callbacks, request?.context, apart);
     } finally {
       raw.free();
     }

@@ -48,6 +48,8 @@ test('a wrong field is an error naming it, never a silent default', async () => 
     (e) => e instanceof CtxpackError && e.error.invalidField.field === 'config.plan.defaultBudget');
   await assert.rejects(Builder.create([]), (e) => e.error.invalidField.field === 'config');
   await assert.rejects(builder.assemble(null), (e) => e.error.invalidField.field === 'request');
+  // No request at all: the core names what is missing, not a TypeError.
+  await assert.rejects(builder.assemble(), (e) => e instanceof AssemblyFailed && /missing field `context`/.test(e.message));
   // The builder is still good after all that.
   const pack = await builder.assemble(REQUEST);
   assert.equal(pack.snapshot.status[0], 'complete');
