@@ -14,9 +14,10 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 thread_local! {
-    /// While [`to_string_apart`] writes: `Some`, and then the text of the
-    /// first `snapshot` field's value, written apart.
-    static APART: RefCell<Option<Option<String>>> = const { RefCell::new(None) };
+    /// Whether [`to_string_apart`] still waits for its `snapshot` field.
+    static ARMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The text of the `snapshot` field written apart.
+    static APART: RefCell<Option<String>> = const { RefCell::new(None) };
     /// Each name's camelCase spelling, made once: the names are the core's
     /// field and variant names, a few hundred, and live as long as the
     /// program (serde_json wants `&'static str` keys).
@@ -50,26 +51,23 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json:
 pub fn to_string_apart<T: Serialize + ?Sized>(
     value: &T,
 ) -> Result<(String, Option<String>), serde_json::Error> {
-    APART.with(|a| *a.borrow_mut() = Some(None));
+    ARMED.with(|a| a.set(true));
     let text = to_string(value);
-    let apart = APART.with(|a| a.borrow_mut().take()).flatten();
+    ARMED.with(|a| a.set(false));
+    let apart = APART.with(|a| a.borrow_mut().take());
     Ok((text?, apart))
 }
 
-/// Takes the first `snapshot` field while [`to_string_apart`] writes.
+/// The first `snapshot` field while [`to_string_apart`] writes, written
+/// apart (once: disarmed before it is written, so nothing inside it and
+/// nothing after it is taken).
 fn apart(key: &'static str, value: &(impl Serialize + ?Sized)) -> Option<String> {
-    if key != "snapshot" {
+    if key != "snapshot" || !ARMED.with(|a| a.replace(false)) {
         return None;
     }
-    let armed = APART.with(|a| matches!(*a.borrow(), Some(None)));
-    if !armed {
-        return None;
-    }
-    // Disarmed while the snapshot is written (it holds no snapshot).
-    APART.with(|a| *a.borrow_mut() = Some(Some(String::new())));
-    let text = to_string(value).ok();
+    let text = to_string(value).ok()?;
     APART.with(|a| *a.borrow_mut() = Some(text.clone()));
-    text
+    Some(text)
 }
 
 /// A serializer that renames keys, or a compound of one.
