@@ -25,6 +25,8 @@ use crate::steps::{ComponentAssembly, Step, Steps};
 use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
 use bindings::exports::ctxpack::context::builder as exported;
 
+const DEADLINE: &str = "deadline passed";
+
 /// A failure of the WebAssembly machinery itself (load, link, trap, a
 /// resource limit), as opposed to the core refusing a request.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +34,12 @@ use bindings::exports::ctxpack::context::builder as exported;
 pub struct WasmError(String);
 
 impl WasmError {
+    /// Whether the call was interrupted by its deadline
+    /// ([`Instance::set_deadline`]).
+    pub fn is_deadline(&self) -> bool {
+        self.0.starts_with(DEADLINE)
+    }
+
     /// A failure described by `message`.
     pub(crate) fn msg(message: impl std::fmt::Display) -> Self {
         WasmError(message.to_string())
@@ -40,6 +48,9 @@ impl WasmError {
 
 impl From<wasmtime::Error> for WasmError {
     fn from(e: wasmtime::Error) -> Self {
+        if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+            return WasmError(format!("{DEADLINE}: the call was interrupted"));
+        }
         if e.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
             return WasmError(
                 "fuel limit hit: the request needed more work than the host allows".into(),
@@ -72,6 +83,10 @@ pub struct Limits {
     /// Most bytes the component may hand the host in one call (wasmtime's
     /// default, 128 MiB, when unset).
     pub max_transfer_bytes: Option<usize>,
+    /// Calls can be interrupted by a deadline ([`Instance::set_deadline`]),
+    /// measured in ticks of [`Runtime::tick`], which the host calls from a
+    /// clock of its own (wasmtime's epoch interruption).
+    pub interruptible: bool,
 }
 
 /// A store's data: the host's stores and the store's limits.
@@ -118,6 +133,7 @@ impl Runtime {
     fn load_keyed(path: &Path, sha256: Option<&str>, limits: Limits) -> Result<Self, WasmError> {
         let mut config = Config::new();
         config.consume_fuel(limits.fuel.is_some());
+        config.epoch_interruption(limits.interruptible);
         let engine = Engine::new(&config)?;
         let (component, from_artifact) = load_cached(&engine, path, sha256)?;
         let mut linker = Linker::new(&engine);
@@ -132,6 +148,13 @@ impl Runtime {
             limits,
             from_artifact,
         })
+    }
+
+    /// Advances the clock deadlines are measured by (see
+    /// [`Limits::interruptible`]): a call past its instance's deadline
+    /// traps.
+    pub fn tick(&self) {
+        self.engine.increment_epoch();
     }
 
     /// Loads the component this workspace builds.
@@ -189,6 +212,10 @@ impl Runtime {
         }
         if let Some(bytes) = self.limits.max_transfer_bytes {
             store.set_hostcall_fuel(bytes);
+        }
+        if self.limits.interruptible {
+            // No deadline until the host sets one.
+            store.set_epoch_deadline(u64::MAX / 2);
         }
         let bindings = bindings::Ctxpack::instantiate(&mut store, &self.component, &self.linker)?;
         let instantiate = started.elapsed();
@@ -467,6 +494,14 @@ impl Instance {
         Ok(step.map_err(Convert::convert))
     }
 
+    /// Interrupts any call still running `ticks` ticks of
+    /// [`Runtime::tick`] from now (only on an interruptible runtime, see
+    /// [`Limits::interruptible`]). An interrupted instance has trapped and
+    /// cannot be used again.
+    pub fn set_deadline(&mut self, ticks: u64) {
+        self.store.set_epoch_deadline(ticks);
+    }
+
     /// How long this instance took to start.
     pub fn startup(&self) -> Startup {
         self.startup
@@ -538,6 +573,11 @@ impl Steps for ComponentAssembly<'_> {
 type Provided = wasmtime::Result<Result<(), wit::CtxpackError>>;
 
 impl ComponentAssembly<'_> {
+    /// As [`Instance::set_deadline`], for the instance this assembly runs in.
+    pub fn set_deadline(&mut self, ticks: u64) {
+        self.instance.set_deadline(ticks);
+    }
+
     /// Calls one of the resource's `provide-*` functions.
     fn provide(
         &mut self,

@@ -1,0 +1,95 @@
+-- The seed's two tables (ContextSnapshots, ContextItems), the content they
+-- reference stored once by hash, the ContextAssembled outbox, and the
+-- deleted citations recorded beside (never in) the snapshots.
+
+CREATE TABLE context_contents (
+    content_hash TEXT PRIMARY KEY,          -- hex SHA-256 of body's UTF-8 bytes
+    kind         TEXT NOT NULL,             -- 'context' or 'plan'
+    body         TEXT NOT NULL
+);
+
+CREATE TABLE context_snapshots (
+    context_snapshot_id  TEXT PRIMARY KEY,
+    tenant_id            TEXT NOT NULL,
+    project_id           TEXT,
+    run_id               TEXT NOT NULL,
+    attempt_id           TEXT NOT NULL,
+    plan_ref             TEXT NOT NULL REFERENCES context_contents (content_hash),
+    token_budget         INTEGER NOT NULL,
+    tokens_used          INTEGER NOT NULL,
+    status               TEXT NOT NULL,     -- JSON list: every condition that holds
+    index_revisions      TEXT NOT NULL,     -- JSON list
+    memory_items         TEXT NOT NULL,     -- JSON list
+    content_ref          TEXT NOT NULL REFERENCES context_contents (content_hash),
+    assembled_at         TEXT NOT NULL,
+    failure              TEXT,
+    session_id           TEXT,
+    trace_id             TEXT,
+    scopes               TEXT NOT NULL,     -- JSON list
+    tokenizer            TEXT NOT NULL,     -- JSON
+    text_tokens          INTEGER NOT NULL,
+    message_tokens       INTEGER NOT NULL,
+    stable_prefix_tokens INTEGER NOT NULL,
+    profile              TEXT NOT NULL,
+    source_calls         TEXT NOT NULL,     -- JSON
+    compression          TEXT NOT NULL,     -- JSON
+    UNIQUE (tenant_id, run_id, attempt_id)
+);
+CREATE INDEX context_snapshots_by_run ON context_snapshots (tenant_id, run_id, assembled_at);
+
+CREATE TABLE context_items (
+    context_snapshot_id TEXT NOT NULL REFERENCES context_snapshots (context_snapshot_id),
+    position            INTEGER NOT NULL,
+    item_id             TEXT NOT NULL,
+    layer               TEXT NOT NULL,
+    section             TEXT NOT NULL,
+    origin              TEXT NOT NULL,
+    source_kind         TEXT,
+    reference           TEXT,
+    source_version      TEXT,
+    index_revision      TEXT,
+    trust_tier          TEXT NOT NULL,
+    score               REAL,
+    included            INTEGER NOT NULL,
+    drop_reason         TEXT,
+    reason              TEXT NOT NULL,      -- JSON: the reason with its details
+    tokens              INTEGER NOT NULL,
+    counted             TEXT NOT NULL,
+    compressed          INTEGER NOT NULL,
+    redacted            INTEGER NOT NULL,
+    run_last_id         TEXT,
+    run_count           INTEGER,
+    PRIMARY KEY (context_snapshot_id, position)
+);
+CREATE INDEX context_items_by_reference ON context_items (reference);
+
+CREATE TABLE context_outbox (
+    sequence     INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id     TEXT NOT NULL UNIQUE,      -- the snapshot's id: one event per snapshot
+    topic        TEXT NOT NULL,
+    tenant_id    TEXT NOT NULL,
+    payload      TEXT NOT NULL,
+    created_at   TEXT NOT NULL
+);
+
+CREATE TABLE deleted_citations (
+    context_snapshot_id TEXT NOT NULL REFERENCES context_snapshots (context_snapshot_id),
+    source_id           TEXT NOT NULL,
+    tenant_id           TEXT NOT NULL,
+    deleted_at          TEXT NOT NULL,
+    PRIMARY KEY (context_snapshot_id, source_id)
+);
+
+-- A snapshot, its items and stored content are never changed or removed.
+CREATE TRIGGER context_snapshots_immutable_update BEFORE UPDATE ON context_snapshots
+BEGIN SELECT RAISE(ABORT, 'context snapshots are immutable'); END;
+CREATE TRIGGER context_snapshots_immutable_delete BEFORE DELETE ON context_snapshots
+BEGIN SELECT RAISE(ABORT, 'context snapshots are immutable'); END;
+CREATE TRIGGER context_items_immutable_update BEFORE UPDATE ON context_items
+BEGIN SELECT RAISE(ABORT, 'context items are immutable'); END;
+CREATE TRIGGER context_items_immutable_delete BEFORE DELETE ON context_items
+BEGIN SELECT RAISE(ABORT, 'context items are immutable'); END;
+CREATE TRIGGER context_contents_immutable_update BEFORE UPDATE ON context_contents
+BEGIN SELECT RAISE(ABORT, 'stored content is immutable'); END;
+CREATE TRIGGER context_contents_immutable_delete BEFORE DELETE ON context_contents
+BEGIN SELECT RAISE(ABORT, 'stored content is immutable'); END;

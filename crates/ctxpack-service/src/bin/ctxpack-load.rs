@@ -1,0 +1,200 @@
+//! Load for `ctxpack serve`: N clients posting assemblies for T seconds,
+//! each for a new attempt, as fast as answered or at a set total rate.
+//! Prints throughput and latency percentiles; writes the id of every
+//! snapshot the service acknowledged (2xx, or 422 with its failed
+//! snapshot) to `--acks`, for `ctxpack census --acks` to check.
+//!
+//! A request that cannot connect (the service restarting) is retried, for
+//! the same attempt, until it is answered or the run ends.
+
+use ctxpack_service::client::Client;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: ctxpack-load --url URL [--clients 50] [--seconds 30] [--rate RPS] \
+                     [--request FILE] [--tenants 4] [--acks FILE] [--label TEXT]";
+
+const QUERIES: &[&str] = &[
+    "Why does the parser reject trailing commas?",
+    "How is the release profile built?",
+    "Which commit trimmed the wasmtime features?",
+    "What changed in the array grammar?",
+];
+
+#[derive(Default)]
+struct Tally {
+    latencies_ms: Vec<f64>,
+    by_status: BTreeMap<u16, u64>,
+    unreachable: u64,
+    acks: Vec<String>,
+}
+
+fn arg(args: &[String], flag: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn num<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> Result<T, String> {
+    match arg(args, flag) {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| format!("{flag}: {v:?} is not a number")),
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+async fn client_loop(
+    k: usize,
+    client: Client,
+    body: serde_json::Value,
+    tenants: usize,
+    until: Instant,
+    interval: Option<Duration>,
+) -> Tally {
+    let mut t = Tally::default();
+    let run = format!("load-{}-{k}", std::process::id());
+    let tenant = format!("tenant-{}", k % tenants.max(1));
+    let mut next = Instant::now();
+    let mut n = 0u64;
+    while Instant::now() < until {
+        if let Some(every) = interval {
+            tokio::time::sleep_until(next.into()).await;
+            next += every;
+        }
+        n += 1;
+        let mut b = body.clone();
+        b["query"] = QUERIES[(n as usize + k) % QUERIES.len()].into();
+        b["context"]["trace-id"] = format!("trace-{run}-{n}").into();
+        let bytes = serde_json::to_vec(&b).unwrap_or_default();
+        let path = format!("/factory/runs/{run}/attempts/attempt-{n}/context");
+        loop {
+            let sent = Instant::now();
+            match client
+                .send("POST", &path, Some(&tenant), bytes.clone())
+                .await
+            {
+                Ok(a) => {
+                    t.latencies_ms.push(sent.elapsed().as_secs_f64() * 1e3);
+                    *t.by_status.entry(a.status).or_default() += 1;
+                    if ((200..300).contains(&a.status) || a.status == 422)
+                        && let Some(id) = a.json()["contextSnapshotId"].as_str()
+                    {
+                        t.acks.push(id.to_owned());
+                    }
+                    break;
+                }
+                Err(_) if Instant::now() < until => {
+                    t.unreachable += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(_) => break,
+            }
+        }
+    }
+    t
+}
+
+async fn run(args: Vec<String>) -> Result<(), String> {
+    let url = arg(&args, "--url").ok_or(USAGE)?;
+    let clients: usize = num(&args, "--clients", 50)?;
+    let seconds: f64 = num(&args, "--seconds", 30.0)?;
+    let rate: f64 = num(&args, "--rate", 0.0)?;
+    let tenants: usize = num(&args, "--tenants", 4)?;
+    let label = arg(&args, "--label").unwrap_or_else(|| "load".into());
+    let request = arg(&args, "--request").map_or_else(
+        || ctxpack_service::demo_path("demo/request.json"),
+        std::path::PathBuf::from,
+    );
+    let text = std::fs::read_to_string(&request)
+        .map_err(|e| format!("--request {}: {e}", request.display()))?;
+    let body: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("--request: {e}"))?;
+    let interval = (rate > 0.0).then(|| Duration::from_secs_f64(clients as f64 / rate));
+    let client = Client::new(url);
+    let started = Instant::now();
+    let until = started + Duration::from_secs_f64(seconds);
+    let tasks: Vec<_> = (0..clients)
+        .map(|k| {
+            tokio::spawn(client_loop(
+                k,
+                client.clone(),
+                body.clone(),
+                tenants,
+                until,
+                interval,
+            ))
+        })
+        .collect();
+    let mut all = Tally::default();
+    for task in tasks {
+        let t = task.await.map_err(|e| e.to_string())?;
+        all.latencies_ms.extend(t.latencies_ms);
+        for (s, n) in t.by_status {
+            *all.by_status.entry(s).or_default() += n;
+        }
+        all.unreachable += t.unreachable;
+        all.acks.extend(t.acks);
+    }
+    let took = started.elapsed().as_secs_f64();
+    all.latencies_ms.sort_by(f64::total_cmp);
+    let l = &all.latencies_ms;
+    let answered = l.len();
+    let summary = serde_json::json!({
+        "label": label,
+        "clients": clients,
+        "seconds": (took * 10.0).round() / 10.0,
+        "targetRps": rate,
+        "answered": answered,
+        "rps": (answered as f64 / took * 10.0).round() / 10.0,
+        "byStatus": all.by_status.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
+        "unreachableRetries": all.unreachable,
+        "p50Ms": (percentile(l, 50.0) * 10.0).round() / 10.0,
+        "p95Ms": (percentile(l, 95.0) * 10.0).round() / 10.0,
+        "p99Ms": (percentile(l, 99.0) * 10.0).round() / 10.0,
+        "maxMs": (l.last().copied().unwrap_or(f64::NAN) * 10.0).round() / 10.0,
+        "acknowledged": all.acks.len(),
+    });
+    println!("{summary}");
+    if let Some(path) = arg(&args, "--acks") {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| format!("--acks {path}: {e}"))?;
+        for id in &all.acks {
+            writeln!(f, "{id}").map_err(|e| format!("--acks {path}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ctxpack-load: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ctxpack-load: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

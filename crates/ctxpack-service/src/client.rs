@@ -1,0 +1,88 @@
+//! A small HTTP/1.1 client for the service (keep-alive, one connection
+//! pool), used by the load generator and the tests.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client as Hyper;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+/// A client of one service.
+#[derive(Clone)]
+pub struct Client {
+    base: String,
+    inner: Hyper<HttpConnector, Full<Bytes>>,
+}
+
+/// An answer.
+#[derive(Clone, Debug)]
+pub struct Answer {
+    /// Status code.
+    pub status: u16,
+    /// A header the tests look at.
+    pub location: Option<String>,
+    /// Body.
+    pub body: Bytes,
+}
+
+impl Answer {
+    /// The body as JSON (`null` when it is not).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl Client {
+    /// A client of the service at `base` (`http://127.0.0.1:8080`).
+    pub fn new(base: impl Into<String>) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        Client {
+            base: base.into(),
+            inner: Hyper::builder(TokioExecutor::new()).build(connector),
+        }
+    }
+
+    /// Sends one request; `tenant` as `x-tenant-id` when given.
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        tenant: Option<&str>,
+        body: impl Into<Bytes>,
+    ) -> Result<Answer, String> {
+        let mut req = hyper::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base))
+            .header("content-type", "application/json");
+        if let Some(t) = tenant {
+            req = req.header("x-tenant-id", t);
+        }
+        let req = req
+            .body(Full::new(body.into()))
+            .map_err(|e| e.to_string())?;
+        let res = self.inner.request(req).await.map_err(|e| e.to_string())?;
+        let status = res.status().as_u16();
+        let location = res
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = res
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok(Answer {
+            status,
+            location,
+            body,
+        })
+    }
+}

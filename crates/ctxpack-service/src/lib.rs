@@ -1,0 +1,222 @@
+//! `ctxpack serve`: the assembly service.
+//!
+//! The seed's API over HTTP ([`http`]) and gRPC ([`grpc`]), both running
+//! [`service::Service::assemble`]: a pooled component instance ([`pool`])
+//! driven step by step while the service's stores ([`sources`]) answer,
+//! the snapshot recorded in the [`store`] (SQLite by default, PostgreSQL
+//! for several replicas) with its content and its `ContextAssembled` event
+//! in one transaction, and the seed's [`metrics`].
+
+pub mod client;
+pub mod grpc;
+pub mod http;
+pub mod metrics;
+pub mod pool;
+pub mod postgres;
+pub mod service;
+pub mod sources;
+pub mod sqlite;
+pub mod store;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How the service runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// HTTP address (port 0: any free port).
+    pub http: SocketAddr,
+    /// gRPC address, if served.
+    pub grpc: Option<SocketAddr>,
+    /// `postgres://…`, or a SQLite file path (optionally `sqlite:PATH`).
+    pub store: String,
+    /// Scenario files the demo stores are loaded from.
+    pub data: PathBuf,
+    /// The builder configuration (JSON); the default configuration when
+    /// unset.
+    pub config: Option<PathBuf>,
+    /// Most component instances, so most assemblies running at once.
+    pub instances: usize,
+    /// Most time per assembly, request read to snapshot recorded.
+    pub deadline: Duration,
+    /// Most bytes of a request body (and of a gRPC message).
+    pub max_body: usize,
+    /// Most linear memory per instance.
+    pub max_memory: usize,
+    /// Injected source faults (tests).
+    pub faults: sources::Faults,
+    /// Each write transaction held this long before committing: a slow
+    /// disk (tests).
+    pub slow_commit: Option<Duration>,
+}
+
+/// The bundled demo's files, where this crate's sources are.
+pub fn demo_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            http: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            grpc: Some(SocketAddr::from(([127, 0, 0, 1], 50051))),
+            store: "ctxpack.db".into(),
+            data: demo_path("../../tests/scenarios"),
+            config: Some(demo_path("demo/config.json")),
+            instances: std::thread::available_parallelism().map_or(4, |n| n.get() * 2),
+            deadline: Duration::from_secs(10),
+            max_body: 4 << 20,
+            max_memory: 1 << 30,
+            faults: Default::default(),
+            slow_commit: None,
+        }
+    }
+}
+
+/// A running service.
+pub struct Running {
+    /// Where HTTP is served.
+    pub http: SocketAddr,
+    /// Where gRPC is served.
+    pub grpc: Option<SocketAddr>,
+    /// The shared service (its store, for tests).
+    pub service: Arc<service::Service>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<Result<(), String>>>,
+}
+
+impl Running {
+    /// Stops taking connections, lets requests in flight finish, and
+    /// returns when both servers have stopped.
+    pub async fn shutdown(self) -> Result<(), String> {
+        let _ = self.stop.send(true);
+        self.wait().await
+    }
+
+    /// Returns when both servers have stopped (after [`Running::stopper`]
+    /// was used).
+    pub async fn wait(self) -> Result<(), String> {
+        for t in self.tasks {
+            t.await.map_err(|e| e.to_string())??;
+        }
+        Ok(())
+    }
+
+    /// A handle that stops the service.
+    pub fn stopper(&self) -> watch::Sender<bool> {
+        self.stop.clone()
+    }
+}
+
+/// Opens the store `spec` names.
+pub async fn open_store(
+    spec: &str,
+    connections: usize,
+    slow_commit: Option<Duration>,
+) -> Result<store::Store, String> {
+    let engine: Arc<dyn store::Engine> =
+        if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+            Arc::new(
+                postgres::Postgres::connect(spec, connections)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            )
+        } else {
+            let path = PathBuf::from(spec.strip_prefix("sqlite:").unwrap_or(spec));
+            Arc::new(sqlite::Sqlite::open(&path, slow_commit).map_err(|e| e.to_string())?)
+        };
+    Ok(store::Store::new(engine))
+}
+
+/// Starts the service.
+pub async fn start(o: Options) -> Result<Running, String> {
+    let config = match &o.config {
+        None => ctxpack_core::BuilderConfig::default(),
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).map_err(|e| format!("--config {}: {e}", p.display()))?;
+            let de = &mut serde_json::Deserializer::from_str(&text);
+            serde_path_to_error::deserialize(de)
+                .map_err(|e| format!("--config {}: {}: {}", p.display(), e.path(), e.inner()))?
+        }
+    };
+    let sources = sources::DemoSources::load(&o.data, o.faults.clone())?;
+    let store = open_store(&o.store, o.instances * 2, o.slow_commit).await?;
+    let limits = ctxpack_host::Limits {
+        max_memory_bytes: Some(o.max_memory),
+        interruptible: true,
+        ..Default::default()
+    };
+    let runtime =
+        tokio::task::spawn_blocking(move || ctxpack_host::Runtime::load_bundled_limited(limits))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("loading the component: {e}"))?;
+    let runtime = Arc::new(runtime);
+    pool::start_clock(&runtime);
+    let pool = pool::Pool::new(runtime.clone(), config, o.instances).map_err(|e| e.to_string())?;
+    tracing::info!(
+        target: "ctxpack::serve",
+        store = store.engine_name(),
+        instances = o.instances,
+        precompiled = runtime.from_artifact(),
+        sources = ?sources.sizes(),
+        "ready"
+    );
+    let service = Arc::new(service::Service {
+        pool,
+        sources: Arc::new(sources),
+        store,
+        metrics: Default::default(),
+        deadline: o.deadline,
+    });
+    let (stop, _) = watch::channel(false);
+    let stopped = |stop: &watch::Sender<bool>| {
+        let mut rx = stop.subscribe();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let listener = tokio::net::TcpListener::bind(o.http)
+        .await
+        .map_err(|e| format!("--listen {}: {e}", o.http))?;
+    let http_addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let app = http::router(service.clone(), o.max_body);
+    let mut tasks = vec![tokio::spawn({
+        let shutdown = stopped(&stop);
+        async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+                .map_err(|e| format!("http: {e}"))
+        }
+    })];
+    let mut grpc_addr = None;
+    if let Some(addr) = o.grpc {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--grpc {addr}: {e}"))?;
+        grpc_addr = Some(listener.local_addr().map_err(|e| e.to_string())?);
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        let svc = grpc::server(service.clone(), o.max_body);
+        let shutdown = stopped(&stop);
+        tasks.push(tokio::spawn(async move {
+            tonic::transport::Server::builder()
+                .add_service(svc)
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await
+                .map_err(|e| format!("grpc: {e}"))
+        }));
+    }
+    tracing::info!(target: "ctxpack::serve", http = %http_addr, grpc = ?grpc_addr, "listening");
+    Ok(Running {
+        http: http_addr,
+        grpc: grpc_addr,
+        service,
+        stop,
+        tasks,
+    })
+}

@@ -1,0 +1,226 @@
+//! `ctxpack serve` and `ctxpack census`.
+
+use ctxpack_service::{Options, open_store, start};
+use std::process::ExitCode;
+use std::time::Duration;
+
+const USAGE: &str = "\
+usage:
+  ctxpack serve [options]
+      --listen ADDR          HTTP address (127.0.0.1:8080)
+      --grpc ADDR|off        gRPC address (127.0.0.1:50051)
+      --store PATH|URL       SQLite file (ctxpack.db) or postgres://user@host:port/db
+      --data DIR             scenario files the demo stores load (tests/scenarios)
+      --config FILE|default  builder configuration, JSON (the demo's: full profile)
+      --instances N          component instances, most assemblies at once (2 per core)
+      --deadline-ms N        most time per assembly (10000)
+      --max-body-bytes N     largest request body or gRPC message (4194304)
+      --max-memory-mb N      most linear memory per instance (1024)
+    fault injection, for tests:
+      --fail CAPABILITY=P    the capability (sources.retrieve, policy.review, ...)
+                             fails with probability P
+      --source-delay-ms N    every source call answers N ms late
+      --slow-commit-ms N     every store write is held N ms before it commits
+  ctxpack census --store PATH|URL [--acks FILE]
+      counts snapshots and events and runs the integrity check; with a file of
+      acknowledged snapshot ids (one per line), checks each has exactly one
+      snapshot row and one event.
+";
+
+fn value<'a>(args: &'a [String], i: &mut usize, flag: &str) -> Result<&'a str, String> {
+    *i += 1;
+    args.get(*i)
+        .map(String::as_str)
+        .ok_or_else(|| format!("{flag}: needs a value"))
+}
+
+fn number<T: std::str::FromStr>(s: &str, flag: &str) -> Result<T, String> {
+    s.parse()
+        .map_err(|_| format!("{flag}: {s:?} is not a number"))
+}
+
+fn serve_options(args: &[String]) -> Result<Options, String> {
+    let mut o = Options::default();
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].as_str();
+        match flag {
+            "--listen" => {
+                o.http = number(value(args, &mut i, flag)?, flag)?;
+            }
+            "--grpc" => {
+                let v = value(args, &mut i, flag)?;
+                o.grpc = if v == "off" {
+                    None
+                } else {
+                    Some(number(v, flag)?)
+                };
+            }
+            "--store" => o.store = value(args, &mut i, flag)?.to_owned(),
+            "--data" => o.data = value(args, &mut i, flag)?.into(),
+            "--config" => {
+                let v = value(args, &mut i, flag)?;
+                o.config = (v != "default").then(|| v.into());
+            }
+            "--instances" => o.instances = number(value(args, &mut i, flag)?, flag)?,
+            "--deadline-ms" => {
+                o.deadline = Duration::from_millis(number(value(args, &mut i, flag)?, flag)?)
+            }
+            "--max-body-bytes" => o.max_body = number(value(args, &mut i, flag)?, flag)?,
+            "--max-memory-mb" => {
+                o.max_memory = number::<usize>(value(args, &mut i, flag)?, flag)? << 20
+            }
+            "--fail" => {
+                let v = value(args, &mut i, flag)?;
+                let (cap, p) = v
+                    .split_once('=')
+                    .ok_or_else(|| format!("{flag}: {v:?} is not CAPABILITY=P"))?;
+                let p: f64 = number(p, flag)?;
+                if !(0.0..=1.0).contains(&p) {
+                    return Err(format!("{flag}: {p} is not a probability"));
+                }
+                o.faults.fail.insert(cap.to_owned(), p);
+            }
+            "--source-delay-ms" => {
+                o.faults.delay = Some(Duration::from_millis(number(
+                    value(args, &mut i, flag)?,
+                    flag,
+                )?))
+            }
+            "--slow-commit-ms" => {
+                o.slow_commit = Some(Duration::from_millis(number(
+                    value(args, &mut i, flag)?,
+                    flag,
+                )?))
+            }
+            other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
+        }
+        i += 1;
+    }
+    if o.instances == 0 {
+        return Err("--instances: at least 1".into());
+    }
+    Ok(o)
+}
+
+async fn serve(args: &[String]) -> Result<(), String> {
+    let running = start(serve_options(args)?).await?;
+    let stop = running.stopper();
+    tokio::spawn(async move {
+        let why = signal().await;
+        tracing::info!(target: "ctxpack::serve", signal = why, "shutting down: finishing requests in flight");
+        let _ = stop.send(true);
+    });
+    running.wait().await?;
+    tracing::info!(target: "ctxpack::serve", "stopped");
+    Ok(())
+}
+
+#[cfg(unix)]
+async fn signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+        },
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn signal() -> &'static str {
+    let _ = tokio::signal::ctrl_c().await;
+    "ctrl-c"
+}
+
+async fn census(args: &[String]) -> Result<(), String> {
+    let mut store = None;
+    let mut acks = None;
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].as_str();
+        match flag {
+            "--store" => store = Some(value(args, &mut i, flag)?.to_owned()),
+            "--acks" => acks = Some(value(args, &mut i, flag)?.to_owned()),
+            other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
+        }
+        i += 1;
+    }
+    let store = open_store(&store.ok_or("--store: required")?, 2, None).await?;
+    let c = store.census().await.map_err(|e| e.to_string())?;
+    println!(
+        "snapshots {}  events {}  snapshots without exactly one event {}  integrity {}",
+        c.snapshots, c.events, c.unmatched, c.integrity
+    );
+    let mut bad = c.unmatched > 0 || c.integrity != "ok";
+    if let Some(path) = acks {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("--acks {path}: {e}"))?;
+        let ids: std::collections::BTreeSet<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let mut missing = 0;
+        for id in &ids {
+            let (rows, events) = store.events_of(id).await.map_err(|e| e.to_string())?;
+            if (rows, events) != (1, 1) {
+                missing += 1;
+                eprintln!("{id}: {rows} snapshot rows, {events} events");
+            }
+        }
+        println!(
+            "acknowledged {}  each with one row and one event: {}",
+            ids.len(),
+            ids.len() - missing
+        );
+        bad |= missing > 0;
+    }
+    if bad {
+        return Err("census failed".into());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("CTXPACK_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ctxpack: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match args.first().map(String::as_str) {
+            Some("serve") => serve(&args[1..]).await,
+            Some("census") => census(&args[1..]).await,
+            Some("-h" | "--help" | "help") => {
+                print!("{USAGE}");
+                Ok(())
+            }
+            _ => Err(USAGE.to_owned()),
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ctxpack: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

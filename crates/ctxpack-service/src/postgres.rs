@@ -1,0 +1,214 @@
+//! The PostgreSQL store engine: the same schema as SQLite's, for several
+//! replicas of the service sharing one database.
+//!
+//! A pool of connections (deadpool); each transaction takes one. Replicas
+//! starting together migrate under an advisory lock, so one applies each
+//! migration and the others see it applied.
+
+use crate::store::{BoxFuture, Committed, Engine, Stmt, StoreError, Value};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+
+/// The migrations, in order: (version, SQL).
+const MIGRATIONS: &[(i64, &str)] =
+    &[(1, include_str!("../migrations/postgres/0001_snapshots.sql"))];
+
+/// PostgreSQL.
+pub struct Postgres {
+    pool: Pool,
+}
+
+fn db(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Database(e.to_string())
+}
+
+/// A database error with PostgreSQL's own message (tokio-postgres's
+/// Display says only "db error").
+fn pg(e: tokio_postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(d) => db(format!("{}: {}", d.code().code(), d.message())),
+        None => db(e),
+    }
+}
+
+fn pool_err(e: deadpool_postgres::PoolError) -> StoreError {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => pg(e),
+        other => db(other),
+    }
+}
+
+impl Postgres {
+    /// Connects to `url` (`postgres://user@host:port/db`) with up to
+    /// `connections` connections, and applies the migrations it lacks.
+    pub async fn connect(url: &str, connections: usize) -> Result<Self, StoreError> {
+        let config: tokio_postgres::Config =
+            url.parse().map_err(|e| db(format!("--store {url}: {e}")))?;
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(connections.max(1))
+            .build()
+            .map_err(db)?;
+        let mut client = pool.get().await.map_err(pool_err)?;
+        let tx = client.transaction().await.map_err(pg)?;
+        // One replica migrates at a time.
+        tx.batch_execute(
+            "SELECT pg_advisory_xact_lock(7242013); \
+             CREATE TABLE IF NOT EXISTS schema_migrations \
+             (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+        )
+        .await
+        .map_err(pg)?;
+        for (version, sql) in MIGRATIONS {
+            let done: i64 = tx
+                .query_one(
+                    "SELECT COUNT(*) FROM schema_migrations WHERE version = $1",
+                    &[version],
+                )
+                .await
+                .map_err(pg)?
+                .get(0);
+            if done == 0 {
+                tx.batch_execute(sql).await.map_err(|e| {
+                    let StoreError::Database(m) = pg(e) else {
+                        return db("migration failed");
+                    };
+                    db(format!("migration {version}: {m}"))
+                })?;
+                tx.execute(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+                    &[version, &crate::store::now_rfc3339()],
+                )
+                .await
+                .map_err(pg)?;
+            }
+        }
+        tx.commit().await.map_err(pg)?;
+        Ok(Postgres { pool })
+    }
+}
+
+/// A NULL of whatever type the parameter has.
+#[derive(Debug)]
+struct Null;
+
+impl ToSql for Null {
+    fn to_sql(
+        &self,
+        _: &Type,
+        _: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(IsNull::Yes)
+    }
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+    to_sql_checked!();
+}
+
+fn bind(v: &Value) -> Box<dyn ToSql + Sync + Send> {
+    match v {
+        Value::Null => Box::new(Null),
+        Value::Int(n) => Box::new(*n),
+        Value::Real(f) => Box::new(*f),
+        Value::Text(s) => Box::new(s.clone()),
+        Value::Bool(b) => Box::new(*b),
+    }
+}
+
+fn read(row: &tokio_postgres::Row, i: usize) -> Result<Value, StoreError> {
+    let t = row.columns()[i].type_();
+    let v = if *t == Type::INT8 {
+        row.try_get::<_, Option<i64>>(i).map(|v| v.map(Value::Int))
+    } else if *t == Type::INT4 {
+        row.try_get::<_, Option<i32>>(i)
+            .map(|v| v.map(|n| Value::Int(n.into())))
+    } else if *t == Type::FLOAT8 {
+        row.try_get::<_, Option<f64>>(i).map(|v| v.map(Value::Real))
+    } else if *t == Type::BOOL {
+        row.try_get::<_, Option<bool>>(i)
+            .map(|v| v.map(Value::Bool))
+    } else {
+        row.try_get::<_, Option<String>>(i)
+            .map(|v| v.map(Value::Text))
+    };
+    Ok(v.map_err(pg)?.unwrap_or(Value::Null))
+}
+
+/// `params` bound, borrowed as tokio-postgres takes them.
+fn bound(params: &[Value]) -> Vec<Box<dyn ToSql + Sync + Send>> {
+    params.iter().map(bind).collect()
+}
+
+fn refs(bound: &[Box<dyn ToSql + Sync + Send>]) -> Vec<&(dyn ToSql + Sync)> {
+    bound
+        .iter()
+        .map(|b| b.as_ref() as &(dyn ToSql + Sync))
+        .collect()
+}
+
+impl Engine for Postgres {
+    fn transaction(&self, stmts: Vec<Stmt>) -> BoxFuture<'_, Result<Committed, StoreError>> {
+        Box::pin(async move {
+            let mut client = self.pool.get().await.map_err(pool_err)?;
+            let tx = client.transaction().await.map_err(pg)?;
+            for s in &stmts {
+                let st = tx.prepare_cached(s.sql).await.map_err(pg)?;
+                let values = bound(&s.params);
+                let changed = tx.execute(&st, &refs(&values)).await.map_err(pg)?;
+                if s.must_change && changed == 0 {
+                    tx.rollback().await.map_err(pg)?;
+                    return Ok(Committed::Conflict);
+                }
+            }
+            tx.commit().await.map_err(pg)?;
+            Ok(Committed::Yes)
+        })
+    }
+
+    fn query(
+        &self,
+        sql: &'static str,
+        params: Vec<Value>,
+    ) -> BoxFuture<'_, Result<Vec<Vec<Value>>, StoreError>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(pool_err)?;
+            let st = client.prepare_cached(sql).await.map_err(pg)?;
+            let values = bound(&params);
+            let rows = client.query(&st, &refs(&values)).await.map_err(pg)?;
+            rows.iter()
+                .map(|r| (0..r.len()).map(|i| read(r, i)).collect())
+                .collect()
+        })
+    }
+
+    fn integrity_check(&self) -> BoxFuture<'_, Result<String, StoreError>> {
+        // PostgreSQL enforces the foreign keys and checks its pages as it
+        // reads them; what is left to check is that every table reads
+        // whole, which a full count does.
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(pool_err)?;
+            for table in [
+                "context_contents",
+                "context_snapshots",
+                "context_items",
+                "context_outbox",
+                "deleted_citations",
+            ] {
+                let sql = format!("SELECT COUNT(*) FROM {table}");
+                client.query_one(&sql, &[]).await.map_err(pg)?;
+            }
+            Ok("ok".into())
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+}

@@ -1,0 +1,372 @@
+//! One assembly, as both the HTTP and the gRPC endpoint run it: the
+//! request read, an instance leased, the assembly driven step by step with
+//! the service's stores answering between steps, the snapshot recorded
+//! with its content and event, the metrics observed.
+
+use crate::metrics::{Metrics, Observation};
+use crate::pool::{Pool, ticks};
+use crate::sources::DemoSources;
+use crate::store::{Record, Recorded, Store, StoreError, now_rfc3339};
+use ctxpack_core::{
+    AssembleRequest, ContextAssembled, ContextPack, Failure, HostError, Snapshot, SnapshotStatus,
+};
+use ctxpack_host::{Step, Steps, WasmError};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The service's parts.
+pub struct Service {
+    /// Component instances.
+    pub pool: Arc<Pool>,
+    /// The stores the assemblies draw from.
+    pub sources: Arc<DemoSources>,
+    /// The snapshot store.
+    pub store: Store,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// How long one assembly may take, from its request read to its
+    /// snapshot recorded.
+    pub deadline: Duration,
+}
+
+/// What an assembly answers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reply {
+    /// The snapshot's id.
+    pub context_snapshot_id: String,
+    /// Tenant.
+    pub tenant_id: String,
+    /// Run.
+    pub run_id: String,
+    /// Attempt.
+    pub attempt_id: String,
+    /// Every condition that holds.
+    pub status: Vec<SnapshotStatus>,
+    /// Tokens used.
+    pub tokens_used: u32,
+    /// Budget.
+    pub token_budget: u32,
+    /// `sha256:<hex>` of the assembled text, stored once by that hash.
+    pub content_ref: String,
+    /// Why it failed, for a failed assembly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Whether the attempt already had this very snapshot (a retry).
+    pub replayed: bool,
+}
+
+/// Why an assembly did not give a pack.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    /// The request is wrong; the message names the field. Nothing recorded.
+    #[error("{0}")]
+    Invalid(String),
+    /// The assembly failed; its failed snapshot is recorded.
+    #[error("assembly failed: {}", .0.failure.as_deref().unwrap_or("?"))]
+    Failed(Box<Reply>),
+    /// The attempt already has another snapshot.
+    #[error("attempt already has snapshot {0}; a changed request is a new attempt")]
+    AttemptTaken(String),
+    /// The deadline passed; nothing recorded.
+    #[error("deadline of {0:?} passed before the assembly was recorded")]
+    Deadline(Duration),
+    /// The deadline passed inside the component, which was interrupted;
+    /// nothing recorded.
+    #[error("deadline of {0:?} passed: the assembly was interrupted")]
+    Interrupted(Duration),
+    /// The component failed.
+    #[error("component: {0}")]
+    Wasm(String),
+    /// The store failed.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl AssembleError {
+    /// A short code for clients and logs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AssembleError::Invalid(_) => "invalid-request",
+            AssembleError::Failed(_) => "assembly-failed",
+            AssembleError::AttemptTaken(_) => "attempt-taken",
+            AssembleError::Deadline(_) | AssembleError::Interrupted(_) => "deadline-exceeded",
+            AssembleError::Wasm(_) => "component-failed",
+            AssembleError::Store(_) => "store-unavailable",
+        }
+    }
+}
+
+fn wasm(e: impl std::fmt::Display) -> AssembleError {
+    AssembleError::Wasm(e.to_string())
+}
+
+/// A component failure; the deadline's interruption is a
+/// [`AssembleError::Deadline`].
+fn trapped(deadline: Duration) -> impl Fn(WasmError) -> AssembleError {
+    move |e| {
+        if e.is_deadline() {
+            AssembleError::Interrupted(deadline)
+        } else {
+            wasm(e)
+        }
+    }
+}
+
+/// Checks an id from the path or a header: non-empty, at most 200
+/// characters, no control characters.
+pub fn check_id(field: &str, v: &str) -> Result<(), AssembleError> {
+    if v.is_empty() || v.len() > 200 || v.chars().any(char::is_control) {
+        return Err(AssembleError::Invalid(format!(
+            "{field}: must be 1 to 200 characters without control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Reads the request body: the core's assemble request, kebab-case keys.
+pub fn parse_request(body: &[u8]) -> Result<AssembleRequest, AssembleError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        // serde_json's position is in text the caller may not have
+        // written (a gRPC field's JSON); the path says where.
+        let inner = e.into_inner().to_string();
+        let inner = match inner.rfind(" at line ") {
+            Some(at) => inner[..at].to_owned(),
+            None => inner,
+        };
+        AssembleError::Invalid(if path == "." {
+            format!("request: {inner}")
+        } else {
+            format!("request.{path}: {inner}")
+        })
+    })
+}
+
+/// Sets `field` from the path or header, refusing a body that says
+/// otherwise.
+fn bind(
+    slot: &mut Option<String>,
+    field: &str,
+    from: &str,
+    value: &str,
+) -> Result<(), AssembleError> {
+    match slot {
+        Some(given) if given != value => Err(AssembleError::Invalid(format!(
+            "request.context.{field}: {given:?} differs from the {from} ({value:?})"
+        ))),
+        _ => {
+            *slot = Some(value.to_owned());
+            Ok(())
+        }
+    }
+}
+
+impl Service {
+    /// Assembles `body` for `tenant`'s attempt, records it, answers it.
+    pub async fn assemble(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        attempt_id: &str,
+        body: &[u8],
+    ) -> Result<Reply, AssembleError> {
+        let started = Instant::now();
+        check_id("tenant (x-tenant-id)", tenant)?;
+        check_id("runId", run_id)?;
+        check_id("attemptId", attempt_id)?;
+        let mut request = parse_request(body)?;
+        let c = &mut request.context;
+        bind(&mut c.tenant_id, "tenant-id", "x-tenant-id header", tenant)?;
+        bind(&mut c.run_id, "run-id", "path's runId", run_id)?;
+        bind(
+            &mut c.attempt_id,
+            "attempt-id",
+            "path's attemptId",
+            attempt_id,
+        )?;
+        let outcome = tokio::time::timeout(self.deadline, self.run(&request, started))
+            .await
+            .map_err(|_| AssembleError::Deadline(self.deadline))??;
+        let record = match outcome {
+            Ok(pack) => record_of_pack(pack, &request),
+            Err(Failure {
+                error,
+                snapshot: None,
+            }) => return Err(AssembleError::Invalid(error.to_string())),
+            Err(Failure {
+                error,
+                snapshot: Some(snapshot),
+            }) => record_of_failure(*snapshot, &request, &error.to_string()),
+        };
+        let left = self.deadline.saturating_sub(started.elapsed());
+        let recorded = tokio::time::timeout(left, self.store.record(&record))
+            .await
+            .map_err(|_| AssembleError::Deadline(self.deadline))??;
+        let s = &record.snapshot;
+        let reply = Reply {
+            context_snapshot_id: s.id.clone(),
+            tenant_id: tenant.to_owned(),
+            run_id: run_id.to_owned(),
+            attempt_id: attempt_id.to_owned(),
+            status: s.status.clone(),
+            tokens_used: s.tokens_used,
+            token_budget: s.token_budget,
+            content_ref: format!("sha256:{}", s.content_hash),
+            failure: s.failure.clone(),
+            replayed: recorded == Recorded::Replayed,
+        };
+        match recorded {
+            Recorded::AttemptTaken(existing) => return Err(AssembleError::AttemptTaken(existing)),
+            Recorded::New => self.observe(tenant, &record, started.elapsed()),
+            Recorded::Replayed => {}
+        }
+        if s.status.contains(&SnapshotStatus::Failed) {
+            return Err(AssembleError::Failed(Box::new(reply)));
+        }
+        Ok(reply)
+    }
+
+    fn observe(&self, tenant: &str, record: &Record, took: Duration) {
+        let s = &record.snapshot;
+        let mut dropped = std::collections::BTreeMap::<String, u32>::new();
+        for e in s.entries.iter().filter(|e| !e.included) {
+            *dropped.entry(e.reason.name().to_owned()).or_default() += e.candidates();
+        }
+        self.metrics.record(&Observation {
+            tenant,
+            status: s
+                .status
+                .iter()
+                .map(|st| crate::store::json(st).trim_matches('"').to_owned())
+                .collect::<Vec<_>>()
+                .join("+"),
+            tokens_per_section: record.sections.clone(),
+            dropped_by_reason: dropped.into_iter().collect(),
+            latency: took.as_secs_f64(),
+        });
+    }
+
+    /// Drives the assembly in a leased instance.
+    async fn run(
+        &self,
+        request: &AssembleRequest,
+        started: Instant,
+    ) -> Result<Result<ContextPack, Failure>, AssembleError> {
+        let mut lease = self.pool.lease().await.map_err(wasm)?;
+        let result = self.drive(&mut lease, request, started).await;
+        if matches!(
+            result,
+            Err(AssembleError::Wasm(_) | AssembleError::Interrupted(_))
+        ) {
+            lease.trapped();
+        }
+        result
+    }
+
+    async fn drive(
+        &self,
+        lease: &mut crate::pool::Lease,
+        request: &AssembleRequest,
+        started: Instant,
+    ) -> Result<Result<ContextPack, Failure>, AssembleError> {
+        let deadline = self.deadline;
+        let trap = trapped(deadline);
+        let left = || ticks(deadline.saturating_sub(started.elapsed()));
+        let instance = lease
+            .instance()
+            .ok_or_else(|| wasm("the lease has no instance"))?;
+        instance.set_deadline(left());
+        let mut a = instance.start(request).map_err(&trap)?;
+        loop {
+            a.set_deadline(left());
+            match a.next().map_err(&trap)? {
+                Step::Done(outcome) => return Ok(outcome),
+                Step::Sources(calls) => {
+                    let mut tasks = tokio::task::JoinSet::new();
+                    for (i, call) in calls.into_iter().enumerate() {
+                        let sources = self.sources.clone();
+                        tasks.spawn(async move { (i, sources.answer(&call).await) });
+                    }
+                    let mut answers = Vec::new();
+                    while let Some(done) = tasks.join_next().await {
+                        answers.push(done.map_err(wasm)?);
+                    }
+                    for (i, answer) in answers {
+                        a.set_deadline(left());
+                        a.provide_source(i, answer).map_err(&trap)?.map_err(wasm)?;
+                    }
+                }
+                Step::Review(items) => {
+                    let answer = self.sources.review(&request.context, &items);
+                    a.set_deadline(left());
+                    a.provide_review(answer).map_err(&trap)?.map_err(wasm)?;
+                }
+                Step::Summaries(requests, tokenizer) => {
+                    let answer: Result<Vec<String>, HostError> =
+                        self.sources.summarize(&requests, tokenizer);
+                    a.set_deadline(left());
+                    a.provide_summaries(answer).map_err(&trap)?.map_err(wasm)?;
+                }
+            }
+        }
+    }
+}
+
+/// Tokens per section of a pack, by the section's name.
+fn sections(pack: &ContextPack) -> Vec<(String, u32)> {
+    pack.metrics
+        .tokens_per_section
+        .iter()
+        .map(|s| {
+            (
+                crate::store::json(&s.section).trim_matches('"').to_owned(),
+                s.tokens,
+            )
+        })
+        .collect()
+}
+
+fn record_of_pack(pack: ContextPack, request: &AssembleRequest) -> Record {
+    let sections = sections(&pack);
+    Record {
+        sections,
+        text: pack.text,
+        compression: pack.compression,
+        session_id: request.context.session_id.clone(),
+        trace_id: request.context.trace_id.clone(),
+        event: pack.event,
+        assembled_at: now_rfc3339(),
+        snapshot: pack.snapshot,
+    }
+}
+
+fn record_of_failure(snapshot: Snapshot, request: &AssembleRequest, _why: &str) -> Record {
+    let event = ContextAssembled {
+        context_snapshot_id: snapshot.id.clone(),
+        tenant_id: snapshot.tenant_id.clone(),
+        run_id: snapshot.run_id.clone(),
+        attempt_id: snapshot.attempt_id.clone(),
+        status: snapshot.status.clone(),
+        tokens_used: snapshot.tokens_used,
+        token_budget: snapshot.token_budget,
+    };
+    Record {
+        sections: Vec::new(),
+        text: String::new(),
+        compression: Default::default(),
+        session_id: request.context.session_id.clone(),
+        trace_id: request.context.trace_id.clone(),
+        event,
+        assembled_at: now_rfc3339(),
+        snapshot,
+    }
+}
+
+impl From<WasmError> for AssembleError {
+    fn from(e: WasmError) -> Self {
+        wasm(e)
+    }
+}

@@ -1,0 +1,243 @@
+//! The service's stores for the demo: in memory, loaded from a directory
+//! of scenario files (`tests/scenarios` by default), so `ctxpack serve`
+//! answers real requests out of the box.
+//!
+//! Every candidate the scenarios' hosts answer is pooled by capability
+//! (the first of an id wins). Retrieval ranks the pool by how many of the
+//! query's words a candidate's text has (its score, the share of the
+//! query's words it has) and answers the best `limit` that share any;
+//! memory is ranked alike; graph expansion and repository state answer
+//! their whole pool. The policy is the scenarios' deny and redact rules;
+//! the summariser keeps leading words. Faults can be injected for tests:
+//! a capability failing with some probability, and a delay on every call.
+
+use ctxpack_core::{
+    AgentContext, Candidate, Host, HostError, SourceRequest, SummaryRequest, Tokenizer, Verdict,
+};
+use ctxpack_host::stores::{Answer, PolicyRules, SummarizerRule};
+use ctxpack_host::{HostAnswers, InMemoryHost};
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+/// The demo stores.
+#[derive(Clone, Debug, Default)]
+pub struct DemoSources {
+    retrieve: Vec<Candidate>,
+    graph: Vec<Candidate>,
+    memory: Vec<Candidate>,
+    repository: Vec<Candidate>,
+    policy: PolicyRules,
+    faults: Faults,
+}
+
+/// Injected faults.
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// Capability (`sources.retrieve`, `policy.review`, …) -> the chance,
+    /// in [0, 1], that a call fails.
+    pub fail: BTreeMap<String, f64>,
+    /// A delay before every source call answers.
+    pub delay: Option<Duration>,
+}
+
+fn pool(into: &mut Vec<Candidate>, seen: &mut HashSet<String>, answer: &Option<Answer>) {
+    if let Some(Answer::Items(items) | Answer::AllItems(items)) = answer {
+        for c in items {
+            if seen.insert(c.id.clone()) {
+                into.push(c.clone());
+            }
+        }
+    }
+}
+
+impl DemoSources {
+    /// The stores of every `*.json` scenario in `dir`, in file-name order.
+    pub fn load(dir: &Path, faults: Faults) -> Result<Self, String> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| format!("--data {}: {e}", dir.display()))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        let mut s = DemoSources {
+            faults,
+            ..Default::default()
+        };
+        let mut seen: [HashSet<String>; 4] = Default::default();
+        for f in &files {
+            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let scenario: ctxpack_host::Scenario =
+                serde_json::from_str(&text).map_err(|e| format!("--data: {}: {e}", f.display()))?;
+            let h = &scenario.host;
+            pool(&mut s.retrieve, &mut seen[0], &h.retrieve);
+            pool(&mut s.graph, &mut seen[1], &h.expand_graph);
+            pool(&mut s.memory, &mut seen[2], &h.recall_memory);
+            pool(&mut s.repository, &mut seen[3], &h.repository_state);
+            if let Some(p) = &h.policy {
+                for (k, v) in &p.deny {
+                    s.policy.deny.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+                for (k, v) in &p.redact {
+                    s.policy
+                        .redact
+                        .entry(k.clone())
+                        .or_insert_with(|| v.clone());
+                }
+            }
+        }
+        if files.is_empty() {
+            return Err(format!("--data {}: no scenario files", dir.display()));
+        }
+        Ok(s)
+    }
+
+    /// How many candidates each capability holds.
+    pub fn sizes(&self) -> [(&'static str, usize); 4] {
+        [
+            ("sources.retrieve", self.retrieve.len()),
+            ("sources.expand-graph", self.graph.len()),
+            ("sources.recall-memory", self.memory.len()),
+            ("sources.repository-state", self.repository.len()),
+        ]
+    }
+
+    fn fault(&self, capability: &str) -> Result<(), HostError> {
+        match self.faults.fail.get(capability) {
+            Some(p) if fastrand::f64() < *p => Err(HostError::new(
+                capability,
+                "injected fault: the store did not answer",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Answers one source call.
+    pub async fn answer(&self, call: &SourceRequest) -> Result<Vec<Candidate>, HostError> {
+        if let Some(d) = self.faults.delay {
+            tokio::time::sleep(d).await;
+        }
+        self.fault(call.capability())?;
+        Ok(match call {
+            SourceRequest::Retrieve { query, limit } => ranked(&self.retrieve, query, *limit),
+            SourceRequest::RecallMemory { query, limit, .. } => ranked(&self.memory, query, *limit),
+            SourceRequest::ExpandGraph { .. } => self.graph.clone(),
+            SourceRequest::RepositoryState => self.repository.clone(),
+        })
+    }
+
+    /// The policy's verdicts.
+    pub fn review(
+        &self,
+        context: &AgentContext,
+        items: &[Candidate],
+    ) -> Result<Vec<Verdict>, HostError> {
+        self.fault("policy.review")?;
+        let refs: Vec<&Candidate> = items.iter().collect();
+        self.host().review(context, &refs)
+    }
+
+    /// The summaries.
+    pub fn summarize(
+        &self,
+        requests: &[SummaryRequest],
+        tokenizer: Tokenizer,
+    ) -> Result<Vec<String>, HostError> {
+        self.fault("summarizer.summarize")?;
+        self.host().summarize(requests, tokenizer)
+    }
+
+    fn host(&self) -> InMemoryHost {
+        InMemoryHost::new(HostAnswers {
+            policy: Some(self.policy.clone()),
+            summarizer: Some(SummarizerRule::LeadingWords),
+            ..Default::default()
+        })
+    }
+}
+
+/// Words too common to say what a text is about.
+const STOP: &[&str] = &[
+    "and", "are", "but", "can", "did", "does", "for", "from", "had", "has", "have", "how", "its",
+    "not", "our", "the", "this", "that", "was", "were", "what", "when", "where", "which", "who",
+    "why", "will", "with", "you", "your",
+];
+
+fn words(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .filter(|w| !STOP.contains(&w.as_str()))
+        .collect()
+}
+
+/// The candidates of `pool` sharing any word with `query`, best first
+/// (ties by id), scored by the share of the query's words they have.
+fn ranked(pool: &[Candidate], query: &str, limit: u32) -> Vec<Candidate> {
+    let q = words(query);
+    if q.is_empty() {
+        return Vec::new();
+    }
+    let mut hits: Vec<(f64, &Candidate)> = pool
+        .iter()
+        .filter_map(|c| {
+            let shared = words(&c.text).intersection(&q).count();
+            (shared > 0).then(|| (shared as f64 / q.len() as f64, c))
+        })
+        .collect();
+    hits.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    hits.into_iter()
+        .take(limit as usize)
+        .map(|(score, c)| Candidate {
+            score: Some(score),
+            ..c.clone()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(id: &str, text: &str) -> Candidate {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "section": "relevant-knowledge", "text": text, "trust": "trusted",
+            "provenance": {"source-kind": "chunk", "reference": id}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn retrieval_ranks_by_shared_words_and_keeps_the_limit() {
+        let pool = vec![
+            candidate("a", "Invoices overdue by thirty days"),
+            candidate("b", "Weather in Porto"),
+            candidate("c", "Overdue invoices list, overdue fees"),
+            candidate("d", "Invoices"),
+        ];
+        let got = ranked(&pool, "Which invoices are overdue?", 2);
+        let ids: Vec<_> = got.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        assert_eq!(got[0].score, Some(1.0));
+        assert!(ranked(&pool, "??", 5).is_empty());
+        assert!(ranked(&pool, "nothing matches", 5).is_empty());
+    }
+
+    #[test]
+    fn the_bundled_scenarios_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios");
+        let s = DemoSources::load(&dir, Faults::default()).unwrap();
+        assert!(s.sizes().iter().all(|(_, n)| *n > 0), "{:?}", s.sizes());
+        assert!(!s.policy.deny.is_empty());
+        let empty = tempdir();
+        let err = DemoSources::load(&empty, Faults::default()).unwrap_err();
+        assert!(err.contains("no scenario files"), "{err}");
+    }
+
+    fn tempdir() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("ctxpack-sources-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}

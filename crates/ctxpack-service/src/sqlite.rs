@@ -1,0 +1,220 @@
+//! The default store engine: SQLite (bundled), one file, WAL.
+//!
+//! One writer connection (SQLite has one writer at a time; queuing here is
+//! cheaper than its busy loop) and a few readers, which WAL lets read while
+//! the writer writes. Every call runs on tokio's blocking threads. Commits
+//! are `synchronous = FULL`: a recorded snapshot survives the machine
+//! losing power, not only the process being killed.
+
+use crate::store::{BoxFuture, Committed, Engine, Stmt, StoreError, Value};
+use rusqlite::{Connection, OpenFlags, params_from_iter};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The migrations, in order: (version, SQL).
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/sqlite/0001_snapshots.sql"))];
+
+/// SQLite.
+pub struct Sqlite {
+    path: PathBuf,
+    writer: Arc<Mutex<Connection>>,
+    readers: Arc<Mutex<Vec<Connection>>>,
+    slow_commit: Option<Duration>,
+}
+
+fn db(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Database(e.to_string())
+}
+
+fn open(path: &Path) -> Result<Connection, StoreError> {
+    let c = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| db(format!("opening {}: {e}", path.display())))?;
+    c.busy_timeout(Duration::from_secs(10)).map_err(db)?;
+    c.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+    )
+    .map_err(db)?;
+    Ok(c)
+}
+
+impl Sqlite {
+    /// Opens (creating if need be) the database at `path` and applies the
+    /// migrations it lacks. `slow_commit` holds each write transaction that
+    /// long before it commits: a slow disk, for fault tests.
+    pub fn open(path: &Path, slow_commit: Option<Duration>) -> Result<Self, StoreError> {
+        let mut writer = open(path)?;
+        migrate(&mut writer)?;
+        let readers = (0..4).map(|_| open(path)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Sqlite {
+            path: path.to_owned(),
+            writer: Arc::new(Mutex::new(writer)),
+            readers: Arc::new(Mutex::new(readers)),
+            slow_commit,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn migrate(c: &mut Connection) -> Result<(), StoreError> {
+    c.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations \
+         (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+    )
+    .map_err(db)?;
+    for (version, sql) in MIGRATIONS {
+        let tx = c
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(db)?;
+        let done: i64 = tx
+            .query_row(
+                "SELECT COUNT(*) FROM schema_migrations WHERE version = ?1",
+                [version],
+                |r| r.get(0),
+            )
+            .map_err(db)?;
+        if done == 0 {
+            tx.execute_batch(sql)
+                .map_err(|e| db(format!("migration {version}: {e}")))?;
+            tx.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+                rusqlite::params![version, crate::store::now_rfc3339()],
+            )
+            .map_err(db)?;
+        }
+        tx.commit().map_err(db)?;
+    }
+    Ok(())
+}
+
+fn bind(v: &Value) -> rusqlite::types::Value {
+    use rusqlite::types::Value as V;
+    match v {
+        Value::Null => V::Null,
+        Value::Int(n) => V::Integer(*n),
+        Value::Real(f) => V::Real(*f),
+        Value::Text(s) => V::Text(s.clone()),
+        Value::Bool(b) => V::Integer(i64::from(*b)),
+    }
+}
+
+fn read(v: rusqlite::types::ValueRef<'_>) -> Value {
+    use rusqlite::types::ValueRef as V;
+    match v {
+        V::Null => Value::Null,
+        V::Integer(n) => Value::Int(n),
+        V::Real(f) => Value::Real(f),
+        V::Text(t) | V::Blob(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+    }
+}
+
+fn run_query(c: &Connection, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, StoreError> {
+    let mut st = c.prepare_cached(sql).map_err(db)?;
+    let n = st.column_count();
+    let mut rows = st
+        .query(params_from_iter(params.iter().map(bind)))
+        .map_err(db)?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next().map_err(db)? {
+        out.push(
+            (0..n)
+                .map(|i| r.get_ref(i).map(read).map_err(db))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
+    }
+    Ok(out)
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| db(format!("store task: {e}")))?
+}
+
+impl Engine for Sqlite {
+    fn transaction(&self, stmts: Vec<Stmt>) -> BoxFuture<'_, Result<Committed, StoreError>> {
+        let writer = self.writer.clone();
+        let slow = self.slow_commit;
+        Box::pin(blocking(move || {
+            let mut c = writer.lock().map_err(|_| db("writer lock poisoned"))?;
+            let tx = c
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(db)?;
+            for s in &stmts {
+                let changed = tx
+                    .prepare_cached(s.sql)
+                    .and_then(|mut st| st.execute(params_from_iter(s.params.iter().map(bind))))
+                    .map_err(db)?;
+                if s.must_change && changed == 0 {
+                    // Dropped: rolled back.
+                    return Ok(Committed::Conflict);
+                }
+            }
+            if let Some(d) = slow {
+                std::thread::sleep(d);
+            }
+            tx.commit().map_err(db)?;
+            Ok(Committed::Yes)
+        }))
+    }
+
+    fn query(
+        &self,
+        sql: &'static str,
+        params: Vec<Value>,
+    ) -> BoxFuture<'_, Result<Vec<Vec<Value>>, StoreError>> {
+        let readers = self.readers.clone();
+        let path = self.path.clone();
+        Box::pin(blocking(move || {
+            let taken = readers
+                .lock()
+                .map_err(|_| db("reader lock poisoned"))?
+                .pop();
+            let c = match taken {
+                Some(c) => c,
+                None => open(&path)?,
+            };
+            let out = run_query(&c, sql, &params);
+            if let Ok(mut pool) = readers.lock() {
+                pool.push(c);
+            }
+            out
+        }))
+    }
+
+    fn integrity_check(&self) -> BoxFuture<'_, Result<String, StoreError>> {
+        let writer = self.writer.clone();
+        Box::pin(blocking(move || {
+            let c = writer.lock().map_err(|_| db("writer lock poisoned"))?;
+            let rows = run_query(&c, "PRAGMA integrity_check", &[])?;
+            let mut found: Vec<String> = rows
+                .into_iter()
+                .flatten()
+                .map(|v| match v {
+                    Value::Text(s) => s,
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            let fk = run_query(&c, "PRAGMA foreign_key_check", &[])?;
+            if !fk.is_empty() {
+                found.push(format!("{} rows fail their foreign keys", fk.len()));
+            }
+            Ok(found.join("; "))
+        }))
+    }
+
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+}
