@@ -45,6 +45,21 @@ fn error(status: StatusCode, code: &str, message: impl std::fmt::Display) -> Res
         .into_response()
 }
 
+/// The tenant a request names in `x-tenant-id`; a request without a
+/// valid one is refused before its handler runs.
+struct Tenant(String);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Tenant {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Response> {
+        tenant(&parts.headers).map(Tenant).map_err(|e| reject(&e))
+    }
+}
+
 fn tenant(headers: &HeaderMap) -> Result<String, AssembleError> {
     let t = headers
         .get("x-tenant-id")
@@ -75,14 +90,10 @@ fn reject(e: &AssembleError) -> Response {
 async fn assemble(
     State(service): State<Arc<Service>>,
     Path((run_id, attempt_id)): Path<(String, String)>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let started = Instant::now();
-    let tenant = match tenant(&headers) {
-        Ok(t) => t,
-        Err(e) => return reject(&e),
-    };
     let body = match body {
         Ok(b) => b,
         Err(e) => {
@@ -145,12 +156,8 @@ async fn assemble(
 async fn list(
     State(service): State<Arc<Service>>,
     Path(run_id): Path<String>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
 ) -> Response {
-    let tenant = match tenant(&headers) {
-        Ok(t) => t,
-        Err(e) => return reject(&e),
-    };
     match service.store.list(&tenant, &run_id).await {
         Ok(snapshots) => {
             axum::Json(json!({"runId": run_id, "snapshots": snapshots})).into_response()
@@ -162,12 +169,8 @@ async fn list(
 async fn detail(
     State(service): State<Arc<Service>>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
 ) -> Response {
-    let tenant = match tenant(&headers) {
-        Ok(t) => t,
-        Err(e) => return reject(&e),
-    };
     match service.store.get(&tenant, &id).await {
         Ok(Some(d)) => axum::Json(detail_json(&d)).into_response(),
         Ok(None) => not_found(&id),
@@ -186,12 +189,8 @@ fn not_found(id: &str) -> Response {
 async fn content(
     State(service): State<Arc<Service>>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
 ) -> Response {
-    let tenant = match tenant(&headers) {
-        Ok(t) => t,
-        Err(e) => return reject(&e),
-    };
     let found = async {
         let Some(d) = service.store.get(&tenant, &id).await? else {
             return Ok(None);
@@ -210,12 +209,8 @@ async fn content(
 async fn source_deleted(
     State(service): State<Arc<Service>>,
     Path(source_id): Path<String>,
-    headers: HeaderMap,
+    Tenant(tenant): Tenant,
 ) -> Response {
-    let tenant = match tenant(&headers) {
-        Ok(t) => t,
-        Err(e) => return reject(&e),
-    };
     if let Err(e) = check_id("sourceId", &source_id) {
         return reject(&e);
     }

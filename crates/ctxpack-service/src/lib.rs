@@ -120,7 +120,7 @@ pub async fn open_store(
     let engine: Arc<dyn store::Engine> =
         if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
             Arc::new(
-                postgres::Postgres::connect(spec, connections)
+                postgres::Postgres::connect(spec, connections, slow_commit)
                     .await
                     .map_err(|e| e.to_string())?,
             )

@@ -190,7 +190,7 @@ fn main() -> ExitCode {
         .json()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CTXPACK_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tokio_postgres=warn")),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -16,6 +16,7 @@ const MIGRATIONS: &[(i64, &str)] =
 /// PostgreSQL.
 pub struct Postgres {
     pool: Pool,
+    slow_commit: Option<std::time::Duration>,
 }
 
 fn db(e: impl std::fmt::Display) -> StoreError {
@@ -41,7 +42,13 @@ fn pool_err(e: deadpool_postgres::PoolError) -> StoreError {
 impl Postgres {
     /// Connects to `url` (`postgres://user@host:port/db`) with up to
     /// `connections` connections, and applies the migrations it lacks.
-    pub async fn connect(url: &str, connections: usize) -> Result<Self, StoreError> {
+    /// `slow_commit` holds each write transaction that long before it
+    /// commits: a slow disk, for fault tests.
+    pub async fn connect(
+        url: &str,
+        connections: usize,
+        slow_commit: Option<std::time::Duration>,
+    ) -> Result<Self, StoreError> {
         let config: tokio_postgres::Config =
             url.parse().map_err(|e| db(format!("--store {url}: {e}")))?;
         let manager = Manager::from_config(
@@ -90,7 +97,7 @@ impl Postgres {
             }
         }
         tx.commit().await.map_err(pg)?;
-        Ok(Postgres { pool })
+        Ok(Postgres { pool, slow_commit })
     }
 }
 
@@ -166,6 +173,9 @@ impl Engine for Postgres {
                     tx.rollback().await.map_err(pg)?;
                     return Ok(Committed::Conflict);
                 }
+            }
+            if let Some(d) = self.slow_commit {
+                tokio::time::sleep(d).await;
             }
             tx.commit().await.map_err(pg)?;
             Ok(Committed::Yes)

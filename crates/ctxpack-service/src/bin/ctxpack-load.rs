@@ -26,6 +26,7 @@ const QUERIES: &[&str] = &[
 struct Tally {
     latencies_ms: Vec<f64>,
     by_status: BTreeMap<u16, u64>,
+    by_snapshot_status: BTreeMap<String, u64>,
     unreachable: u64,
     acks: Vec<String>,
 }
@@ -90,6 +91,8 @@ async fn client_loop(
                         && let Some(id) = a.json()["contextSnapshotId"].as_str()
                     {
                         t.acks.push(id.to_owned());
+                        let status = a.json()["status"].to_string();
+                        *t.by_snapshot_status.entry(status).or_default() += 1;
                     }
                     break;
                 }
@@ -143,6 +146,9 @@ async fn run(args: Vec<String>) -> Result<(), String> {
             *all.by_status.entry(s).or_default() += n;
         }
         all.unreachable += t.unreachable;
+        for (s, n) in t.by_snapshot_status {
+            *all.by_snapshot_status.entry(s).or_default() += n;
+        }
         all.acks.extend(t.acks);
     }
     let took = started.elapsed().as_secs_f64();
@@ -157,6 +163,7 @@ async fn run(args: Vec<String>) -> Result<(), String> {
         "answered": answered,
         "rps": (answered as f64 / took * 10.0).round() / 10.0,
         "byStatus": all.by_status.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
+        "bySnapshotStatus": all.by_snapshot_status,
         "unreachableRetries": all.unreachable,
         "p50Ms": (percentile(l, 50.0) * 10.0).round() / 10.0,
         "p95Ms": (percentile(l, 95.0) * 10.0).round() / 10.0,
