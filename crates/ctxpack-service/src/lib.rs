@@ -40,7 +40,7 @@ pub struct Options {
     pub config: Option<PathBuf>,
     /// Most component instances, so most assemblies running at once.
     pub instances: usize,
-    /// Most time per assembly, request read to snapshot recorded.
+    /// Most time per assembly, from its request read to its outcome.
     pub deadline: Duration,
     /// Most bytes of a request body (and of a gRPC message).
     pub max_body: usize,
