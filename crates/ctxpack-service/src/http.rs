@@ -191,13 +191,7 @@ async fn content(
     Path(id): Path<String>,
     Tenant(tenant): Tenant,
 ) -> Response {
-    let found = async {
-        let Some(d) = service.store.get(&tenant, &id).await? else {
-            return Ok(None);
-        };
-        service.store.content(&d.snapshot.content_hash).await
-    };
-    match found.await {
+    match service.store.content_of(&tenant, &id).await {
         Ok(Some(text)) => {
             ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
         }

@@ -240,7 +240,7 @@ impl Service {
             status: s
                 .status
                 .iter()
-                .map(|st| crate::store::json(st).trim_matches('"').to_owned())
+                .map(crate::store::name)
                 .collect::<Vec<_>>()
                 .join("+"),
             tokens_per_section: record.sections.clone(),
@@ -320,12 +320,7 @@ fn sections(pack: &ContextPack) -> Vec<(String, u32)> {
     pack.metrics
         .tokens_per_section
         .iter()
-        .map(|s| {
-            (
-                crate::store::json(&s.section).trim_matches('"').to_owned(),
-                s.tokens,
-            )
-        })
+        .map(|s| (crate::store::name(&s.section), s.tokens))
         .collect()
 }
 

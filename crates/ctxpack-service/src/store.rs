@@ -455,6 +455,24 @@ impl Store {
             .transpose()
     }
 
+    /// The assembled text of `tenant`'s snapshot `id`; `None` when the
+    /// tenant has no such snapshot.
+    pub async fn content_of(&self, tenant: &str, id: &str) -> Result<Option<String>, StoreError> {
+        let rows = self
+            .engine
+            .query(
+                "SELECT c.body FROM context_snapshots s JOIN context_contents c \
+                 ON c.content_hash = s.content_ref \
+                 WHERE s.context_snapshot_id = $1 AND s.tenant_id = $2",
+                vec![Value::Text(id.into()), Value::Text(tenant.into())],
+            )
+            .await?;
+        rows.first()
+            .and_then(|r| r.first())
+            .map(|v| text(v, id))
+            .transpose()
+    }
+
     /// Records that source `source_id` was deleted: each of `tenant`'s
     /// snapshots with an item citing it (as its reference) is marked as
     /// carrying a deleted citation; the snapshots' rows are not touched.
@@ -656,7 +674,7 @@ pub fn json<T: Serialize>(value: &T) -> String {
 }
 
 /// A unit enum's kebab-case name (`o200k-base`, `relevant-knowledge`).
-fn name<T: Serialize>(value: &T) -> String {
+pub fn name<T: Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(s)) => s,
         Ok(other) => other.to_string(),
