@@ -20,14 +20,16 @@
 //! and what the fill would take is reviewed ([`crate::policy`]).
 
 use crate::dedup::Deduper;
+use crate::fence::{self, Nonce};
 use crate::gather::never;
-use crate::item::{Decision, Item, body};
+use crate::item::{Decision, Item};
 use crate::pack::Reason;
 use crate::policy::{Husk, Husks};
 use crate::prefetch;
 use crate::rank::Ranked;
-use crate::types::{AgentContext, Candidate, Role, TrustTier};
+use crate::types::{AgentContext, Candidate, Role};
 use rustc_hash::FxHashSet;
+use std::borrow::Cow;
 
 /// How many candidates ahead of the one in hand their memory is asked for
 /// (see [`crate::prefetch`]).
@@ -100,7 +102,7 @@ pub(crate) fn admit<'r>(
                 section: c.section,
                 role: Role::System,
                 count: None,
-                framed: false,
+                framed: None,
                 hint: None,
                 text: String::new(),
                 origin: f.origin,
@@ -122,11 +124,11 @@ pub(crate) fn admit<'r>(
 
 impl Admitted {
     /// The items, each with its candidate's id, provenance and text moved
-    /// in: a host text keeps its body (see [`body`]), framed; its frame is
-    /// counted with it and put around it only if it is included. What is
-    /// left of the candidates is kept for the review (see
-    /// [`crate::policy`]).
-    pub(crate) fn into_items(self) -> (Vec<Item>, Husks) {
+    /// in: a host text keeps its body (see [`crate::item::body`]), framed
+    /// with the pack's `nonce`; its frame is counted with it and put around
+    /// it only if it is included. What is left of the candidates is kept
+    /// for the review (see [`crate::policy`]).
+    pub(crate) fn into_items(self, nonce: Nonce) -> (Vec<Item>, Husks) {
         let Admitted { mut pool, items } = self;
         let order: Vec<usize> = items.iter().map(|&(_, i)| i).collect();
         let mut husks = Husks::with_capacity(items.len());
@@ -143,15 +145,21 @@ impl Admitted {
                 let mut given = None;
                 match &item.provenance {
                     Some(_) => {
-                        let length = text.len();
-                        if c.trust == TrustTier::Untrusted && text.contains("untrusted") {
-                            // The policy reviews the text as given.
-                            given = Some(text.clone());
-                        }
-                        item.text = body(c.trust, text);
-                        item.framed = true;
+                        let defused = match fence::defuse(&text) {
+                            Cow::Owned(d) => Some(d),
+                            Cow::Borrowed(_) => None,
+                        };
                         // A host count holds only for its text as given.
-                        item.hint = c.token_count.filter(|_| item.text.len() == length);
+                        item.hint = c.token_count.filter(|_| defused.is_none());
+                        match defused {
+                            Some(d) => {
+                                // The policy reviews the text as given.
+                                item.text = d;
+                                given = Some(text);
+                            }
+                            None => item.text = text,
+                        }
+                        item.framed = Some(nonce);
                     }
                     None => item.text = text,
                 }

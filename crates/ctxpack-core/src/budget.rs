@@ -779,7 +779,7 @@ mod tests {
             "d1".into(),
             Section::RelevantKnowledge,
             Role::System,
-            crate::item::body(trust, body.to_owned()),
+            crate::item::body(body.to_owned()),
             Origin::Retrieval,
             "kb",
             "doc:1".into(),
@@ -791,7 +791,7 @@ mod tests {
             source_version: None,
             index_revision: None,
         });
-        item.framed = true;
+        item.framed = Some(crate::fence::Nonce::fixed());
         item.hint = hint;
         item
     }
@@ -812,7 +812,8 @@ mod tests {
         // needs.
         counter.1.borrow_mut().clear();
         let mut item = host_item("twelve chars", TrustTier::Untrusted, None);
-        let frame = "<untrusted source=\"doc:1\">\n".len() + "\n</untrusted>".len();
+        let frame =
+            "<untrusted-0badcafe source=\"doc:1\">\n".len() + "\n</untrusted-0badcafe>".len();
         assert_eq!(item.measure(&meter, 1000), Count::Exact(12 + frame as u32));
         assert_eq!(counter.1.borrow().len(), 3, "{:?}", counter.1.borrow());
         // Counted once: a smaller limit asks nothing more.

@@ -185,13 +185,14 @@ fn summary(
         format!("summary:{name}"),
         section,
         Role::System,
-        crate::item::body(trust, text.to_owned()),
+        crate::item::body(text.to_owned()),
         Origin::Summary,
         "summary",
         ids.join(","),
         trust,
     );
-    item.framed = true;
+    // Its members are host texts, each framed with the pack's nonce.
+    item.framed = members.iter().find_map(|&i| pool[i].framed);
     item.compressed = true;
     if item.measure(meter, target).within(target).is_none() {
         item = item.with_text(item.truncated_text(meter, target));

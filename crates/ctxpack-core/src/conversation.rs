@@ -7,6 +7,7 @@
 //! steps of the plan's cut step, so the rendered text stays byte-stable
 //! across the turns of a growing conversation.
 
+use crate::fence;
 use crate::item::{Group, Item};
 use crate::pack::Reason;
 use crate::tokenizer::Meter;
@@ -108,15 +109,18 @@ pub(crate) fn units(turns: &[ConversationTurn]) -> Vec<Unit> {
     units
 }
 
-/// A turn as the pack renders it: `[role] content`.
+/// A turn as the flat text renders it: `[role] content`, with no line of
+/// the content passing for a turn of its own, and a tool result's marker
+/// spellings defused (see [`crate::fence::defuse_turn`]).
 pub(crate) fn render_turn(t: &ConversationTurn) -> String {
     // Built by hand: one of these per turn reached, and histories are long.
     let role = t.role.name();
-    let mut text = String::with_capacity(role.len() + 3 + t.content.len());
+    let content = fence::defuse_turn(&t.content, t.role == Role::Tool);
+    let mut text = String::with_capacity(role.len() + 3 + content.len());
     text.push('[');
     text.push_str(role);
     text.push_str("] ");
-    text.push_str(&t.content);
+    text.push_str(&content);
     text
 }
 

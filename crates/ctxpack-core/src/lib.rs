@@ -99,6 +99,7 @@ mod diff;
 mod digest;
 mod encoding;
 mod error;
+mod fence;
 mod gather;
 mod handle;
 mod host;
@@ -285,7 +286,9 @@ impl Builder {
             || own.ids(),
             self.near_duplicate_threshold,
         );
-        let hosted = admitted.into_items();
+        // Untrusted host text is fenced with the request's nonce.
+        let nonce = fence::Nonce::of(request);
+        let hosted = admitted.into_items(nonce);
 
         // The conversation's window; only the turns the budget can reach
         // are rendered. Each entry after L0 is charged its overhead and the

@@ -38,8 +38,8 @@ pub(crate) struct Extra {
     pub sequence: Option<u64>,
     pub scope: Option<String>,
     pub token_count: Option<u32>,
-    /// The text as given, where the item's body differs from it (an
-    /// untrusted text whose fences were defused); else empty.
+    /// The text as given, where the item's body differs from it (a text
+    /// with a marker spelling defused, see [`crate::fence`]); else empty.
     pub text: String,
 }
 
@@ -172,7 +172,7 @@ pub(crate) fn apply(pool: &mut [Item], wanted: &[usize], verdicts: Vec<Verdict>)
         match verdict {
             Verdict::Allow => {}
             Verdict::Redact(text) => {
-                item.text = body(item.trust, text);
+                item.text = body(text);
                 item.redacted = true;
                 item.hint = None;
                 item.count = None;

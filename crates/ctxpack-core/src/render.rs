@@ -76,7 +76,7 @@ fn parts<'i>(item: &'i Item, meter: &Meter) -> Vec<(std::borrow::Cow<'i, str>, O
     match item.frame() {
         None => vec![(item.text.as_str().into(), Some(tokens))],
         Some((head, tail)) => {
-            let (h, t) = (meter.count(&head), meter.count(tail));
+            let (h, t) = (meter.count(&head), meter.count(&tail));
             let body = tokens.saturating_sub(h).saturating_sub(t);
             vec![
                 (head.into(), Some(h)),
@@ -159,7 +159,7 @@ fn check_host_counts(layers: &mut Layers, meter: &Meter) {
         if body != hint
             && let Some((head, tail)) = item.frame()
         {
-            let frame = meter.count(&head).saturating_add(meter.count(tail));
+            let frame = meter.count(&head).saturating_add(meter.count(&tail));
             item.count = Some(Count::Exact(body.saturating_add(frame)));
         }
     }
