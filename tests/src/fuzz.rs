@@ -95,6 +95,22 @@ fn run_and_check(s: &Scenario) {
     assert_eq!(crate::render(&outcome), crate::render(&run_native(s)));
 }
 
+/// Bytes driving the hostile generator ([`generate::fence_scenario`]): a
+/// scenario whose host fields hold marker spellings and canaries, run
+/// natively; then again with the spellings carrying the pack's nonce.
+/// Every marker in the pack must be ctxpack's own and every canary of
+/// untrusted origin inside a fence (see
+/// [`crate::properties::untrusted_text_stays_in_its_fence`]).
+pub fn fence(data: &[u8]) {
+    let s = generate::fence_scenario(&mut Source::bytes(data), None);
+    let outcome = run(&s);
+    crate::properties::fenced("fuzz fence", &s, &outcome);
+    if let Some(nonce) = outcome.reply.pack().and_then(crate::fence::nonce) {
+        let s = generate::fence_scenario(&mut Source::bytes(data), Some(&nonce));
+        crate::properties::fenced("fuzz fence, nonce known", &s, &run(&s));
+    }
+}
+
 /// Bytes as a router configuration (YAML or JSON, by the first byte) and
 /// queries after it (separated by NUL): compiled, then every query routed.
 pub fn route(data: &[u8]) {

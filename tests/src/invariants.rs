@@ -14,27 +14,32 @@ use std::collections::{HashMap, HashSet};
 
 /// An entry's text cut where the budget counts it apart: a host text (or a
 /// summary) into its citation or fence and its body; the request's own
-/// text whole.
+/// text whole. A head ends at its first line break (the reference in it
+/// is escaped and holds none); an untrusted text's closing marker is
+/// `\n</untrusted-NONCE>`. (`crate::fence::check_pack` holds the parts to
+/// their exact forms.)
 pub fn framed_parts(e: &ctxpack_core::PackEntry, origin: Origin) -> Vec<&str> {
-    let p = &e.provenance;
     if origin == Origin::Request {
         return vec![e.text.as_str()];
     }
-    let (head, tail) = if e.trust == ctxpack_core::TrustTier::Untrusted {
-        (
-            format!("<untrusted source=\"{}\">\n", p.reference.replace('"', "'")),
-            "\n</untrusted>",
-        )
-    } else {
-        (format!("[source: {}]\n", p.reference), "")
-    };
-    let body = e
+    let head = e
         .text
-        .strip_prefix(head.as_str())
-        .and_then(|b| b.strip_suffix(tail))
-        .unwrap_or_else(|| panic!("{}: host text not in its frame: {:?}", e.id, e.text));
-    let (h, rest) = e.text.split_at(head.len());
-    vec![h, body, &rest[body.len()..]]
+        .find('\n')
+        .map(|i| i + 1)
+        .unwrap_or_else(|| panic!("{}: host text without its head: {:?}", e.id, e.text));
+    let tail = match e.trust {
+        ctxpack_core::TrustTier::Untrusted => "\n</untrusted-00000000>".len(),
+        _ => 0,
+    };
+    assert!(
+        head + tail <= e.text.len(),
+        "{}: host text not in its frame: {:?}",
+        e.id,
+        e.text
+    );
+    let (h, rest) = e.text.split_at(head);
+    let (body, t) = rest.split_at(rest.len() - tail);
+    vec![h, body, t]
 }
 
 /// Tokens of `text` as a user's model counts them, found apart from
@@ -384,14 +389,18 @@ pub fn check(
     assert!(non_system <= turns_kept, "{name}");
     for (e, &origin) in pack.entries.iter().zip(&origins) {
         if origin != Origin::Request {
-            // An untrusted text's fence cannot be closed by its reference.
-            let cited = match e.trust {
-                ctxpack_core::TrustTier::Untrusted => e.provenance.reference.replace('"', "'"),
-                _ => e.provenance.reference.clone(),
+            // Cited by its reference, escaped for the head it is in.
+            let head = framed_parts(e, origin)[0];
+            let position = match e.trust {
+                ctxpack_core::TrustTier::Untrusted => crate::fence::Head::Attribute,
+                _ => crate::fence::Head::Citation,
             };
-            assert!(e.text.contains(&cited), "{name}: {} not cited", e.id);
+            let cited = crate::fence::escaped(position, &e.provenance.reference);
+            assert!(head.contains(&cited), "{name}: {} not cited", e.id);
         }
     }
+    // Untrusted text stays inside its fence (see `crate::fence`).
+    crate::fence::check_pack(name, pack);
     // The event, the metrics and the content reference agree with the pack.
     assert_eq!(pack.event.context_snapshot_id, snap.id, "{name}");
     assert_eq!(pack.event.tokens_used, pack.budget_used, "{name}");
@@ -505,11 +514,7 @@ pub fn check(
     // A kept turn is rendered whole from its request turn, and counted.
     for &(i, text) in &kept {
         let t = &request.conversation[i];
-        assert_eq!(
-            text,
-            format!("[{}] {}", t.role.name(), t.content),
-            "{name}: turn-{i}"
-        );
+        assert_eq!(text, crate::fence::turn_text(t), "{name}: turn-{i}");
     }
     // Kept calls by id, with where they are: a result answers a call made
     // before it (one that comes first answers nothing and is an orphan).

@@ -5,9 +5,11 @@
 //! under wasmtime. Expected files change only when a run sets `BLESS=1`, so a
 //! changed outcome shows up in review as a diff.
 
+pub mod fence;
 pub mod fuzz;
 pub mod generate;
 pub mod invariants;
+pub mod properties;
 
 use ctxpack_host::{Outcome, Scenario, scenario};
 use std::path::{Path, PathBuf};

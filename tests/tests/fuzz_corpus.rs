@@ -41,3 +41,9 @@ fn the_count_corpus_replays_without_a_finding() {
     let n = replay("count", ctxpack_conformance::fuzz::count);
     assert!(n >= 1, "the corpus went missing");
 }
+
+#[test]
+fn the_fence_corpus_replays_without_a_finding() {
+    let n = replay("fence", ctxpack_conformance::fuzz::fence);
+    assert!(n >= 1, "the corpus went missing");
+}

@@ -55,6 +55,13 @@ pub struct Expect {
     /// Candidates whose text must be whole.
     #[serde(default)]
     pub whole: Vec<String>,
+    /// Candidates that must be in the pack inside a fence of their own:
+    /// ctxpack's opening marker first, its closing marker with the same
+    /// nonce last, and no other marker (`<untrusted`, `</untrusted`, in any
+    /// case) between them. (The conformance tests read every pack's fences
+    /// more closely, folding every spelling.)
+    #[serde(default)]
+    pub fenced: Vec<String>,
     /// The kind of error a failing scenario ends with
     /// (`mandatory-over-budget`, `invalid-field`, `host-failed`, ...).
     #[serde(default)]
@@ -130,6 +137,15 @@ impl Expect {
                 broken.push(format!("{id}: not whole"));
             }
         }
+        for id in &self.fenced {
+            let text = reply
+                .pack()
+                .and_then(|p| p.entries.iter().find(|e| &e.id == id))
+                .map(|e| e.text.as_str());
+            if !text.is_some_and(fenced) {
+                broken.push(format!("{id}: not in a fence of its own: {text:?}"));
+            }
+        }
         let failure = match reply {
             Reply::Failed(f) => Some(f),
             _ => None,
@@ -171,6 +187,27 @@ impl Expect {
             }
         }
         broken
+    }
+}
+
+/// Whether `text` is one untrusted text in its fence (see
+/// [`Expect::fenced`]).
+fn fenced(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let markers: Vec<usize> = lower
+        .match_indices('<')
+        .filter(|(i, _)| {
+            let rest = &lower[i + 1..];
+            rest.starts_with("untrusted") || rest.starts_with("/untrusted")
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let nonce = |marker: &str| marker.split(['-', ' ', '>']).nth(1).map(str::to_owned);
+    match (markers.as_slice(), text.rfind("</untrusted-")) {
+        ([0, close], Some(at)) if *close == at && text.ends_with('>') => {
+            nonce(&text[..at]).is_some() && nonce(&text[..at]) == nonce(&text[at + 1..])
+        }
+        _ => false,
     }
 }
 
