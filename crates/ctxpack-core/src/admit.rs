@@ -112,6 +112,7 @@ pub(crate) fn admit<'r>(
                 decision: reason.map_or(Decision::Pending, Decision::Made),
                 redacted: false,
                 compressed: false,
+                uncut: None,
                 unreviewed: pending,
                 turn: None,
             },

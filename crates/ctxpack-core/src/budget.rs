@@ -11,9 +11,13 @@
 //!    each taking whole candidates while they fit;
 //! 3. a section still left with candidates is compressed into its reserve
 //!    (the first such section in priority order also gets whatever the
-//!    flow left), if that is at least `min-summary-tokens`: summarised, or
-//!    cut if the summariser cannot (see [`crate::compress`]). Reserves not
-//!    needed, and room a summary did not use, flow once more;
+//!    flow left), if what a summary could have of it — the reserve less the
+//!    entry overhead and the summary's citation — is at least
+//!    `min-summary-tokens` (32 by default; the snapshot records a section
+//!    skipped so, and why): summarised, or cut if the summariser cannot
+//!    (see [`crate::compress`]). Reserves not needed, and room a summary
+//!    did not use, flow once more; then a cut text or a summary's
+//!    candidates that the room now left holds whole go in whole;
 //! 4. where the conversation or the stage summaries were cut, their first
 //!    kept entry moves to a multiple of the plan's cut step, and what that
 //!    frees flows once more.
@@ -34,7 +38,7 @@ use crate::config::Plan;
 use crate::error::Error;
 use crate::host::Verdict;
 use crate::item::{Decision, Group, Item};
-use crate::pack::{Reason, Shortfall, SourceCall};
+use crate::pack::{CompressionOutcome, Reason, SectionCompression, Shortfall, SourceCall};
 use crate::policy::{self, Husks};
 use crate::tokenizer::{Count, Meter, clamp};
 use crate::types::{Layer, Section, Tokenizer};
@@ -192,6 +196,9 @@ pub(crate) struct Shared {
     pub l1: Vec<Item>,
     /// The policy's and the summariser's calls, in the order made.
     pub calls: Vec<SourceCall>,
+    /// What compression did to each section over its share, in priority
+    /// order.
+    pub compressions: Vec<SectionCompression>,
 }
 
 /// A budgeting the policy failed: nothing unreviewed goes on. The items
@@ -247,8 +254,8 @@ pub(crate) async fn share(
     let hosted_items = pool.split_off(hosted_from);
     let mut l2 = pool.split_off(n1);
     let l1 = pool;
-    let mut summaries = match filled {
-        Ok(summaries) => summaries,
+    let (mut summaries, compressions) = match filled {
+        Ok(made) => made,
         Err(error) => {
             return Err(Stopped {
                 error,
@@ -289,6 +296,7 @@ pub(crate) async fn share(
         l1_hosted,
         l1,
         calls: reviewer.calls,
+        compressions,
     })
 }
 
@@ -351,14 +359,15 @@ struct Filling {
 
 impl Filling {
     /// Pass 1 (shares) and pass 2 (the flow); returns the sections to
-    /// compress, by lane, with their room. With `strict`, only reviewed
+    /// compress, by lane, with their room, and the record of each section
+    /// not compressed for want of room. With `strict`, only reviewed
     /// candidates are taken or summarised.
     fn share_and_flow(
         &mut self,
         pool: &mut [Item],
         b: &Budgeting,
         strict: bool,
-    ) -> Vec<(usize, u64)> {
+    ) -> (Vec<(usize, u64)>, Vec<SectionCompression>) {
         // Pass 1: shares. A compressible section left with candidates
         // keeps its unused share in reserve, so the flow cannot give it
         // away.
@@ -386,6 +395,7 @@ impl Filling {
         // reserve (the first in priority order also gets what the flow
         // left); the rest give their reserve back.
         let mut compressing: Vec<(usize, u64)> = Vec::new();
+        let mut skipped = Vec::new();
         for (l, room) in reserved {
             if strict {
                 let queue = &mut self.lanes[l].queue;
@@ -404,9 +414,30 @@ impl Filling {
             } else {
                 room
             };
-            if self.lanes[l].queue.is_empty()
-                || target < u64::from(b.plan.min_summary_tokens) + b.overhead
-            {
+            if self.lanes[l].queue.is_empty() {
+                self.remaining += room;
+                continue;
+            }
+            // What a summary could have: the room less the entry overhead
+            // and the summary's own citation.
+            let frame = compress::frame(&self.lanes[l].queue, pool, b.meter);
+            let body = target.saturating_sub(b.overhead).saturating_sub(frame);
+            let min = u64::from(b.plan.min_summary_tokens);
+            if body == 0 || body < min {
+                skipped.push(SectionCompression {
+                    section: self.lanes[l].section,
+                    target_tokens: clamp(body),
+                    outcome: CompressionOutcome::Skipped(format!(
+                        "a summary could have {body} tokens (its room, {target}, less the \
+                         entry's overhead and join, {}, and the summary's citation, {frame}){}",
+                        b.overhead,
+                        if body == 0 {
+                            String::new()
+                        } else {
+                            format!(", under the plan's min-summary-tokens, {min}")
+                        }
+                    )),
+                });
                 self.remaining += room;
                 continue;
             }
@@ -415,7 +446,7 @@ impl Filling {
             }
             compressing.push((l, target));
         }
-        compressing
+        (compressing, skipped)
     }
 
     /// Pass 3 and the steps, once compression is done: reserves not
@@ -556,6 +587,77 @@ impl Filling {
         }
     }
 
+    /// Once compression and what flowed after it are done, takes whole
+    /// what compression made smaller where the room left holds it: in
+    /// priority order, each cut text whole instead of cut, then each
+    /// summary's candidates whole instead of the summary. A section left
+    /// with nothing compressed records why (see
+    /// [`CompressionOutcome::Whole`]).
+    fn take_whole(
+        &mut self,
+        pool: &mut [Item],
+        compressed: &mut compress::Compressed,
+        b: &Budgeting,
+    ) {
+        let why = "the room the other sections left once they were done holds it whole";
+        // Sections where a cut text went in whole.
+        let mut restored: Vec<Section> = Vec::new();
+        for lane in self.lanes.iter().filter(|lane| lane.fill == Fill::Greedy) {
+            // Host candidates are in the pool in rank order.
+            let cut: Vec<usize> = (0..pool.len())
+                .filter(|&i| pool[i].section == lane.section && pool[i].included())
+                .filter(|&i| pool[i].uncut.is_some())
+                .collect();
+            for i in cut {
+                let Some(whole) = pool[i].uncut.clone() else {
+                    continue;
+                };
+                let cut = u64::from(pool[i].tokens());
+                let room = clamp(cut + self.remaining);
+                let mut item = pool[i].with_text(whole);
+                let Some(n) = item.measure(b.meter, room).within(room) else {
+                    continue;
+                };
+                self.remaining -= u64::from(n) - cut;
+                let item = &mut pool[i];
+                item.text = item.uncut.take().unwrap_or_default();
+                item.count = Some(Count::Exact(n));
+                item.compressed = false;
+                restored.push(lane.section);
+            }
+        }
+        let mut k = 0;
+        while k < compressed.summaries.len() {
+            let summary = &compressed.summaries[k];
+            let cost = u64::from(summary.tokens()) + b.overhead;
+            let members: Vec<usize> = (0..pool.len())
+                .filter(|&i| matches!(pool[i].reason(), Some(Reason::Summarized(id)) if *id == summary.id))
+                .collect();
+            let room = cost + self.remaining;
+            match fits(pool, &members, b.meter, room, b.overhead) {
+                Some(whole) => {
+                    for &i in &members {
+                        pool[i].decide(Reason::WithinBudget);
+                        pool[i].compressed = false;
+                    }
+                    self.remaining = room - whole;
+                    restored.push(summary.section);
+                    compressed.summaries.remove(k);
+                }
+                None => k += 1,
+            }
+        }
+        // A section left with nothing compressed says why.
+        for r in &mut compressed.records {
+            let compressed_still = pool
+                .iter()
+                .any(|i| i.section == r.section && i.included() && i.compressed);
+            if restored.contains(&r.section) && !compressed_still {
+                r.outcome = CompressionOutcome::Whole(why.to_owned());
+            }
+        }
+    }
+
     /// What is left over is dropped, with the numbers.
     fn leftovers(&self, pool: &mut [Item], b: &Budgeting) {
         for (l, lane) in self.lanes.iter().enumerate() {
@@ -661,7 +763,7 @@ async fn fill(
     hosted: Vec<usize>,
     remaining: u64,
     reviewer: &mut Reviewer,
-) -> Result<Vec<Item>, Error> {
+) -> Result<(Vec<Item>, Vec<SectionCompression>), Error> {
     // The conversation's lane is the only one to take it.
     let mut conversation = Some(conversation);
     let lanes: Vec<Lane> = PRIORITY
@@ -715,15 +817,15 @@ async fn fill(
     };
 
     // The shares and the flow, reviewed with what they would summarise.
-    let compressing = reviewed(&mut state, pool, b, reviewer, |state, pool, strict| {
-        let compressing = state.share_and_flow(pool, b, strict);
+    let (compressing, skipped) = reviewed(&mut state, pool, b, reviewer, |state, pool, strict| {
+        let (compressing, skipped) = state.share_and_flow(pool, b, strict);
         let summarised = compressing
             .iter()
             .flat_map(|&(l, _)| state.lanes[l].queue.iter().flatten())
             .copied()
             .filter(|&i| pool[i].unreviewed)
             .collect();
-        (compressing, summarised)
+        ((compressing, skipped), summarised)
     })
     .await?;
 
@@ -739,10 +841,10 @@ async fn fill(
             });
         }
     }
-    let compressed = if over.is_empty() {
+    let mut compressed = if over.is_empty() {
         compress::Compressed::default()
     } else {
-        let requests = compress::requests(&over, pool, b.overhead);
+        let requests = compress::requests(&over, pool, b.meter, b.overhead);
         let asked = requests.len();
         let answer = b.channel.summaries(requests, b.tokenizer).await;
         let (compressed, call) =
@@ -763,8 +865,14 @@ async fn fill(
     })
     .await?;
 
+    // What compression cut or summarised goes in whole where the room now
+    // left holds it (all of it reviewed already).
+    state.take_whole(pool, &mut compressed, b);
     state.leftovers(pool, b);
-    Ok(compressed.summaries)
+    let mut records = skipped;
+    records.append(&mut compressed.records);
+    records.sort_by_key(|r| PRIORITY.iter().position(|&s| s == r.section));
+    Ok((compressed.summaries, records))
 }
 
 #[cfg(test)]

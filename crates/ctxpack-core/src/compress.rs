@@ -2,20 +2,25 @@
 //!
 //! Every such section is summarised in one `summarizer.summarize` call: it
 //! asks for each section's leftover candidates, rendered, in at most the
-//! section's room (entry overhead taken off). A summary stands where the
-//! first candidate it summarises stood, cites them all, takes the lowest
-//! trust among them (untrusted text stays fenced) and is truncated if the
-//! summariser overshot. The candidates it summarises are `summarized`.
+//! tokens its summary can have — the section's room less the entry
+//! overhead and the summary's own citation or fence, so that a summary
+//! within its target fits. A summary stands where the first candidate it
+//! summarises stood, cites them all, takes the lowest trust among them
+//! (untrusted text stays fenced) and is truncated if the summariser
+//! overshot. The candidates it summarises are `summarized`.
 //!
 //! If the summariser fails, is absent, answers a different number of
-//! summaries, or answers an empty one, the section is cut instead: its
-//! leftovers go in whole while they fit, and the first that does not is
-//! cut at a token boundary into what is left (the snapshot is then
-//! `truncated`).
+//! summaries, answers an empty one, or one that cannot fit even cut, the
+//! section is cut instead: its leftovers go in whole while they fit, and
+//! the first that does not is cut at a token boundary into what is left.
+//! Each section's outcome, and why, is recorded
+//! ([`crate::pack::SectionCompression`]).
 
 use crate::error::HostError;
 use crate::item::{Group, Item};
-use crate::pack::{Origin, Reason, SourceCall, SourceOutcome};
+use crate::pack::{
+    CompressionOutcome, Origin, Reason, SectionCompression, SourceCall, SourceOutcome,
+};
 use crate::tokenizer::{Count, Meter, clamp, clamp_len};
 use crate::types::{Role, Section, SummaryRequest, TrustTier};
 
@@ -34,11 +39,43 @@ pub(crate) struct Compressed {
     pub summaries: Vec<Item>,
     /// The tokens each section used, in the order given.
     pub used: Vec<u64>,
+    /// What came of each section, in the order given.
+    pub records: Vec<SectionCompression>,
+}
+
+/// The tokens a summary of the candidates `queue` holds takes besides its
+/// text: its citation, or its fence if one of them is untrusted (see
+/// [`summary`]).
+pub(crate) fn frame(queue: &[Group], pool: &[Item], meter: &Meter) -> u64 {
+    let members: Vec<usize> = queue.iter().flatten().copied().collect();
+    let item = summary_item(Section::SupportingContext, String::new(), &members, pool);
+    item.frame().map_or(0, |(head, tail)| {
+        u64::from(meter.count(&head)) + u64::from(meter.count(&tail))
+    })
+}
+
+/// The tokens a summary of `queue`'s leftovers can have in `room` (entry
+/// overhead included): the room less the overhead and the summary's
+/// citation or fence.
+pub(crate) fn target(
+    queue: &[Group],
+    room: u64,
+    pool: &[Item],
+    meter: &Meter,
+    overhead: u64,
+) -> u64 {
+    room.saturating_sub(overhead)
+        .saturating_sub(frame(queue, pool, meter))
 }
 
 /// What the summariser is asked: each section's leftovers, rendered, in
-/// at most its room (entry overhead taken off).
-pub(crate) fn requests(over: &[Over], pool: &[Item], overhead: u64) -> Vec<SummaryRequest> {
+/// at most the tokens its summary can have (see [`target`]).
+pub(crate) fn requests(
+    over: &[Over],
+    pool: &[Item],
+    meter: &Meter,
+    overhead: u64,
+) -> Vec<SummaryRequest> {
     over.iter()
         .map(|o| SummaryRequest {
             section: o.section,
@@ -49,7 +86,7 @@ pub(crate) fn requests(over: &[Over], pool: &[Item], overhead: u64) -> Vec<Summa
                 .map(|&i| pool[i].rendered())
                 .collect::<Vec<_>>()
                 .join("\n\n"),
-            target_tokens: clamp(o.room - overhead),
+            target_tokens: clamp(target(o.queue, o.room, pool, meter, overhead)),
         })
         .collect()
 }
@@ -67,48 +104,67 @@ pub(crate) fn apply(
 ) -> (Compressed, SourceCall) {
     let mut out = Compressed::default();
     let (outcome, summaries) = match answer {
-        Ok(s) if s.len() == asked => (SourceOutcome::Answered(clamp_len(s.len())), Some(s)),
-        Ok(s) => (
-            SourceOutcome::Failed(format!(
-                "answered {} summaries for {} requests",
-                s.len(),
-                asked
-            )),
-            None,
+        Ok(s) if s.len() == asked => (SourceOutcome::Answered(clamp_len(s.len())), Ok(s)),
+        Ok(s) => {
+            let why = format!("answered {} summaries for {} requests", s.len(), asked);
+            (
+                SourceOutcome::Failed(why.clone()),
+                Err(format!("the summariser {why}")),
+            )
+        }
+        Err(e) => (
+            SourceOutcome::Failed(e.message.clone()),
+            Err(format!("the summariser failed: {}", e.message)),
         ),
-        Err(e) => (SourceOutcome::Failed(e.message), None),
     };
     let call = SourceCall {
         capability: "summarizer.summarize".to_owned(),
         outcome,
     };
     for (k, o) in over.iter_mut().enumerate() {
-        let target = clamp(o.room - overhead);
-        // An empty answer summarises nothing: the section is cut instead,
-        // as when the summariser fails.
-        let summary = summaries
-            .as_ref()
-            .and_then(|texts| texts.get(k))
-            .filter(|text| !text.trim().is_empty())
-            .and_then(|text| {
-                let members: Vec<usize> = o.queue.iter().flatten().copied().collect();
-                let item = summary(o.section, text, &members, pool, meter, target)?;
-                Some((item, members))
-            });
-        let used = match summary {
-            Some((item, members)) => {
+        let body_target = target(o.queue, o.room, pool, meter, overhead);
+        let members: Vec<usize> = o.queue.iter().flatten().copied().collect();
+        let made = summaries.as_ref().map_err(Clone::clone).and_then(|texts| {
+            let text = texts.get(k).map(String::as_str).unwrap_or_default();
+            // An empty answer summarises nothing: the section is cut
+            // instead, as when the summariser fails.
+            if text.trim().is_empty() {
+                return Err("the summary was empty".to_owned());
+            }
+            summary(
+                o.section,
+                text,
+                &members,
+                pool,
+                meter,
+                clamp(o.room - overhead),
+            )
+        });
+        let (used, outcome) = match made {
+            Ok(item) => {
                 o.queue.clear();
                 for &i in &members {
                     pool[i].decide(Reason::Summarized(item.id.clone()));
                     pool[i].compressed = true;
                 }
-                let used = u64::from(item.tokens()) + overhead;
+                let tokens = item.tokens();
                 out.summaries.push(item);
-                used
+                (
+                    u64::from(tokens) + overhead,
+                    CompressionOutcome::Summarized(tokens),
+                )
             }
-            None => cut_into(o.queue, pool, meter, o.room, overhead),
+            Err(why) => (
+                cut_into(o.queue, pool, meter, o.room, overhead),
+                CompressionOutcome::Cut(why),
+            ),
         };
         out.used.push(used);
+        out.records.push(SectionCompression {
+            section: o.section,
+            target_tokens: clamp(body_target),
+            outcome,
+        });
     }
     (out, call)
 }
@@ -146,7 +202,9 @@ fn cut_into(
             Some(tokens) => {
                 queue.remove(k);
                 let item = &mut pool[i];
-                item.text = cut.text;
+                // The whole text is kept: the room other sections leave
+                // may take it whole yet (see `crate::budget`).
+                item.uncut = Some(std::mem::replace(&mut item.text, cut.text));
                 item.count = Some(Count::Exact(tokens));
                 item.hint = None;
                 item.compressed = true;
@@ -159,18 +217,10 @@ fn cut_into(
     used
 }
 
-/// The summary of `members`, counted and, if the summariser overshot,
-/// truncated to `target` tokens (`None` if not even its frame fits). It
-/// takes the lowest trust of what it summarises, and untrusted text stays
-/// fenced. It is included.
-fn summary(
-    section: Section,
-    text: &str,
-    members: &[usize],
-    pool: &[Item],
-    meter: &Meter,
-    target: u32,
-) -> Option<Item> {
+/// The summary of `members` with `text` (not yet decided or counted): it
+/// cites them all by id, takes the lowest trust among them, and is framed
+/// as they are.
+fn summary_item(section: Section, text: String, members: &[usize], pool: &[Item]) -> Item {
     let trust = members
         .iter()
         .map(|&i| pool[i].trust)
@@ -185,7 +235,7 @@ fn summary(
         format!("summary:{name}"),
         section,
         Role::System,
-        crate::item::body(text.to_owned()),
+        crate::item::body(text),
         Origin::Summary,
         "summary",
         ids.join(","),
@@ -193,11 +243,48 @@ fn summary(
     );
     // Its members are host texts, each framed with the pack's nonce.
     item.framed = members.iter().find_map(|&i| pool[i].framed);
+    item
+}
+
+/// The summary of `members` with the summariser's `text`, counted and, if
+/// the summariser overshot, truncated to `target` tokens with its frame;
+/// or why it cannot be used (not even a token of it fits). It takes the
+/// lowest trust of what it summarises, and untrusted text stays fenced.
+/// It is included.
+fn summary(
+    section: Section,
+    text: &str,
+    members: &[usize],
+    pool: &[Item],
+    meter: &Meter,
+    target: u32,
+) -> Result<Item, String> {
+    let mut item = summary_item(section, text.to_owned(), members, pool);
     item.compressed = true;
-    if item.measure(meter, target).within(target).is_none() {
-        item = item.with_text(item.truncated_text(meter, target));
-        item.measure(meter, target).within(target)?;
+    if let Count::Exact(n) = item.measure(meter, target)
+        && n <= target
+    {
+        item.decide(Reason::WithinBudget);
+        return Ok(item);
     }
-    item.decide(Reason::WithinBudget);
-    Some(item)
+    let cut = item.truncated_text(meter, target);
+    if cut.trim().is_empty() {
+        let needs = match item.measure(meter, u32::MAX) {
+            Count::Exact(n) => n,
+            Count::Over(n) => n,
+        };
+        return Err(format!(
+            "the summary needs {needs} tokens with its citation, over the room of {target}, and nothing of it fits"
+        ));
+    }
+    item = item.with_text(cut);
+    match item.measure(meter, target).within(target) {
+        Some(_) => {
+            item.decide(Reason::WithinBudget);
+            Ok(item)
+        }
+        None => Err(format!(
+            "the summary does not fit the room of {target} tokens even cut"
+        )),
+    }
 }

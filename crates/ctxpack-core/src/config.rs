@@ -65,7 +65,10 @@ pub struct Plan {
     /// `summarizer.summarize`, else truncated) instead of cut.
     #[serde(default = "Plan::default_compress")]
     pub compress: bool,
-    /// The least room, in tokens, worth a summary.
+    /// The fewest tokens a summary must be able to have for the
+    /// summariser to be asked (32 by default): a section whose room, less
+    /// the entry overhead and the summary's citation or fence, is smaller
+    /// is not compressed, and the snapshot's `compressions` says so.
     #[serde(default = "Plan::default_min_summary")]
     pub min_summary_tokens: u32,
     /// The first kept conversation turn (and stage summary) moves in steps

@@ -266,6 +266,7 @@ mod tests {
             profile: Profile::Passthrough,
             plan: crate::config::Plan::default(),
             source_calls: vec![],
+            compressions: vec![],
             entries,
         }
     }

@@ -52,6 +52,8 @@ pub(crate) struct Item {
     pub decision: Decision,
     pub redacted: bool,
     pub compressed: bool,
+    /// For a text cut to fit, its whole text.
+    pub uncut: Option<String>,
     /// Whether it is a host candidate the policy has yet to review: it may
     /// compete for the budget, but is never included so.
     pub unreviewed: bool,
@@ -124,6 +126,7 @@ impl Item {
             decision: Decision::Pending,
             redacted: false,
             compressed: false,
+            uncut: None,
             unreviewed: false,
             turn: None,
         }
@@ -212,6 +215,7 @@ impl Item {
             decision: self.decision.clone(),
             redacted: self.redacted,
             compressed: self.compressed,
+            uncut: None,
             unreviewed: self.unreviewed,
             turn: self.turn,
         }

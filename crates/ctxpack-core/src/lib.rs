@@ -132,9 +132,10 @@ pub use error::{Error, Failure, HostError};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};
 pub use pack::{
-    CompressionMetadata, ContextAssembled, ContextPack, Counted, Message, Metrics, Origin,
-    PackEntry, Reason, ReasonCount, RequestContext, Run, SectionTokens, Shortfall, Snapshot,
-    SnapshotEntry, SnapshotStatus, SourceCall, SourceOutcome, Strategy,
+    CompressionMetadata, CompressionOutcome, ContextAssembled, ContextPack, Counted, Message,
+    Metrics, Origin, PackEntry, Reason, ReasonCount, RequestContext, Run, SectionCompression,
+    SectionTokens, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus, SourceCall, SourceOutcome,
+    Strategy,
 };
 pub use router::{
     ConfigFormat, Entity, RouteConfig, RouteScore, Router, RouterConfig, RoutingDecision,
@@ -345,6 +346,7 @@ impl Builder {
             }
         };
         calls.extend(shared.calls);
+        let compressions = shared.compressions;
 
         // Rendered, counted whole, and settled within the budget.
         let mut layers = Layers {
@@ -369,6 +371,7 @@ impl Builder {
             budget,
             rendered,
             l0_cost: own.l0_cost,
+            compressions,
         };
         Ok(snapshot::pack(request, layers, record, &self.plan))
     }

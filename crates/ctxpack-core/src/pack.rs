@@ -44,6 +44,49 @@ pub enum Strategy {
     ConversationBudget,
     /// Oldest stage summaries evicted.
     EvictOldest,
+    /// An optional section's leftovers summarised into its room.
+    Summarize,
+    /// A text cut at a token boundary to fit (the summariser could not
+    /// be used).
+    Truncate,
+}
+
+/// What compression did to one optional section still over its share
+/// once the flow was done (see [`Snapshot::compressions`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SectionCompression {
+    /// The section.
+    pub section: Section,
+    /// The tokens a summary of its leftovers could have: the room it kept
+    /// (the unused part of its share; for the first such section, with
+    /// what the flow left), less the entry overhead and the summary's
+    /// citation or fence.
+    pub target_tokens: u32,
+    /// What came of it.
+    pub outcome: CompressionOutcome,
+}
+
+/// What came of compressing a section.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompressionOutcome {
+    /// Its leftovers were summarised: the summary (`summary:<section>`)
+    /// is in the pack with this many tokens, citation included.
+    Summarized(u32),
+    /// Its leftovers were cut to fit instead of summarised, for this
+    /// reason (the summariser failed, answered the wrong number of
+    /// summaries, an empty one, or one that did not fit): whole while they
+    /// fit, and the first that did not cut at a token boundary.
+    Cut(String),
+    /// It was not compressed, for this reason (its room is under the
+    /// plan's `min-summary-tokens`, or holds no more than the summary's
+    /// citation): its leftovers are dropped.
+    Skipped(String),
+    /// It was compressed, but the room the other sections left once they
+    /// were done holds its leftovers whole: they went in whole instead,
+    /// for this reason.
+    Whole(String),
 }
 
 /// What was done to fit the budget.
@@ -345,6 +388,9 @@ pub struct Snapshot {
     /// the profile's order, then each review round and the summariser in
     /// the order they were asked.
     pub source_calls: Vec<SourceCall>,
+    /// Each optional section that was still over its share once the flow
+    /// was done, in priority order, and what compression did to it.
+    pub compressions: Vec<SectionCompression>,
     /// One entry per candidate; a run of turns or stage summaries dropped
     /// alike is one entry (see [`Run`]).
     pub entries: Vec<SnapshotEntry>,

@@ -10,8 +10,8 @@ use crate::error::{Error, Failure};
 use crate::item::{Decision, Item};
 use crate::pack::{
     CompressionMetadata, ContextAssembled, ContextPack, Counted, Metrics, Origin, Reason,
-    ReasonCount, Run, SectionTokens, Snapshot, SnapshotEntry, SnapshotStatus, SourceCall, Strategy,
-    numbered,
+    ReasonCount, Run, SectionCompression, SectionTokens, Snapshot, SnapshotEntry, SnapshotStatus,
+    SourceCall, Strategy, numbered,
 };
 use crate::render::{self, Layers, Rendered};
 use crate::tokenizer::{Count, clamp};
@@ -27,6 +27,8 @@ pub(crate) struct Record {
     pub rendered: Rendered,
     /// What L0 costs rendered together: the stable prefix.
     pub l0_cost: u64,
+    /// What compression did to each section over its share.
+    pub compressions: Vec<SectionCompression>,
 }
 
 /// A snapshot of `request` with nothing in it yet: the agent context, the
@@ -55,6 +57,7 @@ fn blank(request: &AssembleRequest, budget: u32, profile: Profile, plan: &Plan) 
         profile,
         plan: plan.clone(),
         source_calls: Vec::new(),
+        compressions: Vec::new(),
         entries: Vec::new(),
     }
 }
@@ -197,6 +200,13 @@ fn compression(layers: &Layers) -> CompressionMetadata {
     if any(&layers.l2, |r| matches!(r, Reason::EvictedOldest)) {
         strategies.push(Strategy::EvictOldest);
     }
+    let hosted = || layers.l2.iter().chain(layers.l1_hosted.iter());
+    if hosted().any(|i| i.included() && i.origin == Origin::Summary) {
+        strategies.push(Strategy::Summarize);
+    }
+    if hosted().any(|i| i.included() && i.compressed && i.origin != Origin::Summary) {
+        strategies.push(Strategy::Truncate);
+    }
     // A host candidate refused for claiming an L0 section is no loss of L0.
     let mut truncated_layers: Vec<Layer> = layers
         .l1
@@ -266,6 +276,7 @@ pub(crate) fn pack(
             stable_prefix_tokens: clamp(record.l0_cost),
             status: record.status,
             source_calls: record.source_calls,
+            compressions: record.compressions,
             entries: snapshot_entries,
             ..blank(request, record.budget, record.profile, plan)
         },

@@ -62,6 +62,15 @@ pub struct Expect {
     /// more closely, folding every spelling.)
     #[serde(default)]
     pub fenced: Vec<String>,
+    /// Section -> what compression did to it, by the outcome's name
+    /// (`summarized`, `cut`, `skipped`, `whole`), as the snapshot's
+    /// `compressions` records it.
+    #[serde(default)]
+    pub compressions: BTreeMap<String, String>,
+    /// Strategies the pack's compression metadata must list
+    /// (`summarize`, `truncate`, `keep-last`, …).
+    #[serde(default)]
+    pub strategies: Vec<String>,
     /// The kind of error a failing scenario ends with
     /// (`mandatory-over-budget`, `invalid-field`, `host-failed`, ...).
     #[serde(default)]
@@ -135,6 +144,42 @@ impl Expect {
         for id in &self.whole {
             if entry(id).is_none_or(|e| e.compressed) {
                 broken.push(format!("{id}: not whole"));
+            }
+        }
+        for (section, want) in &self.compressions {
+            let got = snapshot.and_then(|s| {
+                s.compressions.iter().find(|c| {
+                    serde_json::to_value(c.section)
+                        .ok()
+                        .as_ref()
+                        .and_then(|v| v.as_str())
+                        == Some(section.as_str())
+                })
+            });
+            let name = got.and_then(|c| match serde_json::to_value(&c.outcome) {
+                Ok(serde_json::Value::Object(map)) => map.keys().next().cloned(),
+                _ => None,
+            });
+            if name.as_deref() != Some(want.as_str()) {
+                broken.push(format!(
+                    "compression of {section}: want {want}, got {:?}",
+                    got.map(|c| &c.outcome)
+                ));
+            }
+        }
+        let applied: Vec<String> = reply
+            .pack()
+            .map(|p| {
+                p.compression
+                    .applied_strategies
+                    .iter()
+                    .filter_map(|s| serde_json::to_value(s).ok()?.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for want in &self.strategies {
+            if !applied.contains(want) {
+                broken.push(format!("strategy {want} not applied: {applied:?}"));
             }
         }
         for id in &self.fenced {

@@ -10,8 +10,13 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: &[(i64, &str)] =
-    &[(1, include_str!("../migrations/postgres/0001_snapshots.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/postgres/0001_snapshots.sql")),
+    (
+        2,
+        include_str!("../migrations/postgres/0002_compressions.sql"),
+    ),
+];
 
 /// PostgreSQL.
 pub struct Postgres {

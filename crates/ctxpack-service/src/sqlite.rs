@@ -13,7 +13,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/sqlite/0001_snapshots.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/sqlite/0001_snapshots.sql")),
+    (
+        2,
+        include_str!("../migrations/sqlite/0002_compressions.sql"),
+    ),
+];
 
 /// SQLite.
 pub struct Sqlite {

@@ -204,8 +204,9 @@ const INSERT_SNAPSHOT: &str = "INSERT INTO context_snapshots (context_snapshot_i
      project_id, run_id, attempt_id, plan_ref, token_budget, tokens_used, status, \
      index_revisions, memory_items, content_ref, assembled_at, failure, session_id, trace_id, \
      scopes, tokenizer, text_tokens, message_tokens, stable_prefix_tokens, profile, \
-     source_calls, compression) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-     $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24) ON CONFLICT DO NOTHING";
+     source_calls, compression, compressions) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+     $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) \
+     ON CONFLICT DO NOTHING";
 const INSERT_ITEM: &str = "INSERT INTO context_items (context_snapshot_id, position, item_id, \
      layer, section, origin, source_kind, reference, source_version, index_revision, \
      trust_tier, score, included, drop_reason, reason, tokens, counted, compressed, redacted, \
@@ -216,7 +217,7 @@ const INSERT_EVENT: &str = "INSERT INTO context_outbox (event_id, topic, tenant_
 const SNAPSHOT_COLUMNS: &str = "context_snapshot_id, tenant_id, project_id, run_id, attempt_id, \
      plan_ref, token_budget, tokens_used, status, index_revisions, memory_items, content_ref, \
      assembled_at, failure, session_id, trace_id, scopes, tokenizer, text_tokens, \
-     message_tokens, stable_prefix_tokens, profile, source_calls, compression";
+     message_tokens, stable_prefix_tokens, profile, source_calls, compression, compressions";
 
 impl Store {
     /// A store on `engine`, whose schema is migrated.
@@ -272,6 +273,7 @@ impl Store {
                     Value::Text(json(&s.profile)),
                     Value::Text(json(&s.source_calls)),
                     Value::Text(json(&record.compression)),
+                    Value::Text(json(&s.compressions)),
                 ],
                 must_change: true,
             },
@@ -428,6 +430,7 @@ impl Store {
             profile: parse(&at(21)?, id)?,
             plan: parse(&plan_body, id)?,
             source_calls: parse(&at(22)?, id)?,
+            compressions: parse(&at(24)?, id)?,
             entries,
         };
         Ok(Some(Detail {

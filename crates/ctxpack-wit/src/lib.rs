@@ -116,7 +116,12 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::TrustTier, wit::TrustTier, [System, Trusted, Unverified, Untrusted] []);
             $crate::__cases!(ctx::Role, wit::Role, [System, User, Assistant, Tool] []);
             $crate::__cases!(ctx::Strategy, wit::Strategy,
-                [L0Immutable, KeepLast, ConversationBudget, EvictOldest] []);
+                [L0Immutable, KeepLast, ConversationBudget, EvictOldest, Summarize, Truncate] []);
+            $crate::__cases!(ctx::CompressionOutcome, wit::CompressionOutcome,
+                [] [Summarized, Cut, Skipped, Whole]);
+            $crate::__record!(ctx::SectionCompression, wit::SectionCompression, {
+                section, target_tokens, outcome,
+            });
             $crate::__cases!(ctx::SnapshotStatus, wit::SnapshotStatus,
                 [Complete, Degraded, Truncated, Failed] []);
             $crate::__cases!(ctx::Tokenizer, wit::Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken]);
@@ -165,7 +170,8 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::Snapshot, wit::Snapshot, {
                 id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget,
                 tokens_used, text_tokens, message_tokens, stable_prefix_tokens, content_hash,
-                index_revisions, memory_items, status, failure, profile, plan, source_calls, entries,
+                index_revisions, memory_items, status, failure, profile, plan, source_calls,
+                compressions, entries,
             });
             $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, {
                 context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used,

@@ -287,7 +287,7 @@ export interface PackEntryInit {
 }
 
 /** A strategy that removed something from a pack. */
-export type Strategy = "l0-immutable" | "keep-last" | "conversation-budget" | "evict-oldest";
+export type Strategy = "l0-immutable" | "keep-last" | "conversation-budget" | "evict-oldest" | "summarize" | "truncate";
 
 /** What was done to fit the budget. (as the package gives it) */
 export interface CompressionMetadata {
@@ -502,6 +502,40 @@ export type SourceOutcomeInit =
   | { failed: string }
   | { skipped: string };
 
+/** What compression did to one optional section still over its share once the unused shares had flowed. (as the package gives it) */
+export interface SectionCompression {
+  /** The section. */
+  section: Section;
+  /** The tokens a summary of its leftovers could have: the room it kept (the unused part of its share; for the first such section, with what the flow left), less the entry overhead and the summary's citation or fence. */
+  targetTokens: number;
+  /** What came of it. */
+  outcome: CompressionOutcome;
+}
+
+/** What compression did to one optional section still over its share once the unused shares had flowed. (as the package accepts it) */
+export interface SectionCompressionInit {
+  /** The section. */
+  section: Section;
+  /** The tokens a summary of its leftovers could have: the room it kept (the unused part of its share; for the first such section, with what the flow left), less the entry overhead and the summary's citation or fence. */
+  targetTokens: number;
+  /** What came of it. */
+  outcome: CompressionOutcomeInit;
+}
+
+/** What came of compressing a section. (as the package gives it) */
+export type CompressionOutcome =
+  | { summarized: number }
+  | { cut: string }
+  | { skipped: string }
+  | { whole: string };
+
+/** What came of compressing a section. (as the package accepts it) */
+export type CompressionOutcomeInit =
+  | { summarized: number }
+  | { cut: string }
+  | { skipped: string }
+  | { whole: string };
+
 /** The immutable record of one assembly: every candidate, once. (as the package gives it) */
 export interface Snapshot {
   /** Content hash (hex SHA-256) of everything below and the pack. */
@@ -544,6 +578,8 @@ export interface Snapshot {
   plan: Plan;
   /** What each host source was asked and how it answered: the sources in the profile's order, then each review round and the summariser in the order they were asked. */
   sourceCalls: SourceCall[];
+  /** Each optional section still over its share once the unused shares had flowed, in priority order, and what compression did to it. */
+  compressions: SectionCompression[];
   /** One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`). */
   entries: SnapshotEntry[];
 }
@@ -590,6 +626,8 @@ export interface SnapshotInit {
   plan: PlanInit;
   /** What each host source was asked and how it answered: the sources in the profile's order, then each review round and the summariser in the order they were asked. */
   sourceCalls: SourceCallInit[];
+  /** Each optional section still over its share once the unused shares had flowed, in priority order, and what compression did to it. */
+  compressions: SectionCompressionInit[];
   /** One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`). */
   entries: SnapshotEntryInit[];
 }
@@ -981,7 +1019,7 @@ export interface Plan {
   shares: SectionShare[];
   /** Whether an optional section over its share is summarised (or, failing that, truncated) into its unused share instead of cut. */
   compress: boolean;
-  /** The least room, in tokens, worth a summary. */
+  /** The fewest tokens a summary must be able to have for the summariser to be asked (32 by default): a section whose room, less the entry overhead and the summary's citation or fence, is smaller is not compressed, and the snapshot's `compressions` says so. With a small budget the default keeps the summariser from being called; set it lower to summarise into little room. */
   minSummaryTokens: number;
   /** The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one. */
   cutStep: number;
@@ -999,7 +1037,7 @@ export interface PlanInit {
   shares?: SectionShareInit[];
   /** Whether an optional section over its share is summarised (or, failing that, truncated) into its unused share instead of cut. */
   compress?: boolean;
-  /** The least room, in tokens, worth a summary. */
+  /** The fewest tokens a summary must be able to have for the summariser to be asked (32 by default): a section whose room, less the entry overhead and the summary's citation or fence, is smaller is not compressed, and the snapshot's `compressions` says so. With a small budget the default keeps the summariser from being called; set it lower to summarise into little room. */
   minSummaryTokens?: number;
   /** The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one. */
   cutStep?: number;

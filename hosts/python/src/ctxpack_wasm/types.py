@@ -213,6 +213,8 @@ class Strategy(str, enum.Enum):
     KEEP_LAST = "keep-last"
     CONVERSATION_BUDGET = "conversation-budget"
     EVICT_OLDEST = "evict-oldest"
+    SUMMARIZE = "summarize"
+    TRUNCATE = "truncate"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -431,6 +433,41 @@ class SourceOutcome(Variant):
 
 
 @dataclass(kw_only=True, slots=True)
+class SectionCompression(Record):
+    """What compression did to one optional section still over its share once the unused shares had flowed."""
+    section: "Section" = UNSET
+    """The section."""
+    target_tokens: int = UNSET
+    """The tokens a summary of its leftovers could have: the room it kept (the unused part of its share; for the first such section, with what the flow left), less the entry overhead and the summary's citation or fence."""
+    outcome: "CompressionOutcome" = UNSET
+    """What came of it."""
+
+
+class CompressionOutcome(Variant):
+    """What came of compressing a section."""
+
+    @classmethod
+    def summarized(cls, value: int) -> "CompressionOutcome":
+        """Its leftovers were summarised: the summary (`summary:<section>`) is in the pack with this many tokens, citation included."""
+        return cls("summarized", value)
+
+    @classmethod
+    def cut(cls, value: str) -> "CompressionOutcome":
+        """Its leftovers were cut to fit instead of summarised, for this reason (the summariser failed, answered the wrong number of summaries, an empty one, or one that could not fit): whole while they fit, and the first that did not cut at a token boundary."""
+        return cls("cut", value)
+
+    @classmethod
+    def skipped(cls, value: str) -> "CompressionOutcome":
+        """It was not compressed, for this reason (a summary could have no tokens, or fewer than the plan's `min-summary-tokens`): its leftovers are dropped as over budget."""
+        return cls("skipped", value)
+
+    @classmethod
+    def whole(cls, value: str) -> "CompressionOutcome":
+        """It was compressed, but the room the other sections left once they were done holds its leftovers whole: they went in whole instead, for this reason."""
+        return cls("whole", value)
+
+
+@dataclass(kw_only=True, slots=True)
 class Snapshot(Record):
     """The immutable record of one assembly: every candidate, once."""
     id: str = UNSET
@@ -473,6 +510,8 @@ class Snapshot(Record):
     """The plan the budget was shared by."""
     source_calls: List["SourceCall"] = field(default_factory=list)
     """What each host source was asked and how it answered: the sources in the profile's order, then each review round and the summariser in the order they were asked."""
+    compressions: List["SectionCompression"] = field(default_factory=list)
+    """Each optional section still over its share once the unused shares had flowed, in priority order, and what compression did to it."""
     entries: List["SnapshotEntry"] = field(default_factory=list)
     """One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`)."""
 
@@ -723,7 +762,7 @@ class Plan(Record):
     compress: bool = UNSET
     """Whether an optional section over its share is summarised (or, failing that, truncated) into its unused share instead of cut."""
     min_summary_tokens: int = UNSET
-    """The least room, in tokens, worth a summary."""
+    """The fewest tokens a summary must be able to have for the summariser to be asked (32 by default): a section whose room, less the entry overhead and the summary's citation or fence, is smaller is not compressed, and the snapshot's `compressions` says so. With a small budget the default keeps the summariser from being called; set it lower to summarise into little room."""
     cut_step: int = UNSET
     """The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one."""
 
@@ -1036,6 +1075,7 @@ __all__ = [
     "Change",
     "ChangeKind",
     "CompressionMetadata",
+    "CompressionOutcome",
     "ConfigFormat",
     "ContextAssembled",
     "ContextPack",
@@ -1074,6 +1114,7 @@ __all__ = [
     "RoutingDecision",
     "RuleScore",
     "Section",
+    "SectionCompression",
     "SectionShare",
     "SectionTokens",
     "Shortfall",
@@ -1186,9 +1227,25 @@ def _d_SourceOutcome(o):
     if tag == "skipped":
         return SourceOutcome(tag, v)
     return SourceOutcome(tag, v)
+def _d_SectionCompression(o):
+    g = o.get
+    return SectionCompression(section=_d_Section(o["section"]), target_tokens=o["target-tokens"], outcome=_d_CompressionOutcome(o["outcome"]))
+def _d_CompressionOutcome(o):
+    if o.__class__ is str:
+        return CompressionOutcome(o)
+    ((tag, v),) = o.items()
+    if tag == "summarized":
+        return CompressionOutcome(tag, v)
+    if tag == "cut":
+        return CompressionOutcome(tag, v)
+    if tag == "skipped":
+        return CompressionOutcome(tag, v)
+    if tag == "whole":
+        return CompressionOutcome(tag, v)
+    return CompressionOutcome(tag, v)
 def _d_Snapshot(o):
     g = o.get
-    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], entries=LazyList((g("entries") or []), _d_SnapshotEntry))
+    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], entries=LazyList((g("entries") or []), _d_SnapshotEntry))
 def _d_ContextPack(o):
     g = o.get
     return ContextPack(id=o["id"], session_id=g("session-id"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
@@ -1365,6 +1422,7 @@ _DECODE = {
     "Change": _d_Change,
     "ChangeKind": _d_ChangeKind,
     "CompressionMetadata": _d_CompressionMetadata,
+    "CompressionOutcome": _d_CompressionOutcome,
     "ConfigFormat": _d_ConfigFormat,
     "ContextAssembled": _d_ContextAssembled,
     "ContextPack": _d_ContextPack,
@@ -1403,6 +1461,7 @@ _DECODE = {
     "RoutingDecision": _d_RoutingDecision,
     "RuleScore": _d_RuleScore,
     "Section": _d_Section,
+    "SectionCompression": _d_SectionCompression,
     "SectionShare": _d_SectionShare,
     "SectionTokens": _d_SectionTokens,
     "Shortfall": _d_Shortfall,
@@ -1451,7 +1510,9 @@ _SCHEMA = {
     "SummaryRequest": ("record", SummaryRequest, [("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("target_tokens", "target-tokens", 'u32')]),
     "SourceCall": ("record", SourceCall, [("capability", "capability", 'string'), ("outcome", "outcome", ['ref', 'SourceOutcome'])]),
     "SourceOutcome": ("variant", SourceOutcome, {"answered": 'u32', "failed": 'string', "skipped": 'string'}),
-    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
+    "SectionCompression": ("record", SectionCompression, [("section", "section", ['ref', 'Section']), ("target_tokens", "target-tokens", 'u32'), ("outcome", "outcome", ['ref', 'CompressionOutcome'])]),
+    "CompressionOutcome": ("variant", CompressionOutcome, {"summarized": 'u32', "cut": 'string', "skipped": 'string', "whole": 'string'}),
+    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
     "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
     "Message": ("record", Message, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string'])]),
     "ContextAssembled": ("record", ContextAssembled, [("context_snapshot_id", "context-snapshot-id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("tokens_used", "tokens-used", 'u32'), ("token_budget", "token-budget", 'u32')]),
