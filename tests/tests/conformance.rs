@@ -486,3 +486,44 @@ fn generated_scenarios_are_identical_driven_with_json() {
         }
     }
 }
+
+/// Numbers at the edges (`generate::edge_scenario`: signed zeros,
+/// subnormals, the largest finite, …) mean the same however a host spells
+/// them: the scenario as JSON with every −0 written `0` and every number
+/// as JavaScript's JSON writes it (`1e+21`) gives the native outcome byte
+/// for byte — the snapshot's id included — natively and through the
+/// component, by typed values and by JSON steps.
+#[test]
+fn edge_numbers_give_one_outcome_however_they_are_spelt() {
+    use ctxpack_conformance::generate::{Source, edge_scenario};
+    use ctxpack_host::json;
+    let mut zeros = 0;
+    for seed in 0..40 {
+        let s = edge_scenario(&mut Source::seeded(seed ^ 0xed6e));
+        let native = render(&run_native(&s));
+        let text = serde_json::to_string(&s).unwrap();
+        zeros += text.matches("-0.0").count();
+        // As JSON.stringify writes it: −0 as 0, an exponent with its sign.
+        let js = text
+            .replace(":-0.0,", ":0,")
+            .replace(":-0.0}", ":0}")
+            .replace("e21", "e+21")
+            .replace("e300", "e+300")
+            .replace("e308", "e+308");
+        let respelt = ctxpack_host::scenario::parse(&js).unwrap();
+        assert_eq!(
+            render(&run_native(&respelt)),
+            native,
+            "edge {seed}: respelt"
+        );
+        let wasm = render(&run_component(runtime(), &respelt).unwrap());
+        assert_eq!(wasm, native, "edge {seed}: the component differs");
+        let (_, steps) = json::run_component(runtime(), &respelt).unwrap();
+        let want = serde_json::to_string(&run_native(&s).reply).unwrap();
+        assert_eq!(steps, want, "edge {seed}: JSON steps differ");
+    }
+    assert!(
+        zeros >= 20,
+        "only {zeros} signed zeros: the family lost its point"
+    );
+}

@@ -79,6 +79,30 @@ pub struct Plan {
     pub cut_step: u32,
 }
 
+impl BuilderConfig {
+    /// The configuration with its numbers as every host spells them (−0
+    /// is 0; see `digest::canonical`).
+    pub(crate) fn canonical(mut self) -> Self {
+        use crate::digest::canonical;
+        self.near_duplicate_threshold = canonical(self.near_duplicate_threshold);
+        let r = &mut self.ranking;
+        for w in [
+            &mut r.trust_system,
+            &mut r.trust_trusted,
+            &mut r.trust_unverified,
+            &mut r.trust_untrusted,
+            &mut r.recency,
+        ] {
+            *w = canonical(*w);
+        }
+        self.plan.safety_margin = canonical(self.plan.safety_margin);
+        for s in &mut self.plan.shares {
+            s.share = canonical(s.share);
+        }
+        self
+    }
+}
+
 impl Plan {
     fn default_budget() -> u32 {
         defaults::BUDGET

@@ -16,6 +16,21 @@ pub fn content_id<T: serde::Serialize>(value: &T) -> String {
     format!("{:x}", canonical.finish())
 }
 
+/// `x` as every host spells it: −0 as 0 (a JavaScript host's JSON writes
+/// −0 as `0`), and every NaN as one NaN. Numbers a request, a
+/// configuration or a host's answer carries are made canonical when they
+/// come in, so a value that means the same gives the same pack, snapshot
+/// and id on every host.
+pub(crate) fn canonical(x: f64) -> f64 {
+    if x == 0.0 {
+        0.0
+    } else if x.is_nan() {
+        f64::NAN
+    } else {
+        x
+    }
+}
+
 /// Hex SHA-256 of `text`'s UTF-8 bytes: a snapshot's `content-hash`.
 pub fn text_hash(text: &str) -> String {
     format!("{:x}", Sha256::digest(text.as_bytes()))
@@ -188,7 +203,8 @@ impl serde::Serializer for &mut Canonical {
         self.serialize_f64(f64::from(v))
     }
     fn serialize_f64(self, v: f64) -> Result<(), Never> {
-        self.tagged(b'f', v.to_bits());
+        // A value that means the same hashes the same (see [`canonical`]).
+        self.tagged(b'f', canonical(v).to_bits());
         Ok(())
     }
     fn serialize_char(self, v: char) -> Result<(), Never> {
@@ -506,7 +522,13 @@ mod tests {
             content_id(&Some(None::<u32>))
         );
         assert_ne!(content_id(&1u32), content_id(&1i32));
-        assert_ne!(content_id(&0.0f64), content_id(&-0.0f64));
+        // −0 means 0, and a NaN is a NaN, on every host.
+        assert_eq!(content_id(&0.0f64), content_id(&-0.0f64));
+        assert_eq!(
+            content_id(&f64::NAN),
+            content_id(&f64::from_bits(f64::NAN.to_bits() ^ 1))
+        );
+        assert_ne!(content_id(&0.0f64), content_id(&f64::MIN_POSITIVE));
         assert_ne!(content_id(&(1u8, 2u8)), content_id(&vec![1u8, 2u8]));
         // Long strings go through the buffer's bypass: still the same hash.
         let long = "x".repeat(100_000);

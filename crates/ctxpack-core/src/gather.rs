@@ -123,7 +123,13 @@ impl Gathered {
         answer: Result<Vec<Candidate>, HostError>,
     ) {
         let (outcome, candidates) = match answer {
-            Ok(items) => (SourceOutcome::Answered(clamp_len(items.len())), items),
+            Ok(mut items) => {
+                // A score of −0 is 0, as a JavaScript host sends it.
+                for c in &mut items {
+                    c.score = c.score.map(crate::digest::canonical);
+                }
+                (SourceOutcome::Answered(clamp_len(items.len())), items)
+            }
             Err(e) => (SourceOutcome::Failed(e.message), Vec::new()),
         };
         self.calls.push(SourceCall {

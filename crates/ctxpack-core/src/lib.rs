@@ -171,6 +171,8 @@ impl Builder {
     /// this build: one it left out is refused here rather than at the first
     /// assembly that asks for it.
     pub fn new(config: BuilderConfig) -> Result<Self, Error> {
+        // Numbers as every host spells them (−0 is 0).
+        let config = config.canonical();
         validate::config(&config)?;
         let tokenizers = Tokenizers;
         for &t in &config.preload {

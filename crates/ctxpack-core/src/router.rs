@@ -303,6 +303,16 @@ impl Router {
 
     /// Compiles a config; an error names the route and the field.
     pub fn new(config: &RouterConfig) -> Result<Self, Error> {
+        // Numbers as every host spells them (−0 is 0).
+        let mut config = config.clone();
+        config.threshold = crate::digest::canonical(config.threshold);
+        for route in &mut config.routes {
+            route.threshold = route.threshold.map(crate::digest::canonical);
+            for rule in &mut route.rules {
+                rule.weight = crate::digest::canonical(rule.weight);
+            }
+        }
+        let config = &config;
         check_unit("config.threshold".into(), config.threshold, false)?;
         let mut names = HashSet::new();
         let mut routes = Vec::new();

@@ -3,7 +3,7 @@
 // indentation is taken out.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { instance, drive, unwrap, CtxpackError } from '../host.js';
@@ -42,8 +42,8 @@ function errorJson(e) {
   return val === undefined ? JSON.stringify(tag) : JSON.stringify({ [tag]: kebab(val) });
 }
 
-async function run(name) {
-  const file = path.join(root, 'tests/scenarios', name);
+async function run(name, dir = path.join(root, 'tests/scenarios')) {
+  const file = path.join(dir, name);
   const scenario = JSON.parse(readFileSync(file, 'utf8'));
   const host = new ScenarioHost(scenario.host);
   const { json, builder } = await instance();
@@ -82,5 +82,24 @@ for (const name of names) {
   test(name, async () => {
     const expected = minify(readFileSync(path.join(root, 'tests/expected', name), 'utf8'));
     assert.equal(await run(name), expected);
+  });
+}
+
+// The generator's scenarios (every section, profile, tokenizer and answer
+// shape, and a family with its numbers at the edges), which `hosts/jco/run`
+// writes with `cargo run -p ctxpack-conformance --bin generated`: each
+// outcome is the native one.
+const generated = process.env.CTXPACK_GENERATED ?? path.join(root, 'target/generated');
+const cases = existsSync(generated)
+  ? readdirSync(generated).filter((n) => /^(seed|edge)-\d+\.json$/.test(n)).sort()
+  : [];
+test('the generated scenarios are there', () => {
+  assert.ok(cases.filter((n) => n.startsWith('seed-')).length >= 100, `${generated}: hosts/jco/run writes it`);
+  assert.ok(cases.filter((n) => n.startsWith('edge-')).length >= 30);
+});
+for (const name of cases) {
+  test(`generated ${name}`, async () => {
+    const expected = readFileSync(path.join(generated, name.replace('.json', '.expected.json')), 'utf8');
+    assert.equal(await run(name, generated), expected);
   });
 }

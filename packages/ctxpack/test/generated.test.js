@@ -1,6 +1,8 @@
 // The generator's scenarios (tests/src/generate.rs: every section,
-// profile, tokenizer, overhead and host answer shape) through the package:
-// each outcome is the native one byte for byte. `./run` writes them with
+// profile, tokenizer, overhead and host answer shape, and a family with
+// its numbers at the edges — signed zeros, which JSON.stringify writes as
+// 0, subnormals, the largest finite) through the package: each outcome is
+// the native one byte for byte. `./run` writes them with
 // `cargo run -p ctxpack-conformance --bin generated`; CTXPACK_GENERATED
 // names another directory.
 import { test } from 'node:test';
@@ -20,8 +22,17 @@ test('the generated scenarios are there', () => {
   assert.ok(readdirSync(dir).filter((n) => n.endsWith('.expected.json')).length >= 100);
 });
 
-const names = existsSync(dir) ? readdirSync(dir).filter((n) => /^seed-\d+\.json$/.test(n)) : [];
-for (const name of names.sort((a, b) => parseInt(a.slice(5), 10) - parseInt(b.slice(5), 10))) {
+const order = (n) => { const [, family, k] = /^(seed|edge)-(\d+)\.json$/.exec(n); return [family, parseInt(k, 10)]; };
+const names = existsSync(dir) ? readdirSync(dir).filter((n) => /^(seed|edge)-\d+\.json$/.test(n)) : [];
+names.sort((a, b) => {
+  const [fa, ka] = order(a);
+  const [fb, kb] = order(b);
+  return fa === fb ? ka - kb : (fa < fb ? -1 : 1);
+});
+test('the edge family is there', () => {
+  assert.ok(names.filter((n) => n.startsWith('edge-')).length >= 30);
+});
+for (const name of names) {
   test(name, async () => {
     const scenario = JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
     const expectedText = readFileSync(path.join(dir, name.replace('.json', '.expected.json')), 'utf8');

@@ -9,9 +9,14 @@
 //!
 //! writes `DIR/seed-K.json` (a scenario file) and `DIR/seed-K.expected.json`
 //! (`{"reply": …, "host-calls": …}`, compact, as the corpus's expected
-//! files are once their indentation is taken out) for K in 0..N (120).
+//! files are once their indentation is taken out) for K in 0..N (120), and
+//! likewise `DIR/edge-K.json` for K in 0..N/3: the same generator with its
+//! numbers at the edges (signed zeros, subnormals, the largest finite, …;
+//! `generate::edge_scenario`), which every host must read as the native
+//! core does.
 
-use ctxpack_conformance::generate::{Source, scenario};
+use ctxpack_conformance::generate::{Source, edge_scenario, scenario};
+use ctxpack_host::Scenario;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,28 +33,45 @@ fn main() -> ExitCode {
     if let Err(e) = write(&dir, n) {
         return fail(&e);
     }
-    println!("{n} generated scenarios in {}", dir.display());
+    println!(
+        "{n} generated scenarios and {} at the edges in {}",
+        n / 3,
+        dir.display()
+    );
     ExitCode::SUCCESS
 }
 
 fn write(dir: &std::path::Path, n: u64) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for seed in 0..n {
-        let s = scenario(&mut Source::seeded(seed));
-        let outcome = ctxpack_host::run_native(&s);
-        let expected = format!(
-            r#"{{"reply":{},"host-calls":{}}}"#,
-            json(&outcome.reply)?,
-            json(&outcome.host_calls)?
-        );
-        let put = |name: String, body: String| {
-            let path = dir.join(name);
-            std::fs::write(&path, body).map_err(|e| format!("{}: {e}", path.display()))
-        };
-        put(format!("seed-{seed}.json"), json(&s)?)?;
-        put(format!("seed-{seed}.expected.json"), expected)?;
+        put(
+            dir,
+            &format!("seed-{seed}"),
+            &scenario(&mut Source::seeded(seed)),
+        )?;
+    }
+    for seed in 0..n / 3 {
+        let s = edge_scenario(&mut Source::seeded(seed ^ 0xed6e));
+        put(dir, &format!("edge-{seed}"), &s)?;
     }
     Ok(())
+}
+
+/// Writes `s` as `DIR/NAME.json` and its native outcome as
+/// `DIR/NAME.expected.json`.
+fn put(dir: &std::path::Path, name: &str, s: &Scenario) -> Result<(), String> {
+    let outcome = ctxpack_host::run_native(s);
+    let expected = format!(
+        r#"{{"reply":{},"host-calls":{}}}"#,
+        json(&outcome.reply)?,
+        json(&outcome.host_calls)?
+    );
+    let write = |file: String, body: String| {
+        let path = dir.join(file);
+        std::fs::write(&path, body).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    write(format!("{name}.json"), json(s)?)?;
+    write(format!("{name}.expected.json"), expected)
 }
 
 fn fail(message: &str) -> ExitCode {
