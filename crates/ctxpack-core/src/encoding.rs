@@ -9,16 +9,33 @@
 //! ([`table`], built at compile time and read in place), merged
 //! ([`merge`]) if it is not one token, and its count remembered.
 //!
+//! Counting is linear in the text, whatever it holds. Once an encoding
+//! has merged some 64 kB of pieces ([`INDEX_AFTER`]) it builds an index of
+//! its tokens in memory ([`index`]: hash tables, a filter that turns most
+//! non-tokens away from cache, the lengths of the tokens by their first
+//! bytes) in a few milliseconds, and merges from it; a piece of 32 bytes
+//! or more is then encoded by [`backtrack`], in time linear in its length,
+//! where merging by rank is `n log n` and was several times slower on a
+//! megabyte of one word. A small count never builds the index, so a fresh
+//! process or instance still counts at once from the static tables.
+//!
 //! Exactness is the contract: the tests compare the token sequences with
 //! tiktoken's on generated texts over every ASCII byte and every class of
-//! Unicode character, and on every token of both encodings.
+//! Unicode character, and on every token of both encodings, with the index
+//! and without; the linear encoder is held to merging on long pieces of
+//! every kind, and its test of two tokens to merging on 200,000 pairs.
 
+mod backtrack;
+mod index;
 mod merge;
 mod table;
 mod unicode;
 
+use index::{Index, Indexed};
 use rustc_hash::FxHashMap;
-use std::sync::Mutex;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 #[cfg(any(feature = "o200k", feature = "cl100k"))]
 use table::Length;
 pub(crate) use table::Table;
@@ -41,6 +58,8 @@ pub(crate) static O200K: Encoding = Encoding {
     table: include!(concat!(env!("OUT_DIR"), "/o200k.rs")),
     pattern: Pattern::O200k,
     memory: Mutex::new(None),
+    index: OnceLock::new(),
+    merged: AtomicUsize::new(0),
 };
 
 /// The cl100k encoding (`cl100k-base`).
@@ -49,25 +68,49 @@ pub(crate) static CL100K: Encoding = Encoding {
     table: include!(concat!(env!("OUT_DIR"), "/cl100k.rs")),
     pattern: Pattern::Cl100k,
     memory: Mutex::new(None),
+    index: OnceLock::new(),
+    merged: AtomicUsize::new(0),
 };
 
 /// Pieces counted remembered before the memory is cleared and starts again.
 const PIECE_MEMORY: usize = 1 << 16;
 
-/// One encoding: its tables, its pattern, and the counts of pieces seen.
+/// Bytes an encoding merges from its static tables before it builds its
+/// in-memory index (see [`index`]): a few milliseconds' work, so that a
+/// small count in a fresh process or instance never pays for the build,
+/// and a large one soon stops paying for binary searches.
+const INDEX_AFTER: usize = 1 << 16;
+
+/// Pieces this long or longer go to the linear encoder once the index is
+/// built (see [`backtrack`]); shorter ones are merged, faster while they
+/// are short.
+const BACKTRACK_FROM: usize = 32;
+
+/// One encoding: its tables, its pattern, the counts of pieces seen, and
+/// the index it builds once it has merged enough.
 pub(crate) struct Encoding {
     table: Table,
     pattern: Pattern,
     memory: Mutex<Option<Memory>>,
+    index: OnceLock<Index>,
+    /// Bytes merged from the static tables so far (up to the index).
+    merged: AtomicUsize,
 }
 
 /// What an encoding remembers between counts: the token counts of the
 /// pieces under [`merge::LONG_PIECE`] bytes it has seen (short ones by
-/// [`short_key`], the others by their bytes), and recent joins.
+/// [`short_key`], the others by a hash of their bytes, kept side by side
+/// in one buffer so that remembering a piece allocates nothing), and recent
+/// joins.
 #[derive(Default)]
 struct Memory {
     short: FxHashMap<u64, u32>,
-    long: FxHashMap<Box<[u8]>, u32>,
+    /// The longer pieces, by a hash of their bytes: where their bytes are
+    /// in `bytes` and their count. A hash two pieces share stands for the
+    /// first only (the bytes are compared), and the other is not
+    /// remembered.
+    long: FxHashMap<u64, (u32, u8, u32)>,
+    bytes: Vec<u8>,
     joins: merge::Joins,
 }
 
@@ -80,23 +123,41 @@ impl Memory {
         key: Option<u64>,
         count: impl FnOnce(&mut merge::Joins) -> usize,
     ) -> usize {
-        let known = match key {
-            Some(k) => self.short.get(&k),
-            None => self.long.get(piece),
+        let hash = match key {
+            Some(k) => {
+                if let Some(&n) = self.short.get(&k) {
+                    return n as usize;
+                }
+                0
+            }
+            None => {
+                let hash = rustc_hash::FxBuildHasher.hash_one(piece);
+                if let Some(&(at, len, n)) = self.long.get(&hash)
+                    && self.bytes.get(at as usize..at as usize + usize::from(len)) == Some(piece)
+                {
+                    return n as usize;
+                }
+                hash
+            }
         };
-        if let Some(&n) = known {
-            return n as usize;
-        }
         let n = count(&mut self.joins);
         if self.short.len() + self.long.len() >= PIECE_MEMORY {
             self.short.clear();
             self.long.clear();
+            self.bytes.clear();
         }
         // Counts of pieces under 100 bytes fit easily.
         match key {
-            Some(k) => self.short.insert(k, n as u32),
-            None => self.long.insert(piece.into(), n as u32),
-        };
+            Some(k) => {
+                self.short.insert(k, n as u32);
+            }
+            None => {
+                if let std::collections::hash_map::Entry::Vacant(slot) = self.long.entry(hash) {
+                    slot.insert((self.bytes.len() as u32, piece.len() as u8, n as u32));
+                    self.bytes.extend_from_slice(piece);
+                }
+            }
+        }
         n
     }
 }
@@ -141,10 +202,10 @@ impl Encoding {
         let mut at = 0;
         self.pieces(text, |piece| {
             let from = ends.len();
-            if self.table.rank(piece).is_some() {
+            if self.is_token(piece) {
                 ends.push(piece.len());
             } else {
-                merge::merge(&self.table, piece, Some(&mut ends));
+                self.merge(piece, None, Some(&mut ends));
             }
             for end in &mut ends[from..] {
                 *end += at;
@@ -156,19 +217,66 @@ impl Encoding {
 
     /// The tokens of one piece.
     fn count_piece(&self, piece: &[u8], memory: Option<&mut Memory>) -> usize {
-        let table = &self.table;
         match memory {
             Some(m) if piece.len() < merge::LONG_PIECE => {
                 m.count(piece, short_key(piece), |joins| {
-                    if table.rank(piece).is_some() {
+                    if self.is_token(piece) {
                         1
                     } else {
-                        merge::merge(merge::Remembered { table, joins }, piece, None)
+                        self.merge(piece, Some(joins), None)
                     }
                 })
             }
-            _ if table.rank(piece).is_some() => 1,
-            _ => merge::merge(table, piece, None),
+            _ if self.is_token(piece) => 1,
+            _ => self.merge(piece, None, None),
+        }
+    }
+
+    /// The encoding's static tables.
+    #[cfg(test)]
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Whether `piece` is one token: looked up in the index once it is
+    /// built, else in the static tables.
+    fn is_token(&self, piece: &[u8]) -> bool {
+        match self.index.get() {
+            Some(index) => index.rank(&self.table, piece).is_some(),
+            None => self.table.rank(piece).is_some(),
+        }
+    }
+
+    /// The tokens of `piece`, which is not one token, pushing where each
+    /// ends onto `ends` if given: merged by rank, with the recent `joins`
+    /// in front of the tables if given — or, once the encoding has built
+    /// its index, looked up there, and a long piece encoded in linear time
+    /// ([`backtrack`]). Merging from the static tables counts towards
+    /// building the index (see [`INDEX_AFTER`]).
+    fn merge(
+        &self,
+        piece: &[u8],
+        joins: Option<&mut merge::Joins>,
+        ends: Option<&mut Vec<usize>>,
+    ) -> usize {
+        let table = &self.table;
+        let index = self.index.get().or_else(|| {
+            let merged = self.merged.fetch_add(piece.len(), Ordering::Relaxed) + piece.len();
+            (merged >= INDEX_AFTER).then(|| self.index.get_or_init(|| Index::build(table)))
+        });
+        match (index, joins) {
+            (Some(index), joins) => {
+                let mut ends = ends;
+                if piece.len() >= BACKTRACK_FROM
+                    && let Some(n) = backtrack::encode(index, table, piece, ends.as_deref_mut())
+                {
+                    return n;
+                }
+                let _ = joins;
+                merge::merge(Indexed { index, table }, piece, ends)
+            }
+            (None, Some(joins)) => merge::merge(merge::Remembered { table, joins }, piece, ends),
+            (None, None) => merge::merge(table, piece, ends),
         }
     }
 
@@ -578,6 +686,42 @@ mod tests {
         let held: Vec<_> = both().iter().map(|(e, _)| e.memory.lock()).collect();
         agree(&texts);
         drop(held);
+    }
+
+    /// With the index built (as it is once an encoding has merged enough),
+    /// counts and tokens are tiktoken's still: texts over every ASCII byte
+    /// and Unicode class, and long pieces — words of random letters and
+    /// bytes, runs of one character, of spaces, CJK — that the linear
+    /// encoder takes.
+    #[test]
+    fn counts_are_tiktokens_once_the_index_is_built() {
+        for (e, _) in both() {
+            e.index.get_or_init(|| Index::build(&e.table));
+        }
+        let classes = ascii_classes();
+        let classes: Vec<&[char]> = classes.iter().map(Vec::as_slice).collect();
+        agree(&texts(&classes, 5_000, 0x1de7));
+        let mut rng = Rng(0x10_c5);
+        let mut long = Vec::new();
+        for len in [99, 100, 150, 1_000, 20_000] {
+            let word: String = (0..len)
+                .map(|_| char::from(b'a' + rng.below(26) as u8))
+                .collect();
+            let mixed: String = (0..len / 2)
+                .map(|_| ['a', 'é', 'ж', '東', 'ß', 'Z', 'q', 'x'][rng.below(8)])
+                .collect();
+            long.extend([
+                format!("before {word} after"),
+                word.to_uppercase(),
+                "a".repeat(len),
+                format!("x{}y", " ".repeat(len)),
+                "=-".repeat(len / 2),
+                "東京".repeat(len / 6),
+                mixed,
+                "1".repeat(len),
+            ]);
+        }
+        agree(&long);
     }
 
     /// A long run of mixed spaces is one piece. tiktoken-rs's expression

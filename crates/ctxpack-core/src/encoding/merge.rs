@@ -21,6 +21,13 @@ pub(crate) trait Ranks {
     fn rank(&mut self, bytes: &[u8]) -> Option<Rank>;
 }
 
+impl<R: Ranks + ?Sized> Ranks for &mut R {
+    #[inline]
+    fn rank(&mut self, bytes: &[u8]) -> Option<Rank> {
+        (**self).rank(bytes)
+    }
+}
+
 impl Ranks for &Table {
     fn rank(&mut self, bytes: &[u8]) -> Option<Rank> {
         Table::rank(self, bytes)
@@ -60,13 +67,15 @@ impl Default for Joins {
     }
 }
 
-/// The tables with the joins remembered in front of them.
-pub(crate) struct Remembered<'a> {
-    pub(crate) table: &'a Table,
+/// Ranks (the tables, or the index) with the joins remembered in front of
+/// them.
+pub(crate) struct Remembered<'a, R: Ranks> {
+    pub(crate) table: R,
     pub(crate) joins: &'a mut Joins,
 }
 
-impl Ranks for Remembered<'_> {
+impl<R: Ranks> Ranks for Remembered<'_, R> {
+    #[inline]
     fn rank(&mut self, bytes: &[u8]) -> Option<Rank> {
         if bytes.len() <= 2 {
             return self.table.rank(bytes);
@@ -92,6 +101,38 @@ impl Ranks for Remembered<'_> {
     }
 }
 
+/// Where the token `piece` splits: the length of the first of the two
+/// tokens whose merge made it last (its bytes merged without the token
+/// itself stop there), or `None` for a single byte.
+pub(crate) fn split(table: impl Ranks, piece: &[u8]) -> Option<usize> {
+    /// The ranks without `whole`.
+    struct Without<'a, R> {
+        ranks: R,
+        whole: &'a [u8],
+    }
+    impl<R: Ranks> Ranks for Without<'_, R> {
+        fn rank(&mut self, bytes: &[u8]) -> Option<Rank> {
+            if bytes.len() == self.whole.len() {
+                return None;
+            }
+            self.ranks.rank(bytes)
+        }
+    }
+    if piece.len() < 2 {
+        return None;
+    }
+    let mut ends = Vec::with_capacity(2);
+    let parts = merge(
+        Without {
+            ranks: table,
+            whole: piece,
+        },
+        piece,
+        Some(&mut ends),
+    );
+    (parts == 2).then(|| ends[0])
+}
+
 /// Where each token of `piece` ends, in order (the last is `piece.len()`),
 /// pushed onto `ends`; returns how many tokens there are.
 pub(crate) fn merge(table: impl Ranks, piece: &[u8], ends: Option<&mut Vec<usize>>) -> usize {
@@ -102,24 +143,46 @@ pub(crate) fn merge(table: impl Ranks, piece: &[u8], ends: Option<&mut Vec<usize
     }
 }
 
-fn merge_short(mut table: impl Ranks, piece: &[u8], ends: Option<&mut Vec<usize>>) -> usize {
+fn merge_short(table: impl Ranks, piece: &[u8], ends: Option<&mut Vec<usize>>) -> usize {
+    // Arrays on the stack sized to the piece's kind: most are short, and
+    // filling a hundred slots for a dozen bytes showed.
+    if piece.len() <= 24 {
+        merge_in::<25>(table, piece, ends)
+    } else {
+        merge_in::<LONG_PIECE>(table, piece, ends)
+    }
+}
+
+/// Merges a piece of fewer than `N` bytes with its parts in arrays of
+/// `N`: each part's bytes linked to the next and the one before, so a
+/// merge moves nothing, and the pairs' ranks kept where each pair's first
+/// part starts (a part taken in, or one with no pair after it, holds
+/// none), so finding the lowest is a scan of one small array.
+fn merge_in<const N: usize>(
+    mut table: impl Ranks,
+    piece: &[u8],
+    ends: Option<&mut Vec<usize>>,
+) -> usize {
     let n = piece.len();
-    // Part `i` starts at `start[i]`; `rank[i]` is the rank of it joined with
-    // part `i + 1`. The last entry marks the end of the piece.
-    let mut start = [0u8; LONG_PIECE + 1];
-    let mut rank = [NONE; LONG_PIECE + 1];
-    for (i, s) in start.iter_mut().enumerate().take(n + 1) {
-        // Below LONG_PIECE + 1, which fits a byte.
-        *s = i as u8;
+    // The part starting at byte `i` (while one does) ends at `next[i]`,
+    // the one before it starts at `prev[i]`; `rank[i]` is the rank of it
+    // joined with the part after it.
+    let mut next = [0u8; N];
+    let mut prev = [0u8; N];
+    let mut rank = [NONE; N];
+    for i in 0..n {
+        // Below N, which is at most LONG_PIECE + 1 and fits a byte.
+        next[i] = (i + 1) as u8;
+        prev[i] = i.wrapping_sub(1) as u8;
     }
     for i in 0..n - 1 {
         rank[i] = table.rank(&piece[i..i + 2]).unwrap_or(NONE);
     }
-    let mut parts = n + 1;
+    let mut parts = n;
     loop {
-        let mut min = NONE;
-        let mut at = 0;
-        for (i, &r) in rank[..parts - 1].iter().enumerate() {
+        // The lowest-ranked pair, the leftmost on a tie.
+        let (mut min, mut at) = (NONE, 0);
+        for (i, &r) in rank[..n].iter().enumerate() {
             if r < min {
                 min = r;
                 at = i;
@@ -128,30 +191,34 @@ fn merge_short(mut table: impl Ranks, piece: &[u8], ends: Option<&mut Vec<usize>
         if min == NONE {
             break;
         }
-        // Part `at` takes in part `at + 1`: the pairs it starts and ends
-        // change (the parts after the next start where `start[at + 3]` and
-        // `start[at + 2]` say, until the next is removed).
-        let mut rank_from = |from: usize, to: usize| -> Rank {
-            if to < parts {
-                table
-                    .rank(&piece[usize::from(start[from])..usize::from(start[to])])
-                    .unwrap_or(NONE)
-            } else {
-                NONE
-            }
+        // Part `at` takes in the part after it.
+        let taken = usize::from(next[at]);
+        rank[taken] = NONE;
+        let end = usize::from(next[taken]);
+        next[at] = end as u8;
+        if end < n {
+            prev[end] = at as u8;
+        }
+        parts -= 1;
+        rank[at] = if end < n {
+            let after = usize::from(next[end]);
+            table.rank(&piece[at..after]).unwrap_or(NONE)
+        } else {
+            NONE
         };
         if at > 0 {
-            rank[at - 1] = rank_from(at - 1, at + 2);
+            let before = usize::from(prev[at]);
+            rank[before] = table.rank(&piece[before..end]).unwrap_or(NONE);
         }
-        rank[at] = rank_from(at, at + 3);
-        start.copy_within(at + 2..parts, at + 1);
-        rank.copy_within(at + 2..parts, at + 1);
-        parts -= 1;
     }
     if let Some(ends) = ends {
-        ends.extend(start[1..parts].iter().map(|&s| usize::from(s)));
+        let mut i = 0;
+        while i < n {
+            i = usize::from(next[i]);
+            ends.push(i);
+        }
     }
-    parts - 1
+    parts
 }
 
 fn merge_long(mut table: impl Ranks, piece: &[u8], ends: Option<&mut Vec<usize>>) -> usize {

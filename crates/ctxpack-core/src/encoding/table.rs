@@ -102,6 +102,34 @@ impl Table {
         is(i).then(|| self.rank_at(class.first_rank + i))
     }
 
+    /// The length of the longest token.
+    pub(crate) fn longest(&self) -> usize {
+        self.lengths.len().saturating_sub(1)
+    }
+
+    /// Calls `each` with every token's bytes and rank, by length.
+    pub(crate) fn each(&self, mut each: impl FnMut(&[u8], Rank)) {
+        for b in 0..=255u8 {
+            each(&[b], self.u32_at(usize::from(b) * 4));
+        }
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                if let Some(rank) = self.rank(&[a, b]) {
+                    each(&[a, b], rank);
+                }
+            }
+        }
+        for (len, class) in self.lengths.iter().enumerate().skip(3) {
+            let records = &self.data[self.records_at + class.start..];
+            for i in 0..class.count {
+                each(
+                    &records[i * len..(i + 1) * len],
+                    self.rank_at(class.first_rank + i),
+                );
+            }
+        }
+    }
+
     /// The `i`th packed rank.
     fn rank_at(&self, i: usize) -> Rank {
         let bit = i * self.rank_bits as usize;
