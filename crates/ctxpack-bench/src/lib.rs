@@ -391,3 +391,68 @@ pub fn trim_file(turns: &[(String, String)], budget: u32, kept: usize) -> Value 
         "kept": kept,
     })
 }
+
+/// Texts for the counting benchmarks (`benches/count.rs`): what counting
+/// meets in practice, and the inputs that used to make it slow — one huge
+/// word, one repeated character, a long run of spaces, many scripts.
+pub mod texts {
+    use super::{Rng, Vocabulary};
+
+    /// Prose of about `bytes` bytes (the workloads' Zipf vocabulary).
+    pub fn prose(bytes: usize, seed: u64) -> String {
+        let mut rng = Rng::new(seed);
+        let vocabulary = Vocabulary::new(5_000, &mut rng);
+        vocabulary.prose(&mut rng, bytes)
+    }
+
+    /// Code of about `bytes` bytes: the core's own sources, repeated.
+    pub fn code(bytes: usize) -> String {
+        let sources = [
+            include_str!("../../ctxpack-core/src/budget.rs"),
+            include_str!("../../ctxpack-core/src/render.rs"),
+            include_str!("../../ctxpack-core/src/encoding.rs"),
+        ]
+        .concat();
+        let mut out = sources.repeat(bytes / sources.len() + 1);
+        let mut end = bytes;
+        while !out.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.truncate(end);
+        out
+    }
+
+    /// One word of `bytes` random lowercase letters: a single piece, which
+    /// merging by rank took in time worse than linear.
+    pub fn random_word(bytes: usize, seed: u64) -> String {
+        let mut rng = Rng::new(seed);
+        (0..bytes)
+            .map(|_| char::from(b'a' + rng.below(26) as u8))
+            .collect()
+    }
+
+    /// Words of two to nine letters of six scripts (Latin, Cyrillic, CJK,
+    /// Greek, Arabic, Devanagari), picked at random, about `bytes` bytes:
+    /// few pieces repeat, so every count of one is a first count.
+    pub fn mixed(bytes: usize, seed: u64) -> String {
+        const SCRIPTS: [&str; 6] = [
+            "abcdefghiklmnoprstu",
+            "абвгдежзиклмнопрст",
+            "東京日本語中文天気晴れのテキスト",
+            "αβγδεζηθικλμνξοπ",
+            "البعريةمنس",
+            "हिन्दीकमरस",
+        ];
+        let scripts: Vec<Vec<char>> = SCRIPTS.iter().map(|s| s.chars().collect()).collect();
+        let mut rng = Rng::new(seed);
+        let mut out = String::with_capacity(bytes + 64);
+        while out.len() < bytes {
+            let script = &scripts[rng.below(scripts.len())];
+            for _ in 0..2 + rng.below(8) {
+                out.push(script[rng.below(script.len())]);
+            }
+            out.push(if rng.below(10) == 0 { '\n' } else { ' ' });
+        }
+        out
+    }
+}

@@ -1,0 +1,139 @@
+//! Exact counting (o200k), natively and through the component, beside
+//! GitHub's `bpe-openai` (and tiktoken-rs, where it finishes) in the same
+//! run, on the same texts: prose and code, where the piece memory leads;
+//! one huge random word, one character repeated, a long run of spaces,
+//! where merging by rank was worse than linear; and text of six scripts,
+//! a fresh text each time, so that every count is a first count.
+//!
+//! Through the component a count is an assembly whose only text is the
+//! current task: what a host pays to have a text of its counted.
+//!
+//! ```sh
+//! cargo bench -p ctxpack-bench --bench count
+//! ```
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ctxpack_bench::texts;
+use ctxpack_core::{AgentContext, AssembleRequest, BuilderConfig, Profile, Tokenizer, Tokenizers};
+use ctxpack_host::component::{Instance, Runtime};
+use ctxpack_host::stores::InMemoryHost;
+use std::hint::black_box;
+use std::sync::OnceLock;
+
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::load_bundled().expect("the bundled component loads"))
+}
+
+/// A request whose only text is `text`, as its current task.
+fn request(text: &str) -> AssembleRequest {
+    AssembleRequest {
+        context: AgentContext {
+            trace_id: "count".into(),
+            ..AgentContext::default()
+        },
+        query: String::new(),
+        tokenizer: Tokenizer::O200kBase,
+        budget: Some(u32::MAX / 2),
+        entry_overhead: 0,
+        system_prompt: String::new(),
+        workflow: None,
+        instructions: Vec::new(),
+        current_task: Some(text.to_owned()),
+        conversation: Vec::new(),
+        keep_last: 0,
+        stage_summaries: Vec::new(),
+    }
+}
+
+/// A builder that keeps few counts: within an assembly it remembers what
+/// it counted, as every builder does, and the texts an input cycles
+/// through (four or more) are forgotten by the time they come back, so
+/// each assembly counts its text afresh. A model window large enough for
+/// the largest text.
+fn config() -> BuilderConfig {
+    let mut config = BuilderConfig {
+        profile: Profile::Passthrough,
+        count_cache_entries: 2,
+        ..BuilderConfig::default()
+    };
+    config.plan.model_window = Some(u32::MAX);
+    config
+}
+
+fn instance() -> Instance {
+    runtime()
+        .instantiate(InMemoryHost::default(), &config())
+        .unwrap()
+        .unwrap()
+}
+
+/// The texts of one input: one, or several to count in turn (each count
+/// then meets pieces it has not seen lately).
+fn group(c: &mut Criterion, name: &str, texts: Vec<String>, tiktoken: bool) {
+    let ours = Tokenizers.counter(Tokenizer::O200kBase).unwrap();
+    let bpe = bpe_openai::o200k_base();
+    // The same counts, or the comparison means nothing.
+    for t in &texts {
+        assert_eq!(ours.count(t) as usize, bpe.count(t.as_str()), "{name}");
+    }
+    let mut group = c.benchmark_group(format!("count/{name}"));
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(texts[0].len() as u64));
+    let n = texts.len();
+    let mut next = {
+        let mut k = 0;
+        move || {
+            k = (k + 1) % n;
+            k
+        }
+    };
+    let all = texts;
+    group.bench_function("ctxpack", |b| {
+        b.iter(|| black_box(ours.count(&all[next()])))
+    });
+    group.bench_function("bpe-openai", |b| {
+        b.iter(|| black_box(bpe.count(all[next()].as_str())))
+    });
+    if tiktoken {
+        let tk = tiktoken_rs::o200k_base_singleton();
+        group.bench_function("tiktoken-rs", |b| {
+            b.iter(|| black_box(tk.encode_ordinary(&all[next()]).len()))
+        });
+    }
+    let requests: Vec<AssembleRequest> = all.iter().map(|t| request(t)).collect();
+    let builder = ctxpack_core::Builder::new(config()).unwrap();
+    group.bench_function("ctxpack-assemble-native", |b| {
+        b.iter(|| {
+            let mut host = InMemoryHost::default();
+            black_box(builder.assemble(&requests[next()], &mut host).unwrap())
+        })
+    });
+    let mut instance = instance();
+    group.bench_function("ctxpack-assemble-wasmtime", |b| {
+        b.iter(|| black_box(instance.assemble(&requests[next()]).unwrap().unwrap()))
+    });
+    group.finish();
+}
+
+fn counting(c: &mut Criterion) {
+    const MB: usize = 1 << 20;
+    group(c, "prose-1mb", vec![texts::prose(MB, 1)], true);
+    group(c, "code-1mb", vec![texts::code(MB)], true);
+    group(
+        c,
+        "random-word-250kb",
+        vec![texts::random_word(MB / 4, 2)],
+        false,
+    );
+    group(c, "random-word-1mb", vec![texts::random_word(MB, 2)], false);
+    group(c, "one-letter-1mb", vec!["a".repeat(MB)], false);
+    group(c, "spaces-1mb", vec![" ".repeat(MB)], false);
+    let mixed = (0..8).map(|k| texts::mixed(MB, 10 + k)).collect();
+    group(c, "six-scripts-1mb-first-count", mixed, true);
+}
+
+criterion_group!(benches, counting);
+criterion_main!(benches);
