@@ -142,6 +142,9 @@ async fn assembles_lists_explains_and_serves_the_content() {
     );
     assert!(detail["plan"]["shares"].is_array());
     assert!(detail["compression"]["appliedStrategies"].is_array());
+    // What compression did to each section over its share, as the
+    // snapshot holds it.
+    assert!(detail["compressions"].is_array(), "{detail}");
 
     let list = c
         .send(
