@@ -48,15 +48,14 @@ fn request(text: &str) -> AssembleRequest {
     }
 }
 
-/// A builder that keeps few counts: within an assembly it remembers what
-/// it counted, as every builder does, and the texts an input cycles
-/// through (four or more) are forgotten by the time they come back, so
-/// each assembly counts its text afresh. A model window large enough for
+/// A builder that keeps no counts between assemblies, so each assembly
+/// counts its text afresh (with a cache, an input of one text would be
+/// counted once and then only hashed). A model window large enough for
 /// the largest text.
 fn config() -> BuilderConfig {
     let mut config = BuilderConfig {
         profile: Profile::Passthrough,
-        count_cache_entries: 2,
+        count_cache_entries: 0,
         ..BuilderConfig::default()
     };
     config.plan.model_window = Some(u32::MAX);

@@ -361,7 +361,18 @@ pub(crate) struct Meter<'a> {
     counter: &'a dyn TokenCounter,
     tokenizer: Tokenizer,
     cache: RefCell<&'a mut CountCache>,
+    /// The long texts this assembly counted, when the builder keeps no
+    /// counts of its own: a text is measured, fitted and rendered, and is
+    /// counted once for all of them.
+    counted: RefCell<Vec<(CacheKey, u32)>>,
 }
+
+/// Texts shorter than this are counted again rather than remembered
+/// within an assembly (hashing them would cost about as much).
+const REMEMBER_FROM: usize = 4096;
+
+/// Most long texts an assembly remembers without the builder's cache.
+const REMEMBER_AT_MOST: usize = 64;
 
 impl<'a> Meter<'a> {
     pub(crate) fn new(
@@ -373,6 +384,7 @@ impl<'a> Meter<'a> {
             counter,
             tokenizer,
             cache: RefCell::new(cache),
+            counted: RefCell::new(Vec::new()),
         }
     }
 
@@ -401,7 +413,7 @@ impl<'a> Meter<'a> {
             }
         }
         if self.cache.borrow().capacity < 2 {
-            return self.counter.count_up_to(text, limit);
+            return self.count_remembering(text, limit);
         }
         let key = CountCache::key(self.tokenizer, text);
         let known = self.cache.borrow_mut().get(&key);
@@ -411,6 +423,33 @@ impl<'a> Meter<'a> {
         let counted = self.counter.count_up_to(text, limit);
         if let Count::Exact(n) = counted {
             self.cache.borrow_mut().put(key, n);
+        }
+        counted
+    }
+
+    /// [`Meter::count_up_to`] without the builder's cache: long texts are
+    /// remembered for the rest of this assembly only.
+    fn count_remembering(&self, text: &str, limit: u32) -> Count {
+        if text.len() < REMEMBER_FROM {
+            return self.counter.count_up_to(text, limit);
+        }
+        let key = CountCache::key(self.tokenizer, text);
+        let known = self
+            .counted
+            .borrow()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|&(_, n)| n);
+        if let Some(n) = known.filter(|&n| n <= limit) {
+            return Count::Exact(n);
+        }
+        let counted = self.counter.count_up_to(text, limit);
+        if let Count::Exact(n) = counted {
+            let mut remembered = self.counted.borrow_mut();
+            if remembered.len() == REMEMBER_AT_MOST {
+                remembered.remove(0);
+            }
+            remembered.push((key, n));
         }
         counted
     }
@@ -915,6 +954,46 @@ mod tests {
             let m = Meter::new(c.as_ref(), Tokenizer::O200kBase, &mut none);
             assert_eq!(m.count("hello world"), 2);
         }
+        assert_eq!(none.len(), 0);
+    }
+
+    /// A counter that says how often it encoded a text.
+    struct Counting<'a>(&'a dyn TokenCounter, std::cell::Cell<u32>);
+
+    impl TokenCounter for Counting<'_> {
+        fn count(&self, text: &str) -> u32 {
+            self.1.set(self.1.get() + 1);
+            self.0.count(text)
+        }
+        fn truncate(&self, text: &str, max: u32) -> String {
+            self.0.truncate(text, max)
+        }
+    }
+
+    #[test]
+    fn without_a_cache_an_assembly_counts_a_long_text_once() {
+        let c = Tokenizers.counter(Tokenizer::O200kBase).unwrap();
+        let counting = Counting(c.as_ref(), std::cell::Cell::new(0));
+        let long = "a long text, counted once per assembly. ".repeat(200);
+        let short = "short";
+        let mut none = CountCache::new(0);
+        let m = Meter::new(&counting, Tokenizer::O200kBase, &mut none);
+        let n = c.count(&long);
+        for _ in 0..5 {
+            assert_eq!(m.count(&long), n);
+            assert_eq!(m.count(short), 1);
+        }
+        // The long text once; the short one is cheaper to count again
+        // than to remember.
+        assert_eq!(counting.1.get(), 1 + 5);
+        // A second long text is remembered beside the first.
+        let other = format!("{long}!");
+        assert_eq!(m.count(&other), c.count(&other));
+        assert_eq!(m.count(&other), c.count(&other));
+        assert_eq!(m.count(&long), n);
+        assert_eq!(counting.1.get(), 7);
+        // And nothing outlives the assembly.
+        drop(m);
         assert_eq!(none.len(), 0);
     }
 
