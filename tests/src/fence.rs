@@ -156,19 +156,55 @@ fn fold(text: &str) -> Folded {
 /// The folded characters of `text`, each with the bytes it comes from,
 /// made as they are read.
 fn folding(text: &str) -> impl Iterator<Item = (char, (usize, usize))> + '_ {
-    UNIT.find_iter(text).flat_map(|m| {
-        let unit = match decode(m.as_str()) {
-            Some(c) => c.to_string(),
-            None => m.as_str().to_owned(),
-        };
-        let span = (m.start(), m.end());
-        unit.nfkd()
+    let mut at = 0;
+    let mut span = (0, 0);
+    // The folded characters of the unit being read, last first.
+    let mut pending: Vec<char> = Vec::new();
+    std::iter::from_fn(move || {
+        loop {
+            if let Some(c) = pending.pop() {
+                return Some((c, span));
+            }
+            span = unit_at(text, at)?;
+            at = span.1;
+            fold_unit(&text[span.0..span.1], &mut pending);
+            pending.reverse();
+        }
+    })
+}
+
+/// The bytes of the unit (see [`UNIT`]) that starts at `at`, if any: only
+/// `&`, `\` and `%` can start one longer than a character.
+fn unit_at(text: &str, at: usize) -> Option<(usize, usize)> {
+    let c = text[at..].chars().next()?;
+    let end = match c {
+        '&' | '\\' | '%' => UNIT
+            .find_at(text, at)
+            .map_or(at + c.len_utf8(), |m| m.end()),
+        _ => at + c.len_utf8(),
+    };
+    Some((at, end))
+}
+
+/// Appends what `unit` folds to.
+fn fold_unit(unit: &str, out: &mut Vec<char>) {
+    if let [b] = unit.as_bytes() {
+        // An ASCII character decodes to itself, has no decomposition,
+        // is neither a mark nor invisible, and looks like no other.
+        out.push(char::from(b.to_ascii_lowercase()));
+        return;
+    }
+    let decoded = match decode(unit) {
+        Some(c) => c.to_string(),
+        None => unit.to_owned(),
+    };
+    out.extend(
+        decoded
+            .nfkd()
             .filter(|&c| !dropped(c))
             .flat_map(char::to_lowercase)
-            .map(look_alike)
-            .map(move |c| (c, span))
-            .collect::<Vec<_>>()
-    })
+            .map(look_alike),
+    );
 }
 
 /// A place a model could read as a fence marker: the bytes from its
