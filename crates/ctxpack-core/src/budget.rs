@@ -590,18 +590,42 @@ impl Filling {
     /// Once compression and what flowed after it are done, takes whole
     /// what compression made smaller where the room left holds it: in
     /// priority order, each cut text whole instead of cut, then each
-    /// summary's candidates whole instead of the summary. A section left
-    /// with nothing compressed records why (see
-    /// [`CompressionOutcome::Whole`]).
+    /// summary's candidates whole instead of the summary — and again while
+    /// a summary gave way to candidates that cost less than it did. A
+    /// section left with nothing compressed records why (see
+    /// [`CompressionOutcome::Whole`]). Whether room was freed that way,
+    /// for what was left over.
     fn take_whole(
         &mut self,
         pool: &mut [Item],
         compressed: &mut compress::Compressed,
         b: &Budgeting,
-    ) {
+    ) -> bool {
         let why = "the room the other sections left once they were done holds it whole";
-        // Sections where a cut text went in whole.
+        // Sections where a cut text or a summary's candidates went in whole.
         let mut restored: Vec<Section> = Vec::new();
+        let mut freed = false;
+        loop {
+            self.uncut_whole(pool, b, &mut restored);
+            if !self.unsummarised_whole(pool, compressed, b, &mut restored) {
+                break;
+            }
+            freed = true;
+        }
+        // A section left with nothing compressed says why.
+        for r in &mut compressed.records {
+            let compressed_still = pool
+                .iter()
+                .any(|i| i.section == r.section && i.included() && i.compressed);
+            if restored.contains(&r.section) && !compressed_still {
+                r.outcome = CompressionOutcome::Whole(why.to_owned());
+            }
+        }
+        freed
+    }
+
+    /// Each cut text whole where the room left holds it, in rank order.
+    fn uncut_whole(&mut self, pool: &mut [Item], b: &Budgeting, restored: &mut Vec<Section>) {
         for lane in self.lanes.iter().filter(|lane| lane.fill == Fill::Greedy) {
             // Host candidates are in the pool in rank order.
             let cut: Vec<usize> = (0..pool.len())
@@ -626,6 +650,18 @@ impl Filling {
                 restored.push(lane.section);
             }
         }
+    }
+
+    /// Each summary's candidates whole instead of it where the room left
+    /// holds them; whether any cost less than their summary.
+    fn unsummarised_whole(
+        &mut self,
+        pool: &mut [Item],
+        compressed: &mut compress::Compressed,
+        b: &Budgeting,
+        restored: &mut Vec<Section>,
+    ) -> bool {
+        let mut freed = false;
         let mut k = 0;
         while k < compressed.summaries.len() {
             let summary = &compressed.summaries[k];
@@ -640,6 +676,7 @@ impl Filling {
                         pool[i].decide(Reason::WithinBudget);
                         pool[i].compressed = false;
                     }
+                    freed |= whole < cost;
                     self.remaining = room - whole;
                     restored.push(summary.section);
                     compressed.summaries.remove(k);
@@ -647,14 +684,19 @@ impl Filling {
                 None => k += 1,
             }
         }
-        // A section left with nothing compressed says why.
-        for r in &mut compressed.records {
-            let compressed_still = pool
-                .iter()
-                .any(|i| i.section == r.section && i.included() && i.compressed);
-            if restored.contains(&r.section) && !compressed_still {
-                r.outcome = CompressionOutcome::Whole(why.to_owned());
-            }
+        freed
+    }
+
+    /// Room [`Filling::take_whole`] freed flows to what the host sections
+    /// left over, in rank order, as it did after compression.
+    fn fill_freed(&mut self, pool: &mut [Item], b: &Budgeting, strict: bool) {
+        for lane in self
+            .lanes
+            .iter_mut()
+            .filter(|lane| lane.fill == Fill::Greedy)
+        {
+            let used = lane.fill(pool, b.meter, self.remaining, b.overhead, strict);
+            self.remaining -= used;
         }
     }
 
@@ -866,8 +908,17 @@ async fn fill(
     .await?;
 
     // What compression cut or summarised goes in whole where the room now
-    // left holds it (all of it reviewed already).
-    state.take_whole(pool, &mut compressed, b);
+    // left holds it (all of it reviewed already). A summary that cost more
+    // than what it summarised leaves room for what was left over (the
+    // summariser chooses its summaries' length), which flows to it,
+    // reviewed: nothing that fits is dropped.
+    if state.take_whole(pool, &mut compressed, b) {
+        reviewed(&mut state, pool, b, reviewer, |state, pool, strict| {
+            state.fill_freed(pool, b, strict);
+            ((), Vec::new())
+        })
+        .await?;
+    }
     state.leftovers(pool, b);
     let mut records = skipped;
     records.append(&mut compressed.records);
