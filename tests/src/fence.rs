@@ -538,7 +538,7 @@ fn bracket_replaced(text: &str, spans: &[(usize, usize)]) -> String {
 }
 
 /// A turn's content as the flat text must write it after `[role] `: its
-/// role tags defused (see [`role_tags`]) and, for a tool result, its
+/// role tags defused (see `role_tags`) and, for a tool result, its
 /// markers too (see [`defused`]); a tool result is not fenced.
 pub fn turn_content(content: &str, tool: bool) -> String {
     let mut spans = role_tags(content);
@@ -564,7 +564,7 @@ pub fn turn_text(t: &ctxpack_core::ConversationTurn) -> String {
     )
 }
 
-/// `value` as a head must write it (see [`replacement`]): every unit that
+/// `value` as a head must write it (see `replacement`): every unit that
 /// reads as something that would end it replaced.
 pub fn escaped(head: Head, value: &str) -> String {
     let mut out = String::with_capacity(value.len());

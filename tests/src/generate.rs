@@ -742,7 +742,7 @@ const EDGES: &[f64] = &[
 ];
 
 /// A generated scenario (see [`scenario`]) whose numbers sit at the edges
-/// ([`EDGES`]): the hosts' scores, the ranking's weights, the plan's shares
+/// (`EDGES`): the hosts' scores, the ranking's weights, the plan's shares
 /// and safety margin, the near-duplicate threshold — signed zeros above
 /// all, which a JavaScript host's JSON writes as `0`. Every host must give
 /// the native outcome byte for byte, its snapshot id included.
