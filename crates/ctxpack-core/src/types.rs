@@ -123,7 +123,8 @@ pub enum TrustTier {
     Trusted,
     /// Known origin, unreviewed.
     Unverified,
-    /// From outside; fenced when rendered, never in L0.
+    /// From outside; fenced when rendered (see the `fence` module), never
+    /// in L0.
     Untrusted,
 }
 
@@ -231,9 +232,9 @@ pub struct Candidate {
     pub scope: Option<String>,
     /// The tokens of `text` in the request's tokenizer, if the host already
     /// has them: used as given, without recounting, while the text is
-    /// rendered unchanged (a redaction, or an untrusted text whose fence
-    /// markers had to be defused, is counted). A wrong count makes the
-    /// budget wrong by as much.
+    /// rendered unchanged (a redaction, or a text in which a spelling of
+    /// the fence's markers had to be defused, is counted). A wrong count
+    /// makes the budget wrong by as much.
     #[serde(default)]
     pub token_count: Option<u32>,
 }

@@ -164,7 +164,7 @@ export interface Candidate {
   sequence: number | null;
   /** Scope the item belongs to; checked against the attempt's scopes. */
   scope: string | null;
-  /** The tokens of `text` in the request's tokenizer, if the host already has them: used as given, without recounting, while the text is rendered unchanged (a redacted text, or an untrusted one whose fence markers had to be defused, is counted). A wrong count makes the budget wrong by as much. */
+  /** The tokens of `text` in the request's tokenizer, if the host already has them: used as given, without recounting, while the text is rendered unchanged (a redacted text, or one in which a spelling of the fence's markers had to be defused, is counted). A wrong count makes the budget wrong by as much. */
   tokenCount: number | null;
 }
 
@@ -186,7 +186,7 @@ export interface CandidateInit {
   sequence?: number | null;
   /** Scope the item belongs to; checked against the attempt's scopes. */
   scope?: string | null;
-  /** The tokens of `text` in the request's tokenizer, if the host already has them: used as given, without recounting, while the text is rendered unchanged (a redacted text, or an untrusted one whose fence markers had to be defused, is counted). A wrong count makes the budget wrong by as much. */
+  /** The tokens of `text` in the request's tokenizer, if the host already has them: used as given, without recounting, while the text is rendered unchanged (a redacted text, or one in which a spelling of the fence's markers had to be defused, is counted). A wrong count makes the budget wrong by as much. */
   tokenCount?: number | null;
 }
 
