@@ -350,24 +350,38 @@ fn complete(pack: &mut ContextPack, entry_overhead: u32) {
     };
 }
 
+/// What an assembly had decided when it stopped: what its failed snapshot
+/// records.
+pub(crate) struct Decided {
+    /// The request's own candidates: L0, the conversation, stage summaries.
+    pub own: crate::layer::Own,
+    /// The hosts' candidates, as far as they got.
+    pub hosted: Vec<Item>,
+    /// Every source call made.
+    pub calls: Vec<SourceCall>,
+    /// Whether a source had failed.
+    pub degraded: bool,
+}
+
 /// The failure of an assembly that had begun: `error`, with the `failed`
 /// snapshot of every candidate known by then — the request's own, counted
-/// as far as they were (L0 exactly), and the host's `hosted`, with the
+/// as far as they were (L0 exactly), and the hosts', with the
 /// reasons admission and review gave them. What was not decided, and what
 /// was decided in, is `assembly-failed`; nothing is included.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn failed(
     request: &AssembleRequest,
-    own: crate::layer::Own,
-    hosted: Vec<Item>,
-    source_calls: Vec<SourceCall>,
-    degraded: bool,
+    decided: Decided,
     error: Error,
     plan: &Plan,
     profile: Profile,
     budget: u32,
 ) -> Failure {
-    let crate::layer::Own { l0, l1, l2, .. } = own;
+    let Decided {
+        own: crate::layer::Own { l0, l1, l2, .. },
+        hosted,
+        calls: source_calls,
+        degraded,
+    } = decided;
     // Render order, as a pack's: L0, L2, the hosts' L1, the conversation.
     let (hosted_l2, hosted_l1): (Vec<Item>, Vec<Item>) = hosted
         .into_iter()

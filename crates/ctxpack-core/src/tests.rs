@@ -4,7 +4,7 @@
 use super::*;
 use crate::conversation::{Unit, render_reachable, render_turn, units};
 use crate::item::Group;
-use crate::tokenizer::{CharsPerToken, Recording};
+use crate::tokenizer::{CharsPerToken, Meter, Recording};
 
 fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
     ConversationTurn {
