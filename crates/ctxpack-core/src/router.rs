@@ -303,248 +303,149 @@ impl Router {
 
     /// Compiles a config; an error names the route and the field.
     pub fn new(config: &RouterConfig) -> Result<Self, Error> {
-        // Numbers as every host spells them (−0 is 0).
-        let mut config = config.clone();
-        config.threshold = crate::digest::canonical(config.threshold);
-        for route in &mut config.routes {
-            route.threshold = route.threshold.map(crate::digest::canonical);
-            for rule in &mut route.rules {
-                rule.weight = crate::digest::canonical(rule.weight);
-            }
-        }
-        let config = &config;
+        let config = &canonical(config);
         check_unit("config.threshold".into(), config.threshold, false)?;
         let mut names = HashSet::new();
-        let mut routes = Vec::new();
-        let mut patterns: Vec<String> = Vec::new();
-        let mut word_targets = Vec::new();
-        let mut regex_sources = Vec::new();
-        let mut regex_each = Vec::new();
-        let mut regex_targets = Vec::new();
-        let mut fuzzy: HashMap<String, Vec<(usize, usize, String)>> = HashMap::new();
+        let mut matchers = Matchers::default();
+        let mut routes = Vec::with_capacity(config.routes.len());
         for (r, route) in config.routes.iter().enumerate() {
             let at = |field: &str| format!("config.routes[{r}] ({}).{field}", route.name);
-            if route.name.trim().is_empty() {
-                return Err(Error::invalid(
-                    format!("config.routes[{r}].name"),
-                    "must not be empty",
-                ));
-            }
-            if !names.insert(route.name.as_str()) {
-                return Err(Error::invalid(
-                    at("name"),
-                    format!("duplicate route name `{}`", route.name),
-                ));
-            }
-            if route.skill.trim().is_empty() {
-                return Err(Error::invalid(at("skill"), "must not be empty"));
-            }
-            if let Some(t) = route.threshold {
-                check_unit(at("threshold"), t, false)?;
-            }
-            if route.rules.is_empty() {
-                return Err(Error::invalid(
-                    at("rules"),
-                    "a route needs at least one rule",
-                ));
-            }
-            let mut rules = Vec::new();
-            for (k, rule) in route.rules.iter().enumerate() {
-                let field = |f: &str| at(&format!("rules[{k}]{f}"));
-                check_unit(field(".weight"), rule.weight, true)?;
-                let label = match (&rule.keywords, &rule.phrase, &rule.regex) {
-                    (Some(words), None, None) => {
-                        if words.is_empty() {
-                            return Err(Error::invalid(field(".keywords"), "must not be empty"));
-                        }
-                        for (i, w) in words.iter().enumerate() {
-                            let n = normalize(w);
-                            if n.is_empty() {
-                                return Err(Error::invalid(
-                                    field(&format!(".keywords[{i}]")),
-                                    "has no letters or digits",
-                                ));
-                            }
-                            if rule.fuzzy && !n.contains(' ') {
-                                let len = n.chars().count();
-                                if (FUZZY_MIN_WORD..=FUZZY_MAX_WORD).contains(&len) {
-                                    for v in std::iter::once(n.clone()).chain(deletions(&n)) {
-                                        fuzzy.entry(v).or_default().push((r, k, n.clone()));
-                                    }
-                                }
-                            }
-                            patterns.push(format!(" {n} "));
-                            word_targets.push((Target::Rule { route: r, rule: k }, n));
-                        }
-                        format!("keywords: {}", words.join(", "))
-                    }
-                    (None, Some(phrase), None) => {
-                        let n = normalize(phrase);
-                        if n.is_empty() {
-                            return Err(Error::invalid(
-                                field(".phrase"),
-                                "has no letters or digits",
-                            ));
-                        }
-                        patterns.push(format!(" {n} "));
-                        word_targets.push((Target::Rule { route: r, rule: k }, n));
-                        format!("phrase: {phrase}")
-                    }
-                    (None, None, Some(re)) => {
-                        // Compiled alone too: the error names this rule, and
-                        // the matched text is reported from it.
-                        let one = RegexBuilder::new(re)
-                            .case_insensitive(true)
-                            .build()
-                            .map_err(|e| Error::invalid(field(".regex"), e.to_string()))?;
-                        regex_each.push(one);
-                        regex_sources.push(re.clone());
-                        regex_targets.push((r, k));
-                        format!("regex: {re}")
-                    }
-                    _ => {
-                        return Err(Error::invalid(
-                            field(""),
-                            "give exactly one of keywords, phrase, regex",
-                        ));
-                    }
-                };
-                rules.push((label, rule.weight));
-            }
-            let mut entities = Vec::new();
-            for (e, pattern) in route.entities.iter().enumerate() {
-                let re = RegexBuilder::new(pattern)
-                    .case_insensitive(true)
-                    .build()
-                    .map_err(|err| {
-                        Error::invalid(at(&format!("entities[{e}]")), err.to_string())
-                    })?;
-                if re.capture_names().flatten().next().is_none() {
-                    return Err(Error::invalid(
-                        at(&format!("entities[{e}]")),
-                        "has no named capture group, e.g. (?P<city>\\w+)",
-                    ));
-                }
-                entities.push(re);
-            }
+            check_route(r, route, &mut names, &at)?;
+            let rules = route
+                .rules
+                .iter()
+                .enumerate()
+                .map(|(k, rule)| {
+                    let label = matchers.rule(r, k, rule, |f| at(&format!("rules[{k}]{f}")))?;
+                    Ok((label, rule.weight))
+                })
+                .collect::<Result<_, Error>>()?;
             routes.push(CompiledRoute {
                 name: route.name.clone(),
                 skill: route.skill.clone(),
                 threshold: route.threshold.unwrap_or(config.threshold),
                 rules,
-                entities,
+                entities: entities(route, &at)?,
             });
         }
-        let cues: Vec<String> = match &config.reference_cues {
-            Some(cues) => cues.clone(),
-            None => crate::defaults::REFERENCE_CUES
-                .iter()
-                .map(|c| (*c).to_owned())
-                .collect(),
-        };
-        for (i, cue) in cues.iter().enumerate() {
-            let n = normalize(cue);
-            if n.is_empty() {
-                return Err(Error::invalid(
-                    format!("config.reference-cues[{i}]"),
-                    "has no letters or digits",
-                ));
-            }
-            patterns.push(format!(" {n} "));
-            word_targets.push((Target::Cue(i), n));
-        }
-        let words = if patterns.is_empty() {
-            None
-        } else {
-            Some(
-                AhoCorasick::builder()
-                    .match_kind(MatchKind::Standard)
-                    .build(&patterns)
-                    .map_err(|e| Error::invalid("config.routes", e.to_string()))?,
-            )
-        };
-        let regexes = if regex_sources.is_empty() {
-            None
-        } else {
-            Some(
-                RegexSetBuilder::new(&regex_sources)
-                    .case_insensitive(true)
-                    .build()
-                    .map_err(|e| Error::invalid("config.routes", e.to_string()))?,
-            )
-        };
+        let cues = matchers.cues(config.reference_cues.as_deref())?;
+        let (words, regexes) = matchers.automata()?;
         Ok(Router {
             threshold: config.threshold,
             routes,
             cues,
             words,
-            word_targets,
+            word_targets: matchers.word_targets,
             regexes,
-            regex_each,
-            regex_targets,
-            fuzzy,
+            regex_each: matchers.regex_each,
+            regex_targets: matchers.regex_targets,
+            fuzzy: matchers.fuzzy,
         })
     }
 
     /// Routes a raw query.
     pub fn route(&self, query: &str) -> RoutingDecision {
-        let mut matched: Vec<Vec<Option<String>>> = self
+        let normalized = format!(" {} ", normalize(query));
+        let mut hits: Hits = self
             .routes
             .iter()
             .map(|r| vec![None; r.rules.len()])
             .collect();
-        let mut cue: Option<(usize, usize)> = None;
-        let normalized = format!(" {} ", normalize(query));
-        if let Some(ac) = &self.words {
-            for m in ac.find_overlapping_iter(normalized.as_str()) {
-                match self.word_targets[m.pattern().as_usize()] {
-                    (Target::Rule { route, rule }, ref text) => {
-                        matched[route][rule].get_or_insert_with(|| text.clone());
-                    }
-                    (Target::Cue(i), _) => {
-                        // The earliest cue in the query, then the first in the config.
-                        if cue.is_none_or(|(at, j)| (m.start(), i) < (at, j)) {
-                            cue = Some((m.start(), i));
-                        }
-                    }
-                }
-            }
+        let cue = self.match_words(&normalized, &mut hits);
+        self.match_fuzzy(&normalized, &mut hits);
+        self.match_regexes(query, &mut hits);
+        let scores = self.scores(hits);
+        let best = scores
+            .first()
+            .and_then(|s| self.routes.iter().find(|r| r.name == s.route));
+        let confidence = match scores.as_slice() {
+            [] => 0.0,
+            [only] => only.score,
+            [first, second, ..] => first.score * (1.0 - second.score),
+        };
+        let threshold = best.map_or(self.threshold, |r| r.threshold);
+        RoutingDecision {
+            route: best.map(|r| r.name.clone()),
+            skill: best.map(|r| r.skill.clone()),
+            confidence,
+            threshold,
+            low_confidence: best.is_none() || confidence < threshold,
+            reference_cue: cue.map(|i| self.cues[i].clone()),
+            matched_entities: best.map_or_else(Vec::new, |route| route.entities_in(query)),
+            scores,
         }
-        if !self.fuzzy.is_empty() {
-            for word in normalized.split(' ').filter(|w| !w.is_empty()) {
-                let len = word.chars().count();
-                if !(FUZZY_MIN_WORD - 1..=FUZZY_MAX_WORD).contains(&len) {
-                    continue;
-                }
-                let mut seen = BTreeSet::new();
-                for v in std::iter::once(word.to_owned()).chain(deletions(word)) {
-                    for (route, rule, keyword) in self.fuzzy.get(&v).into_iter().flatten() {
-                        if seen.insert((*route, *rule)) && one_edit_apart(word, keyword) {
-                            matched[*route][*rule]
-                                .get_or_insert_with(|| format!("{word} ~ {keyword}"));
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(set) = &self.regexes {
-            for i in set.matches(query).iter() {
-                let (route, rule) = self.regex_targets[i];
-                if matched[route][rule].is_none() {
-                    // The set says which rules matched; the rule's own regex
-                    // says what text, run only for those.
-                    let text = self.regex_each[i]
-                        .find(query)
-                        .map(|m| m.as_str().to_owned());
-                    matched[route][rule] = Some(text.unwrap_or_default());
-                }
-            }
-        }
+    }
 
+    /// Keywords, phrases and cues, in one pass of the automaton over the
+    /// normalised query: marks the rules that matched, and gives the cue
+    /// found (the earliest in the query, then the first in the config).
+    fn match_words(&self, normalized: &str, hits: &mut Hits) -> Option<usize> {
+        let mut cue: Option<(usize, usize)> = None;
+        let Some(ac) = &self.words else {
+            return None;
+        };
+        for m in ac.find_overlapping_iter(normalized) {
+            match self.word_targets[m.pattern().as_usize()] {
+                (Target::Rule { route, rule }, ref text) => {
+                    hits[route][rule].get_or_insert_with(|| text.clone());
+                }
+                (Target::Cue(i), _) => {
+                    if cue.is_none_or(|(at, j)| (m.start(), i) < (at, j)) {
+                        cue = Some((m.start(), i));
+                    }
+                }
+            }
+        }
+        cue.map(|(_, i)| i)
+    }
+
+    /// Fuzzy keywords: each query word of a length that can be one edit
+    /// from one, looked up by its single-deletion variants.
+    fn match_fuzzy(&self, normalized: &str, hits: &mut Hits) {
+        if self.fuzzy.is_empty() {
+            return;
+        }
+        for word in normalized.split(' ').filter(|w| !w.is_empty()) {
+            let len = word.chars().count();
+            if !(FUZZY_MIN_WORD - 1..=FUZZY_MAX_WORD).contains(&len) {
+                continue;
+            }
+            let mut seen = BTreeSet::new();
+            for v in std::iter::once(word.to_owned()).chain(deletions(word)) {
+                for (route, rule, keyword) in self.fuzzy.get(&v).into_iter().flatten() {
+                    if seen.insert((*route, *rule)) && one_edit_apart(word, keyword) {
+                        hits[*route][*rule].get_or_insert_with(|| format!("{word} ~ {keyword}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Regular expressions on the raw query: the set says which rules
+    /// matched; each such rule's own regex says what text, run only for
+    /// those.
+    fn match_regexes(&self, query: &str, hits: &mut Hits) {
+        let Some(set) = &self.regexes else {
+            return;
+        };
+        for i in set.matches(query).iter() {
+            let (route, rule) = self.regex_targets[i];
+            if hits[route][rule].is_none() {
+                let text = self.regex_each[i]
+                    .find(query)
+                    .map(|m| m.as_str().to_owned());
+                hits[route][rule] = Some(text.unwrap_or_default());
+            }
+        }
+    }
+
+    /// Every route with a score above zero, `1 − Π(1 − w)` over its
+    /// matched rules, best first (ties by name).
+    fn scores(&self, hits: Hits) -> Vec<RouteScore> {
         let mut scores: Vec<RouteScore> = self
             .routes
             .iter()
-            .zip(matched)
+            .zip(hits)
             .map(|(route, hits)| {
                 let miss: f64 = route
                     .rules
@@ -575,42 +476,243 @@ impl Router {
                 .total_cmp(&a.score)
                 .then_with(|| a.route.cmp(&b.route))
         });
+        scores
+    }
+}
 
-        let best = scores
-            .first()
-            .and_then(|s| self.routes.iter().find(|r| r.name == s.route));
-        let confidence = match scores.as_slice() {
-            [] => 0.0,
-            [only] => only.score,
-            [first, second, ..] => first.score * (1.0 - second.score),
-        };
-        let threshold = best.map_or(self.threshold, |r| r.threshold);
-        let matched_entities = best.map_or_else(Vec::new, |route| {
-            let mut out = Vec::new();
-            for re in &route.entities {
-                if let Some(caps) = re.captures(query) {
-                    for name in re.capture_names().flatten() {
-                        if let Some(m) = caps.name(name) {
-                            out.push(Entity {
-                                name: name.to_owned(),
-                                value: m.as_str().to_owned(),
-                            });
-                        }
+/// What matched each rule of each route, by route then rule.
+type Hits = Vec<Vec<Option<String>>>;
+
+impl CompiledRoute {
+    /// The named captures of this route's entity patterns in `query`.
+    fn entities_in(&self, query: &str) -> Vec<Entity> {
+        let mut out = Vec::new();
+        for re in &self.entities {
+            if let Some(caps) = re.captures(query) {
+                for name in re.capture_names().flatten() {
+                    if let Some(m) = caps.name(name) {
+                        out.push(Entity {
+                            name: name.to_owned(),
+                            value: m.as_str().to_owned(),
+                        });
                     }
                 }
             }
-            out
-        });
-        RoutingDecision {
-            route: best.map(|r| r.name.clone()),
-            skill: best.map(|r| r.skill.clone()),
-            confidence,
-            threshold,
-            low_confidence: best.is_none() || confidence < threshold,
-            reference_cue: cue.map(|(_, i)| self.cues[i].clone()),
-            matched_entities,
-            scores,
         }
+        out
+    }
+}
+
+/// `config` with its numbers as every host spells them (−0 is 0).
+fn canonical(config: &RouterConfig) -> RouterConfig {
+    let mut config = config.clone();
+    config.threshold = crate::digest::canonical(config.threshold);
+    for route in &mut config.routes {
+        route.threshold = route.threshold.map(crate::digest::canonical);
+        for rule in &mut route.rules {
+            rule.weight = crate::digest::canonical(rule.weight);
+        }
+    }
+    config
+}
+
+/// A route's own fields: a unique, non-empty name, a skill, a threshold in
+/// range, at least one rule. `at` names a field of the route.
+fn check_route<'a>(
+    r: usize,
+    route: &'a RouteConfig,
+    names: &mut HashSet<&'a str>,
+    at: &dyn Fn(&str) -> String,
+) -> Result<(), Error> {
+    if route.name.trim().is_empty() {
+        return Err(Error::invalid(
+            format!("config.routes[{r}].name"),
+            "must not be empty",
+        ));
+    }
+    if !names.insert(route.name.as_str()) {
+        return Err(Error::invalid(
+            at("name"),
+            format!("duplicate route name `{}`", route.name),
+        ));
+    }
+    if route.skill.trim().is_empty() {
+        return Err(Error::invalid(at("skill"), "must not be empty"));
+    }
+    if let Some(t) = route.threshold {
+        check_unit(at("threshold"), t, false)?;
+    }
+    if route.rules.is_empty() {
+        return Err(Error::invalid(
+            at("rules"),
+            "a route needs at least one rule",
+        ));
+    }
+    Ok(())
+}
+
+/// A route's entity patterns, compiled; each needs a named capture group.
+fn entities(route: &RouteConfig, at: &dyn Fn(&str) -> String) -> Result<Vec<Regex>, Error> {
+    let mut entities = Vec::with_capacity(route.entities.len());
+    for (e, pattern) in route.entities.iter().enumerate() {
+        let re = RegexBuilder::new(pattern)
+            .case_insensitive(true)
+            .build()
+            .map_err(|err| Error::invalid(at(&format!("entities[{e}]")), err.to_string()))?;
+        if re.capture_names().flatten().next().is_none() {
+            return Err(Error::invalid(
+                at(&format!("entities[{e}]")),
+                "has no named capture group, e.g. (?P<city>\\w+)",
+            ));
+        }
+        entities.push(re);
+    }
+    Ok(entities)
+}
+
+/// What every route's rules and the cues compile into, as it is built: the
+/// words for one automaton, the regular expressions for one set, the fuzzy
+/// keywords' index.
+#[derive(Default)]
+struct Matchers {
+    /// Each word pattern, spaced so it matches whole words only.
+    patterns: Vec<String>,
+    word_targets: Vec<(Target, String)>,
+    regex_sources: Vec<String>,
+    regex_each: Vec<Regex>,
+    regex_targets: Vec<(usize, usize)>,
+    fuzzy: HashMap<String, Vec<(usize, usize, String)>>,
+}
+
+impl Matchers {
+    /// Rule `k` of route `r`: its matchers, and its label for the
+    /// decision's breakdown. `field` names a field of the rule.
+    fn rule(
+        &mut self,
+        r: usize,
+        k: usize,
+        rule: &RuleConfig,
+        field: impl Fn(&str) -> String,
+    ) -> Result<String, Error> {
+        check_unit(field(".weight"), rule.weight, true)?;
+        let target = Target::Rule { route: r, rule: k };
+        match (&rule.keywords, &rule.phrase, &rule.regex) {
+            (Some(words), None, None) => {
+                if words.is_empty() {
+                    return Err(Error::invalid(field(".keywords"), "must not be empty"));
+                }
+                for (i, w) in words.iter().enumerate() {
+                    let n = normalize(w);
+                    if n.is_empty() {
+                        return Err(Error::invalid(
+                            field(&format!(".keywords[{i}]")),
+                            "has no letters or digits",
+                        ));
+                    }
+                    if rule.fuzzy {
+                        self.fuzzy_keyword(r, k, &n);
+                    }
+                    self.word(target, n);
+                }
+                Ok(format!("keywords: {}", words.join(", ")))
+            }
+            (None, Some(phrase), None) => {
+                let n = normalize(phrase);
+                if n.is_empty() {
+                    return Err(Error::invalid(field(".phrase"), "has no letters or digits"));
+                }
+                self.word(target, n);
+                Ok(format!("phrase: {phrase}"))
+            }
+            (None, None, Some(re)) => {
+                // Compiled alone too: the error names this rule, and the
+                // matched text is reported from it.
+                let one = RegexBuilder::new(re)
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|e| Error::invalid(field(".regex"), e.to_string()))?;
+                self.regex_each.push(one);
+                self.regex_sources.push(re.clone());
+                self.regex_targets.push((r, k));
+                Ok(format!("regex: {re}"))
+            }
+            _ => Err(Error::invalid(
+                field(""),
+                "give exactly one of keywords, phrase, regex",
+            )),
+        }
+    }
+
+    /// A normalised word or phrase for the automaton.
+    fn word(&mut self, target: Target, normalized: String) {
+        self.patterns.push(format!(" {normalized} "));
+        self.word_targets.push((target, normalized));
+    }
+
+    /// A fuzzy keyword, indexed by itself and its single-deletion variants
+    /// when it is one word of a length that matches fuzzily.
+    fn fuzzy_keyword(&mut self, r: usize, k: usize, normalized: &str) {
+        if normalized.contains(' ') {
+            return;
+        }
+        let len = normalized.chars().count();
+        if (FUZZY_MIN_WORD..=FUZZY_MAX_WORD).contains(&len) {
+            for v in std::iter::once(normalized.to_owned()).chain(deletions(normalized)) {
+                self.fuzzy
+                    .entry(v)
+                    .or_default()
+                    .push((r, k, normalized.to_owned()));
+            }
+        }
+    }
+
+    /// The reference cues (the defaults when the config leaves them out),
+    /// added to the automaton.
+    fn cues(&mut self, configured: Option<&[String]>) -> Result<Vec<String>, Error> {
+        let cues: Vec<String> = match configured {
+            Some(cues) => cues.to_vec(),
+            None => crate::defaults::REFERENCE_CUES
+                .iter()
+                .map(|c| (*c).to_owned())
+                .collect(),
+        };
+        for (i, cue) in cues.iter().enumerate() {
+            let n = normalize(cue);
+            if n.is_empty() {
+                return Err(Error::invalid(
+                    format!("config.reference-cues[{i}]"),
+                    "has no letters or digits",
+                ));
+            }
+            self.word(Target::Cue(i), n);
+        }
+        Ok(cues)
+    }
+
+    /// The automaton over every word pattern and the set of every regular
+    /// expression, each only if there is something to match.
+    fn automata(&self) -> Result<(Option<AhoCorasick>, Option<RegexSet>), Error> {
+        let words = if self.patterns.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .build(&self.patterns)
+                    .map_err(|e| Error::invalid("config.routes", e.to_string()))?,
+            )
+        };
+        let regexes = if self.regex_sources.is_empty() {
+            None
+        } else {
+            Some(
+                RegexSetBuilder::new(&self.regex_sources)
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|e| Error::invalid("config.routes", e.to_string()))?,
+            )
+        };
+        Ok((words, regexes))
     }
 }
 
