@@ -9,7 +9,7 @@ use ctxpack_core as ctx;
 use ctxpack_wit::Convert;
 use std::path::Path;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceAny};
-use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -20,57 +20,10 @@ mod bindings {
 
 ctxpack_wit::wit_conversions!(crate::component::bindings::ctxpack::context);
 
-use crate::json::{ComponentJsonAssembly, JsonBuilderHandle};
-use crate::steps::{ComponentAssembly, Step, Steps};
+pub use crate::error::WasmError;
+use crate::steps::{JsonSteps, Step, Steps};
 use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
 use bindings::exports::ctxpack::context::builder as exported;
-
-const DEADLINE: &str = "deadline passed";
-
-/// A failure of the WebAssembly machinery itself (load, link, trap, a
-/// resource limit), as opposed to the core refusing a request.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct WasmError(String);
-
-impl WasmError {
-    /// Whether the call was interrupted by its deadline
-    /// ([`Instance::set_deadline`]).
-    pub fn is_deadline(&self) -> bool {
-        self.0.starts_with(DEADLINE)
-    }
-
-    /// A failure described by `message`.
-    pub(crate) fn msg(message: impl std::fmt::Display) -> Self {
-        WasmError(message.to_string())
-    }
-}
-
-impl From<wasmtime::Error> for WasmError {
-    fn from(e: wasmtime::Error) -> Self {
-        if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-            return WasmError(format!("{DEADLINE}: the call was interrupted"));
-        }
-        if e.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
-            return WasmError(
-                "fuel limit hit: the request needed more work than the host allows".into(),
-            );
-        }
-        let text = format!("{e:#}");
-        if let Some(at) = text.find("forcing trap when growing memory") {
-            let what = text[at..].lines().next().unwrap_or_default();
-            return WasmError(format!("memory limit hit: {what}"));
-        }
-        if text.contains("too much data is being copied between the host and the guest") {
-            return WasmError(
-                "transfer limit hit: the component answered with more data than the host \
-                 accepts in one call (raise it with --max-transfer-mb)"
-                    .into(),
-            );
-        }
-        WasmError(text)
-    }
-}
 
 /// What one instance may use, so a runaway request cannot take the host
 /// down. Hitting a limit traps the call; the error says which limit.
@@ -704,3 +657,42 @@ impl summarizer::Host for InMemoryHost {
         ))
     }
 }
+
+/// An assembly resource inside an [`Instance`], started with
+/// [`Instance::start`]. Dropped, it drops the resource.
+pub struct ComponentAssembly<'i> {
+    pub(crate) instance: &'i mut Instance,
+    pub(crate) handle: wasmtime::component::ResourceAny,
+}
+
+impl Drop for ComponentAssembly<'_> {
+    fn drop(&mut self) {
+        // A resource the instance cannot drop (it trapped) goes with the
+        // instance; there is nothing to report to.
+        let _ = self.instance.drop_resource(self.handle);
+    }
+}
+
+/// A JSON assembly inside an [`Instance`].
+pub struct ComponentJsonAssembly<'a> {
+    pub(crate) instance: &'a mut Instance,
+    pub(crate) handle: wasmtime::component::ResourceAny,
+}
+
+impl JsonSteps for ComponentJsonAssembly<'_> {
+    fn step(&mut self, answer: Option<&str>) -> Result<Result<String, ctx::Error>, WasmError> {
+        self.instance.json_step(self.handle, answer)
+    }
+}
+
+impl Drop for ComponentJsonAssembly<'_> {
+    fn drop(&mut self) {
+        // A failed drop leaves the resource to the store, which goes with
+        // the instance.
+        let _ = self.instance.drop_resource(self.handle);
+    }
+}
+
+/// A JSON builder inside an [`Instance`].
+#[derive(Clone, Copy)]
+pub struct JsonBuilderHandle(pub(crate) wasmtime::component::ResourceAny);

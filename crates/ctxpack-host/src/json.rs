@@ -6,27 +6,15 @@
 //! and JavaScript hosts answer it from theirs. The outcome's text is kept
 //! as the engine gave it, so a test can compare it byte for byte.
 
-use crate::component::{Instance, WasmError};
+use crate::error::WasmError;
 use crate::scenario::{Outcome, Reply, Scenario};
+use crate::steps::JsonSteps;
 use crate::stores::InMemoryHost;
 use crate::{outcome, router_text};
 use ctxpack_core::json::JsonAssembly;
 use ctxpack_core::{Candidate, Error, Host, SourceRequest, SummaryRequest, Tokenizer};
 use serde::Deserialize;
 use std::rc::Rc;
-
-/// One JSON-driven assembly, on either engine.
-pub trait JsonSteps {
-    /// Answers the step asked last (if `answer` is given), then gives the
-    /// next step's JSON; a refused answer is the inner `Err`.
-    fn step(&mut self, answer: Option<&str>) -> Result<Result<String, Error>, WasmError>;
-}
-
-impl JsonSteps for JsonAssembly {
-    fn step(&mut self, answer: Option<&str>) -> Result<Result<String, Error>, WasmError> {
-        Ok(JsonAssembly::step(self, answer))
-    }
-}
 
 /// A step as JSON, read back.
 #[derive(Deserialize)]
@@ -187,27 +175,3 @@ pub fn run_component(
     }
     finish(text, &host)
 }
-
-/// A JSON assembly inside an [`Instance`].
-pub struct ComponentJsonAssembly<'a> {
-    pub(crate) instance: &'a mut Instance,
-    pub(crate) handle: wasmtime::component::ResourceAny,
-}
-
-impl JsonSteps for ComponentJsonAssembly<'_> {
-    fn step(&mut self, answer: Option<&str>) -> Result<Result<String, Error>, WasmError> {
-        self.instance.json_step(self.handle, answer)
-    }
-}
-
-impl Drop for ComponentJsonAssembly<'_> {
-    fn drop(&mut self) {
-        // A failed drop leaves the resource to the store, which goes with
-        // the instance.
-        let _ = self.instance.drop_resource(self.handle);
-    }
-}
-
-/// A JSON builder inside an [`Instance`].
-#[derive(Clone, Copy)]
-pub struct JsonBuilderHandle(pub(crate) wasmtime::component::ResourceAny);

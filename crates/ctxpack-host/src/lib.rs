@@ -7,7 +7,8 @@
 //! - [`stores`]: [`InMemoryHost`], a host whose sources, policy and
 //!   summariser answer from data ([`HostAnswers`]) — any of them can be
 //!   made to fail — and count the calls they receive.
-//! - [`steps`]: the step protocol on either engine ([`Steps`]), for
+//! - [`steps`]: the step protocols on either engine ([`Steps`], and
+//!   [`JsonSteps`] with JSON text), for
 //!   hosts that await their stores between steps.
 //! - [`scenario`]: the scenario format (`tests/scenarios/README.md`) and
 //!   running one natively through `ctxpack-core` or through the component,
@@ -17,14 +18,16 @@
 //! crate; the tests and benchmarks use it too.
 
 pub mod component;
+mod error;
 pub mod json;
 pub mod scenario;
 pub mod steps;
 pub mod stores;
 
+pub use component::{ComponentAssembly, ComponentJsonAssembly, JsonBuilderHandle};
 pub use component::{Instance, Limits, Runtime, Startup, WasmError};
 pub use scenario::{Outcome, Reply, RouterSpec, Scenario};
-pub use steps::{ComponentAssembly, Step, Steps};
+pub use steps::{JsonSteps, Step, Steps};
 pub use stores::{HostAnswers, InMemoryHost};
 
 use ctxpack_core::ConfigFormat;

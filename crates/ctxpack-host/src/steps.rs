@@ -1,12 +1,14 @@
-//! Driving an assembly step by step, natively or inside the component.
+//! The step protocols, whatever the engine.
 //!
 //! [`Steps`] is the step protocol (see the `assembly` resource in
 //! `wit/world.wit` and `ctxpack_core::Assembly`) with owned values, the same
-//! for a core [`Assembly`] and for an assembly resource inside an
-//! [`Instance`]: a host written against it awaits its stores between steps
-//! and runs unchanged on either engine.
+//! for a core [`Assembly`] and for an assembly resource inside a component
+//! instance (`crate::component::ComponentAssembly`): a host written against
+//! it awaits its stores between steps and runs unchanged on either engine.
+//! [`JsonSteps`] is the same with one JSON string each way per step.
 
-use crate::component::{Instance, WasmError};
+use crate::error::WasmError;
+use ctxpack_core::json::JsonAssembly;
 use ctxpack_core::{
     Assembly, Candidate, ContextPack, Error, Failure, HostError, Next, SourceRequest,
     SummaryRequest, Tokenizer, Verdict,
@@ -87,17 +89,15 @@ impl Steps for Assembly<'_> {
     }
 }
 
-/// An assembly resource inside an [`Instance`], started with
-/// [`Instance::start`]. Dropped, it drops the resource.
-pub struct ComponentAssembly<'i> {
-    pub(crate) instance: &'i mut Instance,
-    pub(crate) handle: wasmtime::component::ResourceAny,
+/// One JSON-driven assembly, on either engine.
+pub trait JsonSteps {
+    /// Answers the step asked last (if `answer` is given), then gives the
+    /// next step's JSON; a refused answer is the inner `Err`.
+    fn step(&mut self, answer: Option<&str>) -> Result<Result<String, Error>, WasmError>;
 }
 
-impl Drop for ComponentAssembly<'_> {
-    fn drop(&mut self) {
-        // A resource the instance cannot drop (it trapped) goes with the
-        // instance; there is nothing to report to.
-        let _ = self.instance.drop_resource(self.handle);
+impl JsonSteps for JsonAssembly {
+    fn step(&mut self, answer: Option<&str>) -> Result<Result<String, Error>, WasmError> {
+        Ok(JsonAssembly::step(self, answer))
     }
 }
