@@ -243,3 +243,18 @@ def test_a_float_crosses_exactly():
     config = {"plan": {"shares": [{"section": "relevant-knowledge", "share": share}]}}
     pack = cp.Builder(config).assemble(request())
     assert pack.snapshot.plan.shares[0].share == share
+
+
+def test_a_step_the_package_does_not_know_is_an_error_not_a_guess():
+    # A newer component could ask for a step this package was written
+    # before: the driver refuses it instead of answering it as another.
+    class Asking:
+        store = None
+
+        def step(self, store, assembly, answer):
+            return '{"rerank": {"section": "relevant-knowledge", "items": []}}'
+
+    host = cp._Host(None, None, None, cp.AgentContext(trace_id="t"))
+    steps = cp._step_loop(Asking(), None, host)
+    with pytest.raises(RuntimeError, match="does not know: 'rerank'"):
+        next(steps)

@@ -123,7 +123,7 @@ def generate() -> str:
         "from dataclasses import dataclass, field",
         "from typing import Any, List, Optional",
         "",
-        "from ._codec import UNSET, LazyList, Variant, Record",
+        "from ._codec import UNSET, LazyList, Variant, Record, register",
         "",
     ]
     schema = []
@@ -217,6 +217,9 @@ def generate() -> str:
     out.append("_SCHEMA = {")
     out.extend(schema)
     out.append("}")
+    out.append("")
+    out.append("# The codec reads the tables from here: it never imports this module.")
+    out.append("register(_SCHEMA, _DECODE)")
     out.append("")
     return "\n".join(out)
 

@@ -351,7 +351,7 @@ def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator
                                         ensure_ascii=False)
                 except TypeError as e:
                     answer = json.dumps(_failure("policy.review", e))
-        else:
+        elif kind == "summaries":
             summarize = host.summarize()
             if summarize is None:
                 answer = json.dumps(_not_provided("summarizer.summarize"))
@@ -363,6 +363,10 @@ def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator
                 ok, value = False, TypeError("a summary is not a string")
             answer = json.dumps({"ok": list(value)} if ok else _failure("summarizer.summarize", value),
                                 ensure_ascii=False)
+        else:
+            # A step this package does not know is a newer component's:
+            # answering it as another would be a guess.
+            raise RuntimeError(f"the component asked for a step this package does not know: {kind!r}")
 
 
 def _run_sync(gen: Generator[list, list, str]) -> str:

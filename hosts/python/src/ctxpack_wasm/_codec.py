@@ -125,11 +125,15 @@ class LazyList(Sequence):
         return self._raw
 
 
+def register(schema: dict, decoders: dict) -> None:
+    """The WIT's types, as `types.py` (generated) describes them: it calls
+    this once when it is imported, so the codec never imports it."""
+    _TABLES[:] = [schema, decoders]
+
+
 def _schema() -> dict:
     if not _TABLES:
-        from .types import _DECODE, _SCHEMA
-
-        _TABLES.extend([_SCHEMA, _DECODE])
+        raise RuntimeError("ctxpack_wasm.types was not imported: the codec has no types")
     return _TABLES[0]
 
 

@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
-from ._codec import UNSET, LazyList, Variant, Record
+from ._codec import UNSET, LazyList, Variant, Record, register
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1554,3 +1554,6 @@ _SCHEMA = {
     "SummariesRequest": ("record", SummariesRequest, [("requests", "requests", ['list', ['ref', 'SummaryRequest']]), ("tokenizer", "tokenizer", ['ref', 'Tokenizer'])]),
     "Step": ("variant", Step, {"sources": ['list', ['ref', 'SourceRequest']], "review": ['list', ['ref', 'Candidate']], "summaries": ['ref', 'SummariesRequest'], "done": ['ref', 'Result<contextPack, assemblyFailure>']}),
 }
+
+# The codec reads the tables from here: it never imports this module.
+register(_SCHEMA, _DECODE)
