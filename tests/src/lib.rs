@@ -11,6 +11,16 @@ pub mod generate;
 pub mod invariants;
 pub mod properties;
 
+/// The README's Rust samples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct Readme;
+
+/// The book's Rust samples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/src/steps.md")]
+pub struct BookSteps;
+
 use ctxpack_host::{Outcome, Scenario, scenario};
 use std::path::{Path, PathBuf};
 

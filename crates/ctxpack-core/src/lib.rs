@@ -28,7 +28,8 @@
 //!
 //! # The pipeline
 //!
-//! [`Builder::assemble`] runs these stages in order; each is one module.
+//! [`Builder::assemble`] runs these stages in order (the `builder` module);
+//! each is one module.
 //!
 //! | stage | module | what it does |
 //! |---|---|---|

@@ -1,0 +1,46 @@
+use ctxpack_core::{AssembleRequest, Builder, Candidate, ContextPack, HostError, Next, Verdict};
+use serde_json::{from_value, json};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn assemble(builder: &Builder, request: &AssembleRequest) -> Result<ContextPack> {
+    let docs: Vec<Candidate> = from_value(json!([{ // what your retriever found
+        "id": "kb-1", "section": "relevant-knowledge", "trust": "trusted",
+        "text": "Refunds take five business days.",
+        "provenance": {"source-kind": "kb", "reference": "refunds.md"}
+    }]))?;
+    let mut assembly = builder.start(request); // it asks, your stores answer (await them here)
+    loop {
+        match assembly.next() {
+            Next::Sources(calls) => {
+                for i in 0..calls.len() {
+                    assembly.provide_source(i, Ok(docs.clone()))?; // one answer per call
+                }
+            }
+            Next::Review(items) => {
+                let verdicts = vec![Verdict::Allow; items.len()]; // your policy's word on each
+                assembly.provide_review(Ok(verdicts))?;
+            }
+            Next::Summaries { .. } => {
+                assembly.provide_summaries(Err(HostError::not_provided("summarizer.summarize")))?;
+            }
+            Next::Done(outcome) => return Ok(outcome?),
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    let config = json!({"profile": {"rag": {"retrieve-limit": 10}}});
+    let builder = Builder::new(from_value(config)?)?; // make once, reuse
+    let request: AssembleRequest = from_value(json!({
+        "context": {"trace-id": "t-1"}, "query": "How long do refunds take?",
+        "tokenizer": "o200k-base", "entry-overhead": 0, "keep-last": 6,
+        "system-prompt": "Answer from the documents."
+    }))?;
+    let pack = assemble(&builder, &request)?;
+    println!("{}", pack.text);
+    let entries = pack.snapshot.entries.iter();
+    let reasons: Vec<_> = entries.map(|e| (&e.id, e.reason.name())).collect();
+    println!("{} {reasons:?}", pack.snapshot.id);
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! The docs a user reads say what the code does: the README's Rust
+//! quickstart is the example that runs, every relative link leads to a
+//! file, and the README stays a newcomer's page.
+
+use std::path::{Path, PathBuf};
+
+/// The README's Rust quickstart, compiled here as it is written, its
+/// `assemble` run on the scenario it packs.
+#[allow(dead_code)]
+mod quickstart {
+    include!("../../crates/ctxpack-core/examples/quickstart.rs");
+
+    #[test]
+    fn the_readme_rust_quickstart_gives_the_rust_hosts_snapshot_id() {
+        let root = ctxpack_conformance::root();
+        let scenario = root.join("scenarios/readme-quickstart.json");
+        let scenario = ctxpack_host::scenario::load(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let builder = Builder::new(scenario.config.clone()).expect("the builder");
+        let pack = assemble(&builder, &scenario.request).expect("the pack");
+        let expected = std::fs::read_to_string(root.join("expected/readme-quickstart.json"))
+            .expect("the expected outcome");
+        let expected: serde_json::Value = serde_json::from_str(&expected).expect("JSON");
+        let want = &expected["reply"]["pack"];
+        assert_eq!(
+            Some(pack.snapshot.id.as_str()),
+            want["snapshot"]["id"].as_str()
+        );
+        assert_eq!(Some(pack.text.as_str()), want["text"].as_str());
+    }
+}
+
+fn repo() -> PathBuf {
+    ctxpack_conformance::root()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The fenced blocks of `markdown` in `language`, each without its fences.
+fn blocks<'a>(markdown: &'a str, language: &str) -> Vec<&'a str> {
+    let open = format!("```{language}\n");
+    let mut found = Vec::new();
+    let mut rest = markdown;
+    while let Some(start) = rest.find(&open) {
+        let body = &rest[start + open.len()..];
+        let end = body
+            .find("```")
+            .unwrap_or_else(|| panic!("an unclosed ```{language} block"));
+        found.push(&body[..end]);
+        rest = &body[end + 3..];
+    }
+    found
+}
+
+#[test]
+fn the_readme_rust_quickstart_is_the_example_word_for_word() {
+    let readme = read(&repo().join("README.md"));
+    let example = read(&repo().join("crates/ctxpack-core/examples/quickstart.rs"));
+    assert_eq!(blocks(&readme, "rust"), vec![example.as_str()]);
+}
+
+#[test]
+fn the_readme_is_a_newcomers_page() {
+    let readme = read(&repo().join("README.md"));
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 250,
+        "README.md has {lines} lines; depth belongs in docs/"
+    );
+    // The two set-up commands, and no third.
+    let setup = blocks(&readme, "sh")[0];
+    let commands: Vec<_> = setup
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(commands.len(), 2, "{commands:?}");
+}
+
+/// The relative links of a markdown file: `[text](target)`, `#anchor` cut.
+fn links(markdown: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = markdown;
+    while let Some(i) = rest.find("](") {
+        let tail = &rest[i + 2..];
+        let Some(end) = tail.find(')') else { break };
+        let target = &tail[..end];
+        let path = target.split('#').next().unwrap_or_default();
+        if !path.is_empty() && !target.contains("://") && !target.contains(' ') {
+            found.push(path.to_owned());
+        }
+        rest = &tail[end..];
+    }
+    found
+}
+
+#[test]
+fn every_relative_link_leads_to_a_file() {
+    let repo = repo();
+    let mut pages = vec![repo.join("README.md"), repo.join("bench/README.md")];
+    let book = repo.join("docs/src");
+    for entry in std::fs::read_dir(&book).expect("docs/src") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    let mut broken = Vec::new();
+    for page in &pages {
+        let dir = page.parent().unwrap_or(&repo);
+        for link in links(&read(page)) {
+            if !dir.join(&link).exists() {
+                broken.push(format!("{}: {link}", page.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to nothing: {broken:#?}");
+    // Every chapter is in the book's summary, and the summary names no other.
+    let summary = read(&book.join("SUMMARY.md"));
+    let mut listed = links(&summary);
+    listed.sort();
+    let mut chapters: Vec<String> = pages
+        .iter()
+        .filter(|p| p.starts_with(&book))
+        .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+        .filter(|name| name != "SUMMARY.md")
+        .collect();
+    chapters.sort();
+    assert_eq!(listed, chapters);
+}
