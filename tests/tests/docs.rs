@@ -118,6 +118,16 @@ fn every_relative_link_leads_to_a_file() {
         }
     }
     assert!(broken.is_empty(), "links to nothing: {broken:#?}");
+    // A chapter's link out of the book is a dead link in the built book:
+    // mdBook turns `../x.md` into `../x.html`, which it never writes.
+    let outside: Vec<String> = pages
+        .iter()
+        .filter(|p| p.starts_with(&book))
+        .flat_map(|p| links(&read(p)).into_iter().map(move |l| (p, l)))
+        .filter(|(_, link)| link.contains('/'))
+        .map(|(p, link)| format!("{}: {link}", p.display()))
+        .collect();
+    assert!(outside.is_empty(), "links out of the book: {outside:#?}");
     // Every chapter is in the book's summary, and the summary names no other.
     let summary = read(&book.join("SUMMARY.md"));
     let mut listed = links(&summary);
