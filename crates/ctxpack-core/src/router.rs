@@ -182,11 +182,9 @@ pub struct Router {
     routes: Vec<CompiledRoute>,
     cues: Vec<String>,
     words: Option<AhoCorasick>,
-    word_targets: Vec<(Target, String)>,
     regexes: Option<RegexSet>,
-    regex_each: Vec<Regex>,
-    regex_targets: Vec<(usize, usize)>,
-    fuzzy: HashMap<String, Vec<(usize, usize, String)>>,
+    /// What each word pattern and regex stands for, and the fuzzy index.
+    matchers: Matchers,
 }
 
 /// Normalises text for keyword, phrase and cue matching: NFKC, lowercase,
@@ -335,11 +333,8 @@ impl Router {
             routes,
             cues,
             words,
-            word_targets: matchers.word_targets,
             regexes,
-            regex_each: matchers.regex_each,
-            regex_targets: matchers.regex_targets,
-            fuzzy: matchers.fuzzy,
+            matchers,
         })
     }
 
@@ -385,7 +380,7 @@ impl Router {
             return None;
         };
         for m in ac.find_overlapping_iter(normalized) {
-            match self.word_targets[m.pattern().as_usize()] {
+            match self.matchers.word_targets[m.pattern().as_usize()] {
                 (Target::Rule { route, rule }, ref text) => {
                     hits[route][rule].get_or_insert_with(|| text.clone());
                 }
@@ -402,7 +397,7 @@ impl Router {
     /// Fuzzy keywords: each query word of a length that can be one edit
     /// from one, looked up by its single-deletion variants.
     fn match_fuzzy(&self, normalized: &str, hits: &mut Hits) {
-        if self.fuzzy.is_empty() {
+        if self.matchers.fuzzy.is_empty() {
             return;
         }
         for word in normalized.split(' ').filter(|w| !w.is_empty()) {
@@ -412,7 +407,7 @@ impl Router {
             }
             let mut seen = BTreeSet::new();
             for v in std::iter::once(word.to_owned()).chain(deletions(word)) {
-                for (route, rule, keyword) in self.fuzzy.get(&v).into_iter().flatten() {
+                for (route, rule, keyword) in self.matchers.fuzzy.get(&v).into_iter().flatten() {
                     if seen.insert((*route, *rule)) && one_edit_apart(word, keyword) {
                         hits[*route][*rule].get_or_insert_with(|| format!("{word} ~ {keyword}"));
                     }
@@ -429,9 +424,9 @@ impl Router {
             return;
         };
         for i in set.matches(query).iter() {
-            let (route, rule) = self.regex_targets[i];
+            let (route, rule) = self.matchers.regex_targets[i];
             if hits[route][rule].is_none() {
-                let text = self.regex_each[i]
+                let text = self.matchers.regex_each[i]
                     .find(query)
                     .map(|m| m.as_str().to_owned());
                 hits[route][rule] = Some(text.unwrap_or_default());
