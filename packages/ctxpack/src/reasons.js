@@ -1,5 +1,5 @@
 // The WIT's documentation of each drop or keep reason. Written by
-// tools/gen_ts.py from wit/types.wit: do not edit.
+// `cargo run -p ctxpack-codegen` from wit/types.wit: do not edit.
 export const REASONS = {
   mandatory: "Included: it belongs to L0, which is never dropped.",
   withinBudget: "Included: it fit the budget.",

@@ -1,6 +1,6 @@
 // The WIT's types as the `ctxpack` package gives and takes them.
-// Written by tools/gen_ts.py from wit/*.wit and the core's
-// defaults: do not edit.
+// Written by `cargo run -p ctxpack-codegen` from wit/*.wit and the
+// core's defaults: do not edit.
 
 /** Who and what an assembly is for. Every id is opaque to ctxpack; it only copies them into the pack and the snapshot, and uses `scopes` to decide which candidates an attempt may see. (as the package gives it) */
 export interface AgentContext {

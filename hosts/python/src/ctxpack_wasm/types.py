@@ -1,4 +1,4 @@
-"""The WIT's types as Python classes. Written by `tools/gen_types.py`
+"""The WIT's types as Python classes. Written by `cargo run -p ctxpack-codegen`
 from `wit/*.wit`: do not edit."""
 
 from __future__ import annotations
@@ -1041,30 +1041,6 @@ class SummariesRequest(Record):
     """The tokenizer the targets are counted in."""
 
 
-class Step(Variant):
-    """What an assembly needs next, or its outcome."""
-
-    @classmethod
-    def sources(cls, value: List["SourceRequest"]) -> "Step":
-        """A round of source calls, independent of each other: answer each with `provide-source`, by its index, in any order. A failure degrades the assembly."""
-        return cls("sources", value)
-
-    @classmethod
-    def review(cls, value: List["Candidate"]) -> "Step":
-        """A review batch, in rank order, each text as the host gave it: answer with `provide-review`, one verdict per item."""
-        return cls("review", value)
-
-    @classmethod
-    def summaries(cls, value: "SummariesRequest") -> "Step":
-        """Answer with `provide-summaries`, one summary per request."""
-        return cls("summaries", value)
-
-    @classmethod
-    def done(cls, value: "Result<contextPack, assemblyFailure>") -> "Step":
-        """The assembly is over. Given once; `next` after it answers a `step-mismatch` failure."""
-        return cls("done", value)
-
-
 __all__ = [
     "UNSET",
     "AgentContext",
@@ -1127,7 +1103,6 @@ __all__ = [
     "SourceOutcome",
     "SourceRequest",
     "StageSummary",
-    "Step",
     "Strategy",
     "SummariesRequest",
     "SummaryRequest",
@@ -1399,19 +1374,6 @@ def _d_SourceRequest(o):
 def _d_SummariesRequest(o):
     g = o.get
     return SummariesRequest(requests=[_d_SummaryRequest(x) for x in (g("requests") or [])], tokenizer=_d_Tokenizer(o["tokenizer"]))
-def _d_Step(o):
-    if o.__class__ is str:
-        return Step(o)
-    ((tag, v),) = o.items()
-    if tag == "sources":
-        return Step(tag, [_d_SourceRequest(x) for x in v])
-    if tag == "review":
-        return Step(tag, [_d_Candidate(x) for x in v])
-    if tag == "summaries":
-        return Step(tag, _d_SummariesRequest(v))
-    if tag == "done":
-        return Step(tag, _d_Result<contextPack, assemblyFailure>(v))
-    return Step(tag, v)
 
 _DECODE = {
     "AgentContext": _d_AgentContext,
@@ -1474,7 +1436,6 @@ _DECODE = {
     "SourceOutcome": _d_SourceOutcome,
     "SourceRequest": _d_SourceRequest,
     "StageSummary": _d_StageSummary,
-    "Step": _d_Step,
     "Strategy": _d_Strategy,
     "SummariesRequest": _d_SummariesRequest,
     "SummaryRequest": _d_SummaryRequest,
@@ -1552,7 +1513,6 @@ _SCHEMA = {
     "RecallMemoryRequest": ("record", RecallMemoryRequest, [("user_id", "user-id", 'string'), ("query", "query", 'string'), ("limit", "limit", 'u32')]),
     "SourceRequest": ("variant", SourceRequest, {"retrieve": ['ref', 'RetrieveRequest'], "expand-graph": ['ref', 'ExpandGraphRequest'], "recall-memory": ['ref', 'RecallMemoryRequest'], "repository-state": None}),
     "SummariesRequest": ("record", SummariesRequest, [("requests", "requests", ['list', ['ref', 'SummaryRequest']]), ("tokenizer", "tokenizer", ['ref', 'Tokenizer'])]),
-    "Step": ("variant", Step, {"sources": ['list', ['ref', 'SourceRequest']], "review": ['list', ['ref', 'Candidate']], "summaries": ['ref', 'SummariesRequest'], "done": ['ref', 'Result<contextPack, assemblyFailure>']}),
 }
 
 # The codec reads the tables from here: it never imports this module.

@@ -1,0 +1,71 @@
+//! Every spelling of the WIT's types that ctxpack would otherwise restate by
+//! hand, written from `wit/` (read with `wit-parser`) and from the core's
+//! own `Deserialize` implementations:
+//!
+//! - the Python package's classes, decoders and codec schema;
+//! - the npm package's TypeScript types and the reasons' texts;
+//! - the Rust conversions between the core's types and any bindings of the
+//!   WIT (`ctxpack_wit::wit_conversions!`).
+//!
+//! `cargo run -p ctxpack-codegen` writes them; `-- --check` fails while any
+//! is stale (CI runs it, and `tests/tests/generated.rs`).
+
+pub mod defaults;
+pub mod python;
+pub mod rust;
+pub mod typescript;
+pub mod wit;
+
+use std::path::{Path, PathBuf};
+
+/// The WIT types no binding spells: `step` is the typed step protocol's
+/// own outcome (it holds a `result`); the packages drive the JSON face.
+const UNSPELT: &[&str] = &["step"];
+
+/// A file the generator writes, by its path from the repository's root.
+pub struct Output {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// Every generated file, as it should read, for the repository at `root`.
+pub fn outputs(root: &Path) -> Result<Vec<Output>, String> {
+    let wit = wit::Wit::read(&root.join("wit"))?;
+    let structs = defaults::core_structs()?;
+    let out = |path: &str, text: String| Output {
+        path: PathBuf::from(path),
+        text,
+    };
+    Ok(vec![
+        out(
+            "hosts/python/src/ctxpack_wasm/types.py",
+            python::types(&wit, UNSPELT)?,
+        ),
+        out(
+            "packages/ctxpack/src/types.d.ts",
+            typescript::types(&wit, UNSPELT, &structs)?,
+        ),
+        out(
+            "packages/ctxpack/src/reasons.js",
+            typescript::reasons(&wit)?,
+        ),
+        out(
+            "crates/ctxpack-wit/src/generated.rs",
+            rust::conversions(&wit),
+        ),
+    ])
+}
+
+/// The outputs whose file does not read as generated.
+pub fn stale(root: &Path, outputs: &[Output]) -> Vec<PathBuf> {
+    outputs
+        .iter()
+        .filter(|o| std::fs::read_to_string(root.join(&o.path)).ok().as_deref() != Some(&o.text))
+        .map(|o| o.path.clone())
+        .collect()
+}
+
+/// The repository's root, from this crate's manifest directory.
+pub fn repository_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}

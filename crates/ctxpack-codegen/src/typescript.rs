@@ -1,0 +1,172 @@
+//! `packages/ctxpack/src/types.d.ts` and `reasons.js`.
+//!
+//! Every record becomes an interface with camelCase fields, as the package
+//! gives it back (every field present, an `option` as `null`), and an
+//! `…Init` interface, as the package accepts it: a field the core fills in
+//! when it is left out is optional (the core's own `Deserialize` says
+//! which: [`crate::defaults`]). Every enum becomes a union of its
+//! kebab-case names, every variant a union of its unit cases' names and one
+//! `{caseName: payload}` object per case that carries one.
+
+use crate::defaults::Structs;
+use crate::wit::{Kind, Ty, Wit, lower_camel, upper_camel};
+use std::collections::{BTreeMap, BTreeSet};
+
+fn ts_type(t: &Ty, init: bool, kinds: &BTreeMap<String, Kind>) -> Result<String, String> {
+    Ok(match t {
+        Ty::Prim(p) => match *p {
+            "string" | "char" => "string",
+            "bool" => "boolean",
+            _ => "number",
+        }
+        .to_string(),
+        Ty::List(t) => {
+            let inner = ts_type(t, init, kinds)?;
+            if inner.contains(' ') {
+                format!("({inner})[]")
+            } else {
+                format!("{inner}[]")
+            }
+        }
+        Ty::Option(t) => format!("{} | null", ts_type(t, init, kinds)?),
+        Ty::Ref(name) => {
+            let cls = upper_camel(name);
+            match kinds.get(name) {
+                Some(Kind::Record | Kind::Variant) if init => format!("{cls}Init"),
+                _ => cls,
+            }
+        }
+        Ty::Other => return Err("a type TypeScript has no spelling for here".into()),
+    })
+}
+
+fn doc(text: &str, indent: &str) -> Option<String> {
+    (!text.is_empty()).then(|| format!("{indent}/** {} */", text.replace("*/", "* /")))
+}
+
+/// `types.d.ts`.
+pub fn types(wit: &Wit, skip: &[&str], structs: &Structs) -> Result<String, String> {
+    let mut out: Vec<String> = [
+        "// The WIT's types as the `ctxpack` package gives and takes them.",
+        "// Written by `cargo run -p ctxpack-codegen` from wit/*.wit and the",
+        "// core's defaults: do not edit.",
+        "",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut seen = BTreeSet::new();
+    let defs: Vec<_> = wit
+        .defs
+        .iter()
+        .filter(|d| seen.insert(upper_camel(&d.name)))
+        .collect();
+    let kinds: BTreeMap<String, Kind> = defs.iter().map(|d| (d.name.clone(), d.kind)).collect();
+    for def in defs
+        .into_iter()
+        .filter(|d| !skip.contains(&d.name.as_str()))
+    {
+        let cls = upper_camel(&def.name);
+        let fail = |e: String| format!("{}: {e}", def.name);
+        if def.kind == Kind::Enum {
+            out.extend(doc(&def.docs, ""));
+            let names: Vec<String> = def
+                .members
+                .iter()
+                .map(|m| format!("\"{}\"", m.name))
+                .collect();
+            out.push(format!("export type {cls} = {};", names.join(" | ")));
+            out.push(String::new());
+            continue;
+        }
+        // The fields the core fills in: none for a record the core has no
+        // struct of its own for (a variant's payload, an output built in
+        // place).
+        let optional: BTreeSet<&str> = match structs.get(cls.as_str()) {
+            Some(read) => {
+                let wit: BTreeSet<&str> = def.members.iter().map(|m| m.name.as_str()).collect();
+                let core: BTreeSet<&str> = read.fields.iter().copied().collect();
+                if wit != core {
+                    return Err(fail(format!(
+                        "the core's struct has fields {core:?}, the WIT's record {wit:?}"
+                    )));
+                }
+                core.difference(&read.required).copied().collect()
+            }
+            None => BTreeSet::new(),
+        };
+        for init in [false, true] {
+            let name = if init {
+                format!("{cls}Init")
+            } else {
+                cls.clone()
+            };
+            let what = if init {
+                "as the package accepts it"
+            } else {
+                "as the package gives it"
+            };
+            if !def.docs.is_empty() {
+                out.extend(doc(&format!("{} ({what})", def.docs), ""));
+            }
+            if def.kind == Kind::Variant {
+                out.push(format!("export type {name} ="));
+                for m in &def.members {
+                    let case = match &m.ty {
+                        None => format!("\"{}\"", m.name),
+                        Some(t) => format!(
+                            "{{ {}: {} }}",
+                            lower_camel(&m.name),
+                            ts_type(t, init, &kinds).map_err(fail)?
+                        ),
+                    };
+                    out.push(format!("  | {case}"));
+                }
+                if let Some(last) = out.last_mut() {
+                    last.push(';');
+                }
+            } else {
+                out.push(format!("export interface {name} {{"));
+                for m in &def.members {
+                    out.extend(doc(&m.docs, "  "));
+                    let Some(t) = &m.ty else {
+                        return Err(fail(format!("field `{}` has no type", m.name)));
+                    };
+                    let mark = if init && optional.contains(m.name.as_str()) {
+                        "?"
+                    } else {
+                        ""
+                    };
+                    out.push(format!(
+                        "  {}{mark}: {};",
+                        lower_camel(&m.name),
+                        ts_type(t, init, &kinds).map_err(fail)?
+                    ));
+                }
+                out.push("}".into());
+            }
+            out.push(String::new());
+        }
+    }
+    Ok(out.join("\n"))
+}
+
+/// `reasons.js`: each `reason` case's WIT documentation, for
+/// `explainReason`.
+pub fn reasons(wit: &Wit) -> Result<String, String> {
+    let reason = wit
+        .def("reason")
+        .filter(|d| d.kind == Kind::Variant)
+        .ok_or("no `reason` variant in the WIT")?;
+    let mut out = vec![
+        "// The WIT's documentation of each drop or keep reason. Written by".to_string(),
+        "// `cargo run -p ctxpack-codegen` from wit/types.wit: do not edit.".to_string(),
+        "export const REASONS = {".to_string(),
+    ];
+    for m in &reason.members {
+        let text = serde_json::to_string(&m.docs).map_err(|e| e.to_string())?;
+        out.push(format!("  {}: {text},", lower_camel(&m.name)));
+    }
+    out.push("};".into());
+    out.push(String::new());
+    Ok(out.join("\n"))
+}
