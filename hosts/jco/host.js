@@ -13,6 +13,8 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+// The calls a step may ask for, one per import: the npm package's generated table.
+import { CALLS } from '../../packages/ctxpack/src/calls.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const OUT = path.join(here, '../../target/jco/out');
@@ -101,21 +103,12 @@ export function typedImports(host) {
       throw { payload: failureOf(capability, e) };
     }
   };
-  const imports = {
-    'ctxpack:context/types': {},
-    'ctxpack:context/sources': {
-      retrieve: (...a) => call('sources.retrieve', 'retrieve', a),
-      expandGraph: (...a) => call('sources.expand-graph', 'expandGraph', a),
-      recallMemory: (...a) => call('sources.recall-memory', 'recallMemory', a),
-      repositoryState: (...a) => call('sources.repository-state', 'repositoryState', a),
-    },
-    'ctxpack:context/policy': {
-      review: (...a) => call('policy.review', 'review', a),
-    },
-    'ctxpack:context/summarizer': {
-      summarize: (...a) => call('summarizer.summarize', 'summarize', a),
-    },
-  };
+  const imports = { 'ctxpack:context/types': {} };
+  for (const [name, { capability }] of Object.entries(CALLS)) {
+    const iface = `ctxpack:context/${capability.split('.')[0]}`;
+    imports[iface] ??= {};
+    imports[iface][name] = (...a) => call(capability, name, a);
+  }
   // The transpiled code reads the names without the version; its types
   // name them with it. Both, so either reading finds them.
   for (const [name, value] of Object.entries(imports)) imports[`${name}@0.1.0`] = value;
@@ -128,12 +121,10 @@ export async function instance(host = {}) {
   return instantiate(getCoreModule, typedImports(host));
 }
 
-const SOURCES = {
-  retrieve: ['sources.retrieve', 'retrieve', (c, a) => [c, a.query, a.limit]],
-  'expand-graph': ['sources.expand-graph', 'expandGraph', (c, a) => [c, a['item-ids'], a.depth]],
-  'recall-memory': ['sources.recall-memory', 'recallMemory', (c, a) => [c, a['user-id'], a.query, a.limit]],
-  'repository-state': ['sources.repository-state', 'repositoryState', (c) => [c]],
-};
+/** `keep-last` → `keepLast`. */
+const camel = (s) => s.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase());
+/** `keepLast` → `keep-last`. */
+const kebab = (s) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 async function answer(capability, f) {
   try {
@@ -168,27 +159,18 @@ async function steps(assembly, host, context) {
     const text = unwrap(() => assembly.step(given));
     if (text.startsWith('{"done":')) return text.slice(8, -1);
     const step = JSON.parse(text);
-    if (step.sources) {
-      const answers = await Promise.all(step.sources.map((call) => {
-        const [name, args] = typeof call === 'string' ? [call, {}] : Object.entries(call)[0];
-        const [capability, method, argsOf] = SOURCES[name];
-        return answer(capability, () => {
-          if (typeof host[method] !== 'function') throw new HostError(NOT_PROVIDED);
-          return host[method](...argsOf(context, args));
-        });
-      }));
-      given = JSON.stringify(answers);
-    } else if (step.review) {
-      given = JSON.stringify(await answer('policy.review', () => {
-        if (typeof host.review !== 'function') throw new HostError(NOT_PROVIDED);
-        return host.review(context, step.review);
-      }));
-    } else {
-      const { requests, tokenizer } = step.summaries;
-      given = JSON.stringify(await answer('summarizer.summarize', () => {
-        if (typeof host.summarize !== 'function') throw new HostError(NOT_PROVIDED);
-        return host.summarize(requests, tokenizer);
-      }));
-    }
+    if (!Array.isArray(step.calls)) throw new Error(`a step this host does not know: ${text.slice(0, 80)}`);
+    const answers = await Promise.all(step.calls.map((call) => {
+      const [[name, args]] = Object.entries(call);
+      const method = camel(name);
+      const known = CALLS[method];
+      if (known === undefined) throw new Error(`a call this host does not know: ${name}`);
+      return answer(known.capability, () => {
+        if (typeof host[method] !== 'function') throw new HostError(NOT_PROVIDED);
+        const values = known.params.map((p) => args[kebab(p)]);
+        return host[method](...(known.context ? [context, ...values] : values));
+      });
+    }));
+    given = JSON.stringify(answers);
   }
 }

@@ -2,6 +2,8 @@
 // typed exports want camelCase records, variants as {tag, val}, and every
 // field of a record (jco reads an omitted u32 as 0).
 
+import { readFileSync } from 'node:fs';
+
 /** JSON (kebab-case keys) with camelCase keys, as jco's records have them. */
 export const camel = (v) => (Array.isArray(v) ? v.map(camel)
   : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase()), camel(x)]))
@@ -20,20 +22,9 @@ export function typedRequest(request) {
   return r;
 }
 
-const SHARES = [['mandatory-instructions', 0.1], ['current-task', 0.1], ['conversation-state', 0.1],
-  ['repository-state', 0.2], ['relevant-knowledge', 0.25], ['graph-neighbours', 0.1],
-  ['episodic-memory', 0.05], ['current-diff', 0.05], ['tool-results', 0.05]];
+/** The builder-config with every default written out, as the core's
+ * `Default` makes it (`defaults.json`, written by ctxpack-codegen). */
+const DEFAULTS = camel(JSON.parse(readFileSync(new URL('./defaults.json', import.meta.url), 'utf8')));
 
-/** A typed builder-config with every default written out
- * (crates/ctxpack-core/src/defaults.rs) and this profile. */
-export const typedConfig = (profile) => ({
-  preload: [],
-  profile,
-  nearDuplicateThreshold: 0.8,
-  ranking: { trustSystem: 0, trustTrusted: 0, trustUnverified: 0, trustUntrusted: 0, recency: 0 },
-  plan: {
-    defaultBudget: 24000, safetyMargin: 0.1, compress: true, minSummaryTokens: 32, cutStep: 1,
-    shares: SHARES.map(([section, share]) => ({ section, share })),
-  },
-  countCacheEntries: 100000,
-});
+/** A typed builder-config with every default and this profile. */
+export const typedConfig = (profile) => ({ ...structuredClone(DEFAULTS), profile });

@@ -5,11 +5,14 @@
 //! - the Python package's classes, decoders and codec schema;
 //! - the npm package's TypeScript types and the reasons' texts;
 //! - the Rust conversions between the core's types and any bindings of the
-//!   WIT (`ctxpack_wit::wit_conversions!`).
+//!   WIT (`ctxpack_wit::wit_conversions!`);
+//! - the table of calls each JSON driver (Python, JavaScript) dispatches a
+//!   step's calls through, from the component's imports.
 //!
 //! `cargo run -p ctxpack-codegen` writes them; `-- --check` fails while any
 //! is stale (CI runs it, and `tests/tests/generated.rs`).
 
+pub mod calls;
 pub mod defaults;
 pub mod python;
 pub mod rust;
@@ -53,6 +56,12 @@ pub fn outputs(root: &Path) -> Result<Vec<Output>, String> {
             "crates/ctxpack-wit/src/generated.rs",
             rust::conversions(&wit),
         ),
+        out("packages/ctxpack/src/calls.js", calls::javascript(&wit)),
+        out(
+            "hosts/python/src/ctxpack_wasm/_calls.py",
+            calls::python(&wit),
+        ),
+        out("hosts/jco/defaults.json", default_config()?),
     ])
 }
 
@@ -68,4 +77,14 @@ pub fn stale(root: &Path, outputs: &[Output]) -> Vec<PathBuf> {
 /// The repository's root, from this crate's manifest directory.
 pub fn repository_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The builder's configuration with every default written out, as the
+/// core's `Default` makes it: JSON, for a host that must spell every
+/// field (jco's typed records).
+pub fn default_config() -> Result<String, String> {
+    let config = ctxpack_core::BuilderConfig::default();
+    serde_json::to_string_pretty(&config)
+        .map(|t| t + "\n")
+        .map_err(|e| e.to_string())
 }

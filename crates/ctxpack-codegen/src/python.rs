@@ -30,7 +30,7 @@ fn py_type(t: &Ty) -> Result<String, String> {
 }
 
 /// The type as the codec's schema holds it (a Python literal).
-fn schema_type(t: &Ty) -> String {
+pub fn schema_type(t: &Ty) -> String {
     match t {
         Ty::Prim(p) => format!("'{p}'"),
         Ty::List(t) => format!("['list', {}]", schema_type(t)),

@@ -53,6 +53,11 @@ pub struct Import {
     pub interface: String,
     pub name: String,
     pub params: Vec<(String, Ty)>,
+    /// What a success answers (the `ok` of its `result`).
+    pub answer: Ty,
+    /// Whether it is its interface's only function (a host may lend a
+    /// plain function for it).
+    pub alone: bool,
 }
 
 /// The WIT package, as the writers read it.
@@ -149,6 +154,18 @@ impl Wit {
                 };
                 let interface = &resolve.interfaces[*id];
                 for (name, f) in &interface.functions {
+                    let answer = match f.result.map(|t| (t, &resolve)) {
+                        Some((Type::Id(id), r)) => match &r.types[id].kind {
+                            TypeDefKind::Result(result) => result.ok.as_ref().map(|t| ty(r, t)),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    let Some(answer) = answer else {
+                        return Err(format!(
+                            "import `{name}`: a call a host answers gives a `result<T, host-error>`"
+                        ));
+                    };
                     imports.push(Import {
                         interface: interface.name.clone().unwrap_or_default(),
                         name: name.clone(),
@@ -157,6 +174,8 @@ impl Wit {
                             .iter()
                             .map(|p| (p.name.clone(), ty(&resolve, &p.ty)))
                             .collect(),
+                        answer,
+                        alone: interface.functions.len() == 1,
                     });
                 }
             }

@@ -7,14 +7,23 @@
 //! step. The JSON is the WIT's types spelled in kebab-case, exactly as the
 //! scenario files and the expected outcomes spell them.
 //!
-//! The steps, one JSON object each:
+//! Every step but the last is a round of calls, one JSON object each
+//! keyed by the import it stands for, its arguments named as that
+//! import's parameters (the context is the request's):
 //!
-//! | step | answer with |
-//! |---|---|
-//! | `{"sources": [source-request, …]}` | one result per call, in order: `[{"ok": [candidate, …]} or {"err": host-error}, …]` |
-//! | `{"review": [candidate, …]}` | `{"ok": [verdict, …]}` or `{"err": host-error}` |
-//! | `{"summaries": {"requests": […], "tokenizer": …}}` | `{"ok": [string, …]}` or `{"err": host-error}` |
-//! | `{"done": {"pack": …}}`, `{"done": {"handled": …}}` or `{"done": {"failed": {"error": …, "snapshot": …}}}` | — (given once) |
+//! | call | the import | answered with |
+//! |---|---|---|
+//! | `{"retrieve": {"query": …, "limit": …}}` | `sources.retrieve` | `[candidate, …]` |
+//! | `{"expand-graph": {"item-ids": […], "depth": …}}` | `sources.expand-graph` | `[candidate, …]` |
+//! | `{"recall-memory": {"user-id": …, "query": …, "limit": …}}` | `sources.recall-memory` | `[candidate, …]` |
+//! | `{"repository-state": {}}` | `sources.repository-state` | `[candidate, …]` |
+//! | `{"review": {"items": [candidate, …]}}` | `policy.review` | `[verdict, …]` |
+//! | `{"summarize": {"requests": […], "tokenizer": …}}` | `summarizer.summarize` | `[string, …]` |
+//!
+//! The step is `{"calls": [call, …]}`, answered with one result per call,
+//! in order: `[{"ok": …} or {"err": host-error}, …]`. The last step is
+//! `{"done": {"pack": …}}`, `{"done": {"handled": …}}` or
+//! `{"done": {"failed": {"error": …, "snapshot": …}}}`, given once.
 //!
 //! A verdict is `"allow"`, `{"redact": "text"}` or `{"deny": "reason"}`; a
 //! host error is `{"capability": "sources.retrieve", "message": "…"}`.
@@ -31,8 +40,10 @@ use crate::pack::{ContextPack, Snapshot};
 use crate::router::{Router, RoutingDecision};
 use crate::types::{AssembleRequest, Candidate};
 use crate::{Builder, BuilderConfig};
+use crate::{SourceRequest, SummaryRequest, Tokenizer};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::ops::Deref;
 
 /// Parses `text` as a `T`; an error names the field under `root`.
@@ -131,19 +142,113 @@ impl From<Result<Handling, Failure>> for Reply {
 #[derive(Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Step<'a> {
-    /// A round of source calls, answered in order.
-    Sources(&'a [crate::SourceRequest]),
-    /// A review batch.
-    Review(&'a [Candidate]),
-    /// The sections to summarise.
-    Summaries {
-        /// One text per section.
-        requests: &'a [crate::SummaryRequest],
-        /// The tokenizer the targets are counted in.
-        tokenizer: crate::Tokenizer,
-    },
+    /// A round of calls, answered in order.
+    Calls(Vec<Call<'a>>),
     /// The outcome, given once.
     Done(&'a Reply),
+}
+
+/// One call of a step: the import it stands for, with that import's
+/// arguments but the context (the request's). Written from the
+/// assembly's state, read back (owned) by a host that drives in Rust.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "kebab-case",
+    rename_all_fields = "kebab-case",
+    deny_unknown_fields
+)]
+pub enum Call<'a> {
+    /// `sources.retrieve`.
+    Retrieve {
+        /// The query.
+        query: Cow<'a, str>,
+        /// The most candidates wanted.
+        limit: u32,
+    },
+    /// `sources.expand-graph`.
+    ExpandGraph {
+        /// The items to expand from, best first.
+        item_ids: Cow<'a, [String]>,
+        /// The most hops.
+        depth: u32,
+    },
+    /// `sources.recall-memory`.
+    RecallMemory {
+        /// The user.
+        user_id: Cow<'a, str>,
+        /// The query.
+        query: Cow<'a, str>,
+        /// The most candidates wanted.
+        limit: u32,
+    },
+    /// `sources.repository-state`.
+    RepositoryState {},
+    /// `policy.review`.
+    Review {
+        /// The batch, in rank order.
+        items: Cow<'a, [Candidate]>,
+    },
+    /// `summarizer.summarize`.
+    Summarize {
+        /// One text per section.
+        requests: Cow<'a, [SummaryRequest]>,
+        /// The tokenizer the targets are counted in.
+        tokenizer: Tokenizer,
+    },
+}
+
+impl Call<'_> {
+    /// The capability it calls, as the WIT names it (`sources.retrieve`).
+    pub fn capability(&self) -> &'static str {
+        match self {
+            Call::Retrieve { .. } => "sources.retrieve",
+            Call::ExpandGraph { .. } => "sources.expand-graph",
+            Call::RecallMemory { .. } => "sources.recall-memory",
+            Call::RepositoryState {} => "sources.repository-state",
+            Call::Review { .. } => "policy.review",
+            Call::Summarize { .. } => "summarizer.summarize",
+        }
+    }
+}
+
+/// What `next` asks, as calls.
+fn calls<'a>(next: &Next<'a>) -> Vec<Call<'a>> {
+    match next {
+        Next::Sources(requests) => requests
+            .iter()
+            .map(|r| match r {
+                SourceRequest::Retrieve { query, limit } => Call::Retrieve {
+                    query: Cow::Borrowed(query),
+                    limit: *limit,
+                },
+                SourceRequest::ExpandGraph { item_ids, depth } => Call::ExpandGraph {
+                    item_ids: Cow::Borrowed(item_ids),
+                    depth: *depth,
+                },
+                SourceRequest::RecallMemory {
+                    user_id,
+                    query,
+                    limit,
+                } => Call::RecallMemory {
+                    user_id: Cow::Borrowed(user_id),
+                    query: Cow::Borrowed(query),
+                    limit: *limit,
+                },
+                SourceRequest::RepositoryState => Call::RepositoryState {},
+            })
+            .collect(),
+        Next::Review(items) => vec![Call::Review {
+            items: Cow::Borrowed(items),
+        }],
+        Next::Summaries {
+            requests,
+            tokenizer,
+        } => vec![Call::Summarize {
+            requests: Cow::Borrowed(requests),
+            tokenizer: *tokenizer,
+        }],
+        Next::Done(_) => Vec::new(),
+    }
 }
 
 /// A host's answer to one call, as JSON.
@@ -253,20 +358,12 @@ impl JsonAssembly {
                 )),
             },
             State::Running { assembly, handling } => match assembly.next() {
-                Next::Sources(calls) => write(&Step::Sources(calls)),
-                Next::Review(items) => write(&Step::Review(items)),
-                Next::Summaries {
-                    requests,
-                    tokenizer,
-                } => write(&Step::Summaries {
-                    requests,
-                    tokenizer,
-                }),
                 Next::Done(outcome) => {
                     let reply = finish(outcome, handling.take());
                     self.state = State::Over(None);
                     write(&Step::Done(&reply))
                 }
+                next => write(&Step::Calls(calls(&next))),
             },
         }
     }
@@ -279,25 +376,19 @@ impl JsonAssembly {
         };
         match assembly.next() {
             Next::Sources(calls) => {
-                let asked = calls.len();
                 let answers: Vec<Answer<Vec<Candidate>>> = parse_fast(answer, "answer")?;
-                if answers.len() != asked {
-                    return Err(Error::StepMismatch(format!(
-                        "answered {} source calls, but the round has {asked}",
-                        answers.len()
-                    )));
-                }
+                count(answers.len(), calls.len())?;
                 for (call, a) in answers.into_iter().enumerate() {
                     assembly.provide_source(call, a.into())?;
                 }
                 Ok(())
             }
             Next::Review(_) => {
-                let a: Answer<Vec<Verdict>> = parse(answer, "answer")?;
+                let [a]: [Answer<Vec<Verdict>>; 1] = one(parse(answer, "answer")?)?;
                 assembly.provide_review(a.into())
             }
             Next::Summaries { .. } => {
-                let a: Answer<Vec<String>> = parse(answer, "answer")?;
+                let [a]: [Answer<Vec<String>>; 1] = one(parse(answer, "answer")?)?;
                 assembly.provide_summaries(a.into())
             }
             Next::Done(outcome) => {
@@ -311,6 +402,24 @@ impl JsonAssembly {
             }
         }
     }
+}
+
+/// A round of `asked` calls answered `answered` times: refused unless equal.
+fn count(answered: usize, asked: usize) -> Result<(), Error> {
+    if answered == asked {
+        return Ok(());
+    }
+    Err(Error::StepMismatch(format!(
+        "answered {answered} calls, but the step has {asked}"
+    )))
+}
+
+/// The one answer of a step of one call.
+fn one<T>(answers: Vec<T>) -> Result<[T; 1], Error> {
+    let n = answers.len();
+    answers
+        .try_into()
+        .map_err(|_| Error::StepMismatch(format!("answered {n} calls, but the step has 1")))
 }
 
 /// An assembly's outcome as its reply: a pack, or — for a handling — the
@@ -385,18 +494,26 @@ mod tests {
         let mut a = start();
         let step = a.step(None).unwrap();
         assert!(
-            step.starts_with(r#"{"sources":[{"retrieve":{"query":"q","limit":"#),
+            step.starts_with(r#"{"calls":[{"retrieve":{"query":"q","limit":"#),
             "{step}"
         );
         // Asked again before answering: the same step.
         assert_eq!(a.step(None).unwrap(), step);
         let calls: serde_json::Value = serde_json::from_str(&step).unwrap();
-        let n = calls["sources"].as_array().unwrap().len();
+        let n = calls["calls"].as_array().unwrap().len();
         let mut answers = vec![format!(r#"{{"ok": [{KB}]}}"#)];
         answers.extend((1..n).map(|_| r#"{"err": {"capability": "x", "message": "down"}}"#.into()));
         let step = a.step(Some(&format!("[{}]", answers.join(",")))).unwrap();
-        assert!(step.starts_with(r#"{"review":[{"id":"kb-1""#), "{step}");
-        let done = a.step(Some(r#"{"ok": ["allow"]}"#)).unwrap();
+        assert!(
+            step.starts_with(r#"{"calls":[{"review":{"items":[{"id":"kb-1""#),
+            "{step}"
+        );
+        // A step's calls read back as the core wrote them.
+        let read: std::collections::HashMap<String, Vec<Call<'static>>> =
+            serde_json::from_str(&step).unwrap();
+        assert!(matches!(&read["calls"][..], [Call::Review { items }] if items[0].id == "kb-1"));
+        assert_eq!(read["calls"][0].capability(), "policy.review");
+        let done = a.step(Some(r#"[{"ok": ["allow"]}]"#)).unwrap();
         let outcome: serde_json::Value = serde_json::from_str(&done).unwrap();
         let entries = outcome["done"]["pack"]["entries"].as_array().unwrap();
         assert!(entries.iter().any(|e| e["id"] == "kb-1"));
@@ -416,6 +533,10 @@ mod tests {
         assert!(matches!(a.step(Some("[]")), Err(Error::StepMismatch(_))));
         let e = a.step(Some(r#"{"ok": ["allow"]}"#)).unwrap_err();
         assert_eq!(field(e), "answer");
+        let e = a.step(Some(
+            r#"[{"ok": []}, {"ok": []}, {"ok": []}, {"ok": []}, {"ok": []}]"#,
+        ));
+        assert!(matches!(e, Err(Error::StepMismatch(_))), "{e:?}");
         assert_eq!(a.step(None).unwrap(), step);
     }
 

@@ -11,22 +11,41 @@ use crate::scenario::{Outcome, Reply, Scenario};
 use crate::steps::JsonSteps;
 use crate::stores::InMemoryHost;
 use crate::{outcome, router_text};
-use ctxpack_core::json::JsonAssembly;
-use ctxpack_core::{Candidate, Error, Host, SourceRequest, SummaryRequest, Tokenizer};
+use ctxpack_core::json::{Call, JsonAssembly};
+use ctxpack_core::{AgentContext, Candidate, Error, Host};
 use serde::Deserialize;
 use std::rc::Rc;
 
-/// A step as JSON, read back.
+/// A step as JSON, read back: a round of calls, or the outcome.
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 enum Step {
-    Sources(Vec<SourceRequest>),
-    Review(Vec<Candidate>),
-    Summaries {
-        requests: Vec<SummaryRequest>,
-        tokenizer: Tokenizer,
-    },
+    Calls(Vec<Call<'static>>),
     Done(serde::de::IgnoredAny),
+}
+
+/// Makes `call` on `host`: the answer's JSON.
+fn call(call: &Call<'_>, host: &mut InMemoryHost, context: &AgentContext) -> serde_json::Value {
+    match call {
+        Call::Retrieve { query, limit } => answer(host.retrieve(context, query, *limit)),
+        Call::ExpandGraph { item_ids, depth } => {
+            answer(host.expand_graph(context, item_ids, *depth))
+        }
+        Call::RecallMemory {
+            user_id,
+            query,
+            limit,
+        } => answer(host.recall_memory(context, user_id, query, *limit)),
+        Call::RepositoryState {} => answer(host.repository_state(context)),
+        Call::Review { items } => {
+            let items: Vec<&Candidate> = items.iter().collect();
+            answer(host.review(context, &items))
+        }
+        Call::Summarize {
+            requests,
+            tokenizer,
+        } => answer(host.summarize(requests, *tokenizer)),
+    }
 }
 
 /// The JSON of a host's answer.
@@ -61,20 +80,9 @@ pub fn drive(
                     .map(str::to_owned)
                     .ok_or_else(|| WasmError::msg(format!("not a done step: {text}")));
             }
-            Step::Sources(calls) => serde_json::Value::Array(
-                calls
-                    .iter()
-                    .map(|c| answer(c.call(host, context)))
-                    .collect(),
-            ),
-            Step::Review(items) => {
-                let items: Vec<&Candidate> = items.iter().collect();
-                answer(host.review(context, &items))
+            Step::Calls(calls) => {
+                serde_json::Value::Array(calls.iter().map(|c| call(c, host, context)).collect())
             }
-            Step::Summaries {
-                requests,
-                tokenizer,
-            } => answer(host.summarize(&requests, tokenizer)),
         };
         given = Some(reply.to_string());
     }

@@ -246,9 +246,14 @@ def test_a_step_the_package_does_not_know_is_an_error_not_a_guess():
         store = None
 
         def step(self, store, assembly, answer):
-            return '{"rerank": {"section": "relevant-knowledge", "items": []}}'
+            return self.text
 
     host = cp._Host(None, None, None, cp.AgentContext(trace_id="t"))
-    steps = cp._step_loop(Asking(), None, host)
-    with pytest.raises(RuntimeError, match="does not know: 'rerank'"):
-        next(steps)
+    asking = Asking()
+    asking.text = '{"rerank": {"section": "relevant-knowledge", "items": []}}'
+    with pytest.raises(RuntimeError, match="step this package does not know: 'rerank'"):
+        next(cp._step_loop(asking, None, host))
+    # A call of a known step: the same.
+    asking.text = '{"calls": [{"retrieve": {"query": "q", "limit": 1}}, {"rerank": {"items": []}}]}'
+    with pytest.raises(RuntimeError, match="call this package does not know: 'rerank'"):
+        next(cp._step_loop(asking, None, host))

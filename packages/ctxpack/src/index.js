@@ -12,6 +12,7 @@ import initWasm, {
   diffSnapshots as rawDiff,
 } from '../dist/ctxpack_web.js';
 import { REASONS } from './reasons.js';
+import { CALLS } from './calls.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 
@@ -145,13 +146,13 @@ function json(value, field) {
   return utf8.encode(JSON.stringify(value));
 }
 
-const SOURCES = {
-  retrieve: ['sources.retrieve', (f, ctx, a) => f(ctx, a.query, a.limit)],
-  expandGraph: ['sources.expand-graph', (f, ctx, a) => f(ctx, a.itemIds, a.depth)],
-  recallMemory: ['sources.recall-memory', (f, ctx, a) => f(ctx, a.userId, a.query, a.limit)],
-  repositoryState: ['sources.repository-state', (f, ctx) => f(ctx)],
-};
 const NOT_PROVIDED = 'not provided by this host';
+
+/** What a host without a callback of its own answers: a host without a
+ * policy engine allows every item. */
+const DEFAULTS = {
+  review: (context, items) => items.map(() => 'allow'),
+};
 
 const isThenable = (v) => v != null && typeof v.then === 'function';
 
@@ -211,33 +212,25 @@ async function drive(raw, callbacks, context, apart = false) {
     }
     if (text.startsWith('{"done":')) return apart ? [text.slice(8, -1), raw.snapshot()] : text.slice(8, -1);
     const step = JSON.parse(text);
-    let calls;
-    if (step.sources) {
-      asked = step.sources.map((req) => (typeof req === 'string' ? camel(req) : Object.keys(req)[0]));
-      calls = step.sources.map((req, i) => {
-        const name = asked[i];
-        const [capability, invoke] = SOURCES[name];
-        const f = callbacks[name];
-        return [capability, typeof f === 'function' ? () => invoke(f.bind(callbacks), context, req[name]) : null];
-      });
-    } else if (step.review) {
-      asked = ['review'];
-      const f = callbacks.review;
-      calls = [['policy.review', typeof f === 'function'
-        ? () => f.call(callbacks, context, step.review)
-        : () => step.review.map(() => 'allow')]];
-    } else if (step.summaries) {
-      asked = ['summarize'];
-      const f = callbacks.summarize;
-      const { requests, tokenizer } = step.summaries;
-      calls = [['summarizer.summarize',
-        typeof f === 'function' ? () => f.call(callbacks, requests, tokenizer) : null]];
-    } else {
+    if (!Array.isArray(step.calls)) {
       throw new CtxpackError({ stepMismatch: `a step this package does not know: ${text.slice(0, 80)}` });
     }
+    asked = [];
+    const calls = step.calls.map((call) => {
+      const [[name, args]] = Object.entries(call);
+      const known = CALLS[name];
+      if (known === undefined) {
+        throw new CtxpackError({ stepMismatch: `a call this package does not know: ${name}` });
+      }
+      asked.push(name);
+      const f = callbacks[name] ?? DEFAULTS[name];
+      if (typeof f !== 'function') return [known.capability, null];
+      const values = known.params.map((p) => args[p]);
+      if (known.context) values.unshift(context);
+      return [known.capability, () => f.apply(callbacks, values)];
+    });
     let results = settle(calls);
     if (isThenable(results)) results = await results;
-    if (!step.sources) [results] = results;
     answer = utf8.encode(JSON.stringify(results));
   }
 }

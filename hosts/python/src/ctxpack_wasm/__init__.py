@@ -76,12 +76,7 @@ from . import types as _types  # noqa: E402
 
 __all__ += _types.__all__
 
-CAPABILITIES = {
-    "retrieve": "sources.retrieve",
-    "expand-graph": "sources.expand-graph",
-    "recall-memory": "sources.recall-memory",
-    "repository-state": "sources.repository-state",
-}
+from ._calls import CALLS  # noqa: E402
 
 
 def allow_all(context: AgentContext, items: list) -> list:
@@ -244,30 +239,53 @@ def _not_provided(capability: str) -> dict:
 
 
 class _Host:
-    """The user's callbacks, each turned into a thunk per call. A thunk
-    gives the callback's answer (maybe awaitable) and a function that
-    turns it into the JSON answer."""
+    """The user's callbacks, lent as ``sources``, ``policy`` and
+    ``summarizer``: each call of a step, found in the generated table of
+    calls, is turned into a thunk that makes it and a function that turns
+    its answer into the JSON answer."""
 
     def __init__(self, sources: Any, policy: Any, summarizer: Any, context: AgentContext) -> None:
-        self.sources, self.policy, self.summarizer, self.context = sources, policy, summarizer, context
+        self.lenders = {"sources": sources, "policy": policy, "summarizer": summarizer}
+        self.context = context
 
-    def source(self, call: Any) -> tuple[str, Optional[Callable[[], Any]]]:
-        if isinstance(call, str):
-            name, args = call, {}
+    def call(self, call: Any) -> tuple[Any, Optional[Callable[[], Any]]]:
+        """The call's entry in the table and its thunk (``None``: the host
+        does not provide it). A call not in the table is a newer
+        component's: answering it as another would be a guess."""
+        ((name, args),) = call.items()
+        known = CALLS.get(name)
+        if known is None:
+            raise RuntimeError(f"the component asked for a call this package does not know: {name!r}")
+        lender = self.lenders.get(known.interface)
+        f = None if lender is None else getattr(lender, known.method, None)
+        if f is None and known.alone and callable(lender):
+            f = lender
+        if f is None:
+            return known, None
+        if f is allow_all:  # nothing to look at: skip the decoding
+            values = [args[p] for p, _ in known.params]
         else:
-            ((name, args),) = call.items()
-        capability = CAPABILITIES[name]
-        method = getattr(self.sources, name.replace("-", "_"), None) if self.sources is not None else None
-        if method is None:
-            return capability, None
-        ctx = self.context
-        if name == "retrieve":
-            return capability, lambda: method(ctx, args["query"], args["limit"])
-        if name == "expand-graph":
-            return capability, lambda: method(ctx, args["item-ids"], args["depth"])
-        if name == "recall-memory":
-            return capability, lambda: method(ctx, args["user-id"], args["query"], args["limit"])
-        return capability, lambda: method(ctx)
+            values = [decode(args[p], t) for p, t in known.params]
+        if known.context:
+            values.insert(0, self.context)
+        return known, lambda: f(*values)
+
+    @staticmethod
+    def answer(known: Any, value: Any) -> str:
+        """The JSON text of a callback's answer to the call ``known``; a
+        value that does not fit its WIT type is the call's failure, naming
+        the field."""
+        capability, ty = known.capability, known.answer
+        if ty == ["list", ["ref", "Candidate"]] and not isinstance(value, (str, bytes, dict)):
+            return _Host.candidates(capability, value)
+        try:
+            if ty == ["list", ["ref", "Verdict"]] and not isinstance(value, (str, bytes, dict)):
+                ok = [_verdict(v, f"{capability}[{i}]") for i, v in enumerate(value)]
+            else:
+                ok = encode(value, ty, capability)
+        except TypeError as e:
+            return json.dumps(_failure(capability, e), ensure_ascii=False)
+        return json.dumps({"ok": ok}, ensure_ascii=False)
 
     @staticmethod
     def candidates(capability: str, items: Any) -> str:
@@ -285,19 +303,6 @@ class _Host:
                 e = named
             return json.dumps(_failure(capability, e), ensure_ascii=False)
         return '{"ok":[' + ",".join(parts) + "]}"
-
-    def review(self) -> Optional[Callable[[list], Any]]:
-        p = self.policy
-        if p is None:
-            return None
-        f = getattr(p, "review", p)
-        return lambda items: f(self.context, items)
-
-    def summarize(self) -> Optional[Callable[[list, Any], Any]]:
-        s = self.summarizer
-        if s is None:
-            return None
-        return getattr(s, "summarize", s)
 
 
 def _steps(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator[list, list, str]:
@@ -321,52 +326,23 @@ def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator
         with _no_gc_pauses():
             step = json.loads(text)
         ((kind, body),) = step.items()
-        if kind == "sources":
-            calls = [host.source(c) for c in body]
-            results = yield [thunk for _, thunk in calls]
-            answers = []
-            for (capability, thunk), (ok, value) in zip(calls, results):
-                if thunk is None:
-                    answers.append(json.dumps(_not_provided(capability)))
-                elif not ok:
-                    answers.append(json.dumps(_failure(capability, value), ensure_ascii=False))
-                else:
-                    answers.append(_Host.candidates(capability, value))
-            answer = "[" + ",".join(answers) + "]"
-        elif kind == "review":
-            review = host.review()
-            if review is None:
-                answer = json.dumps(_not_provided("policy.review"))
-                continue
-            if host.policy is allow_all:  # nothing to look at: skip the decoding
-                answer = json.dumps({"ok": ["allow"] * len(body)})
-                continue
-            items = [decode(c, ["ref", "Candidate"]) for c in body]
-            ((ok, value),) = yield [lambda: review(items)]
-            if not ok:
-                answer = json.dumps(_failure("policy.review", value))
-            else:
-                try:
-                    answer = json.dumps({"ok": [_verdict(v, f"policy.review[{i}]") for i, v in enumerate(value)]},
-                                        ensure_ascii=False)
-                except TypeError as e:
-                    answer = json.dumps(_failure("policy.review", e))
-        elif kind == "summaries":
-            summarize = host.summarize()
-            if summarize is None:
-                answer = json.dumps(_not_provided("summarizer.summarize"))
-                continue
-            requests = [decode(r, ["ref", "SummaryRequest"]) for r in body["requests"]]
-            tokenizer = decode(body["tokenizer"], ["ref", "Tokenizer"])
-            ((ok, value),) = yield [lambda: summarize(requests, tokenizer)]
-            if ok and (isinstance(value, (str, bytes)) or not all(isinstance(s, str) for s in value)):
-                ok, value = False, TypeError("a summary is not a string")
-            answer = json.dumps({"ok": list(value)} if ok else _failure("summarizer.summarize", value),
-                                ensure_ascii=False)
-        else:
-            # A step this package does not know is a newer component's:
-            # answering it as another would be a guess.
+        if kind != "calls":
+            # A step this package does not know is a newer component's.
             raise RuntimeError(f"the component asked for a step this package does not know: {kind!r}")
+        calls = [host.call(c) for c in body]
+        results = yield [thunk for _, thunk in calls if thunk is not None]
+        answers = []
+        it = iter(results)
+        for known, thunk in calls:
+            if thunk is None:
+                answers.append(json.dumps(_not_provided(known.capability)))
+                continue
+            ok, value = next(it)
+            if not ok:
+                answers.append(json.dumps(_failure(known.capability, value), ensure_ascii=False))
+            else:
+                answers.append(_Host.answer(known, value))
+        answer = "[" + ",".join(answers) + "]"
 
 
 def _run_sync(gen: Generator[list, list, str]) -> str:
