@@ -324,10 +324,26 @@ pub fn nonce(pack: &ContextPack) -> Option<String> {
     })
 }
 
+/// What produced each of `pack`'s entries, from its snapshot (which lists
+/// the included candidates in the pack's order).
+pub fn origins(pack: &ContextPack) -> Vec<ctxpack_core::Origin> {
+    let included: Vec<&ctxpack_core::SnapshotEntry> = pack
+        .snapshot
+        .entries
+        .iter()
+        .filter(|e| e.included)
+        .collect();
+    assert_eq!(included.len(), pack.entries.len(), "included entries");
+    for (s, e) in included.iter().zip(&pack.entries) {
+        assert_eq!(s.id, e.id, "the pack is not in the snapshot's order");
+    }
+    included.iter().map(|e| e.origin).collect()
+}
+
 /// Holds `pack` to the fence's rule (see the module docs); `name` names
 /// the case in a failure.
 pub fn check_pack(name: &str, pack: &ContextPack) {
-    let origins = crate::invariants::origins(pack);
+    let origins = origins(pack);
     // The flat text is the entries joined by a blank line: where each
     // entry's text lies in it.
     let mut at = 0;

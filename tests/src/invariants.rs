@@ -173,22 +173,6 @@ fn request_candidates(request: &ctxpack_core::AssembleRequest) -> usize {
         + request.stage_summaries.len()
 }
 
-/// What produced each of `pack`'s entries, from its snapshot (which lists
-/// the included candidates in the pack's order).
-pub fn origins(pack: &ContextPack) -> Vec<Origin> {
-    let included: Vec<&ctxpack_core::SnapshotEntry> = pack
-        .snapshot
-        .entries
-        .iter()
-        .filter(|e| e.included)
-        .collect();
-    assert_eq!(included.len(), pack.entries.len(), "included entries");
-    for (s, e) in included.iter().zip(&pack.entries) {
-        assert_eq!(s.id, e.id, "the pack is not in the snapshot's order");
-    }
-    included.iter().map(|e| e.origin).collect()
-}
-
 pub fn check(
     name: &str,
     request: &ctxpack_core::AssembleRequest,
@@ -249,7 +233,7 @@ pub fn check(
     // Counts are exact: recount every included text (a host text's frame
     // and body apart, as the budget charges them).
     let counter = tokenizers.counter(request.tokenizer).unwrap();
-    let origins = origins(pack);
+    let origins = crate::fence::origins(pack);
     for (e, &origin) in pack.entries.iter().zip(&origins) {
         let recount: u32 = framed_parts(e, origin)
             .iter()

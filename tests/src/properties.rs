@@ -139,7 +139,7 @@ pub fn check(name: &str, s: &Scenario, outcome: &Outcome) {
     // with (or redacted to), each as it goes inside its frame — with the
     // marker spellings defused as this crate's own reading of the fence
     // finds them (see `crate::fence`), not as the core says it did.
-    for (e, origin) in pack.entries.iter().zip(invariants::origins(pack)) {
+    for (e, origin) in pack.entries.iter().zip(crate::fence::origins(pack)) {
         let compressed = pack
             .snapshot
             .entries

@@ -996,48 +996,4 @@ mod tests {
         drop(m);
         assert_eq!(none.len(), 0);
     }
-
-    /// What a build without `tokenizer` (compiled without `feature`) says
-    /// when a counter, a builder's preload or an assembly asks for it.
-    #[allow(dead_code)]
-    fn left_out_is_refused_naming_it(tokenizer: Tokenizer, name: &str, feature: &str) {
-        let named = |e: &Error| {
-            let text = e.to_string();
-            assert!(
-                matches!(e, Error::TokenizerUnavailable(_))
-                    && text.contains(name)
-                    && text.contains(&format!("cargo feature `{feature}`")),
-                "{text}"
-            );
-        };
-        named(&Tokenizers.counter(tokenizer).err().unwrap());
-        let config = crate::BuilderConfig {
-            preload: vec![tokenizer],
-            ..crate::BuilderConfig::default()
-        };
-        named(&crate::Builder::new(config).err().unwrap());
-        let mut request: crate::AssembleRequest = serde_json::from_str(
-            r#"{"context": {"trace-id": "t"}, "query": "q", "tokenizer": {"chars-per-token": 4},
-                "budget": 100, "entry-overhead": 0, "system-prompt": "S",
-                "conversation": [], "keep-last": 1}"#,
-        )
-        .unwrap();
-        request.tokenizer = tokenizer;
-        let builder = crate::Builder::new(crate::BuilderConfig::default()).unwrap();
-        let failure = builder.assemble(&request, &mut crate::NoHost).unwrap_err();
-        named(&failure.error);
-        assert!(failure.snapshot.is_none());
-    }
-
-    #[cfg(not(feature = "o200k"))]
-    #[test]
-    fn a_build_left_without_o200k_refuses_it_naming_it() {
-        left_out_is_refused_naming_it(Tokenizer::O200kBase, "o200k-base", "o200k");
-    }
-
-    #[cfg(not(feature = "cl100k"))]
-    #[test]
-    fn a_build_left_without_cl100k_refuses_it_naming_it() {
-        left_out_is_refused_naming_it(Tokenizer::Cl100kBase, "cl100k-base", "cl100k");
-    }
 }
