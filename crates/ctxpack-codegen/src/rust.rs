@@ -77,12 +77,14 @@ fn borrowed(wit: &Wit) -> BTreeSet<String> {
         .collect()
 }
 
-fn conversion(def: &Def, module: &str, borrowed: Option<&BTreeSet<String>>) -> String {
+fn conversion(def: &Def, module: &str, borrowed: &BTreeSet<String>) -> String {
     let core = core_name(&def.name);
-    let mut generated = upper_camel(&def.name);
-    if borrowed.is_some_and(|b| b.contains(&def.name)) {
-        generated.push_str("Result");
-    }
+    // A borrowed type's generated name is the macro's argument.
+    let generated = if borrowed.contains(&def.name) {
+        format!("${}", upper_camel(&def.name))
+    } else {
+        upper_camel(&def.name)
+    };
     let head = format!("ctx::{core}, {module}::{generated}");
     match def.kind {
         Kind::Record => {
@@ -110,9 +112,15 @@ fn conversion(def: &Def, module: &str, borrowed: Option<&BTreeSet<String>>) -> S
     }
 }
 
-fn arm(wit: &Wit, pattern: &str, borrowed: Option<&BTreeSet<String>>) -> Vec<String> {
+/// The arm that expands every conversion, the generated names of the
+/// borrowed types its arguments.
+fn arm(wit: &Wit, borrowed: &BTreeSet<String>) -> Vec<String> {
+    let params: Vec<String> = borrowed
+        .iter()
+        .map(|b| format!("${}:ident", upper_camel(b)))
+        .collect();
     let mut out = vec![
-        format!("    ({pattern}) => {{"),
+        format!("    (@ $($root:ident)::+; {}) => {{", params.join(", ")),
         "        #[allow(unused_imports)]".into(),
         "        mod ctxpack_wit_conversions {".into(),
         "            use ::ctxpack_core as ctx;".into(),
@@ -162,8 +170,26 @@ pub fn conversions(wit: &Wit) -> String {
     ]
     .map(String::from)
     .to_vec();
-    out.extend(arm(wit, "$($root:ident)::+", None));
-    out.extend(arm(wit, "$($root:ident)::+, borrowing", Some(&borrowed)));
+    let names = |suffix: &str| -> String {
+        borrowed
+            .iter()
+            .map(|b| format!("{}{suffix}", upper_camel(b)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    out.push("    ($($root:ident)::+) => {".into());
+    out.push(format!(
+        "        $crate::wit_conversions!(@ $($root)::+; {});",
+        names("")
+    ));
+    out.push("    };".into());
+    out.push("    ($($root:ident)::+, borrowing) => {".into());
+    out.push(format!(
+        "        $crate::wit_conversions!(@ $($root)::+; {});",
+        names("Result")
+    ));
+    out.push("    };".into());
+    out.extend(arm(wit, &borrowed));
     out.push("}".into());
     out.push(String::new());
     out.join("\n")

@@ -15,75 +15,12 @@
 #[macro_export]
 macro_rules! wit_conversions {
     ($($root:ident)::+) => {
-        #[allow(unused_imports)]
-        mod ctxpack_wit_conversions {
-            use ::ctxpack_core as ctx;
-            use $($root)::+::types as wit;
-            use $($root)::+::policy as policy;
-            use $crate::Convert as _;
-
-            $crate::__shaped_conversions!();
-            $crate::__record!(ctx::AgentContext, wit::AgentContext, { session_id, trace_id, user_id, tenant_id, project_id, run_id, attempt_id, scopes });
-            $crate::__cases!(ctx::Tokenizer, wit::Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken]);
-            $crate::__cases!(ctx::Layer, wit::Layer, [L0, L1, L2] []);
-            $crate::__cases!(ctx::Section, wit::Section, [SystemPrompt, WorkflowStatus, MandatoryInstructions, CurrentTask, ConversationState, CurrentDiff, ToolResults, RepositoryState, RelevantKnowledge, GraphNeighbours, EpisodicMemory, SupportingContext, StageSummaries] []);
-            $crate::__cases!(ctx::TrustTier, wit::TrustTier, [System, Trusted, Unverified, Untrusted] []);
-            $crate::__record!(ctx::Provenance, wit::Provenance, { source_kind, reference, source_version, index_revision });
-            $crate::__cases!(ctx::Role, wit::Role, [System, User, Assistant, Tool] []);
-            $crate::__record!(ctx::ConversationTurn, wit::ConversationTurn, { role, content, tool_call_id });
-            $crate::__record!(ctx::WorkflowStatus, wit::WorkflowStatus, { status, stage_id });
-            $crate::__record!(ctx::StageSummary, wit::StageSummary, { stage_id, outcome, summary });
-            $crate::__record!(ctx::Candidate, wit::Candidate, { id, section, text, provenance, trust, score, sequence, scope, token_count });
-            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, stage_summaries });
-            $crate::__record!(ctx::PackEntry, wit::PackEntry, { id, layer, section, role, text, tokens, provenance, trust });
-            $crate::__cases!(ctx::Strategy, wit::Strategy, [L0Immutable, KeepLast, ConversationBudget, EvictOldest, Summarize, Truncate] []);
-            $crate::__record!(ctx::CompressionMetadata, wit::CompressionMetadata, { applied_strategies, truncated_layers, entries_dropped });
-            $crate::__cases!(ctx::Reason, wit::Reason, [Mandatory, WithinBudget, EvictedOldest, OrphanToolResult, OutOfScope, NoProvenance, SectionNotAllowed, AssemblyFailed, Unreviewed] [KeepLast, OverBudget, ToolPair, DuplicateOf, PolicyDenied, Summarized, StepCut, BeyondLimit]);
-            $crate::__record!(ctx::Shortfall, wit::Shortfall, { needed, remaining });
-            $crate::__cases!(ctx::SnapshotStatus, wit::SnapshotStatus, [Complete, Degraded, Truncated, Failed] []);
-            $crate::__record!(ctx::SnapshotEntry, wit::SnapshotEntry, { id, layer, section, origin, provenance, trust, score, tokens, counted, included, reason, compressed, redacted, run });
-            $crate::__record!(ctx::Run, wit::EntryRun, { last_id, count });
-            $crate::__cases!(ctx::Counted, wit::Counted, [Exact, Over, Uncounted] []);
-            $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory, Graph, Repository, Summary] []);
-            $crate::__record!(ctx::SummaryRequest, wit::SummaryRequest, { section, text, target_tokens });
-            $crate::__record!(ctx::SourceCall, wit::SourceCall, { capability, outcome });
-            $crate::__cases!(ctx::SourceOutcome, wit::SourceOutcome, [] [Answered, Failed, Skipped]);
-            $crate::__record!(ctx::SectionCompression, wit::SectionCompression, { section, target_tokens, outcome });
-            $crate::__cases!(ctx::CompressionOutcome, wit::CompressionOutcome, [] [Summarized, Cut, Skipped, Whole]);
-            $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, entries });
-            $crate::__record!(ctx::ContextPack, wit::ContextPack, { id, session_id, trace_id, stage_id, entries, text, messages, budget_used, budget_limit, compression, snapshot, event, metrics });
-            $crate::__record!(ctx::Message, wit::Message, { role, content, tool_call_id });
-            $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, { context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used, token_budget });
-            $crate::__record!(ctx::Metrics, wit::Metrics, { tokens_per_section, dropped_by_reason });
-            $crate::__record!(ctx::SectionTokens, wit::SectionTokens, { section, tokens });
-            $crate::__record!(ctx::ReasonCount, wit::ReasonCount, { reason, count });
-            $crate::__cases!(ctx::ChangeKind, wit::ChangeKind, [Entered, Left, Moved, Retokened, ReasonChanged, AppearedDropped, VanishedDropped] []);
-            $crate::__record!(ctx::EntryState, wit::EntryState, { section, included, reason, tokens, position });
-            $crate::__record!(ctx::Change, wit::Change, { id, origin, kind, before, after });
-            $crate::__record!(ctx::SnapshotDiff, wit::SnapshotDiff, { before_id, after_id, status_before, status_after, tokens_before, tokens_after, changes, unchanged });
-            $crate::__record!(ctx::HostError, wit::HostError, { capability, message });
-            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload, profile, near_duplicate_threshold, ranking, plan, count_cache_entries });
-            $crate::__record!(ctx::Plan, wit::Plan, { default_budget, model_window, safety_margin, shares, compress, min_summary_tokens, cut_step });
-            $crate::__record!(ctx::SectionShare, wit::SectionShare, { section, share });
-            $crate::__record!(ctx::Ranking, wit::Ranking, { trust_system, trust_trusted, trust_unverified, trust_untrusted, recency });
-            $crate::__cases!(ctx::Profile, wit::Profile, [Passthrough] [Rag, RagMemory, Full]);
-            $crate::__record!(ctx::FullSettings, wit::FullSettings, { retrieve_limit, graph_depth, memory_limit, repository_state });
-            $crate::__record!(ctx::RagSettings, wit::RagSettings, { retrieve_limit });
-            $crate::__record!(ctx::RagMemorySettings, wit::RagMemorySettings, { retrieve_limit, memory_limit });
-            $crate::__record!(ctx::RequestContext, wit::RequestContext, { user_query, conversation_history, retrieved_context, memory_items, session_id, trace_id, user_id });
-            $crate::__cases!(ctx::ConfigFormat, wit::ConfigFormat, [Yaml, Json] []);
-            $crate::__record!(ctx::RuleScore, wit::RuleScore, { rule, weight, matched });
-            $crate::__record!(ctx::RouteScore, wit::RouteScore, { route, score, rules });
-            $crate::__record!(ctx::Entity, wit::Entity, { name, value });
-            $crate::__record!(ctx::RoutingDecision, wit::RoutingDecision, { route, skill, confidence, threshold, low_confidence, reference_cue, matched_entities, scores });
-            $crate::__record!(ctx::SkillDispatch, wit::SkillDispatch, { route, skill, matched_entities, context });
-            $crate::__record!(ctx::FallbackDispatch, wit::FallbackDispatch, { context, pack });
-            $crate::__cases!(ctx::Dispatch, wit::Dispatch, [] [Skill, Fallback]);
-            $crate::__record!(ctx::Handling, wit::Handling, { decision, dispatch });
-            $crate::__cases!(ctx::Verdict, policy::Verdict, [Allow] [Redact, Deny]);
-        }
+        $crate::wit_conversions!(@ $($root)::+; AgentContext, Candidate, Provenance, SummaryRequest);
     };
     ($($root:ident)::+, borrowing) => {
+        $crate::wit_conversions!(@ $($root)::+; AgentContextResult, CandidateResult, ProvenanceResult, SummaryRequestResult);
+    };
+    (@ $($root:ident)::+; $AgentContext:ident, $Candidate:ident, $Provenance:ident, $SummaryRequest:ident) => {
         #[allow(unused_imports)]
         mod ctxpack_wit_conversions {
             use ::ctxpack_core as ctx;
@@ -92,17 +29,17 @@ macro_rules! wit_conversions {
             use $crate::Convert as _;
 
             $crate::__shaped_conversions!();
-            $crate::__record!(ctx::AgentContext, wit::AgentContextResult, { session_id, trace_id, user_id, tenant_id, project_id, run_id, attempt_id, scopes });
+            $crate::__record!(ctx::AgentContext, wit::$AgentContext, { session_id, trace_id, user_id, tenant_id, project_id, run_id, attempt_id, scopes });
             $crate::__cases!(ctx::Tokenizer, wit::Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken]);
             $crate::__cases!(ctx::Layer, wit::Layer, [L0, L1, L2] []);
             $crate::__cases!(ctx::Section, wit::Section, [SystemPrompt, WorkflowStatus, MandatoryInstructions, CurrentTask, ConversationState, CurrentDiff, ToolResults, RepositoryState, RelevantKnowledge, GraphNeighbours, EpisodicMemory, SupportingContext, StageSummaries] []);
             $crate::__cases!(ctx::TrustTier, wit::TrustTier, [System, Trusted, Unverified, Untrusted] []);
-            $crate::__record!(ctx::Provenance, wit::ProvenanceResult, { source_kind, reference, source_version, index_revision });
+            $crate::__record!(ctx::Provenance, wit::$Provenance, { source_kind, reference, source_version, index_revision });
             $crate::__cases!(ctx::Role, wit::Role, [System, User, Assistant, Tool] []);
             $crate::__record!(ctx::ConversationTurn, wit::ConversationTurn, { role, content, tool_call_id });
             $crate::__record!(ctx::WorkflowStatus, wit::WorkflowStatus, { status, stage_id });
             $crate::__record!(ctx::StageSummary, wit::StageSummary, { stage_id, outcome, summary });
-            $crate::__record!(ctx::Candidate, wit::CandidateResult, { id, section, text, provenance, trust, score, sequence, scope, token_count });
+            $crate::__record!(ctx::Candidate, wit::$Candidate, { id, section, text, provenance, trust, score, sequence, scope, token_count });
             $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, stage_summaries });
             $crate::__record!(ctx::PackEntry, wit::PackEntry, { id, layer, section, role, text, tokens, provenance, trust });
             $crate::__cases!(ctx::Strategy, wit::Strategy, [L0Immutable, KeepLast, ConversationBudget, EvictOldest, Summarize, Truncate] []);
@@ -114,7 +51,7 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::Run, wit::EntryRun, { last_id, count });
             $crate::__cases!(ctx::Counted, wit::Counted, [Exact, Over, Uncounted] []);
             $crate::__cases!(ctx::Origin, wit::Origin, [Request, Retrieval, Memory, Graph, Repository, Summary] []);
-            $crate::__record!(ctx::SummaryRequest, wit::SummaryRequestResult, { section, text, target_tokens });
+            $crate::__record!(ctx::SummaryRequest, wit::$SummaryRequest, { section, text, target_tokens });
             $crate::__record!(ctx::SourceCall, wit::SourceCall, { capability, outcome });
             $crate::__cases!(ctx::SourceOutcome, wit::SourceOutcome, [] [Answered, Failed, Skipped]);
             $crate::__record!(ctx::SectionCompression, wit::SectionCompression, { section, target_tokens, outcome });
