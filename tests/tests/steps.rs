@@ -11,7 +11,7 @@
 use ctxpack_conformance::invariants::{check as check_invariants, check_failure};
 use ctxpack_conformance::{render, scenarios};
 use ctxpack_core::{
-    Builder, ContextPack, Error, Failure, Host, HostError, SnapshotStatus, SourceOutcome,
+    Answer, Builder, Call, ContextPack, Error, Failure, HostError, SnapshotStatus, SourceOutcome,
     Tokenizers,
 };
 use ctxpack_host::{
@@ -66,7 +66,7 @@ fn drive_by_hand(
             assert_eq!(format!("{again:?}"), format!("{step:?}"), "a second `next`");
         }
         let failing = how.fail_at == Some(taken.len());
-        match step {
+        let calls = match step {
             Step::Done(outcome) => {
                 if how.probe {
                     // The outcome is given once.
@@ -75,88 +75,64 @@ fn drive_by_hand(
                         other => panic!("`next` after done: {other:?}"),
                     }
                     mismatch(
-                        steps.provide_review(Ok(vec![])).unwrap(),
+                        steps.provide(0, Answer::Verdicts(Ok(vec![]))).unwrap(),
                         "review after done",
                     );
                 }
                 return (outcome, taken);
             }
-            Step::Sources(calls) => {
-                taken.push("sources");
-                if how.probe {
-                    mismatch(
-                        steps.provide_review(Ok(vec![])).unwrap(),
-                        "review at sources",
-                    );
-                    mismatch(
-                        steps.provide_summaries(Ok(vec![])).unwrap(),
-                        "summaries at sources",
-                    );
-                    mismatch(
-                        steps.provide_source(calls.len(), Ok(vec![])).unwrap(),
-                        "a call past the round",
-                    );
-                }
-                let mut order: Vec<usize> = (0..calls.len()).collect();
-                if how.reverse {
-                    order.reverse();
-                }
-                for (n, &k) in order.iter().enumerate() {
-                    let answer = if failing {
-                        Err(injected(calls[k].capability()))
-                    } else {
-                        calls[k].call(host, context)
-                    };
-                    steps.provide_source(k, answer).unwrap().unwrap();
-                    if how.probe && n + 1 < order.len() {
-                        // The round is not over: the same step, and the
-                        // call answered cannot be answered again.
-                        assert_eq!(
-                            format!("{:?}", steps.next().unwrap()),
-                            format!("{:?}", Step::Sources(calls.clone())),
-                            "a round half answered"
-                        );
-                        mismatch(
-                            steps.provide_source(k, Ok(vec![])).unwrap(),
-                            "a call answered twice",
-                        );
-                    }
-                }
+            Step::Calls(calls) => calls,
+        };
+        taken.push(match calls.first() {
+            Some(Call::Review { .. }) => "review",
+            Some(Call::Summarize { .. }) => "summaries",
+            _ => "sources",
+        });
+        if how.probe {
+            // An answer of another kind than its call's, and one to a
+            // call past the round, are refused.
+            let other = match calls[0] {
+                Call::Review { .. } => Answer::Summaries(Ok(vec![])),
+                _ => Answer::Verdicts(Ok(vec![])),
+            };
+            mismatch(steps.provide(0, other).unwrap(), "another call's answer");
+            if matches!(calls[0], Call::Review { .. } | Call::Summarize { .. }) {
+                mismatch(
+                    steps.provide(0, Answer::Candidates(Ok(vec![]))).unwrap(),
+                    "a source's answer",
+                );
             }
-            Step::Review(items) => {
-                taken.push("review");
-                if how.probe {
-                    mismatch(
-                        steps.provide_source(0, Ok(vec![])).unwrap(),
-                        "source at review",
-                    );
-                    mismatch(
-                        steps.provide_summaries(Ok(vec![])).unwrap(),
-                        "summaries at review",
-                    );
-                }
-                let answer = if failing {
-                    Err(injected("policy.review"))
-                } else {
-                    let items: Vec<_> = items.iter().collect();
-                    host.review(context, &items)
-                };
-                steps.provide_review(answer).unwrap().unwrap();
-            }
-            Step::Summaries(requests, tokenizer) => {
-                taken.push("summaries");
-                if how.probe {
-                    mismatch(
-                        steps.provide_review(Ok(vec![])).unwrap(),
-                        "review at summaries",
-                    );
-                }
-                let answer = if failing {
-                    Err(injected("summarizer.summarize"))
-                } else {
-                    host.summarize(&requests, tokenizer)
-                };
-                steps.provide_summaries(answer).unwrap().unwrap();
+            mismatch(
+                steps
+                    .provide(calls.len(), calls[0].failed(injected("x")))
+                    .unwrap(),
+                "a call past the round",
+            );
+        }
+        let mut order: Vec<usize> = (0..calls.len()).collect();
+        if how.reverse {
+            order.reverse();
+        }
+        for (n, &k) in order.iter().enumerate() {
+            let call = &calls[k];
+            let answer = if failing {
+                call.failed(injected(call.capability()))
+            } else {
+                call.call(host, context)
+            };
+            steps.provide(k, answer).unwrap().unwrap();
+            if how.probe && n + 1 < order.len() {
+                // The round is not over: the same step, and the call
+                // answered cannot be answered again.
+                assert_eq!(
+                    format!("{:?}", steps.next().unwrap()),
+                    format!("{:?}", Step::Calls(calls.clone())),
+                    "a round half answered"
+                );
+                mismatch(
+                    steps.provide(k, call.failed(injected("x"))).unwrap(),
+                    "a call answered twice",
+                );
             }
         }
     }

@@ -21,9 +21,10 @@ pub mod wit;
 
 use std::path::{Path, PathBuf};
 
-/// The WIT types no binding spells: `step` is the typed step protocol's
-/// own outcome (it holds a `result`); the packages drive the JSON face.
-const UNSPELT: &[&str] = &["step"];
+/// The WIT types no binding spells: the typed step protocol's `step` and
+/// `answer` hold `result`s; the packages drive the JSON face, where an
+/// answer is `{"ok": …}` or `{"err": …}`.
+const UNSPELT: &[&str] = &["step", "answer"];
 
 /// A file the generator writes, by its path from the repository's root.
 pub struct Output {

@@ -111,17 +111,7 @@ impl GuestAssembly for AssemblyResource {
     fn next(&self) -> exported::Step {
         let mut assembly = self.0.borrow_mut();
         match assembly.next() {
-            ctx::Next::Sources(calls) => {
-                exported::Step::Sources(calls.iter().map(source_request).collect())
-            }
-            ctx::Next::Review(items) => exported::Step::Review(items.to_vec().convert()),
-            ctx::Next::Summaries {
-                requests,
-                tokenizer,
-            } => exported::Step::Summaries(exported::SummariesRequest {
-                requests: requests.to_vec().convert(),
-                tokenizer: tokenizer.convert(),
-            }),
+            ctx::Next::Calls(calls) => exported::Step::Calls(calls.iter().map(call).collect()),
             ctx::Next::Done(outcome) => exported::Step::Done(match outcome {
                 Ok(pack) => Ok(pack.convert()),
                 Err(e) => Err(e.convert()),
@@ -129,67 +119,61 @@ impl GuestAssembly for AssemblyResource {
         }
     }
 
-    fn provide_source(
-        &self,
-        call: u32,
-        answer: Result<Vec<wit::CandidateResult>, wit::HostError>,
-    ) -> Result<(), wit::CtxpackError> {
-        let answer = answer.map(Convert::convert).map_err(Convert::convert);
+    fn provide(&self, call: u32, answer: exported::Answer) -> Result<(), wit::CtxpackError> {
+        use exported::Answer as A;
+        let answer = match answer {
+            A::Candidates(a) => ctx::Answer::Candidates(convert(a)),
+            A::Verdicts(a) => ctx::Answer::Verdicts(convert(a)),
+            A::Summaries(a) => ctx::Answer::Summaries(a.map_err(Convert::convert)),
+        };
         self.0
             .borrow_mut()
-            .provide_source(call as usize, answer)
-            .map_err(Convert::convert)
-    }
-
-    fn provide_review(
-        &self,
-        answer: Result<Vec<policy::Verdict>, wit::HostError>,
-    ) -> Result<(), wit::CtxpackError> {
-        let answer = answer.map(Convert::convert).map_err(Convert::convert);
-        self.0
-            .borrow_mut()
-            .provide_review(answer)
-            .map_err(Convert::convert)
-    }
-
-    fn provide_summaries(
-        &self,
-        answer: Result<Vec<String>, wit::HostError>,
-    ) -> Result<(), wit::CtxpackError> {
-        let answer = answer.map_err(Convert::convert);
-        self.0
-            .borrow_mut()
-            .provide_summaries(answer)
+            .provide(call as usize, answer)
             .map_err(Convert::convert)
     }
 }
 
-/// A source call as the WIT spells it.
-fn source_request(call: &ctx::SourceRequest) -> exported::SourceRequest {
-    match call.clone() {
-        ctx::SourceRequest::Retrieve { query, limit } => {
-            exported::SourceRequest::Retrieve(exported::RetrieveRequest { query, limit })
-        }
-        ctx::SourceRequest::ExpandGraph { item_ids, depth } => {
-            exported::SourceRequest::ExpandGraph(exported::ExpandGraphRequest { item_ids, depth })
-        }
-        ctx::SourceRequest::RecallMemory {
-            user_id,
-            query,
-            limit,
-        } => exported::SourceRequest::RecallMemory(exported::RecallMemoryRequest {
-            user_id,
-            query,
-            limit,
+/// A call as the WIT spells it.
+fn call(call: &ctx::Call<'_>) -> exported::Call {
+    use exported::Call as W;
+    match call {
+        ctx::Call::Retrieve { query, limit } => W::Retrieve(exported::RetrieveRequest {
+            query: query.to_string(),
+            limit: *limit,
         }),
-        ctx::SourceRequest::RepositoryState => exported::SourceRequest::RepositoryState,
+        ctx::Call::ExpandGraph { item_ids, depth } => {
+            W::ExpandGraph(exported::ExpandGraphRequest {
+                item_ids: item_ids.to_vec(),
+                depth: *depth,
+            })
+        }
+        ctx::Call::RecallMemory {
+            user_id,
+            query,
+            limit,
+        } => W::RecallMemory(exported::RecallMemoryRequest {
+            user_id: user_id.to_string(),
+            query: query.to_string(),
+            limit: *limit,
+        }),
+        ctx::Call::RepositoryState {} => W::RepositoryState,
+        ctx::Call::Review { items } => W::Review(exported::ReviewRequest {
+            items: items.to_vec().convert(),
+        }),
+        ctx::Call::Summarize {
+            requests,
+            tokenizer,
+        } => W::Summarize(exported::SummarizeRequest {
+            requests: requests.to_vec().convert(),
+            tokenizer: tokenizer.convert(),
+        }),
     }
 }
 
 /// The host's imports, seen by the core as its [`ctx::Host`].
 struct Imports;
 
-fn answer<A: Convert<B>, B>(answer: Result<A, wit::HostError>) -> Result<B, ctx::HostError> {
+fn convert<A: Convert<B>, B>(answer: Result<A, wit::HostError>) -> Result<B, ctx::HostError> {
     answer.map(Convert::convert).map_err(Convert::convert)
 }
 
@@ -267,7 +251,7 @@ impl ctx::Host for Imports {
         query: &str,
         limit: u32,
     ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        answer(with_context(context, |c| {
+        convert(with_context(context, |c| {
             sources::retrieve(c, query, limit)
         }))
     }
@@ -279,7 +263,7 @@ impl ctx::Host for Imports {
         depth: u32,
     ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
         let item_ids: Vec<&str> = item_ids.iter().map(String::as_str).collect();
-        answer(with_context(context, |c| {
+        convert(with_context(context, |c| {
             sources::expand_graph(c, &item_ids, depth)
         }))
     }
@@ -291,7 +275,7 @@ impl ctx::Host for Imports {
         query: &str,
         limit: u32,
     ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        answer(with_context(context, |c| {
+        convert(with_context(context, |c| {
             sources::recall_memory(c, user_id, query, limit)
         }))
     }
@@ -300,7 +284,7 @@ impl ctx::Host for Imports {
         &mut self,
         context: &ctx::AgentContext,
     ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        answer(with_context(context, sources::repository_state))
+        convert(with_context(context, sources::repository_state))
     }
 
     fn review(
@@ -309,7 +293,7 @@ impl ctx::Host for Imports {
         items: &[&ctx::Candidate],
     ) -> Result<Vec<ctx::Verdict>, ctx::HostError> {
         let items: Vec<wit::CandidateParam<'_>> = items.iter().map(|&c| candidate(c)).collect();
-        answer(with_context(context, |c| policy::review(c, &items)))
+        convert(with_context(context, |c| policy::review(c, &items)))
     }
 
     fn summarize(
@@ -334,7 +318,7 @@ impl ctx::Host for Imports {
                 }
             })
             .collect();
-        answer(summarizer::summarize(&requests, tokenizer.convert()))
+        convert(summarizer::summarize(&requests, tokenizer.convert()))
     }
 }
 

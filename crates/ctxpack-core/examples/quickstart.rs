@@ -1,4 +1,5 @@
-use ctxpack_core::{AssembleRequest, Builder, Candidate, ContextPack, HostError, Next, Verdict};
+use ctxpack_core::{Answer, AssembleRequest, Builder, Call, Candidate, ContextPack, HostError};
+use ctxpack_core::{Next, Verdict};
 use serde_json::{from_value, json};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -11,20 +12,17 @@ fn assemble(builder: &Builder, request: &AssembleRequest) -> Result<ContextPack>
     }]))?;
     let mut assembly = builder.start(request); // it asks, your stores answer (await them here)
     loop {
-        match assembly.next() {
-            Next::Sources(calls) => {
-                for i in 0..calls.len() {
-                    assembly.provide_source(i, Ok(docs.clone()))?; // one answer per call
-                }
-            }
-            Next::Review(items) => {
-                let verdicts = vec![Verdict::Allow; items.len()]; // your policy's word on each
-                assembly.provide_review(Ok(verdicts))?;
-            }
-            Next::Summaries { .. } => {
-                assembly.provide_summaries(Err(HostError::not_provided("summarizer.summarize")))?;
-            }
+        let calls = match assembly.next() {
+            Next::Calls(calls) => calls.to_vec(), // one answer per call, keyed as the call
             Next::Done(outcome) => return Ok(outcome?),
+        };
+        for (i, call) in calls.iter().enumerate() {
+            let answer = match call {
+                Call::Retrieve { .. } => Answer::Candidates(Ok(docs.clone())),
+                Call::Review { items } => Answer::Verdicts(Ok(vec![Verdict::Allow; items.len()])),
+                other => other.failed(HostError::not_provided(other.capability())),
+            };
+            assembly.provide(i, answer)?;
         }
     }
 }

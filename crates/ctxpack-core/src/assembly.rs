@@ -1,9 +1,9 @@
 //! The resumable assembly: the step protocol.
 //!
 //! An [`Assembly`] is one assembly in progress. It says what it needs next
-//! from its host — one round of source calls, a policy review batch, the
-//! summaries of the sections it compresses — takes the host's answers (or
-//! failures) and finally yields the pack. A host whose stores are
+//! from its host — a round of [`Call`]s: source calls, a policy review
+//! batch, the summaries of the sections it compresses — takes the host's
+//! [`Answer`]s (or failures) and finally yields the pack. A host whose stores are
 //! asynchronous (a browser's `fetch`, a Node database client, a model call
 //! for a summary) awaits them between steps; nothing is called back.
 //!
@@ -15,164 +15,70 @@
 //! The order of needs is fixed by the pipeline: at most two rounds of
 //! source calls (expanding the graph needs what retrieval answered), then
 //! review rounds while the budget is filled (see [`crate::budget`]), at
-//! most one summaries step, and review rounds again if the room a summary
+//! most one `summarize` call, and review rounds again if the room a summary
 //! left over reaches candidates not yet reviewed. An answer to a step not
-//! asked, or for a call that does not exist or was answered already, is an
-//! [`Error::StepMismatch`] and changes nothing: the host can answer again.
+//! asked, for a call that does not exist or was answered already, or of
+//! another call's kind, is an [`Error::StepMismatch`] and changes nothing:
+//! the host can answer again.
 //!
 //! Inside, the pipeline is an `async` function whose only await points are
 //! the host's answers; [`Assembly::next`] polls it once, with a waker that
 //! does nothing, until it either finishes or asks.
 
+use crate::call::{Answer, Call};
 use crate::error::{Error, Failure, HostError};
 use crate::host::{Host, Verdict};
 use crate::pack::ContextPack;
 use crate::types::{AgentContext, Candidate, SummaryRequest, Tokenizer};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-/// One call to one of the host's sources. As JSON it is spelled as the
-/// WIT's `source-request`: `{"retrieve": {"query": …, "limit": …}}`, …,
-/// `"repository-state"`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case", rename_all_fields = "kebab-case")]
-pub enum SourceRequest {
-    /// `sources.retrieve`: candidates for `query`, at most `limit`.
-    Retrieve {
-        /// The query.
-        query: String,
-        /// The most candidates wanted.
-        limit: u32,
-    },
-    /// `sources.expand-graph`: candidates at most `depth` hops from the
-    /// given items.
-    ExpandGraph {
-        /// The items to expand from, best first.
-        item_ids: Vec<String>,
-        /// The most hops.
-        depth: u32,
-    },
-    /// `sources.recall-memory`: one user's long-term memory.
-    RecallMemory {
-        /// The user.
-        user_id: String,
-        /// The query.
-        query: String,
-        /// The most candidates wanted.
-        limit: u32,
-    },
-    /// `sources.repository-state`: the state of the attempt's repository.
-    RepositoryState,
-}
-
-impl SourceRequest {
-    /// The capability it calls, as the WIT names it (`sources.retrieve`).
-    pub fn capability(&self) -> &'static str {
-        match self {
-            SourceRequest::Retrieve { .. } => "sources.retrieve",
-            SourceRequest::ExpandGraph { .. } => "sources.expand-graph",
-            SourceRequest::RecallMemory { .. } => "sources.recall-memory",
-            SourceRequest::RepositoryState => "sources.repository-state",
-        }
-    }
-
-    /// Makes the call on `host`.
-    pub fn call(
-        &self,
-        host: &mut dyn Host,
-        context: &AgentContext,
-    ) -> Result<Vec<Candidate>, HostError> {
-        match self {
-            SourceRequest::Retrieve { query, limit } => host.retrieve(context, query, *limit),
-            SourceRequest::ExpandGraph { item_ids, depth } => {
-                host.expand_graph(context, item_ids, *depth)
-            }
-            SourceRequest::RecallMemory {
-                user_id,
-                query,
-                limit,
-            } => host.recall_memory(context, user_id, query, *limit),
-            SourceRequest::RepositoryState => host.repository_state(context),
-        }
-    }
-}
-
 /// What an assembly needs next, or its outcome.
 // The outcome is large, and given once: boxing it would save nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Next<'a> {
-    /// A round of source calls, independent of each other: answer each
-    /// with [`Assembly::provide_source`], by its index, in any order.
-    Sources(&'a [SourceRequest]),
-    /// A review batch: answer with [`Assembly::provide_review`], one
-    /// verdict per item, in order. Each text is as it would be rendered
-    /// inside its citation frame.
-    Review(&'a [Candidate]),
-    /// The sections to compress: answer with
-    /// [`Assembly::provide_summaries`], one summary per request, in order.
-    Summaries {
-        /// What to summarise, each within its target tokens.
-        requests: &'a [SummaryRequest],
-        /// The tokenizer the targets are counted in.
-        tokenizer: Tokenizer,
-    },
+    /// A round of calls, independent of each other: answer each with
+    /// [`Assembly::provide`], by its index, in any order.
+    Calls(&'a [Call<'static>]),
     /// The assembly is over: its pack, or why there is none (with the
     /// failed snapshot once it had begun). Given once; asked again, it is
     /// an [`Error::StepMismatch`].
     Done(Result<ContextPack, Failure>),
 }
 
-/// What the pipeline asked, kept by the assembly until it is answered.
-enum Asked {
-    Sources {
-        calls: Vec<SourceRequest>,
-        answers: Vec<Option<Result<Vec<Candidate>, HostError>>>,
-    },
-    Review(Vec<Candidate>),
-    Summaries(Vec<SummaryRequest>, Tokenizer),
-}
-
-impl Asked {
-    fn name(&self) -> &'static str {
-        match self {
-            Asked::Sources { .. } => "sources",
-            Asked::Review(_) => "review",
-            Asked::Summaries(..) => "summaries",
-        }
-    }
-}
-
-/// The host's answer, handed to the pipeline when it resumes.
-pub(crate) enum Answer {
-    Sources(Vec<Result<Vec<Candidate>, HostError>>),
-    /// The reviewed candidates come back with the verdicts: their texts
-    /// were lent to the host, not copied.
-    Review(Vec<Candidate>, Result<Vec<Verdict>, HostError>),
-    Summaries(Result<Vec<String>, HostError>),
+/// A round the pipeline asked, kept by the assembly until every call of it
+/// is answered.
+struct Asked {
+    calls: Vec<Call<'static>>,
+    answers: Vec<Option<Answer>>,
 }
 
 /// Between the pipeline and its driver: what was asked, what was answered.
 #[derive(Default)]
 pub(crate) struct Channel {
     asked: RefCell<Option<Asked>>,
-    answer: RefCell<Option<Answer>>,
+    answer: RefCell<Option<Vec<(Call<'static>, Answer)>>>,
 }
 
 impl Channel {
     /// Asks the host for the answers to one round of source calls.
     pub(crate) async fn sources(
         &self,
-        calls: Vec<SourceRequest>,
+        calls: Vec<Call<'static>>,
     ) -> Vec<Result<Vec<Candidate>, HostError>> {
-        let answers = calls.iter().map(|_| None).collect();
-        match self.ask(Asked::Sources { calls, answers }).await {
-            Answer::Sources(answers) => answers,
-            _ => unreachable_answer(),
-        }
+        let answered = self.ask(calls).await;
+        answered
+            .into_iter()
+            .map(|(_, answer)| match answer {
+                Answer::Candidates(a) => a,
+                _ => unreachable_answer(),
+            })
+            .collect()
     }
 
     /// Asks the policy to review `items`; they come back with the verdicts.
@@ -180,8 +86,11 @@ impl Channel {
         &self,
         items: Vec<Candidate>,
     ) -> (Vec<Candidate>, Result<Vec<Verdict>, HostError>) {
-        match self.ask(Asked::Review(items)).await {
-            Answer::Review(items, verdicts) => (items, verdicts),
+        let call = Call::Review {
+            items: Cow::Owned(items),
+        };
+        match self.call(call).await {
+            (Call::Review { items }, Answer::Verdicts(verdicts)) => (items.into_owned(), verdicts),
             _ => unreachable_answer(),
         }
     }
@@ -192,23 +101,37 @@ impl Channel {
         requests: Vec<SummaryRequest>,
         tokenizer: Tokenizer,
     ) -> Result<Vec<String>, HostError> {
-        match self.ask(Asked::Summaries(requests, tokenizer)).await {
-            Answer::Summaries(answer) => answer,
+        let call = Call::Summarize {
+            requests: Cow::Owned(requests),
+            tokenizer,
+        };
+        match self.call(call).await {
+            (_, Answer::Summaries(answer)) => answer,
             _ => unreachable_answer(),
         }
     }
 
-    fn ask(&self, asked: Asked) -> Ask<'_> {
+    /// Asks one call; it comes back with its answer, of its kind.
+    pub(crate) async fn call(&self, call: Call<'static>) -> (Call<'static>, Answer) {
+        match self.ask(vec![call]).await.pop() {
+            Some(answered) => answered,
+            None => unreachable_answer(),
+        }
+    }
+
+    /// Asks a round of calls; each comes back with its answer.
+    fn ask(&self, calls: Vec<Call<'static>>) -> Ask<'_> {
+        let answers = calls.iter().map(|_| None).collect();
         Ask {
             channel: self,
-            asked: Some(asked),
+            asked: Some(Asked { calls, answers }),
         }
     }
 }
 
-/// The answer's kind always matches the question's: [`Assembly`] checks
-/// it before handing an answer over, so a mismatch is a bug here, found by
-/// every test that drives a step.
+/// Each answer's kind matches its call's: [`Assembly::provide`] checks it
+/// before taking an answer, so a mismatch is a bug here, found by every
+/// test that drives a step.
 #[allow(clippy::panic)]
 fn unreachable_answer() -> ! {
     panic!("an assembly was answered a step it did not ask")
@@ -221,9 +144,9 @@ struct Ask<'c> {
 }
 
 impl Future for Ask<'_> {
-    type Output = Answer;
+    type Output = Vec<(Call<'static>, Answer)>;
 
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Answer> {
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         if let Some(asked) = self.asked.take() {
             *self.channel.asked.borrow_mut() = Some(asked);
             return Poll::Pending;
@@ -246,7 +169,9 @@ type Run<'a> = Pin<Box<dyn Future<Output = Result<ContextPack, Failure>> + 'a>>;
 /// round's calls in any order):
 ///
 /// ```
-/// use ctxpack_core::{AssembleRequest, Builder, BuilderConfig, Candidate, Next, Verdict};
+/// use ctxpack_core::{
+///     Answer, AssembleRequest, Builder, BuilderConfig, Call, Candidate, HostError, Next, Verdict,
+/// };
 ///
 /// let config: BuilderConfig =
 ///     serde_json::from_str(r#"{"profile": {"rag": {"retrieve-limit": 8}}}"#).unwrap();
@@ -266,32 +191,25 @@ type Run<'a> = Pin<Box<dyn Future<Output = Result<ContextPack, Failure>> + 'a>>;
 /// let mut assembly = builder.start(&request);
 /// let pack = loop {
 ///     match assembly.next() {
-///         Next::Sources(calls) => {
-///             let answers: Vec<_> = calls
+///         Next::Calls(calls) => {
+///             let answers: Vec<Answer> = calls
 ///                 .iter()
-///                 .map(|call| match call.capability() {
-///                     "sources.retrieve" => Ok(retrieved.clone()),
-///                     other => Err(ctxpack_core::HostError::not_provided(other)),
+///                 .map(|call| match call {
+///                     Call::Retrieve { .. } => Answer::Candidates(Ok(retrieved.clone())),
+///                     Call::Review { items } => Answer::Verdicts(Ok(vec![Verdict::Allow; items.len()])),
+///                     other => other.failed(HostError::not_provided(other.capability())),
 ///                 })
 ///                 .collect();
 ///             for (k, answer) in answers.into_iter().enumerate().rev() {
-///                 assembly.provide_source(k, answer).unwrap();
+///                 assembly.provide(k, answer).unwrap();
 ///             }
-///         }
-///         Next::Review(items) => {
-///             let verdicts = vec![Verdict::Allow; items.len()];
-///             assembly.provide_review(Ok(verdicts)).unwrap();
-///         }
-///         Next::Summaries { requests, .. } => {
-///             let summaries = requests.iter().map(|r| r.text.clone()).collect();
-///             assembly.provide_summaries(Ok(summaries)).unwrap();
 ///         }
 ///         Next::Done(outcome) => break outcome.unwrap(),
 ///     }
 /// };
 /// assert!(pack.entries.iter().any(|e| e.id == "kb-1"));
-/// // Asked for what it did not ask, an assembly says so, typed.
-/// assert!(assembly.provide_review(Ok(vec![])).is_err());
+/// // Answered what it did not ask, an assembly says so, typed.
+/// assert!(assembly.provide(0, Answer::Verdicts(Ok(vec![]))).is_err());
 /// ```
 pub struct Assembly<'a> {
     channel: Rc<Channel>,
@@ -325,16 +243,8 @@ impl<'a> Assembly<'a> {
         if self.asked.is_none() && self.done.is_none() {
             self.resume();
         }
-        match &self.asked {
-            Some(Asked::Sources { calls, .. }) => return Next::Sources(calls),
-            Some(Asked::Review(items)) => return Next::Review(items),
-            Some(Asked::Summaries(requests, tokenizer)) => {
-                return Next::Summaries {
-                    requests,
-                    tokenizer: *tokenizer,
-                };
-            }
-            None => {}
+        if let Some(asked) = &self.asked {
+            return Next::Calls(&asked.calls);
         }
         Next::Done(self.done.take().unwrap_or_else(|| {
             Err(Error::StepMismatch("the assembly is over and its outcome was given".into()).into())
@@ -365,85 +275,51 @@ impl<'a> Assembly<'a> {
         }
     }
 
-    /// The answer to source call `call` of the round asked (its index in
-    /// [`Next::Sources`]): its candidates, or its failure (the assembly
-    /// goes on, degraded). Once every call of the round is answered, the
-    /// assembly goes on at the next [`Assembly::next`].
-    pub fn provide_source(
-        &mut self,
-        call: usize,
-        answer: Result<Vec<Candidate>, HostError>,
-    ) -> Result<(), Error> {
-        let Some(Asked::Sources { calls, answers }) = &mut self.asked else {
-            return Err(self.mismatch("sources"));
+    /// The answer to call `call` of the round asked (its index in
+    /// [`Next::Calls`]), of that call's kind. A source's failure degrades
+    /// the assembly; the policy's, or a different number of verdicts,
+    /// fails it (nothing unreviewed is ever included); the summariser's,
+    /// a different number of summaries or an empty one cuts the section
+    /// instead. Once every call of the round is answered, the assembly
+    /// goes on at the next [`Assembly::next`].
+    pub fn provide(&mut self, call: usize, answer: Answer) -> Result<(), Error> {
+        let Some(Asked { calls, answers }) = &mut self.asked else {
+            return Err(self.mismatch(answer.name()));
         };
         let Some(slot) = answers.get_mut(call) else {
             return Err(Error::StepMismatch(format!(
-                "source call {call} does not exist: the round has {} calls",
+                "call {call} does not exist: the round has {} calls",
                 calls.len()
             )));
         };
+        let asked = calls[call].capability();
         if slot.is_some() {
             return Err(Error::StepMismatch(format!(
-                "source call {call} (`{}`) was answered already",
-                calls[call].capability()
+                "call {call} (`{asked}`) was answered already"
+            )));
+        }
+        if !calls[call].answered_by(&answer) {
+            return Err(Error::StepMismatch(format!(
+                "call {call} is `{asked}`, but it was answered with {}",
+                answer.name()
             )));
         }
         *slot = Some(answer);
-        if answers.iter().all(Option::is_some) {
-            let answers = answers.drain(..).flatten().collect();
-            self.answer(Answer::Sources(answers));
+        if answers.iter().all(Option::is_some)
+            && let Some(Asked { calls, answers }) = self.asked.take()
+        {
+            let answered = calls.into_iter().zip(answers.into_iter().flatten());
+            *self.channel.answer.borrow_mut() = Some(answered.collect());
         }
         Ok(())
     }
 
-    /// The policy's verdicts on the review batch asked, one per item in
-    /// order, or its failure. A failure, or a different number of
-    /// verdicts, fails the assembly: nothing unreviewed is ever included.
-    pub fn provide_review(&mut self, answer: Result<Vec<Verdict>, HostError>) -> Result<(), Error> {
-        match self.asked.take() {
-            Some(Asked::Review(items)) => {
-                self.answer(Answer::Review(items, answer));
-                Ok(())
-            }
-            other => {
-                self.asked = other;
-                Err(self.mismatch("review"))
-            }
-        }
-    }
-
-    /// The summaries asked, one per request in order, or the summariser's
-    /// failure. A failure, a different number of summaries or an empty
-    /// one makes the builder cut the section instead.
-    pub fn provide_summaries(
-        &mut self,
-        answer: Result<Vec<String>, HostError>,
-    ) -> Result<(), Error> {
-        match self.asked.take() {
-            Some(Asked::Summaries(..)) => {
-                self.answer(Answer::Summaries(answer));
-                Ok(())
-            }
-            other => {
-                self.asked = other;
-                Err(self.mismatch("summaries"))
-            }
-        }
-    }
-
-    fn answer(&mut self, answer: Answer) {
-        self.asked = None;
-        *self.channel.answer.borrow_mut() = Some(answer);
-    }
-
     fn mismatch(&self, given: &str) -> Error {
-        let asked = match (&self.asked, &self.done, &self.run) {
-            (Some(asked), _, _) => format!("the assembly asked for {}", asked.name()),
-            (None, Some(_), _) | (None, None, None) => "the assembly is over".to_owned(),
-            (None, None, Some(_)) => "nothing is asked yet: call `next` first".to_owned(),
+        let asked = match (&self.done, &self.run) {
+            (Some(_), _) | (None, None) => "the assembly is over",
+            (None, Some(_)) => "nothing is asked yet: call `next` first",
         };
-        Error::StepMismatch(format!("answered {given}, but {asked}"))
+        Error::StepMismatch(format!("answered with {given}, but {asked}"))
     }
 
     /// Drives the assembly to its end over `host`, for `context`'s
@@ -454,31 +330,16 @@ impl<'a> Assembly<'a> {
         context: &AgentContext,
     ) -> Result<ContextPack, Failure> {
         loop {
-            let provided = match self.next() {
+            let answers: Vec<Answer> = match self.next() {
                 Next::Done(outcome) => return outcome,
-                Next::Sources(calls) => {
-                    let answers: Vec<_> = calls.iter().map(|c| c.call(host, context)).collect();
-                    answers
-                        .into_iter()
-                        .enumerate()
-                        .try_for_each(|(k, answer)| self.provide_source(k, answer))
-                }
-                Next::Review(items) => {
-                    let items: Vec<&Candidate> = items.iter().collect();
-                    let verdicts = host.review(context, &items);
-                    self.provide_review(verdicts)
-                }
-                Next::Summaries {
-                    requests,
-                    tokenizer,
-                } => {
-                    let summaries = host.summarize(requests, tokenizer);
-                    self.provide_summaries(summaries)
-                }
+                Next::Calls(calls) => calls.iter().map(|c| c.call(host, context)).collect(),
             };
             // Each answer is the one asked, for each call asked: the
             // driver cannot mismatch, but a bug here must not loop.
-            provided?;
+            answers
+                .into_iter()
+                .enumerate()
+                .try_for_each(|(k, answer)| self.provide(k, answer))?;
         }
     }
 }

@@ -14,7 +14,8 @@
 //! What the sources answered is then ranked ([`crate::rank`]), admitted
 //! ([`crate::admit`]) and reviewed ([`crate::policy`]).
 
-use crate::assembly::{Channel, SourceRequest};
+use crate::assembly::Channel;
+use crate::call::Call;
 use crate::config::Profile;
 use crate::error::HostError;
 use crate::pack::{Origin, Reason, SourceCall, SourceOutcome};
@@ -166,20 +167,20 @@ pub(crate) async fn gather(
     let plan = SourcePlan::of(profile);
     let mut round = Vec::new();
     if let Some(limit) = plan.retrieve {
-        round.push(SourceRequest::Retrieve {
-            query: request.query.clone(),
+        round.push(Call::Retrieve {
+            query: request.query.clone().into(),
             limit,
         });
     }
     if let (Some(limit), Some(user)) = (plan.memory, &ctx.user_id) {
-        round.push(SourceRequest::RecallMemory {
-            user_id: user.clone(),
-            query: request.query.clone(),
+        round.push(Call::RecallMemory {
+            user_id: user.clone().into(),
+            query: request.query.clone().into(),
             limit,
         });
     }
     if plan.repository {
-        round.push(SourceRequest::RepositoryState);
+        round.push(Call::RepositoryState {});
     }
     let answers = if round.is_empty() {
         Vec::new()
@@ -187,14 +188,14 @@ pub(crate) async fn gather(
         channel.sources(round.clone()).await
     };
     let mut answered = round.iter().zip(answers);
-    let mut next = |kind: fn(&SourceRequest) -> bool| {
+    let mut next = |kind: fn(&Call) -> bool| {
         answered
             .find(|(asked, _)| kind(asked))
             .map(|(_, answer)| answer)
     };
-    let retrieved = next(|r| matches!(r, SourceRequest::Retrieve { .. }));
-    let memory = next(|r| matches!(r, SourceRequest::RecallMemory { .. }));
-    let repository = next(|r| matches!(r, SourceRequest::RepositoryState));
+    let retrieved = next(|r| matches!(r, Call::Retrieve { .. }));
+    let memory = next(|r| matches!(r, Call::RecallMemory { .. }));
+    let repository = next(|r| matches!(r, Call::RepositoryState {}));
 
     let mut gathered = Gathered::default();
     if let (Some(limit), Some(answer)) = (plan.retrieve, retrieved) {
@@ -214,8 +215,8 @@ pub(crate) async fn gather(
         if ids.is_empty() {
             gathered.skip("sources.expand-graph", "no retrieved item to expand from");
         } else {
-            let call = SourceRequest::ExpandGraph {
-                item_ids: ids,
+            let call = Call::ExpandGraph {
+                item_ids: ids.into(),
                 depth,
             };
             let answer = channel

@@ -33,17 +33,16 @@
 //! the host may answer again.
 
 use crate::assembly::{Assembly, Next};
-use crate::error::{Error, Failure, HostError};
+pub use crate::call::Call;
+use crate::call::{Answer, Answers};
+use crate::error::{Error, Failure};
 use crate::handle::{self, Handling, Routed};
-use crate::host::Verdict;
 use crate::pack::{ContextPack, Snapshot};
 use crate::router::{Router, RoutingDecision};
-use crate::types::{AssembleRequest, Candidate};
+use crate::types::AssembleRequest;
 use crate::{Builder, BuilderConfig};
-use crate::{SourceRequest, SummaryRequest, Tokenizer};
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed};
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 use std::ops::Deref;
 
 /// Parses `text` as a `T`; an error names the field under `root`.
@@ -143,129 +142,9 @@ impl From<Result<Handling, Failure>> for Reply {
 #[serde(rename_all = "kebab-case")]
 pub enum Step<'a> {
     /// A round of calls, answered in order.
-    Calls(Vec<Call<'a>>),
+    Calls(&'a [Call<'static>]),
     /// The outcome, given once.
     Done(&'a Reply),
-}
-
-/// One call of a step: the import it stands for, with that import's
-/// arguments but the context (the request's). Written from the
-/// assembly's state, read back (owned) by a host that drives in Rust.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(
-    rename_all = "kebab-case",
-    rename_all_fields = "kebab-case",
-    deny_unknown_fields
-)]
-pub enum Call<'a> {
-    /// `sources.retrieve`.
-    Retrieve {
-        /// The query.
-        query: Cow<'a, str>,
-        /// The most candidates wanted.
-        limit: u32,
-    },
-    /// `sources.expand-graph`.
-    ExpandGraph {
-        /// The items to expand from, best first.
-        item_ids: Cow<'a, [String]>,
-        /// The most hops.
-        depth: u32,
-    },
-    /// `sources.recall-memory`.
-    RecallMemory {
-        /// The user.
-        user_id: Cow<'a, str>,
-        /// The query.
-        query: Cow<'a, str>,
-        /// The most candidates wanted.
-        limit: u32,
-    },
-    /// `sources.repository-state`.
-    RepositoryState {},
-    /// `policy.review`.
-    Review {
-        /// The batch, in rank order.
-        items: Cow<'a, [Candidate]>,
-    },
-    /// `summarizer.summarize`.
-    Summarize {
-        /// One text per section.
-        requests: Cow<'a, [SummaryRequest]>,
-        /// The tokenizer the targets are counted in.
-        tokenizer: Tokenizer,
-    },
-}
-
-impl Call<'_> {
-    /// The capability it calls, as the WIT names it (`sources.retrieve`).
-    pub fn capability(&self) -> &'static str {
-        match self {
-            Call::Retrieve { .. } => "sources.retrieve",
-            Call::ExpandGraph { .. } => "sources.expand-graph",
-            Call::RecallMemory { .. } => "sources.recall-memory",
-            Call::RepositoryState {} => "sources.repository-state",
-            Call::Review { .. } => "policy.review",
-            Call::Summarize { .. } => "summarizer.summarize",
-        }
-    }
-}
-
-/// What `next` asks, as calls.
-fn calls<'a>(next: &Next<'a>) -> Vec<Call<'a>> {
-    match next {
-        Next::Sources(requests) => requests
-            .iter()
-            .map(|r| match r {
-                SourceRequest::Retrieve { query, limit } => Call::Retrieve {
-                    query: Cow::Borrowed(query),
-                    limit: *limit,
-                },
-                SourceRequest::ExpandGraph { item_ids, depth } => Call::ExpandGraph {
-                    item_ids: Cow::Borrowed(item_ids),
-                    depth: *depth,
-                },
-                SourceRequest::RecallMemory {
-                    user_id,
-                    query,
-                    limit,
-                } => Call::RecallMemory {
-                    user_id: Cow::Borrowed(user_id),
-                    query: Cow::Borrowed(query),
-                    limit: *limit,
-                },
-                SourceRequest::RepositoryState => Call::RepositoryState {},
-            })
-            .collect(),
-        Next::Review(items) => vec![Call::Review {
-            items: Cow::Borrowed(items),
-        }],
-        Next::Summaries {
-            requests,
-            tokenizer,
-        } => vec![Call::Summarize {
-            requests: Cow::Borrowed(requests),
-            tokenizer: *tokenizer,
-        }],
-        Next::Done(_) => Vec::new(),
-    }
-}
-
-/// A host's answer to one call, as JSON.
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-enum Answer<T> {
-    Ok(T),
-    Err(HostError),
-}
-
-impl<T> From<Answer<T>> for Result<T, HostError> {
-    fn from(a: Answer<T>) -> Self {
-        match a {
-            Answer::Ok(v) => Ok(v),
-            Answer::Err(e) => Err(e),
-        }
-    }
 }
 
 /// An assembly (or a handling) driven with JSON text, one string each way
@@ -363,7 +242,7 @@ impl JsonAssembly {
                     self.state = State::Over(None);
                     write(&Step::Done(&reply))
                 }
-                next => write(&Step::Calls(calls(&next))),
+                Next::Calls(calls) => write(&Step::Calls(calls)),
             },
         }
     }
@@ -375,21 +254,18 @@ impl JsonAssembly {
             ));
         };
         match assembly.next() {
-            Next::Sources(calls) => {
-                let answers: Vec<Answer<Vec<Candidate>>> = parse_fast(answer, "answer")?;
-                count(answers.len(), calls.len())?;
-                for (call, a) in answers.into_iter().enumerate() {
-                    assembly.provide_source(call, a.into())?;
+            Next::Calls(calls) => {
+                let (answers, held) = read_answers(answer, calls)?;
+                if held != calls.len() {
+                    return Err(Error::StepMismatch(format!(
+                        "answered {held} calls, but the step has {}",
+                        calls.len()
+                    )));
                 }
-                Ok(())
-            }
-            Next::Review(_) => {
-                let [a]: [Answer<Vec<Verdict>>; 1] = one(parse(answer, "answer")?)?;
-                assembly.provide_review(a.into())
-            }
-            Next::Summaries { .. } => {
-                let [a]: [Answer<Vec<String>>; 1] = one(parse(answer, "answer")?)?;
-                assembly.provide_summaries(a.into())
+                answers
+                    .into_iter()
+                    .enumerate()
+                    .try_for_each(|(call, a)| assembly.provide(call, a))
             }
             Next::Done(outcome) => {
                 // Answered instead of taking the outcome: keep it for the
@@ -404,22 +280,30 @@ impl JsonAssembly {
     }
 }
 
-/// A round of `asked` calls answered `answered` times: refused unless equal.
-fn count(answered: usize, asked: usize) -> Result<(), Error> {
-    if answered == asked {
-        return Ok(());
+/// A step's answers to `calls` (see [`parse_fast`]), and how many the
+/// list held; an error names the field under `answer`.
+fn read_answers(text: &str, calls: &[Call<'static>]) -> Result<(Vec<Answer>, usize), Error> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    if let Ok(read) = Answers(calls)
+        .deserialize(&mut *de)
+        .and_then(|r| de.end().map(|()| r))
+    {
+        return Ok(read);
     }
-    Err(Error::StepMismatch(format!(
-        "answered {answered} calls, but the step has {asked}"
-    )))
-}
-
-/// The one answer of a step of one call.
-fn one<T>(answers: Vec<T>) -> Result<[T; 1], Error> {
-    let n = answers.len();
-    answers
-        .try_into()
-        .map_err(|_| Error::StepMismatch(format!("answered {n} calls, but the step has 1")))
+    let mut track = serde_path_to_error::Track::new();
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let read = Answers(calls)
+        .deserialize(serde_path_to_error::Deserializer::new(&mut *de, &mut track))
+        .and_then(|r| de.end().map(|()| r));
+    read.map_err(|e| {
+        let path = track.path().to_string();
+        let field = if path == "." {
+            "answer".to_owned()
+        } else {
+            format!("answer{path}")
+        };
+        Error::invalid(field, e.to_string())
+    })
 }
 
 /// An assembly's outcome as its reply: a pack, or — for a handling — the

@@ -53,8 +53,8 @@
 //! - Building: [`Builder`], [`BuilderConfig`], [`Plan`], [`SectionShare`],
 //!   [`Ranking`], [`Profile`] ([`RagSettings`], [`RagMemorySettings`],
 //!   [`FullSettings`]) and every default in [`defaults`].
-//! - Driving an assembly step by step: [`Assembly`], [`Next`],
-//!   [`SourceRequest`], [`REVIEW_ROUNDS`]; with JSON text, one string each
+//! - Driving an assembly step by step: [`Assembly`], [`Next`], [`Call`],
+//!   [`Answer`], [`REVIEW_ROUNDS`]; with JSON text, one string each
 //!   way per step: [`json`] ([`json::JsonAssembly`], [`json::Reply`]).
 //! - Asking: [`AssembleRequest`], [`AgentContext`], [`ConversationTurn`],
 //!   [`WorkflowStatus`], [`StageSummary`], [`Tokenizer`],
@@ -92,6 +92,7 @@ mod admit;
 mod assembly;
 mod budget;
 mod builder;
+mod call;
 mod compress;
 mod config;
 mod conversation;
@@ -122,9 +123,10 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use assembly::{Assembly, Next, SourceRequest};
+pub use assembly::{Assembly, Next};
 pub use budget::REVIEW_ROUNDS;
 pub use builder::Builder;
+pub use call::{Answer, Call};
 pub use config::{
     BuilderConfig, FullSettings, Plan, Profile, RagMemorySettings, RagSettings, Ranking,
     SectionShare,

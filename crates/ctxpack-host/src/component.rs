@@ -481,13 +481,7 @@ impl Steps for ComponentAssembly<'_> {
             .assembly()
             .call_next(&mut i.store, self.handle)?;
         Ok(match step {
-            exported::Step::Sources(calls) => {
-                Step::Sources(calls.into_iter().map(source_request).collect())
-            }
-            exported::Step::Review(items) => Step::Review(items.convert()),
-            exported::Step::Summaries(s) => {
-                Step::Summaries(s.requests.convert(), s.tokenizer.convert())
-            }
+            exported::Step::Calls(calls) => Step::Calls(calls.into_iter().map(call).collect()),
             exported::Step::Done(outcome) => Step::Done(match outcome {
                 Ok(pack) => Ok(pack.convert()),
                 Err(e) => Err(e.convert()),
@@ -495,87 +489,67 @@ impl Steps for ComponentAssembly<'_> {
         })
     }
 
-    fn provide_source(
+    fn provide(
         &mut self,
         call: usize,
-        answer: Result<Vec<ctx::Candidate>, ctx::HostError>,
+        answer: ctx::Answer,
     ) -> Result<Result<(), ctx::Error>, WasmError> {
         // An index past u32 is out of range for any round.
         let call = u32::try_from(call).unwrap_or(u32::MAX);
-        let answer = answer_to(answer);
-        self.provide(|a, store, handle| a.call_provide_source(store, handle, call, as_ref(&answer)))
-    }
-
-    fn provide_review(
-        &mut self,
-        answer: Result<Vec<ctx::Verdict>, ctx::HostError>,
-    ) -> Result<Result<(), ctx::Error>, WasmError> {
-        let answer = answer_to(answer);
-        self.provide(|a, store, handle| a.call_provide_review(store, handle, as_ref(&answer)))
-    }
-
-    fn provide_summaries(
-        &mut self,
-        answer: Result<Vec<String>, ctx::HostError>,
-    ) -> Result<Result<(), ctx::Error>, WasmError> {
-        let answer = answer_to(answer);
-        self.provide(|a, store, handle| a.call_provide_summaries(store, handle, as_ref(&answer)))
+        use exported::Answer as A;
+        let answer = match answer {
+            ctx::Answer::Candidates(a) => A::Candidates(convert(a)),
+            ctx::Answer::Verdicts(a) => A::Verdicts(convert(a)),
+            ctx::Answer::Summaries(a) => A::Summaries(a.map_err(Convert::convert)),
+        };
+        let i = &mut *self.instance;
+        i.refuel()?;
+        let provided = i
+            .bindings
+            .ctxpack_context_builder()
+            .assembly()
+            .call_provide(&mut i.store, self.handle, call, &answer)?;
+        Ok(provided.map_err(Convert::convert))
     }
 }
-
-type Provided = wasmtime::Result<Result<(), wit::CtxpackError>>;
 
 impl ComponentAssembly<'_> {
     /// As [`Instance::set_deadline`], for the instance this assembly runs in.
     pub fn set_deadline(&mut self, ticks: u64) {
         self.instance.set_deadline(ticks);
     }
-
-    /// Calls one of the resource's `provide-*` functions.
-    fn provide(
-        &mut self,
-        call: impl FnOnce(exported::GuestAssembly<'_>, &mut Store<State>, ResourceAny) -> Provided,
-    ) -> Result<Result<(), ctx::Error>, WasmError> {
-        let i = &mut *self.instance;
-        i.refuel()?;
-        let provided = call(
-            i.bindings.ctxpack_context_builder().assembly(),
-            &mut i.store,
-            self.handle,
-        )?;
-        Ok(provided.map_err(Convert::convert))
-    }
 }
 
-/// A source call as the core spells it.
-fn source_request(call: exported::SourceRequest) -> ctx::SourceRequest {
+/// A call as the core spells it.
+fn call(call: exported::Call) -> ctx::Call<'static> {
+    use exported::Call as W;
     match call {
-        exported::SourceRequest::Retrieve(r) => ctx::SourceRequest::Retrieve {
-            query: r.query,
+        W::Retrieve(r) => ctx::Call::Retrieve {
+            query: r.query.into(),
             limit: r.limit,
         },
-        exported::SourceRequest::ExpandGraph(r) => ctx::SourceRequest::ExpandGraph {
-            item_ids: r.item_ids,
+        W::ExpandGraph(r) => ctx::Call::ExpandGraph {
+            item_ids: r.item_ids.into(),
             depth: r.depth,
         },
-        exported::SourceRequest::RecallMemory(r) => ctx::SourceRequest::RecallMemory {
-            user_id: r.user_id,
-            query: r.query,
+        W::RecallMemory(r) => ctx::Call::RecallMemory {
+            user_id: r.user_id.into(),
+            query: r.query.into(),
             limit: r.limit,
         },
-        exported::SourceRequest::RepositoryState => ctx::SourceRequest::RepositoryState,
+        W::RepositoryState => ctx::Call::RepositoryState {},
+        W::Review(r) => ctx::Call::Review {
+            items: r.items.convert().into(),
+        },
+        W::Summarize(r) => ctx::Call::Summarize {
+            requests: r.requests.convert().into(),
+            tokenizer: r.tokenizer.convert(),
+        },
     }
 }
 
-fn answer_to<A: Convert<Vec<B>>, B>(
-    r: Result<A, ctx::HostError>,
-) -> Result<Vec<B>, wit::HostError> {
+fn convert<A: Convert<Vec<B>>, B>(r: Result<A, ctx::HostError>) -> Result<Vec<B>, wit::HostError> {
     r.map(Convert::convert).map_err(Convert::convert)
-}
-
-/// An answer as the bindings take it: borrowed.
-fn as_ref<B>(r: &Result<Vec<B>, wit::HostError>) -> Result<&[B], &wit::HostError> {
-    r.as_ref().map(Vec::as_slice)
 }
 
 fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, wit::HostError> {

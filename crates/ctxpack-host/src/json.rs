@@ -11,8 +11,8 @@ use crate::scenario::{Outcome, Reply, Scenario};
 use crate::steps::JsonSteps;
 use crate::stores::InMemoryHost;
 use crate::{outcome, router_text};
+use ctxpack_core::Error;
 use ctxpack_core::json::{Call, JsonAssembly};
-use ctxpack_core::{AgentContext, Candidate, Error, Host};
 use serde::Deserialize;
 use std::rc::Rc;
 
@@ -22,38 +22,6 @@ use std::rc::Rc;
 enum Step {
     Calls(Vec<Call<'static>>),
     Done(serde::de::IgnoredAny),
-}
-
-/// Makes `call` on `host`: the answer's JSON.
-fn call(call: &Call<'_>, host: &mut InMemoryHost, context: &AgentContext) -> serde_json::Value {
-    match call {
-        Call::Retrieve { query, limit } => answer(host.retrieve(context, query, *limit)),
-        Call::ExpandGraph { item_ids, depth } => {
-            answer(host.expand_graph(context, item_ids, *depth))
-        }
-        Call::RecallMemory {
-            user_id,
-            query,
-            limit,
-        } => answer(host.recall_memory(context, user_id, query, *limit)),
-        Call::RepositoryState {} => answer(host.repository_state(context)),
-        Call::Review { items } => {
-            let items: Vec<&Candidate> = items.iter().collect();
-            answer(host.review(context, &items))
-        }
-        Call::Summarize {
-            requests,
-            tokenizer,
-        } => answer(host.summarize(requests, *tokenizer)),
-    }
-}
-
-/// The JSON of a host's answer.
-fn answer<T: serde::Serialize>(answer: Result<T, ctxpack_core::HostError>) -> serde_json::Value {
-    match answer {
-        Ok(v) => serde_json::json!({ "ok": v }),
-        Err(e) => serde_json::json!({ "err": e }),
-    }
 }
 
 /// Drives `steps` to its end, answering from `host` for `context`; gives
@@ -81,10 +49,11 @@ pub fn drive(
                     .ok_or_else(|| WasmError::msg(format!("not a done step: {text}")));
             }
             Step::Calls(calls) => {
-                serde_json::Value::Array(calls.iter().map(|c| call(c, host, context)).collect())
+                let answers: Vec<_> = calls.iter().map(|c| c.call(host, context)).collect();
+                serde_json::to_string(&answers).map_err(WasmError::msg)?
             }
         };
-        given = Some(reply.to_string());
+        given = Some(reply);
     }
 }
 

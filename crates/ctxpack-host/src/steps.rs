@@ -9,22 +9,15 @@
 
 use crate::error::WasmError;
 use ctxpack_core::json::JsonAssembly;
-use ctxpack_core::{
-    Assembly, Candidate, ContextPack, Error, Failure, HostError, Next, SourceRequest,
-    SummaryRequest, Tokenizer, Verdict,
-};
+use ctxpack_core::{Answer, Assembly, Call, ContextPack, Error, Failure, Next};
 
 /// What an assembly needs next, or its outcome, owned.
 // The outcome is large, and given once: boxing it would save nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    /// A round of source calls; answer each by its index, in any order.
-    Sources(Vec<SourceRequest>),
-    /// A review batch; one verdict per item, in order.
-    Review(Vec<Candidate>),
-    /// The sections to compress; one summary per request, in order.
-    Summaries(Vec<SummaryRequest>, Tokenizer),
+    /// A round of calls; answer each by its index, in any order.
+    Calls(Vec<Call<'static>>),
     /// The outcome.
     Done(Result<ContextPack, Failure>),
 }
@@ -35,57 +28,20 @@ pub enum Step {
 pub trait Steps {
     /// What the assembly needs next, or its outcome.
     fn next(&mut self) -> Result<Step, WasmError>;
-    /// The answer to source call `call` of the round asked.
-    fn provide_source(
-        &mut self,
-        call: usize,
-        answer: Result<Vec<Candidate>, HostError>,
-    ) -> Result<Result<(), Error>, WasmError>;
-    /// The verdicts on the review batch asked.
-    fn provide_review(
-        &mut self,
-        answer: Result<Vec<Verdict>, HostError>,
-    ) -> Result<Result<(), Error>, WasmError>;
-    /// The summaries asked.
-    fn provide_summaries(
-        &mut self,
-        answer: Result<Vec<String>, HostError>,
-    ) -> Result<Result<(), Error>, WasmError>;
+    /// The answer to call `call` of the round asked.
+    fn provide(&mut self, call: usize, answer: Answer) -> Result<Result<(), Error>, WasmError>;
 }
 
 impl Steps for Assembly<'_> {
     fn next(&mut self) -> Result<Step, WasmError> {
         Ok(match Assembly::next(self) {
-            Next::Sources(calls) => Step::Sources(calls.to_vec()),
-            Next::Review(items) => Step::Review(items.to_vec()),
-            Next::Summaries {
-                requests,
-                tokenizer,
-            } => Step::Summaries(requests.to_vec(), tokenizer),
+            Next::Calls(calls) => Step::Calls(calls.to_vec()),
             Next::Done(outcome) => Step::Done(outcome),
         })
     }
 
-    fn provide_source(
-        &mut self,
-        call: usize,
-        answer: Result<Vec<Candidate>, HostError>,
-    ) -> Result<Result<(), Error>, WasmError> {
-        Ok(Assembly::provide_source(self, call, answer))
-    }
-
-    fn provide_review(
-        &mut self,
-        answer: Result<Vec<Verdict>, HostError>,
-    ) -> Result<Result<(), Error>, WasmError> {
-        Ok(Assembly::provide_review(self, answer))
-    }
-
-    fn provide_summaries(
-        &mut self,
-        answer: Result<Vec<String>, HostError>,
-    ) -> Result<Result<(), Error>, WasmError> {
-        Ok(Assembly::provide_summaries(self, answer))
+    fn provide(&mut self, call: usize, answer: Answer) -> Result<Result<(), Error>, WasmError> {
+        Ok(Assembly::provide(self, call, answer))
     }
 }
 

@@ -8,7 +8,7 @@ use crate::pool::{Pool, ticks};
 use crate::sources::DemoSources;
 use crate::store::{Record, Recorded, Store, StoreError, now_rfc3339};
 use ctxpack_core::{
-    AssembleRequest, ContextAssembled, ContextPack, Failure, HostError, Snapshot, SnapshotStatus,
+    AssembleRequest, ContextAssembled, ContextPack, Failure, Snapshot, SnapshotStatus,
 };
 use ctxpack_host::{Step, Steps, WasmError};
 use serde::Serialize;
@@ -284,11 +284,13 @@ impl Service {
             a.set_deadline(left());
             match a.next().map_err(&trap)? {
                 Step::Done(outcome) => return Ok(outcome),
-                Step::Sources(calls) => {
+                Step::Calls(calls) => {
+                    // One round's calls are independent: they run at once.
                     let mut tasks = tokio::task::JoinSet::new();
                     for (i, call) in calls.into_iter().enumerate() {
                         let sources = self.sources.clone();
-                        tasks.spawn(async move { (i, sources.answer(&call).await) });
+                        let context = request.context.clone();
+                        tasks.spawn(async move { (i, sources.answer(&call, &context).await) });
                     }
                     let mut answers = Vec::new();
                     while let Some(done) = tasks.join_next().await {
@@ -296,19 +298,8 @@ impl Service {
                     }
                     for (i, answer) in answers {
                         a.set_deadline(left());
-                        a.provide_source(i, answer).map_err(&trap)?.map_err(wasm)?;
+                        a.provide(i, answer).map_err(&trap)?.map_err(wasm)?;
                     }
-                }
-                Step::Review(items) => {
-                    let answer = self.sources.review(&request.context, &items);
-                    a.set_deadline(left());
-                    a.provide_review(answer).map_err(&trap)?.map_err(wasm)?;
-                }
-                Step::Summaries(requests, tokenizer) => {
-                    let answer: Result<Vec<String>, HostError> =
-                        self.sources.summarize(&requests, tokenizer);
-                    a.set_deadline(left());
-                    a.provide_summaries(answer).map_err(&trap)?.map_err(wasm)?;
                 }
             }
         }

@@ -11,10 +11,9 @@
 //! the summariser keeps leading words. Faults can be injected for tests:
 //! a capability failing with some probability, and a delay on every call.
 
-use ctxpack_core::{
-    AgentContext, Candidate, Host, HostError, SourceRequest, SummaryRequest, Tokenizer, Verdict,
-};
-use ctxpack_host::stores::{Answer, PolicyRules, SummarizerRule};
+use ctxpack_core::Answer;
+use ctxpack_core::{AgentContext, Call, Candidate, Host, HostError};
+use ctxpack_host::stores::{Answer as Stored, PolicyRules, SummarizerRule};
 use ctxpack_host::{HostAnswers, InMemoryHost};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -41,8 +40,8 @@ pub struct Faults {
     pub delay: Option<Duration>,
 }
 
-fn pool(into: &mut Vec<Candidate>, seen: &mut HashSet<String>, answer: &Option<Answer>) {
-    if let Some(Answer::Items(items) | Answer::AllItems(items)) = answer {
+fn pool(into: &mut Vec<Candidate>, seen: &mut HashSet<String>, answer: &Option<Stored>) {
+    if let Some(Stored::Items(items) | Stored::AllItems(items)) = answer {
         for c in items {
             if seen.insert(c.id.clone()) {
                 into.push(c.clone());
@@ -113,39 +112,37 @@ impl DemoSources {
         }
     }
 
-    /// Answers one source call.
-    pub async fn answer(&self, call: &SourceRequest) -> Result<Vec<Candidate>, HostError> {
-        if let Some(d) = self.faults.delay {
-            tokio::time::sleep(d).await;
+    /// Answers one call of a step, for `context`'s request.
+    pub async fn answer(&self, call: &Call<'_>, context: &AgentContext) -> Answer {
+        if let Err(e) = self.fault(call.capability()) {
+            return call.failed(e);
         }
-        self.fault(call.capability())?;
-        Ok(match call {
-            SourceRequest::Retrieve { query, limit } => ranked(&self.retrieve, query, *limit),
-            SourceRequest::RecallMemory { query, limit, .. } => ranked(&self.memory, query, *limit),
-            SourceRequest::ExpandGraph { .. } => self.graph.clone(),
-            SourceRequest::RepositoryState => self.repository.clone(),
-        })
-    }
-
-    /// The policy's verdicts.
-    pub fn review(
-        &self,
-        context: &AgentContext,
-        items: &[Candidate],
-    ) -> Result<Vec<Verdict>, HostError> {
-        self.fault("policy.review")?;
-        let refs: Vec<&Candidate> = items.iter().collect();
-        self.host().review(context, &refs)
-    }
-
-    /// The summaries.
-    pub fn summarize(
-        &self,
-        requests: &[SummaryRequest],
-        tokenizer: Tokenizer,
-    ) -> Result<Vec<String>, HostError> {
-        self.fault("summarizer.summarize")?;
-        self.host().summarize(requests, tokenizer)
+        match call {
+            Call::Review { items } => {
+                let items: Vec<&Candidate> = items.iter().collect();
+                Answer::Verdicts(self.host().review(context, &items))
+            }
+            Call::Summarize {
+                requests,
+                tokenizer,
+            } => Answer::Summaries(self.host().summarize(requests, *tokenizer)),
+            source => {
+                if let Some(d) = self.faults.delay {
+                    tokio::time::sleep(d).await;
+                }
+                match source {
+                    Call::Retrieve { query, limit } => {
+                        Answer::Candidates(Ok(ranked(&self.retrieve, query, *limit)))
+                    }
+                    Call::RecallMemory { query, limit, .. } => {
+                        Answer::Candidates(Ok(ranked(&self.memory, query, *limit)))
+                    }
+                    Call::ExpandGraph { .. } => Answer::Candidates(Ok(self.graph.clone())),
+                    Call::RepositoryState {} => Answer::Candidates(Ok(self.repository.clone())),
+                    other => other.failed(HostError::not_provided(other.capability())),
+                }
+            }
+        }
     }
 
     fn host(&self) -> InMemoryHost {

@@ -1366,72 +1366,88 @@ export type VerdictInit =
   | { redact: string }
   | { deny: string };
 
-/** A call to `sources.retrieve`, asked as a step. (as the package gives it) */
+/** The arguments of `sources.retrieve`. (as the package gives it) */
 export interface RetrieveRequest {
   query: string;
   limit: number;
 }
 
-/** A call to `sources.retrieve`, asked as a step. (as the package accepts it) */
+/** The arguments of `sources.retrieve`. (as the package accepts it) */
 export interface RetrieveRequestInit {
   query: string;
   limit: number;
 }
 
-/** A call to `sources.expand-graph`, asked as a step. (as the package gives it) */
+/** The arguments of `sources.expand-graph`. (as the package gives it) */
 export interface ExpandGraphRequest {
   /** The items to expand from, best first. */
   itemIds: string[];
   depth: number;
 }
 
-/** A call to `sources.expand-graph`, asked as a step. (as the package accepts it) */
+/** The arguments of `sources.expand-graph`. (as the package accepts it) */
 export interface ExpandGraphRequestInit {
   /** The items to expand from, best first. */
   itemIds: string[];
   depth: number;
 }
 
-/** A call to `sources.recall-memory`, asked as a step. (as the package gives it) */
+/** The arguments of `sources.recall-memory`. (as the package gives it) */
 export interface RecallMemoryRequest {
   userId: string;
   query: string;
   limit: number;
 }
 
-/** A call to `sources.recall-memory`, asked as a step. (as the package accepts it) */
+/** The arguments of `sources.recall-memory`. (as the package accepts it) */
 export interface RecallMemoryRequestInit {
   userId: string;
   query: string;
   limit: number;
 }
 
-/** One source call of a round. The arguments are those of the `sources` import of the same name; the context is the request's. (as the package gives it) */
-export type SourceRequest =
-  | { retrieve: RetrieveRequest }
-  | { expandGraph: ExpandGraphRequest }
-  | { recallMemory: RecallMemoryRequest }
-  | "repository-state";
+/** The arguments of `policy.review`. (as the package gives it) */
+export interface ReviewRequest {
+  /** The batch, in rank order, each text as the host gave it. */
+  items: Candidate[];
+}
 
-/** One source call of a round. The arguments are those of the `sources` import of the same name; the context is the request's. (as the package accepts it) */
-export type SourceRequestInit =
-  | { retrieve: RetrieveRequestInit }
-  | { expandGraph: ExpandGraphRequestInit }
-  | { recallMemory: RecallMemoryRequestInit }
-  | "repository-state";
+/** The arguments of `policy.review`. (as the package accepts it) */
+export interface ReviewRequestInit {
+  /** The batch, in rank order, each text as the host gave it. */
+  items: CandidateInit[];
+}
 
-/** The sections an assembly compresses, asked as a step. (as the package gives it) */
-export interface SummariesRequest {
+/** The arguments of `summarizer.summarize`. (as the package gives it) */
+export interface SummarizeRequest {
   /** One text per section, each to summarise within its target. */
   requests: SummaryRequest[];
   /** The tokenizer the targets are counted in. */
   tokenizer: Tokenizer;
 }
 
-/** The sections an assembly compresses, asked as a step. (as the package accepts it) */
-export interface SummariesRequestInit {
+/** The arguments of `summarizer.summarize`. (as the package accepts it) */
+export interface SummarizeRequestInit {
   /** One text per section, each to summarise within its target. */
   requests: SummaryRequestInit[];
   /** The tokenizer the targets are counted in. */
   tokenizer: TokenizerInit;
 }
+
+/** One call of a step: the import of the same name, with its arguments but the context (the request's). (as the package gives it) */
+export type Call =
+  | { retrieve: RetrieveRequest }
+  | { expandGraph: ExpandGraphRequest }
+  | { recallMemory: RecallMemoryRequest }
+  | "repository-state"
+  | { review: ReviewRequest }
+  | { summarize: SummarizeRequest };
+
+/** One call of a step: the import of the same name, with its arguments but the context (the request's). (as the package accepts it) */
+export type CallInit =
+  | { retrieve: RetrieveRequestInit }
+  | { expandGraph: ExpandGraphRequestInit }
+  | { recallMemory: RecallMemoryRequestInit }
+  | "repository-state"
+  | { review: ReviewRequestInit }
+  | { summarize: SummarizeRequestInit };

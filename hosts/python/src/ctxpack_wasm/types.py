@@ -987,14 +987,14 @@ class Verdict(Variant):
 
 @dataclass(kw_only=True, slots=True)
 class RetrieveRequest(Record):
-    """A call to `sources.retrieve`, asked as a step."""
+    """The arguments of `sources.retrieve`."""
     query: str = UNSET
     limit: int = UNSET
 
 
 @dataclass(kw_only=True, slots=True)
 class ExpandGraphRequest(Record):
-    """A call to `sources.expand-graph`, asked as a step."""
+    """The arguments of `sources.expand-graph`."""
     item_ids: List[str] = field(default_factory=list)
     """The items to expand from, best first."""
     depth: int = UNSET
@@ -1002,43 +1002,60 @@ class ExpandGraphRequest(Record):
 
 @dataclass(kw_only=True, slots=True)
 class RecallMemoryRequest(Record):
-    """A call to `sources.recall-memory`, asked as a step."""
+    """The arguments of `sources.recall-memory`."""
     user_id: str = UNSET
     query: str = UNSET
     limit: int = UNSET
 
 
-class SourceRequest(Variant):
-    """One source call of a round. The arguments are those of the `sources` import of the same name; the context is the request's."""
-
-    @classmethod
-    def retrieve(cls, value: "RetrieveRequest") -> "SourceRequest":
-        """retrieve"""
-        return cls("retrieve", value)
-
-    @classmethod
-    def expand_graph(cls, value: "ExpandGraphRequest") -> "SourceRequest":
-        """expand-graph"""
-        return cls("expand-graph", value)
-
-    @classmethod
-    def recall_memory(cls, value: "RecallMemoryRequest") -> "SourceRequest":
-        """recall-memory"""
-        return cls("recall-memory", value)
-
-    @classmethod
-    def repository_state(cls) -> "SourceRequest":
-        """repository-state"""
-        return cls("repository-state")
+@dataclass(kw_only=True, slots=True)
+class ReviewRequest(Record):
+    """The arguments of `policy.review`."""
+    items: List["Candidate"] = field(default_factory=list)
+    """The batch, in rank order, each text as the host gave it."""
 
 
 @dataclass(kw_only=True, slots=True)
-class SummariesRequest(Record):
-    """The sections an assembly compresses, asked as a step."""
+class SummarizeRequest(Record):
+    """The arguments of `summarizer.summarize`."""
     requests: List["SummaryRequest"] = field(default_factory=list)
     """One text per section, each to summarise within its target."""
     tokenizer: "Tokenizer" = UNSET
     """The tokenizer the targets are counted in."""
+
+
+class Call(Variant):
+    """One call of a step: the import of the same name, with its arguments but the context (the request's)."""
+
+    @classmethod
+    def retrieve(cls, value: "RetrieveRequest") -> "Call":
+        """retrieve"""
+        return cls("retrieve", value)
+
+    @classmethod
+    def expand_graph(cls, value: "ExpandGraphRequest") -> "Call":
+        """expand-graph"""
+        return cls("expand-graph", value)
+
+    @classmethod
+    def recall_memory(cls, value: "RecallMemoryRequest") -> "Call":
+        """recall-memory"""
+        return cls("recall-memory", value)
+
+    @classmethod
+    def repository_state(cls) -> "Call":
+        """repository-state"""
+        return cls("repository-state")
+
+    @classmethod
+    def review(cls, value: "ReviewRequest") -> "Call":
+        """review"""
+        return cls("review", value)
+
+    @classmethod
+    def summarize(cls, value: "SummarizeRequest") -> "Call":
+        """summarize"""
+        return cls("summarize", value)
 
 
 __all__ = [
@@ -1047,6 +1064,7 @@ __all__ = [
     "AssembleRequest",
     "AssemblyFailure",
     "BuilderConfig",
+    "Call",
     "Candidate",
     "Change",
     "ChangeKind",
@@ -1085,6 +1103,7 @@ __all__ = [
     "RecallMemoryRequest",
     "RequestContext",
     "RetrieveRequest",
+    "ReviewRequest",
     "Role",
     "RouteScore",
     "RoutingDecision",
@@ -1101,10 +1120,9 @@ __all__ = [
     "SnapshotStatus",
     "SourceCall",
     "SourceOutcome",
-    "SourceRequest",
     "StageSummary",
     "Strategy",
-    "SummariesRequest",
+    "SummarizeRequest",
     "SummaryRequest",
     "Tokenizer",
     "TrustTier",
@@ -1360,26 +1378,34 @@ def _d_ExpandGraphRequest(o):
 def _d_RecallMemoryRequest(o):
     g = o.get
     return RecallMemoryRequest(user_id=o["user-id"], query=o["query"], limit=o["limit"])
-def _d_SourceRequest(o):
+def _d_ReviewRequest(o):
+    g = o.get
+    return ReviewRequest(items=[_d_Candidate(x) for x in (g("items") or [])])
+def _d_SummarizeRequest(o):
+    g = o.get
+    return SummarizeRequest(requests=[_d_SummaryRequest(x) for x in (g("requests") or [])], tokenizer=_d_Tokenizer(o["tokenizer"]))
+def _d_Call(o):
     if o.__class__ is str:
-        return SourceRequest(o)
+        return Call(o)
     ((tag, v),) = o.items()
     if tag == "retrieve":
-        return SourceRequest(tag, _d_RetrieveRequest(v))
+        return Call(tag, _d_RetrieveRequest(v))
     if tag == "expand-graph":
-        return SourceRequest(tag, _d_ExpandGraphRequest(v))
+        return Call(tag, _d_ExpandGraphRequest(v))
     if tag == "recall-memory":
-        return SourceRequest(tag, _d_RecallMemoryRequest(v))
-    return SourceRequest(tag, v)
-def _d_SummariesRequest(o):
-    g = o.get
-    return SummariesRequest(requests=[_d_SummaryRequest(x) for x in (g("requests") or [])], tokenizer=_d_Tokenizer(o["tokenizer"]))
+        return Call(tag, _d_RecallMemoryRequest(v))
+    if tag == "review":
+        return Call(tag, _d_ReviewRequest(v))
+    if tag == "summarize":
+        return Call(tag, _d_SummarizeRequest(v))
+    return Call(tag, v)
 
 _DECODE = {
     "AgentContext": _d_AgentContext,
     "AssembleRequest": _d_AssembleRequest,
     "AssemblyFailure": _d_AssemblyFailure,
     "BuilderConfig": _d_BuilderConfig,
+    "Call": _d_Call,
     "Candidate": _d_Candidate,
     "Change": _d_Change,
     "ChangeKind": _d_ChangeKind,
@@ -1418,6 +1444,7 @@ _DECODE = {
     "RecallMemoryRequest": _d_RecallMemoryRequest,
     "RequestContext": _d_RequestContext,
     "RetrieveRequest": _d_RetrieveRequest,
+    "ReviewRequest": _d_ReviewRequest,
     "Role": _d_Role,
     "RouteScore": _d_RouteScore,
     "RoutingDecision": _d_RoutingDecision,
@@ -1434,10 +1461,9 @@ _DECODE = {
     "SnapshotStatus": _d_SnapshotStatus,
     "SourceCall": _d_SourceCall,
     "SourceOutcome": _d_SourceOutcome,
-    "SourceRequest": _d_SourceRequest,
     "StageSummary": _d_StageSummary,
     "Strategy": _d_Strategy,
-    "SummariesRequest": _d_SummariesRequest,
+    "SummarizeRequest": _d_SummarizeRequest,
     "SummaryRequest": _d_SummaryRequest,
     "Tokenizer": _d_Tokenizer,
     "TrustTier": _d_TrustTier,
@@ -1511,8 +1537,9 @@ _SCHEMA = {
     "RetrieveRequest": ("record", RetrieveRequest, [("query", "query", 'string'), ("limit", "limit", 'u32')]),
     "ExpandGraphRequest": ("record", ExpandGraphRequest, [("item_ids", "item-ids", ['list', 'string']), ("depth", "depth", 'u32')]),
     "RecallMemoryRequest": ("record", RecallMemoryRequest, [("user_id", "user-id", 'string'), ("query", "query", 'string'), ("limit", "limit", 'u32')]),
-    "SourceRequest": ("variant", SourceRequest, {"retrieve": ['ref', 'RetrieveRequest'], "expand-graph": ['ref', 'ExpandGraphRequest'], "recall-memory": ['ref', 'RecallMemoryRequest'], "repository-state": None}),
-    "SummariesRequest": ("record", SummariesRequest, [("requests", "requests", ['list', ['ref', 'SummaryRequest']]), ("tokenizer", "tokenizer", ['ref', 'Tokenizer'])]),
+    "ReviewRequest": ("record", ReviewRequest, [("items", "items", ['list', ['ref', 'Candidate']])]),
+    "SummarizeRequest": ("record", SummarizeRequest, [("requests", "requests", ['list', ['ref', 'SummaryRequest']]), ("tokenizer", "tokenizer", ['ref', 'Tokenizer'])]),
+    "Call": ("variant", Call, {"retrieve": ['ref', 'RetrieveRequest'], "expand-graph": ['ref', 'ExpandGraphRequest'], "recall-memory": ['ref', 'RecallMemoryRequest'], "repository-state": None, "review": ['ref', 'ReviewRequest'], "summarize": ['ref', 'SummarizeRequest']}),
 }
 
 # The codec reads the tables from here: it never imports this module.
