@@ -147,7 +147,46 @@ pub fn types(wit: &Wit, skip: &[&str], structs: &Structs) -> Result<String, Stri
             out.push(String::new());
         }
     }
+    out.extend(callbacks(wit, &kinds)?);
     Ok(out.join("\n"))
+}
+
+/// The `Callbacks` a builder is lent: one optional method per function the
+/// component imports, named as the package's steps spell its call, taking
+/// its arguments as the package gives them (the context as the request
+/// gave it) and answering its `ok` as the package accepts it.
+fn callbacks(wit: &Wit, kinds: &BTreeMap<String, Kind>) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = [
+        "/** A value, or a Promise of it. */",
+        "export type Awaitable<T> = T | PromiseLike<T>;",
+        "",
+        "/**",
+        " * The host's functions a builder is lent, one per function the component",
+        " * imports. Each may return its value or a Promise; one it lacks is a",
+        " * capability this host does not provide (the review: every item allowed).",
+        " * A callback that throws or rejects is that call's failure.",
+        " */",
+        "export interface Callbacks {",
+    ]
+    .map(String::from)
+    .to_vec();
+    for import in &wit.imports {
+        let fail = |e: String| format!("import `{}`: {e}", import.name);
+        let mut params = Vec::new();
+        for (name, ty) in &import.params {
+            let t = ts_type(ty, name == "context", kinds).map_err(fail)?;
+            params.push(format!("{}: {t}", lower_camel(name)));
+        }
+        out.push(format!(
+            "  {}?({}): Awaitable<{}>;",
+            lower_camel(&import.name),
+            params.join(", "),
+            ts_type(&import.answer, true, kinds).map_err(fail)?
+        ));
+    }
+    out.push("}".into());
+    out.push(String::new());
+    Ok(out)
 }
 
 /// `reasons.js`: each `reason` case's WIT documentation, for

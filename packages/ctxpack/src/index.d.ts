@@ -1,27 +1,11 @@
 // The package's API. The WIT's types are in ./types.js (generated).
 import type {
-  AgentContext, AssembleRequestInit, AssemblyFailure, BuilderConfigInit, Candidate,
-  CandidateInit, ContextPack, CtxpackError as CtxpackErrorValue, Handling,
-  Reason, RoutingDecision, Snapshot, SnapshotDiff, SummaryRequest, Tokenizer, VerdictInit,
+  AgentContext, AssembleRequestInit, AssemblyFailure, BuilderConfigInit, Callbacks,
+  ContextPack, CtxpackError as CtxpackErrorValue, Handling,
+  Reason, RoutingDecision, Snapshot, SnapshotDiff,
 } from './types.js';
 
 export * from './types.js';
-
-type Awaitable<T> = T | PromiseLike<T>;
-
-/**
- * The stores a builder is lent. Each may return its value or a Promise; one
- * it lacks is a source this host does not provide (the review: every item
- * allowed). A callback that throws or rejects is that call's failure.
- */
-export interface Callbacks {
-  retrieve?(context: AssembleRequestInit['context'], query: string, limit: number): Awaitable<CandidateInit[]>;
-  expandGraph?(context: AssembleRequestInit['context'], itemIds: string[], depth: number): Awaitable<CandidateInit[]>;
-  recallMemory?(context: AssembleRequestInit['context'], userId: string, query: string, limit: number): Awaitable<CandidateInit[]>;
-  repositoryState?(context: AssembleRequestInit['context']): Awaitable<CandidateInit[]>;
-  review?(context: AssembleRequestInit['context'], items: Candidate[]): Awaitable<VerdictInit[]>;
-  summarize?(requests: SummaryRequest[], tokenizer: Tokenizer): Awaitable<string[]>;
-}
 
 /** Loads the WebAssembly once; every factory awaits it. */
 export function init(

@@ -1451,3 +1451,21 @@ export type CallInit =
   | "repository-state"
   | { review: ReviewRequestInit }
   | { summarize: SummarizeRequestInit };
+
+/** A value, or a Promise of it. */
+export type Awaitable<T> = T | PromiseLike<T>;
+
+/**
+ * The host's functions a builder is lent, one per function the component
+ * imports. Each may return its value or a Promise; one it lacks is a
+ * capability this host does not provide (the review: every item allowed).
+ * A callback that throws or rejects is that call's failure.
+ */
+export interface Callbacks {
+  retrieve?(context: AgentContextInit, query: string, limit: number): Awaitable<CandidateInit[]>;
+  expandGraph?(context: AgentContextInit, itemIds: string[], depth: number): Awaitable<CandidateInit[]>;
+  recallMemory?(context: AgentContextInit, userId: string, query: string, limit: number): Awaitable<CandidateInit[]>;
+  repositoryState?(context: AgentContextInit): Awaitable<CandidateInit[]>;
+  review?(context: AgentContextInit, items: Candidate[]): Awaitable<VerdictInit[]>;
+  summarize?(requests: SummaryRequest[], tokenizer: Tokenizer): Awaitable<string[]>;
+}
