@@ -7,18 +7,12 @@
 //! step. The JSON is the WIT's types spelled in kebab-case, exactly as the
 //! scenario files and the expected outcomes spell them.
 //!
-//! Every step but the last is a round of calls, one JSON object each
+//! Every step but the last is a round of calls: each a [`Call`] as JSON,
 //! keyed by the import it stands for, its arguments named as that
-//! import's parameters (the context is the request's):
-//!
-//! | call | the import | answered with |
-//! |---|---|---|
-//! | `{"retrieve": {"query": …, "limit": …}}` | `sources.retrieve` | `[candidate, …]` |
-//! | `{"expand-graph": {"item-ids": […], "depth": …}}` | `sources.expand-graph` | `[candidate, …]` |
-//! | `{"recall-memory": {"user-id": …, "query": …, "limit": …}}` | `sources.recall-memory` | `[candidate, …]` |
-//! | `{"repository-state": {}}` | `sources.repository-state` | `[candidate, …]` |
-//! | `{"review": {"items": [candidate, …]}}` | `policy.review` | `[verdict, …]` |
-//! | `{"summarize": {"requests": […], "tokenizer": …}}` | `summarizer.summarize` | `[string, …]` |
+//! import's parameters (the context is the request's), e.g.
+//! `{"retrieve": {"query": …, "limit": …}}` or
+//! `{"review": {"items": [candidate, …]}}`; each is answered with what the
+//! import would return. (The book's chapter on steps has every call.)
 //!
 //! The step is `{"calls": [call, …]}`, answered with one result per call,
 //! in order: `[{"ok": …} or {"err": host-error}, …]`. The last step is
