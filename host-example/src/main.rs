@@ -5,8 +5,9 @@ mod eval;
 mod report;
 
 use ctxpack_core::ConfigFormat;
+use ctxpack_host::Runtime;
 use ctxpack_host::component::Limits;
-use ctxpack_host::{Outcome, Reply, Runtime, scenario};
+use ctxpack_scenario::{InMemoryHost, Outcome, Reply, scenario};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -136,7 +137,7 @@ fn decisions(
     }
     let runtime = Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?;
     let mut instance = runtime
-        .instantiate(Default::default(), &Default::default())
+        .instantiate(ctxpack_core::NoHost, &Default::default())
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
     let router = instance
@@ -154,7 +155,7 @@ fn instantiate(
     runtime: &Runtime,
     scenario: &scenario::Scenario,
 ) -> Result<ctxpack_host::Instance, String> {
-    let host = ctxpack_host::stores::InMemoryHost::new(scenario.host.clone());
+    let host = InMemoryHost::new(scenario.host.clone());
     runtime
         .instantiate(host, &scenario.config)
         .map_err(|e| e.to_string())?
@@ -233,7 +234,8 @@ fn timed_assemble(args: &Args, scenario: &scenario::Scenario) -> Result<Outcome,
         ms(startup.instantiate + startup.builder + first),
         ms(since_main)
     );
-    Ok(ctxpack_host::outcome(reply.into(), instance.host()))
+    let host: &InMemoryHost = instance.host().ok_or("the instance lost its stores")?;
+    Ok(ctxpack_scenario::outcome(reply.into(), host))
 }
 
 /// Runs the command; `Ok(false)` when the core refused the request.
@@ -256,13 +258,13 @@ fn run() -> Result<bool, String> {
                 ));
             }
             let outcome: Outcome = if args.native {
-                ctxpack_host::run_native(&scenario)
+                ctxpack_scenario::run_native(&scenario)
             } else if args.timings && args.command == "assemble" {
                 timed_assemble(&args, &scenario)?
             } else {
                 let runtime =
                     Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?;
-                ctxpack_host::run_component(&runtime, &scenario).map_err(|e| e.to_string())?
+                ctxpack_scenario::run_component(&runtime, &scenario).map_err(|e| e.to_string())?
             };
             if args.json {
                 print_json(&outcome)?;
@@ -281,9 +283,9 @@ fn run() -> Result<bool, String> {
             for path in &args.positional {
                 let scenario = scenario::load(&PathBuf::from(path))?;
                 let outcome = match &runtime {
-                    None => ctxpack_host::run_native(&scenario),
+                    None => ctxpack_scenario::run_native(&scenario),
                     Some(rt) => {
-                        ctxpack_host::run_component(rt, &scenario).map_err(|e| e.to_string())?
+                        ctxpack_scenario::run_component(rt, &scenario).map_err(|e| e.to_string())?
                     }
                 };
                 let snapshot = match &outcome.reply {
@@ -301,7 +303,7 @@ fn run() -> Result<bool, String> {
                 None => ctxpack_core::diff(&snapshots[0], &snapshots[1]),
                 Some(rt) => {
                     let mut instance = rt
-                        .instantiate(Default::default(), &Default::default())
+                        .instantiate(ctxpack_core::NoHost, &Default::default())
                         .map_err(|e| e.to_string())?
                         .map_err(|e| e.to_string())?;
                     instance

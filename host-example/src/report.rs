@@ -3,7 +3,7 @@
 use ctxpack_core::{
     ContextPack, Dispatch, Failure, Reason, RoutingDecision, Snapshot, SnapshotDiff, SnapshotStatus,
 };
-use ctxpack_host::{Outcome, Reply};
+use ctxpack_scenario::{Outcome, Reply};
 use std::fmt::Write;
 
 /// One reason in words, with its numbers.

@@ -18,7 +18,7 @@ export function leadingWords(text, max) {
 
 /**
  * The stores of a scenario file (its `host` key), as a JavaScript host's
- * callbacks: what crates/ctxpack-host/src/stores.rs answers, call for
+ * callbacks: what crates/ctxpack-scenario/src/stores.rs answers, call for
  * call, counted. `HostError` is the host's error for a failed call;
  * `spell` spells the candidates' keys as the host hands them over (as the
  * file does, by default); with `delay` set, every answer is a Promise that

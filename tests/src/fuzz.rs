@@ -11,7 +11,7 @@
 use crate::generate::{self, Source};
 use ctxpack_core::Builder;
 use ctxpack_core::{AssembleRequest, ConfigFormat, Router, Tokenizers};
-use ctxpack_host::{Outcome, Reply, Scenario, run_native, run_native_with, scenario};
+use ctxpack_scenario::{Outcome, Reply, Scenario, run_native, run_native_with, scenario};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -17,8 +17,8 @@ use ctxpack_core::{
     Profile, Provenance, RagMemorySettings, RagSettings, Role, Section, SectionShare, StageSummary,
     Tokenizer, TrustTier, WorkflowStatus,
 };
-use ctxpack_host::Scenario;
-use ctxpack_host::stores::{Answer, HostAnswers, PolicyRules, SummarizerRule};
+use ctxpack_scenario::Scenario;
+use ctxpack_scenario::stores::{Answer, HostAnswers, PolicyRules, SummarizerRule};
 
 /// Where the generator's choices come from: a seeded sequence, or a
 /// fuzzer's bytes (zeros once they run out, which picks the first, and

@@ -21,7 +21,7 @@ pub struct Readme;
 #[doc = include_str!("../../docs/src/steps.md")]
 pub struct BookSteps;
 
-use ctxpack_host::{Outcome, Scenario, scenario};
+use ctxpack_scenario::{Outcome, Scenario, scenario};
 use std::path::{Path, PathBuf};
 
 /// The folder this crate lives in.

@@ -13,8 +13,8 @@
 use crate::generate::{CANARY, Source, fence_scenario, scenario};
 use crate::invariants;
 use ctxpack_core::{ConversationTurn, Error, Origin, Role, Tokenizers};
-use ctxpack_host::stores::Answer;
-use ctxpack_host::{Outcome, Reply, Scenario, run_native};
+use ctxpack_scenario::stores::Answer;
+use ctxpack_scenario::{Outcome, Reply, Scenario, run_native};
 use std::collections::HashMap;
 
 /// The scenario the generator makes from `seed`.
@@ -221,9 +221,9 @@ pub fn warm_builder_gives_what_a_cold_one_gives(seed: u64) {
     for budget in [other, other / 7, u32::MAX] {
         let mut warm_up = s.clone();
         warm_up.request.budget = Some(budget);
-        ctxpack_host::run_native_with(&builder, &warm_up);
+        ctxpack_scenario::run_native_with(&builder, &warm_up);
     }
-    let warm = ctxpack_host::run_native_with(&builder, &s);
+    let warm = ctxpack_scenario::run_native_with(&builder, &s);
     assert_eq!(
         crate::render(&warm),
         crate::render(&run_native(&s)),

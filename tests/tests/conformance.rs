@@ -7,7 +7,8 @@
 use ctxpack_conformance::invariants::{check as check_invariants, check_failure};
 use ctxpack_conformance::{check_expected, render, scenarios};
 use ctxpack_core::{Dispatch, Tokenizers};
-use ctxpack_host::{Reply, Runtime, run_component, run_native};
+use ctxpack_host::Runtime;
+use ctxpack_scenario::{InMemoryHost, Reply, run_component, run_native};
 use std::sync::OnceLock;
 
 fn runtime() -> &'static Runtime {
@@ -178,7 +179,7 @@ fn the_component_imports_only_ctxpack_interfaces() {
 #[test]
 fn one_instance_serves_many_assemblies() {
     let mut instance = runtime()
-        .instantiate(Default::default(), &Default::default())
+        .instantiate(InMemoryHost::default(), &Default::default())
         .unwrap()
         .unwrap();
     for (name, s) in scenarios() {
@@ -360,7 +361,7 @@ fn an_enormous_host_text_is_counted_and_dropped_not_a_crash() {
     // component and natively.
     let big = "lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(180_000);
     assert!(big.len() > 10_000_000);
-    let scenario: ctxpack_host::Scenario = serde_json::from_value(serde_json::json!({
+    let scenario: ctxpack_scenario::Scenario = serde_json::from_value(serde_json::json!({
         "description": "enormous",
         "config": {"profile": {"rag": {"retrieve-limit": 5}}},
         "request": {
@@ -418,7 +419,7 @@ fn an_enormous_host_text_is_counted_and_dropped_not_a_crash() {
 /// wrote, not a value parsed back (which can move a float's last digit).
 #[test]
 fn json_driven_outcomes_match_expected() {
-    use ctxpack_host::json;
+    use ctxpack_scenario::json;
     let mut failures = Vec::new();
     for (name, s) in scenarios() {
         let path = ctxpack_conformance::root().join(format!("expected/{name}.json"));
@@ -466,7 +467,7 @@ fn minify(text: &str) -> String {
 #[test]
 fn generated_scenarios_are_identical_driven_with_json() {
     use ctxpack_conformance::generate::{Source, scenario};
-    use ctxpack_host::json;
+    use ctxpack_scenario::json;
     for seed in 0..120 {
         let s = scenario(&mut Source::seeded(seed));
         let native = run_native(&s);
@@ -496,7 +497,7 @@ fn generated_scenarios_are_identical_driven_with_json() {
 #[test]
 fn edge_numbers_give_one_outcome_however_they_are_spelt() {
     use ctxpack_conformance::generate::{Source, edge_scenario};
-    use ctxpack_host::json;
+    use ctxpack_scenario::json;
     let mut zeros = 0;
     for seed in 0..40 {
         let s = edge_scenario(&mut Source::seeded(seed ^ 0xed6e));
@@ -510,7 +511,7 @@ fn edge_numbers_give_one_outcome_however_they_are_spelt() {
             .replace("e21", "e+21")
             .replace("e300", "e+300")
             .replace("e308", "e+308");
-        let respelt = ctxpack_host::scenario::parse(&js).unwrap();
+        let respelt = ctxpack_scenario::scenario::parse(&js).unwrap();
         assert_eq!(
             render(&run_native(&respelt)),
             native,

@@ -14,7 +14,8 @@ mod quickstart {
     fn the_readme_rust_quickstart_gives_the_rust_hosts_snapshot_id() {
         let root = ctxpack_conformance::root();
         let scenario = root.join("scenarios/readme-quickstart.json");
-        let scenario = ctxpack_host::scenario::load(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let scenario =
+            ctxpack_scenario::scenario::load(&scenario).unwrap_or_else(|e| panic!("{e}"));
         let builder = Builder::new(scenario.config.clone()).expect("the builder");
         let pack = assemble(&builder, &scenario.request).expect("the pack");
         let expected = std::fs::read_to_string(root.join("expected/readme-quickstart.json"))

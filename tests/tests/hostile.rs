@@ -10,7 +10,8 @@ use ctxpack_core::{
     ContextPack, Counted, Error, Failure, Reason, Role, SnapshotEntry, SnapshotStatus,
     SourceOutcome, Tokenizers,
 };
-use ctxpack_host::{Outcome, Reply, Runtime, Scenario, run_component, run_native};
+use ctxpack_host::Runtime;
+use ctxpack_scenario::{Outcome, Reply, Scenario, run_component, run_native};
 use serde_json::{Value, json};
 use std::sync::OnceLock;
 
@@ -318,7 +319,7 @@ fn each_source_misbehaving_has_a_defined_outcome() {
 }
 
 fn set_score(s: &mut Scenario, source: &str, id: &str, score: f64) {
-    use ctxpack_host::stores::Answer;
+    use ctxpack_scenario::stores::Answer;
     let answer = match source {
         "retrieve" => s.host.retrieve.as_mut(),
         "expand-graph" => s.host.expand_graph.as_mut(),

@@ -12,7 +12,7 @@
 
 use ctxpack_conformance::invariants::{self, Sent};
 use ctxpack_conformance::properties::{self, fixed_seeds, generated};
-use ctxpack_host::{Reply, run_native};
+use ctxpack_scenario::{Reply, run_native};
 
 /// Cases per property in every run.
 const CASES: u64 = 300;
@@ -110,7 +110,7 @@ fn the_budget_holds_for_what_a_user_sends() {
         properties::check(&format!("seed {seed}"), &s, &outcome);
         if let Reply::Failed(f) = &outcome.reply {
             *refused
-                .entry(ctxpack_host::scenario::error_kind(&f.error))
+                .entry(ctxpack_scenario::scenario::error_kind(&f.error))
                 .or_default() += 1;
         }
         let Some(pack) = outcome.reply.pack() else {

@@ -8,7 +8,7 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use ctxpack_bench::{Workload, chat, chunks, conversation, pack, pipeline, trim};
 use ctxpack_core::{Builder, ConversationTurn, Role, Tokenizer};
 use ctxpack_host::component::{Instance, Runtime};
-use ctxpack_host::stores::InMemoryHost;
+use ctxpack_scenario::stores::InMemoryHost;
 use std::hint::black_box;
 use std::sync::OnceLock;
 
@@ -98,7 +98,7 @@ fn both(c: &mut Criterion, name: &str, make: impl FnOnce() -> Workload) {
         b.iter_batched(
             || w.retrieved(),
             |items| {
-                Workload::hand_over(items, instance.host_mut());
+                Workload::hand_over(items, instance.host_mut::<InMemoryHost>().unwrap());
                 black_box(&instance.assemble(&w.request).unwrap().unwrap());
             },
             BatchSize::LargeInput,

@@ -18,7 +18,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxpack_bench::texts;
 use ctxpack_core::{AgentContext, AssembleRequest, BuilderConfig, Profile, Tokenizer, Tokenizers};
 use ctxpack_host::component::{Instance, Runtime};
-use ctxpack_host::stores::InMemoryHost;
+use ctxpack_scenario::stores::InMemoryHost;
 use std::hint::black_box;
 use std::sync::OnceLock;
 

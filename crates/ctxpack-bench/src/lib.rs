@@ -8,7 +8,7 @@
 //! earlier ones, as a retriever over overlapping documents returns.
 
 use ctxpack_core::{AssembleRequest, BuilderConfig, Candidate};
-use ctxpack_host::stores::{Answer, HostAnswers, InMemoryHost};
+use ctxpack_scenario::stores::{Answer, HostAnswers, InMemoryHost};
 use serde_json::{Value, json};
 
 /// SplitMix64: small, fast, the same everywhere.

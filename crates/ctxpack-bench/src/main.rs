@@ -6,7 +6,7 @@
 use ctxpack_bench::{Workload, chunks, conversation, pack, pack_file, trim, trim_file};
 use ctxpack_core::{Builder, ContextPack};
 use ctxpack_host::component::Runtime;
-use ctxpack_host::stores::{Answer, InMemoryHost};
+use ctxpack_scenario::stores::{Answer, InMemoryHost};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -90,7 +90,7 @@ fn repeat(name: &str, n: &str, wasm: bool) -> Result<(), String> {
         "seed-002" => {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/scenarios/seed-002-happy-path.json");
-            let s = ctxpack_host::scenario::load(&path)?;
+            let s = ctxpack_scenario::scenario::load(&path)?;
             Workload {
                 config: s.config,
                 request: s.request,
@@ -124,8 +124,8 @@ fn repeat(name: &str, n: &str, wasm: bool) -> Result<(), String> {
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
         Box::new(move |hand_over| {
-            if hand_over {
-                Workload::hand_over(w.retrieved(), instance.host_mut());
+            if hand_over && let Some(host) = instance.host_mut::<InMemoryHost>() {
+                Workload::hand_over(w.retrieved(), host);
             }
             timed(|| match instance.assemble(&w.request) {
                 Ok(answer) => answer.map_err(|e| e.to_string()),

@@ -2,11 +2,12 @@
 //!
 //! The linker holds nothing but ctxpack's own imports: the component gets no
 //! WASI, so no filesystem, network, clock or randomness. Each import forwards
-//! to an [`InMemoryHost`], the same stores the native path uses.
+//! to the [`ctx::Host`] the instance was lent, the same trait the native
+//! path calls.
 
-use crate::stores::InMemoryHost;
 use ctxpack_core as ctx;
 use ctxpack_wit::Convert;
+use std::any::Any;
 use std::path::Path;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceAny};
 use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
@@ -42,9 +43,30 @@ pub struct Limits {
     pub interruptible: bool,
 }
 
-/// A store's data: the host's stores and the store's limits.
+/// A host an instance can be lent: any [`ctx::Host`] that can move between
+/// threads, kept so its owner can look at it again ([`Instance::host`]).
+pub trait Lent: ctx::Host + Any + Send {
+    /// Itself, to look at as what it is.
+    fn as_any(&self) -> &dyn Any;
+    /// Itself, to change as what it is.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: ctx::Host + Any + Send> Lent for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// The imports' side of a store: the host lent, behind the WIT's traits.
+pub struct Imports(Box<dyn Lent>);
+
+/// A store's data: the host lent and the store's limits.
 pub struct State {
-    host: InMemoryHost,
+    host: Imports,
     limits: StoreLimits,
 }
 
@@ -90,10 +112,9 @@ impl Runtime {
         let engine = Engine::new(&config)?;
         let (component, from_artifact) = load_cached(&engine, path, sha256)?;
         let mut linker = Linker::new(&engine);
-        bindings::Ctxpack::add_to_linker::<_, HasSelf<InMemoryHost>>(
-            &mut linker,
-            |s: &mut State| &mut s.host,
-        )?;
+        bindings::Ctxpack::add_to_linker::<_, HasSelf<Imports>>(&mut linker, |s: &mut State| {
+            &mut s.host
+        })?;
         Ok(Runtime {
             engine,
             component,
@@ -141,10 +162,11 @@ impl Runtime {
             .collect()
     }
 
-    /// A new instance with its own stores and one context builder.
+    /// A new instance with one context builder, its imports answered by
+    /// `host` (a [`ctx::NoHost`] for an instance driven only by steps).
     pub fn instantiate(
         &self,
-        host: InMemoryHost,
+        host: impl Lent,
         config: &ctx::BuilderConfig,
     ) -> Result<Result<Instance, ctx::Error>, WasmError> {
         let started = std::time::Instant::now();
@@ -155,7 +177,7 @@ impl Runtime {
         let mut store = Store::new(
             &self.engine,
             State {
-                host,
+                host: Imports(Box::new(host)),
                 limits: builder.build(),
             },
         );
@@ -460,14 +482,15 @@ impl Instance {
         self.startup
     }
 
-    /// The stores, with the calls the component made to them.
-    pub fn host(&self) -> &InMemoryHost {
-        &self.store.data().host
+    /// The host lent at [`Runtime::instantiate`], if it is an `H` (to
+    /// read what the component's calls left in it).
+    pub fn host<H: Any>(&self) -> Option<&H> {
+        self.store.data().host.0.as_any().downcast_ref()
     }
 
-    /// The stores, to change what they answer next.
-    pub fn host_mut(&mut self) -> &mut InMemoryHost {
-        &mut self.store.data_mut().host
+    /// The host lent, if it is an `H`, to change what it answers next.
+    pub fn host_mut<H: Any>(&mut self) -> Option<&mut H> {
+        self.store.data_mut().host.0.as_any_mut().downcast_mut()
     }
 }
 
@@ -556,16 +579,21 @@ fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, wit::Host
     r.map(Convert::convert).map_err(Convert::convert)
 }
 
-impl wit::Host for InMemoryHost {}
+impl wit::Host for Imports {}
 
-impl sources::Host for InMemoryHost {
+impl sources::Host for Imports {
     fn retrieve(
         &mut self,
         context: wit::AgentContext,
         query: String,
         limit: u32,
     ) -> Result<Vec<wit::Candidate>, wit::HostError> {
-        answer(ctx::Host::retrieve(self, &context.convert(), &query, limit))
+        answer(ctx::Host::retrieve(
+            &mut *self.0,
+            &context.convert(),
+            &query,
+            limit,
+        ))
     }
 
     fn expand_graph(
@@ -575,7 +603,7 @@ impl sources::Host for InMemoryHost {
         depth: u32,
     ) -> Result<Vec<wit::Candidate>, wit::HostError> {
         answer(ctx::Host::expand_graph(
-            self,
+            &mut *self.0,
             &context.convert(),
             &item_ids,
             depth,
@@ -590,7 +618,7 @@ impl sources::Host for InMemoryHost {
         limit: u32,
     ) -> Result<Vec<wit::Candidate>, wit::HostError> {
         answer(ctx::Host::recall_memory(
-            self,
+            &mut *self.0,
             &context.convert(),
             &user_id,
             &query,
@@ -602,11 +630,14 @@ impl sources::Host for InMemoryHost {
         &mut self,
         context: wit::AgentContext,
     ) -> Result<Vec<wit::Candidate>, wit::HostError> {
-        answer(ctx::Host::repository_state(self, &context.convert()))
+        answer(ctx::Host::repository_state(
+            &mut *self.0,
+            &context.convert(),
+        ))
     }
 }
 
-impl policy::Host for InMemoryHost {
+impl policy::Host for Imports {
     fn review(
         &mut self,
         context: wit::AgentContext,
@@ -614,18 +645,18 @@ impl policy::Host for InMemoryHost {
     ) -> Result<Vec<policy::Verdict>, wit::HostError> {
         let items: Vec<ctx::Candidate> = items.convert();
         let items: Vec<&ctx::Candidate> = items.iter().collect();
-        answer(ctx::Host::review(self, &context.convert(), &items))
+        answer(ctx::Host::review(&mut *self.0, &context.convert(), &items))
     }
 }
 
-impl summarizer::Host for InMemoryHost {
+impl summarizer::Host for Imports {
     fn summarize(
         &mut self,
         requests: Vec<wit::SummaryRequest>,
         tokenizer: wit::Tokenizer,
     ) -> Result<Vec<String>, wit::HostError> {
         answer(ctx::Host::summarize(
-            self,
+            &mut *self.0,
             &requests.convert(),
             tokenizer.convert(),
         ))

@@ -19,7 +19,7 @@ impl WasmError {
     }
 
     /// A failure described by `message`.
-    pub(crate) fn msg(message: impl std::fmt::Display) -> Self {
+    pub fn msg(message: impl std::fmt::Display) -> Self {
         WasmError(message.to_string())
     }
 }

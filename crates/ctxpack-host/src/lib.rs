@@ -4,106 +4,20 @@
 //!   precompiled artifact keyed by the component's hash and the engine),
 //!   instantiates it with [`Limits`] on memory, transfer and fuel, and
 //!   calls its exports with the host's imports behind them.
-//! - [`stores`]: [`InMemoryHost`], a host whose sources, policy and
-//!   summariser answer from data ([`HostAnswers`]) — any of them can be
-//!   made to fail — and count the calls they receive.
 //! - [`steps`]: the step protocols on either engine ([`Steps`], and
-//!   [`JsonSteps`] with JSON text), for
-//!   hosts that await their stores between steps.
-//! - [`scenario`]: the scenario format (`tests/scenarios/README.md`) and
-//!   running one natively through `ctxpack-core` or through the component,
-//!   which is how the conformance tests prove both give identical results.
+//!   [`JsonSteps`] with JSON text), for hosts that await their stores
+//!   between steps; [`json::drive`] answers JSON steps from any
+//!   `ctxpack_core::Host`.
 //!
-//! The command line `ctxpack-host-example` is a thin binary over this
-//! crate; the tests and benchmarks use it too.
+//! An instance is lent any `ctxpack_core::Host` ([`Lent`]); the scenario
+//! format and its in-memory stores, which the tests, benchmarks and the
+//! host example answer from, are the unpublished `ctxpack-scenario`.
 
 pub mod component;
 mod error;
 pub mod json;
-pub mod scenario;
 pub mod steps;
-pub mod stores;
 
 pub use component::{ComponentAssembly, ComponentJsonAssembly, JsonBuilderHandle};
-pub use component::{Instance, Limits, Runtime, Startup, WasmError};
-pub use scenario::{Outcome, Reply, RouterSpec, Scenario};
+pub use component::{Instance, Lent, Limits, Runtime, Startup, WasmError};
 pub use steps::{JsonSteps, Step, Steps};
-pub use stores::{HostAnswers, InMemoryHost};
-
-use ctxpack_core::ConfigFormat;
-
-type RouterText<'a> = Result<Option<(&'a str, ConfigFormat)>, ctxpack_core::Error>;
-
-fn router_text(scenario: &Scenario) -> RouterText<'_> {
-    match &scenario.router {
-        None => Ok(None),
-        Some(RouterSpec::Yaml(t)) => Ok(Some((t, ConfigFormat::Yaml))),
-        Some(RouterSpec::Json(t)) => Ok(Some((t, ConfigFormat::Json))),
-        // `scenario::load` reads router files in; a scenario built in code
-        // must give the text.
-        Some(RouterSpec::File(p)) => Err(ctxpack_core::Error::invalid(
-            "router.file",
-            format!(
-                "{} was not read in: load the scenario with scenario::load",
-                p.display()
-            ),
-        )),
-    }
-}
-
-/// The outcome of a scenario: `reply`, and the calls `host` received.
-pub fn outcome(reply: Reply, host: &InMemoryHost) -> Outcome {
-    Outcome {
-        reply,
-        host_calls: host
-            .calls()
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), *v))
-            .collect(),
-    }
-}
-
-/// Runs `scenario` natively through the core: `handle` when it has a
-/// router, `assemble` otherwise.
-pub fn run_native(scenario: &Scenario) -> Outcome {
-    match ctxpack_core::Builder::new(scenario.config.clone()) {
-        Err(e) => outcome(Reply::refused(e), &InMemoryHost::default()),
-        Ok(builder) => run_native_with(&builder, scenario),
-    }
-}
-
-/// Runs `scenario` natively on `builder`, which must have been built from
-/// the scenario's configuration (a host that keeps one builder per
-/// configuration, as a service does, and its counts with it).
-pub fn run_native_with(builder: &ctxpack_core::Builder, scenario: &Scenario) -> Outcome {
-    let mut host = InMemoryHost::new(scenario.host.clone());
-    let reply = match router_text(scenario) {
-        Err(e) => Reply::refused(e),
-        Ok(None) => builder.assemble(&scenario.request, &mut host).into(),
-        Ok(Some((text, format))) => match ctxpack_core::Router::from_text(text, format) {
-            Err(e) => Reply::refused(e),
-            Ok(router) => {
-                ctxpack_core::handle(&router, builder, &scenario.request, &mut host).into()
-            }
-        },
-    };
-    outcome(reply, &host)
-}
-
-/// Runs `scenario` through the component on `runtime`, as [`run_native`].
-pub fn run_component(runtime: &Runtime, scenario: &Scenario) -> Result<Outcome, WasmError> {
-    let host = InMemoryHost::new(scenario.host.clone());
-    let mut instance = match runtime.instantiate(host, &scenario.config)? {
-        Ok(instance) => instance,
-        Err(e) => return Ok(outcome(Reply::refused(e), &InMemoryHost::default())),
-    };
-    let reply = match router_text(scenario) {
-        Err(e) => Reply::refused(e),
-        Ok(None) => instance.assemble(&scenario.request)?.into(),
-        Ok(Some((text, format))) => match instance.router(text, format)? {
-            Err(e) => Reply::refused(e),
-            Ok(router) => instance.handle(router, &scenario.request)?.into(),
-        },
-    };
-    Ok(outcome(reply, instance.host()))
-}

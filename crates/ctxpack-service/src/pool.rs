@@ -14,7 +14,7 @@
 //! shrinks, is given back now and then.
 
 use ctxpack_core::BuilderConfig;
-use ctxpack_host::{InMemoryHost, Instance, Runtime, WasmError};
+use ctxpack_host::{Instance, Runtime, WasmError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -89,7 +89,8 @@ impl Pool {
 
     fn instantiate(&self) -> Result<Instance, PoolError> {
         self.runtime
-            .instantiate(InMemoryHost::default(), &self.config)?
+            // Driven by steps only: the instance's imports are never called.
+            .instantiate(ctxpack_core::NoHost, &self.config)?
             .map_err(PoolError::Config)
     }
 

@@ -10,11 +10,13 @@
 //! their whole pool. The policy is the scenarios' deny and redact rules;
 //! the summariser keeps leading words. Faults can be injected for tests:
 //! a capability failing with some probability, and a delay on every call.
+//!
+//! Only the files' `host` answers are read (`{"items": […]}` or
+//! `{"all-items": […]}` per source, `policy.deny` and `policy.redact`),
+//! as plain JSON: the service does not depend on the test apparatus.
 
-use ctxpack_core::Answer;
-use ctxpack_core::{AgentContext, Call, Candidate, Host, HostError};
-use ctxpack_host::stores::{Answer as Stored, PolicyRules, SummarizerRule};
-use ctxpack_host::{HostAnswers, InMemoryHost};
+use ctxpack_core::{AgentContext, Answer, Call, Candidate, HostError, Verdict};
+use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
@@ -26,8 +28,43 @@ pub struct DemoSources {
     graph: Vec<Candidate>,
     memory: Vec<Candidate>,
     repository: Vec<Candidate>,
-    policy: PolicyRules,
+    policy: Policy,
     faults: Faults,
+}
+
+/// The scenarios' policy rules, by candidate id (the first file's wins).
+#[derive(Clone, Debug, Default, Deserialize)]
+struct Policy {
+    #[serde(default)]
+    deny: BTreeMap<String, String>,
+    #[serde(default)]
+    redact: BTreeMap<String, String>,
+}
+
+/// What the demo reads of a scenario file: its host's answers.
+#[derive(Deserialize)]
+struct File {
+    #[serde(default)]
+    host: Answers,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct Answers {
+    retrieve: Option<Stored>,
+    expand_graph: Option<Stored>,
+    recall_memory: Option<Stored>,
+    repository_state: Option<Stored>,
+    policy: Option<Policy>,
+}
+
+/// One source's answer in a scenario file; a failure holds no candidates.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Stored {
+    Items(Vec<Candidate>),
+    AllItems(Vec<Candidate>),
+    Error(#[allow(dead_code)] serde::de::IgnoredAny),
 }
 
 /// Injected faults.
@@ -67,9 +104,9 @@ impl DemoSources {
         let mut seen: [HashSet<String>; 4] = Default::default();
         for f in &files {
             let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-            let scenario: ctxpack_host::Scenario =
+            let file: File =
                 serde_json::from_str(&text).map_err(|e| format!("--data: {}: {e}", f.display()))?;
-            let h = &scenario.host;
+            let h = &file.host;
             pool(&mut s.retrieve, &mut seen[0], &h.retrieve);
             pool(&mut s.graph, &mut seen[1], &h.expand_graph);
             pool(&mut s.memory, &mut seen[2], &h.recall_memory);
@@ -112,20 +149,19 @@ impl DemoSources {
         }
     }
 
-    /// Answers one call of a step, for `context`'s request.
-    pub async fn answer(&self, call: &Call<'_>, context: &AgentContext) -> Answer {
+    /// Answers one call of a step, for the request of `_context` (which
+    /// these stores, holding one pool for all, do not look at).
+    pub async fn answer(&self, call: &Call<'_>, _context: &AgentContext) -> Answer {
         if let Err(e) = self.fault(call.capability()) {
             return call.failed(e);
         }
         match call {
-            Call::Review { items } => {
-                let items: Vec<&Candidate> = items.iter().collect();
-                Answer::Verdicts(self.host().review(context, &items))
-            }
-            Call::Summarize {
-                requests,
-                tokenizer,
-            } => Answer::Summaries(self.host().summarize(requests, *tokenizer)),
+            Call::Review { items } => Answer::Verdicts(Ok(self.review(items))),
+            // Leading words, about four characters per target token.
+            Call::Summarize { requests, .. } => Answer::Summaries(Ok(requests
+                .iter()
+                .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
+                .collect())),
             source => {
                 if let Some(d) = self.faults.delay {
                     tokio::time::sleep(d).await;
@@ -145,13 +181,33 @@ impl DemoSources {
         }
     }
 
-    fn host(&self) -> InMemoryHost {
-        InMemoryHost::new(HostAnswers {
-            policy: Some(self.policy.clone()),
-            summarizer: Some(SummarizerRule::LeadingWords),
-            ..Default::default()
-        })
+    /// The policy's verdicts: denied or redacted by id, else allowed.
+    fn review(&self, items: &[Candidate]) -> Vec<Verdict> {
+        let rules = &self.policy;
+        items
+            .iter()
+            .map(|c| match (rules.deny.get(&c.id), rules.redact.get(&c.id)) {
+                (Some(why), _) => Verdict::Deny(why.clone()),
+                (None, Some(text)) => Verdict::Redact(text.clone()),
+                (None, None) => Verdict::Allow,
+            })
+            .collect()
     }
+}
+
+/// The leading words of `text` that fit in `max_chars`.
+fn leading_words(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        if out.len() + word.len() + 1 > max_chars {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 /// Words too common to say what a text is about.

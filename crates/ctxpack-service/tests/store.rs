@@ -13,7 +13,7 @@ use ctxpack_core::json::Reply;
 use ctxpack_service::store::{Record, Recorded, Store, Value, now_rfc3339};
 use std::path::PathBuf;
 
-fn corpus() -> Vec<(String, ctxpack_host::Scenario)> {
+fn corpus() -> Vec<(String, ctxpack_scenario::Scenario)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -25,7 +25,7 @@ fn corpus() -> Vec<(String, ctxpack_host::Scenario)> {
         .into_iter()
         .map(|p| {
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-            (name, ctxpack_host::scenario::load(&p).unwrap())
+            (name, ctxpack_scenario::scenario::load(&p).unwrap())
         })
         .collect()
 }
@@ -35,7 +35,7 @@ fn corpus() -> Vec<(String, ctxpack_host::Scenario)> {
 fn records() -> Vec<Record> {
     let mut out = Vec::new();
     for (name, scenario) in corpus() {
-        let outcome = ctxpack_host::run_native(&scenario);
+        let outcome = ctxpack_scenario::run_native(&scenario);
         let (mut snapshot, text, compression, event) = match &outcome.reply {
             Reply::Failed(f) => match &f.snapshot {
                 Some(s) => (

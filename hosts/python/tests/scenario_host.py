@@ -1,5 +1,5 @@
 """The stores of a scenario file (its `host` key), as Python callbacks:
-what `crates/ctxpack-host/src/stores.rs` answers, call for call."""
+what `crates/ctxpack-scenario/src/stores.rs` answers, call for call."""
 
 from __future__ import annotations
 

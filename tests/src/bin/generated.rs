@@ -16,7 +16,7 @@
 //! core does.
 
 use ctxpack_conformance::generate::{Source, edge_scenario, scenario};
-use ctxpack_host::Scenario;
+use ctxpack_scenario::Scenario;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -60,7 +60,7 @@ fn write(dir: &std::path::Path, n: u64) -> Result<(), String> {
 /// Writes `s` as `DIR/NAME.json` and its native outcome as
 /// `DIR/NAME.expected.json`.
 fn put(dir: &std::path::Path, name: &str, s: &Scenario) -> Result<(), String> {
-    let outcome = ctxpack_host::run_native(s);
+    let outcome = ctxpack_scenario::run_native(s);
     let expected = format!(
         r#"{{"reply":{},"host-calls":{}}}"#,
         json(&outcome.reply)?,
