@@ -43,7 +43,7 @@ pub fn outputs(root: &Path) -> Result<Vec<Output>, String> {
     Ok(vec![
         out(
             "hosts/python/src/ctxpack_wasm/types.py",
-            python::types(&wit, UNSPELT)?,
+            python::types(&wit, UNSPELT, &structs)?,
         ),
         out(
             "packages/ctxpack/src/types.d.ts",

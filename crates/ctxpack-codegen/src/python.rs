@@ -1,19 +1,69 @@
 //! `hosts/python/src/ctxpack_wasm/types.py`: every record a dataclass with
-//! snake_case fields (an `option` defaults to `None`, a `list` to `[]`, the
-//! rest to `UNSET`: left out of the JSON, so the core's documented default
-//! applies or the core refuses the request naming the field it requires),
+//! snake_case fields. A field the core requires (its own `Deserialize`
+//! says which: [`crate::defaults`]) has no default, so leaving it out is a
+//! `TypeError` naming it where the record is made; an `option` defaults to
+//! `None`, a `list` to `[]`, the rest to `UNSET`: left out of the JSON, so
+//! the core's documented default applies (a record the core has no struct
+//! of its own for — an output, a variant's payload — keeps `UNSET` too),
 //! every enum a `str` enum, every variant a class with one constructor per
 //! case; a decoder per type from the component's JSON, and the `_SCHEMA`
 //! the codec in `ctxpack_wasm._codec` encodes with.
 
+use crate::defaults::Structs;
 use crate::wit::{Def, Kind, Ty, Wit, snake, upper_camel};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Lists whose items are made into classes when first looked at (they grow
 /// with the candidates: a 10k-candidate pack's snapshot has 10k entries).
 const LAZY: &[(&str, &str)] = &[("snapshot", "entries")];
 
-fn py_type(t: &Ty) -> Result<String, String> {
+/// The names a value of each enum or variant may be written as: its cases
+/// without a payload, as the WIT spells them.
+type Names = BTreeMap<String, Vec<String>>;
+
+fn names(wit: &Wit) -> Names {
+    wit.defs
+        .iter()
+        .filter(|d| d.kind != Kind::Record)
+        .map(|d| {
+            let unit = d.members.iter().filter(|m| m.ty.is_none());
+            (d.name.clone(), unit.map(|m| m.name.clone()).collect())
+        })
+        .collect()
+}
+
+/// The records a caller writes: those reached from what a caller hands in.
+/// Only their fields accept names as strings; what ctxpack gives back is
+/// always the class (`entry.reason.tag`).
+const WRITTEN: &[&str] = &["builder-config", "assemble-request", "candidate"];
+
+fn written(wit: &Wit) -> BTreeSet<String> {
+    fn refs(t: &Ty, out: &mut Vec<String>) {
+        match t {
+            Ty::List(t) | Ty::Option(t) => refs(t, out),
+            Ty::Ref(name) => out.push(name.clone()),
+            Ty::Prim(_) | Ty::Other => {}
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut todo: Vec<String> = WRITTEN.iter().map(|n| n.to_string()).collect();
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        for def in wit.defs.iter().filter(|d| d.name == name) {
+            for t in def.members.iter().filter_map(|m| m.ty.as_ref()) {
+                refs(t, &mut todo);
+            }
+        }
+    }
+    seen
+}
+
+/// The annotation of a value of type `t`: an enum or variant accepts the
+/// names of its cases without a payload as plain strings too
+/// (`tokenizer="o200k-base"`), as the codec does.
+fn py_type(t: &Ty, names: &Names) -> Result<String, String> {
     Ok(match t {
         Ty::Prim(p) => match *p {
             "string" | "char" => "str",
@@ -22,9 +72,19 @@ fn py_type(t: &Ty) -> Result<String, String> {
             _ => "int",
         }
         .to_string(),
-        Ty::List(t) => format!("List[{}]", py_type(t)?),
-        Ty::Option(t) => format!("Optional[{}]", py_type(t)?),
-        Ty::Ref(name) => format!("\"{}\"", upper_camel(name)),
+        Ty::List(t) => format!("List[{}]", py_type(t, names)?),
+        Ty::Option(t) => format!("Optional[{}]", py_type(t, names)?),
+        Ty::Ref(name) => match names.get(name).filter(|n| !n.is_empty()) {
+            Some(unit) => {
+                let quoted: Vec<String> = unit.iter().map(|n| format!("\"{n}\"")).collect();
+                format!(
+                    "Union[\"{}\", Literal[{}]]",
+                    upper_camel(name),
+                    quoted.join(", ")
+                )
+            }
+            None => format!("\"{}\"", upper_camel(name)),
+        },
         Ty::Other => return Err("a type Python has no spelling for".into()),
     })
 }
@@ -74,7 +134,7 @@ fn docstring(doc: &str, indent: &str) -> String {
 }
 
 /// The module's text.
-pub fn types(wit: &Wit, skip: &[&str]) -> Result<String, String> {
+pub fn types(wit: &Wit, skip: &[&str], structs: &Structs) -> Result<String, String> {
     let mut out: Vec<String> = [
         "\"\"\"The WIT's types as Python classes. Written by `cargo run -p ctxpack-codegen`",
         "from `wit/*.wit`: do not edit.\"\"\"",
@@ -83,7 +143,7 @@ pub fn types(wit: &Wit, skip: &[&str]) -> Result<String, String> {
         "",
         "import enum",
         "from dataclasses import dataclass, field",
-        "from typing import Any, List, Optional",
+        "from typing import Any, List, Literal, Optional, Union",
         "",
         "from ._codec import UNSET, LazyList, Variant, Record, register",
         "",
@@ -93,6 +153,9 @@ pub fn types(wit: &Wit, skip: &[&str]) -> Result<String, String> {
     let mut schema = Vec::new();
     let mut decoders = Vec::new();
     let mut seen = BTreeSet::new();
+    let names = names(wit);
+    let written = written(wit);
+    let none = Names::new();
     for def in wit.defs.iter().filter(|d| !skip.contains(&d.name.as_str())) {
         let cls = upper_camel(&def.name);
         if !seen.insert(cls.clone()) {
@@ -116,10 +179,29 @@ pub fn types(wit: &Wit, skip: &[&str]) -> Result<String, String> {
                 decoders.push(format!("_d_{cls} = {cls}._value2member_map_.__getitem__"));
             }
             Kind::Variant => {
-                variant(def, &cls, own_doc, &mut out, &mut schema, &mut decoders).map_err(fail)?
+                let lists = Lists {
+                    out: &mut out,
+                    schema: &mut schema,
+                    decoders: &mut decoders,
+                };
+                variant(def, &cls, own_doc, &names, lists).map_err(fail)?
             }
             Kind::Record => {
-                record(def, &cls, own_doc, &mut out, &mut schema, &mut decoders).map_err(fail)?
+                let required = structs
+                    .get(cls.as_str())
+                    .map(|read| read.required.clone())
+                    .unwrap_or_default();
+                let lists = Lists {
+                    out: &mut out,
+                    schema: &mut schema,
+                    decoders: &mut decoders,
+                };
+                let names = if written.contains(&def.name) {
+                    &names
+                } else {
+                    &none
+                };
+                record(def, &cls, own_doc, (&required, names), lists).map_err(fail)?
             }
         }
         out.push(String::new());
@@ -151,10 +233,14 @@ fn variant(
     def: &Def,
     cls: &str,
     own_doc: &str,
-    out: &mut Vec<String>,
-    schema: &mut Vec<String>,
-    decoders: &mut Vec<String>,
+    names: &Names,
+    lists: Lists<'_>,
 ) -> Result<(), String> {
+    let Lists {
+        out,
+        schema,
+        decoders,
+    } = lists;
     out.push(format!("class {cls}(Variant):"));
     out.push(docstring(own_doc, "    "));
     let mut cases = Vec::new();
@@ -173,7 +259,7 @@ fn variant(
                 out.push(format!(
                     "    def {}(cls, value: {}) -> \"{cls}\":",
                     snake(&m.name),
-                    py_type(t)?
+                    py_type(t, names)?
                 ));
                 out.push(docstring(doc, "        "));
                 out.push(format!("        return cls(\"{}\", value)", m.name));
@@ -199,14 +285,25 @@ fn variant(
     Ok(())
 }
 
+/// What the module's text is made of, as a record adds to it.
+struct Lists<'a> {
+    out: &'a mut Vec<String>,
+    schema: &'a mut Vec<String>,
+    decoders: &'a mut Vec<String>,
+}
+
 fn record(
     def: &Def,
     cls: &str,
     own_doc: &str,
-    out: &mut Vec<String>,
-    schema: &mut Vec<String>,
-    decoders: &mut Vec<String>,
+    (required, names): (&BTreeSet<&'static str>, &Names),
+    lists: Lists<'_>,
 ) -> Result<(), String> {
+    let Lists {
+        out,
+        schema,
+        decoders,
+    } = lists;
     out.push("@dataclass(kw_only=True, slots=True)".into());
     out.push(format!("class {cls}(Record):"));
     out.push(docstring(own_doc, "    "));
@@ -217,11 +314,16 @@ fn record(
             return Err(format!("field `{}` has no type", m.name));
         };
         let default = match t {
+            _ if required.contains(m.name.as_str()) => "",
             Ty::Option(_) => " = None",
             Ty::List(_) => " = field(default_factory=list)",
             _ => " = UNSET",
         };
-        out.push(format!("    {}: {}{default}", snake(&m.name), py_type(t)?));
+        out.push(format!(
+            "    {}: {}{default}",
+            snake(&m.name),
+            py_type(t, names)?
+        ));
         if !m.docs.is_empty() {
             out.push(docstring(&m.docs, "    "));
         }

@@ -16,7 +16,8 @@ pub struct AgentContext {
     /// Conversation session; the pack id derives from it.
     #[serde(default)]
     pub session_id: Option<String>,
-    /// Trace id, copied through.
+    /// Trace id, copied through; empty when left out.
+    #[serde(default)]
     pub trace_id: String,
     /// End user; long-term memory is recalled only when present.
     #[serde(default)]
@@ -239,13 +240,24 @@ pub struct Candidate {
     pub token_count: Option<u32>,
 }
 
+/// `keep-last` when a request leaves it out: every turn is considered, and
+/// the budget alone decides which of the oldest give way.
+pub const KEEP_EVERY_TURN: u32 = u32::MAX;
+
+fn keep_every_turn() -> u32 {
+    KEEP_EVERY_TURN
+}
+
 /// What an application asks to be packed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct AssembleRequest {
-    /// Who and what the assembly is for.
+    /// Who and what the assembly is for; every field's default when left
+    /// out (a library's caller that has no trace, tenant or session).
+    #[serde(default)]
     pub context: AgentContext,
-    /// The raw query.
+    /// The raw query; empty when left out (a plain trim has none).
+    #[serde(default)]
     pub query: String,
     /// The tokenizer the budget is counted in.
     pub tokenizer: Tokenizer,
@@ -253,9 +265,11 @@ pub struct AssembleRequest {
     /// out (the snapshot records the budget used).
     #[serde(default)]
     pub budget: Option<u32>,
-    /// Tokens charged on top of each included entry.
+    /// Tokens charged on top of each included entry; 0 when left out.
+    #[serde(default)]
     pub entry_overhead: u32,
-    /// System prompt (L0).
+    /// System prompt (L0); empty when left out.
+    #[serde(default)]
     pub system_prompt: String,
     /// Workflow status (L0).
     #[serde(default)]
@@ -269,7 +283,9 @@ pub struct AssembleRequest {
     /// Conversation, oldest first (L1).
     #[serde(default)]
     pub conversation: Vec<ConversationTurn>,
-    /// How many of the newest turns are considered.
+    /// How many of the newest turns are considered; every turn when left
+    /// out ([`KEEP_EVERY_TURN`]).
+    #[serde(default = "keep_every_turn")]
     pub keep_last: u32,
     /// Stage summaries, oldest first (L2).
     #[serde(default)]

@@ -15,7 +15,7 @@ import ctxpack_wasm as cp
 from scenario_host import ScenarioHost
 
 ROOT = Path(__file__).resolve().parents[3]
-RAG = {"profile": {"rag": {"retrieve-limit": 10}}}
+RAG = {"profile": {"rag": {"retrieve_limit": 10}}}
 
 
 def request(**overrides):
@@ -90,34 +90,82 @@ def test_a_denial_and_a_redaction():
 def test_bad_input_names_the_field():
     with pytest.raises(TypeError, match=r"`request.conversation\[0\].role`"):
         cp.Builder().assemble(request(conversation=[{"role": "robot", "content": "hi"}]))
-    with pytest.raises(cp.CtxpackError, match=r"config.plan.cut-step"):
-        cp.Builder({"plan": {"cut-step": 0}})
-    # A field the core requires, left out, is refused naming it: no
-    # silent default.
-    r = request()
-    r.keep_last = cp.UNSET
-    with pytest.raises(cp.AssemblyFailed, match="keep-last"):
-        cp.Builder().assemble(r)
+    with pytest.raises(cp.CtxpackError, match=r"`config.plan.cut_step`"):
+        cp.Builder({"plan": {"cut_step": 0}})
+    # A field the core requires is required where the record is made, and
+    # refused naming it in a dict.
+    with pytest.raises(TypeError, match="tokenizer"):
+        cp.AssembleRequest(conversation=[])  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="trust"):
+        cp.Candidate(id="x", section="relevant-knowledge", text="t")  # type: ignore[call-arg]
+    with pytest.raises(cp.AssemblyFailed, match=r"missing field `tokenizer`$"):
+        cp.Builder().assemble({"conversation": []})
+    with pytest.raises(TypeError, match=r"`request`: AssembleRequest has no field 'keep_lats'"):
+        cp.Builder().assemble({"tokenizer": "o200k-base", "keep_lats": 3})
 
 
-def test_a_bad_candidate_from_a_source_is_that_sources_failure():
-    class Wrong:
+def test_a_plain_trim_needs_the_conversation_a_budget_and_a_tokenizer():
+    turns = [cp.ConversationTurn(role="user" if i % 2 == 0 else "assistant",
+                                 content=f"turn {i}: " + "word " * 10) for i in range(12)]
+    trim = cp.AssembleRequest(conversation=turns, budget=60, tokenizer="o200k-base")
+    pack = cp.Builder().assemble(trim)
+    kept = [m.content for m in pack.messages]
+    assert 0 < len(kept) < 12 and kept[-1].startswith("turn 11:")
+    assert pack.budget_used <= 60
+    # Left out: no trace id, an empty query, no overhead, every turn
+    # considered (dropped by the budget only, never by keep-last).
+    assert pack.trace_id == ""
+    reasons = {e.reason.tag for e in pack.snapshot.entries if not e.included}
+    assert reasons == {"over-budget"}
+    assert cp.Builder().assemble(trim).snapshot.id == pack.snapshot.id
+    as_dict = {"conversation": [{"role": t.role, "content": t.content} for t in turns],
+               "budget": 60, "tokenizer": "o200k-base"}
+    assert cp.Builder().assemble(as_dict).snapshot.id == pack.snapshot.id
+
+
+def test_an_answer_of_the_wrong_shape_raises_naming_the_callback_and_the_field():
+    class Misspelt:
+        def retrieve(self, context, query, limit):
+            return [{"id": "x", "sectoin": "relevant-knowledge", "text": "t", "trust": "trusted"}]
+
+    with pytest.raises(cp.CtxpackError) as refused:
+        cp.Builder(RAG).assemble(request(), sources=Misspelt())
+    assert refused.value.error.value.field == "retrieve()[0].sectoin"
+    assert "unknown field `sectoin`" in str(refused.value)
+    assert " at line " not in str(refused.value) and "answer[" not in str(refused.value)
+
+    class Nowhere:
         def retrieve(self, context, query, limit):
             return [{"id": "x", "section": "nowhere", "text": "t", "trust": "trusted"}]
 
-    with pytest.raises(cp.CtxpackError, match=r"answer\[0\]\.ok\[0\]\.section"):
-        cp.Builder(RAG).assemble(request(), sources=Wrong())
+    with pytest.raises(cp.CtxpackError, match=r"`retrieve\(\)\[0\]\.section`"):
+        cp.Builder(RAG).assemble(request(), sources=Nowhere())
 
-
-def test_a_candidate_of_the_wrong_type_fails_its_source_naming_the_field():
-    class Wrong:
+    class WrongType:
         def retrieve(self, context, query, limit):
             return [doc(0), cp.Candidate(id=7, section="relevant-knowledge", text="t", trust="trusted")]
 
-    pack = cp.Builder(RAG).assemble(request(), sources=Wrong())
-    (call,) = pack.snapshot.source_calls
-    assert call.outcome.tag == "failed"
-    assert "`sources.retrieve[1].id`" in call.outcome.value
+    with pytest.raises(TypeError, match=r"`retrieve\(\)\[1\]\.id`"):
+        cp.Builder(RAG).assemble(request(), sources=WrongType())
+
+
+def test_a_mistake_in_a_callback_raises_a_failing_store_degrades():
+    class Typo:
+        def retrieve(self, context, query, limit):
+            return [cp.Candidate(id="x", sectoin="relevant-knowledge")]  # type: ignore[call-arg]
+
+    with pytest.raises(TypeError, match="sectoin"):
+        cp.Builder(RAG).assemble(request(), sources=Typo())
+
+    class Down:
+        def retrieve(self, context, query, limit):
+            raise ConnectionError("index unreachable")
+
+    builder = cp.Builder(RAG)
+    pack = builder.assemble(request(), sources=Down())
+    assert pack.snapshot.status == [cp.SnapshotStatus.DEGRADED]
+    # The instance goes on after a mistake.
+    assert builder.assemble(request(), sources=Docs()).snapshot.status == [cp.SnapshotStatus.COMPLETE]
 
 
 async def test_async_callbacks_run_concurrently_and_give_the_rust_hosts_snapshot():
@@ -155,14 +203,13 @@ async def test_async_callbacks_run_concurrently_and_give_the_rust_hosts_snapshot
     assert most == 2  # retrieval and memory were awaited together
 
 
-def test_an_async_callback_in_the_sync_api_is_refused_not_ignored():
+def test_an_async_callback_in_the_sync_api_raises():
     class Async:
         async def retrieve(self, context, query, limit):
             return []
 
-    pack = cp.Builder(RAG).assemble(request(), sources=Async())
-    (call,) = pack.snapshot.source_calls
-    assert "assemble_async" in call.outcome.value
+    with pytest.raises(TypeError, match=r"retrieve\(\) is async: await assemble_async"):
+        cp.Builder(RAG).assemble(request(), sources=Async())
 
 
 def test_routing_and_handling():

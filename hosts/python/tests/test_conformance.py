@@ -6,6 +6,7 @@ package's classes without losing anything."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,15 @@ def compact(value) -> str:
 
 
 def refused(error: cp.CtxpackError) -> str:
-    return compact({"failed": {"error": error.error.to_json(), "snapshot": None}})
+    """The refusal as the expected files spell it: the package names a
+    field in snake_case, the WIT in kebab-case."""
+    value = error.error.to_json()
+    if "invalid-field" in value:
+        v = value["invalid-field"]
+        v["field"] = v["field"].replace("_", "-")
+        if re.match(r"^(unknown|missing) field `", v["message"]):
+            v["message"] = re.sub(r"`([^`]*)`", lambda q: q.group(0).replace("_", "-"), v["message"])
+    return compact({"failed": {"error": value, "snapshot": None}})
 
 
 def run(path: Path) -> tuple[str, dict]:

@@ -6,7 +6,7 @@
 export interface AgentContext {
   /** Conversation session; the pack id derives from it ("unknown" when absent). */
   sessionId: string | null;
-  /** Trace id of the request, copied through for the host's telemetry. */
+  /** Trace id of the request, copied through for the host's telemetry (in JSON, empty when left out). */
   traceId: string;
   /** End user; long-term memory is recalled only when it is present. */
   userId: string | null;
@@ -26,8 +26,8 @@ export interface AgentContext {
 export interface AgentContextInit {
   /** Conversation session; the pack id derives from it ("unknown" when absent). */
   sessionId?: string | null;
-  /** Trace id of the request, copied through for the host's telemetry. */
-  traceId: string;
+  /** Trace id of the request, copied through for the host's telemetry (in JSON, empty when left out). */
+  traceId?: string;
   /** End user; long-term memory is recalled only when it is present. */
   userId?: string | null;
   /** Tenant the request belongs to. */
@@ -192,17 +192,17 @@ export interface CandidateInit {
 
 /** What an application asks to be packed. (as the package gives it) */
 export interface AssembleRequest {
-  /** Who and what the assembly is for. */
+  /** Who and what the assembly is for (in JSON, every field's default when left out). */
   context: AgentContext;
-  /** The user's query, raw. */
+  /** The user's query, raw (in JSON, empty when left out: a plain trim of a conversation has none). */
   query: string;
   /** The tokenizer whose tokens the budget is counted in. */
   tokenizer: Tokenizer;
   /** Most tokens the pack may hold, counted per entry; the plan's default budget when absent (the snapshot records the one used). */
   budget: number | null;
-  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). */
+  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt; in JSON, 0 when left out). */
   entryOverhead: number;
-  /** The system prompt (L0). */
+  /** The system prompt (L0; in JSON, empty when left out). */
   systemPrompt: string;
   /** The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>". */
   workflow: WorkflowStatus | null;
@@ -212,7 +212,7 @@ export interface AssembleRequest {
   currentTask: string | null;
   /** The conversation, oldest turn first (L1). */
   conversation: ConversationTurn[];
-  /** At most this many of the newest turns are considered. */
+  /** At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way). */
   keepLast: number;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries: StageSummary[];
@@ -220,18 +220,18 @@ export interface AssembleRequest {
 
 /** What an application asks to be packed. (as the package accepts it) */
 export interface AssembleRequestInit {
-  /** Who and what the assembly is for. */
-  context: AgentContextInit;
-  /** The user's query, raw. */
-  query: string;
+  /** Who and what the assembly is for (in JSON, every field's default when left out). */
+  context?: AgentContextInit;
+  /** The user's query, raw (in JSON, empty when left out: a plain trim of a conversation has none). */
+  query?: string;
   /** The tokenizer whose tokens the budget is counted in. */
   tokenizer: TokenizerInit;
   /** Most tokens the pack may hold, counted per entry; the plan's default budget when absent (the snapshot records the one used). */
   budget?: number | null;
-  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). */
-  entryOverhead: number;
-  /** The system prompt (L0). */
-  systemPrompt: string;
+  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt; in JSON, 0 when left out). */
+  entryOverhead?: number;
+  /** The system prompt (L0; in JSON, empty when left out). */
+  systemPrompt?: string;
   /** The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>". */
   workflow?: WorkflowStatusInit | null;
   /** Mandatory instructions (L0), never truncated. */
@@ -240,8 +240,8 @@ export interface AssembleRequestInit {
   currentTask?: string | null;
   /** The conversation, oldest turn first (L1). */
   conversation?: ConversationTurnInit[];
-  /** At most this many of the newest turns are considered. */
-  keepLast: number;
+  /** At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way). */
+  keepLast?: number;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries?: StageSummaryInit[];
 }

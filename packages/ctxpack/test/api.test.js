@@ -42,14 +42,14 @@ test('a wrong field is an error naming it, never a silent default', async () => 
     assert.match(e.message, /unknown field `keep_last`, expected one of `context`.*`keepLast`, `stageSummaries`$/);
     return true;
   });
-  const { keepLast: _, ...noKeepLast } = REQUEST;
-  await assert.rejects(builder.assemble(noKeepLast), /missing field `keep-last`|keepLast/);
+  const { tokenizer: _, ...noTokenizer } = REQUEST;
+  await assert.rejects(builder.assemble(noTokenizer), /missing field `tokenizer`/);
   await assert.rejects(Builder.create({ plan: { defaultBudget: -1 } }),
     (e) => e instanceof CtxpackError && e.error.invalidField.field === 'config.plan.defaultBudget');
   await assert.rejects(Builder.create([]), (e) => e.error.invalidField.field === 'config');
   await assert.rejects(builder.assemble(null), (e) => e.error.invalidField.field === 'request');
   // No request at all: the core names what is missing, not a TypeError.
-  await assert.rejects(builder.assemble(), (e) => e instanceof AssemblyFailed && /missing field `context`/.test(e.message));
+  await assert.rejects(builder.assemble(), (e) => e instanceof AssemblyFailed && /missing field `tokenizer`/.test(e.message));
   // The builder is still good after all that.
   const pack = await builder.assemble(REQUEST);
   assert.equal(pack.snapshot.status[0], 'complete');
@@ -57,11 +57,29 @@ test('a wrong field is an error naming it, never a silent default', async () => 
 
 test('documented defaults are applied: budget, overhead of the defaults', async () => {
   const builder = await Builder.create();
-  const { entryOverhead: _, ...request } = REQUEST;
-  await assert.rejects(builder.assemble(request), /entry-overhead|entryOverhead/);
   const pack = await builder.assemble(REQUEST);
   assert.equal(pack.snapshot.tokenBudget, pack.budgetLimit);
   assert.ok(pack.budgetLimit > 0);
+});
+
+test('a plain trim needs the conversation, a budget and a tokenizer, and is deterministic', async () => {
+  const builder = await Builder.create();
+  const conversation = Array.from({ length: 12 }, (_, i) => ({
+    role: i % 2 === 0 ? 'user' : 'assistant', content: `turn ${i}: ${'word '.repeat(10)}`,
+  }));
+  const trim = { conversation, budget: 60, tokenizer: 'o200k-base' };
+  const pack = await builder.assemble(trim);
+  const kept = pack.messages.map((m) => m.content);
+  assert.ok(kept.length > 0 && kept.length < 12, String(kept.length));
+  assert.ok(kept.at(-1).startsWith('turn 11:'));
+  assert.ok(pack.budgetUsed <= 60);
+  // Left out: no trace id, an empty query, no overhead, every turn
+  // considered (none dropped by keep-last, only by the budget).
+  assert.equal(pack.traceId, '');
+  assert.ok(pack.snapshot.entries.every((e) => e.reason !== 'keep-last' && !e.reason.keepLast));
+  assert.ok(pack.snapshot.entries.some((e) => e.reason.overBudget));
+  const again = await (await Builder.create()).assemble(trim);
+  assert.equal(again.snapshot.id, pack.snapshot.id);
 });
 
 test('a throwing or rejecting source degrades the assembly, a HostError keeps its message', async () => {

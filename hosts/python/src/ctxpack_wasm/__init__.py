@@ -11,7 +11,7 @@ wasmtime); your stores stay in Python. Plug them in as objects::
             return [Candidate(id="kb-1", section="relevant-knowledge",
                               text="Refunds take 5 days.", trust="trusted")]
 
-    builder = Builder({"profile": {"rag": {"retrieve-limit": 10}}})
+    builder = Builder({"profile": {"rag": {"retrieve_limit": 10}}})
     pack = builder.assemble(request, sources=Docs())
 
 A source is any object with some of ``retrieve(context, query, limit)``,
@@ -34,6 +34,8 @@ import contextlib
 import gc
 import inspect
 import json
+import re
+import sys
 from json.encoder import encode_basestring as _q  # C-accelerated; keeps non-ASCII
 from typing import Any, Callable, Generator, Iterable, Optional
 
@@ -127,7 +129,37 @@ def _error(value: Any) -> CtxpackError:
     if payload is not None and not isinstance(payload, str):
         payload = {k.replace("_", "-"): v for k, v in vars(payload).items()}
     obj = value.tag if payload is None else {value.tag: payload}
-    return CtxpackError(decode(obj, ["ref", "CtxpackError"]))
+    return CtxpackError(_respell(decode(obj, ["ref", "CtxpackError"])))
+
+
+_POSITION = re.compile(r" at line \d+ column \d+$")
+_NAMED = re.compile(r"^(unknown|missing) field `")
+
+
+def _snake(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _respell(error: CtxpackErrorValue, calls: Optional[list] = None) -> CtxpackErrorValue:
+    """The error as a Python caller spells it: the field's path and the
+    field names its message quotes in snake_case, without a position in
+    JSON text the caller never wrote; with ``calls`` (the round's), an
+    answer's path named after the callback (``retrieve()[0].section``).
+    Changes ``error`` in place and gives it back."""
+    if error.tag != "invalid-field":
+        return error
+    v = error.value
+    field, message = v.field, _POSITION.sub("", v.message)
+    if calls is not None:
+        m = re.match(r"^answer(?:\[(\d+)\])?(?:\.(?:ok|err))?(.*)$", field)
+        if m is not None:
+            i = 0 if m.group(1) is None else int(m.group(1))
+            if i < len(calls):
+                field = f"{calls[i].method}(){m.group(2)}"
+    if _NAMED.match(message):
+        message = re.sub(r"`([^`]*)`", lambda q: f"`{_snake(q.group(1))}`", message)
+    v.field, v.message = _snake(field), message
+    return error
 
 
 def _text(result: Any) -> str:
@@ -213,7 +245,10 @@ def _verdict(v: Any, path: str) -> Any:
 
 def _request(request: Any) -> tuple[str, AgentContext]:
     obj = encode(request, ["ref", "AssembleRequest"], "request")
-    return json.dumps(obj, ensure_ascii=False), decode(obj["context"], ["ref", "AgentContext"])
+    # The context the callbacks are given: the core's when left out (an
+    # empty trace id, every other field absent).
+    context = {"trace-id": "", **obj.get("context", {})}
+    return json.dumps(obj, ensure_ascii=False), decode(context, ["ref", "AgentContext"])
 
 
 def _config(config: Any) -> str:
@@ -272,36 +307,31 @@ class _Host:
 
     @staticmethod
     def answer(known: Any, value: Any) -> str:
-        """The JSON text of a callback's answer to the call ``known``; a
-        value that does not fit its WIT type is the call's failure, naming
-        the field."""
-        capability, ty = known.capability, known.answer
+        """The JSON text of a callback's answer to the call ``known``. A
+        value that does not fit its WIT type is a mistake in the callback,
+        not its store's failure: it raises ``TypeError`` naming the
+        callback and the field (``retrieve()[0].section``)."""
+        where, ty = f"{known.method}()", known.answer
         if ty == ["list", ["ref", "Candidate"]] and not isinstance(value, (str, bytes, dict)):
-            return _Host.candidates(capability, value)
-        try:
-            if ty == ["list", ["ref", "Verdict"]] and not isinstance(value, (str, bytes, dict)):
-                ok = [_verdict(v, f"{capability}[{i}]") for i, v in enumerate(value)]
-            else:
-                ok = encode(value, ty, capability)
-        except TypeError as e:
-            return json.dumps(_failure(capability, e), ensure_ascii=False)
+            return _Host.candidates(where, value)
+        if ty == ["list", ["ref", "Verdict"]] and not isinstance(value, (str, bytes, dict)):
+            ok = [_verdict(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        else:
+            ok = encode(value, ty, where)
         return json.dumps({"ok": ok}, ensure_ascii=False)
 
     @staticmethod
-    def candidates(capability: str, items: Any) -> str:
+    def candidates(where: str, items: Any) -> str:
         """The answer's JSON text."""
         try:
             parts = [_candidate_text(c) if type(c) is Candidate
-                     else json.dumps(_candidate(c, f"{capability}[{i}]"), ensure_ascii=False)
+                     else json.dumps(_candidate(c, f"{where}[{i}]"), ensure_ascii=False)
                      for i, c in enumerate(items)]
         except (TypeError, AttributeError, ValueError) as e:
             # Say which field: the checking encoder names it.
-            try:
-                for i, c in enumerate(items):
-                    encode(c, ["ref", "Candidate"], f"{capability}[{i}]")
-            except TypeError as named:
-                e = named
-            return json.dumps(_failure(capability, e), ensure_ascii=False)
+            for i, c in enumerate(items):
+                encode(c, ["ref", "Candidate"], f"{where}[{i}]")
+            raise TypeError(f"{where}: {e}") from e
         return '{"ok":[' + ",".join(parts) + "]}"
 
 
@@ -319,8 +349,15 @@ def _steps(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator[lis
 
 def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator[list, list, str]:
     answer = ""
+    asked: list = []
     while True:
-        text = _text(inst.step(inst.store, assembly, answer))
+        result = inst.step(inst.store, assembly, answer)
+        if not isinstance(result, (_runtime.Ok, str)):
+            # The component refused an answer: named after its callback.
+            error = _error(result)
+            _respell(error.error, asked)
+            raise CtxpackError(error.error)
+        text = _text(result)
         if text.startswith('{"done":'):
             return text[8:-1]
         with _no_gc_pauses():
@@ -330,7 +367,8 @@ def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator
             # A step this package does not know is a newer component's.
             raise RuntimeError(f"the component asked for a step this package does not know: {kind!r}")
         calls = [host.call(c) for c in body]
-        results = yield [thunk for _, thunk in calls if thunk is not None]
+        asked = [known for known, _ in calls]
+        results = yield [(known, thunk) for known, thunk in calls if thunk is not None]
         answers = []
         it = iter(results)
         for known, thunk in calls:
@@ -345,41 +383,66 @@ def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator
         answer = "[" + ",".join(answers) + "]"
 
 
+# What a callback raises that is a mistake in its code, not its store
+# failing: raised at the caller, never recorded as a degraded source.
+_MISTAKES = (TypeError, NameError, AttributeError)
+
+
+def _mistake(known: Any, e: BaseException) -> BaseException:
+    """``e``, raised by the callback of ``known``, to raise at the caller."""
+    if sys.version_info >= (3, 11):
+        e.add_note(f"raised by the callback {known.method}() ({known.capability}): a "
+                   f"{type(e).__name__} is a mistake in it, not its store failing")
+    return e
+
+
 def _run_sync(gen: Generator[list, list, str]) -> str:
     try:
-        thunks = next(gen)
+        calls = next(gen)
         while True:
             results = []
-            for thunk in thunks:
+            for known, thunk in calls:
                 try:
                     value = thunk()
-                    if inspect.isawaitable(value):
-                        if hasattr(value, "close"):
-                            value.close()
-                        raise TypeError("the callback is async: use assemble_async / handle_async")
-                    results.append((True, value))
+                except _MISTAKES as e:
+                    gen.close()
+                    raise _mistake(known, e)
                 except Exception as e:  # a callback's failure is its source's
                     results.append((False, e))
-            thunks = gen.send(results)
+                    continue
+                if inspect.isawaitable(value):
+                    if hasattr(value, "close"):
+                        value.close()
+                    gen.close()
+                    raise TypeError(f"the callback {known.method}() is async: await "
+                                    "assemble_async / handle_async instead")
+                results.append((True, value))
+            calls = gen.send(results)
     except StopIteration as done:
         return done.value
 
 
 async def _run_async(gen: Generator[list, list, str]) -> str:
-    async def run(thunk: Callable[[], Any]) -> tuple[bool, Any]:
+    async def run(known: Any, thunk: Callable[[], Any]) -> tuple[bool, Any]:
         try:
             value = thunk()
             if inspect.isawaitable(value):
                 value = await value
             return True, value
+        except _MISTAKES as e:
+            raise _mistake(known, e)
         except Exception as e:  # a callback's failure is its source's
             return False, e
 
     try:
-        thunks = next(gen)
+        calls = next(gen)
         while True:
-            results = list(await asyncio.gather(*(run(t) for t in thunks)))
-            thunks = gen.send(results)
+            try:
+                results = list(await asyncio.gather(*(run(k, t) for k, t in calls)))
+            except BaseException:
+                gen.close()
+                raise
+            calls = gen.send(results)
     except StopIteration as done:
         return done.value
 
@@ -404,6 +467,7 @@ def _outcome(text: str) -> Any:
         ((kind, body),) = json.loads(text).items()
         if kind == "failed":
             failure = decode(body, ["ref", "AssemblyFailure"])
+            _respell(failure.error)
         elif kind == "pack":
             return decode(body, ["ref", "ContextPack"])
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, List, Literal, Optional, Union
 
 from ._codec import UNSET, LazyList, Variant, Record, register
 
@@ -16,7 +16,7 @@ class AgentContext(Record):
     session_id: Optional[str] = None
     """Conversation session; the pack id derives from it ("unknown" when absent)."""
     trace_id: str = UNSET
-    """Trace id of the request, copied through for the host's telemetry."""
+    """Trace id of the request, copied through for the host's telemetry (in JSON, empty when left out)."""
     user_id: Optional[str] = None
     """End user; long-term memory is recalled only when it is present."""
     tenant_id: Optional[str] = None
@@ -85,9 +85,9 @@ class TrustTier(str, enum.Enum):
 @dataclass(kw_only=True, slots=True)
 class Provenance(Record):
     """Where a candidate came from. A candidate without provenance is never included."""
-    source_kind: str = UNSET
+    source_kind: str
     """Kind of source: "chunk", "fact", "memory", "artifact", "request", ..."""
-    reference: str = UNSET
+    reference: str
     """The chunk, fact, memory or artifact id the candidate cites."""
     source_version: Optional[str] = None
     """Version of the source document, when the source has versions."""
@@ -106,9 +106,9 @@ class Role(str, enum.Enum):
 @dataclass(kw_only=True, slots=True)
 class ConversationTurn(Record):
     """One turn of the conversation, oldest first in a request."""
-    role: "Role" = UNSET
+    role: Union["Role", Literal["system", "user", "assistant", "tool"]]
     """Who spoke."""
-    content: str = UNSET
+    content: str
     """What was said."""
     tool_call_id: Optional[str] = None
     """On an assistant turn, the id of the tool call it makes; on a tool turn, the id of the call it answers. Turns that share an id are kept or dropped together."""
@@ -117,7 +117,7 @@ class ConversationTurn(Record):
 @dataclass(kw_only=True, slots=True)
 class WorkflowStatus(Record):
     """The status of the workflow the request is part of."""
-    status: str = UNSET
+    status: str
     """Status word, e.g. "running"."""
     stage_id: Optional[str] = None
     """The current stage, if any ("none" is rendered otherwise)."""
@@ -126,26 +126,26 @@ class WorkflowStatus(Record):
 @dataclass(kw_only=True, slots=True)
 class StageSummary(Record):
     """The summary of one completed workflow stage, oldest first in a request."""
-    stage_id: str = UNSET
+    stage_id: str
     """Stage id."""
-    outcome: str = UNSET
+    outcome: str
     """How the stage ended, e.g. "succeeded"."""
-    summary: str = UNSET
+    summary: str
     """What the stage did."""
 
 
 @dataclass(kw_only=True, slots=True)
 class Candidate(Record):
     """An item that may go into the context, as a host source returns it."""
-    id: str = UNSET
+    id: str
     """Stable id, unique within one assembly."""
-    section: "Section" = UNSET
+    section: Union["Section", Literal["system-prompt", "workflow-status", "mandatory-instructions", "current-task", "conversation-state", "current-diff", "tool-results", "repository-state", "relevant-knowledge", "graph-neighbours", "episodic-memory", "supporting-context", "stage-summaries"]]
     """Section the item is for."""
-    text: str = UNSET
+    text: str
     """The text."""
     provenance: Optional["Provenance"] = None
     """Where it came from; required for inclusion."""
-    trust: "TrustTier" = UNSET
+    trust: Union["TrustTier", Literal["system", "trusted", "unverified", "untrusted"]]
     """How far it may be trusted."""
     score: Optional[float] = None
     """The source's relevance score (higher is better), if it has one."""
@@ -161,17 +161,17 @@ class Candidate(Record):
 class AssembleRequest(Record):
     """What an application asks to be packed."""
     context: "AgentContext" = UNSET
-    """Who and what the assembly is for."""
+    """Who and what the assembly is for (in JSON, every field's default when left out)."""
     query: str = UNSET
-    """The user's query, raw."""
-    tokenizer: "Tokenizer" = UNSET
+    """The user's query, raw (in JSON, empty when left out: a plain trim of a conversation has none)."""
+    tokenizer: Union["Tokenizer", Literal["o200k-base", "cl100k-base"]]
     """The tokenizer whose tokens the budget is counted in."""
     budget: Optional[int] = None
     """Most tokens the pack may hold, counted per entry; the plan's default budget when absent (the snapshot records the one used)."""
     entry_overhead: int = UNSET
-    """Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt)."""
+    """Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt; in JSON, 0 when left out)."""
     system_prompt: str = UNSET
-    """The system prompt (L0)."""
+    """The system prompt (L0; in JSON, empty when left out)."""
     workflow: Optional["WorkflowStatus"] = None
     """The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>"."""
     instructions: List[str] = field(default_factory=list)
@@ -181,7 +181,7 @@ class AssembleRequest(Record):
     conversation: List["ConversationTurn"] = field(default_factory=list)
     """The conversation, oldest turn first (L1)."""
     keep_last: int = UNSET
-    """At most this many of the newest turns are considered."""
+    """At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way)."""
     stage_summaries: List["StageSummary"] = field(default_factory=list)
     """Summaries of completed stages, oldest first (L2)."""
 
@@ -189,21 +189,21 @@ class AssembleRequest(Record):
 @dataclass(kw_only=True, slots=True)
 class PackEntry(Record):
     """One entry of an assembled pack."""
-    id: str = UNSET
+    id: str
     """Id of the candidate it came from (matches its snapshot entry)."""
-    layer: "Layer" = UNSET
+    layer: "Layer"
     """Layer."""
-    section: "Section" = UNSET
+    section: "Section"
     """Section."""
-    role: "Role" = UNSET
+    role: "Role"
     """The role the entry takes in a message list."""
-    text: str = UNSET
+    text: str
     """The text exactly as charged and rendered."""
-    tokens: int = UNSET
+    tokens: int
     """Its tokens in the request's tokenizer (without the entry overhead)."""
-    provenance: "Provenance" = UNSET
+    provenance: "Provenance"
     """Where it came from: the citation to show with it."""
-    trust: "TrustTier" = UNSET
+    trust: "TrustTier"
     """How far it may be trusted."""
 
 
@@ -220,11 +220,11 @@ class Strategy(str, enum.Enum):
 @dataclass(kw_only=True, slots=True)
 class CompressionMetadata(Record):
     """What was done to fit the budget."""
-    applied_strategies: List["Strategy"] = field(default_factory=list)
+    applied_strategies: List["Strategy"]
     """Strategies applied, in the order they ran."""
-    truncated_layers: List["Layer"] = field(default_factory=list)
+    truncated_layers: List["Layer"]
     """Layers that lost at least one entry, L0 to L2."""
-    entries_dropped: int = UNSET
+    entries_dropped: int
     """How many candidates were left out."""
 
 
@@ -320,9 +320,9 @@ class Reason(Variant):
 @dataclass(kw_only=True, slots=True)
 class Shortfall(Record):
     """The numbers behind an over-budget drop."""
-    needed: int = UNSET
+    needed: int
     """Tokens the item needed, overhead included (and, for an older turn, every newer one left out): exact when the entry's tokens were counted exactly, otherwise the fewest it could need, since counting stops once an item cannot fit. The true sum, which an overhead near the u32 limit can take past it."""
-    remaining: int = UNSET
+    remaining: int
     """Tokens that remained when it was considered."""
 
 
@@ -337,31 +337,31 @@ class SnapshotStatus(str, enum.Enum):
 @dataclass(kw_only=True, slots=True)
 class SnapshotEntry(Record):
     """The record of one candidate in a snapshot."""
-    id: str = UNSET
+    id: str
     """Candidate id."""
-    layer: "Layer" = UNSET
+    layer: "Layer"
     """Layer."""
-    section: "Section" = UNSET
+    section: "Section"
     """Section."""
-    origin: "Origin" = UNSET
+    origin: "Origin"
     """What produced it."""
     provenance: Optional["Provenance"] = None
     """Where it came from; absent only for a no-provenance drop."""
-    trust: "TrustTier" = UNSET
+    trust: "TrustTier"
     """How far it may be trusted."""
     score: Optional[float] = None
     """The score it was ranked by, if any."""
-    tokens: int = UNSET
+    tokens: int
     """Its tokens in the request's tokenizer (without the entry overhead), as `counted` says."""
-    counted: "Counted" = UNSET
+    counted: "Counted"
     """How far its tokens were counted."""
-    included: bool = UNSET
+    included: bool
     """Whether it is in the pack."""
-    reason: "Reason" = UNSET
+    reason: "Reason"
     """Why it was taken or dropped."""
-    compressed: bool = UNSET
+    compressed: bool
     """Whether its text was summarised or truncated."""
-    redacted: bool = UNSET
+    redacted: bool
     """Whether the policy replaced its text."""
     run: Optional["EntryRun"] = None
     """Set when the entry stands for a run of the request's own candidates; its other fields are then the run's first member's."""
@@ -407,9 +407,9 @@ class SummaryRequest(Record):
 @dataclass(kw_only=True, slots=True)
 class SourceCall(Record):
     """How one host source fared in an assembly."""
-    capability: str = UNSET
+    capability: str
     """The capability, e.g. "sources.retrieve"."""
-    outcome: "SourceOutcome" = UNSET
+    outcome: "SourceOutcome"
     """What came of it."""
 
 
@@ -435,11 +435,11 @@ class SourceOutcome(Variant):
 @dataclass(kw_only=True, slots=True)
 class SectionCompression(Record):
     """What compression did to one optional section still over its share once the unused shares had flowed."""
-    section: "Section" = UNSET
+    section: "Section"
     """The section."""
-    target_tokens: int = UNSET
+    target_tokens: int
     """The tokens a summary of its leftovers could have: the room it kept (the unused part of its share; for the first such section, with what the flow left), less the entry overhead and the summary's citation or fence."""
-    outcome: "CompressionOutcome" = UNSET
+    outcome: "CompressionOutcome"
     """What came of it."""
 
 
@@ -470,7 +470,7 @@ class CompressionOutcome(Variant):
 @dataclass(kw_only=True, slots=True)
 class Snapshot(Record):
     """The immutable record of one assembly: every candidate, once."""
-    id: str = UNSET
+    id: str
     """Content hash (hex SHA-256) of everything below and the pack."""
     tenant_id: Optional[str] = None
     """Tenant, copied from the request."""
@@ -480,79 +480,79 @@ class Snapshot(Record):
     """Run, copied from the request."""
     attempt_id: Optional[str] = None
     """Attempt, copied from the request."""
-    scopes: List[str] = field(default_factory=list)
+    scopes: List[str]
     """Scopes the attempt was assembled under."""
-    tokenizer: "Tokenizer" = UNSET
+    tokenizer: "Tokenizer"
     """The tokenizer counts were made in."""
-    token_budget: int = UNSET
+    token_budget: int
     """The budget."""
-    tokens_used: int = UNSET
+    tokens_used: int
     """Tokens the pack is charged: every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more. Never less than `text-tokens` or `message-tokens`, never more than the budget."""
-    text_tokens: int = UNSET
+    text_tokens: int
     """Tokens of the pack's flat `text`, counted whole."""
-    message_tokens: int = UNSET
+    message_tokens: int
     """Tokens of the pack's `messages`: each message's content counted whole, plus the entry overhead once per message."""
-    stable_prefix_tokens: int = UNSET
+    stable_prefix_tokens: int
     """Tokens of the stable prefix (the L0 entries that lead the pack, rendered together), entry overhead included."""
-    content_hash: str = UNSET
+    content_hash: str
     """Hex SHA-256 of the rendered text's UTF-8 bytes: the reference under which a host stores the assembled content (content never in the row), and which it can check."""
-    index_revisions: List[str] = field(default_factory=list)
+    index_revisions: List[str]
     """Index revisions of the included items, sorted, each once."""
-    memory_items: List[str] = field(default_factory=list)
+    memory_items: List[str]
     """Ids of the included memory items, in render order."""
-    status: List["SnapshotStatus"] = field(default_factory=list)
+    status: List["SnapshotStatus"]
     """Outcome: every condition that holds (see `snapshot-status`)."""
     failure: Optional[str] = None
     """Why the assembly failed, when the status says `failed`."""
-    profile: "Profile" = UNSET
+    profile: "Profile"
     """The builder profile that gathered the candidates."""
-    plan: "Plan" = UNSET
+    plan: "Plan"
     """The plan the budget was shared by."""
-    source_calls: List["SourceCall"] = field(default_factory=list)
+    source_calls: List["SourceCall"]
     """What each host source was asked and how it answered: the sources in the profile's order, then each review round and the summariser in the order they were asked."""
-    compressions: List["SectionCompression"] = field(default_factory=list)
+    compressions: List["SectionCompression"]
     """Each optional section still over its share once the unused shares had flowed, in priority order, and what compression did to it."""
-    entries: List["SnapshotEntry"] = field(default_factory=list)
+    entries: List["SnapshotEntry"]
     """One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`)."""
 
 
 @dataclass(kw_only=True, slots=True)
 class ContextPack(Record):
     """An assembled context."""
-    id: str = UNSET
+    id: str
     """Deterministic id: "<session-id or unknown>-router-pack"."""
     session_id: Optional[str] = None
     """Session, copied from the request."""
-    trace_id: str = UNSET
+    trace_id: str
     """Trace, copied from the request."""
     stage_id: Optional[str] = None
     """The current stage, if the workflow names one."""
-    entries: List["PackEntry"] = field(default_factory=list)
+    entries: List["PackEntry"]
     """Included entries in render order: L0, then L2, then L1."""
-    text: str = UNSET
+    text: str
     """The entries' texts joined by blank lines."""
-    messages: List["Message"] = field(default_factory=list)
+    messages: List["Message"]
     """The same context as chat messages: L0 as the first system message (the stable prefix), the other context as a second, then the kept conversation turns with their roles and tool-call ids."""
-    budget_used: int = UNSET
+    budget_used: int
     """Tokens used, entry overhead included; never above the budget."""
-    budget_limit: int = UNSET
+    budget_limit: int
     """The budget."""
-    compression: "CompressionMetadata" = UNSET
+    compression: "CompressionMetadata"
     """What was done to fit."""
-    snapshot: "Snapshot" = UNSET
+    snapshot: "Snapshot"
     """Why every candidate was taken or dropped."""
-    event: "ContextAssembled" = UNSET
+    event: "ContextAssembled"
     """The context-assembled event, for the host to publish."""
-    metrics: "Metrics" = UNSET
+    metrics: "Metrics"
     """Metrics of this assembly, for the host to record."""
 
 
 @dataclass(kw_only=True, slots=True)
 class Message(Record):
     """One chat message."""
-    role: "Role" = UNSET
+    role: "Role"
     """Who speaks."""
-    content: str = UNSET
+    content: str
     """What is said."""
     tool_call_id: Optional[str] = None
     """The tool call a turn makes or answers."""
@@ -561,7 +561,7 @@ class Message(Record):
 @dataclass(kw_only=True, slots=True)
 class ContextAssembled(Record):
     """The context-assembled event: what a host publishes once an assembly's snapshot is stored."""
-    context_snapshot_id: str = UNSET
+    context_snapshot_id: str
     """The snapshot's id."""
     tenant_id: Optional[str] = None
     """Tenant."""
@@ -569,38 +569,38 @@ class ContextAssembled(Record):
     """Run."""
     attempt_id: Optional[str] = None
     """Attempt."""
-    status: List["SnapshotStatus"] = field(default_factory=list)
+    status: List["SnapshotStatus"]
     """Outcome."""
-    tokens_used: int = UNSET
+    tokens_used: int
     """Tokens used."""
-    token_budget: int = UNSET
+    token_budget: int
     """The budget."""
 
 
 @dataclass(kw_only=True, slots=True)
 class Metrics(Record):
     """Metrics of one assembly."""
-    tokens_per_section: List["SectionTokens"] = field(default_factory=list)
+    tokens_per_section: List["SectionTokens"]
     """Tokens included per section (entry overhead included), sections with none left out, in section order."""
-    dropped_by_reason: List["ReasonCount"] = field(default_factory=list)
+    dropped_by_reason: List["ReasonCount"]
     """Dropped candidates per reason, by the reason's name, sorted."""
 
 
 @dataclass(kw_only=True, slots=True)
 class SectionTokens(Record):
     """Tokens of one section."""
-    section: "Section" = UNSET
+    section: "Section"
     """Section."""
-    tokens: int = UNSET
+    tokens: int
     """Tokens."""
 
 
 @dataclass(kw_only=True, slots=True)
 class ReasonCount(Record):
     """How many candidates were dropped for one reason."""
-    reason: str = UNSET
+    reason: str
     """The reason's name, e.g. "over-budget"."""
-    count: int = UNSET
+    count: int
     """How many."""
 
 
@@ -618,13 +618,13 @@ class ChangeKind(str, enum.Enum):
 @dataclass(kw_only=True, slots=True)
 class EntryState(Record):
     """A candidate's state in one snapshot."""
-    section: "Section" = UNSET
+    section: "Section"
     """Section."""
-    included: bool = UNSET
+    included: bool
     """Whether it was included."""
-    reason: "Reason" = UNSET
+    reason: "Reason"
     """Why."""
-    tokens: int = UNSET
+    tokens: int
     """Its tokens."""
     position: Optional[int] = None
     """Its place among the included entries, from 0."""
@@ -633,11 +633,11 @@ class EntryState(Record):
 @dataclass(kw_only=True, slots=True)
 class Change(Record):
     """One changed candidate."""
-    id: str = UNSET
+    id: str
     """Candidate id."""
-    origin: "Origin" = UNSET
+    origin: "Origin"
     """What produced it."""
-    kind: "ChangeKind" = UNSET
+    kind: "ChangeKind"
     """What happened."""
     before: Optional["EntryState"] = None
     """Before, if it was a candidate then."""
@@ -648,21 +648,21 @@ class Change(Record):
 @dataclass(kw_only=True, slots=True)
 class SnapshotDiff(Record):
     """What changed between two snapshots, and why."""
-    before_id: str = UNSET
+    before_id: str
     """The earlier snapshot's id."""
-    after_id: str = UNSET
+    after_id: str
     """The later snapshot's id."""
-    status_before: List["SnapshotStatus"] = field(default_factory=list)
+    status_before: List["SnapshotStatus"]
     """Status before."""
-    status_after: List["SnapshotStatus"] = field(default_factory=list)
+    status_after: List["SnapshotStatus"]
     """Status after."""
-    tokens_before: int = UNSET
+    tokens_before: int
     """Tokens used before."""
-    tokens_after: int = UNSET
+    tokens_after: int
     """Tokens used after."""
-    changes: List["Change"] = field(default_factory=list)
+    changes: List["Change"]
     """Changed candidates: the later snapshot's order, then those only in the earlier one."""
-    unchanged: int = UNSET
+    unchanged: int
     """Candidates whose state did not change."""
 
 
@@ -734,9 +734,9 @@ class HostError(Record):
 @dataclass(kw_only=True, slots=True)
 class BuilderConfig(Record):
     """What a builder is constructed from, once per instance."""
-    preload: List["Tokenizer"] = field(default_factory=list)
+    preload: List[Union["Tokenizer", Literal["o200k-base", "cl100k-base"]]] = field(default_factory=list)
     """Tokenizers the builder must have: checked at `create`, so a component built without one refuses the builder at once. (Their tables are static data; there is nothing left to build ahead.)"""
-    profile: "Profile" = UNSET
+    profile: Union["Profile", Literal["passthrough"]] = UNSET
     """What the builder gathers from the host."""
     near_duplicate_threshold: float = UNSET
     """Estimated Jaccard similarity (of three-word shingles) at which a host candidate is a near-duplicate of a higher-ranked one, in (0, 1]; 1 keeps exact duplicate detection only. 0.8 catches a few words edited in a 300-token chunk."""
@@ -770,9 +770,9 @@ class Plan(Record):
 @dataclass(kw_only=True, slots=True)
 class SectionShare(Record):
     """One section's share of the budget."""
-    section: "Section" = UNSET
+    section: Union["Section", Literal["system-prompt", "workflow-status", "mandatory-instructions", "current-task", "conversation-state", "current-diff", "tool-results", "repository-state", "relevant-knowledge", "graph-neighbours", "episodic-memory", "supporting-context", "stage-summaries"]]
     """The section."""
-    share: float = UNSET
+    share: float
     """Its share, in [0, 1]."""
 
 
@@ -818,46 +818,46 @@ class Profile(Variant):
 @dataclass(kw_only=True, slots=True)
 class FullSettings(Record):
     """Settings of the `full` profile."""
-    retrieve_limit: int = UNSET
+    retrieve_limit: int
     """Most candidates to ask `sources.retrieve` for."""
-    graph_depth: int = UNSET
+    graph_depth: int
     """Most graph hops from the retrieved items (0: no expansion)."""
-    memory_limit: int = UNSET
+    memory_limit: int
     """Most memory items to ask `sources.recall-memory` for."""
-    repository_state: bool = UNSET
+    repository_state: bool
     """Whether to ask `sources.repository-state`."""
 
 
 @dataclass(kw_only=True, slots=True)
 class RagSettings(Record):
     """Settings of the `rag` profile."""
-    retrieve_limit: int = UNSET
+    retrieve_limit: int
     """Most candidates to ask `sources.retrieve` for."""
 
 
 @dataclass(kw_only=True, slots=True)
 class RagMemorySettings(Record):
     """Settings of the `rag-memory` profile."""
-    retrieve_limit: int = UNSET
+    retrieve_limit: int
     """Most candidates to ask `sources.retrieve` for."""
-    memory_limit: int = UNSET
+    memory_limit: int
     """Most memory items to ask `sources.recall-memory` for."""
 
 
 @dataclass(kw_only=True, slots=True)
 class RequestContext(Record):
     """The context a skill receives after dispatch."""
-    user_query: str = UNSET
+    user_query: str
     """The raw query."""
-    conversation_history: List["ConversationTurn"] = field(default_factory=list)
+    conversation_history: List["ConversationTurn"]
     """The conversation turns the pack kept, oldest first."""
-    retrieved_context: List["PackEntry"] = field(default_factory=list)
+    retrieved_context: List["PackEntry"]
     """Retrieved items the pack kept, as packed (after policy)."""
-    memory_items: List["PackEntry"] = field(default_factory=list)
+    memory_items: List["PackEntry"]
     """Memory items the pack kept, as packed (after policy)."""
     session_id: Optional[str] = None
     """Session."""
-    trace_id: str = UNSET
+    trace_id: str
     """Trace."""
     user_id: Optional[str] = None
     """User."""
@@ -872,9 +872,9 @@ class ConfigFormat(str, enum.Enum):
 @dataclass(kw_only=True, slots=True)
 class RuleScore(Record):
     """How one rule fared on a query."""
-    rule: str = UNSET
+    rule: str
     """The rule, e.g. "keywords: weather, forecast"."""
-    weight: float = UNSET
+    weight: float
     """Its weight, in (0, 1]."""
     matched: Optional[str] = None
     """What matched (normalised for keywords and phrases), if it matched."""
@@ -883,20 +883,20 @@ class RuleScore(Record):
 @dataclass(kw_only=True, slots=True)
 class RouteScore(Record):
     """How one route fared on a query."""
-    route: str = UNSET
+    route: str
     """Route name."""
-    score: float = UNSET
+    score: float
     """Its score: 1 - product of (1 - weight) over matched rules."""
-    rules: List["RuleScore"] = field(default_factory=list)
+    rules: List["RuleScore"]
     """Every rule, in config order."""
 
 
 @dataclass(kw_only=True, slots=True)
 class Entity(Record):
     """A named capture of an entity pattern."""
-    name: str = UNSET
+    name: str
     """The capture group's name."""
-    value: str = UNSET
+    value: str
     """The captured text, as written in the query."""
 
 
@@ -907,39 +907,39 @@ class RoutingDecision(Record):
     """The best route, if any rule of any route matched."""
     skill: Optional[str] = None
     """Its skill."""
-    confidence: float = UNSET
+    confidence: float
     """best x (1 - second best), in [0, 1]."""
-    threshold: float = UNSET
+    threshold: float
     """The threshold that applied (the route's own, or the global one)."""
-    low_confidence: bool = UNSET
+    low_confidence: bool
     """No route, or confidence below the threshold."""
     reference_cue: Optional[str] = None
     """The reference/comparison cue found in the query; such a query goes to the builder even on a confident route."""
-    matched_entities: List["Entity"] = field(default_factory=list)
+    matched_entities: List["Entity"]
     """Named captures of the best route's entity patterns."""
-    scores: List["RouteScore"] = field(default_factory=list)
+    scores: List["RouteScore"]
     """Every route with a score above zero, best first (ties by name)."""
 
 
 @dataclass(kw_only=True, slots=True)
 class SkillDispatch(Record):
     """A confident route's dispatch."""
-    route: str = UNSET
+    route: str
     """The route."""
-    skill: str = UNSET
+    skill: str
     """The skill to run."""
-    matched_entities: List["Entity"] = field(default_factory=list)
+    matched_entities: List["Entity"]
     """Entities the router matched."""
-    context: "RequestContext" = UNSET
+    context: "RequestContext"
     """The trivial context: the query and the ids, nothing gathered."""
 
 
 @dataclass(kw_only=True, slots=True)
 class FallbackDispatch(Record):
     """The builder branch's dispatch."""
-    context: "RequestContext" = UNSET
+    context: "RequestContext"
     """The request context drawn from the pack."""
-    pack: "ContextPack" = UNSET
+    pack: "ContextPack"
     """The assembled pack, with its snapshot."""
 
 
@@ -960,9 +960,9 @@ class Dispatch(Variant):
 @dataclass(kw_only=True, slots=True)
 class Handling(Record):
     """The routing decision and what came of it."""
-    decision: "RoutingDecision" = UNSET
+    decision: "RoutingDecision"
     """What the router decided, and why."""
-    dispatch: "Dispatch" = UNSET
+    dispatch: "Dispatch"
     """Where the query went."""
 
 
