@@ -3,6 +3,7 @@
 // fail or answer late.
 import {
   init, Builder, Router, diffSnapshots, AssemblyFailed, CtxpackError, HostError, explainReason,
+  PROFILES,
 } from '/packages/ctxpack/src/index.js';
 import { camelKeys } from '/packages/ctxpack/test/scenario.js';
 import { ScenarioHost } from '/tests/js/scenario-host.js';
@@ -10,6 +11,11 @@ import { ScenarioHost } from '/tests/js/scenario-host.js';
 const $ = (id) => document.getElementById(id);
 const DEFAULT = 'seed-002-happy-path.json';
 const FUNCTIONS = ['retrieve', 'expandGraph', 'recallMemory', 'repositoryState', 'review', 'summarize'];
+/** The sources among them, lent only when the builder's profile calls them. */
+const SOURCE_OF = {
+  retrieve: 'sources.retrieve', expandGraph: 'sources.expand-graph',
+  recallMemory: 'sources.recall-memory', repositoryState: 'sources.repository-state',
+};
 const LAYERS = { l0: 'L0', l1: 'L1', l2: 'L2' };
 const SECTION_COLOURS = {
   'system-prompt': '#1f4e99', 'workflow-status': '#2f6fcf', 'mandatory-instructions': '#4a8be0',
@@ -44,10 +50,16 @@ function renderSwitches() {
 }
 
 /** The scenario's stores, behind the switches. */
-function callbacks(scenario) {
+function callbacks(scenario, builder) {
   const host = new ScenarioHost(scenario.host, { HostError, spell: camelKeys });
+  const calls = PROFILES[builder.profile] ?? [];
   const out = {};
   for (const f of FUNCTIONS) {
+    if (SOURCE_OF[f] !== undefined && !calls.includes(SOURCE_OF[f])) {
+      $(`last-${f}`).textContent = 'not called by this profile';
+      $(`last-${f}`).classList.remove('bad');
+      continue;
+    }
     $(`last-${f}`).textContent = 'not called';
     $(`last-${f}`).classList.remove('bad');
     out[f] = (...args) => {
@@ -136,14 +148,15 @@ async function assemble() {
   let routed = null;
   let failure = null;
   try {
-    const builder = await Builder.create(config, callbacks(scenario));
+    const builder = await Builder.create(config);
+    const lent = callbacks(scenario, builder);
     const router = await routerOf(scenario);
     if (router) {
-      const handled = await builder.handle(router, request);
+      const handled = await builder.handle(router, request, lent);
       routed = handled;
       pack = handled.dispatch.fallback?.pack ?? null;
     } else {
-      pack = await builder.assemble(request);
+      pack = await builder.assemble(request, lent);
     }
     snapshot = pack?.snapshot ?? null;
   } catch (e) {
@@ -382,14 +395,15 @@ async function renderDiff() {
  */
 async function measure(n = 200) {
   const { scenario, request, config } = readScenario();
-  const builder = await Builder.create(config, new ScenarioHost(scenario.host, { HostError, spell: camelKeys }));
+  const builder = await Builder.create(config);
+  const lent = new ScenarioHost(scenario.host, { HostError, spell: camelKeys }).lend(PROFILES[builder.profile] ?? []);
   const router = await routerOf(scenario);
   const times = [];
   const start = performance.now();
   for (let i = 0; i < n; i += 1) {
     const t = performance.now();
     try {
-      await (router ? builder.handle(router, request) : builder.assemble(request));
+      await (router ? builder.handle(router, request, lent) : builder.assemble(request, lent));
     } catch (e) {
       if (!(e instanceof CtxpackError)) throw e;
     }

@@ -26,6 +26,14 @@ export function leadingWords(text, max) {
  */
 // A store the file leaves out, or writes as null (as a scenario written by
 // serde does), is one this host does not provide.
+/** The package's source callbacks and the capabilities they stand for. */
+const SOURCES = [
+  ['retrieve', 'sources.retrieve'],
+  ['expandGraph', 'sources.expand-graph'],
+  ['recallMemory', 'sources.recall-memory'],
+  ['repositoryState', 'sources.repository-state'],
+];
+
 export class ScenarioHost {
   constructor(answers, { HostError, spell = (v) => v, delay = null }) {
     this.answers = answers ?? {};
@@ -62,6 +70,23 @@ export class ScenarioHost {
       const items = kind === 'items' && limit !== undefined ? value.slice(0, limit) : value;
       return this.spell(items);
     });
+  }
+
+  /**
+   * This host as a builder's callbacks when its profile calls `sources`
+   * (capabilities, the package's `PROFILES[builder.profile]`): the policy,
+   * the summariser and those sources — a source the profile never calls
+   * is refused by the package.
+   */
+  lend(sources) {
+    const lent = {
+      review: (...args) => this.review(...args),
+      summarize: (...args) => this.summarize(...args),
+    };
+    for (const [name, capability] of SOURCES) {
+      if (sources.includes(capability)) lent[name] = (...args) => this[name](...args);
+    }
+    return lent;
   }
 
   retrieve(_c, _q, limit) { return this.source('sources.retrieve', 'retrieve', limit); }

@@ -44,7 +44,58 @@ pub fn javascript(wit: &Wit) -> String {
     }
     out.push("};".into());
     out.push(String::new());
+    out.push("// The sources each profile may call (with its settings at their".into());
+    out.push("// fullest), from the core's `Profile::sources`.".into());
+    out.push(format!(
+        "export const DEFAULT_PROFILE = '{}';",
+        default_profile()
+    ));
+    out.push("export const PROFILES = {".into());
+    for (name, sources) in profiles() {
+        let quoted: Vec<String> = sources.iter().map(|c| format!("'{c}'")).collect();
+        out.push(format!("  '{name}': [{}],", quoted.join(", ")));
+    }
+    out.push("};".into());
+    out.push(String::new());
     out.join("\n")
+}
+
+/// The profile of a configuration that names none.
+fn default_profile() -> String {
+    profile_name(ctxpack_core::Profile::default())
+}
+
+/// A profile's name, as the configuration spells it.
+fn profile_name(p: ctxpack_core::Profile) -> String {
+    match serde_json::to_value(p) {
+        Ok(serde_json::Value::String(name)) => name,
+        Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// Each profile by the name the configuration gives it, with the sources
+/// it may call when its settings call every one they can.
+pub fn profiles() -> Vec<(String, Vec<&'static str>)> {
+    use ctxpack_core::{FullSettings, Profile, RagMemorySettings, RagSettings};
+    let fullest = [
+        Profile::Passthrough,
+        Profile::Rag(RagSettings { retrieve_limit: 1 }),
+        Profile::RagMemory(RagMemorySettings {
+            retrieve_limit: 1,
+            memory_limit: 1,
+        }),
+        Profile::Full(FullSettings {
+            retrieve_limit: 1,
+            graph_depth: 1,
+            memory_limit: 1,
+            repository_state: true,
+        }),
+    ];
+    fullest
+        .into_iter()
+        .map(|p| (profile_name(p), p.sources()))
+        .collect()
 }
 
 /// `hosts/python/src/ctxpack_wasm/_calls.py`, keyed as the steps spell
@@ -107,6 +158,17 @@ pub fn python(wit: &Wit) -> String {
             params.join(", ") + comma,
             schema_type(&import.answer)
         ));
+    }
+    out.push("}".into());
+    out.push(String::new());
+    out.push("# The sources each profile may call (with its settings at their".into());
+    out.push("# fullest), from the core's `Profile::sources`.".into());
+    out.push(format!("DEFAULT_PROFILE = \"{}\"", default_profile()));
+    out.push("PROFILES = {".into());
+    for (name, sources) in profiles() {
+        let quoted: Vec<String> = sources.iter().map(|c| format!("\"{c}\"")).collect();
+        let comma = if quoted.len() == 1 { "," } else { "" };
+        out.push(format!("    \"{name}\": ({}{comma}),", quoted.join(", ")));
     }
     out.push("}".into());
     out.push(String::new());

@@ -114,6 +114,25 @@ impl SourcePlan {
     }
 }
 
+impl Profile {
+    /// The sources an assembly under this profile may call, as their
+    /// capabilities (`sources.retrieve`, …), in the order the WIT lists
+    /// them. A host lending any other source lends it for nothing; the
+    /// packages refuse that, naming the profiles that would call it.
+    pub fn sources(self) -> Vec<&'static str> {
+        let plan = SourcePlan::of(self);
+        [
+            (plan.retrieve.is_some(), "sources.retrieve"),
+            (plan.graph_depth.is_some(), "sources.expand-graph"),
+            (plan.memory.is_some(), "sources.recall-memory"),
+            (plan.repository, "sources.repository-state"),
+        ]
+        .into_iter()
+        .filter_map(|(called, capability)| called.then_some(capability))
+        .collect()
+    }
+}
+
 impl Gathered {
     /// Records the answer of `capability` and keeps its candidates.
     fn answer(

@@ -4,6 +4,7 @@ what `crates/ctxpack-scenario/src/stores.rs` answers, call for call."""
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any
 
 from ctxpack_wasm import HostError
@@ -37,6 +38,15 @@ class ScenarioHost:
         if kind == "items" and limit is not None:
             return list(value[:limit])
         return list(value)
+
+    def lend(self, sources: tuple) -> Any:
+        """This host's sources for a builder whose profile calls
+        ``sources`` (capabilities, ``PROFILES[builder.profile]``): a source
+        the profile never calls is refused by the package."""
+        methods = {"sources.retrieve": "retrieve", "sources.expand-graph": "expand_graph",
+                   "sources.recall-memory": "recall_memory",
+                   "sources.repository-state": "repository_state"}
+        return SimpleNamespace(**{m: getattr(self, m) for c, m in methods.items() if c in sources})
 
     # sources
     def retrieve(self, context, query, limit):

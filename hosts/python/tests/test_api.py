@@ -304,3 +304,20 @@ def test_a_step_the_package_does_not_know_is_an_error_not_a_guess():
     asking.text = '{"calls": [{"retrieve": {"query": "q", "limit": 1}}, {"rerank": {"items": []}}]}'
     with pytest.raises(RuntimeError, match="call this package does not know: 'rerank'"):
         next(cp._step_loop(asking, None, host))
+
+
+def test_a_source_the_profile_never_calls_is_refused_naming_the_profiles_that_would():
+    with pytest.raises(cp.CtxpackError) as refused:
+        cp.Builder().assemble(request(), sources=Docs())
+    assert refused.value.error.value.field == "sources.retrieve"
+    assert "profile `passthrough` never calls it; `rag` or `rag-memory` or `full` would" in str(refused.value)
+
+    class Everything(Docs):
+        def recall_memory(self, context, user_id, query, limit):
+            return []
+
+    with pytest.raises(cp.CtxpackError, match=r"`sources.recall_memory`.*`rag-memory` or `full`"):
+        cp.Builder(RAG).assemble(request(), sources=Everything())
+    builder = cp.Builder({"profile": {"rag_memory": {"retrieve_limit": 3, "memory_limit": 2}}})
+    assert builder.profile == "rag-memory"
+    assert builder.assemble(request(), sources=Everything()).snapshot.status == [cp.SnapshotStatus.COMPLETE]

@@ -68,8 +68,9 @@ def run(path: Path) -> tuple[str, dict]:
             else:
                 text = value
             router = cp.Router(text, kind, instance=builder._inst)
+        sources = host.lend(cp.PROFILES.get(builder.profile, ()))
         text = builder.assemble_json(
-            scenario["request"], router=router, sources=host, policy=host, summarizer=host
+            scenario["request"], router=router, sources=sources, policy=host, summarizer=host
         )
     except cp.CtxpackError as e:
         text = refused(e)

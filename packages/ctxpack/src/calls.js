@@ -10,3 +10,13 @@ export const CALLS = {
   review: { capability: 'policy.review', context: true, params: ['items'] },
   summarize: { capability: 'summarizer.summarize', context: false, params: ['requests', 'tokenizer'] },
 };
+
+// The sources each profile may call (with its settings at their
+// fullest), from the core's `Profile::sources`.
+export const DEFAULT_PROFILE = 'passthrough';
+export const PROFILES = {
+  'passthrough': [],
+  'rag': ['sources.retrieve'],
+  'rag-memory': ['sources.retrieve', 'sources.recall-memory'],
+  'full': ['sources.retrieve', 'sources.expand-graph', 'sources.recall-memory', 'sources.repository-state'],
+};

@@ -39,6 +39,8 @@ export class Builder {
   private constructor();
   static create(config?: BuilderConfigInit, callbacks?: Callbacks): Promise<Builder>;
   readonly callbacks: Callbacks;
+  /** The configuration's profile, as `PROFILES` names it (`'rag-memory'`). */
+  readonly profile: string;
   assemble(request: AssembleRequestInit, callbacks?: Callbacks): Promise<ContextPack>;
   assembleText(request: AssembleRequestInit, callbacks?: Callbacks): Promise<string>;
   handle(router: Router, request: AssembleRequestInit, callbacks?: Callbacks): Promise<Handling>;
@@ -47,6 +49,13 @@ export class Builder {
 }
 
 export function diffSnapshots(before: Snapshot, after: Snapshot): Promise<SnapshotDiff>;
+
+/**
+ * The sources each profile may call, as capabilities
+ * (`PROFILES['rag']` is `['sources.retrieve']`). Lending a builder a
+ * source its profile never calls is refused, naming the profiles that do.
+ */
+export const PROFILES: Readonly<Record<string, readonly string[]>>;
 
 /** Why a candidate was taken or dropped, in words (the WIT's documentation). */
 export function explainReason(reason: Reason): string;

@@ -12,7 +12,7 @@ import initWasm, {
   diffSnapshots as rawDiff,
 } from '../dist/ctxpack_web.js';
 import { REASONS } from './reasons.js';
-import { CALLS } from './calls.js';
+import { CALLS, DEFAULT_PROFILE, PROFILES } from './calls.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 
@@ -263,6 +263,37 @@ function outcome([text, snapshotText]) {
   return reply.pack ?? reply.handled;
 }
 
+/** Which sources each profile may call: `PROFILES['rag']` is `['sources.retrieve']`. */
+export { PROFILES };
+
+/** The profile a configuration names, as PROFILES keys it (kebab-case). */
+function profileOf(config) {
+  const p = config?.profile;
+  const name = p == null ? DEFAULT_PROFILE : typeof p === 'string' ? p : Object.keys(p)[0];
+  return Object.keys(PROFILES).find((k) => k === name || camel(k) === name) ?? name;
+}
+
+/**
+ * Lending a source the builder's profile never calls is a mistake (it
+ * would silently never be asked): refused, naming the profiles that do.
+ */
+function refuseUnused(profile, callbacks) {
+  const calls = PROFILES[profile];
+  if (calls === undefined || callbacks == null) return; // the core names a wrong profile
+  for (const [name, known] of Object.entries(CALLS)) {
+    if (!known.capability.startsWith('sources.') || typeof callbacks[name] !== 'function') continue;
+    if (calls.includes(known.capability)) continue;
+    const would = Object.keys(PROFILES).filter((p) => PROFILES[p].includes(known.capability));
+    throw new CtxpackError({
+      invalidField: {
+        field: `callbacks.${name}`,
+        message: `the builder's profile \`${camel(profile)}\` never calls it; `
+          + `${would.map((p) => `\`${camel(p)}\``).join(' or ')} would (config.profile)`,
+      },
+    });
+  }
+}
+
 /**
  * A router: a pure function of the raw query, compiled once from its YAML
  * or JSON configuration (the router's file, in its own spelling).
@@ -294,9 +325,10 @@ export class Router {
  * has made between assemblies.
  */
 export class Builder {
-  constructor(raw, callbacks) {
+  constructor(raw, callbacks, profile = DEFAULT_PROFILE) {
     this.raw = raw;
     this.callbacks = callbacks ?? {};
+    this.profile = profile;
   }
 
   /**
@@ -304,16 +336,20 @@ export class Builder {
    * `callbacks` is an object with any of retrieve, expandGraph,
    * recallMemory, repositoryState, review (by default every item is
    * allowed) and summarize. A callback it lacks is a source this host does
-   * not provide. Throws a CtxpackError naming a wrong field.
+   * not provide; one the configuration's profile never calls is refused.
+   * Throws a CtxpackError naming a wrong field.
    */
   static async create(config, callbacks) {
     await init();
     const text = json(config, 'config');
-    return new Builder(call(() => new RawBuilder(text)), callbacks);
+    const builder = new Builder(call(() => new RawBuilder(text)), callbacks, profileOf(config));
+    refuseUnused(builder.profile, callbacks);
+    return builder;
   }
 
   /** Runs the assembly `start` gives to its outcome (see `drive`). */
   async #run(start, request, callbacks, apart) {
+    refuseUnused(this.profile, callbacks ?? this.callbacks);
     const text = json(request, 'request');
     const raw = call(() => start(text));
     try {

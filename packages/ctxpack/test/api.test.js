@@ -224,3 +224,21 @@ test("explainReason says why, in the WIT's words, with what the reason carries",
   assert.equal(explainReason({ duplicateOf: 'kb-1' }), 'Dropped: a copy of the included candidate with this id: kb-1.');
   assert.match(explainReason('unreviewed'), /^Dropped: it would have fit, but the review rounds were spent/);
 });
+
+test('a source the profile never calls is refused, naming the profiles that would', async () => {
+  const retrieve = async () => [];
+  await assert.rejects(Builder.create({}, { retrieve }), (e) => {
+    assert.ok(e instanceof CtxpackError);
+    assert.equal(e.error.invalidField.field, 'callbacks.retrieve');
+    assert.match(e.message, /profile `passthrough` never calls it; `rag` or `ragMemory` or `full` would/);
+    return true;
+  });
+  const rag = await Builder.create({ profile: { rag: { retrieveLimit: 3 } } });
+  assert.equal(rag.profile, 'rag');
+  await assert.rejects(rag.assemble(REQUEST, { retrieve, recallMemory: retrieve }),
+    /callbacks\.recallMemory.*`ragMemory` or `full` would/);
+  const memory = await Builder.create({ profile: { ragMemory: { retrieveLimit: 3, memoryLimit: 2 } } },
+    { retrieve, recallMemory: retrieve, review: (_c, items) => items.map(() => 'allow') });
+  assert.equal(memory.profile, 'rag-memory');
+  assert.equal((await memory.assemble(REQUEST)).snapshot.status[0], 'complete');
+});

@@ -67,7 +67,7 @@ function errorText(error) {
  * it rejected with), from a second run.
  */
 export async function runScenario(ctxpack, scenario, routerFile, delay = null) {
-  const { Builder, Router, CtxpackError, AssemblyFailed, HostError } = ctxpack;
+  const { Builder, Router, CtxpackError, AssemblyFailed, HostError, PROFILES } = ctxpack;
   const config = camelKeys(scenario.config ?? {});
   const request = camelKeys(scenario.request);
   let router = null;
@@ -75,7 +75,8 @@ export async function runScenario(ctxpack, scenario, routerFile, delay = null) {
   let reply;
   let value;
   try {
-    const builder = await Builder.create(config, host);
+    const builder = await Builder.create(config);
+    const lent = host.lend(PROFILES[builder.profile] ?? []);
     if (scenario.router) {
       let [kind, text] = Object.entries(scenario.router)[0];
       if (kind === 'file') {
@@ -84,11 +85,12 @@ export async function runScenario(ctxpack, scenario, routerFile, delay = null) {
       }
       router = await Router.create(text, kind);
     }
-    reply = minify(router ? await builder.handleText(router, request) : await builder.assembleText(request), kebabName);
+    reply = minify(router ? await builder.handleText(router, request, lent) : await builder.assembleText(request, lent), kebabName);
     // The typed API, with stores that answer the same.
     const again = new ScenarioHost(scenario.host, { HostError, spell: camelKeys, delay });
     try {
-      value = router ? await builder.handle(router, request, again) : await builder.assemble(request, again);
+      const lentAgain = again.lend(PROFILES[builder.profile] ?? []);
+      value = router ? await builder.handle(router, request, lentAgain) : await builder.assemble(request, lentAgain);
     } catch (e) {
       if (!(e instanceof AssemblyFailed)) throw e;
       value = { failed: e.failure };

@@ -61,6 +61,7 @@ from .types import (
 )
 
 __all__ = [
+    "PROFILES",
     "Builder",
     "Router",
     "diff_snapshots",
@@ -78,7 +79,7 @@ from . import types as _types  # noqa: E402
 
 __all__ += _types.__all__
 
-from ._calls import CALLS  # noqa: E402
+from ._calls import CALLS, DEFAULT_PROFILE, PROFILES  # noqa: E402
 
 
 def allow_all(context: AgentContext, items: list) -> list:
@@ -251,10 +252,34 @@ def _request(request: Any) -> tuple[str, AgentContext]:
     return json.dumps(obj, ensure_ascii=False), decode(context, ["ref", "AgentContext"])
 
 
-def _config(config: Any) -> str:
+def _config(config: Any) -> tuple[str, str]:
+    """The configuration's JSON text and its profile's name."""
     if config is None:
-        return "{}"
-    return json.dumps(encode(config, ["ref", "BuilderConfig"], "config"), ensure_ascii=False)
+        return "{}", DEFAULT_PROFILE
+    obj = encode(config, ["ref", "BuilderConfig"], "config")
+    profile = obj.get("profile", DEFAULT_PROFILE) if isinstance(obj, dict) else DEFAULT_PROFILE
+    if isinstance(profile, dict) and len(profile) == 1:
+        (profile,) = profile
+    return json.dumps(obj, ensure_ascii=False), str(profile)
+
+
+def _refuse_unused(profile: str, sources: Any) -> None:
+    """Lending a source the builder's profile never calls is a mistake (it
+    would silently never be asked): refused, naming the profiles that do."""
+    calls = PROFILES.get(profile)
+    if calls is None or sources is None:
+        return  # the component names a wrong profile
+    for known in CALLS.values():
+        if known.interface != "sources" or known.capability in calls:
+            continue
+        if callable(getattr(sources, known.method, None)):
+            would = " or ".join(f"`{p}`" for p, c in PROFILES.items() if known.capability in c)
+            error = decode({"invalid-field": {
+                "field": f"sources.{known.method}",
+                "message": f"the builder's profile `{profile}` never calls it; {would} would "
+                           "(config.profile)",
+            }}, ["ref", "CtxpackError"])
+            raise CtxpackError(error)
 
 
 # --- the host's side of each step ------------------------------------------
@@ -530,13 +555,16 @@ class Builder(_Held):
 
     def __init__(self, config: Any = None, *, instance: Optional[Instance] = None) -> None:
         self._inst = instance or _runtime.default_instance()
-        result = self._inst.create(self._inst.store, _config(config))
+        text, self.profile = _config(config)
+        """The configuration's profile, as ``PROFILES`` names it."""
+        result = self._inst.create(self._inst.store, text)
         if result.__class__.__name__ != "ResourceAny":
             raise _error(result)
         self._handle = result
 
     def _start(self, request: Any, router: Optional[Router], sources: Any, policy: Any,
                summarizer: Any) -> Generator[list, list, str]:
+        _refuse_unused(self.profile, sources)
         text, context = _request(request)
         inst = self._inst
         if router is None:

@@ -35,3 +35,13 @@ CALLS = {
     "review": Call("policy", "policy.review", "review", True, True, (("items", ['list', ['ref', 'Candidate']]),), ['list', ['ref', 'Verdict']]),
     "summarize": Call("summarizer", "summarizer.summarize", "summarize", True, False, (("requests", ['list', ['ref', 'SummaryRequest']]), ("tokenizer", ['ref', 'Tokenizer'])), ['list', 'string']),
 }
+
+# The sources each profile may call (with its settings at their
+# fullest), from the core's `Profile::sources`.
+DEFAULT_PROFILE = "passthrough"
+PROFILES = {
+    "passthrough": (),
+    "rag": ("sources.retrieve",),
+    "rag-memory": ("sources.retrieve", "sources.recall-memory"),
+    "full": ("sources.retrieve", "sources.expand-graph", "sources.recall-memory", "sources.repository-state"),
+}
