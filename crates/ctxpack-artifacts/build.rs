@@ -103,6 +103,12 @@ fn build_guest(root: &Path) -> Result<PathBuf, Box<dyn Error>> {
         "CARGO_ENCODED_RUSTFLAGS",
         ["-Ctarget-feature=+simd128", "-Cstrip=symbols"].join("\x1f"),
     );
+    // One codegen unit: LLVM sees each crate whole and drops and merges
+    // more code. Measured: 15 kB less gzipped (2.494 → 2.480 MB), for a
+    // longer build of the core crate (one LLVM thread instead of two on a
+    // 2-core machine) — the component stays under its 2.5 MB download
+    // limit.
+    cmd.env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1");
     let status = cmd
         .status()
         .map_err(|e| format!("running cargo for the guest: {e}"))?;

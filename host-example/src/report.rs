@@ -24,6 +24,7 @@ pub fn reason_text(reason: &Reason) -> String {
         Reason::Summarized(id) => format!("summarised into {id}"),
         Reason::StepCut(n) => format!("step cut (steps of {n})"),
         Reason::BeyondLimit(n) => format!("beyond the source's limit of {n}"),
+        Reason::BeforeUserTurn => "before the first user turn kept".into(),
         Reason::AssemblyFailed => "assembly failed".into(),
         Reason::Unreviewed => "unreviewed: the review rounds were spent".into(),
     }

@@ -13,9 +13,9 @@
 //! target (from the fuzzer's bytes), so both reach the same space.
 
 use ctxpack_core::{
-    AgentContext, AssembleRequest, BuilderConfig, Candidate, ConversationTurn, FullSettings, Plan,
-    Profile, Provenance, RagMemorySettings, RagSettings, Role, Section, SectionShare, StageSummary,
-    Tokenizer, TrustTier, WorkflowStatus,
+    AgentContext, AssembleRequest, BuilderConfig, Candidate, ConversationStart, ConversationTurn,
+    FullSettings, Plan, Profile, Provenance, RagMemorySettings, RagSettings, Role, Section,
+    SectionShare, StageSummary, Tokenizer, TrustTier, WorkflowStatus,
 };
 use ctxpack_scenario::Scenario;
 use ctxpack_scenario::stores::{Answer, HostAnswers, PolicyRules, SummarizerRule};
@@ -495,6 +495,11 @@ pub fn scenario(src: &mut Source) -> Scenario {
             0 => 0,
             1 => u32::MAX,
             _ => src.below(25),
+        },
+        conversation_start: match src.below(3) {
+            0 => None,
+            1 => Some(ConversationStart::UserTurn),
+            _ => Some(ConversationStart::AnyTurn),
         },
         stage_summaries: (0..src.below(5))
             .map(|i| StageSummary {

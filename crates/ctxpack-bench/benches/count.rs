@@ -44,6 +44,7 @@ fn request(text: &str) -> AssembleRequest {
         current_task: Some(text.to_owned()),
         conversation: Vec::new(),
         keep_last: 0,
+        conversation_start: None,
         stage_summaries: Vec::new(),
     }
 }

@@ -10,7 +10,7 @@ use crate::pack::{ContextPack, Origin, SnapshotStatus};
 use crate::render::{self, Layers};
 use crate::snapshot::{self, Decided};
 use crate::tokenizer::{CountCache, Meter, Tokenizers};
-use crate::types::AssembleRequest;
+use crate::types::{AssembleRequest, ConversationStart};
 use crate::{admit, conversation, fence, gather, layer, rank, validate};
 use std::sync::{Mutex, TryLockError};
 
@@ -222,7 +222,13 @@ impl Builder {
             l1_hosted: shared.l1_hosted,
             l1: shared.l1,
         };
-        let rendered = render::settle(&mut layers, request, meter, overhead, u64::from(budget));
+        let mut rendered = render::settle(&mut layers, request, meter, overhead, u64::from(budget));
+        // The kept conversation begins where the request says it may.
+        if request.conversation_start.unwrap_or_default() == ConversationStart::UserTurn
+            && conversation::start_on_user(&request.conversation, &mut layers.l1)
+        {
+            rendered = render::account(&layers, request, meter, overhead);
+        }
 
         // The pack and its snapshot. Truncated only where a text that
         // stays in the pack was cut.

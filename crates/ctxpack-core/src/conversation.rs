@@ -59,6 +59,34 @@ pub(crate) fn window(request: &AssembleRequest, l1: &mut [Item], cut_step: u32) 
     in_window
 }
 
+/// Leaves out the kept turns before the first kept unit that begins with a
+/// user turn (`before-user-turn`), or every kept turn when none does: a
+/// request's `conversation-start` of `user-turn`. A system turn stays
+/// (it is an instruction, not a reply; Anthropic's API takes it apart).
+/// A unit is never split: a user turn inside a tool call's unit does not
+/// begin one. Returns whether a turn was left out.
+pub(crate) fn start_on_user(turns: &[ConversationTurn], l1: &mut [Item]) -> bool {
+    let starts: std::collections::HashSet<usize> = units(turns).iter().map(|u| u.start).collect();
+    let first_user = l1
+        .iter()
+        .filter(|i| i.included())
+        .filter_map(|i| i.turn)
+        .filter(|&t| starts.contains(&t) && turns.get(t).is_some_and(|t| t.role == Role::User))
+        .min();
+    let mut left_out = false;
+    for item in l1.iter_mut().filter(|i| i.included()) {
+        let before = item.turn.is_some_and(|t| {
+            first_user.is_none_or(|first| t < first)
+                && turns.get(t).is_some_and(|t| t.role != Role::System)
+        });
+        if before {
+            item.decide(Reason::BeforeUserTurn);
+            left_out = true;
+        }
+    }
+    left_out
+}
+
 /// A run of turns that is kept or dropped whole.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Unit {

@@ -148,7 +148,8 @@ pub use router::{
 };
 pub use tokenizer::{Count, TokenCounter, Tokenizers};
 pub use types::{
-    AgentContext, AssembleRequest, Candidate, ConversationTurn, KEEP_EVERY_TURN, Layer, Provenance,
-    Role, Section, StageSummary, SummaryRequest, Tokenizer, TrustTier, WorkflowStatus,
+    AgentContext, AssembleRequest, Candidate, ConversationStart, ConversationTurn, KEEP_EVERY_TURN,
+    Layer, Provenance, Role, Section, StageSummary, SummaryRequest, Tokenizer, TrustTier,
+    WorkflowStatus,
 };
 pub use validate::request as validate_request;

@@ -158,6 +158,10 @@ pub enum Reason {
     /// Dropped: it would have fit, but the review rounds were spent before
     /// the policy saw it (see [`crate::REVIEW_ROUNDS`]).
     Unreviewed,
+    /// Dropped: it fit, but came before the first user turn kept, and the
+    /// kept conversation begins with a user turn. (Last: a digest numbers
+    /// the cases, so a new one goes after every other.)
+    BeforeUserTurn,
 }
 
 impl Reason {
@@ -179,6 +183,7 @@ impl Reason {
             Reason::Summarized(_) => "summarized",
             Reason::StepCut(_) => "step-cut",
             Reason::BeyondLimit(_) => "beyond-limit",
+            Reason::BeforeUserTurn => "before-user-turn",
             Reason::AssemblyFailed => "assembly-failed",
             Reason::Unreviewed => "unreviewed",
         }

@@ -31,6 +31,7 @@ fn request(budget: u32) -> AssembleRequest {
         current_task: None,
         conversation: vec![],
         keep_last: 10,
+        conversation_start: None,
         stage_summaries: vec![],
     }
 }
@@ -275,6 +276,76 @@ fn older_units_after_a_cut_need_at_least_what_the_first_uncounted_needs() {
     );
     assert_eq!(counted(&p)[2], Counted::Exact);
     assert_eq!(rs[3].1, Reason::WithinBudget);
+}
+
+#[test]
+fn the_kept_conversation_begins_on_a_user_turn_unless_any_turn_is_asked() {
+    let mut r = request(1000);
+    r.conversation = vec![
+        turn(Role::User, "u0", None),
+        turn(Role::Assistant, "a1", None),
+        turn(Role::Assistant, "call", Some("c1")),
+        turn(Role::User, "inside the call's unit", None),
+        turn(Role::Tool, "result", Some("c1")),
+        turn(Role::User, "u5", None),
+        turn(Role::Assistant, "a6", None),
+    ];
+    r.keep_last = 6; // the window begins on a1
+    let p = run(&r).unwrap();
+    let rs = reasons(&p);
+    // a1 and the call's unit come before the first user turn that begins
+    // a unit: left out, though they fit; the unit is not split.
+    assert_eq!(rs[1].1, Reason::KeepLast(6));
+    for (i, (id, reason)) in rs[2..=5].iter().enumerate() {
+        assert_eq!(
+            (id.as_str(), reason),
+            (format!("turn-{}", i + 1).as_str(), &Reason::BeforeUserTurn)
+        );
+    }
+    assert_eq!(rs[6].1, Reason::WithinBudget);
+    let turns: Vec<&str> = p
+        .messages
+        .iter()
+        .skip(1)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(turns, ["u5", "a6"]);
+    // What is left out is not charged.
+    let flat = p.text.matches("[user]").count() + p.text.matches("[assistant]").count();
+    assert_eq!(flat, 2);
+
+    r.conversation_start = Some(ConversationStart::AnyTurn);
+    let p = run(&r).unwrap();
+    assert!(
+        reasons(&p)[2..]
+            .iter()
+            .all(|(_, r)| *r == Reason::WithinBudget)
+    );
+
+    // No user turn kept at all: the conversation is left out whole.
+    r.conversation_start = None;
+    r.keep_last = 1;
+    let p = run(&r).unwrap();
+    let rs = reasons(&p);
+    assert_eq!(rs[rs.len() - 1], ("turn-6".into(), Reason::BeforeUserTurn));
+    assert!(p.messages.iter().all(|m| m.role == Role::System));
+
+    // A system turn is an instruction, not a reply: it stays.
+    r.conversation = vec![
+        turn(Role::Assistant, "a0", None),
+        turn(Role::System, "s1", None),
+        turn(Role::Assistant, "a2", None),
+        turn(Role::User, "u3", None),
+    ];
+    r.keep_last = 10;
+    let p = run(&r).unwrap();
+    let kept: Vec<&str> = p
+        .messages
+        .iter()
+        .skip(1)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(kept, ["s1", "u3"]);
 }
 
 #[test]

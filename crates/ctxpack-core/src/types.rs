@@ -240,6 +240,18 @@ pub struct Candidate {
     pub token_count: Option<u32>,
 }
 
+/// Which turn a kept conversation may begin with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConversationStart {
+    /// A user turn: kept turns before the first kept user turn are left
+    /// out (`before-user-turn`), as chat APIs need.
+    #[default]
+    UserTurn,
+    /// Any turn: the budget alone decides.
+    AnyTurn,
+}
+
 /// `keep-last` when a request leaves it out: every turn is considered, and
 /// the budget alone decides which of the oldest give way.
 pub const KEEP_EVERY_TURN: u32 = u32::MAX;
@@ -287,6 +299,11 @@ pub struct AssembleRequest {
     /// out ([`KEEP_EVERY_TURN`]).
     #[serde(default = "keep_every_turn")]
     pub keep_last: u32,
+    /// Which turn the kept conversation may begin with; a user turn when
+    /// left out. Not written when absent, so a request's digest (a failed
+    /// snapshot's id) is what it was before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_start: Option<ConversationStart>,
     /// Stage summaries, oldest first (L2).
     #[serde(default)]
     pub stage_summaries: Vec<StageSummary>,

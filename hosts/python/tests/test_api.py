@@ -116,7 +116,12 @@ def test_a_plain_trim_needs_the_conversation_a_budget_and_a_tokenizer():
     # considered (dropped by the budget only, never by keep-last).
     assert pack.trace_id == ""
     reasons = {e.reason.tag for e in pack.snapshot.entries if not e.included}
-    assert reasons == {"over-budget"}
+    assert "keep-last" not in reasons and "over-budget" in reasons
+    # The kept conversation begins on a user turn, as chat APIs need.
+    assert pack.messages[0].role == cp.Role.USER and reasons == {"over-budget", "before-user-turn"}
+    assert cp.Builder().assemble(cp.AssembleRequest(
+        conversation=turns, budget=60, tokenizer="o200k-base", conversation_start="any-turn",
+    )).messages[0].role == cp.Role.ASSISTANT
     assert cp.Builder().assemble(trim).snapshot.id == pack.snapshot.id
     as_dict = {"conversation": [{"role": t.role, "content": t.content} for t in turns],
                "budget": 60, "tokenizer": "o200k-base"}

@@ -18,4 +18,5 @@ export const REASONS = {
   beyondLimit: "Dropped: the source answered more than the limit it was asked for (given), and this one ranked beyond it.",
   assemblyFailed: "Not decided: the assembly failed first (the snapshot's `failure` says why). Only a failed snapshot has it.",
   unreviewed: "Dropped: it would have fit, but the review rounds were spent before the policy saw it (an assembly reviews in at most four rounds; see the `policy` interface).",
+  beforeUserTurn: "Dropped: the kept conversation begins with a user turn (the request's `conversation-start`), and this turn, though it fit, came before the first user turn kept.",
 };

@@ -110,6 +110,9 @@ export interface ConversationTurnInit {
   toolCallId?: string | null;
 }
 
+/** Which turn a kept conversation may begin with. */
+export type ConversationStart = "user-turn" | "any-turn";
+
 /** The status of the workflow the request is part of. (as the package gives it) */
 export interface WorkflowStatus {
   /** Status word, e.g. "running". */
@@ -214,6 +217,8 @@ export interface AssembleRequest {
   conversation: ConversationTurn[];
   /** At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way). */
   keepLast: number;
+  /** Which turn the kept conversation may begin with; `user-turn` when absent. */
+  conversationStart: ConversationStart | null;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries: StageSummary[];
 }
@@ -242,6 +247,8 @@ export interface AssembleRequestInit {
   conversation?: ConversationTurnInit[];
   /** At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way). */
   keepLast?: number;
+  /** Which turn the kept conversation may begin with; `user-turn` when absent. */
+  conversationStart?: ConversationStart | null;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries?: StageSummaryInit[];
 }
@@ -327,7 +334,8 @@ export type Reason =
   | { stepCut: number }
   | { beyondLimit: number }
   | "assembly-failed"
-  | "unreviewed";
+  | "unreviewed"
+  | "before-user-turn";
 
 /** Why a candidate was taken or dropped: a closed set. (as the package accepts it) */
 export type ReasonInit =
@@ -347,7 +355,8 @@ export type ReasonInit =
   | { stepCut: number }
   | { beyondLimit: number }
   | "assembly-failed"
-  | "unreviewed";
+  | "unreviewed"
+  | "before-user-turn";
 
 /** The numbers behind an over-budget drop. (as the package gives it) */
 export interface Shortfall {

@@ -39,7 +39,7 @@ test('a wrong field is an error naming it, never a silent default', async () => 
     assert.equal(e.error.invalidField.field, 'request.keep_last');
     // Named as the caller spells them, without a position in text the
     // caller never wrote.
-    assert.match(e.message, /unknown field `keep_last`, expected one of `context`.*`keepLast`, `stageSummaries`$/);
+    assert.match(e.message, /unknown field `keep_last`, expected one of `context`.*`keepLast`, `conversationStart`, `stageSummaries`$/);
     return true;
   });
   const { tokenizer: _, ...noTokenizer } = REQUEST;
@@ -78,6 +78,11 @@ test('a plain trim needs the conversation, a budget and a tokenizer, and is dete
   assert.equal(pack.traceId, '');
   assert.ok(pack.snapshot.entries.every((e) => e.reason !== 'keep-last' && !e.reason.keepLast));
   assert.ok(pack.snapshot.entries.some((e) => e.reason.overBudget));
+  // The kept conversation begins on a user turn, as chat APIs need.
+  assert.equal(pack.messages[0].role, 'user');
+  assert.ok(pack.snapshot.entries.some((e) => e.reason === 'before-user-turn'));
+  const anyTurn = await builder.assemble({ ...trim, conversationStart: 'any-turn' });
+  assert.equal(anyTurn.messages[0].role, 'assistant');
   const again = await (await Builder.create()).assemble(trim);
   assert.equal(again.snapshot.id, pack.snapshot.id);
 });

@@ -114,6 +114,12 @@ class ConversationTurn(Record):
     """On an assistant turn, the id of the tool call it makes; on a tool turn, the id of the call it answers. Turns that share an id are kept or dropped together."""
 
 
+class ConversationStart(str, enum.Enum):
+    """Which turn a kept conversation may begin with."""
+    USER_TURN = "user-turn"
+    ANY_TURN = "any-turn"
+
+
 @dataclass(kw_only=True, slots=True)
 class WorkflowStatus(Record):
     """The status of the workflow the request is part of."""
@@ -182,6 +188,8 @@ class AssembleRequest(Record):
     """The conversation, oldest turn first (L1)."""
     keep_last: int = UNSET
     """At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way)."""
+    conversation_start: Optional[Union["ConversationStart", Literal["user-turn", "any-turn"]]] = None
+    """Which turn the kept conversation may begin with; `user-turn` when absent."""
     stage_summaries: List["StageSummary"] = field(default_factory=list)
     """Summaries of completed stages, oldest first (L2)."""
 
@@ -315,6 +323,11 @@ class Reason(Variant):
     def unreviewed(cls) -> "Reason":
         """Dropped: it would have fit, but the review rounds were spent before the policy saw it (an assembly reviews in at most four rounds; see the `policy` interface)."""
         return cls("unreviewed")
+
+    @classmethod
+    def before_user_turn(cls) -> "Reason":
+        """Dropped: the kept conversation begins with a user turn (the request's `conversation-start`), and this turn, though it fit, came before the first user turn kept."""
+        return cls("before-user-turn")
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1073,6 +1086,7 @@ __all__ = [
     "ConfigFormat",
     "ContextAssembled",
     "ContextPack",
+    "ConversationStart",
     "ConversationTurn",
     "Counted",
     "CtxpackError",
@@ -1151,6 +1165,7 @@ _d_Role = Role._value2member_map_.__getitem__
 def _d_ConversationTurn(o):
     g = o.get
     return ConversationTurn(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"))
+_d_ConversationStart = ConversationStart._value2member_map_.__getitem__
 def _d_WorkflowStatus(o):
     g = o.get
     return WorkflowStatus(status=o["status"], stage_id=g("stage-id"))
@@ -1162,7 +1177,7 @@ def _d_Candidate(o):
     return Candidate(id=o["id"], section=_d_Section(o["section"]), text=o["text"], provenance=(None if (y := g("provenance")) is None else _d_Provenance(y)), trust=_d_TrustTier(o["trust"]), score=g("score"), sequence=g("sequence"), scope=g("scope"), token_count=g("token-count"))
 def _d_AssembleRequest(o):
     g = o.get
-    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], tokenizer=_d_Tokenizer(o["tokenizer"]), budget=g("budget"), entry_overhead=o["entry-overhead"], system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
+    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], tokenizer=_d_Tokenizer(o["tokenizer"]), budget=g("budget"), entry_overhead=o["entry-overhead"], system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
 def _d_PackEntry(o):
     g = o.get
     return PackEntry(id=o["id"], layer=_d_Layer(o["layer"]), section=_d_Section(o["section"]), role=_d_Role(o["role"]), text=o["text"], tokens=o["tokens"], provenance=_d_Provenance(o["provenance"]), trust=_d_TrustTier(o["trust"]))
@@ -1414,6 +1429,7 @@ _DECODE = {
     "ConfigFormat": _d_ConfigFormat,
     "ContextAssembled": _d_ContextAssembled,
     "ContextPack": _d_ContextPack,
+    "ConversationStart": _d_ConversationStart,
     "ConversationTurn": _d_ConversationTurn,
     "Counted": _d_Counted,
     "CtxpackError": _d_CtxpackError,
@@ -1480,14 +1496,15 @@ _SCHEMA = {
     "Provenance": ("record", Provenance, [("source_kind", "source-kind", 'string'), ("reference", "reference", 'string'), ("source_version", "source-version", ['option', 'string']), ("index_revision", "index-revision", ['option', 'string'])]),
     "Role": ("enum", Role),
     "ConversationTurn": ("record", ConversationTurn, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string'])]),
+    "ConversationStart": ("enum", ConversationStart),
     "WorkflowStatus": ("record", WorkflowStatus, [("status", "status", 'string'), ("stage_id", "stage-id", ['option', 'string'])]),
     "StageSummary": ("record", StageSummary, [("stage_id", "stage-id", 'string'), ("outcome", "outcome", 'string'), ("summary", "summary", 'string')]),
     "Candidate": ("record", Candidate, [("id", "id", 'string'), ("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("sequence", "sequence", ['option', 'u64']), ("scope", "scope", ['option', 'string']), ("token_count", "token-count", ['option', 'u32'])]),
-    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", 'u32'), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
+    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", 'u32'), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
     "PackEntry": ("record", PackEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("role", "role", ['ref', 'Role']), ("text", "text", 'string'), ("tokens", "tokens", 'u32'), ("provenance", "provenance", ['ref', 'Provenance']), ("trust", "trust", ['ref', 'TrustTier'])]),
     "Strategy": ("enum", Strategy),
     "CompressionMetadata": ("record", CompressionMetadata, [("applied_strategies", "applied-strategies", ['list', ['ref', 'Strategy']]), ("truncated_layers", "truncated-layers", ['list', ['ref', 'Layer']]), ("entries_dropped", "entries-dropped", 'u32')]),
-    "Reason": ("variant", Reason, {"mandatory": None, "within-budget": None, "keep-last": 'u32', "over-budget": ['ref', 'Shortfall'], "evicted-oldest": None, "tool-pair": 'string', "orphan-tool-result": None, "duplicate-of": 'string', "policy-denied": 'string', "out-of-scope": None, "no-provenance": None, "section-not-allowed": None, "summarized": 'string', "step-cut": 'u32', "beyond-limit": 'u32', "assembly-failed": None, "unreviewed": None}),
+    "Reason": ("variant", Reason, {"mandatory": None, "within-budget": None, "keep-last": 'u32', "over-budget": ['ref', 'Shortfall'], "evicted-oldest": None, "tool-pair": 'string', "orphan-tool-result": None, "duplicate-of": 'string', "policy-denied": 'string', "out-of-scope": None, "no-provenance": None, "section-not-allowed": None, "summarized": 'string', "step-cut": 'u32', "beyond-limit": 'u32', "assembly-failed": None, "unreviewed": None, "before-user-turn": None}),
     "Shortfall": ("record", Shortfall, [("needed", "needed", 'u64'), ("remaining", "remaining", 'u64')]),
     "SnapshotStatus": ("enum", SnapshotStatus),
     "SnapshotEntry": ("record", SnapshotEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("origin", "origin", ['ref', 'Origin']), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("tokens", "tokens", 'u32'), ("counted", "counted", ['ref', 'Counted']), ("included", "included", 'bool'), ("reason", "reason", ['ref', 'Reason']), ("compressed", "compressed", 'bool'), ("redacted", "redacted", 'bool'), ("run", "run", ['option', ['ref', 'EntryRun']])]),
