@@ -1,8 +1,8 @@
 // The package's API. The WIT's types are in ./types.js (generated).
 import type {
   AgentContext, AssembleRequestInit, AssemblyFailure, BuilderConfigInit, Callbacks,
-  ContextPack, CtxpackError as CtxpackErrorValue, Handling,
-  Reason, RoutingDecision, Snapshot, SnapshotDiff,
+  ContextPack, ConversationTurnInit, CtxpackError as CtxpackErrorValue, Handling,
+  Reason, RoutingDecision, Snapshot, SnapshotDiff, TokenizerInit,
 } from './types.js';
 
 export * from './types.js';
@@ -61,3 +61,41 @@ export const PROFILES: Readonly<Record<string, readonly string[]>>;
 export function explainReason(reason: Reason): string;
 
 export type { AgentContext };
+
+/** An OpenAI-style chat message (content as text or text parts). */
+export interface ChatMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  content: string | null | Array<string | { type: 'text'; text: string }>;
+  tool_calls?: Array<{ id: string; type?: 'function'; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+/** A message ctxpack reads: OpenAI's shape, or a @langchain/core message (by its shape). */
+export type MessageLike = ChatMessage | { _getType(): string; content: unknown };
+
+/** Messages as a request's conversation; a message it cannot read is a TypeError naming it. */
+export function conversationOf(messages: Iterable<MessageLike>): ConversationTurnInit[];
+
+/** The messages of `messages` (the pack's conversation) that the pack kept, unchanged. */
+export function keptMessages<M>(pack: ContextPack, messages: readonly M[]): M[];
+
+/** OpenAI messages: the pack's system messages, then the kept originals (or the pack's turns). */
+export function toOpenAI(pack: ContextPack, messages?: readonly MessageLike[]): ChatMessage[];
+
+/** Anthropic's `{ system, messages }`; throws when the first message would not be the user's. */
+export function toAnthropic(pack: ContextPack, messages?: readonly MessageLike[]): {
+  system: string;
+  messages: Array<{ role: 'user' | 'assistant'; content: Array<Record<string, unknown>> }>;
+};
+
+/** LangChain.js's `trimMessages`, packed by ctxpack: the newest messages that fit, unchanged. */
+export function trimMessages<M extends MessageLike>(messages: readonly M[], options: {
+  maxTokens: number;
+  tokenCounter?: TokenizerInit;
+  strategy?: 'last';
+  allowPartial?: false;
+  startOn?: 'human' | 'user' | null;
+  includeSystem?: boolean;
+  entryOverhead?: number;
+  builder?: Builder;
+}): Promise<M[]>;

@@ -12,6 +12,10 @@ import initWasm, {
   diffSnapshots as rawDiff,
 } from '../dist/ctxpack_web.js';
 import { REASONS } from './reasons.js';
+
+export {
+  conversationOf, keptMessages, toOpenAI, toAnthropic, trimMessages,
+} from './chat.js';
 import { CALLS, DEFAULT_PROFILE, PROFILES } from './calls.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;

@@ -1,0 +1,201 @@
+"""The messages users already have: OpenAI-style dicts and LangChain
+messages in; OpenAI, Anthropic, LangChain and plain dicts out; and the
+trim_messages drop-in against LangChain's own, offline."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages import trim_messages as langchain_trim
+
+import ctxpack_wasm as cp
+from ctxpack_wasm.chat import (
+    conversation,
+    kept,
+    to_anthropic,
+    to_dicts,
+    to_langchain,
+    to_openai,
+    trim_messages,
+)
+
+WORDS = "refund order ship late the a when why how café 🙂 naïve x".split()
+ROLE = {"human": "user", "ai": "assistant"}
+
+
+def counted_as_ctxpack(chars_per_token: int):
+    """A LangChain token counter that counts as ctxpack renders: a system
+    prompt as itself; each turn as `[role] content` and the blank line
+    before it."""
+    def count(messages) -> int:
+        total = 0
+        for m in messages:
+            if m.type == "system":
+                total += math.ceil(len(m.content) / chars_per_token)
+            else:
+                total += math.ceil(len(f"[{ROLE[m.type]}] {m.content}") / chars_per_token)
+                total += math.ceil(2 / chars_per_token)
+        return total
+    return count
+
+
+def chat(rng: random.Random, n: int) -> list:
+    return [(HumanMessage if i % 2 == 0 else AIMessage)(
+        content=" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12)))) for i in range(n)]
+
+
+def test_trim_keeps_what_langchains_trim_keeps_when_both_count_alike():
+    rng = random.Random(7)
+    builder = cp.Builder()
+    for _ in range(200):
+        messages = chat(rng, rng.randint(1, 14))
+        cpt = rng.choice([1, 3, 4])
+        max_tokens = rng.randint(0, 200)
+        start_on = rng.choice([None, "human"])
+        theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=counted_as_ctxpack(cpt),
+                                strategy="last", start_on=start_on)
+        ours = trim_messages(messages, max_tokens=max_tokens, builder=builder, start_on=start_on,
+                             token_counter=cp.Tokenizer.chars_per_token(cpt))
+        assert [id(m) for m in ours] == [id(m) for m in theirs], (cpt, max_tokens, start_on)
+
+
+def test_trim_with_the_system_message_and_where_it_differs():
+    rng = random.Random(8)
+    builder = cp.Builder()
+    compared = 0
+    for _ in range(200):
+        messages = [SystemMessage(content="Be brief. " * rng.randint(1, 4)), *chat(rng, rng.randint(1, 12))]
+        cpt = rng.choice([1, 3, 4])
+        max_tokens = rng.randint(0, 200)
+        counter = counted_as_ctxpack(cpt)
+        theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=counter,
+                                strategy="last", include_system=True)
+        if counter(messages[:1]) > max_tokens:
+            # LangChain keeps a system message over the budget; ctxpack never
+            # goes over it, and says why.
+            with pytest.raises(cp.AssemblyFailed, match="mandatory"):
+                trim_messages(messages, max_tokens=max_tokens, include_system=True, builder=builder,
+                              token_counter=cp.Tokenizer.chars_per_token(cpt))
+            continue
+        ours = trim_messages(messages, max_tokens=max_tokens, include_system=True, builder=builder,
+                             token_counter=cp.Tokenizer.chars_per_token(cpt))
+        assert [id(m) for m in ours] == [id(m) for m in theirs]
+        compared += 1
+    assert compared > 100
+
+
+def test_trim_refuses_what_it_would_not_honour():
+    messages = [HumanMessage(content="hi")]
+    with pytest.raises(ValueError, match="strategy"):
+        trim_messages(messages, max_tokens=10, strategy="first")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="allow_partial"):
+        trim_messages(messages, max_tokens=10, allow_partial=True)
+    with pytest.raises(TypeError, match="token_counter"):
+        trim_messages(messages, max_tokens=10, token_counter=len)
+    with pytest.raises(ValueError, match="start_on"):
+        trim_messages(messages, max_tokens=10, start_on="ai")
+
+
+OPENAI = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": [{"type": "text", "text": "Weather in Porto"}, {"type": "text", "text": "and Lisbon?"}]},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Porto\"}"}},
+        {"id": "c2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Lisbon\"}"}},
+    ]},
+    {"role": "tool", "tool_call_id": "c1", "content": "18 C, sun"},
+    {"role": "tool", "tool_call_id": "c2", "content": "21 C, cloud"},
+    {"role": "assistant", "content": "Porto 18 C, Lisbon 21 C."},
+    {"role": "user", "content": "Thanks"},
+]
+
+
+def test_openai_messages_in_with_text_parts_and_tool_calls():
+    turns = conversation(OPENAI)
+    assert [t.role for t in turns] == ["system", "user", "assistant", "tool", "tool", "assistant", "user"]
+    assert turns[1].content == "Weather in Porto\nand Lisbon?"
+    assert turns[2].content == '[tool call] weather({"city": "Porto"})\n[tool call] weather({"city": "Lisbon"})'
+    # Both results answer the one assistant message: one id, kept together.
+    assert [t.tool_call_id for t in turns[2:5]] == ["c1", "c1", "c1"]
+    with pytest.raises(TypeError, match=r"`messages\[0\]\.content\[1\]`: a 'image_url' part is not text"):
+        conversation([{"role": "user", "content": [{"type": "text", "text": "look"},
+                                                   {"type": "image_url", "image_url": {"url": "x"}}]}])
+    with pytest.raises(TypeError, match=r"`messages\[0\]\.role`: 'robot'"):
+        conversation([{"role": "robot", "content": "hi"}])
+    with pytest.raises(TypeError, match=r"`messages\[0\]\.tool_call_id`"):
+        conversation([{"role": "tool", "content": "orphan"}])
+
+
+def pack_of(messages, budget: int, start: str = "user-turn") -> cp.ContextPack:
+    return cp.Builder().assemble(cp.AssembleRequest(
+        conversation=conversation(messages), budget=budget, tokenizer=cp.Tokenizer.chars_per_token(1),
+        system_prompt="Answer briefly.", conversation_start=start))  # type: ignore[arg-type]
+
+
+def test_out_as_openai_anthropic_langchain_and_plain():
+    pack = pack_of(OPENAI, 10_000)
+    assert kept(pack, OPENAI) == OPENAI
+    # OpenAI: the pack's system message, then the originals, tool calls intact.
+    out = to_openai(pack, OPENAI)
+    assert out[0] == {"role": "system", "content": "Answer briefly."}
+    assert out[1:] == OPENAI
+    json.dumps(out)
+    # Plain: snake_case, JSON-serialisable.
+    plain = to_dicts(pack)
+    assert json.loads(json.dumps(plain)) == plain
+    assert {"role": "tool", "content": "18 C, sun", "tool_call_id": "c1"} in plain
+    # Anthropic: the system apart, tool_use and tool_result blocks, the
+    # first message the user's.
+    anthropic = to_anthropic(pack, OPENAI)
+    assert anthropic["system"] == "Answer briefly.\n\nYou are terse."
+    roles = [m["role"] for m in anthropic["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant", "user"]
+    uses = [b for b in anthropic["messages"][1]["content"] if b["type"] == "tool_use"]
+    assert [(u["id"], u["input"]) for u in uses] == [("c1", {"city": "Porto"}), ("c2", {"city": "Lisbon"})]
+    results = anthropic["messages"][2]["content"]
+    assert [(r["type"], r["tool_use_id"]) for r in results] == [("tool_result", "c1"), ("tool_result", "c2")]
+    # LangChain: from OpenAI dicts, typed messages.
+    lc = to_langchain(pack, OPENAI)
+    assert [m.type for m in lc] == ["system", "system", "human", "ai", "tool", "tool", "ai", "human"]
+    assert [c["id"] for c in lc[3].tool_calls] == ["c1", "c2"]
+
+
+def test_langchain_messages_in_and_out_unchanged():
+    messages = [
+        HumanMessage(content="Weather in Porto?"),
+        AIMessage(content="", tool_calls=[{"name": "weather", "args": {"city": "Porto"}, "id": "c1"}]),
+        ToolMessage(content="18 C", tool_call_id="c1"),
+        AIMessage(content="18 C and sunny."),
+        HumanMessage(content="Thanks"),
+    ]
+    turns = conversation(messages)
+    assert turns[1].content == '[tool call] weather({"city": "Porto"})'
+    assert turns[2].tool_call_id == "c1"
+    # A budget for the newest three turns: the call and its result go
+    # together, and the kept messages begin on the user's turn.
+    pack = pack_of(messages, 60)
+    out = to_langchain(pack, messages)
+    assert out[0].type == "system"
+    assert all(a is b for a, b in zip(out[1:], kept(pack, messages)))
+    assert out[1].type == "human"
+    assert pack.snapshot.status == [cp.SnapshotStatus.COMPLETE]
+
+
+def test_anthropic_refuses_a_conversation_that_does_not_begin_with_the_user():
+    messages = [{"role": "user", "content": "x" * 200}, {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "and?"}, {"role": "assistant", "content": "done"}]
+    pack = pack_of(messages, 62, start="any-turn")
+    assert to_dicts(pack)[1]["role"] == "assistant"
+    with pytest.raises(ValueError, match="first message to be the user's"):
+        to_anthropic(pack, messages)
+    # The default begins on the user's turn.
+    assert to_anthropic(pack_of(messages, 62), messages)["messages"][0]["role"] == "user"

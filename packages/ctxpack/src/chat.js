@@ -1,0 +1,222 @@
+// The chat messages users already have, in and out of ctxpack: OpenAI-style
+// messages (content as a string or text parts, `tool_calls`,
+// `tool_call_id`) and @langchain/core messages in, as a request's
+// conversation; a pack's kept conversation out as OpenAI messages, as
+// Anthropic's `system` and `messages`, or as the originals that were kept.
+// `trimMessages` is LangChain.js's `trimMessages` (the subset that makes
+// sense for an exact packer), packed by ctxpack. Nothing here imports
+// LangChain: its messages are read by their shape.
+
+import { Builder } from './index.js';
+
+const ROLES = {
+  system: 'system', developer: 'system', user: 'user', assistant: 'assistant', tool: 'tool',
+  human: 'user', ai: 'assistant',
+};
+
+/** A LangChain message's type (`human`, `ai`, …), or undefined. */
+function langchainType(m) {
+  if (m == null || typeof m !== 'object') return undefined;
+  if (typeof m._getType === 'function') return m._getType();
+  if (typeof m.getType === 'function') return m.getType();
+  return undefined;
+}
+
+function refuse(field, message) {
+  const e = new TypeError(`\`${field}\`: ${message}`);
+  e.field = field;
+  return e;
+}
+
+/** A message's content as text; a part that is not text is refused. */
+function textOf(content, where) {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((part, j) => {
+      if (typeof part === 'string') return part;
+      if (part?.type === 'text' && typeof part.text === 'string') return part.text;
+      throw refuse(`${where}.content[${j}]`, `a '${part?.type ?? typeof part}' part is not text; ctxpack packs text only`);
+    }).join('\n');
+  }
+  throw refuse(`${where}.content`, `expected a string or a list of text parts, got ${typeof content}`);
+}
+
+/** The tool calls an assistant message makes: [id, name, arguments]. */
+function callsOf(m, isLangChain) {
+  if (isLangChain) {
+    return (m.tool_calls ?? []).map((c) => [c.id, c.name, JSON.stringify(c.args ?? {})]);
+  }
+  const calls = m.tool_calls ?? m.toolCalls ?? [];
+  return calls.map((c) => [c.id, c.function?.name ?? '', c.function?.arguments ?? '']);
+}
+
+/**
+ * `messages` as a request's conversation, one turn per message, in order.
+ * An assistant message's tool calls are written into its text
+ * (`[tool call] name(arguments)`: the model is charged for them) and its
+ * results share its first call's id, so the call and every result are
+ * kept or dropped together. A message of no chat role, a part that is not
+ * text, a tool result without its call's id: a TypeError naming it.
+ */
+export function conversationOf(messages) {
+  const group = new Map();
+  return Array.from(messages, (m, i) => {
+    const where = `messages[${i}]`;
+    const type = langchainType(m);
+    const isLangChain = type !== undefined;
+    if (!isLangChain && (m == null || typeof m !== 'object')) {
+      throw refuse(where, `expected an OpenAI-style message or a LangChain message, got ${m === null ? 'null' : typeof m}`);
+    }
+    const roleName = isLangChain ? type : m.role;
+    const role = ROLES[roleName];
+    if (role === undefined) throw refuse(`${where}.role`, `'${roleName}' is not a chat role (${Object.keys(ROLES).join(', ')})`);
+    let content = textOf(m.content, where);
+    let toolCallId = null;
+    if (role === 'assistant') {
+      const calls = callsOf(m, isLangChain);
+      if (calls.length > 0) {
+        toolCallId = calls[0][0];
+        for (const [id] of calls) group.set(id, toolCallId);
+        content = [content, ...calls.map(([, name, args]) => `[tool call] ${name}(${args})`)].filter(Boolean).join('\n');
+      }
+    } else if (role === 'tool') {
+      const answered = m.tool_call_id ?? m.toolCallId;
+      if (typeof answered !== 'string') throw refuse(`${where}.tool_call_id`, 'a tool message answers a call by its id');
+      toolCallId = group.get(answered) ?? answered;
+    }
+    return { role, content, toolCallId };
+  });
+}
+
+/** The indices of the request's turns the pack kept, oldest first. */
+function keptTurns(pack) {
+  return pack.entries
+    .filter((e) => e.section === 'conversation-state' && e.id.startsWith('turn-'))
+    .map((e) => Number(e.id.slice(5)));
+}
+
+/** The messages of `messages` (the pack's conversation) that the pack kept, unchanged. */
+export function keptMessages(pack, messages) {
+  return keptTurns(pack).map((i) => messages[i]);
+}
+
+function systemTexts(pack) {
+  return pack.messages.slice(0, pack.messages.length - keptTurns(pack).length).map((m) => m.content);
+}
+
+/** A pack's message as OpenAI's shape: `tool_call_id` on a tool result. */
+function plain(m) {
+  const out = { role: m.role, content: m.content };
+  if (m.role === 'tool' && m.toolCallId != null) out.tool_call_id = m.toolCallId;
+  return out;
+}
+
+/** An original message in OpenAI's shape. */
+function openAIOf(m) {
+  const type = langchainType(m);
+  if (type === undefined) return m;
+  const role = ROLES[type];
+  const out = { role, content: m.content };
+  if (role === 'assistant' && m.tool_calls?.length) {
+    out.tool_calls = m.tool_calls.map((c) => ({
+      id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args ?? {}) },
+    }));
+  }
+  if (role === 'tool') out.tool_call_id = m.tool_call_id;
+  return out;
+}
+
+/**
+ * OpenAI chat messages: the pack's system messages, then the kept
+ * conversation — the original messages when `messages` is given (tool
+ * calls intact), otherwise the pack's own turns.
+ */
+export function toOpenAI(pack, messages) {
+  if (messages === undefined) return pack.messages.map(plain);
+  return [
+    ...systemTexts(pack).map((content) => ({ role: 'system', content })),
+    ...keptMessages(pack, messages).map(openAIOf),
+  ];
+}
+
+/**
+ * Anthropic's Messages API shape, `{ system, messages }`: the system text
+ * apart, tool calls as `tool_use` blocks and their results as
+ * `tool_result` blocks in a user turn, consecutive turns of one role
+ * merged. The first message must be the user's: a pack whose kept
+ * conversation does not begin so (`conversationStart: 'any-turn'`) is
+ * refused, saying so.
+ */
+export function toAnthropic(pack, messages) {
+  let system = systemTexts(pack).join('\n\n');
+  const out = [];
+  const add = (role, block) => {
+    if (out.length > 0 && out.at(-1).role === role) out.at(-1).content.push(block);
+    else out.push({ role, content: [block] });
+  };
+  for (const m of toOpenAI(pack, messages).slice(systemTexts(pack).length)) {
+    const text = textOf(m.content, 'message');
+    if (m.role === 'system') {
+      system = [system, text].filter(Boolean).join('\n\n');
+    } else if (m.role === 'tool') {
+      add('user', { type: 'tool_result', tool_use_id: m.tool_call_id, content: text });
+    } else if (m.role === 'assistant') {
+      if (text) add('assistant', { type: 'text', text });
+      for (const c of m.tool_calls ?? []) {
+        const args = c.function?.arguments ?? '{}';
+        add('assistant', { type: 'tool_use', id: c.id, name: c.function?.name ?? '', input: typeof args === 'string' ? JSON.parse(args) : args });
+      }
+    } else {
+      add('user', { type: 'text', text });
+    }
+  }
+  if (out.length > 0 && out[0].role !== 'user') {
+    throw new Error("Anthropic's API needs the first message to be the user's; this pack's conversation begins with an assistant turn (conversationStart: 'any-turn')");
+  }
+  return { system, messages: out };
+}
+
+/**
+ * LangChain.js's `trimMessages(messages, options)`, packed by ctxpack
+ * (`options.builder`, a default Builder when left out): the newest
+ * messages that fit `maxTokens`, returned unchanged
+ * and in order, a tool call never apart from its results. `tokenCounter`
+ * is a tokenizer ctxpack counts exactly (`'o200k-base'`, `'cl100k-base'`,
+ * `{ charsPerToken: n }`), not a function. `startOn: 'human'` makes the
+ * kept messages begin on a user turn; `includeSystem` keeps a first
+ * system message whatever happens. Counted as ctxpack renders the
+ * conversation: each message as `[role] content` and the blank line before
+ * it, plus `entryOverhead` per message. Refused, never ignored:
+ * `strategy: 'first'`, `allowPartial`, `endOn`, `textSplitter`.
+ */
+export async function trimMessages(messages, options = {}) {
+  const {
+    maxTokens, tokenCounter = 'o200k-base', strategy = 'last', allowPartial = false,
+    startOn = null, includeSystem = false, entryOverhead = 0, endOn, textSplitter, builder,
+  } = options;
+  if (!Number.isInteger(maxTokens)) throw refuse('options.maxTokens', 'expected a whole number of tokens');
+  if (strategy !== 'last') throw refuse('options.strategy', "ctxpack keeps the newest messages ('last') only");
+  if (allowPartial) throw refuse('options.allowPartial', 'ctxpack keeps or drops a message whole');
+  if (endOn != null || textSplitter != null) throw refuse(endOn != null ? 'options.endOn' : 'options.textSplitter', 'not supported');
+  if (typeof tokenCounter === 'function') {
+    throw refuse('options.tokenCounter', "ctxpack counts exactly with its own tokenizers: give 'o200k-base', 'cl100k-base' or { charsPerToken: n }");
+  }
+  const starts = startOn == null ? [] : [startOn].flat();
+  if (starts.some((s) => s !== 'human' && s !== 'user')) {
+    throw refuse('options.startOn', `only a user turn ('human') can begin the kept messages, got ${JSON.stringify(startOn)}`);
+  }
+  let rest = Array.from(messages);
+  let head = [];
+  let systemPrompt = '';
+  if (includeSystem && rest.length > 0 && conversationOf(rest.slice(0, 1))[0].role === 'system') {
+    [systemPrompt] = conversationOf(rest.slice(0, 1)).map((t) => t.content);
+    head = rest.slice(0, 1);
+    rest = rest.slice(1);
+  }
+  const pack = await (builder ?? await Builder.create()).assemble({
+    conversation: conversationOf(rest), budget: maxTokens, tokenizer: tokenCounter,
+    systemPrompt, entryOverhead, conversationStart: starts.length > 0 ? 'user-turn' : 'any-turn',
+  });
+  return [...head, ...keptMessages(pack, rest)];
+}

@@ -1,0 +1,156 @@
+// The messages users already have: OpenAI-style and @langchain/core
+// messages in; OpenAI, Anthropic and the kept originals out; and the
+// trimMessages drop-in against LangChain.js's own, offline.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  AIMessage, HumanMessage, SystemMessage, ToolMessage, trimMessages as langchainTrim,
+} from '@langchain/core/messages';
+import {
+  Builder, conversationOf, keptMessages, toAnthropic, toOpenAI, trimMessages,
+} from '../src/index.js';
+
+const WORDS = 'refund order ship late the a when why how café 🙂 naïve x'.split(' ');
+const ROLE = { human: 'user', ai: 'assistant' };
+
+/** A seeded generator (mulberry32): the same cases every run. */
+function rng(seed) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6D2B79F5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const below = (r, n) => Math.floor(r() * n);
+
+/** Counts as ctxpack renders: a system prompt as itself, each turn as
+ * `[role] content` and the blank line before it (in code points). */
+function countedAsCtxpack(cpt) {
+  return (messages) => messages.reduce((sum, m) => {
+    const type = m._getType();
+    const text = type === 'system' ? m.content : `[${ROLE[type]}] ${m.content}`;
+    return sum + Math.ceil([...text].length / cpt) + (type === 'system' ? 0 : Math.ceil(2 / cpt));
+  }, 0);
+}
+
+function chat(r, n) {
+  return Array.from({ length: n }, (_, i) => {
+    const content = Array.from({ length: below(r, 13) }, () => WORDS[below(r, WORDS.length)]).join(' ');
+    return i % 2 === 0 ? new HumanMessage(content) : new AIMessage(content);
+  });
+}
+
+test('trimMessages keeps what LangChain.js keeps when both count alike', async () => {
+  const r = rng(7);
+  const builder = await Builder.create();
+  let compared = 0;
+  for (let c = 0; c < 200; c += 1) {
+    const withSystem = below(r, 2) === 1;
+    const messages = [
+      ...(withSystem ? [new SystemMessage('Be brief. '.repeat(1 + below(r, 4)))] : []),
+      ...chat(r, 1 + below(r, 14)),
+    ];
+    const cpt = [1, 3, 4][below(r, 3)];
+    const maxTokens = below(r, 201);
+    const startOn = withSystem ? undefined : [undefined, 'human'][below(r, 2)];
+    const counter = countedAsCtxpack(cpt);
+    const options = { maxTokens, strategy: 'last', startOn, includeSystem: withSystem };
+    const theirs = await langchainTrim(messages, { ...options, tokenCounter: counter });
+    if (withSystem && counter(messages.slice(0, 1)) > maxTokens) {
+      // LangChain keeps a system message over the budget; ctxpack never
+      // goes over it, and says why.
+      await assert.rejects(trimMessages(messages, { ...options, builder, tokenCounter: { charsPerToken: cpt } }), /mandatory/);
+      continue;
+    }
+    const ours = await trimMessages(messages, { ...options, builder, tokenCounter: { charsPerToken: cpt } });
+    // LangChain.js gives copies; ctxpack the originals.
+    const spell = (ms) => ms.map((m) => [m._getType(), m.content]);
+    assert.deepEqual(spell(ours), spell(theirs), JSON.stringify({ c, cpt, maxTokens, startOn }));
+    assert.ok(ours.every((m) => messages.includes(m)));
+    compared += 1;
+  }
+  assert.ok(compared > 150, String(compared));
+});
+
+test('trimMessages refuses what it would not honour', async () => {
+  const messages = [new HumanMessage('hi')];
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, strategy: 'first' }), /options\.strategy/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, allowPartial: true }), /options\.allowPartial/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, tokenCounter: (m) => m.length }), /options\.tokenCounter/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, startOn: 'ai' }), /options\.startOn/);
+});
+
+const OPENAI = [
+  { role: 'system', content: 'You are terse.' },
+  { role: 'user', content: [{ type: 'text', text: 'Weather in Porto' }, { type: 'text', text: 'and Lisbon?' }] },
+  { role: 'assistant', content: null, tool_calls: [
+    { id: 'c1', type: 'function', function: { name: 'weather', arguments: '{"city": "Porto"}' } },
+    { id: 'c2', type: 'function', function: { name: 'weather', arguments: '{"city": "Lisbon"}' } },
+  ] },
+  { role: 'tool', tool_call_id: 'c1', content: '18 C, sun' },
+  { role: 'tool', tool_call_id: 'c2', content: '21 C, cloud' },
+  { role: 'assistant', content: 'Porto 18 C, Lisbon 21 C.' },
+  { role: 'user', content: 'Thanks' },
+];
+
+async function packOf(messages, budget, conversationStart = 'user-turn') {
+  const builder = await Builder.create();
+  return builder.assemble({
+    conversation: conversationOf(messages), budget, tokenizer: { charsPerToken: 1 },
+    systemPrompt: 'Answer briefly.', conversationStart,
+  });
+}
+
+test('OpenAI messages in: text parts, tool calls kept with their results; errors name the message', () => {
+  const turns = conversationOf(OPENAI);
+  assert.deepEqual(turns.map((t) => t.role), ['system', 'user', 'assistant', 'tool', 'tool', 'assistant', 'user']);
+  assert.equal(turns[1].content, 'Weather in Porto\nand Lisbon?');
+  assert.equal(turns[2].content, '[tool call] weather({"city": "Porto"})\n[tool call] weather({"city": "Lisbon"})');
+  assert.deepEqual(turns.slice(2, 5).map((t) => t.toolCallId), ['c1', 'c1', 'c1']);
+  assert.throws(() => conversationOf([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }]),
+    /`messages\[0\]\.content\[0\]`: a 'image_url' part is not text/);
+  assert.throws(() => conversationOf([{ role: 'robot', content: 'hi' }]), /`messages\[0\]\.role`: 'robot'/);
+  assert.throws(() => conversationOf([{ role: 'tool', content: 'orphan' }]), /`messages\[0\]\.tool_call_id`/);
+});
+
+test('out as OpenAI and Anthropic messages, the originals unchanged', async () => {
+  const pack = await packOf(OPENAI, 10_000);
+  assert.deepEqual(keptMessages(pack, OPENAI), OPENAI);
+  const openai = toOpenAI(pack, OPENAI);
+  assert.deepEqual(openai[0], { role: 'system', content: 'Answer briefly.' });
+  assert.deepEqual(openai.slice(1), OPENAI);
+  // Without the originals, the pack's own turns in OpenAI's spelling.
+  assert.ok(toOpenAI(pack).some((m) => m.role === 'tool' && m.tool_call_id === 'c1' && !('toolCallId' in m)));
+  const anthropic = toAnthropic(pack, OPENAI);
+  assert.equal(anthropic.system, 'Answer briefly.\n\nYou are terse.');
+  assert.deepEqual(anthropic.messages.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user']);
+  assert.deepEqual(anthropic.messages[1].content.map((b) => [b.type, b.id, b.input]),
+    [['tool_use', 'c1', { city: 'Porto' }], ['tool_use', 'c2', { city: 'Lisbon' }]]);
+  assert.deepEqual(anthropic.messages[2].content.map((b) => [b.type, b.tool_use_id]), [['tool_result', 'c1'], ['tool_result', 'c2']]);
+});
+
+test('LangChain messages in and out unchanged; Anthropic refuses an assistant first', async () => {
+  const messages = [
+    new HumanMessage('Weather in Porto?'),
+    new AIMessage({ content: '', tool_calls: [{ name: 'weather', args: { city: 'Porto' }, id: 'c1' }] }),
+    new ToolMessage({ content: '18 C', tool_call_id: 'c1' }),
+    new AIMessage('18 C and sunny.'),
+    new HumanMessage('Thanks'),
+  ];
+  const turns = conversationOf(messages);
+  assert.equal(turns[1].content, '[tool call] weather({"city":"Porto"})');
+  const pack = await packOf(messages, 10_000);
+  assert.ok(keptMessages(pack, messages).every((m, i) => m === messages[i]));
+  const openai = toOpenAI(pack, messages);
+  assert.deepEqual(openai[2].tool_calls, [{ id: 'c1', type: 'function', function: { name: 'weather', arguments: '{"city":"Porto"}' } }]);
+  assert.equal(openai[3].tool_call_id, 'c1');
+
+  const plainChat = [{ role: 'user', content: 'x'.repeat(200) }, { role: 'assistant', content: 'ok' },
+    { role: 'user', content: 'and?' }, { role: 'assistant', content: 'done' }];
+  const anyTurn = await packOf(plainChat, 62, 'any-turn');
+  assert.equal(toOpenAI(anyTurn)[1].role, 'assistant');
+  assert.throws(() => toAnthropic(anyTurn, plainChat), /first message to be the user's/);
+  assert.equal(toAnthropic(await packOf(plainChat, 62), plainChat).messages[0].role, 'user');
+});
