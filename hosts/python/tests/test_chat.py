@@ -199,3 +199,31 @@ def test_anthropic_refuses_a_conversation_that_does_not_begin_with_the_user():
         to_anthropic(pack, messages)
     # The default begins on the user's turn.
     assert to_anthropic(pack_of(messages, 62), messages)["messages"][0]["role"] == "user"
+
+
+def test_the_langchain_compressor_packs_retrieved_documents_with_the_snapshot():
+    from langchain_core.documents import BaseDocumentCompressor, Document
+
+    from ctxpack_wasm.langchain import CtxpackCompressor
+
+    docs = [Document(page_content=f"Refund rule {i}: " + "words " * (10 + 5 * i),
+                     metadata={"source": f"kb/{i}.md"}) for i in range(8)]
+    docs.append(Document(page_content=docs[0].page_content, metadata={"source": "copy.md"}))
+    compressor = CtxpackCompressor(max_tokens=120, tokenizer=cp.Tokenizer.chars_per_token(4))
+    assert isinstance(compressor, BaseDocumentCompressor)
+    kept_docs, pack = compressor.pack_documents(docs, "refunds")
+    assert [d.metadata["source"] for d in kept_docs] == ["kb/0.md", "kb/1.md", "kb/2.md"]
+    assert all(d.metadata["ctxpack"]["snapshot_id"] == pack.snapshot.id for d in kept_docs)
+    # Within the budget, counted independently as the model is sent them:
+    # one message of the kept documents, each under its citation line,
+    # joined by blank lines, in characters / 4.
+    message = "\n\n".join(f"[source: {d.metadata['source']}]\n{d.page_content}" for d in kept_docs)
+    assert [m.content for m in pack.messages] == [message]
+    assert math.ceil(len(message) / 4) <= pack.budget_used <= 120
+    reasons = {e.id: e.reason.tag for e in pack.snapshot.entries}
+    assert reasons["doc-3"] == "over-budget" and reasons["doc-8"] == "duplicate-of"
+    assert compressor.compress_documents(docs, "refunds") == kept_docs
+    # The retriever's scores decide the order when it gives them.
+    scored = [Document(page_content=d.page_content, metadata={**d.metadata, "relevance_score": s})
+              for d, s in zip(docs[:3], [0.1, 0.2, 0.9])]
+    assert [d.metadata["source"] for d in compressor.compress_documents(scored, "refunds")][0] == "kb/2.md"

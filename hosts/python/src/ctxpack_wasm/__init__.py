@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import inspect
 import json
@@ -49,9 +50,11 @@ from .types import (
     BuilderConfig,
     Candidate,
     ContextPack,
+    ConversationTurn,
     CtxpackError as CtxpackErrorValue,
     Handling,
     Provenance,
+    Role,
     RoutingDecision,
     Snapshot,
     SnapshotDiff,
@@ -244,12 +247,50 @@ def _verdict(v: Any, path: str) -> Any:
     return encode(v, ["ref", "Verdict"], path)
 
 
+def _turns_text(turns: list) -> Optional[str]:
+    """A conversation of ``ConversationTurn``s as JSON text, written
+    directly (a 10k-message chat is most of what a trim sends); ``None``
+    when any turn is something else, for the checking encoder."""
+    parts = []
+    for i, t in enumerate(turns):
+        if type(t) is not ConversationTurn:
+            return None
+        role, content, call = t.role, t.content, t.tool_call_id
+        if role.__class__ is not str:
+            if not isinstance(role, Role):
+                return None
+            role = role.value
+        if role not in _ROLE_NAMES or content.__class__ is not str:
+            return None
+        text = '{"role":"%s","content":%s' % (role, _q(content))
+        if call is not None:
+            if call.__class__ is not str:
+                return None
+            text += ',"tool-call-id":' + _q(call)
+        parts.append(text + "}")
+    return "[" + ",".join(parts) + "]"
+
+
+_ROLE_NAMES = frozenset(r.value for r in Role)
+
+
 def _request(request: Any) -> tuple[str, AgentContext]:
+    turns = request.conversation if type(request) is AssembleRequest else None
+    written = _turns_text(turns) if turns else None
+    if written is not None:
+        request = dataclasses.replace(request, conversation=[])
     obj = encode(request, ["ref", "AssembleRequest"], "request")
     # The context the callbacks are given: the core's when left out (an
     # empty trace id, every other field absent).
     context = {"trace-id": "", **obj.get("context", {})}
-    return json.dumps(obj, ensure_ascii=False), decode(context, ["ref", "AgentContext"])
+    if written is not None:
+        # Written beside what the encoder wrote (it checked the rest).
+        obj.pop("conversation", None)
+        text = json.dumps(obj, ensure_ascii=False)
+        text = text[:-1] + (', ' if len(obj) else '') + '"conversation": ' + written + "}"
+    else:
+        text = json.dumps(obj, ensure_ascii=False)
+    return text, decode(context, ["ref", "AgentContext"])
 
 
 def _config(config: Any) -> tuple[str, str]:

@@ -35,14 +35,13 @@ __all__ = [
 
 # OpenAI's roles and LangChain's message types, as the conversation's.
 _ROLES = {
-    "system": Role.SYSTEM, "developer": Role.SYSTEM, "user": Role.USER,
-    "assistant": Role.ASSISTANT, "tool": Role.TOOL,
-    "human": Role.USER, "ai": Role.ASSISTANT,
+    "system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+    "tool": "tool", "human": "user", "ai": "assistant",
 }
 
 
 def _is_langchain(m: Any) -> bool:
-    return hasattr(m, "type") and hasattr(m, "content") and not isinstance(m, dict)
+    return not isinstance(m, dict) and hasattr(m, "type") and hasattr(m, "content")
 
 
 def _text(content: Any, where: str) -> str:
@@ -76,8 +75,10 @@ def _calls(m: Any) -> list[tuple[str, str, str]]:
             f = c.get("function") or {}
             out.append((c["id"], f.get("name", ""), f.get("arguments", "")))
         return out
-    return [(c["id"], c["name"], json.dumps(c.get("args", {}), ensure_ascii=False))
-            for c in getattr(m, "tool_calls", None) or []]
+    calls = getattr(m, "tool_calls", None)
+    if not calls:
+        return []
+    return [(c["id"], c["name"], json.dumps(c.get("args", {}), ensure_ascii=False)) for c in calls]
 
 
 def conversation(messages: Iterable[Any]) -> list[ConversationTurn]:
@@ -89,35 +90,35 @@ def conversation(messages: Iterable[Any]) -> list[ConversationTurn]:
     turns: list[ConversationTurn] = []
     group: dict[str, str] = {}
     for i, m in enumerate(messages):
-        where = f"messages[{i}]"
-        if isinstance(m, ConversationTurn):
+        if m.__class__ is ConversationTurn:
             turns.append(m)
             continue
-        if isinstance(m, dict):
-            role_name, content, answered = m.get("role"), m.get("content"), m.get("tool_call_id")
+        if m.__class__ is dict:
+            role_name, content = m.get("role"), m.get("content")
         elif _is_langchain(m):
-            role_name, content, answered = m.type, m.content, getattr(m, "tool_call_id", None)
+            role_name, content = m.type, m.content
         else:
-            raise TypeError(f"`{where}`: expected an OpenAI-style dict, a LangChain message "
-                            f"or a ConversationTurn, got {type(m).__name__}")
-        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
+            raise TypeError(f"`messages[{i}]`: expected an OpenAI-style dict, a LangChain "
+                            f"message or a ConversationTurn, got {type(m).__name__}")
+        role = _ROLES.get(role_name) if role_name.__class__ is str else None
         if role is None:
-            raise TypeError(f"`{where}.role`: {role_name!r} is not a chat role "
+            raise TypeError(f"`messages[{i}].role`: {role_name!r} is not a chat role "
                             f"({', '.join(sorted(_ROLES))})")
-        text = _text(content, where)
+        text = content if content.__class__ is str else _text(content, f"messages[{i}]")
         call_id: Optional[str] = None
-        if role == Role.ASSISTANT:
+        if role == "assistant":
             calls = _calls(m)
             if calls:
                 call_id = calls[0][0]
                 for cid, _, _ in calls:
                     group[cid] = call_id
                 text = "\n".join([text] * bool(text) + [f"[tool call] {n}({a})" for _, n, a in calls])
-        elif role == Role.TOOL:
+        elif role == "tool":
+            answered = m.get("tool_call_id") if isinstance(m, dict) else getattr(m, "tool_call_id", None)
             if not isinstance(answered, str):
-                raise TypeError(f"`{where}.tool_call_id`: a tool message answers a call by its id")
+                raise TypeError(f"`messages[{i}].tool_call_id`: a tool message answers a call by its id")
             call_id = group.get(answered, answered)
-        turns.append(ConversationTurn(role=role, content=text, tool_call_id=call_id))
+        turns.append(ConversationTurn(role=role, content=text, tool_call_id=call_id))  # type: ignore[arg-type]
     return turns
 
 
@@ -140,7 +141,7 @@ def _system(pack: ContextPack) -> list[str]:
     return [m.content for m in head]
 
 
-def to_dicts(pack: ContextPack) -> list[dict]:
+def to_dicts(pack: ContextPack) -> list[dict[str, Any]]:
     """The pack's messages as plain dicts (``role``, ``content``, and
     ``tool_call_id`` when there is one): ``json.dumps`` takes them."""
     out = []
@@ -152,7 +153,7 @@ def to_dicts(pack: ContextPack) -> list[dict]:
     return out
 
 
-def _openai_of(m: Any) -> dict:
+def _openai_of(m: Any) -> dict[str, Any]:
     if isinstance(m, dict):
         return m
     if isinstance(m, ConversationTurn):
@@ -162,10 +163,11 @@ def _openai_of(m: Any) -> dict:
         return d
     from langchain_core.messages import convert_to_openai_messages  # the extra
 
-    return convert_to_openai_messages(m)
+    converted: dict[str, Any] = convert_to_openai_messages(m)
+    return converted
 
 
-def to_openai(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> list[dict]:
+def to_openai(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> list[dict[str, Any]]:
     """OpenAI chat messages: the pack's system messages, then the kept
     conversation — the original messages when ``messages`` is given (tool
     calls intact), otherwise the pack's own turns."""
@@ -175,7 +177,7 @@ def to_openai(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> li
     return head + [_openai_of(m) for m in kept(pack, messages)]
 
 
-def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> dict:
+def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> dict[str, Any]:
     """Anthropic's Messages API shape: ``{"system": …, "messages": […]}``,
     the system text apart, tool calls as ``tool_use`` blocks and their
     results as ``tool_result`` blocks in a user turn, consecutive turns of
@@ -183,9 +185,9 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
     kept conversation does not begin so (``conversation_start="any-turn"``)
     is refused, saying so."""
     system = "\n\n".join(_system(pack))
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
 
-    def add(role: str, block: dict) -> None:
+    def add(role: str, block: dict[str, Any]) -> None:
         if out and out[-1]["role"] == role:
             out[-1]["content"].append(block)
         else:
@@ -228,7 +230,7 @@ def trim_messages(
     messages: Sequence[Any],
     *,
     max_tokens: int,
-    token_counter: Union[str, Any] = "o200k-base",
+    token_counter: Any = "o200k-base",
     strategy: Literal["last"] = "last",
     allow_partial: bool = False,
     start_on: Optional[Union[str, Sequence[str]]] = None,

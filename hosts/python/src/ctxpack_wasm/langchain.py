@@ -1,0 +1,92 @@
+"""ctxpack as a LangChain document compressor (needs ``langchain_core``,
+the extra ``ctxpack-wasm[langchain]``).
+
+:class:`CtxpackCompressor` packs the documents a retriever found into an
+exact token budget: ranked by their scores (``metadata["relevance_score"]``
+when the retriever gives one, else the retriever's order), near-duplicates
+dropped, and as many as fit kept — the originals, in rank order, each
+with ``metadata["ctxpack"]`` saying which snapshot kept it and what it
+costs. :meth:`CtxpackCompressor.pack_documents` gives the pack too, with
+the snapshot that says why every other document was dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
+from pydantic import ConfigDict
+
+from . import Builder
+from .types import AgentContext, AssembleRequest, Candidate, ContextPack, Provenance
+
+__all__ = ["CtxpackCompressor"]
+
+
+class _Retrieved:
+    """The documents, lent as the retriever the assembly calls."""
+
+    def __init__(self, candidates: list[Candidate]) -> None:
+        self.candidates = candidates
+
+    def retrieve(self, context: AgentContext, query: str, limit: int) -> list[Candidate]:
+        return self.candidates[:limit]
+
+
+class CtxpackCompressor(BaseDocumentCompressor):
+    """Keeps the best documents that fit ``max_tokens`` (counted exactly in
+    ``tokenizer``, each with its citation, as ctxpack renders it)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    max_tokens: int
+    """Most tokens the kept documents may take, citations included."""
+    tokenizer: Any = "o200k-base"
+    """``"o200k-base"``, ``"cl100k-base"`` or ``Tokenizer.chars_per_token(n)``."""
+    trust: str = "trusted"
+    """How far the documents are trusted: ``"untrusted"`` counts them
+    fenced, as ctxpack would render them in a prompt."""
+    near_duplicate_threshold: float = 0.8
+    """Similarity at which a lower-ranked document is a copy (1: exact only)."""
+
+    def _candidates(self, documents: Sequence[Document]) -> list[Candidate]:
+        out = []
+        for i, d in enumerate(documents):
+            score = d.metadata.get("relevance_score")
+            out.append(Candidate(
+                id=f"doc-{i}", section="relevant-knowledge", text=d.page_content,
+                trust=self.trust,  # type: ignore[arg-type]
+                provenance=Provenance(source_kind="langchain",
+                                      reference=str(d.metadata.get("source") or d.id or f"doc-{i}")),
+                score=float(score) if isinstance(score, (int, float)) else 1.0 / (i + 1),
+            ))
+        return out
+
+    def pack_documents(self, documents: Sequence[Document], query: str) -> tuple[list[Document], ContextPack]:
+        """The kept documents and the pack that kept them (its snapshot says
+        why each other document was dropped)."""
+        documents = list(documents)
+        builder = Builder({
+            "profile": {"rag": {"retrieve_limit": max(len(documents), 1)}},
+            "near_duplicate_threshold": self.near_duplicate_threshold,
+        })
+        pack = builder.assemble(
+            AssembleRequest(query=query, budget=self.max_tokens, tokenizer=self.tokenizer),
+            sources=_Retrieved(self._candidates(documents)),
+        )
+        # A document cut to fit its section is not the original: the pack
+        # has its cut text; the kept documents are whole.
+        cut = {e.id for e in pack.snapshot.entries if e.compressed}
+        kept = []
+        for e in pack.entries:
+            if e.id.startswith("doc-") and e.id not in cut:
+                d = documents[int(e.id[4:])]
+                meta = {**d.metadata, "ctxpack": {"snapshot_id": pack.snapshot.id, "tokens": e.tokens}}
+                kept.append(Document(page_content=d.page_content, metadata=meta, id=d.id))
+        return kept, pack
+
+    def compress_documents(self, documents: Sequence[Document], query: str,
+                           callbacks: Optional[Callbacks] = None) -> Sequence[Document]:
+        """The best documents that fit, in rank order."""
+        return self.pack_documents(documents, query)[0]
