@@ -326,3 +326,17 @@ def test_a_source_the_profile_never_calls_is_refused_naming_the_profiles_that_wo
     builder = cp.Builder({"profile": {"rag_memory": {"retrieve_limit": 3, "memory_limit": 2}}})
     assert builder.profile == "rag-memory"
     assert builder.assemble(request(), sources=Everything()).snapshot.status == [cp.SnapshotStatus.COMPLETE]
+
+
+def test_the_version_and_every_reason_in_words():
+    assert cp.__version__ == "0.1.0"
+    pack = cp.Builder().assemble(cp.AssembleRequest(
+        conversation=[cp.ConversationTurn(role="assistant", content="a " * 50),
+                      cp.ConversationTurn(role="user", content="hi")],
+        budget=40, tokenizer="o200k-base", system_prompt="Be brief.", keep_last=1))
+    words = {e.id: cp.explain_reason(e.reason) for e in pack.snapshot.entries}
+    assert words["system-prompt"] == "Included: it belongs to L0, which is never dropped."
+    assert words["turn-0"] == "Dropped: older than the last N turns (N given): 1."
+    assert cp.explain_reason("before-user-turn").startswith("Dropped: the kept conversation begins with a user turn")
+    shortfall = cp.Reason.over_budget(cp.Shortfall(needed=5, remaining=2))
+    assert cp.explain_reason(shortfall) == "Dropped: it needed more tokens than remained: needed 5, 2 remained."

@@ -9,6 +9,8 @@
 
 import { Builder } from './index.js';
 
+const LANGCHAIN_MESSAGES = '@langchain/core/messages';
+
 const ROLES = {
   system: 'system', developer: 'system', user: 'user', assistant: 'assistant', tool: 'tool',
   human: 'user', ai: 'assistant',
@@ -175,6 +177,23 @@ export function toAnthropic(pack, messages) {
     throw new Error("Anthropic's API needs the first message to be the user's; this pack's conversation begins with an assistant turn (conversationStart: 'any-turn')");
   }
   return { system, messages: out };
+}
+
+/**
+ * LangChain messages (needs @langchain/core, imported when called): the
+ * pack's system messages, then the kept originals when `messages` are
+ * LangChain's, otherwise the OpenAI messages `toOpenAI` gives, made into
+ * LangChain's (tool calls and results included).
+ */
+export async function toLangChain(pack, messages) {
+  // Out of bundlers' sight: the package does not carry LangChain.
+  const { SystemMessage, coerceMessageLikeToMessage } = await import(
+    /* @vite-ignore */ /* webpackIgnore: true */ LANGCHAIN_MESSAGES
+  );
+  if (messages !== undefined && Array.from(messages).every((m) => langchainType(m) !== undefined)) {
+    return [...systemTexts(pack).map((text) => new SystemMessage(text)), ...keptMessages(pack, messages)];
+  }
+  return toOpenAI(pack, messages).map((m) => coerceMessageLikeToMessage(m));
 }
 
 /**

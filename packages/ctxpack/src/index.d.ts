@@ -88,6 +88,12 @@ export function toAnthropic(pack: ContextPack, messages?: readonly MessageLike[]
   messages: Array<{ role: 'user' | 'assistant'; content: Array<Record<string, unknown>> }>;
 };
 
+/**
+ * LangChain messages (needs @langchain/core): the pack's system messages and
+ * the kept originals when they are LangChain's, otherwise made from `toOpenAI`'s.
+ */
+export function toLangChain(pack: ContextPack, messages?: readonly MessageLike[]): Promise<unknown[]>;
+
 /** LangChain.js's `trimMessages`, packed by ctxpack: the newest messages that fit, unchanged. */
 export function trimMessages<M extends MessageLike>(messages: readonly M[], options: {
   maxTokens: number;

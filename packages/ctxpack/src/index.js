@@ -14,7 +14,7 @@ import initWasm, {
 import { REASONS } from './reasons.js';
 
 export {
-  conversationOf, keptMessages, toOpenAI, toAnthropic, trimMessages,
+  conversationOf, keptMessages, toOpenAI, toAnthropic, toLangChain, trimMessages,
 } from './chat.js';
 import { CALLS, DEFAULT_PROFILE, PROFILES } from './calls.js';
 

@@ -7,7 +7,7 @@ import {
   AIMessage, HumanMessage, SystemMessage, ToolMessage, trimMessages as langchainTrim,
 } from '@langchain/core/messages';
 import {
-  Builder, conversationOf, keptMessages, toAnthropic, toOpenAI, trimMessages,
+  Builder, conversationOf, keptMessages, toAnthropic, toLangChain, toOpenAI, trimMessages,
 } from '../src/index.js';
 
 const WORDS = 'refund order ship late the a when why how café 🙂 naïve x'.split(' ');
@@ -129,6 +129,10 @@ test('out as OpenAI and Anthropic messages, the originals unchanged', async () =
   assert.deepEqual(anthropic.messages[1].content.map((b) => [b.type, b.id, b.input]),
     [['tool_use', 'c1', { city: 'Porto' }], ['tool_use', 'c2', { city: 'Lisbon' }]]);
   assert.deepEqual(anthropic.messages[2].content.map((b) => [b.type, b.tool_use_id]), [['tool_result', 'c1'], ['tool_result', 'c2']]);
+  // LangChain messages made from the OpenAI ones, tool calls included.
+  const lc = await toLangChain(pack, OPENAI);
+  assert.deepEqual(lc.map((m) => m._getType()), ['system', 'system', 'human', 'ai', 'tool', 'tool', 'ai', 'human']);
+  assert.deepEqual(lc[3].tool_calls.map((c) => [c.id, c.args]), [['c1', { city: 'Porto' }], ['c2', { city: 'Lisbon' }]]);
 });
 
 test('LangChain messages in and out unchanged; Anthropic refuses an assistant first', async () => {
@@ -143,6 +147,9 @@ test('LangChain messages in and out unchanged; Anthropic refuses an assistant fi
   assert.equal(turns[1].content, '[tool call] weather({"city":"Porto"})');
   const pack = await packOf(messages, 10_000);
   assert.ok(keptMessages(pack, messages).every((m, i) => m === messages[i]));
+  const lc = await toLangChain(pack, messages);
+  assert.equal(lc[0]._getType(), 'system');
+  assert.ok(lc.slice(1).every((m, i) => m === messages[i]));
   const openai = toOpenAI(pack, messages);
   assert.deepEqual(openai[2].tool_calls, [{ id: 'c1', type: 'function', function: { name: 'weather', arguments: '{"city":"Porto"}' } }]);
   assert.equal(openai[3].tool_call_id, 'c1');

@@ -64,6 +64,8 @@ from .types import (
 )
 
 __all__ = [
+    "__version__",
+    "explain_reason",
     "PROFILES",
     "Builder",
     "Router",
@@ -83,6 +85,30 @@ from . import types as _types  # noqa: E402
 __all__ += _types.__all__
 
 from ._calls import CALLS, DEFAULT_PROFILE, PROFILES  # noqa: E402
+
+
+try:
+    from importlib.metadata import PackageNotFoundError, version as _version
+
+    __version__ = _version("ctxpack-wasm")
+except PackageNotFoundError:  # a source tree on sys.path, never installed
+    __version__ = "0+unknown"
+
+
+def explain_reason(reason: Any) -> str:
+    """Why a candidate was taken or dropped, in words: a snapshot entry's
+    ``reason`` (or its name) as the WIT documents it, with what it
+    carries (``explain_reason(entry.reason)``)."""
+    tag, value = (reason, None) if isinstance(reason, str) else (reason.tag, reason.value)
+    case = getattr(_types.Reason, str(tag).replace("-", "_"), None)
+    doc = (case.__doc__ if case is not None and case.__doc__ else str(tag)).strip()
+    if value is None:
+        return doc
+    if tag == "over-budget":
+        what = f"needed {value.needed}, {value.remaining} remained"
+    else:
+        what = str(value)
+    return f"{doc.rstrip('.')}: {what}."
 
 
 def allow_all(context: AgentContext, items: list) -> list:
