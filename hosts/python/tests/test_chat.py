@@ -227,3 +227,31 @@ def test_the_langchain_compressor_packs_retrieved_documents_with_the_snapshot():
     scored = [Document(page_content=d.page_content, metadata={**d.metadata, "relevance_score": s})
               for d, s in zip(docs[:3], [0.1, 0.2, 0.9])]
     assert [d.metadata["source"] for d in compressor.compress_documents(scored, "refunds")][0] == "kb/2.md"
+
+
+def test_the_llamaindex_postprocessor_packs_retrieved_nodes_with_the_snapshot():
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+
+    from ctxpack_wasm.llamaindex import CtxpackPostprocessor
+
+    nodes = [NodeWithScore(node=TextNode(text=f"Refund rule {i}: " + "words " * (10 + 5 * i),
+                                         metadata={"file_name": f"kb/{i}.md"}), score=1.0 - i / 10)
+             for i in range(8)]
+    nodes.append(NodeWithScore(node=TextNode(text=nodes[0].node.get_content(), metadata={"file_name": "copy.md"}),
+                               score=0.05))
+    post = CtxpackPostprocessor(max_tokens=120, tokenizer=cp.Tokenizer.chars_per_token(4))
+    assert isinstance(post, BaseNodePostprocessor)
+    kept_nodes, pack = post.pack_nodes(nodes, "refunds")
+    assert [n.node.metadata["file_name"] for n in kept_nodes] == ["kb/0.md", "kb/1.md", "kb/2.md"]
+    assert all(n.node.metadata["ctxpack_snapshot_id"] == pack.snapshot.id for n in kept_nodes)
+    # The snapshot id is for the application, not the model.
+    assert "ctxpack" not in kept_nodes[0].node.get_content(metadata_mode=MetadataMode.LLM)
+    assert "ctxpack_snapshot_id" not in nodes[0].node.metadata  # the caller's nodes are untouched
+    reasons = {e.id: e.reason.tag for e in pack.snapshot.entries}
+    assert reasons["doc-3"] == "over-budget" and reasons["doc-8"] == "duplicate-of"
+    message = "\n\n".join(f"[source: {n.node.metadata['file_name']}]\n{n.node.get_content()}" for n in kept_nodes)
+    assert math.ceil(len(message) / 4) <= pack.budget_used <= 120
+    # As LlamaIndex calls it.
+    again = post.postprocess_nodes(nodes, query_bundle=QueryBundle(query_str="refunds"))
+    assert [n.node.node_id for n in again] == [n.node.node_id for n in kept_nodes]

@@ -48,7 +48,7 @@ def test_every_snippet_passes_mypy_strict(tmp_path: Path):
             files[-1].write_text(code)
     # And the drop-ins, which are what users import from LangChain code.
     package = ROOT / "hosts/python/src/ctxpack_wasm"
-    files += [package / "chat.py", package / "langchain.py"]
+    files += [package / "chat.py", package / "langchain.py", package / "llamaindex.py"]
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *map(str, files)],
         capture_output=True, text=True, cwd=tmp_path,

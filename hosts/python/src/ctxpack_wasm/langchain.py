@@ -18,20 +18,10 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict
 
-from . import Builder
-from .types import AgentContext, AssembleRequest, Candidate, ContextPack, Provenance
+from ._retrieved import Retrieved, pack
+from .types import ContextPack
 
 __all__ = ["CtxpackCompressor"]
-
-
-class _Retrieved:
-    """The documents, lent as the retriever the assembly calls."""
-
-    def __init__(self, candidates: list[Candidate]) -> None:
-        self.candidates = candidates
-
-    def retrieve(self, context: AgentContext, query: str, limit: int) -> list[Candidate]:
-        return self.candidates[:limit]
 
 
 class CtxpackCompressor(BaseDocumentCompressor):
@@ -50,41 +40,24 @@ class CtxpackCompressor(BaseDocumentCompressor):
     near_duplicate_threshold: float = 0.8
     """Similarity at which a lower-ranked document is a copy (1: exact only)."""
 
-    def _candidates(self, documents: Sequence[Document]) -> list[Candidate]:
-        out = []
-        for i, d in enumerate(documents):
-            score = d.metadata.get("relevance_score")
-            out.append(Candidate(
-                id=f"doc-{i}", section="relevant-knowledge", text=d.page_content,
-                trust=self.trust,  # type: ignore[arg-type]
-                provenance=Provenance(source_kind="langchain",
-                                      reference=str(d.metadata.get("source") or d.id or f"doc-{i}")),
-                score=float(score) if isinstance(score, (int, float)) else 1.0 / (i + 1),
-            ))
-        return out
-
     def pack_documents(self, documents: Sequence[Document], query: str) -> tuple[list[Document], ContextPack]:
         """The kept documents and the pack that kept them (its snapshot says
         why each other document was dropped)."""
         documents = list(documents)
-        builder = Builder({
-            "profile": {"rag": {"retrieve_limit": max(len(documents), 1)}},
-            "near_duplicate_threshold": self.near_duplicate_threshold,
-        })
-        pack = builder.assemble(
-            AssembleRequest(query=query, budget=self.max_tokens, tokenizer=self.tokenizer),
-            sources=_Retrieved(self._candidates(documents)),
-        )
-        # A document cut to fit its section is not the original: the pack
-        # has its cut text; the kept documents are whole.
-        cut = {e.id for e in pack.snapshot.entries if e.compressed}
-        kept = []
-        for e in pack.entries:
-            if e.id.startswith("doc-") and e.id not in cut:
-                d = documents[int(e.id[4:])]
-                meta = {**d.metadata, "ctxpack": {"snapshot_id": pack.snapshot.id, "tokens": e.tokens}}
-                kept.append(Document(page_content=d.page_content, metadata=meta, id=d.id))
-        return kept, pack
+        retrieved = []
+        for i, d in enumerate(documents):
+            score = d.metadata.get("relevance_score")
+            retrieved.append(Retrieved(
+                d.page_content, str(d.metadata.get("source") or d.id or f"doc-{i}"),
+                float(score) if isinstance(score, (int, float)) else None))
+        kept, result = pack(retrieved, query, max_tokens=self.max_tokens, tokenizer=self.tokenizer,
+                            trust=self.trust, near_duplicate_threshold=self.near_duplicate_threshold)
+        out = []
+        for k in kept:
+            d = documents[k.index]
+            meta = {**d.metadata, "ctxpack": {"snapshot_id": result.snapshot.id, "tokens": k.tokens}}
+            out.append(Document(page_content=d.page_content, metadata=meta, id=d.id))
+        return out, result
 
     def compress_documents(self, documents: Sequence[Document], query: str,
                            callbacks: Optional[Callbacks] = None) -> Sequence[Document]:
