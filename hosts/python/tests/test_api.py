@@ -216,6 +216,13 @@ def test_an_async_callback_in_the_sync_api_raises():
     with pytest.raises(TypeError, match=r"retrieve\(\) is async: await assemble_async"):
         cp.Builder(RAG).assemble(request(), sources=Async())
 
+    # Before anything runs, whether or not this assembly would call it.
+    async def policy(context, items):
+        return ["allow"] * len(items)
+
+    with pytest.raises(TypeError, match=r"review\(\) is async"):
+        cp.Builder().assemble(request(), policy=policy)
+
 
 def test_routing_and_handling():
     router = cp.Router((ROOT / "host-example/routes/assistant.yaml").read_text())

@@ -93,6 +93,11 @@ def test_trim_with_the_system_message_and_where_it_differs():
     assert compared > 100
 
 
+def test_chat_messages_given_as_a_conversation_say_how_to_read_them():
+    with pytest.raises(TypeError, match=r"`request\.conversation\[1\]\.content`.*chat\.conversation\(messages\)"):
+        cp.Builder().assemble({"tokenizer": "o200k-base", "conversation": OPENAI})
+
+
 def test_trim_refuses_what_it_would_not_honour():
     messages = [HumanMessage(content="hi")]
     with pytest.raises(ValueError, match="strategy"):
@@ -150,6 +155,8 @@ def test_out_as_openai_anthropic_langchain_and_plain():
     assert out[1:] == OPENAI
     json.dumps(out)
     # Plain: snake_case, JSON-serialisable.
+    with pytest.raises(ValueError, match="give the messages it was made from"):
+        to_openai(pack)  # tool calls come back only from the originals
     plain = to_dicts(pack)
     assert json.loads(json.dumps(plain)) == plain
     assert {"role": "tool", "content": "18 C, sun", "tool_call_id": "c1"} in plain
@@ -194,7 +201,8 @@ def test_anthropic_refuses_a_conversation_that_does_not_begin_with_the_user():
     messages = [{"role": "user", "content": "x" * 200}, {"role": "assistant", "content": "ok"},
                 {"role": "user", "content": "and?"}, {"role": "assistant", "content": "done"}]
     pack = pack_of(messages, 62, start="any-turn")
-    assert to_dicts(pack)[1]["role"] == "assistant"
+    assert to_openai(pack)[1:] == [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "and?"},
+                                   {"role": "assistant", "content": "done"}]
     with pytest.raises(ValueError, match="first message to be the user's"):
         to_anthropic(pack, messages)
     # The default begins on the user's turn.

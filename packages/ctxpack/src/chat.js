@@ -132,10 +132,16 @@ function openAIOf(m) {
 /**
  * OpenAI chat messages: the pack's system messages, then the kept
  * conversation — the original messages when `messages` is given (tool
- * calls intact), otherwise the pack's own turns.
+ * calls intact), otherwise the pack's own turns (refused when they hold
+ * tool calls, which only the originals can give back).
  */
 export function toOpenAI(pack, messages) {
-  if (messages === undefined) return pack.messages.map(plain);
+  if (messages === undefined) {
+    if (pack.messages.some((m) => m.toolCallId != null)) {
+      throw new Error("this pack's conversation has tool calls, which it holds as text: give the messages it was made from, toOpenAI(pack, messages), to get them back as tool_calls");
+    }
+    return pack.messages.map(plain);
+  }
   return [
     ...systemTexts(pack).map((content) => ({ role: 'system', content })),
     ...keptMessages(pack, messages).map(openAIOf),

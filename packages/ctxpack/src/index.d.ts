@@ -64,7 +64,8 @@ export type { AgentContext };
 
 /** An OpenAI-style chat message (content as text or text parts). */
 export interface ChatMessage {
-  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  /** 'system', 'developer', 'user', 'assistant' or 'tool' (checked when read). */
+  role: string;
   content: string | null | Array<string | { type: 'text'; text: string }>;
   tool_calls?: Array<{ id: string; type?: 'function'; function: { name: string; arguments: string } }>;
   tool_call_id?: string;
@@ -74,7 +75,7 @@ export interface ChatMessage {
 export type MessageLike = ChatMessage | { _getType(): string; content: unknown };
 
 /** Messages as a request's conversation; a message it cannot read is a TypeError naming it. */
-export function conversationOf(messages: Iterable<MessageLike>): ConversationTurnInit[];
+export function conversationOf(messages: readonly MessageLike[]): ConversationTurnInit[];
 
 /** The messages of `messages` (the pack's conversation) that the pack kept, unchanged. */
 export function keptMessages<M>(pack: ContextPack, messages: readonly M[]): M[];

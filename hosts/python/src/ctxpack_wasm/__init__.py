@@ -305,7 +305,13 @@ def _request(request: Any) -> tuple[str, AgentContext]:
     written = _turns_text(turns) if turns else None
     if written is not None:
         request = dataclasses.replace(request, conversation=[])
-    obj = encode(request, ["ref", "AssembleRequest"], "request")
+    try:
+        obj = encode(request, ["ref", "AssembleRequest"], "request")
+    except TypeError as e:
+        if "`request.conversation[" in str(e):
+            raise TypeError(f"{e} (chat messages as they are sent to a model become a "
+                            "conversation with ctxpack_wasm.chat.conversation(messages))") from None
+        raise
     # The context the callbacks are given: the core's when left out (an
     # empty trace id, every other field absent).
     context = {"trace-id": "", **obj.get("context", {})}
@@ -473,6 +479,21 @@ def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator
             else:
                 answers.append(_Host.answer(known, value))
         answer = "[" + ",".join(answers) + "]"
+
+
+def _refuse_async(sources: Any, policy: Any, summarizer: Any) -> None:
+    """The synchronous API cannot await: an ``async def`` callback is
+    refused before anything runs, whether or not this assembly would call
+    it."""
+    lenders = {"sources": sources, "policy": policy, "summarizer": summarizer}
+    for known in CALLS.values():
+        lender = lenders.get(known.interface)
+        f = None if lender is None else getattr(lender, known.method, None)
+        if f is None and known.alone and callable(lender):
+            f = lender
+        if f is not None and inspect.iscoroutinefunction(f):
+            raise TypeError(f"the callback {known.method}() is async: await assemble_async / "
+                            "handle_async instead")
 
 
 # What a callback raises that is a mistake in its code, not its store
@@ -646,6 +667,7 @@ class Builder(_Held):
                  summarizer: Any = None) -> ContextPack:
         """A pack for `request` (an :class:`AssembleRequest` or a dict of
         its fields). Raises :class:`AssemblyFailed` when there is none."""
+        _refuse_async(sources, policy, summarizer)
         return _outcome(_run_sync(self._start(request, None, sources, policy, summarizer)))
 
     async def assemble_async(self, request: Any, *, sources: Any = None, policy: Any = allow_all,
@@ -658,6 +680,7 @@ class Builder(_Held):
         """Route `request.query`: a confident route goes straight to its
         skill, calling nothing; anything else is assembled and dispatched to
         the fallback skill."""
+        _refuse_async(sources, policy, summarizer)
         return _outcome(_run_sync(self._start(request, router, sources, policy, summarizer)))
 
     async def handle_async(self, router: Router, request: Any, *, sources: Any = None,
@@ -670,6 +693,7 @@ class Builder(_Held):
         """The outcome as the component wrote it: ``{"pack": …}``,
         ``{"handled": …}`` or ``{"failed": …}`` (to store or forward as
         it is, without the Python classes)."""
+        _refuse_async(sources, policy, summarizer)
         return _run_sync(self._start(request, router, sources, policy, summarizer))
 
 

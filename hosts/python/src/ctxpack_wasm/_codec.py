@@ -194,8 +194,9 @@ def encode(value: Any, ty: Any, path: str) -> Any:
             ((tag, payload),) = value.items()
         else:
             raise TypeError(f"`{path}`: expected {ty[1]}, a case name or {{case: value}}, got {value!r}")
-        if tag not in cases and isinstance(tag, str) and tag.replace("_", "-") in cases:
-            tag = tag.replace("_", "-")  # a case written as a snake_case key
+        if (tag not in cases and isinstance(value, dict) and isinstance(tag, str)
+                and tag.replace("_", "-") in cases):
+            tag = tag.replace("_", "-")  # a case written as a snake_case key (a name is a value)
         if tag not in cases:
             raise TypeError(f"`{path}`: {tag!r} is not a case of {ty[1]} ({', '.join(cases)})")
         if cases[tag] is None:

@@ -170,8 +170,13 @@ def _openai_of(m: Any) -> dict[str, Any]:
 def to_openai(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> list[dict[str, Any]]:
     """OpenAI chat messages: the pack's system messages, then the kept
     conversation — the original messages when ``messages`` is given (tool
-    calls intact), otherwise the pack's own turns."""
+    calls intact), otherwise the pack's own turns (refused when they hold
+    tool calls, which only the originals can give back)."""
     if messages is None:
+        if any(m.tool_call_id is not None for m in pack.messages):
+            raise ValueError("this pack's conversation has tool calls, which it holds as text: "
+                             "give the messages it was made from, to_openai(pack, messages), to "
+                             "get them back as tool_calls")
         return to_dicts(pack)
     head = [{"role": "system", "content": text} for text in _system(pack)]
     return head + [_openai_of(m) for m in kept(pack, messages)]
