@@ -76,13 +76,21 @@ test('a refusal prints as what it is, not [object Object]', async () => {
   });
 });
 
-test('driven with JSON, a request without keep-last is refused naming it (not read as 0)', async () => {
+test('driven with JSON, a request without keep-last considers every turn (not 0)', async () => {
   const { json } = await instance();
   const b = unwrap(() => json.JsonBuilder.create('{}'));
-  const request = { ...quickstart.request };
+  const request = { ...quickstart.request, budget: 4000 };
   delete request['keep-last'];
+  request.conversation = Array.from({ length: 8 }, (_, i) => ({
+    role: i % 2 === 0 ? 'user' : 'assistant', content: `turn ${i}`,
+  }));
   const outcome = JSON.parse(await drive(b.start(JSON.stringify(request)), {}, request.context));
-  assert.match(outcome.failed.error['invalid-field'].message, /missing field `keep-last`/);
+  const turns = outcome.pack.entries.filter((e) => e.id.startsWith('turn-'));
+  assert.equal(turns.length, 8);
+  // Left out altogether, the tokenizer is refused naming it.
+  const { tokenizer: _, ...untokenized } = request;
+  const refused = JSON.parse(await drive(b.start(JSON.stringify(untokenized)), {}, request.context));
+  assert.match(refused.failed.error['invalid-field'].message, /missing field `tokenizer`/);
 });
 
 test('async callbacks of one round run together', async () => {
