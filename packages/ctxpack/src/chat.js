@@ -7,8 +7,6 @@
 // sense for an exact packer), packed by ctxpack. Nothing here imports
 // LangChain: its messages are read by their shape.
 
-import { Builder } from './index.js';
-
 const LANGCHAIN_MESSAGES = '@langchain/core/messages';
 
 const ROLES = {
@@ -204,8 +202,9 @@ export async function toLangChain(pack, messages) {
 
 /**
  * LangChain.js's `trimMessages(messages, options)`, packed by ctxpack
- * (`options.builder`, a default Builder when left out): the newest
- * messages that fit `maxTokens`, returned unchanged
+ * (`options.builder`, else the one `makeBuilder` gives: index.js's
+ * `trimMessages` makes a default Builder): the newest messages that fit
+ * `maxTokens`, returned unchanged
  * and in order, a tool call never apart from its results. `tokenCounter`
  * is a tokenizer ctxpack counts exactly (`'o200k-base'`, `'cl100k-base'`,
  * `{ charsPerToken: n }`), not a function. `startOn: 'human'` makes the
@@ -215,7 +214,7 @@ export async function toLangChain(pack, messages) {
  * it, plus `entryOverhead` per message. Refused, never ignored:
  * `strategy: 'first'`, `allowPartial`, `endOn`, `textSplitter`.
  */
-export async function trimMessages(messages, options = {}) {
+export async function trim(messages, options, makeBuilder) {
   const {
     maxTokens, tokenCounter = 'o200k-base', strategy = 'last', allowPartial = false,
     startOn = null, includeSystem = false, entryOverhead = 0, endOn, textSplitter, builder,
@@ -239,7 +238,7 @@ export async function trimMessages(messages, options = {}) {
     head = rest.slice(0, 1);
     rest = rest.slice(1);
   }
-  const pack = await (builder ?? await Builder.create()).assemble({
+  const pack = await (builder ?? await makeBuilder()).assemble({
     conversation: conversationOf(rest), budget: maxTokens, tokenizer: tokenCounter,
     systemPrompt, entryOverhead, conversationStart: starts.length > 0 ? 'user-turn' : 'any-turn',
   });

@@ -13,8 +13,10 @@ import initWasm, {
 } from '../dist/ctxpack_web.js';
 import { REASONS } from './reasons.js';
 
+import { trim } from './chat.js';
+
 export {
-  conversationOf, keptMessages, toOpenAI, toAnthropic, toLangChain, trimMessages,
+  conversationOf, keptMessages, toOpenAI, toAnthropic, toLangChain,
 } from './chat.js';
 import { CALLS, DEFAULT_PROFILE, PROFILES } from './calls.js';
 
@@ -421,4 +423,13 @@ export function explainReason(reason) {
   const what = name === 'overBudget' ? `needed ${value.needed}, ${value.remaining} remained`
     : typeof value === 'object' ? JSON.stringify(value) : value;
   return `${doc.replace(/\.$/, '')}: ${what}.`;
+}
+
+/**
+ * LangChain.js's `trimMessages(messages, options)`, packed by ctxpack: the
+ * newest messages that fit `options.maxTokens`, unchanged (see chat.js).
+ * Without `options.builder`, a Builder with every default.
+ */
+export function trimMessages(messages, options = {}) {
+  return trim(messages, options, () => Builder.create());
 }
