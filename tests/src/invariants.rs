@@ -528,18 +528,55 @@ pub fn check(
             );
         }
     }
+    // The conversation begins where the request says: with `user-turn`
+    // (the default), the first kept turn that is not a system turn is a
+    // user turn, and a turn left out `before-user-turn` is no system turn
+    // and comes before it; with `any-turn`, none is left out so.
+    let before_user = |k: usize| turn_entries[k].reason == ctxpack_core::Reason::BeforeUserTurn;
+    let first_spoken = kept_turns
+        .iter()
+        .copied()
+        .find(|&k| request.conversation[k].role != Role::System);
+    match request.conversation_start.unwrap_or_default() {
+        ctxpack_core::ConversationStart::UserTurn => {
+            if let Some(k) = first_spoken {
+                assert_eq!(
+                    request.conversation[k].role,
+                    Role::User,
+                    "{name}: the kept conversation begins on turn-{k}"
+                );
+            }
+            for k in (0..turn_entries.len()).filter(|&k| before_user(k)) {
+                assert_ne!(
+                    request.conversation[k].role,
+                    Role::System,
+                    "{name}: turn-{k}"
+                );
+                assert!(first_spoken.is_none_or(|f| k < f), "{name}: turn-{k}");
+            }
+        }
+        ctxpack_core::ConversationStart::AnyTurn => {
+            assert!(!(0..turn_entries.len()).any(before_user), "{name}");
+        }
+    }
     // The kept turns are one contiguous run ending at the newest turn that
-    // can be kept (orphaned results, never kept, excepted).
+    // can be kept (orphaned results, never kept, excepted), but for the
+    // turns left out before the first user turn (system turns among them
+    // stay).
     let orphaned = |k: usize| turn_entries[k].reason == ctxpack_core::Reason::OrphanToolResult;
     if let (Some(&first), Some(&last)) = (kept_turns.first(), kept_turns.last()) {
         let newest = (0..request.conversation.len())
             .rev()
             .find(|&k| !orphaned(k))
             .unwrap_or(0);
-        assert_eq!(last, newest, "{name}: newest turn not kept");
+        assert!(
+            last == newest
+                || (last < newest && (last + 1..=newest).all(|k| before_user(k) || orphaned(k))),
+            "{name}: newest turn not kept"
+        );
         for k in first..=last {
             assert!(
-                kept_turns.contains(&k) || orphaned(k),
+                kept_turns.contains(&k) || orphaned(k) || before_user(k),
                 "{name}: gap at turn-{k}"
             );
         }
