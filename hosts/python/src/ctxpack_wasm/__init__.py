@@ -389,10 +389,7 @@ class _Host:
         known = CALLS.get(name)
         if known is None:
             raise RuntimeError(f"the component asked for a call this package does not know: {name!r}")
-        lender = self.lenders.get(known.interface)
-        f = None if lender is None else getattr(lender, known.method, None)
-        if f is None and known.alone and callable(lender):
-            f = lender
+        f = _callback(self.lenders, known)
         if f is None:
             return known, None
         if f is allow_all:  # nothing to look at: skip the decoding
@@ -481,16 +478,24 @@ def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator
         answer = "[" + ",".join(answers) + "]"
 
 
+def _callback(lenders: dict, known: Any) -> Optional[Callable[..., Any]]:
+    """The callback that answers the call ``known``: its lender's method,
+    or the lender itself when it is a function and the interface has one
+    function; ``None`` when the host does not provide it."""
+    lender = lenders.get(known.interface)
+    f = None if lender is None else getattr(lender, known.method, None)
+    if f is None and known.alone and callable(lender):
+        f = lender
+    return f
+
+
 def _refuse_async(sources: Any, policy: Any, summarizer: Any) -> None:
     """The synchronous API cannot await: an ``async def`` callback is
     refused before anything runs, whether or not this assembly would call
     it."""
     lenders = {"sources": sources, "policy": policy, "summarizer": summarizer}
     for known in CALLS.values():
-        lender = lenders.get(known.interface)
-        f = None if lender is None else getattr(lender, known.method, None)
-        if f is None and known.alone and callable(lender):
-            f = lender
+        f = _callback(lenders, known)
         if f is not None and inspect.iscoroutinefunction(f):
             raise TypeError(f"the callback {known.method}() is async: await assemble_async / "
                             "handle_async instead")
