@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 fn every_generated_file_is_fresh() {
     let root = repository_root();
     let outputs = outputs(&root).unwrap();
-    assert_eq!(outputs.len(), 7);
+    assert_eq!(outputs.len(), 8);
     let stale = stale(&root, &outputs);
     assert!(
         stale.is_empty(),
@@ -49,7 +49,8 @@ fn copy_with(edit: impl Fn(String) -> String) -> PathBuf {
 #[test]
 fn a_changed_wit_makes_each_spelling_of_it_stale() {
     // A reason's documentation is spelt in Python, TypeScript and the
-    // reasons' texts; a case added to an enum in every file.
+    // reasons' texts; a case added to an enum in every file; a candidate's
+    // field's in the stores' `.proto` too.
     let dir = copy_with(|t| {
         t.replacen(
             "/// Included: it fit the budget.",
@@ -57,11 +58,17 @@ fn a_changed_wit_makes_each_spelling_of_it_stale() {
             1,
         )
         .replacen("        l2,\n", "        l2,\n        l3,\n", 1)
+        .replacen(
+            "        /// The text.\n        text: string,\n        /// Where it came from",
+            "        /// The text, as the store has it.\n        text: string,\n        /// Where it came from",
+            1,
+        )
     });
     let generated = outputs(&dir).unwrap();
     let mut stale = stale(&dir, &generated);
     stale.sort();
     let expect: Vec<PathBuf> = [
+        "crates/ctxpack-service/proto/ctxpack/stores/v1/stores.proto",
         "crates/ctxpack-wit/src/generated.rs",
         "hosts/python/src/ctxpack_wasm/types.py",
         "packages/ctxpack/src/reasons.js",
@@ -83,6 +90,10 @@ fn a_changed_wit_makes_each_spelling_of_it_stale() {
     assert!(text("hosts/python/src/ctxpack_wasm/types.py").contains("    L3 = \"l3\""));
     assert!(text("crates/ctxpack-wit/src/generated.rs").contains("[L0, L1, L2, L3]"));
     assert!(text("packages/ctxpack/src/types.d.ts").contains("\"l0\" | \"l1\" | \"l2\" | \"l3\""));
+    assert!(
+        text("crates/ctxpack-service/proto/ctxpack/stores/v1/stores.proto")
+            .contains("  // The text, as the store has it.\n  string text = 3;")
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -7,13 +7,15 @@
 //! - the Rust conversions between the core's types and any bindings of the
 //!   WIT (`ctxpack_wit::wit_conversions!`);
 //! - the table of calls each JSON driver (Python, JavaScript) dispatches a
-//!   step's calls through, from the component's imports.
+//!   step's calls through, from the component's imports;
+//! - the `.proto` of the stores `ctxpack serve` calls over gRPC.
 //!
 //! `cargo run -p ctxpack-codegen` writes them; `-- --check` fails while any
 //! is stale (CI runs it, and `tests/tests/generated.rs`).
 
 pub mod calls;
 pub mod defaults;
+pub mod proto;
 pub mod python;
 pub mod rust;
 pub mod typescript;
@@ -63,6 +65,10 @@ pub fn outputs(root: &Path) -> Result<Vec<Output>, String> {
             calls::python(&wit),
         ),
         out("hosts/jco/defaults.json", default_config()?),
+        out(
+            "crates/ctxpack-service/proto/ctxpack/stores/v1/stores.proto",
+            proto::stores(&wit)?,
+        ),
     ])
 }
 

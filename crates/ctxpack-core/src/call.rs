@@ -296,7 +296,7 @@ impl<'de> Visitor<'de> for Answers<'_> {
 }
 
 /// Reads the answer to one call.
-struct Read<'c>(&'c Call<'static>);
+pub(crate) struct Read<'c>(pub &'c Call<'static>);
 
 impl<'de> DeserializeSeed<'de> for Read<'_> {
     type Value = Answer;

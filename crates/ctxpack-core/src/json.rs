@@ -300,6 +300,27 @@ fn read_answers(text: &str, calls: &[Call<'static>]) -> Result<(Vec<Answer>, usi
     })
 }
 
+/// The answer to one call, read from JSON as a step's answer list holds
+/// it (`{"ok": …}` or `{"err": …}`): for a host that answers each call
+/// on its own, as a remote store does. An error names the field under
+/// `answer`.
+pub fn read_answer(call: &Call<'static>, text: &str) -> Result<Answer, Error> {
+    let mut track = serde_path_to_error::Track::new();
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let read = crate::call::Read(call)
+        .deserialize(serde_path_to_error::Deserializer::new(&mut *de, &mut track))
+        .and_then(|r| de.end().map(|()| r));
+    read.map_err(|e| {
+        let path = track.path().to_string();
+        let field = if path == "." {
+            "answer".to_owned()
+        } else {
+            format!("answer.{path}")
+        };
+        Error::invalid(field, e.to_string())
+    })
+}
+
 /// An assembly's outcome as its reply: a pack, or — for a handling — the
 /// fallback dispatch of the pack.
 fn finish(
