@@ -1,6 +1,8 @@
-//! The service's stores for the demo: in memory, loaded from a directory
-//! of scenario files (`tests/scenarios` by default), so `ctxpack serve`
-//! answers real requests out of the box.
+//! The scenario fixture: stores in memory, loaded from a directory of
+//! scenario files (`tests/scenarios`), which the service's tests and the
+//! load script answer every capability from (`--fixture`, and
+//! `ctxpack-fixture-store` over gRPC and HTTP). A deployment's stores are
+//! upstreams or the embedded index ([`crate::stores`]).
 //!
 //! Every candidate the scenarios' hosts answer is pooled by capability
 //! (the first of an id wins). Retrieval ranks the pool by how many of the
@@ -91,7 +93,7 @@ impl DemoSources {
     /// The stores of every `*.json` scenario in `dir`, in file-name order.
     pub fn load(dir: &Path, faults: Faults) -> Result<Self, String> {
         let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| format!("--data {}: {e}", dir.display()))?
+            .map_err(|e| format!("--fixture {}: {e}", dir.display()))?
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
@@ -104,8 +106,8 @@ impl DemoSources {
         let mut seen: [HashSet<String>; 4] = Default::default();
         for f in &files {
             let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-            let file: File =
-                serde_json::from_str(&text).map_err(|e| format!("--data: {}: {e}", f.display()))?;
+            let file: File = serde_json::from_str(&text)
+                .map_err(|e| format!("--fixture: {}: {e}", f.display()))?;
             let h = &file.host;
             pool(&mut s.retrieve, &mut seen[0], &h.retrieve);
             pool(&mut s.graph, &mut seen[1], &h.expand_graph);
@@ -124,7 +126,7 @@ impl DemoSources {
             }
         }
         if files.is_empty() {
-            return Err(format!("--data {}: no scenario files", dir.display()));
+            return Err(format!("--fixture {}: no scenario files", dir.display()));
         }
         Ok(s)
     }

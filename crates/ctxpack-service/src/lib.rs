@@ -2,24 +2,33 @@
 //!
 //! The seed's API over HTTP ([`http`]) and gRPC ([`grpc`]), both running
 //! [`service::Service::assemble`]: a pooled component instance ([`pool`])
-//! driven step by step while the service's stores ([`sources`]) answer,
+//! driven step by step while the user's stores answer ([`stores`]: an
+//! upstream over gRPC or HTTP ([`upstream`]), or the embedded document
+//! index ([`index`])), configured by a file reloaded on `SIGHUP`
+//! ([`settings`]);
 //! the snapshot recorded in the [`store`] (SQLite by default, PostgreSQL
 //! for several replicas) with its content and its `ContextAssembled` event
 //! in one transaction, and the seed's [`metrics`].
 
 pub mod client;
+pub mod fixture;
 pub mod grpc;
 pub mod http;
+pub mod index;
 pub mod metrics;
 pub mod pool;
 pub mod postgres;
+pub mod protojson;
 pub mod service;
-pub mod sources;
+pub mod settings;
 pub mod sqlite;
 pub mod store;
+pub mod store_server;
+pub mod stores;
+pub mod upstream;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -33,11 +42,12 @@ pub struct Options {
     pub grpc: Option<SocketAddr>,
     /// `postgres://…`, or a SQLite file path (optionally `sqlite:PATH`).
     pub store: String,
-    /// Scenario files the demo stores are loaded from.
-    pub data: PathBuf,
-    /// The builder configuration (JSON); the default configuration when
-    /// unset.
+    /// The configuration file (TOML, see [`settings`]), read again on
+    /// reload; the defaults when unset.
     pub config: Option<PathBuf>,
+    /// Scenario files whose hosts' answers answer every capability no
+    /// upstream does (tests and the load script; see [`fixture`]).
+    pub fixture: Option<PathBuf>,
     /// Most component instances, so most assemblies running at once.
     pub instances: usize,
     /// Most time per assembly, from its request read to its outcome.
@@ -46,8 +56,8 @@ pub struct Options {
     pub max_body: usize,
     /// Most linear memory per instance.
     pub max_memory: usize,
-    /// Injected source faults (tests).
-    pub faults: sources::Faults,
+    /// Faults injected into the fixture's answers (tests).
+    pub faults: fixture::Faults,
     /// Each write transaction held this long before committing: a slow
     /// disk (tests).
     pub slow_commit: Option<Duration>,
@@ -64,8 +74,8 @@ impl Default for Options {
             http: SocketAddr::from(([127, 0, 0, 1], 8080)),
             grpc: Some(SocketAddr::from(([127, 0, 0, 1], 50051))),
             store: "ctxpack.db".into(),
-            data: demo_path("../../tests/scenarios"),
-            config: Some(demo_path("demo/config.json")),
+            config: None,
+            fixture: None,
             instances: std::thread::available_parallelism().map_or(4, |n| n.get() * 2),
             deadline: Duration::from_secs(10),
             max_body: 4 << 20,
@@ -131,19 +141,74 @@ pub async fn open_store(
     Ok(store::Store::new(engine))
 }
 
+/// The settings in `path`, or the defaults.
+fn settings_of(path: Option<&Path>) -> Result<settings::Settings, String> {
+    path.map_or_else(
+        || Ok(settings::Settings::default()),
+        settings::Settings::read,
+    )
+}
+
+/// What the service's configuration makes: its pool and its stores.
+fn live(
+    runtime: &Arc<ctxpack_host::Runtime>,
+    settings: &settings::Settings,
+    store: &store::Store,
+    fixture: Option<Arc<fixture::DemoSources>>,
+    instances: usize,
+) -> Result<service::Live, String> {
+    let stores = stores::Stores::new(settings, store, fixture)?;
+    let pool = pool::Pool::new(runtime.clone(), settings.builder.clone(), instances)
+        .map_err(|e| format!("builder: {e}"))?;
+    Ok(service::Live {
+        pool,
+        stores: Arc::new(stores),
+    })
+}
+
+impl service::Service {
+    /// Reads the configuration file again and, if it is valid, puts it in
+    /// use for the assemblies that start from now on; those in flight
+    /// finish with the one they began with. An invalid file changes
+    /// nothing and is the error.
+    pub async fn reload(self: &Arc<Self>) -> Result<(), String> {
+        let Some(reload) = &self.reload else {
+            return Err("no configuration file (--config) to reload".into());
+        };
+        let settings = settings_of(Some(&reload.path))?;
+        if settings.service != reload.service {
+            tracing::warn!(
+                target: "ctxpack::serve",
+                "[service] changed: its settings take effect at the next start"
+            );
+        }
+        let this = self.clone();
+        let fixture = reload.fixture.clone();
+        let next = tokio::task::spawn_blocking(move || {
+            let r = this.reload.as_ref().ok_or("no reload")?;
+            live(&r.runtime, &settings, &this.store, fixture, r.instances).map(|l| (l, settings))
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        let (next, settings) = next;
+        tracing::info!(
+            target: "ctxpack::serve",
+            stores = ?next.stores.describe(),
+            profile = ?settings.builder.profile,
+            "configuration reloaded"
+        );
+        self.replace(next);
+        Ok(())
+    }
+}
+
 /// Starts the service.
 pub async fn start(o: Options) -> Result<Running, String> {
-    let config = match &o.config {
-        None => ctxpack_core::BuilderConfig::default(),
-        Some(p) => {
-            let text =
-                std::fs::read_to_string(p).map_err(|e| format!("--config {}: {e}", p.display()))?;
-            let de = &mut serde_json::Deserializer::from_str(&text);
-            serde_path_to_error::deserialize(de)
-                .map_err(|e| format!("--config {}: {}: {}", p.display(), e.path(), e.inner()))?
-        }
+    let settings = settings_of(o.config.as_deref())?;
+    let fixture = match &o.fixture {
+        Some(dir) => Some(Arc::new(fixture::DemoSources::load(dir, o.faults.clone())?)),
+        None => None,
     };
-    let sources = sources::DemoSources::load(&o.data, o.faults.clone())?;
     let store = open_store(&o.store, o.instances * 2, o.slow_commit).await?;
     let limits = ctxpack_host::Limits {
         max_memory_bytes: Some(o.max_memory),
@@ -157,21 +222,32 @@ pub async fn start(o: Options) -> Result<Running, String> {
             .map_err(|e| format!("loading the component: {e}"))?;
     let runtime = Arc::new(runtime);
     pool::start_clock(&runtime);
-    let pool = pool::Pool::new(runtime.clone(), config, o.instances).map_err(|e| e.to_string())?;
+    let first = live(&runtime, &settings, &store, fixture.clone(), o.instances)?;
+    let (documents, chunks) = store.indexed().await.map_err(|e| e.to_string())?;
     tracing::info!(
         target: "ctxpack::serve",
         store = store.engine_name(),
         instances = o.instances,
         precompiled = runtime.from_artifact(),
-        sources = ?sources.sizes(),
+        config = ?o.config,
+        profile = ?settings.builder.profile,
+        stores = ?first.stores.describe(),
+        documents,
+        chunks,
         "ready"
     );
     let service = Arc::new(service::Service {
-        pool,
-        sources: Arc::new(sources),
+        live: std::sync::RwLock::new(Arc::new(first)),
         store,
         metrics: Default::default(),
         deadline: o.deadline,
+        reload: o.config.clone().map(|path| service::Reload {
+            path,
+            service: settings.service.clone(),
+            runtime: runtime.clone(),
+            fixture,
+            instances: o.instances,
+        }),
     });
     let (stop, _) = watch::channel(false);
     let stopped = |stop: &watch::Sender<bool>| {

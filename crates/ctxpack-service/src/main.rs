@@ -1,5 +1,6 @@
-//! `ctxpack serve` and `ctxpack census`.
+//! `ctxpack serve`, `ctxpack ingest` and `ctxpack census`.
 
+use ctxpack_service::settings::Settings;
 use ctxpack_service::{Options, open_store, start};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -7,20 +8,27 @@ use std::time::Duration;
 const USAGE: &str = "\
 usage:
   ctxpack serve [options]
+      --config FILE          configuration (TOML): [service], the seed's [context]
+                             options, [builder], [upstreams.CAPABILITY]; read again
+                             on SIGHUP. Flags override its [service].
       --listen ADDR          HTTP address (127.0.0.1:8080)
       --grpc ADDR|off        gRPC address (127.0.0.1:50051)
       --store PATH|URL       SQLite file (ctxpack.db) or postgres://user@host:port/db
-      --data DIR             scenario files the demo stores load (tests/scenarios)
-      --config FILE|default  builder configuration, JSON (the demo's: full profile)
       --instances N          component instances, most assemblies at once (2 per core)
       --deadline-ms N        most time per assembly (10000)
       --max-body-bytes N     largest request body or gRPC message (4194304)
       --max-memory-mb N      most linear memory per instance (1024)
-    fault injection, for tests:
-      --fail CAPABILITY=P    the capability (sources.retrieve, policy.review, ...)
-                             fails with probability P
-      --source-delay-ms N    every source call answers N ms late
+    for tests:
+      --fixture DIR          the scenario files' host answers answer every
+                             capability no upstream does (tests/scenarios)
+      --fail CAPABILITY=P    with --fixture: the capability (sources.retrieve,
+                             policy.review, ...) fails with probability P
+      --source-delay-ms N    with --fixture: every source call answers N ms late
       --slow-commit-ms N     every store write is held N ms before it commits
+  ctxpack ingest [--store PATH|URL | --config FILE] PATH...
+      indexes text and Markdown files (a directory: its .md, .markdown, .txt and
+      .text files) into the store's document index, which `serve` retrieves from
+      when no retrieval upstream is configured
   ctxpack census --store PATH|URL [--acks FILE]
       counts snapshots and events and runs the integrity check; with a file of
       acknowledged snapshot ids (one per line), checks each has exactly one
@@ -39,8 +47,47 @@ fn number<T: std::str::FromStr>(s: &str, flag: &str) -> Result<T, String> {
         .map_err(|_| format!("{flag}: {s:?} is not a number"))
 }
 
+/// The value of `flag` in `args`, if given.
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
 fn serve_options(args: &[String]) -> Result<Options, String> {
     let mut o = Options::default();
+    // The file's [service] first; the flags override it.
+    if let Some(path) = flag_value(args, "--config") {
+        let s = Settings::read(path.as_ref())?.service;
+        let at = |key: &str, e: String| format!("{path}: service.{key}: {e}");
+        if let Some(v) = s.listen {
+            o.http = v;
+        }
+        if let Some(v) = &s.grpc {
+            o.grpc = if v == "off" {
+                None
+            } else {
+                Some(v.parse().map_err(|e| at("grpc", format!("{v:?}: {e}")))?)
+            };
+        }
+        if let Some(v) = s.store {
+            o.store = v;
+        }
+        if let Some(v) = s.instances {
+            o.instances = v;
+        }
+        if let Some(v) = s.deadline_ms {
+            o.deadline = Duration::from_millis(v);
+        }
+        if let Some(v) = s.max_body_bytes {
+            o.max_body = v;
+        }
+        if let Some(v) = s.max_memory_mb {
+            o.max_memory = v << 20;
+        }
+        o.config = Some(path.into());
+    }
     let mut i = 0;
     while i < args.len() {
         let flag = args[i].as_str();
@@ -57,10 +104,9 @@ fn serve_options(args: &[String]) -> Result<Options, String> {
                 };
             }
             "--store" => o.store = value(args, &mut i, flag)?.to_owned(),
-            "--data" => o.data = value(args, &mut i, flag)?.into(),
+            "--fixture" => o.fixture = Some(value(args, &mut i, flag)?.into()),
             "--config" => {
-                let v = value(args, &mut i, flag)?;
-                o.config = (v != "default").then(|| v.into());
+                value(args, &mut i, flag)?;
             }
             "--instances" => o.instances = number(value(args, &mut i, flag)?, flag)?,
             "--deadline-ms" => {
@@ -100,12 +146,16 @@ fn serve_options(args: &[String]) -> Result<Options, String> {
     if o.instances == 0 {
         return Err("--instances: at least 1".into());
     }
+    if o.fixture.is_none() && (!o.faults.fail.is_empty() || o.faults.delay.is_some()) {
+        return Err("--fail and --source-delay-ms inject faults into --fixture".into());
+    }
     Ok(o)
 }
 
 async fn serve(args: &[String]) -> Result<(), String> {
     let running = start(serve_options(args)?).await?;
     let stop = running.stopper();
+    reload_on_hangup(running.service.clone());
     tokio::spawn(async move {
         let why = signal().await;
         tracing::info!(target: "ctxpack::serve", signal = why, "shutting down: finishing requests in flight");
@@ -115,6 +165,26 @@ async fn serve(args: &[String]) -> Result<(), String> {
     tracing::info!(target: "ctxpack::serve", "stopped");
     Ok(())
 }
+
+/// Reloads the configuration on every `SIGHUP`.
+#[cfg(unix)]
+fn reload_on_hangup(service: std::sync::Arc<ctxpack_service::service::Service>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+        tracing::warn!(target: "ctxpack::serve", "SIGHUP cannot be caught: no reload");
+        return;
+    };
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            if let Err(e) = service.reload().await {
+                tracing::error!(target: "ctxpack::serve", error = %e, "reload refused: the configuration in use stays");
+            }
+        }
+    });
+}
+
+#[cfg(not(unix))]
+fn reload_on_hangup(_: std::sync::Arc<ctxpack_service::service::Service>) {}
 
 #[cfg(unix)]
 async fn signal() -> &'static str {
@@ -135,6 +205,60 @@ async fn signal() -> &'static str {
 async fn signal() -> &'static str {
     let _ = tokio::signal::ctrl_c().await;
     "ctrl-c"
+}
+
+async fn ingest(args: &[String]) -> Result<(), String> {
+    let mut store = None;
+    let mut paths = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].as_str();
+        match flag {
+            "--store" => store = Some(value(args, &mut i, flag)?.to_owned()),
+            "--config" => {
+                let path = value(args, &mut i, flag)?;
+                let s = Settings::read(path.as_ref())?;
+                store = store.or(s.service.store);
+            }
+            other if other.starts_with("--") => {
+                return Err(format!("unknown option {other:?}\n\n{USAGE}"));
+            }
+            path => paths.push(std::path::PathBuf::from(path)),
+        }
+        i += 1;
+    }
+    if paths.is_empty() {
+        return Err(format!("ingest: no PATH given\n\n{USAGE}"));
+    }
+    let spec = store.unwrap_or_else(|| Options::default().store);
+    let store = open_store(&spec, 2, None).await?;
+    let files = ctxpack_service::index::files(&paths)?;
+    let (mut written, mut unchanged, mut chunks) = (0, 0, 0);
+    for file in &files {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("{}: {e} (text files only)", file.display()))?;
+        let name = file.to_string_lossy().replace('\\', "/");
+        match store
+            .ingest(&name, &text)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            ctxpack_service::index::Ingested::Written(n) => {
+                written += 1;
+                chunks += n;
+                println!("{name}: {n} chunks");
+            }
+            ctxpack_service::index::Ingested::Unchanged => {
+                unchanged += 1;
+                println!("{name}: unchanged");
+            }
+        }
+    }
+    let (documents, indexed) = store.indexed().await.map_err(|e| e.to_string())?;
+    println!(
+        "ingested {written} files ({chunks} chunks), {unchanged} unchanged; the index holds {documents} files, {indexed} chunks"
+    );
+    Ok(())
 }
 
 async fn census(args: &[String]) -> Result<(), String> {
@@ -209,6 +333,7 @@ fn main() -> ExitCode {
         match args.first().map(String::as_str) {
             Some("serve") => serve(&args[1..]).await,
             Some("census") => census(&args[1..]).await,
+            Some("ingest") => ingest(&args[1..]).await,
             Some("-h" | "--help" | "help") => {
                 print!("{USAGE}");
                 Ok(())

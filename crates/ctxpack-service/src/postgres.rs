@@ -16,6 +16,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         2,
         include_str!("../migrations/postgres/0002_compressions.sql"),
     ),
+    (3, include_str!("../migrations/postgres/0003_documents.sql")),
 ];
 
 /// PostgreSQL.

@@ -5,8 +5,8 @@
 
 use crate::metrics::{Metrics, Observation};
 use crate::pool::{Pool, ticks};
-use crate::sources::DemoSources;
 use crate::store::{Record, Recorded, Store, StoreError, now_rfc3339};
+use crate::stores::Stores;
 use ctxpack_core::{
     AssembleRequest, ContextAssembled, ContextPack, Failure, Snapshot, SnapshotStatus,
 };
@@ -15,12 +15,19 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The service's parts.
-pub struct Service {
-    /// Component instances.
+/// What a configuration reload replaces: an assembly takes the current
+/// one when it starts and keeps it to its end.
+pub struct Live {
+    /// Component instances, their builders made from the configuration.
     pub pool: Arc<Pool>,
     /// The stores the assemblies draw from.
-    pub sources: Arc<DemoSources>,
+    pub stores: Arc<Stores>,
+}
+
+/// The service's parts.
+pub struct Service {
+    /// The configuration's part, replaced on reload.
+    pub live: std::sync::RwLock<Arc<Live>>,
     /// The snapshot store.
     pub store: Store,
     /// Metrics.
@@ -28,6 +35,22 @@ pub struct Service {
     /// How long one assembly may take, from its request read to its
     /// outcome (recording it is not cut off).
     pub deadline: Duration,
+    /// What a reload needs, when a configuration file was given.
+    pub reload: Option<Reload>,
+}
+
+/// What a configuration reload needs besides the file.
+pub struct Reload {
+    /// The configuration file.
+    pub path: std::path::PathBuf,
+    /// Its `[service]` at start, which a reload cannot change.
+    pub service: crate::settings::ServiceFile,
+    /// The component.
+    pub runtime: Arc<ctxpack_host::Runtime>,
+    /// The fixture, when the service runs on one.
+    pub fixture: Option<Arc<crate::fixture::DemoSources>>,
+    /// Instances per pool.
+    pub instances: usize,
 }
 
 /// What an assembly answers.
@@ -165,6 +188,24 @@ fn bind(
 }
 
 impl Service {
+    /// The configuration's part in use now.
+    pub fn live(&self) -> Arc<Live> {
+        match self.live.read() {
+            Ok(live) => live.clone(),
+            // A panic while swapping cannot leave a half-written `Arc`.
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Puts `live` in use for the assemblies that start from now on.
+    pub fn replace(&self, live: Live) {
+        let live = Arc::new(live);
+        match self.live.write() {
+            Ok(mut slot) => *slot = live,
+            Err(poisoned) => *poisoned.into_inner() = live,
+        }
+    }
+
     /// Assembles `body` for `tenant`'s attempt, records it, answers it.
     pub async fn assemble(
         &self,
@@ -255,8 +296,9 @@ impl Service {
         request: &AssembleRequest,
         started: Instant,
     ) -> Result<Result<ContextPack, Failure>, AssembleError> {
-        let mut lease = self.pool.lease().await.map_err(wasm)?;
-        let result = self.drive(&mut lease, request, started).await;
+        let live = self.live();
+        let mut lease = live.pool.lease().await.map_err(wasm)?;
+        let result = self.drive(&mut lease, &live.stores, request, started).await;
         if matches!(
             result,
             Err(AssembleError::Wasm(_) | AssembleError::Interrupted(_))
@@ -269,6 +311,7 @@ impl Service {
     async fn drive(
         &self,
         lease: &mut crate::pool::Lease,
+        stores: &Arc<Stores>,
         request: &AssembleRequest,
         started: Instant,
     ) -> Result<Result<ContextPack, Failure>, AssembleError> {
@@ -288,9 +331,9 @@ impl Service {
                     // One round's calls are independent: they run at once.
                     let mut tasks = tokio::task::JoinSet::new();
                     for (i, call) in calls.into_iter().enumerate() {
-                        let sources = self.sources.clone();
+                        let stores = stores.clone();
                         let context = request.context.clone();
-                        tasks.spawn(async move { (i, sources.answer(&call, &context).await) });
+                        tasks.spawn(async move { (i, stores.answer(&call, &context).await) });
                     }
                     let mut answers = Vec::new();
                     while let Some(done) = tasks.join_next().await {

@@ -19,6 +19,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         2,
         include_str!("../migrations/sqlite/0002_compressions.sql"),
     ),
+    (3, include_str!("../migrations/sqlite/0003_documents.sql")),
 ];
 
 /// SQLite.

@@ -230,6 +230,11 @@ impl Store {
         self.engine.name()
     }
 
+    /// The engine, for the other tables' repositories (the index).
+    pub(crate) fn engine(&self) -> &dyn Engine {
+        self.engine.as_ref()
+    }
+
     /// Records `record`: its content and plan by hash, the snapshot row,
     /// its items and its event, in one transaction. An attempt that has a
     /// snapshot already is not written again.

@@ -27,6 +27,8 @@ fn options() -> Options {
         grpc: Some("127.0.0.1:0".parse().unwrap()),
         store: dir.join("store.db").display().to_string(),
         instances: 2,
+        config: Some(demo_path("tests/fixture/ctxpack.toml")),
+        fixture: Some(demo_path("../../tests/scenarios")),
         ..Options::default()
     }
 }
@@ -38,7 +40,8 @@ async fn serve(o: Options) -> (Running, Client) {
 }
 
 fn demo() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(demo_path("demo/request.json")).unwrap()).unwrap()
+    serde_json::from_str(&std::fs::read_to_string(demo_path("tests/fixture/request.json")).unwrap())
+        .unwrap()
 }
 
 fn body(v: &Value) -> Vec<u8> {
@@ -556,7 +559,7 @@ async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
     assert_eq!(r.json()["error"]["code"], "deadline-exceeded");
     // It was interrupted inside the component (the instance trapped and
     // was dropped), not only abandoned between steps.
-    assert_eq!(running.service.pool.trapped(), 1);
+    assert_eq!(running.service.live().pool.trapped(), 1);
     assert_eq!(running.service.store.census().await.unwrap().snapshots, 0);
     running.shutdown().await.unwrap();
 
@@ -575,7 +578,7 @@ async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
         .await
         .unwrap();
     assert_eq!(r.status, 504);
-    assert_eq!(running.service.pool.trapped(), 0);
+    assert_eq!(running.service.live().pool.trapped(), 0);
     running.shutdown().await.unwrap();
 }
 

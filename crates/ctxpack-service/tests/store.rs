@@ -73,7 +73,90 @@ fn records() -> Vec<Record> {
     out
 }
 
+/// The document index on the engine: chunks found by their words, best
+/// first, cited by path and place with the file's hash; a re-ingested
+/// file's old chunks gone, an unchanged one left alone.
+async fn index(store: &Store) {
+    use ctxpack_service::index::Ingested;
+    let invoices = "# Invoices\n\nAn invoice is overdue thirty days after its date.\n\n\
+                    ## Late fees\n\nOverdue invoices carry a late fee of 2% a month; \
+                    overdue overdue.\n";
+    assert_eq!(
+        store.ingest("docs/invoices.md", invoices).await.unwrap(),
+        Ingested::Written(2)
+    );
+    assert_eq!(
+        store.ingest("docs/invoices.md", invoices).await.unwrap(),
+        Ingested::Unchanged
+    );
+    // BM25 weighs a word by how rare it is: a corpus of a few more files.
+    for (i, text) in [
+        "Porto is sunny in June.",
+        "Lisbon has trams and hills.",
+        "Coffee is served after lunch.",
+        "The office opens at nine.",
+        "Parking is behind the building.",
+        "Badges are issued at the front desk.",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let path = format!("docs/other-{i}.txt");
+        assert_eq!(
+            store.ingest(&path, text).await.unwrap(),
+            Ingested::Written(1)
+        );
+    }
+    let found = store
+        .search("Which overdue invoices carry a late fee?", 5)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = found.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["docs/invoices.md#2", "docs/invoices.md#1"],
+        "{found:?}"
+    );
+    assert!(found[0].score > found[1].score, "{found:?}");
+    let p = found[0].provenance.as_ref().unwrap();
+    assert_eq!(p.reference, "docs/invoices.md#2");
+    assert_eq!(
+        p.source_version.as_deref(),
+        Some(ctxpack_service::index::version_of(invoices.as_bytes()).as_str())
+    );
+    assert_eq!(
+        store
+            .search("Which overdue invoices carry a late fee?", 1)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // Words the engines' query syntax would read as operators are words.
+    assert!(
+        store
+            .search("NEAR( \"AND\" OR * -", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.search("the and of", 5).await.unwrap().is_empty());
+    // Replaced: the old chunks no longer answer.
+    store
+        .ingest("docs/invoices.md", "Invoices are paid by card.")
+        .await
+        .unwrap();
+    let found = store.search("overdue", 5).await.unwrap();
+    assert!(found.is_empty(), "{found:?}");
+    assert_eq!(
+        store.search("card", 5).await.unwrap()[0].id,
+        "docs/invoices.md#1"
+    );
+    assert_eq!(store.indexed().await.unwrap(), (7, 7));
+}
+
 async fn exercise(store: &Store) {
+    index(store).await;
     let records = records();
     assert!(records.len() >= 30, "{}", records.len());
     for r in &records {

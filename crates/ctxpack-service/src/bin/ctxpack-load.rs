@@ -115,7 +115,7 @@ async fn run(args: Vec<String>) -> Result<(), String> {
     let tenants: usize = num(&args, "--tenants", 4)?;
     let label = arg(&args, "--label").unwrap_or_else(|| "load".into());
     let request = arg(&args, "--request").map_or_else(
-        || ctxpack_service::demo_path("demo/request.json"),
+        || ctxpack_service::demo_path("tests/fixture/request.json"),
         std::path::PathBuf::from,
     );
     let text = std::fs::read_to_string(&request)

@@ -1,0 +1,441 @@
+//! The service's configuration file (TOML), read at start and again on
+//! `SIGHUP`.
+//!
+//! ```toml
+//! [service]                      # read at start only
+//! listen = "127.0.0.1:8080"
+//! grpc = "127.0.0.1:50051"       # or "off"
+//! store = "ctxpack.db"           # or postgres://…
+//! instances = 4
+//! deadline-ms = 10000
+//! max-body-bytes = 4194304
+//! max-memory-mb = 1024
+//!
+//! [context]                      # the seed's Knowledge:Context options
+//! default-budget-tokens = 24000  # DefaultBudgetTokens
+//! compression-profile = "code-fast"  # CompressionProfile
+//! [context.section-budgets]      # SectionBudgets: each section's share
+//! relevant-knowledge = 0.25
+//!
+//! [builder]                      # the rest of the builder's configuration,
+//! profile = { rag = { retrieve-limit = 8 } }   # as the core reads it
+//!
+//! [upstreams.retrieve]           # one table per capability it names
+//! grpc = "http://127.0.0.1:7001" # or http = "http://…/ctxpack"
+//! timeout-ms = 1000
+//! concurrency = 64
+//! retries = 2
+//! backoff-ms = 50
+//! token-file = "/run/secrets/retrieve-token"   # or token-env = "NAME"
+//! ```
+//!
+//! Everything but `[service]` is reloadable: on `SIGHUP` the file is read
+//! again and, if it is valid, assemblies that start afterwards use it
+//! while those in flight finish with the one they began with. An invalid
+//! file is refused, naming the key, and the running configuration stays.
+
+use crate::upstream::{Address, Settings as UpstreamSettings};
+use ctxpack_core::{BuilderConfig, Section, SectionShare};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The capabilities an upstream may answer, as the WIT names their
+/// functions, with the capability each is.
+pub const CAPABILITIES: [(&str, &str); 6] = [
+    ("retrieve", "sources.retrieve"),
+    ("expand-graph", "sources.expand-graph"),
+    ("recall-memory", "sources.recall-memory"),
+    ("repository-state", "sources.repository-state"),
+    ("review", "policy.review"),
+    ("summarize", "summarizer.summarize"),
+];
+
+/// The file, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    service: ServiceFile,
+    #[serde(default)]
+    context: ContextFile,
+    #[serde(default)]
+    builder: Option<toml::Table>,
+    #[serde(default)]
+    upstreams: BTreeMap<String, UpstreamFile>,
+}
+
+/// `[service]`: read at start only.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ServiceFile {
+    /// HTTP address.
+    pub listen: Option<SocketAddr>,
+    /// gRPC address, or `off`.
+    pub grpc: Option<String>,
+    /// The store.
+    pub store: Option<String>,
+    /// Component instances.
+    pub instances: Option<usize>,
+    /// Most time per assembly.
+    pub deadline_ms: Option<u64>,
+    /// Largest request body.
+    pub max_body_bytes: Option<usize>,
+    /// Most linear memory per instance.
+    pub max_memory_mb: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct ContextFile {
+    default_budget_tokens: Option<u32>,
+    section_budgets: Option<BTreeMap<String, f64>>,
+    compression_profile: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct UpstreamFile {
+    grpc: Option<String>,
+    http: Option<String>,
+    #[serde(default = "default_timeout_ms")]
+    timeout_ms: u64,
+    #[serde(default = "default_concurrency")]
+    concurrency: usize,
+    #[serde(default = "default_retries")]
+    retries: u32,
+    #[serde(default = "default_backoff_ms")]
+    backoff_ms: u64,
+    token_file: Option<PathBuf>,
+    token_env: Option<String>,
+}
+
+fn default_timeout_ms() -> u64 {
+    1000
+}
+fn default_concurrency() -> usize {
+    64
+}
+fn default_retries() -> u32 {
+    2
+}
+fn default_backoff_ms() -> u64 {
+    50
+}
+
+/// What the file configures, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// `[service]`.
+    pub service: ServiceFile,
+    /// The builder's configuration: `[builder]` with `[context]` applied.
+    pub builder: BuilderConfig,
+    /// The summariser's model profile (`CompressionProfile`).
+    pub compression_profile: Option<String>,
+    /// Each configured upstream, by capability (`sources.retrieve`).
+    pub upstreams: BTreeMap<&'static str, UpstreamSettings>,
+}
+
+/// The service's builder configuration when the file gives none:
+/// retrieval from the embedded index, every other default the core's
+/// (the seed's budget and section shares).
+pub fn default_builder() -> BuilderConfig {
+    BuilderConfig {
+        profile: ctxpack_core::Profile::Rag(ctxpack_core::RagSettings { retrieve_limit: 8 }),
+        ..Default::default()
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            service: ServiceFile::default(),
+            builder: default_builder(),
+            compression_profile: None,
+            upstreams: BTreeMap::new(),
+        }
+    }
+}
+
+/// An error naming the file and the key.
+fn at(path: &Path, key: &str, message: impl std::fmt::Display) -> String {
+    format!("{}: {key}: {message}", path.display())
+}
+
+impl Settings {
+    /// Reads and checks the file at `path`.
+    pub fn read(path: &Path) -> Result<Settings, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Settings::parse(path, &text)
+    }
+
+    /// Checks `text`, the file at `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Settings, String> {
+        let de = toml::Deserializer::parse(text)
+            .map_err(|e| format!("{}: {}", path.display(), e.message()))?;
+        let file: File = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            at(path, &key, inner.message())
+        })?;
+        let mut builder = match file.builder {
+            None => default_builder(),
+            Some(table) => {
+                let json = serde_json::to_value(&table).map_err(|e| at(path, "builder", e))?;
+                serde_path_to_error::deserialize(json)
+                    .map_err(|e| at(path, &format!("builder.{}", e.path()), e.inner()))?
+            }
+        };
+        let c = &file.context;
+        if let Some(budget) = c.default_budget_tokens {
+            if budget == 0 {
+                return Err(at(
+                    path,
+                    "context.default-budget-tokens",
+                    "must be at least 1",
+                ));
+            }
+            builder.plan.default_budget = budget;
+        }
+        if let Some(shares) = &c.section_budgets {
+            let mut plan = Vec::new();
+            let mut sum = 0.0;
+            for (name, share) in shares {
+                let key = format!("context.section-budgets.{name}");
+                let section: Section = serde_json::from_value(serde_json::json!(name))
+                    .map_err(|_| at(path, &key, "not a section"))?;
+                if !(0.0..=1.0).contains(share) {
+                    return Err(at(path, &key, format!("{share} is not in [0, 1]")));
+                }
+                sum += share;
+                plan.push(SectionShare {
+                    section,
+                    share: *share,
+                });
+            }
+            if sum > 1.0 + 1e-9 {
+                return Err(at(
+                    path,
+                    "context.section-budgets",
+                    format!("the shares sum to {sum}, over 1"),
+                ));
+            }
+            builder.plan.shares = plan;
+        }
+        if let Some(p) = &c.compression_profile
+            && (p.is_empty() || p.len() > 200 || p.chars().any(char::is_control))
+        {
+            return Err(at(
+                path,
+                "context.compression-profile",
+                "must be 1 to 200 characters without control characters",
+            ));
+        }
+        let mut upstreams = BTreeMap::new();
+        for (name, u) in &file.upstreams {
+            let key = format!("upstreams.{name}");
+            let Some((_, capability)) = CAPABILITIES.iter().find(|(n, _)| n == name) else {
+                let names: Vec<_> = CAPABILITIES.iter().map(|(n, _)| *n).collect();
+                return Err(at(
+                    path,
+                    &key,
+                    format!("not a capability; one of {}", names.join(", ")),
+                ));
+            };
+            let address = match (&u.grpc, &u.http) {
+                (Some(g), None) => Address::Grpc(g.clone()),
+                (None, Some(h)) => Address::Http(h.clone()),
+                _ => return Err(at(path, &key, "needs exactly one of `grpc` or `http`")),
+            };
+            let (Address::Grpc(url) | Address::Http(url)) = &address;
+            let field = if u.grpc.is_some() { "grpc" } else { "http" };
+            match url.parse::<tonic::codegen::http::Uri>() {
+                Ok(uri) if uri.scheme_str() == Some("http") && uri.host().is_some() => {}
+                Ok(_) => {
+                    return Err(at(
+                        path,
+                        &format!("{key}.{field}"),
+                        format!("`{url}`: needs http://host:port"),
+                    ));
+                }
+                Err(e) => return Err(at(path, &format!("{key}.{field}"), format!("`{url}`: {e}"))),
+            }
+            if u.timeout_ms == 0 {
+                return Err(at(path, &format!("{key}.timeout-ms"), "must be at least 1"));
+            }
+            if u.concurrency == 0 {
+                return Err(at(
+                    path,
+                    &format!("{key}.concurrency"),
+                    "must be at least 1",
+                ));
+            }
+            let token = match (&u.token_file, &u.token_env) {
+                (Some(_), Some(_)) => {
+                    return Err(at(path, &key, "give `token-file` or `token-env`, not both"));
+                }
+                (Some(file), None) => {
+                    let file = path.parent().unwrap_or(Path::new(".")).join(file);
+                    let t = std::fs::read_to_string(&file).map_err(|e| {
+                        at(
+                            path,
+                            &format!("{key}.token-file"),
+                            format!("{}: {e}", file.display()),
+                        )
+                    })?;
+                    Some(t.trim().to_owned())
+                }
+                (None, Some(var)) => Some(std::env::var(var).map_err(|_| {
+                    at(
+                        path,
+                        &format!("{key}.token-env"),
+                        format!("`{var}` is not set"),
+                    )
+                })?),
+                (None, None) => None,
+            };
+            if let Some(t) = &token
+                && (t.is_empty() || !t.chars().all(|c| c.is_ascii_graphic()))
+            {
+                return Err(at(
+                    path,
+                    &key,
+                    "the token must be printable ASCII without spaces",
+                ));
+            }
+            upstreams.insert(
+                *capability,
+                UpstreamSettings {
+                    address,
+                    timeout: Duration::from_millis(u.timeout_ms),
+                    concurrency: u.concurrency,
+                    retries: u.retries,
+                    backoff: Duration::from_millis(u.backoff_ms),
+                    token,
+                    compression_profile: c.compression_profile.clone(),
+                },
+            );
+        }
+        Ok(Settings {
+            service: file.service,
+            builder,
+            compression_profile: c.compression_profile.clone(),
+            upstreams,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Settings, String> {
+        Settings::parse(Path::new("ctxpack.toml"), text)
+    }
+
+    #[test]
+    fn the_seeds_options_and_an_upstream_are_read() {
+        let s = parse(
+            r#"
+            [context]
+            default-budget-tokens = 12000
+            compression-profile = "code-fast"
+            [context.section-budgets]
+            relevant-knowledge = 0.5
+            current-task = 0.2
+            [builder]
+            profile = { full = { retrieve-limit = 4, graph-depth = 1, memory-limit = 2, repository-state = true } }
+            [upstreams.retrieve]
+            grpc = "http://127.0.0.1:7001"
+            timeout-ms = 250
+            [upstreams.review]
+            http = "http://127.0.0.1:7002/policy"
+            retries = 0
+            "#,
+        )
+        .unwrap();
+        assert_eq!(s.builder.plan.default_budget, 12000);
+        assert_eq!(s.builder.plan.shares.len(), 2);
+        assert_eq!(s.compression_profile.as_deref(), Some("code-fast"));
+        let r = &s.upstreams["sources.retrieve"];
+        assert_eq!(r.address, Address::Grpc("http://127.0.0.1:7001".into()));
+        assert_eq!(r.timeout, Duration::from_millis(250));
+        assert_eq!((r.concurrency, r.retries), (64, 2));
+        assert_eq!(s.upstreams["policy.review"].retries, 0);
+        assert!(matches!(s.builder.profile, ctxpack_core::Profile::Full(_)));
+        // Nothing given: the seed's defaults, retrieval from the index.
+        let d = parse("").unwrap();
+        assert_eq!(d, Settings::default());
+        assert_eq!(d.builder.plan.default_budget, 24000);
+    }
+
+    #[test]
+    fn every_mistake_names_its_key() {
+        for (text, want) in [
+            (
+                "[context]\ndefault-budget-tokens = \"lots\"",
+                "ctxpack.toml: context.default-budget-tokens: invalid type: string \"lots\"",
+            ),
+            (
+                "[context]\ndefault-budget-tokens = 0",
+                "context.default-budget-tokens: must be at least 1",
+            ),
+            (
+                "[context.section-budgets]\nrelevant-knowledge = 1.5",
+                "context.section-budgets.relevant-knowledge: 1.5 is not in [0, 1]",
+            ),
+            (
+                "[context.section-budgets]\nrelevant-knowledge = 0.6\ncurrent-task = 0.6",
+                "context.section-budgets: the shares sum to 1.2, over 1",
+            ),
+            (
+                "[context.section-budgets]\nknowledge = 0.1",
+                "context.section-budgets.knowledge: not a section",
+            ),
+            ("[contxt]\n", "ctxpack.toml: contxt: unknown field `contxt`"),
+            (
+                "[upstreams.fetch]\ngrpc = \"http://a:1\"",
+                "upstreams.fetch: not a capability; one of retrieve, expand-graph",
+            ),
+            (
+                "[upstreams.retrieve]\ntimeout-ms = 5",
+                "upstreams.retrieve: needs exactly one of `grpc` or `http`",
+            ),
+            (
+                "[upstreams.retrieve]\ngrpc = \"a:1\"\nhttp = \"http://a:1\"",
+                "upstreams.retrieve: needs exactly one",
+            ),
+            (
+                "[upstreams.retrieve]\ngrpc = \"ftp://a:1\"",
+                "upstreams.retrieve.grpc: `ftp://a:1`: needs http://host:port",
+            ),
+            (
+                "[upstreams.retrieve]\ngrpc = \"http://a:1\"\nconcurrency = 0",
+                "upstreams.retrieve.concurrency: must be at least 1",
+            ),
+            (
+                "[upstreams.retrieve]\ngrpc = \"http://a:1\"\ntimeout-ms = -1",
+                "upstreams.retrieve.timeout-ms: invalid value",
+            ),
+            (
+                "[upstreams.retrieve]\ngrpc = \"http://a:1\"\ntoken-env = \"CTXPACK_NO_SUCH_VARIABLE\"",
+                "upstreams.retrieve.token-env: `CTXPACK_NO_SUCH_VARIABLE` is not set",
+            ),
+            (
+                "[upstreams.retrieve]\ngrpc = \"http://a:1\"\ntoken-file = \"no-such-file\"",
+                "upstreams.retrieve.token-file: no-such-file",
+            ),
+            (
+                "[builder]\nprofile = \"ragg\"",
+                "ctxpack.toml: builder.profile: unknown variant `ragg`",
+            ),
+            ("[service]\nlisten = \"here\"", "service.listen: invalid"),
+            ("[service\n", "ctxpack.toml: "),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains(want), "{text:?}:\n  got  {err}\n  want {want}");
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! What answers each capability an assembly calls: a configured upstream
+//! ([`crate::upstream`]); else, for retrieval, the embedded document index
+//! ([`crate::index`]); for the policy, a rule that allows every item (the
+//! start-up log says so); else nothing, and the call fails as not
+//! provided. Tests and the load script may put the scenario fixture
+//! ([`crate::fixture`]) behind every capability no upstream answers.
+//!
+//! A builder whose profile calls a source nothing answers is refused,
+//! naming the profile and the capability: every assembly would be
+//! degraded.
+
+use crate::fixture::DemoSources;
+use crate::settings::{CAPABILITIES, Settings};
+use crate::store::Store;
+use crate::upstream::{Address, Upstream};
+use ctxpack_core::{AgentContext, Answer, Call, HostError, Verdict};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+enum Answerer {
+    Upstream(Box<Upstream>),
+    Index(Store),
+    Fixture(Arc<DemoSources>),
+    AllowAll,
+}
+
+/// Every capability's answerer.
+pub struct Stores {
+    answerers: BTreeMap<&'static str, Answerer>,
+}
+
+impl Stores {
+    /// The stores `settings` configure, over `store`'s index, with the
+    /// fixture behind what no upstream answers when one is given.
+    pub fn new(
+        settings: &Settings,
+        store: &Store,
+        fixture: Option<Arc<DemoSources>>,
+    ) -> Result<Stores, String> {
+        let mut answerers = BTreeMap::new();
+        for (name, capability) in CAPABILITIES {
+            let answerer = match (settings.upstreams.get(capability), &fixture) {
+                (Some(u), _) => Answerer::Upstream(Box::new(
+                    Upstream::new(capability, u.clone())
+                        .map_err(|e| format!("upstreams.{name}: {e}"))?,
+                )),
+                (None, Some(f)) => Answerer::Fixture(f.clone()),
+                (None, None) if capability == "sources.retrieve" => Answerer::Index(store.clone()),
+                (None, None) if capability == "policy.review" => Answerer::AllowAll,
+                (None, None) => continue,
+            };
+            answerers.insert(capability, answerer);
+        }
+        let profile = settings.builder.profile;
+        for capability in profile.sources() {
+            if !answerers.contains_key(capability) {
+                let name = capability.split_once('.').map_or(capability, |(_, n)| n);
+                return Err(format!(
+                    "builder.profile: `{}` calls `{capability}`, which nothing answers: \
+                     configure [upstreams.{name}] or choose a profile without it",
+                    profile_name(profile)
+                ));
+            }
+        }
+        Ok(Stores { answerers })
+    }
+
+    /// What answers each capability, for the start-up log.
+    pub fn describe(&self) -> BTreeMap<&'static str, String> {
+        CAPABILITIES
+            .iter()
+            .map(|(_, c)| {
+                let what = match self.answerers.get(c) {
+                    Some(Answerer::Upstream(u)) => match &u.settings().address {
+                        Address::Grpc(a) => format!("grpc {a}"),
+                        Address::Http(a) => format!("http {a}"),
+                    },
+                    Some(Answerer::Index(_)) => "the embedded index".into(),
+                    Some(Answerer::Fixture(_)) => "the scenario fixture".into(),
+                    Some(Answerer::AllowAll) => "no policy: every item allowed".into(),
+                    None => "nothing (not provided)".into(),
+                };
+                (*c, what)
+            })
+            .collect()
+    }
+
+    /// Answers one call of a step, for the request of `context`.
+    pub async fn answer(&self, call: &Call<'static>, context: &AgentContext) -> Answer {
+        let capability = call.capability();
+        match self.answerers.get(capability) {
+            Some(Answerer::Upstream(u)) => u.answer(call, context).await,
+            Some(Answerer::Fixture(f)) => f.answer(call, context).await,
+            Some(Answerer::Index(store)) => match call {
+                Call::Retrieve { query, limit } => match store.search(query, *limit).await {
+                    Ok(found) => Answer::Candidates(Ok(found)),
+                    Err(e) => call.failed(HostError::new(capability, format!("index: {e}"))),
+                },
+                other => other.failed(HostError::not_provided(capability)),
+            },
+            Some(Answerer::AllowAll) => match call {
+                Call::Review { items } => Answer::Verdicts(Ok(vec![Verdict::Allow; items.len()])),
+                other => other.failed(HostError::not_provided(capability)),
+            },
+            None => call.failed(HostError::not_provided(capability)),
+        }
+    }
+}
+
+/// A profile's name, as the configuration spells it.
+fn profile_name(p: ctxpack_core::Profile) -> String {
+    match serde_json::to_value(p) {
+        Ok(serde_json::Value::String(name)) => name,
+        Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,425 @@
+//! Connectors to the user's stores: each capability the component calls
+//! (`sources.retrieve`, …, `policy.review`, `summarizer.summarize`) answered
+//! by an upstream over gRPC (`proto/ctxpack/stores/v1/stores.proto`) or
+//! over HTTP with JSON (the component's JSON step shapes).
+//!
+//! Per upstream: an address, a timeout per attempt, a concurrency limit,
+//! retries with exponential backoff and jitter (every call is a read), and
+//! a bearer token. What a failure means is the core's, as the seed's
+//! dependencies table has it: a source's or the summariser's degrades the
+//! assembly, the policy's fails it. An answer of the wrong shape is a
+//! failure naming the field, never retried; a timeout, a refused
+//! connection, gRPC `UNAVAILABLE`/`DEADLINE_EXCEEDED`/`RESOURCE_EXHAUSTED`
+//! and HTTP 429/502/503/504 are retried.
+//!
+//! Over HTTP, a call is one `POST` to the upstream's URL with
+//! `{"context": …, "call": {"retrieve": {"query": …, "limit": …}}}` (the
+//! call keyed by the import's name, as a step writes it), answered `200`
+//! with `{"ok": …}` or `{"err": {"capability": …, "message": …}}`.
+
+use crate::protojson;
+use bytes::{Buf, Bytes};
+use ctxpack_core::json::read_answer;
+use ctxpack_core::{AgentContext, Answer, Call, HostError};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::client::legacy::Client as Hyper;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use prost::Message;
+use prost_reflect::{DynamicMessage, MessageDescriptor, MethodDescriptor};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::codegen::http;
+
+/// The most bytes an upstream's answer may have.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
+
+/// How an upstream is reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Address {
+    /// gRPC at this URI (`http://host:port`).
+    Grpc(String),
+    /// HTTP with JSON, `POST` to this URL.
+    Http(String),
+}
+
+/// One upstream's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// Where it is.
+    pub address: Address,
+    /// Most time per attempt.
+    pub timeout: Duration,
+    /// Most calls in flight at once; more wait.
+    pub concurrency: usize,
+    /// Attempts after the first, for a failure worth retrying.
+    pub retries: u32,
+    /// The first retry's wait; each next one doubles it (with jitter).
+    pub backoff: Duration,
+    /// Sent as `authorization: Bearer …`.
+    pub token: Option<String>,
+    /// The model profile summaries are made with (the seed's
+    /// `CompressionProfile`), sent as `x-compression-profile`.
+    pub compression_profile: Option<String>,
+}
+
+enum Transport {
+    Grpc {
+        channel: tonic::transport::Channel,
+        method: MethodDescriptor,
+        path: http::uri::PathAndQuery,
+    },
+    Http {
+        url: http::Uri,
+        client: Box<Hyper<HttpConnector, Full<Bytes>>>,
+    },
+}
+
+/// One capability's upstream.
+pub struct Upstream {
+    capability: &'static str,
+    settings: Settings,
+    transport: Transport,
+    permits: Semaphore,
+}
+
+/// Why one attempt did not give an answer.
+struct Fault {
+    message: String,
+    retry: bool,
+}
+
+impl Fault {
+    fn fatal(message: impl Into<String>) -> Self {
+        Fault {
+            message: message.into(),
+            retry: false,
+        }
+    }
+    fn transient(message: impl Into<String>) -> Self {
+        Fault {
+            message: message.into(),
+            retry: true,
+        }
+    }
+}
+
+/// `ExpandGraph` for `expand-graph`.
+fn upper_camel(name: &str) -> String {
+    name.split('-')
+        .map(|part| {
+            let mut c = part.chars();
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The gRPC method for `capability` (`sources.expand-graph` →
+/// `ctxpack.stores.v1.Sources/ExpandGraph`).
+pub fn method_of(capability: &str) -> Result<MethodDescriptor, String> {
+    let (interface, function) = capability
+        .split_once('.')
+        .ok_or_else(|| format!("`{capability}` is not a capability"))?;
+    let service = format!("ctxpack.stores.v1.{}", upper_camel(interface));
+    protojson::pool()?
+        .get_service_by_name(&service)
+        .and_then(|s| s.methods().find(|m| m.name() == upper_camel(function)))
+        .ok_or_else(|| format!("`{capability}` has no method in stores.proto"))
+}
+
+impl Upstream {
+    /// The upstream of `capability`. Nothing is connected yet: a store
+    /// that is down at start degrades the assemblies that need it, then
+    /// answers once it is up.
+    pub fn new(capability: &'static str, settings: Settings) -> Result<Self, String> {
+        let transport = match &settings.address {
+            Address::Grpc(uri) => {
+                let method = method_of(capability)?;
+                let path = format!("/{}/{}", method.parent_service().full_name(), method.name())
+                    .parse()
+                    .map_err(|e| format!("{e}"))?;
+                let channel = tonic::transport::Endpoint::from_shared(uri.clone())
+                    .map_err(|e| format!("`{uri}`: {e}"))?
+                    .connect_timeout(settings.timeout)
+                    .tcp_nodelay(true)
+                    .connect_lazy();
+                Transport::Grpc {
+                    channel,
+                    method,
+                    path,
+                }
+            }
+            Address::Http(url) => {
+                let url: http::Uri = url.parse().map_err(|e| format!("`{url}`: {e}"))?;
+                if url.scheme_str() != Some("http") {
+                    return Err(format!(
+                        "`{url}`: only http:// is supported (put a TLS proxy in front)"
+                    ));
+                }
+                let mut connector = HttpConnector::new();
+                connector.set_nodelay(true);
+                connector.set_connect_timeout(Some(settings.timeout));
+                Transport::Http {
+                    url,
+                    client: Box::new(Hyper::builder(TokioExecutor::new()).build(connector)),
+                }
+            }
+        };
+        Ok(Upstream {
+            capability,
+            permits: Semaphore::new(settings.concurrency.max(1)),
+            settings,
+            transport,
+        })
+    }
+
+    /// The upstream's settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Answers `call` for the request of `context`: the store's answer,
+    /// or the call's failure saying why.
+    pub async fn answer(&self, call: &Call<'static>, context: &AgentContext) -> Answer {
+        let Ok(_permit) = self.permits.acquire().await else {
+            return call.failed(HostError::new(self.capability, "the upstream is closed"));
+        };
+        let s = &self.settings;
+        let mut attempt = 0;
+        loop {
+            let fault = match tokio::time::timeout(s.timeout, self.once(call, context)).await {
+                Ok(Ok(answer)) => return answer,
+                Ok(Err(fault)) => fault,
+                Err(_) => {
+                    Fault::transient(format!("no answer within {} ms", s.timeout.as_millis()))
+                }
+            };
+            if !fault.retry || attempt >= s.retries {
+                let tries = if attempt > 0 {
+                    format!(" (after {} attempts)", attempt + 1)
+                } else {
+                    String::new()
+                };
+                return call.failed(HostError::new(
+                    self.capability,
+                    format!("{}{tries}", fault.message),
+                ));
+            }
+            // Exponential, with up to half again of jitter, so replicas
+            // retrying together spread out.
+            let wait = s.backoff.saturating_mul(1 << attempt.min(16));
+            let jitter = wait.mul_f64(fastrand::f64() / 2.0);
+            tokio::time::sleep(wait + jitter).await;
+            attempt += 1;
+        }
+    }
+
+    async fn once(&self, call: &Call<'static>, context: &AgentContext) -> Result<Answer, Fault> {
+        match &self.transport {
+            Transport::Grpc {
+                channel,
+                method,
+                path,
+            } => self.grpc(channel, method, path, call, context).await,
+            Transport::Http { url, client } => self.http(url, client, call, context).await,
+        }
+    }
+
+    async fn grpc(
+        &self,
+        channel: &tonic::transport::Channel,
+        method: &MethodDescriptor,
+        path: &http::uri::PathAndQuery,
+        call: &Call<'static>,
+        context: &AgentContext,
+    ) -> Result<Answer, Fault> {
+        let request = grpc_request(method, call, context).map_err(Fault::fatal)?;
+        let mut request = tonic::Request::new(request);
+        request.set_timeout(self.settings.timeout);
+        self.headers(call, |k, v| {
+            if let Ok(v) = v.parse() {
+                request.metadata_mut().insert(k, v);
+            }
+        });
+        let mut grpc =
+            tonic::client::Grpc::new(channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES);
+        grpc.ready()
+            .await
+            .map_err(|e| Fault::transient(format!("gRPC: {e}")))?;
+        let codec = DynamicCodec(method.output());
+        let reply = grpc
+            .unary(request, path.clone(), codec)
+            .await
+            .map_err(|status| {
+                use tonic::Code;
+                let message = format!("{:?}: {}", status.code(), status.message());
+                match status.code() {
+                    // The request's own `grpc-timeout` expired (tonic
+                    // cancels it client-side), or the store said so.
+                    Code::Cancelled | Code::DeadlineExceeded => Fault::transient(format!(
+                        "no answer within {} ms",
+                        self.settings.timeout.as_millis()
+                    )),
+                    Code::Unavailable | Code::ResourceExhausted => Fault::transient(message),
+                    _ => Fault::fatal(message),
+                }
+            })?
+            .into_inner();
+        answer_of_reply(call, &reply).map_err(Fault::fatal)
+    }
+
+    async fn http(
+        &self,
+        url: &http::Uri,
+        client: &Hyper<HttpConnector, Full<Bytes>>,
+        call: &Call<'static>,
+        context: &AgentContext,
+    ) -> Result<Answer, Fault> {
+        let body = serde_json::to_vec(&serde_json::json!({"context": context, "call": call}))
+            .map_err(|e| Fault::fatal(e.to_string()))?;
+        let mut builder =
+            http::Request::post(url.clone()).header("content-type", "application/json");
+        let mut extra = Vec::new();
+        self.headers(call, |k, v| extra.push((k, v)));
+        for (k, v) in extra {
+            builder = builder.header(k, v);
+        }
+        let request = builder
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| Fault::fatal(e.to_string()))?;
+        let response = client
+            .request(request)
+            .await
+            .map_err(|e| Fault::transient(format!("HTTP: {e}")))?;
+        let status = response.status().as_u16();
+        let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+            .collect()
+            .await
+            .map_err(|e| Fault::transient(format!("HTTP: reading the answer: {e}")))?
+            .to_bytes();
+        if status != 200 {
+            let message = format!("HTTP {status}: {}", prefix(&String::from_utf8_lossy(&body)));
+            return Err(if matches!(status, 429 | 502 | 503 | 504) {
+                Fault::transient(message)
+            } else {
+                Fault::fatal(message)
+            });
+        }
+        let text =
+            std::str::from_utf8(&body).map_err(|_| Fault::fatal("the answer is not UTF-8"))?;
+        read_answer(call, text).map_err(|e| Fault::fatal(e.to_string()))
+    }
+
+    fn headers(&self, call: &Call<'_>, mut put: impl FnMut(&'static str, String)) {
+        if let Some(token) = &self.settings.token {
+            put("authorization", format!("Bearer {token}"));
+        }
+        if let (Some(profile), Call::Summarize { .. }) = (&self.settings.compression_profile, call)
+        {
+            put("x-compression-profile", profile.clone());
+        }
+    }
+}
+
+/// At most 200 characters of `s`, for an error message.
+fn prefix(s: &str) -> String {
+    match s.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
+/// The gRPC request of `call`: its arguments, and the request's context
+/// when the method takes one.
+pub fn grpc_request(
+    method: &MethodDescriptor,
+    call: &Call<'static>,
+    context: &AgentContext,
+) -> Result<DynamicMessage, String> {
+    let json = serde_json::to_value(call).map_err(|e| e.to_string())?;
+    let mut args = match json {
+        serde_json::Value::Object(o) => o
+            .into_iter()
+            .next()
+            .and_then(|(_, args)| match args {
+                serde_json::Value::Object(args) => Some(args),
+                _ => None,
+            })
+            .unwrap_or_default(),
+        _ => Default::default(),
+    };
+    let input = method.input();
+    if input.get_field_by_name("context").is_some() {
+        args.insert(
+            "context".into(),
+            serde_json::to_value(context).map_err(|e| e.to_string())?,
+        );
+    }
+    protojson::to_message(&serde_json::Value::Object(args), &input, "request")
+}
+
+/// The answer a gRPC reply gives `call`, read and checked by the core; an
+/// error names the reply's field as the `.proto` spells it.
+pub fn answer_of_reply(call: &Call<'static>, reply: &DynamicMessage) -> Result<Answer, String> {
+    let json = protojson::from_message(reply, "reply")?;
+    let answer = json
+        .get("answer")
+        .cloned()
+        .unwrap_or(serde_json::Value::Array(Vec::new()));
+    let text = serde_json::json!({ "ok": answer }).to_string();
+    read_answer(call, &text).map_err(|e| {
+        // The core names `answer.ok[0].token-count`; the store wrote
+        // `reply.answer[0].token_count`.
+        e.to_string()
+            .replace("answer.ok", "reply.answer")
+            .replace('-', "_")
+    })
+}
+
+/// A codec for messages known only by their descriptors.
+struct DynamicCodec(MessageDescriptor);
+
+struct DynamicEncoder;
+struct DynamicDecoder(MessageDescriptor);
+
+impl Codec for DynamicCodec {
+    type Encode = DynamicMessage;
+    type Decode = DynamicMessage;
+    type Encoder = DynamicEncoder;
+    type Decoder = DynamicDecoder;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        DynamicEncoder
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        DynamicDecoder(self.0.clone())
+    }
+}
+
+impl Encoder for DynamicEncoder {
+    type Item = DynamicMessage;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: Self::Item, dst: &mut EncodeBuf<'_>) -> Result<(), Self::Error> {
+        item.encode(dst)
+            .map_err(|e| tonic::Status::internal(e.to_string()))
+    }
+}
+
+impl Decoder for DynamicDecoder {
+    type Item = DynamicMessage;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Self::Error> {
+        let bytes = src.copy_to_bytes(src.remaining());
+        DynamicMessage::decode(self.0.clone(), bytes)
+            .map(Some)
+            .map_err(|e| {
+                tonic::Status::internal(format!("the reply is not a `{}`: {e}", self.0.name()))
+            })
+    }
+}
