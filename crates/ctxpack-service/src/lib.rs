@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod pool;
 pub mod postgres;
 pub mod protojson;
+pub mod relay;
 pub mod service;
 pub mod settings;
 pub mod sqlite;
@@ -61,6 +62,9 @@ pub struct Options {
     /// Each write transaction held this long before committing: a slow
     /// disk (tests).
     pub slow_commit: Option<Duration>,
+    /// The broker events are relayed to and read from (`[events]`); none:
+    /// events wait in the outbox.
+    pub events: Option<settings::Events>,
 }
 
 /// The bundled demo's files, where this crate's sources are.
@@ -82,6 +86,7 @@ impl Default for Options {
             max_memory: 1 << 30,
             faults: Default::default(),
             slow_commit: None,
+            events: None,
         }
     }
 }
@@ -155,9 +160,10 @@ fn live(
     settings: &settings::Settings,
     store: &store::Store,
     fixture: Option<Arc<fixture::DemoSources>>,
+    health: Arc<stores::IndexHealth>,
     instances: usize,
 ) -> Result<service::Live, String> {
-    let stores = stores::Stores::new(settings, store, fixture)?;
+    let stores = stores::Stores::new(settings, store, fixture, health)?;
     let pool = pool::Pool::new(runtime.clone(), settings.builder.clone(), instances)
         .map_err(|e| format!("builder: {e}"))?;
     Ok(service::Live {
@@ -186,7 +192,16 @@ impl service::Service {
         let fixture = reload.fixture.clone();
         let next = tokio::task::spawn_blocking(move || {
             let r = this.reload.as_ref().ok_or("no reload")?;
-            live(&r.runtime, &settings, &this.store, fixture, r.instances).map(|l| (l, settings))
+            let health = this.health.clone();
+            live(
+                &r.runtime,
+                &settings,
+                &this.store,
+                fixture,
+                health,
+                r.instances,
+            )
+            .map(|l| (l, settings))
         })
         .await
         .map_err(|e| e.to_string())??;
@@ -222,7 +237,16 @@ pub async fn start(o: Options) -> Result<Running, String> {
             .map_err(|e| format!("loading the component: {e}"))?;
     let runtime = Arc::new(runtime);
     pool::start_clock(&runtime);
-    let first = live(&runtime, &settings, &store, fixture.clone(), o.instances)?;
+    let health = Arc::new(stores::IndexHealth::default());
+    health.set(store.degraded_indexes().await.map_err(|e| e.to_string())?);
+    let first = live(
+        &runtime,
+        &settings,
+        &store,
+        fixture.clone(),
+        health.clone(),
+        o.instances,
+    )?;
     let (documents, chunks) = store.indexed().await.map_err(|e| e.to_string())?;
     tracing::info!(
         target: "ctxpack::serve",
@@ -238,6 +262,7 @@ pub async fn start(o: Options) -> Result<Running, String> {
     );
     let service = Arc::new(service::Service {
         live: std::sync::RwLock::new(Arc::new(first)),
+        health,
         store,
         metrics: Default::default(),
         deadline: o.deadline,
@@ -286,6 +311,18 @@ pub async fn start(o: Options) -> Result<Running, String> {
                 .await
                 .map_err(|e| format!("grpc: {e}"))
         }));
+    }
+    // The file's [events] unless the options name a broker.
+    if let Some(events) = o.events.clone().or_else(|| settings.events.clone()) {
+        let client = relay::connect(&events.nats).await?;
+        tracing::info!(target: "ctxpack::serve", nats = %events.nats, stream = %events.stream, "relaying events");
+        tasks.extend(relay::start(
+            client,
+            events,
+            service.store.clone(),
+            service.health.clone(),
+            stop.subscribe(),
+        ));
     }
     tracing::info!(target: "ctxpack::serve", http = %http_addr, grpc = ?grpc_addr, "listening");
     Ok(Running {

@@ -14,6 +14,8 @@ usage:
       --listen ADDR          HTTP address (127.0.0.1:8080)
       --grpc ADDR|off        gRPC address (127.0.0.1:50051)
       --store PATH|URL       SQLite file (ctxpack.db) or postgres://user@host:port/db
+      --nats URL             relay ContextAssembled to NATS JetStream and read the
+                             seed's inbound events there (the file's [events])
       --instances N          component instances, most assemblies at once (2 per core)
       --deadline-ms N        most time per assembly (10000)
       --max-body-bytes N     largest request body or gRPC message (4194304)
@@ -29,10 +31,12 @@ usage:
       indexes text and Markdown files (a directory: its .md, .markdown, .txt and
       .text files) into the store's document index, which `serve` retrieves from
       when no retrieval upstream is configured
-  ctxpack census --store PATH|URL [--acks FILE]
+  ctxpack census --store PATH|URL [--acks FILE] [--nats URL [--stream NAME]]
       counts snapshots and events and runs the integrity check; with a file of
       acknowledged snapshot ids (one per line), checks each has exactly one
-      snapshot row and one event.
+      snapshot row and one event; with --nats, reads the whole stream
+      (CONTEXT_ASSEMBLY) and checks each event was published and is on it
+      exactly once.
 ";
 
 fn value<'a>(args: &'a [String], i: &mut usize, flag: &str) -> Result<&'a str, String> {
@@ -87,6 +91,7 @@ fn serve_options(args: &[String]) -> Result<Options, String> {
             o.max_memory = v << 20;
         }
         o.config = Some(path.into());
+        o.events = Settings::read(path.as_ref())?.events;
     }
     let mut i = 0;
     while i < args.len() {
@@ -104,6 +109,15 @@ fn serve_options(args: &[String]) -> Result<Options, String> {
                 };
             }
             "--store" => o.store = value(args, &mut i, flag)?.to_owned(),
+            "--nats" => {
+                let url = value(args, &mut i, flag)?;
+                let mut events = o
+                    .events
+                    .take()
+                    .unwrap_or_else(|| ctxpack_service::settings::Events::at(url));
+                events.nats = url.to_owned();
+                o.events = Some(events);
+            }
             "--fixture" => o.fixture = Some(value(args, &mut i, flag)?.into()),
             "--config" => {
                 value(args, &mut i, flag)?;
@@ -264,12 +278,16 @@ async fn ingest(args: &[String]) -> Result<(), String> {
 async fn census(args: &[String]) -> Result<(), String> {
     let mut store = None;
     let mut acks = None;
+    let mut nats = None;
+    let mut stream = "CONTEXT_ASSEMBLY".to_owned();
     let mut i = 0;
     while i < args.len() {
         let flag = args[i].as_str();
         match flag {
             "--store" => store = Some(value(args, &mut i, flag)?.to_owned()),
             "--acks" => acks = Some(value(args, &mut i, flag)?.to_owned()),
+            "--nats" => nats = Some(value(args, &mut i, flag)?.to_owned()),
+            "--stream" => stream = value(args, &mut i, flag)?.to_owned(),
             other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
         }
         i += 1;
@@ -281,6 +299,23 @@ async fn census(args: &[String]) -> Result<(), String> {
         c.snapshots, c.events, c.unmatched, c.integrity
     );
     let mut bad = c.unmatched > 0 || c.integrity != "ok";
+    let published = match &nats {
+        Some(url) => {
+            let unpublished = store.unpublished().await.map_err(|e| e.to_string())?;
+            let s = ctxpack_service::relay::stream_census(url, &stream).await?;
+            let repeated = s.ids.values().filter(|n| **n > 1).count();
+            println!(
+                "stream {stream}: messages {}  distinct ids {}  repeated ids {repeated}  \
+                 ids not their payload's {}  events not yet published {unpublished}",
+                s.messages,
+                s.ids.len(),
+                s.mismatched
+            );
+            bad |= repeated > 0 || s.mismatched > 0 || unpublished > 0;
+            Some(s.ids)
+        }
+        None => None,
+    };
     if let Some(path) = acks {
         let text = std::fs::read_to_string(&path).map_err(|e| format!("--acks {path}: {e}"))?;
         let ids: std::collections::BTreeSet<&str> = text
@@ -291,13 +326,21 @@ async fn census(args: &[String]) -> Result<(), String> {
         let mut missing = 0;
         for id in &ids {
             let (rows, events) = store.events_of(id).await.map_err(|e| e.to_string())?;
-            if (rows, events) != (1, 1) {
+            let on_stream = published.as_ref().map(|p| p.get(*id).copied().unwrap_or(0));
+            if (rows, events) != (1, 1) || on_stream.is_some_and(|n| n != 1) {
                 missing += 1;
-                eprintln!("{id}: {rows} snapshot rows, {events} events");
+                eprintln!(
+                    "{id}: {rows} snapshot rows, {events} events, on the stream {on_stream:?}"
+                );
             }
         }
+        let what = if published.is_some() {
+            "one row, one event and one message on the stream"
+        } else {
+            "one row and one event"
+        };
         println!(
-            "acknowledged {}  each with one row and one event: {}",
+            "acknowledged {}  each with {what}: {}",
             ids.len(),
             ids.len() - missing
         );
@@ -313,8 +356,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CTXPACK_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tokio_postgres=warn")),
+            tracing_subscriber::EnvFilter::try_from_env("CTXPACK_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("info,tokio_postgres=warn,async_nats=warn")
+            }),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -5,7 +5,9 @@
 //! starting together migrate under an advisory lock, so one applies each
 //! migration and the others see it applied.
 
-use crate::store::{BoxFuture, Committed, Engine, Stmt, StoreError, Value};
+use crate::store::{
+    BoxFuture, Committed, Engine, PENDING, Publish, Stmt, StoreError, Value, pending_of,
+};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
@@ -17,6 +19,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../migrations/postgres/0002_compressions.sql"),
     ),
     (3, include_str!("../migrations/postgres/0003_documents.sql")),
+    (4, include_str!("../migrations/postgres/0004_relay.sql")),
 ];
 
 /// PostgreSQL.
@@ -226,5 +229,42 @@ impl Engine for Postgres {
 
     fn name(&self) -> &'static str {
         "postgres"
+    }
+
+    fn relay<'a>(
+        &'a self,
+        limit: i64,
+        at: String,
+        publish: Publish<'a>,
+    ) -> BoxFuture<'a, Result<(usize, usize), StoreError>> {
+        Box::pin(async move {
+            let mut client = self.pool.get().await.map_err(pool_err)?;
+            let tx = client.transaction().await.map_err(pg)?;
+            // Locked until this transaction ends; another replica's relay
+            // skips them and takes the next ones.
+            let sql = format!("{PENDING} FOR UPDATE SKIP LOCKED");
+            let rows = tx.query(&sql, &[&limit]).await.map_err(pg)?;
+            let rows = rows
+                .iter()
+                .map(|r| (0..r.len()).map(|i| read(r, i)).collect())
+                .collect::<Result<Vec<Vec<Value>>, _>>()?;
+            let pending = pending_of(rows)?;
+            let claimed = pending.len();
+            if claimed == 0 {
+                return Ok((0, 0));
+            }
+            let published = publish(pending).await;
+            let marked = published.len();
+            if marked > 0 {
+                tx.execute(
+                    "UPDATE context_outbox SET published_at = $1 WHERE event_id = ANY($2)",
+                    &[&at, &published],
+                )
+                .await
+                .map_err(pg)?;
+            }
+            tx.commit().await.map_err(pg)?;
+            Ok((claimed, marked))
+        })
     }
 }

@@ -28,6 +28,8 @@ pub struct Live {
 pub struct Service {
     /// The configuration's part, replaced on reload.
     pub live: std::sync::RwLock<Arc<Live>>,
+    /// The indexes degraded now, shared by every configuration.
+    pub health: Arc<crate::stores::IndexHealth>,
     /// The snapshot store.
     pub store: Store,
     /// Metrics.

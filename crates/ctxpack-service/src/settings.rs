@@ -27,6 +27,11 @@
 //! retries = 2
 //! backoff-ms = 50
 //! token-file = "/run/secrets/retrieve-token"   # or token-env = "NAME"
+//! index = "kb-main"              # the index it serves (IndexDegraded)
+//!
+//! [events]                       # read at start only
+//! nats = "nats://127.0.0.1:4222" # ContextAssembled out, SourceDeleted and
+//!                                # IndexDegraded in, on NATS JetStream
 //! ```
 //!
 //! Everything but `[service]` is reloadable: on `SIGHUP` the file is read
@@ -65,6 +70,80 @@ struct File {
     builder: Option<toml::Table>,
     #[serde(default)]
     upstreams: BTreeMap<String, UpstreamFile>,
+    #[serde(default)]
+    events: Option<Events>,
+}
+
+/// `[events]`: the broker the outbox is relayed to and the seed's inbound
+/// events are read from (see [`crate::relay`]). Read at start only.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Events {
+    /// The NATS server, `nats://host:port`.
+    pub nats: String,
+    /// The JetStream stream `ContextAssembled` is published to (made when
+    /// missing, capturing the seed's subject).
+    #[serde(default = "Events::default_stream")]
+    pub stream: String,
+    /// How long JetStream remembers a message id to drop a repeat, in
+    /// seconds: the longest a relay may be down between publishing an
+    /// event and marking it.
+    #[serde(default = "Events::default_duplicate_window_s")]
+    pub duplicate_window_s: u64,
+    /// Most events claimed per round.
+    #[serde(default = "Events::default_batch")]
+    pub batch: u32,
+    /// The stream the inbound events are kept in until a replica has
+    /// handled them (made when missing, capturing the three subjects).
+    #[serde(default = "Events::default_inbound_stream")]
+    pub inbound_stream: String,
+    /// `SourceDeleted`: `{"tenantId", "sourceId"}`.
+    #[serde(default = "Events::default_source_deleted")]
+    pub source_deleted: String,
+    /// `IndexDegraded`: `{"indexId", "reason"}`.
+    #[serde(default = "Events::default_index_degraded")]
+    pub index_degraded: String,
+    /// `IndexRevisionReady`: `{"indexId", "indexRevision"}`; the index has
+    /// recovered.
+    #[serde(default = "Events::default_index_revision_ready")]
+    pub index_revision_ready: String,
+}
+
+impl Events {
+    /// The defaults, for the broker at `nats`.
+    pub fn at(nats: &str) -> Events {
+        Events {
+            nats: nats.to_owned(),
+            stream: Events::default_stream(),
+            duplicate_window_s: Events::default_duplicate_window_s(),
+            batch: Events::default_batch(),
+            inbound_stream: Events::default_inbound_stream(),
+            source_deleted: Events::default_source_deleted(),
+            index_degraded: Events::default_index_degraded(),
+            index_revision_ready: Events::default_index_revision_ready(),
+        }
+    }
+    fn default_stream() -> String {
+        "CONTEXT_ASSEMBLY".into()
+    }
+    fn default_duplicate_window_s() -> u64 {
+        3600
+    }
+    fn default_batch() -> u32 {
+        256
+    }
+    fn default_inbound_stream() -> String {
+        "CONTEXT_ASSEMBLY_INBOUND".into()
+    }
+    fn default_source_deleted() -> String {
+        "knowledge-ingestion.sources.v1.source-deleted".into()
+    }
+    fn default_index_degraded() -> String {
+        "vector-memory.indexes.v1.index-degraded".into()
+    }
+    fn default_index_revision_ready() -> String {
+        "vector-memory.indexes.v1.index-revision-ready".into()
+    }
 }
 
 /// `[service]`: read at start only.
@@ -110,6 +189,7 @@ struct UpstreamFile {
     backoff_ms: u64,
     token_file: Option<PathBuf>,
     token_env: Option<String>,
+    index: Option<String>,
 }
 
 fn default_timeout_ms() -> u64 {
@@ -136,6 +216,8 @@ pub struct Settings {
     pub compression_profile: Option<String>,
     /// Each configured upstream, by capability (`sources.retrieve`).
     pub upstreams: BTreeMap<&'static str, UpstreamSettings>,
+    /// `[events]`.
+    pub events: Option<Events>,
 }
 
 /// The service's builder configuration when the file gives none:
@@ -155,6 +237,7 @@ impl Default for Settings {
             builder: default_builder(),
             compression_profile: None,
             upstreams: BTreeMap::new(),
+            events: None,
         }
     }
 }
@@ -315,14 +398,41 @@ impl Settings {
                     backoff: Duration::from_millis(u.backoff_ms),
                     token,
                     compression_profile: c.compression_profile.clone(),
+                    index: u.index.clone(),
                 },
             );
+        }
+        if let Some(e) = &file.events {
+            if !(e.nats.starts_with("nats://") || e.nats.starts_with("tls://")) {
+                return Err(at(
+                    path,
+                    "events.nats",
+                    format!("`{}`: needs nats://host:port", e.nats),
+                ));
+            }
+            for (key, v) in [("stream", &e.stream), ("inbound-stream", &e.inbound_stream)] {
+                if v.is_empty()
+                    || !v
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
+                    return Err(at(
+                        path,
+                        &format!("events.{key}"),
+                        "letters, digits, `_` and `-` only",
+                    ));
+                }
+            }
+            if e.batch == 0 {
+                return Err(at(path, "events.batch", "must be at least 1"));
+            }
         }
         Ok(Settings {
             service: file.service,
             builder,
             compression_profile: c.compression_profile.clone(),
             upstreams,
+            events: file.events,
         })
     }
 }

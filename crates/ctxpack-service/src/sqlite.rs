@@ -6,7 +6,9 @@
 //! are `synchronous = FULL`: a recorded snapshot survives the machine
 //! losing power, not only the process being killed.
 
-use crate::store::{BoxFuture, Committed, Engine, Stmt, StoreError, Value};
+use crate::store::{
+    BoxFuture, Committed, Engine, PENDING, Publish, Stmt, StoreError, Value, pending_of,
+};
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -20,6 +22,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../migrations/sqlite/0002_compressions.sql"),
     ),
     (3, include_str!("../migrations/sqlite/0003_documents.sql")),
+    (4, include_str!("../migrations/sqlite/0004_relay.sql")),
 ];
 
 /// SQLite.
@@ -223,5 +226,38 @@ impl Engine for Sqlite {
 
     fn name(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn relay<'a>(
+        &'a self,
+        limit: i64,
+        at: String,
+        publish: Publish<'a>,
+    ) -> BoxFuture<'a, Result<(usize, usize), StoreError>> {
+        // One relay per SQLite file (one process writes it): no claim is
+        // needed; an event published twice after a crash is dropped by
+        // the broker's de-duplication by id.
+        Box::pin(async move {
+            let rows = self.query(PENDING, vec![Value::Int(limit)]).await?;
+            let pending = pending_of(rows)?;
+            let claimed = pending.len();
+            if claimed == 0 {
+                return Ok((0, 0));
+            }
+            let published = publish(pending).await;
+            let marked = published.len();
+            if marked > 0 {
+                let stmts = published
+                    .into_iter()
+                    .map(|id| Stmt {
+                        sql: "UPDATE context_outbox SET published_at = $1 WHERE event_id = $2",
+                        params: vec![Value::Text(at.clone()), Value::Text(id)],
+                        must_change: false,
+                    })
+                    .collect();
+                self.transaction(stmts).await?;
+            }
+            Ok((claimed, marked))
+        })
     }
 }

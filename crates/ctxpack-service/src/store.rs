@@ -93,7 +93,50 @@ pub trait Engine: Send + Sync + 'static {
     fn integrity_check(&self) -> BoxFuture<'_, Result<String, StoreError>>;
     /// The engine's name, for logs.
     fn name(&self) -> &'static str;
+    /// Claims up to `limit` unpublished events, oldest first — on
+    /// PostgreSQL with row locks that skip those another replica's relay
+    /// holds — and gives them to `publish`, which answers the ids the
+    /// broker acknowledged; those are marked published at `at` before the
+    /// claim is released. Answers how many were claimed and marked.
+    fn relay<'a>(
+        &'a self,
+        limit: i64,
+        at: String,
+        publish: Publish<'a>,
+    ) -> BoxFuture<'a, Result<(usize, usize), StoreError>>;
 }
+
+/// An event waiting in the outbox.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pending {
+    /// Its id: the snapshot's.
+    pub event_id: String,
+    /// The subject it goes to.
+    pub topic: String,
+    /// The event, as the outbox holds it (kebab-case JSON).
+    pub payload: String,
+}
+
+/// Publishes claimed events, answering the ids the broker acknowledged.
+pub type Publish<'a> = Box<dyn FnOnce(Vec<Pending>) -> BoxFuture<'a, Vec<String>> + Send + 'a>;
+
+/// The claimed rows of an outbox query, as [`Pending`] events.
+pub(crate) fn pending_of(rows: Vec<Vec<Value>>) -> Result<Vec<Pending>, StoreError> {
+    rows.into_iter()
+        .map(|r| {
+            let id = text(r.first().unwrap_or(&Value::Null), "outbox")?;
+            Ok(Pending {
+                topic: text(r.get(1).unwrap_or(&Value::Null), &id)?,
+                payload: text(r.get(2).unwrap_or(&Value::Null), &id)?,
+                event_id: id,
+            })
+        })
+        .collect()
+}
+
+/// The events waiting, oldest first (`$1`: how many).
+pub(crate) const PENDING: &str = "SELECT event_id, topic, payload FROM context_outbox \
+     WHERE published_at IS NULL ORDER BY sequence LIMIT $1";
 
 /// The `ContextAssembled` topic.
 pub const TOPIC: &str = "context-assembly.snapshots.v1.context-assembled";
@@ -558,6 +601,71 @@ impl Store {
             unmatched: uint(&r[2], "census")?,
             integrity: self.engine.integrity_check().await?,
         })
+    }
+
+    /// Relays up to `limit` waiting events through `publish` (see
+    /// [`Engine::relay`]).
+    pub async fn relay<'a>(
+        &'a self,
+        limit: i64,
+        publish: Publish<'a>,
+    ) -> Result<(usize, usize), StoreError> {
+        self.engine.relay(limit, now_rfc3339(), publish).await
+    }
+
+    /// Events not yet published.
+    pub async fn unpublished(&self) -> Result<u64, StoreError> {
+        self.count(
+            "SELECT COUNT(*) FROM context_outbox WHERE published_at IS NULL",
+            vec![],
+        )
+        .await
+    }
+
+    /// Records what the index `index` is now: degraded, for `reason`, or
+    /// recovered.
+    pub async fn set_index_health(
+        &self,
+        index: &str,
+        degraded: bool,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.engine
+            .transaction(vec![Stmt {
+                sql: "INSERT INTO index_health (index_id, degraded, reason, changed_at) \
+                      VALUES ($1, $2, $3, $4) ON CONFLICT (index_id) DO UPDATE SET \
+                      degraded = excluded.degraded, reason = excluded.reason, \
+                      changed_at = excluded.changed_at",
+                params: vec![
+                    Value::Text(index.into()),
+                    Value::Bool(degraded),
+                    Value::Text(reason.into()),
+                    Value::Text(now_rfc3339()),
+                ],
+                must_change: false,
+            }])
+            .await
+            .map(drop)
+    }
+
+    /// The indexes degraded now, with why.
+    pub async fn degraded_indexes(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, String>, StoreError> {
+        let rows = self
+            .engine
+            .query(
+                "SELECT index_id, reason FROM index_health WHERE degraded = $1",
+                vec![Value::Bool(true)],
+            )
+            .await?;
+        rows.into_iter()
+            .map(|r| {
+                let id = text(r.first().unwrap_or(&Value::Null), "index_health")?;
+                let reason = text(r.get(1).unwrap_or(&Value::Null), &id)?;
+                Ok((id, reason))
+            })
+            .collect()
     }
 
     /// The one integer a counting query answers (for checks and tests).

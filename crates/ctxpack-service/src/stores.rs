@@ -8,6 +8,12 @@
 //! A builder whose profile calls a source nothing answers is refused,
 //! naming the profile and the capability: every assembly would be
 //! degraded.
+//!
+//! An answerer may serve a named index (an upstream's `index`; the
+//! embedded index is `embedded`). While an `IndexDegraded` event holds
+//! for it ([`IndexHealth`]), its calls are not made: each fails saying so,
+//! and the assembly plans around it from the other sources, degraded —
+//! the seed's "Retrieval degraded" row.
 
 use crate::fixture::DemoSources;
 use crate::settings::{CAPABILITIES, Settings};
@@ -15,7 +21,35 @@ use crate::store::Store;
 use crate::upstream::{Address, Upstream};
 use ctxpack_core::{AgentContext, Answer, Call, HostError, Verdict};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+
+/// The embedded index's name, as an `IndexDegraded` event names it.
+pub const EMBEDDED_INDEX: &str = "embedded";
+
+/// The indexes degraded now, with why: what every replica reads from the
+/// store's `index_health` (see [`crate::relay`]).
+#[derive(Debug, Default)]
+pub struct IndexHealth {
+    degraded: RwLock<BTreeMap<String, String>>,
+}
+
+impl IndexHealth {
+    /// Replaces what is degraded.
+    pub fn set(&self, degraded: BTreeMap<String, String>) {
+        match self.degraded.write() {
+            Ok(mut d) => *d = degraded,
+            Err(poisoned) => *poisoned.into_inner() = degraded,
+        }
+    }
+
+    /// Why `index` is degraded, if it is.
+    pub fn degraded(&self, index: &str) -> Option<String> {
+        match self.degraded.read() {
+            Ok(d) => d.get(index).cloned(),
+            Err(poisoned) => poisoned.into_inner().get(index).cloned(),
+        }
+    }
+}
 
 enum Answerer {
     Upstream(Box<Upstream>),
@@ -27,6 +61,7 @@ enum Answerer {
 /// Every capability's answerer.
 pub struct Stores {
     answerers: BTreeMap<&'static str, Answerer>,
+    health: Arc<IndexHealth>,
 }
 
 impl Stores {
@@ -36,6 +71,7 @@ impl Stores {
         settings: &Settings,
         store: &Store,
         fixture: Option<Arc<DemoSources>>,
+        health: Arc<IndexHealth>,
     ) -> Result<Stores, String> {
         let mut answerers = BTreeMap::new();
         for (name, capability) in CAPABILITIES {
@@ -62,7 +98,7 @@ impl Stores {
                 ));
             }
         }
-        Ok(Stores { answerers })
+        Ok(Stores { answerers, health })
     }
 
     /// What answers each capability, for the start-up log.
@@ -88,7 +124,21 @@ impl Stores {
     /// Answers one call of a step, for the request of `context`.
     pub async fn answer(&self, call: &Call<'static>, context: &AgentContext) -> Answer {
         let capability = call.capability();
-        match self.answerers.get(capability) {
+        let answerer = self.answerers.get(capability);
+        let index = match answerer {
+            Some(Answerer::Upstream(u)) => u.settings().index.as_deref(),
+            Some(Answerer::Index(_)) => Some(EMBEDDED_INDEX),
+            _ => None,
+        };
+        if let Some(index) = index
+            && let Some(why) = self.health.degraded(index)
+        {
+            return call.failed(HostError::new(
+                capability,
+                format!("index `{index}` is degraded: {why}"),
+            ));
+        }
+        match answerer {
             Some(Answerer::Upstream(u)) => u.answer(call, context).await,
             Some(Answerer::Fixture(f)) => f.answer(call, context).await,
             Some(Answerer::Index(store)) => match call {

@@ -62,6 +62,8 @@ pub struct Settings {
     /// The model profile summaries are made with (the seed's
     /// `CompressionProfile`), sent as `x-compression-profile`.
     pub compression_profile: Option<String>,
+    /// The index it serves, which an `IndexDegraded` event names.
+    pub index: Option<String>,
 }
 
 enum Transport {

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: ctxpack-load --url URL [--clients 50] [--seconds 30] [--rate RPS] \
-                     [--request FILE] [--tenants 4] [--acks FILE] [--label TEXT]";
+const USAGE: &str = "usage: ctxpack-load --url URL[,URL…] [--clients 50] [--seconds 30] \
+                     [--rate RPS] [--request FILE] [--tenants 4] [--acks FILE] [--label TEXT]\n\
+                     several URLs (replicas): client k posts to the k-th, round robin";
 
 const QUERIES: &[&str] = &[
     "Why does the parser reject trailing commas?",
@@ -123,14 +124,14 @@ async fn run(args: Vec<String>) -> Result<(), String> {
     let body: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("--request: {e}"))?;
     let interval = (rate > 0.0).then(|| Duration::from_secs_f64(clients as f64 / rate));
-    let client = Client::new(url);
+    let replicas: Vec<Client> = url.split(',').map(|u| Client::new(u.to_owned())).collect();
     let started = Instant::now();
     let until = started + Duration::from_secs_f64(seconds);
     let tasks: Vec<_> = (0..clients)
         .map(|k| {
             tokio::spawn(client_loop(
                 k,
-                client.clone(),
+                replicas[k % replicas.len()].clone(),
                 body.clone(),
                 tenants,
                 until,

@@ -1,0 +1,483 @@
+//! The service's events on NATS JetStream, on loopback with a broker of
+//! the test's own (Debian's `nats-server`; `crates/ctxpack-service/nats`
+//! installs it): every `ContextAssembled` on the stream exactly once,
+//! through a broker that goes away and comes back and a relay that
+//! publishes again what it had not marked; two replicas relaying from one
+//! PostgreSQL; the seed's inbound events handled.
+//!
+//! Without `nats-server` the tests say so and pass, unless
+//! `CTXPACK_REQUIRE_NATS` is set (`.ci/run` sets it), when they fail.
+
+// Helpers outside #[test] functions unwrap too: a failure is the test's.
+#![allow(clippy::unwrap_used)]
+
+use ctxpack_service::client::Client;
+use ctxpack_service::relay::stream_census;
+use ctxpack_service::settings::Events;
+use ctxpack_service::{Options, Running, demo_path, start};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+fn tempdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "ctxpack-events-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn nats_server() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/sbin")])
+        .map(|d| d.join("nats-server"))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var("CTXPACK_REQUIRE_NATS").is_err(),
+            "CTXPACK_REQUIRE_NATS is set but nats-server is not installed (crates/ctxpack-service/nats)"
+        );
+        eprintln!("nats-server not installed: not run (crates/ctxpack-service/nats installs it)");
+    }
+    found
+}
+
+/// A broker of the test's own, which it can kill and start again on the
+/// same port and storage.
+struct Broker {
+    bin: PathBuf,
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Broker {
+    fn start(bin: PathBuf) -> Broker {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut b = Broker {
+            bin,
+            port,
+            dir: tempdir(),
+            child: None,
+        };
+        b.up();
+        b
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    fn up(&mut self) {
+        let child = Command::new(&self.bin)
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-js",
+                "-sd",
+            ])
+            .arg(self.dir.join("js"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let until = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < until, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn options(store: String, events: Option<Events>) -> Options {
+    Options {
+        http: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
+        store,
+        instances: 2,
+        config: Some(demo_path("tests/fixture/ctxpack.toml")),
+        fixture: Some(demo_path("../../tests/scenarios")),
+        events,
+        ..Options::default()
+    }
+}
+
+async fn serve(o: Options) -> (Running, Client) {
+    let running = start(o).await.unwrap();
+    let client = Client::new(format!("http://{}", running.http));
+    (running, client)
+}
+
+fn request() -> Vec<u8> {
+    std::fs::read(demo_path("tests/fixture/request.json")).unwrap()
+}
+
+/// Posts attempts `from..to` of run `run`; gives the snapshot ids.
+async fn assemble(c: &Client, run: &str, from: u32, to: u32) -> Vec<String> {
+    let mut ids = Vec::new();
+    for n in from..to {
+        let a = c
+            .send(
+                "POST",
+                &format!("/factory/runs/{run}/attempts/a-{n}/context"),
+                Some("acme"),
+                request(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(a.status, 201, "{}", a.text());
+        ids.push(a.json()["contextSnapshotId"].as_str().unwrap().to_owned());
+    }
+    ids
+}
+
+/// Waits until `check` holds, for up to 20 s.
+async fn eventually<F: std::future::Future<Output = bool>>(what: &str, check: impl Fn() -> F) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while !check().await {
+        assert!(Instant::now() < until, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn on_stream(url: &str) -> u64 {
+    stream_census(url, "CONTEXT_ASSEMBLY")
+        .await
+        .map_or(0, |c| c.messages)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_event_is_on_the_stream_once_through_a_broker_outage_and_a_repeat() {
+    let Some(bin) = nats_server() else { return };
+    let mut broker = Broker::start(bin);
+    let url = broker.url();
+    let dir = tempdir();
+    let (running, c) = serve(options(
+        dir.join("store.db").display().to_string(),
+        Some(Events::at(&url)),
+    ))
+    .await;
+    let store = running.service.store.clone();
+
+    let mut ids = assemble(&c, "r", 0, 10).await;
+    eventually("10 events on the stream", || async {
+        on_stream(&url).await == 10
+    })
+    .await;
+    eventually("all marked published", || async {
+        store.unpublished().await.unwrap() == 0
+    })
+    .await;
+
+    // The broker goes away: assemblies go on, events wait.
+    broker.kill();
+    ids.extend(assemble(&c, "r", 10, 20).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(store.unpublished().await.unwrap(), 10);
+
+    // It comes back: they go out.
+    broker.up();
+    eventually("20 events on the stream", || async {
+        on_stream(&url).await == 20
+    })
+    .await;
+    eventually("all marked published", || async {
+        store.unpublished().await.unwrap() == 0
+    })
+    .await;
+
+    // A relay killed between publishing and marking publishes again: the
+    // broker drops the repeats by id.
+    store
+        .execute(
+            "UPDATE context_outbox SET published_at = NULL WHERE sequence <= 5",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.unpublished().await.unwrap(), 5);
+    eventually("marked again", || async {
+        store.unpublished().await.unwrap() == 0
+    })
+    .await;
+
+    // Read whole by a consumer: each snapshot once, its id the message's,
+    // the seed's payload.
+    let census = stream_census(&url, "CONTEXT_ASSEMBLY").await.unwrap();
+    assert_eq!(census.messages, 20, "{census:?}");
+    assert_eq!(census.mismatched, 0);
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(census.ids.keys().cloned().collect::<Vec<_>>(), want);
+    assert!(census.ids.values().all(|n| *n == 1), "{census:?}");
+
+    let client = async_nats::connect(&url).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    let mut stream = js.get_stream("CONTEXT_ASSEMBLY").await.unwrap();
+    let first = stream.get_raw_message(1).await.unwrap();
+    assert_eq!(
+        first.subject.as_str(),
+        "context-assembly.snapshots.v1.context-assembled"
+    );
+    let payload: Value = serde_json::from_slice(&first.payload).unwrap();
+    let keys: Vec<&str> = payload
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "attemptId",
+            "contextSnapshotId",
+            "runId",
+            "status",
+            "tenantId",
+            "tokenBudget",
+            "tokensUsed"
+        ]
+    );
+    assert_eq!(payload["tenantId"], "acme");
+    let info = stream.info().await.unwrap();
+    assert_eq!(info.config.duplicate_window, Duration::from_secs(3600));
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inbound_events_degrade_an_index_and_record_deletions() {
+    let Some(bin) = nats_server() else { return };
+    let broker = Broker::start(bin);
+    let url = broker.url();
+    let dir = tempdir();
+    let store_path = dir.join("store.db").display().to_string();
+    let mut o = options(store_path, Some(Events::at(&url)));
+    // The embedded index answers retrieval.
+    o.fixture = None;
+    o.config = None;
+    let (running, c) = serve(o).await;
+    let store = running.service.store.clone();
+    store
+        .ingest(
+            "docs/commas.md",
+            "The parser rejects trailing commas in arrays.",
+        )
+        .await
+        .unwrap();
+    let client = async_nats::connect(&url).await.unwrap();
+    let post = |n: u32| {
+        let c = c.clone();
+        async move {
+            let a = c
+                .send(
+                    "POST",
+                    &format!("/factory/runs/idx/attempts/a-{n}/context"),
+                    Some("acme"),
+                    serde_json::to_vec(&json!({"query": "Why are trailing commas rejected?", "tokenizer": "o200k-base"})).unwrap(),
+                )
+                .await
+                .unwrap();
+            assert_eq!(a.status, 201, "{}", a.text());
+            a.json()
+        }
+    };
+    assert_eq!(post(0).await["status"], json!(["complete"]));
+    let publish = |subject: &'static str, body: Value| {
+        let client = client.clone();
+        async move {
+            client
+                .publish(subject, serde_json::to_vec(&body).unwrap().into())
+                .await
+                .unwrap();
+            client.flush().await.unwrap();
+        }
+    };
+
+    // Not an event: dropped, and what follows is still handled.
+    publish(
+        "vector-memory.indexes.v1.index-degraded",
+        json!({"index": 1}),
+    )
+    .await;
+    publish(
+        "vector-memory.indexes.v1.index-degraded",
+        json!({"indexId": "embedded", "reason": "reindexing after a schema change"}),
+    )
+    .await;
+    let n = AtomicU32::new(1);
+    eventually("assemblies degraded", || async {
+        post(n.fetch_add(1, Ordering::Relaxed)).await["status"] == json!(["degraded"])
+    })
+    .await;
+    let id = post(100).await["contextSnapshotId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let detail = c
+        .send(
+            "GET",
+            &format!("/factory/context-snapshots/{id}"),
+            Some("acme"),
+            Vec::new(),
+        )
+        .await
+        .unwrap()
+        .json();
+    assert!(
+        detail["sourceCalls"]
+            .to_string()
+            .contains("index `embedded` is degraded: reindexing after a schema change"),
+        "{}",
+        detail["sourceCalls"]
+    );
+
+    publish(
+        "vector-memory.indexes.v1.index-revision-ready",
+        json!({"indexId": "embedded", "indexRevision": "r42"}),
+    )
+    .await;
+    eventually("assemblies whole again", || async {
+        post(n.fetch_add(1, Ordering::Relaxed)).await["status"] == json!(["complete"])
+    })
+    .await;
+
+    // SourceDeleted: the snapshots citing the chunk carry a deleted
+    // citation.
+    publish(
+        "knowledge-ingestion.sources.v1.source-deleted",
+        json!({"tenantId": "acme", "sourceId": "docs/commas.md#1"}),
+    )
+    .await;
+    let first = c
+        .send(
+            "GET",
+            "/factory/runs/idx/context-snapshots",
+            Some("acme"),
+            Vec::new(),
+        )
+        .await
+        .unwrap()
+        .json()["snapshots"][0]["contextSnapshotId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    eventually("the deletion recorded", || async {
+        c.send(
+            "GET",
+            &format!("/factory/context-snapshots/{first}"),
+            Some("acme"),
+            Vec::new(),
+        )
+        .await
+        .unwrap()
+        .json()["deletedCitations"]
+            .to_string()
+            .contains("docs/commas.md#1")
+    })
+    .await;
+    // Each was handled once: nothing is waiting on the inbound stream's
+    // consumer.
+    let js = async_nats::jetstream::new(client.clone());
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
+            .get_stream("CONTEXT_ASSEMBLY_INBOUND")
+            .await
+            .unwrap()
+            .get_consumer("ctxpack-serve")
+            .await
+            .unwrap();
+        let info = consumer.info().await.unwrap();
+        if info.num_pending == 0 && info.num_ack_pending == 0 {
+            assert_eq!(info.delivered.stream_sequence, 4, "{info:?}");
+            break;
+        }
+        assert!(Instant::now() < until, "inbound events left: {info:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_replicas_on_one_postgresql_publish_each_event_once() {
+    let Some(bin) = nats_server() else { return };
+    let Ok(url) = std::env::var("CTXPACK_TEST_POSTGRES") else {
+        assert!(
+            std::env::var("CTXPACK_REQUIRE_POSTGRES").is_err(),
+            "CTXPACK_REQUIRE_POSTGRES is set but CTXPACK_TEST_POSTGRES is not"
+        );
+        eprintln!("CTXPACK_TEST_POSTGRES unset: not run");
+        return;
+    };
+    let broker = Broker::start(bin);
+    let nats = broker.url();
+    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let db = format!("ctxpack_events_{}", std::process::id());
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
+        .await
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .await
+        .unwrap();
+    let fresh = format!("{}/{db}", url.rsplit_once('/').unwrap().0);
+    let (a, ca) = serve(options(fresh.clone(), Some(Events::at(&nats)))).await;
+    let (b, cb) = serve(options(fresh.clone(), Some(Events::at(&nats)))).await;
+    // Both replicas take requests at once.
+    let (x, y) = tokio::join!(assemble(&ca, "ra", 0, 30), assemble(&cb, "rb", 0, 30));
+    let mut ids: Vec<String> = x.into_iter().chain(y).collect();
+    ids.sort();
+    eventually("60 events on the stream", || async {
+        on_stream(&nats).await >= 60
+    })
+    .await;
+    let store = a.service.store.clone();
+    eventually("all marked", || async {
+        store.unpublished().await.unwrap() == 0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let census = stream_census(&nats, "CONTEXT_ASSEMBLY").await.unwrap();
+    assert_eq!(census.messages, 60, "{census:?}");
+    assert_eq!(census.ids.keys().cloned().collect::<Vec<_>>(), ids);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .await
+        .unwrap();
+}
