@@ -28,6 +28,11 @@
 //! backoff-ms = 50
 //! token-file = "/run/secrets/retrieve-token"   # or token-env = "NAME"
 //! index = "kb-main"              # the index it serves (IndexDegraded)
+//! # https:// (gRPC over TLS, or HTTPS): the roots it is checked against
+//! # (the system's when left out), and a client certificate for mTLS
+//! ca-file = "ca.pem"
+//! cert-file = "client.pem"
+//! key-file = "client.key"
 //!
 //! [events]                       # read at start only
 //! nats = "nats://127.0.0.1:4222" # ContextAssembled out, SourceDeleted and
@@ -39,7 +44,7 @@
 //! while those in flight finish with the one they began with. An invalid
 //! file is refused, naming the key, and the running configuration stays.
 
-use crate::upstream::{Address, Settings as UpstreamSettings};
+use crate::upstream::{Address, Settings as UpstreamSettings, Tls};
 use ctxpack_core::{BuilderConfig, Section, SectionShare};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -190,6 +195,9 @@ struct UpstreamFile {
     token_file: Option<PathBuf>,
     token_env: Option<String>,
     index: Option<String>,
+    ca_file: Option<PathBuf>,
+    cert_file: Option<PathBuf>,
+    key_file: Option<PathBuf>,
 }
 
 fn default_timeout_ms() -> u64 {
@@ -334,17 +342,59 @@ impl Settings {
             };
             let (Address::Grpc(url) | Address::Http(url)) = &address;
             let field = if u.grpc.is_some() { "grpc" } else { "http" };
-            match url.parse::<tonic::codegen::http::Uri>() {
-                Ok(uri) if uri.scheme_str() == Some("http") && uri.host().is_some() => {}
+            let secure = match url.parse::<tonic::codegen::http::Uri>() {
+                Ok(uri)
+                    if uri.host().is_some()
+                        && matches!(uri.scheme_str(), Some("http" | "https")) =>
+                {
+                    uri.scheme_str() == Some("https")
+                }
                 Ok(_) => {
                     return Err(at(
                         path,
                         &format!("{key}.{field}"),
-                        format!("`{url}`: needs http://host:port"),
+                        format!("`{url}`: needs http://host:port or https://host:port"),
                     ));
                 }
                 Err(e) => return Err(at(path, &format!("{key}.{field}"), format!("`{url}`: {e}"))),
-            }
+            };
+            let read = |name: &str, file: &Option<PathBuf>| -> Result<Option<Vec<u8>>, String> {
+                let Some(file) = file else { return Ok(None) };
+                let file = path.parent().unwrap_or(Path::new(".")).join(file);
+                std::fs::read(&file).map(Some).map_err(|e| {
+                    at(
+                        path,
+                        &format!("{key}.{name}"),
+                        format!("{}: {e}", file.display()),
+                    )
+                })
+            };
+            let tls = if secure {
+                let identity = match (
+                    read("cert-file", &u.cert_file)?,
+                    read("key-file", &u.key_file)?,
+                ) {
+                    (Some(cert), Some(key)) => Some((cert, key)),
+                    (None, None) => None,
+                    _ => return Err(at(path, &key, "give `cert-file` and `key-file` together")),
+                };
+                let tls = Tls {
+                    ca: read("ca-file", &u.ca_file)?,
+                    identity,
+                };
+                tls.check()
+                    .map_err(|(name, e)| at(path, &format!("{key}.{name}"), e))?;
+                Some(tls)
+            } else {
+                if u.ca_file.is_some() || u.cert_file.is_some() || u.key_file.is_some() {
+                    return Err(at(
+                        path,
+                        &format!("{key}.{field}"),
+                        "certificates need an https:// address",
+                    ));
+                }
+                None
+            };
             if u.timeout_ms == 0 {
                 return Err(at(path, &format!("{key}.timeout-ms"), "must be at least 1"));
             }
@@ -399,6 +449,7 @@ impl Settings {
                     token,
                     compression_profile: c.compression_profile.clone(),
                     index: u.index.clone(),
+                    tls,
                 },
             );
         }
@@ -519,7 +570,23 @@ mod tests {
             ),
             (
                 "[upstreams.retrieve]\ngrpc = \"ftp://a:1\"",
-                "upstreams.retrieve.grpc: `ftp://a:1`: needs http://host:port",
+                "upstreams.retrieve.grpc: `ftp://a:1`: needs http://host:port or https://host:port",
+            ),
+            (
+                "[upstreams.retrieve]\ngrpc = \"http://a:1\"\nca-file = \"ca.pem\"",
+                "upstreams.retrieve.grpc: certificates need an https:// address",
+            ),
+            (
+                "[upstreams.retrieve]\ngrpc = \"https://a:1\"\ncert-file = \"c.pem\"",
+                "upstreams.retrieve.cert-file: ",
+            ),
+            (
+                "[upstreams.retrieve]\ngrpc = \"https://a:1\"\ncert-file = \"c.pem\"\nkey-file = \"k.pem\"",
+                "upstreams.retrieve.cert-file: ",
+            ),
+            (
+                "[upstreams.retrieve]\nhttp = \"https://a:1\"\nca-file = \"Cargo.toml\"",
+                "upstreams.retrieve.ca-file: holds no certificate",
             ),
             (
                 "[upstreams.retrieve]\ngrpc = \"http://a:1\"\nconcurrency = 0",

@@ -64,6 +64,95 @@ pub struct Settings {
     pub compression_profile: Option<String>,
     /// The index it serves, which an `IndexDegraded` event names.
     pub index: Option<String>,
+    /// For an `https://` address: the roots and the client certificate.
+    pub tls: Option<Tls>,
+}
+
+/// TLS to an upstream, as PEM.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Tls {
+    /// The roots its certificate is checked against; the system's when
+    /// none.
+    pub ca: Option<Vec<u8>>,
+    /// A client certificate and its key, for mTLS.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("Tls")
+            .field("ca", &self.ca.as_ref().map(Vec::len))
+            .field("identity", &self.identity.is_some())
+            .finish()
+    }
+}
+
+impl Tls {
+    /// Checks that each file is what its key says, naming the key.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if let Some(ca) = &self.ca {
+            roots_of(Some(ca)).map_err(|e| ("ca-file", e))?;
+        }
+        if let Some((cert, key)) = &self.identity {
+            certificates(cert).map_err(|e| ("cert-file", e))?;
+            private_key(key).map_err(|e| ("key-file", e))?;
+        }
+        Ok(())
+    }
+
+    /// The rustls client configuration (ring), for HTTPS.
+    fn client_config(&self) -> Result<rustls::ClientConfig, String> {
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots_of(self.ca.as_deref())?);
+        match &self.identity {
+            Some((cert, key)) => builder
+                .with_client_auth_cert(certificates(cert)?, private_key(key)?)
+                .map_err(|e| e.to_string()),
+            None => Ok(builder.with_no_client_auth()),
+        }
+    }
+}
+
+fn certificates(pem: &[u8]) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    use rustls::pki_types::pem::PemObject;
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not PEM certificates: {e}"))?;
+    if certs.is_empty() {
+        return Err("holds no certificate".into());
+    }
+    Ok(certs)
+}
+
+fn private_key(pem: &[u8]) -> Result<rustls::pki_types::PrivateKeyDer<'static>, String> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::PrivateKeyDer::from_pem_slice(pem)
+        .map_err(|e| format!("not a PEM private key: {e}"))
+}
+
+/// `ca`'s certificates, or the system's roots.
+fn roots_of(ca: Option<&[u8]>) -> Result<rustls::RootCertStore, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    match ca {
+        Some(pem) => {
+            for c in certificates(pem)? {
+                roots
+                    .add(c)
+                    .map_err(|e| format!("not a CA certificate: {e}"))?;
+            }
+        }
+        None => {
+            for c in rustls_native_certs::load_native_certs().certs {
+                // A system root rustls cannot read is one fewer root.
+                let _ = roots.add(c);
+            }
+        }
+    }
+    Ok(roots)
 }
 
 enum Transport {
@@ -74,9 +163,11 @@ enum Transport {
     },
     Http {
         url: http::Uri,
-        client: Box<Hyper<HttpConnector, Full<Bytes>>>,
+        client: Box<HttpClient>,
     },
 }
+
+type HttpClient = Hyper<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// One capability's upstream.
 pub struct Upstream {
@@ -143,11 +234,25 @@ impl Upstream {
                 let path = format!("/{}/{}", method.parent_service().full_name(), method.name())
                     .parse()
                     .map_err(|e| format!("{e}"))?;
-                let channel = tonic::transport::Endpoint::from_shared(uri.clone())
+                let mut endpoint = tonic::transport::Endpoint::from_shared(uri.clone())
                     .map_err(|e| format!("`{uri}`: {e}"))?
                     .connect_timeout(settings.timeout)
-                    .tcp_nodelay(true)
-                    .connect_lazy();
+                    .tcp_nodelay(true);
+                if let Some(tls) = &settings.tls {
+                    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+                    let mut config = ClientTlsConfig::new();
+                    config = match &tls.ca {
+                        Some(ca) => config.ca_certificate(Certificate::from_pem(ca)),
+                        None => config.with_native_roots(),
+                    };
+                    if let Some((cert, key)) = &tls.identity {
+                        config = config.identity(Identity::from_pem(cert, key));
+                    }
+                    endpoint = endpoint
+                        .tls_config(config)
+                        .map_err(|e| format!("`{uri}`: TLS: {e}"))?;
+                }
+                let channel = endpoint.connect_lazy();
                 Transport::Grpc {
                     channel,
                     method,
@@ -156,14 +261,16 @@ impl Upstream {
             }
             Address::Http(url) => {
                 let url: http::Uri = url.parse().map_err(|e| format!("`{url}`: {e}"))?;
-                if url.scheme_str() != Some("http") {
-                    return Err(format!(
-                        "`{url}`: only http:// is supported (put a TLS proxy in front)"
-                    ));
-                }
                 let mut connector = HttpConnector::new();
                 connector.set_nodelay(true);
                 connector.set_connect_timeout(Some(settings.timeout));
+                connector.enforce_http(false);
+                let tls = settings.tls.clone().unwrap_or_default().client_config()?;
+                let connector = hyper_rustls::HttpsConnectorBuilder::new()
+                    .with_tls_config(tls)
+                    .https_or_http()
+                    .enable_http1()
+                    .wrap_connector(connector);
                 Transport::Http {
                     url,
                     client: Box::new(Hyper::builder(TokioExecutor::new()).build(connector)),
@@ -276,7 +383,7 @@ impl Upstream {
     async fn http(
         &self,
         url: &http::Uri,
-        client: &Hyper<HttpConnector, Full<Bytes>>,
+        client: &HttpClient,
         call: &Call<'static>,
         context: &AgentContext,
     ) -> Result<Answer, Fault> {
