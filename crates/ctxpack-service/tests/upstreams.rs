@@ -982,3 +982,166 @@ async fn upstreams_over_tls_check_the_store_and_show_a_client_certificate() {
     grpc_task.abort();
     https_task.abort();
 }
+
+/// A store answering every source with one candidate of its own, which
+/// counts the calls in flight and, when given a barrier, holds each
+/// call there until as many have arrived.
+fn counting(
+    in_flight: Arc<std::sync::atomic::AtomicUsize>,
+    most: Arc<std::sync::atomic::AtomicUsize>,
+    barrier: Option<Arc<tokio::sync::Barrier>>,
+) -> Answering {
+    Arc::new(
+        move |call: Call<'static>, _: AgentContext, _: Option<String>| {
+            let (in_flight, most, barrier) = (in_flight.clone(), most.clone(), barrier.clone());
+            Box::pin(async move {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                match &barrier {
+                    Some(b) => {
+                        b.wait().await;
+                    }
+                    None => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                match &call {
+                    Call::Review { items } => {
+                        Answer::Verdicts(Ok(vec![Verdict::Allow; items.len()]))
+                    }
+                    Call::Summarize { requests, .. } => {
+                        Answer::Summaries(Ok(requests.iter().map(|_| "short".to_owned()).collect()))
+                    }
+                    source => {
+                        let id = source.capability().replace('.', "-");
+                        Answer::Candidates(Ok(vec![candidate(&id, "Trailing commas are refused.")]))
+                    }
+                }
+            })
+        },
+    )
+}
+
+async fn grpc_store(answering: Answering) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (sources, policy, summarizer) = Grpc(answering).services();
+    let task = tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .add_service(sources)
+            .add_service(policy)
+            .add_service(summarizer)
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+            .await;
+    });
+    (addr, task)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rounds_source_calls_run_at_once_and_an_upstream_keeps_its_concurrency_limit() {
+    use std::sync::atomic::AtomicUsize;
+    // The full profile's first round calls retrieval, memory and the
+    // repository state: each is held until all three have arrived, which
+    // only calls made at once can do.
+    let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let barrier = Arc::new(tokio::sync::Barrier::new(3));
+    let (addr, task) = grpc_store(counting(in_flight.clone(), most.clone(), Some(barrier))).await;
+    let dir = tempdir();
+    let mut text = String::from(
+        "[builder]\nprofile = { full = { retrieve-limit = 4, graph-depth = 0, memory-limit = 2, repository-state = true } }\n",
+    );
+    for cap in [
+        "retrieve",
+        "recall-memory",
+        "repository-state",
+        "expand-graph",
+    ] {
+        text.push_str(&format!(
+            "[upstreams.{cap}]\ngrpc = \"http://{addr}\"\ntimeout-ms = 3000\nretries = 0\n"
+        ));
+    }
+    let (running, c) = serve(options(&dir, Some(config(&dir, &text)))).await;
+    let a = c
+        .send(
+            "POST",
+            "/factory/runs/r/attempts/a/context",
+            Some("acme"),
+            serde_json::to_vec(&json!({
+                "context": {"user-id": "u-1"},
+                "query": "Why are trailing commas refused?",
+                "tokenizer": "o200k-base"
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(a.status, 201, "{}", a.text());
+    assert_eq!(a.json()["status"], json!(["complete"]), "{}", a.text());
+    assert_eq!(most.load(Ordering::SeqCst), 3);
+    running.shutdown().await.unwrap();
+    task.abort();
+
+    // An upstream with `concurrency = 2` has at most two calls in flight,
+    // however many assemblies want it.
+    let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (addr, task) = grpc_store(counting(in_flight, most.clone(), None)).await;
+    let dir = tempdir();
+    let text = format!(
+        "[builder]\nprofile = {{ rag = {{ retrieve-limit = 4 }} }}\n[upstreams.retrieve]\ngrpc = \"http://{addr}\"\nconcurrency = 2\n"
+    );
+    let mut o = options(&dir, Some(config(&dir, &text)));
+    o.instances = 8;
+    let (running, c) = serve(o).await;
+    let posts: Vec<_> = (0..16)
+        .map(|n| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                c.send(
+                    "POST",
+                    &format!("/factory/runs/r/attempts/c-{n}/context"),
+                    Some("acme"),
+                    request(20000),
+                )
+                .await
+                .unwrap()
+                .status
+            })
+        })
+        .collect();
+    for p in posts {
+        assert_eq!(p.await.unwrap(), 201);
+    }
+    assert_eq!(most.load(Ordering::SeqCst), 2);
+    running.shutdown().await.unwrap();
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_deadline_covers_the_upstreams() {
+    // A store that never answers, an upstream timeout longer than the
+    // service's deadline: the deadline answers 504, nothing recorded.
+    let b = Arc::new(Behaviour::default());
+    b.set("sources.retrieve", Mode::Hang);
+    let up = store(true, b, "127.0.0.1:0".parse().unwrap()).await;
+    let dir = tempdir();
+    let text = format!(
+        "[builder]\nprofile = {{ rag = {{ retrieve-limit = 4 }} }}\n[upstreams.retrieve]\ngrpc = \"http://{}\"\ntimeout-ms = 20000\n",
+        up.addr
+    );
+    let mut o = options(&dir, Some(config(&dir, &text)));
+    o.deadline = Duration::from_millis(500);
+    let (running, c) = serve(o).await;
+    let a = c
+        .send(
+            "POST",
+            "/factory/runs/r/attempts/d/context",
+            Some("acme"),
+            request(20000),
+        )
+        .await
+        .unwrap();
+    assert_eq!(a.status, 504, "{}", a.text());
+    assert_eq!(a.json()["error"]["code"], "deadline-exceeded");
+    assert_eq!(running.service.store.census().await.unwrap().snapshots, 0);
+    running.shutdown().await.unwrap();
+    up.down().await;
+}
