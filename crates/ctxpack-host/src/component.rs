@@ -201,6 +201,7 @@ impl Runtime {
             .call_create(&mut store, &config)?;
         Ok(match created {
             Ok(builder) => Ok(Instance {
+                dropped_badly: false,
                 store,
                 bindings,
                 builder,
@@ -304,7 +305,14 @@ pub struct Instance {
     fuel: Option<u64>,
     bindings: bindings::Ctxpack,
     builder: ResourceAny,
+    /// Whether dropping a resource failed: the instance trapped there and
+    /// cannot be entered again.
+    dropped_badly: bool,
 }
+
+/// Ticks of [`Runtime::tick`] a resource's drop may take, however late
+/// the call that abandoned it was.
+const DROP_TICKS: u64 = 1 << 20;
 
 /// A router resource inside an [`Instance`].
 #[derive(Clone, Copy)]
@@ -400,8 +408,23 @@ impl Instance {
         })
     }
 
+    /// Drops a resource the host held. An assembly abandoned at its
+    /// deadline is still dropped: the drop gets a deadline of its own, so
+    /// the instance stays usable; if the drop fails all the same, the
+    /// instance has trapped ([`Instance::usable`]).
     pub(crate) fn drop_resource(&mut self, handle: ResourceAny) -> Result<(), WasmError> {
-        Ok(handle.resource_drop(&mut self.store)?)
+        self.store.set_epoch_deadline(DROP_TICKS);
+        self.refuel()?;
+        let dropped = handle.resource_drop(&mut self.store);
+        self.dropped_badly |= dropped.is_err();
+        Ok(dropped?)
+    }
+
+    /// Whether the instance can be entered again: false once dropping a
+    /// resource trapped, which the caller of the call that dropped it
+    /// never saw. (A call that traps says so itself.)
+    pub fn usable(&self) -> bool {
+        !self.dropped_badly
     }
 
     /// Diffs two snapshots inside the component.

@@ -150,7 +150,7 @@ impl Drop for Lease {
         let Some(instance) = self.instance.take() else {
             return;
         };
-        if self.trapped {
+        if self.trapped || !instance.usable() {
             self.pool
                 .trapped
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -616,6 +616,32 @@ async fn after_an_interrupted_call_the_next_request_is_served() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_assembly_abandoned_at_its_deadline_leaves_its_instance_usable() {
+    // The deadline passes while the stores are still answering: the
+    // assembly is abandoned between steps and its resource dropped after
+    // its deadline. The one instance must serve the next request.
+    let mut o = options();
+    o.deadline = Duration::from_millis(100);
+    o.instances = 1;
+    o.faults.delay = Some(Duration::from_millis(400));
+    let (running, c) = serve(o).await;
+    for attempt in ["1", "2", "3"] {
+        let r = c
+            .send(
+                "POST",
+                &format!("/factory/runs/r/attempts/{attempt}/context"),
+                Some("acme"),
+                body(&demo()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 504, "{}", r.text());
+    }
+    assert_eq!(running.service.live().pool.trapped(), 0);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn metrics_carry_the_seeds_four_with_their_dimensions() {
     let (running, c) = serve(options()).await;
     for (tenant, attempt) in [("acme", "1"), ("acme", "2"), ("globex", "1")] {
