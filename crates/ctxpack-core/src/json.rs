@@ -284,20 +284,7 @@ fn read_answers(text: &str, calls: &[Call<'static>]) -> Result<(Vec<Answer>, usi
     {
         return Ok(read);
     }
-    let mut track = serde_path_to_error::Track::new();
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let read = Answers(calls)
-        .deserialize(serde_path_to_error::Deserializer::new(&mut *de, &mut track))
-        .and_then(|r| de.end().map(|()| r));
-    read.map_err(|e| {
-        let path = track.path().to_string();
-        let field = if path == "." {
-            "answer".to_owned()
-        } else {
-            format!("answer{path}")
-        };
-        Error::invalid(field, e.to_string())
-    })
+    tracked(text, Answers(calls))
 }
 
 /// The answer to one call, read from JSON as a step's answer list holds
@@ -305,17 +292,23 @@ fn read_answers(text: &str, calls: &[Call<'static>]) -> Result<(Vec<Answer>, usi
 /// on its own, as a remote store does. An error names the field under
 /// `answer`.
 pub fn read_answer(call: &Call<'static>, text: &str) -> Result<Answer, Error> {
+    tracked(text, crate::call::Read(call))
+}
+
+/// `text` read whole by `seed`, an error naming the field under `answer`
+/// (`answer[1].ok[0].section`, `answer.ok[0].section`).
+fn tracked<'de, S: DeserializeSeed<'de>>(text: &'de str, seed: S) -> Result<S::Value, Error> {
     let mut track = serde_path_to_error::Track::new();
     let de = &mut serde_json::Deserializer::from_str(text);
-    let read = crate::call::Read(call)
+    let read = seed
         .deserialize(serde_path_to_error::Deserializer::new(&mut *de, &mut track))
         .and_then(|r| de.end().map(|()| r));
     read.map_err(|e| {
         let path = track.path().to_string();
-        let field = if path == "." {
-            "answer".to_owned()
-        } else {
-            format!("answer.{path}")
+        let field = match path.as_str() {
+            "." => "answer".to_owned(),
+            p if p.starts_with('[') => format!("answer{p}"),
+            p => format!("answer.{p}"),
         };
         Error::invalid(field, e.to_string())
     })

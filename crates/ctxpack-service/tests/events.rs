@@ -21,17 +21,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-static N: AtomicU32 = AtomicU32::new(0);
+mod common;
 
 fn tempdir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "ctxpack-events-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::tempdir("events")
 }
 
 fn nats_server() -> Option<PathBuf> {

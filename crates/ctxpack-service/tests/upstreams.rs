@@ -16,21 +16,14 @@ use ctxpack_service::{Options, Running, start};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-static N: AtomicU32 = AtomicU32::new(0);
+mod common;
 
 fn tempdir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "ctxpack-upstreams-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::tempdir("upstreams")
 }
 
 /// How the test store behaves, per capability.
@@ -151,6 +144,12 @@ impl TestStore {
 
 /// A store answering with `b` over gRPC or HTTP, on `addr` (port 0: any).
 async fn store(grpc: bool, b: Arc<Behaviour>, addr: SocketAddr) -> TestStore {
+    serve_store(grpc, answering(b), addr).await
+}
+
+/// A store answering with `answering` over gRPC or HTTP (where `/wrong`
+/// answers a wrong shape), on `addr` (port 0: any).
+async fn serve_store(grpc: bool, answering: Answering, addr: SocketAddr) -> TestStore {
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -158,7 +157,7 @@ async fn store(grpc: bool, b: Arc<Behaviour>, addr: SocketAddr) -> TestStore {
         let _ = stopped.await;
     };
     let task = if grpc {
-        let (sources, policy, summarizer) = Grpc(answering(b)).services();
+        let (sources, policy, summarizer) = Grpc(answering).services();
         tokio::spawn(async move {
             let _ = tonic::transport::Server::builder()
                 .add_service(sources)
@@ -171,7 +170,7 @@ async fn store(grpc: bool, b: Arc<Behaviour>, addr: SocketAddr) -> TestStore {
                 .await;
         })
     } else {
-        let app = http_wrong_shaped().merge(http(answering(b)));
+        let app = http_wrong_shaped().merge(http(answering));
         tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(stopped)
@@ -1021,21 +1020,6 @@ fn counting(
     )
 }
 
-async fn grpc_store(answering: Answering) -> (SocketAddr, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (sources, policy, summarizer) = Grpc(answering).services();
-    let task = tokio::spawn(async move {
-        let _ = tonic::transport::Server::builder()
-            .add_service(sources)
-            .add_service(policy)
-            .add_service(summarizer)
-            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
-            .await;
-    });
-    (addr, task)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rounds_source_calls_run_at_once_and_an_upstream_keeps_its_concurrency_limit() {
     use std::sync::atomic::AtomicUsize;
@@ -1044,7 +1028,13 @@ async fn a_rounds_source_calls_run_at_once_and_an_upstream_keeps_its_concurrency
     // only calls made at once can do.
     let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let barrier = Arc::new(tokio::sync::Barrier::new(3));
-    let (addr, task) = grpc_store(counting(in_flight.clone(), most.clone(), Some(barrier))).await;
+    let up = serve_store(
+        true,
+        counting(in_flight.clone(), most.clone(), Some(barrier)),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await;
+    let addr = up.addr;
     let dir = tempdir();
     let mut text = String::from(
         "[builder]\nprofile = { full = { retrieve-limit = 4, graph-depth = 0, memory-limit = 2, repository-state = true } }\n",
@@ -1078,12 +1068,18 @@ async fn a_rounds_source_calls_run_at_once_and_an_upstream_keeps_its_concurrency
     assert_eq!(a.json()["status"], json!(["complete"]), "{}", a.text());
     assert_eq!(most.load(Ordering::SeqCst), 3);
     running.shutdown().await.unwrap();
-    task.abort();
+    up.down().await;
 
     // An upstream with `concurrency = 2` has at most two calls in flight,
     // however many assemblies want it.
     let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (addr, task) = grpc_store(counting(in_flight, most.clone(), None)).await;
+    let up = serve_store(
+        true,
+        counting(in_flight, most.clone(), None),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await;
+    let addr = up.addr;
     let dir = tempdir();
     let text = format!(
         "[builder]\nprofile = {{ rag = {{ retrieve-limit = 4 }} }}\n[upstreams.retrieve]\ngrpc = \"http://{addr}\"\nconcurrency = 2\n"
@@ -1112,7 +1108,7 @@ async fn a_rounds_source_calls_run_at_once_and_an_upstream_keeps_its_concurrency
     }
     assert_eq!(most.load(Ordering::SeqCst), 2);
     running.shutdown().await.unwrap();
-    task.abort();
+    up.down().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
