@@ -202,6 +202,7 @@ impl service::Service {
                 r.instances,
             )
             .map(|l| (l, settings))
+            .map_err(|e| format!("{}: {e}", r.path.display()))
         })
         .await
         .map_err(|e| e.to_string())??;
@@ -246,7 +247,11 @@ pub async fn start(o: Options) -> Result<Running, String> {
         fixture.clone(),
         health.clone(),
         o.instances,
-    )?;
+    )
+    .map_err(|e| match &o.config {
+        Some(p) => format!("{}: {e}", p.display()),
+        None => e,
+    })?;
     let (documents, chunks) = store.indexed().await.map_err(|e| e.to_string())?;
     tracing::info!(
         target: "ctxpack::serve",

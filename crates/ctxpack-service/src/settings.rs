@@ -264,8 +264,14 @@ impl Settings {
 
     /// Checks `text`, the file at `path`.
     pub fn parse(path: &Path, text: &str) -> Result<Settings, String> {
-        let de = toml::Deserializer::parse(text)
-            .map_err(|e| format!("{}: {}", path.display(), e.message()))?;
+        let de = toml::Deserializer::parse(text).map_err(|e| {
+            // Where: the line and column of the span's start, from 1.
+            let at = e.span().map_or(0, |s| s.start.min(text.len()));
+            let before = &text[..text.floor_char_boundary(at)];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("{}:{line}:{column}: {}", path.display(), e.message())
+        })?;
         let file: File = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
@@ -609,7 +615,11 @@ mod tests {
                 "ctxpack.toml: builder.profile: unknown variant `ragg`",
             ),
             ("[service]\nlisten = \"here\"", "service.listen: invalid"),
-            ("[service\n", "ctxpack.toml: "),
+            ("[service\n", "ctxpack.toml:1:"),
+            (
+                "[context]\ndefault-budget-tokens = 5\nwhat is this",
+                "ctxpack.toml:3:",
+            ),
         ] {
             let err = parse(text).unwrap_err();
             assert!(err.contains(want), "{text:?}:\n  got  {err}\n  want {want}");
