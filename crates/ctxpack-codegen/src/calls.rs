@@ -62,16 +62,7 @@ pub fn javascript(wit: &Wit) -> String {
 
 /// The profile of a configuration that names none.
 fn default_profile() -> String {
-    profile_name(ctxpack_core::Profile::default())
-}
-
-/// A profile's name, as the configuration spells it.
-fn profile_name(p: ctxpack_core::Profile) -> String {
-    match serde_json::to_value(p) {
-        Ok(serde_json::Value::String(name)) => name,
-        Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
-        _ => String::new(),
-    }
+    ctxpack_core::Profile::default().name()
 }
 
 /// Each profile by the name the configuration gives it, with the sources
@@ -94,7 +85,7 @@ pub fn profiles() -> Vec<(String, Vec<&'static str>)> {
     ];
     fullest
         .into_iter()
-        .map(|p| (profile_name(p), p.sources()))
+        .map(|p| (p.name(), p.sources()))
         .collect()
 }
 

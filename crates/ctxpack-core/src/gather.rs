@@ -115,6 +115,16 @@ impl SourcePlan {
 }
 
 impl Profile {
+    /// Its name, as a configuration spells it (`rag-memory`): the key its
+    /// settings are given under.
+    pub fn name(self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(name)) => name,
+            Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
     /// The sources an assembly under this profile may call, as their
     /// capabilities (`sources.retrieve`, …), in the order the WIT lists
     /// them. A host lending any other source lends it for nothing; the

@@ -247,7 +247,7 @@ fn camel(key: &str) -> String {
 }
 
 /// Every object key of `v` in camelCase; values as they are.
-fn camel_keys(v: Value) -> Value {
+pub(crate) fn camel_keys(v: Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.into_iter()

@@ -46,25 +46,10 @@ const CONSUMER: &str = "ctxpack-serve";
 /// `{"contextSnapshotId": …}`.
 pub fn payload(kebab: &str) -> Result<Vec<u8>, String> {
     let value: serde_json::Value = serde_json::from_str(kebab).map_err(|e| e.to_string())?;
-    let serde_json::Value::Object(fields) = value else {
+    if !value.is_object() {
         return Err("the event is not an object".into());
-    };
-    let camel: serde_json::Map<String, serde_json::Value> = fields
-        .into_iter()
-        .map(|(k, v)| {
-            let mut parts = k.split('-');
-            let mut name = parts.next().unwrap_or_default().to_owned();
-            for p in parts {
-                let mut c = p.chars();
-                if let Some(first) = c.next() {
-                    name.extend(first.to_uppercase());
-                    name.push_str(c.as_str());
-                }
-            }
-            (name, v)
-        })
-        .collect();
-    serde_json::to_vec(&camel).map_err(|e| e.to_string())
+    }
+    serde_json::to_vec(&crate::http::camel_keys(value)).map_err(|e| e.to_string())
 }
 
 /// Connects to the broker, waiting for it in the background when it is

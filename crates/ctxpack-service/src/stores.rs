@@ -94,7 +94,7 @@ impl Stores {
                 return Err(format!(
                     "builder.profile: `{}` calls `{capability}`, which nothing answers: \
                      configure [upstreams.{name}] or choose a profile without it",
-                    profile_name(profile)
+                    profile.name()
                 ));
             }
         }
@@ -154,14 +154,5 @@ impl Stores {
             },
             None => call.failed(HostError::not_provided(capability)),
         }
-    }
-}
-
-/// A profile's name, as the configuration spells it.
-fn profile_name(p: ctxpack_core::Profile) -> String {
-    match serde_json::to_value(p) {
-        Ok(serde_json::Value::String(name)) => name,
-        Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
-        _ => String::new(),
     }
 }

@@ -89,6 +89,21 @@ impl std::fmt::Debug for Tls {
 }
 
 impl Tls {
+    fn builder()
+    -> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>, String> {
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())
+    }
+
+    /// The configuration a plain `http://` connector carries unused.
+    fn plain_config() -> Result<rustls::ClientConfig, String> {
+        Ok(Tls::builder()?
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth())
+    }
+
     /// Checks that each file is what its key says, naming the key.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
         if let Some(ca) = &self.ca {
@@ -103,11 +118,7 @@ impl Tls {
 
     /// The rustls client configuration (ring), for HTTPS.
     fn client_config(&self) -> Result<rustls::ClientConfig, String> {
-        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(roots_of(self.ca.as_deref())?);
+        let builder = Tls::builder()?.with_root_certificates(roots_of(self.ca.as_deref())?);
         match &self.identity {
             Some((cert, key)) => builder
                 .with_client_auth_cert(certificates(cert)?, private_key(key)?)
@@ -265,7 +276,12 @@ impl Upstream {
                 connector.set_nodelay(true);
                 connector.set_connect_timeout(Some(settings.timeout));
                 connector.enforce_http(false);
-                let tls = settings.tls.clone().unwrap_or_default().client_config()?;
+                // A plain http:// address needs no roots: the system's are
+                // read only for https:// without a `ca-file`.
+                let tls = match &settings.tls {
+                    Some(tls) => tls.client_config()?,
+                    None => Tls::plain_config()?,
+                };
                 let connector = hyper_rustls::HttpsConnectorBuilder::new()
                     .with_tls_config(tls)
                     .https_or_http()
