@@ -21,6 +21,8 @@ pub struct Answer {
     pub status: u16,
     /// A header the tests look at.
     pub location: Option<String>,
+    /// Every header.
+    pub headers: hyper::HeaderMap,
     /// Body.
     pub body: Bytes,
 }
@@ -56,12 +58,25 @@ impl Client {
         tenant: Option<&str>,
         body: impl Into<Bytes>,
     ) -> Result<Answer, String> {
+        let headers: Vec<(&str, &str)> = tenant.map(|t| ("x-tenant-id", t)).into_iter().collect();
+        self.request(method, path, &headers, body).await
+    }
+
+    /// Sends one request with these headers (each sent as given, a name
+    /// twice sent twice).
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<Bytes>,
+    ) -> Result<Answer, String> {
         let mut req = hyper::Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
             .header("content-type", "application/json");
-        if let Some(t) = tenant {
-            req = req.header("x-tenant-id", t);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
         }
         let req = req
             .body(Full::new(body.into()))
@@ -73,6 +88,7 @@ impl Client {
             .get("location")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let headers = res.headers().clone();
         let body = res
             .into_body()
             .collect()
@@ -82,6 +98,7 @@ impl Client {
         Ok(Answer {
             status,
             location,
+            headers,
             body,
         })
     }

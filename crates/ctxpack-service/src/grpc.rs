@@ -1,8 +1,14 @@
 //! The seed's internal `ContextAssembly.Assemble` over gRPC (tonic), with
-//! the POST endpoint's semantics (see `proto/…/context_assembly.proto`).
+//! the POST endpoint's semantics (see `proto/…/context_assembly.proto`):
+//! the same bearer token in the `authorization` metadata (scope
+//! `factory.context.assemble`), the same rate limit
+//! (`RESOURCE_EXHAUSTED` with `retry-after`), and the standard health
+//! service (`grpc.health.v1.Health`) following `/readyz`.
 
+use crate::auth::{Refusal, Scope};
 use crate::service::{AssembleError, Service};
 use std::sync::Arc;
+use tonic::codegen::http;
 use tonic::{Request, Response, Status};
 
 /// The generated messages and service.
@@ -49,13 +55,74 @@ impl ContextAssembly for Grpc {
         &self,
         request: Request<pb::AssembleRequest>,
     ) -> Result<Response<pb::AssembleReply>, Status> {
-        let tenant = request
-            .metadata()
-            .get("x-tenant-id")
-            .ok_or_else(|| Status::invalid_argument("x-tenant-id: metadata entry missing"))?
-            .to_str()
-            .map_err(|_| Status::invalid_argument("x-tenant-id: not visible ASCII"))?
-            .to_owned();
+        let ids = ids_of(request.metadata());
+        let span = tracing::info_span!(
+            "request",
+            request_id = %ids.request_id,
+            trace_id = %ids.trace_id,
+            span_id = %ids.span_id,
+        );
+        let result = tracing::Instrument::instrument(self.assemble_as_caller(request), span).await;
+        let code = match &result {
+            Ok(_) => tonic::Code::Ok,
+            Err(s) => s.code(),
+        };
+        self.service
+            .metrics
+            .response("grpc", "ContextAssembly/Assemble", &format!("{code:?}"));
+        result.map(|mut r| {
+            if let Ok(v) = ids.request_id.parse() {
+                r.metadata_mut().insert("x-request-id", v);
+            }
+            r
+        })
+    }
+}
+
+/// The ids of a call, from its metadata as HTTP reads its headers.
+fn ids_of(m: &tonic::metadata::MetadataMap) -> crate::http::RequestIds {
+    crate::http::RequestIds::of(&m.clone().into_headers())
+}
+
+fn refused(e: &Refusal) -> Status {
+    match e {
+        Refusal::Unauthenticated(m) => Status::unauthenticated(m.clone()),
+        Refusal::Forbidden(m) => Status::permission_denied(m.clone()),
+        Refusal::Invalid(m) => Status::invalid_argument(m.clone()),
+    }
+}
+
+impl Grpc {
+    async fn assemble_as_caller(
+        &self,
+        request: Request<pb::AssembleRequest>,
+    ) -> Result<Response<pb::AssembleReply>, Status> {
+        let all = |name: &str| {
+            request
+                .metadata()
+                .get_all(name)
+                .iter()
+                .map(|v| v.as_bytes().to_vec())
+                .collect::<Vec<_>>()
+        };
+        let (authorization, tenant_header) = (all("authorization"), all("x-tenant-id"));
+        let caller = self
+            .service
+            .auth
+            .caller(
+                &authorization.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+                &tenant_header.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+            )
+            .await
+            .map_err(|e| refused(&e))?;
+        caller.may(Scope::Assemble).map_err(|e| refused(&e))?;
+        if let Err(t) = self.service.admit(&caller.tenant) {
+            let mut s = Status::resource_exhausted(t.message);
+            s.metadata_mut()
+                .insert("retry-after", t.retry_after_s.into());
+            return Err(s);
+        }
+        let tenant = caller.tenant;
         let r = request.into_inner();
         let reply = self
             .service
@@ -75,4 +142,66 @@ impl ContextAssembly for Grpc {
             replayed: reply.replayed,
         }))
     }
+}
+
+/// The standard health service, following the service's readiness: the
+/// whole server (`""`) and `ContextAssembly` are SERVING while the store
+/// takes writes and the broker (if any) is connected.
+pub fn health(
+    service: Arc<Service>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health> {
+    let (reporter, server) = tonic_health::server::health_reporter();
+    tokio::spawn(async move {
+        loop {
+            let status = if service.readiness().await.ok {
+                tonic_health::ServingStatus::Serving
+            } else {
+                tonic_health::ServingStatus::NotServing
+            };
+            for name in ["", "ctxpack.assembly.v1.ContextAssembly"] {
+                reporter.set_service_status(name, status).await;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+                _ = async { let _ = stop.wait_for(|s| *s).await; } => {
+                    for name in ["", "ctxpack.assembly.v1.ContextAssembly"] {
+                        reporter.set_service_status(name, tonic_health::ServingStatus::NotServing).await;
+                    }
+                    return;
+                }
+            }
+        }
+    });
+    server
+}
+
+/// Answers a message that does not decode as `INVALID_ARGUMENT` (tonic
+/// says `INTERNAL`): the client sent it, the server did not fail.
+#[derive(Clone, Copy)]
+pub struct StatusLayer;
+
+impl<S> tower::Layer<S> for StatusLayer {
+    type Service = tower::util::MapResponse<
+        S,
+        fn(http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body>,
+    >;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        tower::util::MapResponse::new(inner, invalid_argument_for_decode_errors)
+    }
+}
+
+fn invalid_argument_for_decode_errors(
+    mut res: http::Response<tonic::body::Body>,
+) -> http::Response<tonic::body::Body> {
+    let h = res.headers_mut();
+    let internal = h.get("grpc-status").is_some_and(|v| v.as_bytes() == b"13");
+    let decode = h
+        .get("grpc-message")
+        .is_some_and(|v| v.as_bytes().starts_with(b"failed%20to%20decode"));
+    if internal && decode {
+        h.insert("grpc-status", http::HeaderValue::from_static("3"));
+    }
+    res
 }

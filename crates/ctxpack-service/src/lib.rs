@@ -10,11 +10,13 @@
 //! for several replicas) with its content and its `ContextAssembled` event
 //! in one transaction, and the seed's [`metrics`].
 
+pub mod auth;
 pub mod client;
 pub mod fixture;
 pub mod grpc;
 pub mod http;
 pub mod index;
+pub mod listen;
 pub mod metrics;
 pub mod pool;
 pub mod postgres;
@@ -65,6 +67,23 @@ pub struct Options {
     /// The broker events are relayed to and read from (`[events]`); none:
     /// events wait in the outbox.
     pub events: Option<settings::Events>,
+    /// No authentication: every listener on loopback, the tenant the
+    /// `x-tenant-id` header says (`--insecure-dev-no-auth`).
+    pub no_auth: bool,
+    /// Authentication when no file gives it (`[auth]`; tests).
+    pub auth: Option<auth::AuthFile>,
+    /// TLS when no file gives it (`[tls]`; tests).
+    pub tls: Option<listen::ServerTls>,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served open, if
+    /// anywhere.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The listener's limits when no file gives them (`[limits]`).
+    pub listen_limits: Option<listen::Limits>,
+    /// Each request's limits when no file gives them (`[limits]`).
+    pub request_limits: Option<service::RequestLimits>,
+    /// Make a new store where the store is empty or not a ctxpack store
+    /// (`--init-store`).
+    pub init_store: bool,
 }
 
 /// The bundled demo's files, where this crate's sources are.
@@ -87,6 +106,13 @@ impl Default for Options {
             faults: Default::default(),
             slow_commit: None,
             events: None,
+            no_auth: false,
+            auth: None,
+            tls: None,
+            metrics_listen: None,
+            listen_limits: None,
+            request_limits: None,
+            init_store: false,
         }
     }
 }
@@ -97,6 +123,8 @@ pub struct Running {
     pub http: SocketAddr,
     /// Where gRPC is served.
     pub grpc: Option<SocketAddr>,
+    /// Where the metrics listener is.
+    pub metrics: Option<SocketAddr>,
     /// The shared service (its store, for tests).
     pub service: Arc<service::Service>,
     stop: watch::Sender<bool>,
@@ -131,17 +159,28 @@ pub async fn open_store(
     spec: &str,
     connections: usize,
     slow_commit: Option<Duration>,
+    init: bool,
 ) -> Result<store::Store, String> {
     let engine: Arc<dyn store::Engine> =
         if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
             Arc::new(
-                postgres::Postgres::connect(spec, connections, slow_commit)
+                postgres::Postgres::connect(spec, connections, slow_commit, init)
                     .await
                     .map_err(|e| e.to_string())?,
             )
+        } else if spec.split_whitespace().any(|w| {
+            w.split_once('=')
+                .is_some_and(|(k, _)| !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphabetic()))
+        }) {
+            // Not echoed: such a string may hold a password.
+            return Err(
+                "--store: this looks like a PostgreSQL key=value connection string; \
+                 give it as postgres://user@host:port/db"
+                    .into(),
+            );
         } else {
             let path = PathBuf::from(spec.strip_prefix("sqlite:").unwrap_or(spec));
-            Arc::new(sqlite::Sqlite::open(&path, slow_commit).map_err(|e| e.to_string())?)
+            Arc::new(sqlite::Sqlite::open(&path, slow_commit, init).map_err(|e| e.to_string())?)
         };
     Ok(store::Store::new(engine))
 }
@@ -218,6 +257,52 @@ impl service::Service {
     }
 }
 
+/// How callers are checked: `[auth]` (from the options or the file), or
+/// nothing with `--insecure-dev-no-auth` on loopback only.
+async fn authentication(o: &Options, settings: &settings::Settings) -> Result<auth::Auth, String> {
+    let file = o.auth.clone().or_else(|| settings.auth.clone());
+    let at = o
+        .config
+        .as_ref()
+        .map_or_else(|| "options".to_owned(), |p| p.display().to_string());
+    match (o.no_auth, file) {
+        (true, Some(_)) => Err(format!(
+            "--insecure-dev-no-auth and [auth] in {at}: choose one"
+        )),
+        (true, None) => {
+            let addrs = [Some(o.http), o.grpc, o.metrics_listen];
+            if let Some(open) = addrs.iter().flatten().find(|a| !a.ip().is_loopback()) {
+                return Err(format!(
+                    "--insecure-dev-no-auth serves loopback only, and {open} is not; \
+                     configure [auth] to listen there"
+                ));
+            }
+            tracing::warn!(
+                target: "ctxpack::serve",
+                "AUTHENTICATION IS OFF (--insecure-dev-no-auth): any process on this machine \
+                 acts as any tenant it names in x-tenant-id; for development only"
+            );
+            Ok(auth::Auth::Off)
+        }
+        (false, Some(file)) => {
+            let v = auth::Verifier::new(&file, &at).await?;
+            if v.takes_hs256() {
+                tracing::warn!(
+                    target: "ctxpack::serve",
+                    "auth.hs256-secret-file: HS256 tokens are taken; for development only"
+                );
+            }
+            Ok(auth::Auth::Jwt(Box::new(v)))
+        }
+        (false, None) => Err(
+            "no authentication configured: give [auth] (issuer, audience, jwks-file or \
+             jwks-url) in --config, or, for development on this machine, \
+             --insecure-dev-no-auth"
+                .into(),
+        ),
+    }
+}
+
 /// Starts the service.
 pub async fn start(o: Options) -> Result<Running, String> {
     let settings = settings_of(o.config.as_deref())?;
@@ -225,7 +310,8 @@ pub async fn start(o: Options) -> Result<Running, String> {
         Some(dir) => Some(Arc::new(fixture::DemoSources::load(dir, o.faults.clone())?)),
         None => None,
     };
-    let store = open_store(&o.store, o.instances * 2, o.slow_commit).await?;
+    let auth = authentication(&o, &settings).await?;
+    let store = open_store(&o.store, o.instances * 2, o.slow_commit, o.init_store).await?;
     let limits = ctxpack_host::Limits {
         max_memory_bytes: Some(o.max_memory),
         interruptible: true,
@@ -265,6 +351,10 @@ pub async fn start(o: Options) -> Result<Running, String> {
         chunks,
         "ready"
     );
+    let limits = o
+        .listen_limits
+        .clone()
+        .unwrap_or_else(|| settings.listen.clone());
     let service = Arc::new(service::Service {
         live: std::sync::RwLock::new(Arc::new(first)),
         health,
@@ -278,7 +368,19 @@ pub async fn start(o: Options) -> Result<Running, String> {
             fixture,
             instances: o.instances,
         }),
+        auth,
+        limits: o
+            .request_limits
+            .clone()
+            .unwrap_or_else(|| settings.requests.clone()),
+        rate: Default::default(),
+        max_body: o.max_body,
+        broker: Default::default(),
+        ready: Default::default(),
+        checked: Default::default(),
+        sending: listen::SendBudget::new(limits.response_bytes),
     });
+    let tls = o.tls.clone().or_else(|| settings.tls.clone());
     let (stop, _) = watch::channel(false);
     let stopped = |stop: &watch::Sender<bool>| {
         let mut rx = stop.subscribe();
@@ -290,36 +392,85 @@ pub async fn start(o: Options) -> Result<Running, String> {
         .await
         .map_err(|e| format!("--listen {}: {e}", o.http))?;
     let http_addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let app = http::router(service.clone(), o.max_body);
-    let mut tasks = vec![tokio::spawn({
-        let shutdown = stopped(&stop);
-        async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown)
-                .await
-                .map_err(|e| format!("http: {e}"))
-        }
-    })];
+    let app = http::router(
+        http::Http {
+            service: service.clone(),
+            body_timeout: limits.body_timeout,
+        },
+        o.max_body,
+    );
+    let http_tls = match &tls {
+        Some(t) => Some(Arc::new(t.config(&[b"http/1.1"])?)),
+        None => None,
+    };
+    let mut tasks = vec![tokio::spawn(listen::serve(
+        listener,
+        app,
+        http_tls,
+        limits.clone(),
+        stop.subscribe(),
+    ))];
+    let mut metrics_addr = None;
+    if let Some(addr) = o.metrics_listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
+        metrics_addr = Some(listener.local_addr().map_err(|e| e.to_string())?);
+        tasks.push(tokio::spawn(listen::serve(
+            listener,
+            http::metrics_router(service.clone()),
+            None,
+            limits.clone(),
+            stop.subscribe(),
+        )));
+    }
     let mut grpc_addr = None;
     if let Some(addr) = o.grpc {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| format!("--grpc {addr}: {e}"))?;
         grpc_addr = Some(listener.local_addr().map_err(|e| e.to_string())?);
-        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        let incoming = listen::incoming(listener, limits.clone());
         let svc = grpc::server(service.clone(), o.max_body);
+        let health = grpc::health(service.clone(), stop.subscribe());
         let shutdown = stopped(&stop);
+        let mut builder = tonic::transport::Server::builder()
+            .timeout(o.deadline + limits.body_timeout)
+            .http2_keepalive_interval(Some(Duration::from_secs(30)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+            .concurrency_limit_per_connection(256);
+        if let Some(t) = &tls {
+            builder = builder
+                .tls_config(
+                    tonic::transport::ServerTlsConfig::new()
+                        .identity(tonic::transport::Identity::from_pem(&t.cert, &t.key)),
+                )
+                .map_err(|e| format!("tls: {e}"))?;
+        }
+        let mut cut = stop.subscribe();
+        let deadline = limits.shutdown;
         tasks.push(tokio::spawn(async move {
-            tonic::transport::Server::builder()
+            let serve = builder
+                .layer(grpc::StatusLayer)
+                .add_service(health)
                 .add_service(svc)
-                .serve_with_incoming_shutdown(incoming, shutdown)
-                .await
-                .map_err(|e| format!("grpc: {e}"))
+                .serve_with_incoming_shutdown(incoming, shutdown);
+            tokio::select! {
+                r = serve => r.map_err(|e| format!("grpc: {e}")),
+                _ = async {
+                    let _ = cut.wait_for(|s| *s).await;
+                    tokio::time::sleep(deadline).await;
+                } => {
+                    tracing::warn!(target: "ctxpack::serve", after = ?deadline, "shutdown deadline passed: gRPC calls still open are cut");
+                    Ok(())
+                }
+            }
         }));
     }
     // The file's [events] unless the options name a broker.
     if let Some(events) = o.events.clone().or_else(|| settings.events.clone()) {
         let client = relay::connect(&events.nats).await?;
+        let _ = service.broker.set(client.clone());
         tracing::info!(target: "ctxpack::serve", nats = %events.nats, stream = %events.stream, "relaying events");
         tasks.extend(relay::start(
             client,
@@ -329,10 +480,18 @@ pub async fn start(o: Options) -> Result<Running, String> {
             stop.subscribe(),
         ));
     }
-    tracing::info!(target: "ctxpack::serve", http = %http_addr, grpc = ?grpc_addr, "listening");
+    tracing::info!(
+        target: "ctxpack::serve",
+        http = %http_addr,
+        grpc = ?grpc_addr,
+        metrics = ?metrics_addr,
+        tls = tls.is_some(),
+        "listening"
+    );
     Ok(Running {
         http: http_addr,
         grpc: grpc_addr,
+        metrics: metrics_addr,
         service,
         stop,
         tasks,

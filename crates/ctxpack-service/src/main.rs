@@ -20,6 +20,13 @@ usage:
       --deadline-ms N        most time per assembly (10000)
       --max-body-bytes N     largest request body or gRPC message (4194304)
       --max-memory-mb N      most linear memory per instance (1024)
+      --metrics-listen ADDR  serve /metrics, /healthz and /readyz here, open (on the
+                             main listener /metrics needs factory.metrics.read)
+      --init-store           make a new store where the store file is empty or holds
+                             no ctxpack store (otherwise refused)
+      --insecure-dev-no-auth no authentication: the tenant is the x-tenant-id header;
+                             loopback addresses only; for development
+    authentication, TLS and limits are the file's [auth], [tls] and [limits]
     for tests:
       --fixture DIR          the scenario files' host answers answer every
                              capability no upstream does (tests/scenarios)
@@ -119,6 +126,11 @@ fn serve_options(args: &[String]) -> Result<Options, String> {
                 o.events = Some(events);
             }
             "--fixture" => o.fixture = Some(value(args, &mut i, flag)?.into()),
+            "--metrics-listen" => {
+                o.metrics_listen = Some(number(value(args, &mut i, flag)?, flag)?)
+            }
+            "--init-store" => o.init_store = true,
+            "--insecure-dev-no-auth" => o.no_auth = true,
             "--config" => {
                 value(args, &mut i, flag)?;
             }
@@ -245,7 +257,7 @@ async fn ingest(args: &[String]) -> Result<(), String> {
         return Err(format!("ingest: no PATH given\n\n{USAGE}"));
     }
     let spec = store.unwrap_or_else(|| Options::default().store);
-    let store = open_store(&spec, 2, None).await?;
+    let store = open_store(&spec, 2, None, false).await?;
     let files = ctxpack_service::index::files(&paths)?;
     let (mut written, mut unchanged, mut chunks) = (0, 0, 0);
     for file in &files {
@@ -292,7 +304,7 @@ async fn census(args: &[String]) -> Result<(), String> {
         }
         i += 1;
     }
-    let store = open_store(&store.ok_or("--store: required")?, 2, None).await?;
+    let store = open_store(&store.ok_or("--store: required")?, 2, None, false).await?;
     let c = store.census().await.map_err(|e| e.to_string())?;
     println!(
         "snapshots {}  events {}  snapshots without exactly one event {}  integrity {}",

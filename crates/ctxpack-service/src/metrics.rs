@@ -9,6 +9,13 @@
 //!
 //! An assembly's status label is its status list joined by `+`
 //! (`degraded+truncated`), so each assembly counts once.
+//!
+//! The tenant label is bounded: the first [`TENANT_LABELS`] tenants seen
+//! are labelled by name, every later one as `_other`, so a service with
+//! many tenants cannot grow its metrics without end.
+//!
+//! Besides the seed's: `ctxpack_responses_total{protocol, route, status}`
+//! counts every answer, refusals included.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -45,8 +52,13 @@ impl Histogram {
 
 type Labels = Vec<(&'static str, String)>;
 
+/// Most tenants labelled by name.
+pub const TENANT_LABELS: usize = 100;
+
 #[derive(Default)]
 struct Inner {
+    tenants: std::collections::BTreeSet<String>,
+    responses: BTreeMap<Labels, u64>,
     assemblies: BTreeMap<Labels, u64>,
     tokens: BTreeMap<Labels, Histogram>,
     latency: BTreeMap<Labels, Histogram>,
@@ -79,7 +91,11 @@ impl Metrics {
         let Ok(mut m) = self.inner.lock() else {
             return;
         };
-        let tenant = ("tenant", o.tenant.to_owned());
+        let named = m.tenants.contains(o.tenant) || m.tenants.len() < TENANT_LABELS;
+        if named {
+            m.tenants.insert(o.tenant.to_owned());
+        }
+        let tenant = ("tenant", if named { o.tenant } else { "_other" }.to_owned());
         *m.assemblies
             .entry(vec![tenant.clone(), ("status", o.status.clone())])
             .or_default() += 1;
@@ -97,6 +113,20 @@ impl Metrics {
             *m.dropped
                 .entry(vec![tenant.clone(), ("reason", reason.clone())])
                 .or_default() += u64::from(*n);
+        }
+    }
+
+    /// Counts one answer: `protocol` (`http`, `grpc`), its route (method
+    /// and path pattern, or the gRPC method) and its status.
+    pub fn response(&self, protocol: &'static str, route: &str, status: &str) {
+        if let Ok(mut m) = self.inner.lock() {
+            *m.responses
+                .entry(vec![
+                    ("protocol", protocol.to_owned()),
+                    ("route", route.to_owned()),
+                    ("status", status.to_owned()),
+                ])
+                .or_default() += 1;
         }
     }
 
@@ -131,6 +161,12 @@ impl Metrics {
             "ctxpack_context_dropped_items_total",
             "Candidates dropped, by reason.",
             &m.dropped,
+        );
+        counter(
+            &mut out,
+            "ctxpack_responses_total",
+            "Answers, refusals included, by protocol, route and status.",
+            &m.responses,
         );
         out
     }
@@ -211,8 +247,24 @@ mod tests {
             dropped_by_reason: vec![("over-budget".into(), 1)],
             latency: 3.0,
         });
+        for i in 0..TENANT_LABELS + 5 {
+            m.record(&Observation {
+                tenant: &format!("t{i}"),
+                status: "complete".into(),
+                tokens_per_section: vec![],
+                dropped_by_reason: vec![],
+                latency: 0.001,
+            });
+        }
         let text = m.render();
+        let tenants: std::collections::BTreeSet<_> = text
+            .lines()
+            .filter_map(|l| l.split("tenant=\"").nth(1)?.split('"').next())
+            .collect();
+        assert_eq!(tenants.len(), TENANT_LABELS + 1, "{tenants:?}");
+        assert!(tenants.contains("_other") && tenants.contains("acme"));
         for line in [
+            "ctxpack_context_assemblies_total{tenant=\"_other\",status=\"complete\"} 6",
             "ctxpack_context_assemblies_total{tenant=\"acme\",status=\"complete\"} 1",
             "ctxpack_context_assemblies_total{tenant=\"acme\",status=\"degraded\"} 1",
             "ctxpack_context_tokens_used_bucket{tenant=\"acme\",section=\"system-prompt\",le=\"16\"} 2",

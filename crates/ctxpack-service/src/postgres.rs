@@ -20,6 +20,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
     (3, include_str!("../migrations/postgres/0003_documents.sql")),
     (4, include_str!("../migrations/postgres/0004_relay.sql")),
+    (5, include_str!("../migrations/postgres/0005_requests.sql")),
 ];
 
 /// PostgreSQL.
@@ -57,16 +58,24 @@ impl Postgres {
         url: &str,
         connections: usize,
         slow_commit: Option<std::time::Duration>,
+        init: bool,
     ) -> Result<Self, StoreError> {
-        let config: tokio_postgres::Config =
-            url.parse().map_err(|e| db(format!("--store {url}: {e}")))?;
-        let manager = Manager::from_config(
-            config,
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let (url_for_driver, tls) =
+            tls_of(url).map_err(|e| db(format!("--store {}: {e}", redact(url))))?;
+        let config: tokio_postgres::Config = url_for_driver
+            .parse()
+            .map_err(|e| db(format!("--store {}: {e}", redact(url))))?;
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match tls {
+            None => Manager::from_config(config, tokio_postgres::NoTls, manager_config),
+            Some(tls) => Manager::from_config(
+                config,
+                tokio_postgres_rustls::MakeRustlsConnect::new(tls),
+                manager_config,
+            ),
+        };
         let pool = Pool::builder(manager)
             .max_size(connections.max(1))
             .build()
@@ -81,6 +90,25 @@ impl Postgres {
         )
         .await
         .map_err(pg)?;
+        let (ours, tables): (i64, i64) = {
+            let r = tx
+                .query_one(
+                    "SELECT (SELECT COUNT(*) FROM schema_migrations), \
+                     (SELECT COUNT(*) FROM information_schema.tables \
+                      WHERE table_schema = current_schema() AND table_name = 'context_snapshots')",
+                    &[],
+                )
+                .await
+                .map_err(pg)?;
+            (r.get(0), r.get(1))
+        };
+        if ours == 0 && tables > 0 && !init {
+            return Err(db(format!(
+                "--store {}: holds context_snapshots but no record of ctxpack's migrations; \
+                 point --store at the right database, or start with --init-store",
+                redact(url)
+            )));
+        }
         for (version, sql) in MIGRATIONS {
             let done: i64 = tx
                 .query_one(
@@ -107,6 +135,166 @@ impl Postgres {
         }
         tx.commit().await.map_err(pg)?;
         Ok(Postgres { pool, slow_commit })
+    }
+}
+
+/// How `sslmode` is honoured, as libpq does: `disable` (no TLS);
+/// `prefer` (the default: TLS if the server offers it) and `require` (TLS
+/// or no connection) encrypt without checking the server's certificate,
+/// unless `sslrootcert` names the roots to check it against, as
+/// `verify-ca` does (the chain; the system's roots without `sslrootcert`);
+/// `verify-full` checks the chain and that the certificate names the host.
+/// Answers the URL the driver reads (`verify-*` are `require` to it) and
+/// the TLS configuration, none for `disable`.
+fn tls_of(url: &str) -> Result<(String, Option<rustls::ClientConfig>), String> {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut mode = "prefer".to_owned();
+    let mut rootcert = None;
+    let mut rest = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("sslmode", v)) => mode = v.to_owned(),
+            Some(("sslrootcert", v)) => rootcert = Some(v.to_owned()),
+            _ => rest.push(pair.to_owned()),
+        }
+    }
+    let driver_mode = match mode.as_str() {
+        "disable" | "prefer" | "require" => mode.clone(),
+        "verify-ca" | "verify-full" => "require".into(),
+        other => {
+            return Err(format!(
+                "sslmode: {} is not disable, prefer, require, verify-ca or verify-full",
+                crate::auth::echo(other)
+            ));
+        }
+    };
+    rest.push(format!("sslmode={driver_mode}"));
+    let url = format!("{base}?{}", rest.join("&"));
+    if mode == "disable" {
+        return Ok((url, None));
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let roots = match &rootcert {
+        Some(path) => {
+            use rustls::pki_types::pem::PemObject;
+            let pem = std::fs::read(path).map_err(|e| format!("sslrootcert: {path}: {e}"))?;
+            let mut roots = rustls::RootCertStore::empty();
+            for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+                let c = c.map_err(|e| format!("sslrootcert: {path}: {e}"))?;
+                roots
+                    .add(c)
+                    .map_err(|e| format!("sslrootcert: {path}: {e}"))?;
+            }
+            Some(roots)
+        }
+        None if mode.starts_with("verify-") => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in rustls_native_certs::load_native_certs().certs {
+                let _ = roots.add(c);
+            }
+            Some(roots)
+        }
+        None => None,
+    };
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let chain = match roots {
+        None => None,
+        Some(roots) => Some(
+            rustls::client::WebPkiServerVerifier::builder_with_provider(
+                std::sync::Arc::new(roots),
+                provider.clone(),
+            )
+            .build()
+            .map_err(|e| format!("sslrootcert: {e}"))?,
+        ),
+    };
+    let verifier = std::sync::Arc::new(Verifier {
+        chain,
+        names: mode == "verify-full",
+        provider,
+    });
+    let config = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Ok((url, Some(config)))
+}
+
+/// The server's certificate as `sslmode` asks: its chain checked against
+/// the roots, and its host name when `names`; without roots (`prefer`,
+/// `require`) not checked, as libpq does. The handshake's signatures are
+/// always checked.
+#[derive(Debug)]
+struct Verifier {
+    chain: Option<std::sync::Arc<rustls::client::WebPkiServerVerifier>>,
+    names: bool,
+    provider: std::sync::Arc<rustls::crypto::CryptoProvider>,
+}
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. },
+            )) if !self.names => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// `url` with its password, if any, as `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
     }
 }
 

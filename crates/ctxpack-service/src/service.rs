@@ -8,7 +8,8 @@ use crate::pool::{Pool, ticks};
 use crate::store::{Record, Recorded, Store, StoreError, now_rfc3339};
 use crate::stores::Stores;
 use ctxpack_core::{
-    AssembleRequest, ContextAssembled, ContextPack, Failure, Snapshot, SnapshotStatus,
+    Answer, AssembleRequest, Call, ContextAssembled, ContextPack, Failure, HostError, Snapshot,
+    SnapshotStatus,
 };
 use ctxpack_host::{Step, Steps, WasmError};
 use serde::Serialize;
@@ -39,6 +40,133 @@ pub struct Service {
     pub deadline: Duration,
     /// What a reload needs, when a configuration file was given.
     pub reload: Option<Reload>,
+    /// How callers are checked.
+    pub auth: crate::auth::Auth,
+    /// What one request may hold, and how many a tenant may send.
+    pub limits: RequestLimits,
+    /// Each tenant's requests, for its rate limit.
+    pub rate: RateLimiter,
+    /// Most bytes of a request body.
+    pub max_body: usize,
+    /// The broker events are relayed to, once connected.
+    pub broker: std::sync::OnceLock<async_nats::Client>,
+    /// The last readiness found, and when.
+    pub ready: tokio::sync::Mutex<Option<(Instant, Readiness)>>,
+    /// When the store's quick check last ran.
+    pub checked: std::sync::Mutex<Option<Instant>>,
+    /// The KiB of large answers being sent, at most `[limits]
+    /// max-response-bytes`.
+    pub sending: crate::listen::SendBudget,
+}
+
+/// Whether the service can take assemblies (`/readyz`, gRPC health).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Readiness {
+    /// Both below are.
+    pub ok: bool,
+    /// `ok`, or why the store cannot take a write.
+    pub store: String,
+    /// `ok`, `not configured`, or the broker's connection state.
+    pub broker: String,
+}
+
+/// What one request may hold (`[limits]`), checked before anything runs or
+/// is recorded, and each tenant's request rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestLimits {
+    /// A tenant's sustained requests per second; 0: no limit.
+    pub requests_per_second: f64,
+    /// Requests a tenant may send at once above the rate.
+    pub burst: u32,
+    /// Most `instructions`.
+    pub instructions: usize,
+    /// Most `conversation` turns.
+    pub conversation_turns: usize,
+    /// Most `stage-summaries`.
+    pub stage_summaries: usize,
+    /// Most `context.scopes`.
+    pub scopes: usize,
+    /// Most candidates one store answer may give.
+    pub candidates: usize,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            requests_per_second: 200.0,
+            burst: 400,
+            instructions: 256,
+            conversation_turns: 1000,
+            stage_summaries: 256,
+            scopes: 64,
+            candidates: 1000,
+        }
+    }
+}
+
+impl RequestLimits {
+    /// Refuses a request holding more than the limits allow, naming the
+    /// field.
+    pub fn check(&self, r: &AssembleRequest) -> Result<(), AssembleError> {
+        let over = |field: &str, n: usize, most: usize| {
+            if n > most {
+                Err(AssembleError::Invalid(format!(
+                    "request.{field}: {n} given, at most {most} (limits)"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        over("instructions", r.instructions.len(), self.instructions)?;
+        over(
+            "conversation",
+            r.conversation.len(),
+            self.conversation_turns,
+        )?;
+        over(
+            "stage-summaries",
+            r.stage_summaries.len(),
+            self.stage_summaries,
+        )?;
+        over("context.scopes", r.context.scopes.len(), self.scopes)
+    }
+}
+
+/// A token bucket per tenant.
+#[derive(Default)]
+pub struct RateLimiter {
+    buckets: std::sync::Mutex<std::collections::HashMap<String, (f64, Instant)>>,
+}
+
+impl RateLimiter {
+    /// Takes one request from `tenant`'s bucket; when it is empty, how long
+    /// until it holds one.
+    pub fn take(&self, tenant: &str, limits: &RequestLimits) -> Result<(), Duration> {
+        let rate = limits.requests_per_second;
+        if rate <= 0.0 {
+            return Ok(());
+        }
+        let burst = f64::from(limits.burst.max(1));
+        let now = Instant::now();
+        let Ok(mut buckets) = self.buckets.lock() else {
+            return Ok(());
+        };
+        if buckets.len() > 100_000 {
+            // Full buckets hold nothing worth keeping.
+            buckets.retain(|_, (tokens, at)| {
+                *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
+            });
+        }
+        let (tokens, at) = buckets.entry(tenant.to_owned()).or_insert((burst, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate).min(burst);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - *tokens) / rate))
+        }
+    }
 }
 
 /// What a configuration reload needs besides the file.
@@ -158,16 +286,74 @@ pub fn parse_request(body: &[u8]) -> Result<AssembleRequest, AssembleError> {
         // serde_json's position is in text the caller may not have
         // written (a gRPC field's JSON); the path says where.
         let inner = e.into_inner().to_string();
-        let inner = match inner.rfind(" at line ") {
+        let mut inner = match inner.rfind(" at line ") {
             Some(at) => inner[..at].to_owned(),
             None => inner,
         };
+        // serde quotes the value it could not take: a short prefix of it.
+        if inner.len() > 200 {
+            inner.truncate(inner.floor_char_boundary(200));
+            inner.push('…');
+        }
         AssembleError::Invalid(if path == "." {
             format!("request: {inner}")
         } else {
             format!("request.{path}: {inner}")
         })
     })
+}
+
+/// Where in `v` a text holds a NUL character (`.query`, `[2].text`), if
+/// anywhere. PostgreSQL's text cannot hold one, so SQLite must not either,
+/// and a model's tokenizer has no use for it.
+fn nul_path(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) if s.contains('\0') => Some(String::new()),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| nul_path(v).map(|p| format!("[{i}]{p}"))),
+        serde_json::Value::Object(m) => m
+            .iter()
+            .find_map(|(k, v)| nul_path(v).map(|p| format!(".{k}{p}"))),
+        _ => None,
+    }
+}
+
+const NUL: &str = "holds a NUL character (U+0000), which no text may";
+
+/// Refuses a NUL character in any text of the request, naming where.
+fn no_nul(r: &AssembleRequest) -> Result<(), AssembleError> {
+    let v = serde_json::to_value(r).map_err(|e| AssembleError::Invalid(e.to_string()))?;
+    match nul_path(&v) {
+        Some(path) => Err(AssembleError::Invalid(format!("request{path}: {NUL}"))),
+        None => Ok(()),
+    }
+}
+
+/// A store's answer past the limits, or with a NUL in a text, is that
+/// store's failure (naming why), as any malformed answer is: the assembly
+/// degrades, or fails for the policy.
+fn checked(call: &Call<'_>, answer: Answer, most: usize) -> Answer {
+    let bad = match &answer {
+        Answer::Candidates(Ok(c)) if c.len() > most => Some(format!(
+            "answered {} candidates, at most {most} (limits.max-candidates)",
+            c.len()
+        )),
+        Answer::Candidates(Ok(c)) => serde_json::to_value(c)
+            .ok()
+            .and_then(|v| nul_path(&v))
+            .map(|p| format!("answer{p}: {NUL}")),
+        Answer::Summaries(Ok(s)) => s
+            .iter()
+            .position(|t| t.contains('\0'))
+            .map(|i| format!("answer[{i}]: {NUL}")),
+        _ => None,
+    };
+    match bad {
+        Some(message) => call.failed(HostError::new(call.capability(), message)),
+        None => answer,
+    }
 }
 
 /// Sets `field` from the path or header, refusing a body that says
@@ -180,7 +366,9 @@ fn bind(
 ) -> Result<(), AssembleError> {
     match slot {
         Some(given) if given != value => Err(AssembleError::Invalid(format!(
-            "request.context.{field}: {given:?} differs from the {from} ({value:?})"
+            "request.context.{field}: {} differs from the {from} ({})",
+            crate::auth::echo(given),
+            crate::auth::echo(value)
         ))),
         _ => {
             *slot = Some(value.to_owned());
@@ -189,7 +377,70 @@ fn bind(
     }
 }
 
+/// A tenant past its rate: when to come back, and a message saying so.
+pub struct Throttled {
+    /// Whole seconds until a request would be taken (at least 1).
+    pub retry_after_s: u64,
+    /// What the client is told.
+    pub message: String,
+}
+
 impl Service {
+    /// Takes one of `tenant`'s requests within its rate limit.
+    pub fn admit(&self, tenant: &str) -> Result<(), Throttled> {
+        self.rate.take(tenant, &self.limits).map_err(|wait| {
+            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            Throttled {
+                retry_after_s: secs,
+                message: format!(
+                    "this tenant sends more than {} requests per second; retry after {secs} s",
+                    self.limits.requests_per_second
+                ),
+            }
+        })
+    }
+
+    /// Whether the store takes a write and the broker (if any) is
+    /// connected; found again at most once a second.
+    pub async fn readiness(&self) -> Readiness {
+        let mut last = self.ready.lock().await;
+        if let Some((at, r)) = &*last
+            && at.elapsed() < Duration::from_secs(1)
+        {
+            return r.clone();
+        }
+        // The quick check reads every page: every 30 s, not every probe.
+        let checked = self.checked.lock().map(|t| *t).unwrap_or(None);
+        if checked.is_none_or(|t: Instant| t.elapsed() > Duration::from_secs(30)) {
+            if let Ok(mut t) = self.checked.lock() {
+                *t = Some(Instant::now());
+            }
+            let _ = self.store.quick_check().await;
+        }
+        let store = match self.store.probe().await {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => {
+                let mut m = e.to_string();
+                m.truncate(m.floor_char_boundary(300));
+                m
+            }
+        };
+        let broker = match self.broker.get() {
+            None => "not configured".to_owned(),
+            Some(c) => match c.connection_state() {
+                async_nats::connection::State::Connected => "ok".to_owned(),
+                other => format!("{other}"),
+            },
+        };
+        let r = Readiness {
+            ok: store == "ok" && (broker == "ok" || broker == "not configured"),
+            store,
+            broker,
+        };
+        *last = Some((Instant::now(), r.clone()));
+        r
+    }
+
     /// The configuration's part in use now.
     pub fn live(&self) -> Arc<Live> {
         match self.live.read() {
@@ -221,6 +472,8 @@ impl Service {
         check_id("runId", run_id)?;
         check_id("attemptId", attempt_id)?;
         let mut request = parse_request(body)?;
+        self.limits.check(&request)?;
+        no_nul(&request)?;
         let c = &mut request.context;
         bind(&mut c.tenant_id, "tenant-id", "x-tenant-id header", tenant)?;
         bind(&mut c.run_id, "run-id", "path's runId", run_id)?;
@@ -230,10 +483,11 @@ impl Service {
             "path's attemptId",
             attempt_id,
         )?;
+        let request_hash = ctxpack_core::text_hash(&crate::store::json(&request));
         let outcome = tokio::time::timeout(self.deadline, self.run(&request, started))
             .await
             .map_err(|_| AssembleError::Deadline(self.deadline))??;
-        let record = match outcome {
+        let mut record = match outcome {
             Ok(pack) => record_of_pack(pack, &request),
             Err(Failure {
                 error,
@@ -244,6 +498,7 @@ impl Service {
                 ..
             }) => record_of_failure(*snapshot, &request),
         };
+        record.request_hash = request_hash;
         // Not cut off by the deadline: a write abandoned midway may still
         // commit (SQLite's runs on a thread of its own), and the answer
         // must say what was stored. The store's own timeouts bound it.
@@ -335,7 +590,11 @@ impl Service {
                     for (i, call) in calls.into_iter().enumerate() {
                         let stores = stores.clone();
                         let context = request.context.clone();
-                        tasks.spawn(async move { (i, stores.answer(&call, &context).await) });
+                        let most = self.limits.candidates;
+                        tasks.spawn(async move {
+                            let answer = stores.answer(&call, &context).await;
+                            (i, checked(&call, answer, most))
+                        });
                     }
                     let mut answers = Vec::new();
                     while let Some(done) = tasks.join_next().await {
@@ -371,6 +630,8 @@ fn record_of_pack(pack: ContextPack, request: &AssembleRequest) -> Record {
         event: pack.event,
         assembled_at: now_rfc3339(),
         snapshot: pack.snapshot,
+        request_hash: String::new(),
+        user_id: request.context.user_id.clone(),
     }
 }
 
@@ -394,6 +655,8 @@ fn record_of_failure(snapshot: Snapshot, request: &AssembleRequest) -> Record {
         event,
         assembled_at: now_rfc3339(),
         snapshot,
+        request_hash: String::new(),
+        user_id: request.context.user_id.clone(),
     }
 }
 

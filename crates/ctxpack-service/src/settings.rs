@@ -77,6 +77,40 @@ struct File {
     upstreams: BTreeMap<String, UpstreamFile>,
     #[serde(default)]
     events: Option<Events>,
+    #[serde(default)]
+    auth: Option<crate::auth::AuthFile>,
+    #[serde(default)]
+    tls: Option<TlsFile>,
+    #[serde(default)]
+    limits: LimitsFile,
+}
+
+/// `[tls]`: the listener's certificate (HTTPS and gRPC over TLS). Read at
+/// start only.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct TlsFile {
+    cert_file: PathBuf,
+    key_file: PathBuf,
+}
+
+/// `[limits]`: what one client may take. Read at start only.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct LimitsFile {
+    max_connections: Option<usize>,
+    header_timeout_ms: Option<u64>,
+    body_timeout_ms: Option<u64>,
+    shutdown_ms: Option<u64>,
+    send_timeout_ms: Option<u64>,
+    max_response_bytes: Option<usize>,
+    requests_per_second: Option<f64>,
+    burst: Option<u32>,
+    max_instructions: Option<usize>,
+    max_conversation_turns: Option<usize>,
+    max_stage_summaries: Option<usize>,
+    max_scopes: Option<usize>,
+    max_candidates: Option<usize>,
 }
 
 /// `[events]`: the broker the outbox is relayed to and the seed's inbound
@@ -226,6 +260,14 @@ pub struct Settings {
     pub upstreams: BTreeMap<&'static str, UpstreamSettings>,
     /// `[events]`.
     pub events: Option<Events>,
+    /// `[auth]`.
+    pub auth: Option<crate::auth::AuthFile>,
+    /// `[tls]`, its files read.
+    pub tls: Option<crate::listen::ServerTls>,
+    /// `[limits]` for the listener.
+    pub listen: crate::listen::Limits,
+    /// `[limits]` for each request.
+    pub requests: crate::service::RequestLimits,
 }
 
 /// The service's builder configuration when the file gives none:
@@ -246,6 +288,10 @@ impl Default for Settings {
             compression_profile: None,
             upstreams: BTreeMap::new(),
             events: None,
+            auth: None,
+            tls: None,
+            listen: Default::default(),
+            requests: Default::default(),
         }
     }
 }
@@ -490,8 +536,105 @@ impl Settings {
             compression_profile: c.compression_profile.clone(),
             upstreams,
             events: file.events,
+            auth: file.auth.map(|mut a| {
+                let dir = path.parent().unwrap_or(Path::new("."));
+                a.jwks_file = a.jwks_file.map(|f| dir.join(f));
+                a.hs256_secret_file = a.hs256_secret_file.map(|f| dir.join(f));
+                a
+            }),
+            tls: match &file.tls {
+                None => None,
+                Some(t) => {
+                    let dir = path.parent().unwrap_or(Path::new("."));
+                    let read = |key: &str, f: &Path| {
+                        std::fs::read(dir.join(f))
+                            .map_err(|e| at(path, key, format!("{}: {e}", f.display())))
+                    };
+                    let tls = crate::listen::ServerTls {
+                        cert: read("tls.cert-file", &t.cert_file)?,
+                        key: read("tls.key-file", &t.key_file)?,
+                    };
+                    tls.config(&[])
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    Some(tls)
+                }
+            },
+            listen: listen_limits(path, &file.limits)?,
+            requests: request_limits(path, &file.limits)?,
         })
     }
+}
+
+fn at_least_1<T: PartialOrd + From<u8> + Copy>(
+    path: &Path,
+    key: &str,
+    v: Option<T>,
+    default: T,
+) -> Result<T, String> {
+    match v {
+        Some(v) if v < T::from(1) => Err(at(path, &format!("limits.{key}"), "must be at least 1")),
+        Some(v) => Ok(v),
+        None => Ok(default),
+    }
+}
+
+fn listen_limits(path: &Path, l: &LimitsFile) -> Result<crate::listen::Limits, String> {
+    let d = crate::listen::Limits::default();
+    let ms = |key: &str, v: Option<u64>, d: std::time::Duration| {
+        at_least_1(path, key, v, d.as_millis() as u64).map(std::time::Duration::from_millis)
+    };
+    Ok(crate::listen::Limits {
+        max_connections: at_least_1(
+            path,
+            "max-connections",
+            l.max_connections,
+            d.max_connections,
+        )?,
+        header_timeout: ms("header-timeout-ms", l.header_timeout_ms, d.header_timeout)?,
+        body_timeout: ms("body-timeout-ms", l.body_timeout_ms, d.body_timeout)?,
+        shutdown: ms("shutdown-ms", l.shutdown_ms, d.shutdown)?,
+        send_timeout: ms("send-timeout-ms", l.send_timeout_ms, d.send_timeout)?,
+        response_bytes: at_least_1(
+            path,
+            "max-response-bytes",
+            l.max_response_bytes,
+            d.response_bytes,
+        )?,
+    })
+}
+
+fn request_limits(path: &Path, l: &LimitsFile) -> Result<crate::service::RequestLimits, String> {
+    let d = crate::service::RequestLimits::default();
+    let rate = match l.requests_per_second {
+        Some(r) if !(r.is_finite() && r >= 0.0) => {
+            return Err(at(
+                path,
+                "limits.requests-per-second",
+                "must be 0 (no limit) or more",
+            ));
+        }
+        Some(r) => r,
+        None => d.requests_per_second,
+    };
+    Ok(crate::service::RequestLimits {
+        requests_per_second: rate,
+        burst: at_least_1(path, "burst", l.burst, d.burst)?,
+        instructions: at_least_1(path, "max-instructions", l.max_instructions, d.instructions)?,
+        conversation_turns: at_least_1(
+            path,
+            "max-conversation-turns",
+            l.max_conversation_turns,
+            d.conversation_turns,
+        )?,
+        stage_summaries: at_least_1(
+            path,
+            "max-stage-summaries",
+            l.max_stage_summaries,
+            d.stage_summaries,
+        )?,
+        scopes: at_least_1(path, "max-scopes", l.max_scopes, d.scopes)?,
+        candidates: at_least_1(path, "max-candidates", l.max_candidates, d.candidates)?,
+    })
 }
 
 #[cfg(test)]
@@ -610,6 +753,36 @@ mod tests {
                 "[upstreams.retrieve]\ngrpc = \"http://a:1\"\ntoken-file = \"no-such-file\"",
                 "upstreams.retrieve.token-file: no-such-file",
             ),
+            (
+                "[limits]\nmax-connections = 0",
+                "limits.max-connections: must be at least 1",
+            ),
+            (
+                "[limits]\nheader-timeout-ms = 0",
+                "limits.header-timeout-ms: must be at least 1",
+            ),
+            (
+                "[limits]\nrequests-per-second = -1.0",
+                "limits.requests-per-second: must be 0",
+            ),
+            (
+                "[limits]\nmax-instructions = 0",
+                "limits.max-instructions: must be at least 1",
+            ),
+            (
+                "[limits]\nmax-instuctions = 9",
+                "limits.max-instuctions: unknown field",
+            ),
+            (
+                "[tls]\ncert-file = \"no.pem\"",
+                "tls: missing field `key-file`",
+            ),
+            (
+                "[tls]\ncert-file = \"no.pem\"\nkey-file = \"no.key\"",
+                "ctxpack.toml: tls.cert-file: no.pem",
+            ),
+            ("[auth]\nissuer = 7", "auth.issuer: invalid type"),
+            ("[auth]\nisuer = \"x\"", "auth.isuer: unknown field"),
             (
                 "[builder]\nprofile = \"ragg\"",
                 "ctxpack.toml: builder.profile: unknown variant `ragg`",

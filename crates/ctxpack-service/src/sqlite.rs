@@ -23,6 +23,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
     (3, include_str!("../migrations/sqlite/0003_documents.sql")),
     (4, include_str!("../migrations/sqlite/0004_relay.sql")),
+    (5, include_str!("../migrations/sqlite/0005_requests.sql")),
 ];
 
 /// SQLite.
@@ -49,7 +50,7 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     c.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
     )
-    .map_err(db)?;
+    .map_err(|e| db(format!("{}: {e}", path.display())))?;
     Ok(c)
 }
 
@@ -57,8 +58,60 @@ impl Sqlite {
     /// Opens (creating if need be) the database at `path` and applies the
     /// migrations it lacks. `slow_commit` holds each write transaction that
     /// long before it commits: a slow disk, for fault tests.
-    pub fn open(path: &Path, slow_commit: Option<Duration>) -> Result<Self, StoreError> {
+    ///
+    /// A file that does not exist is a new store. One that exists must be
+    /// a ctxpack store: an empty file (0 bytes) or a database without
+    /// ctxpack's schema is refused unless `init` (the snapshots it was
+    /// expected to hold are gone, or the path is wrong), and one that fails
+    /// SQLite's quick check is refused.
+    pub fn open(
+        path: &Path,
+        slow_commit: Option<Duration>,
+        init: bool,
+    ) -> Result<Self, StoreError> {
+        let refuse = |why: &str| {
+            db(format!(
+                "{}: {why}; restore it, or point --store at the right file, or start \
+                 with --init-store to make a new store there",
+                path.display()
+            ))
+        };
+        let existed = match std::fs::metadata(path) {
+            Ok(m) if m.len() == 0 && !init => {
+                return Err(refuse("the store file is empty (0 bytes)"));
+            }
+            Ok(_) => true,
+            Err(_) => false,
+        };
         let mut writer = open(path)?;
+        let check: String = writer
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(|e| {
+                db(format!(
+                    "{}: fails its integrity check: {e}",
+                    path.display()
+                ))
+            })?;
+        if check != "ok" {
+            return Err(db(format!(
+                "{}: fails its integrity check ({check}); restore it from a backup, or \
+                 move it away and start with --init-store",
+                path.display()
+            )));
+        }
+        let ours: i64 = writer
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(db)?;
+        if existed && ours == 0 && !init {
+            return Err(refuse("the file holds no ctxpack store"));
+        }
+        if !existed {
+            tracing::warn!(target: "ctxpack::store", path = %path.display(), "no store file there: a new, empty store is made");
+        }
         migrate(&mut writer)?;
         let readers = (0..4).map(|_| open(path)).collect::<Result<Vec<_>, _>>()?;
         Ok(Sqlite {
@@ -201,6 +254,21 @@ impl Engine for Sqlite {
             }
             out
         }))
+    }
+
+    fn quick_check(&self) -> BoxFuture<'_, Result<String, StoreError>> {
+        Box::pin(async move {
+            let rows = self.query("PRAGMA quick_check", Vec::new()).await?;
+            let found: Vec<String> = rows
+                .into_iter()
+                .flatten()
+                .map(|v| match v {
+                    Value::Text(s) => s,
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            Ok(found.join("; "))
+        })
     }
 
     fn integrity_check(&self) -> BoxFuture<'_, Result<String, StoreError>> {

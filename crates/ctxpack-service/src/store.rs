@@ -91,6 +91,11 @@ pub trait Engine: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<Vec<Vec<Value>>, StoreError>>;
     /// The database's own integrity check: `ok`, or what it found.
     fn integrity_check(&self) -> BoxFuture<'_, Result<String, StoreError>>;
+    /// A quicker check, run while serving, that does not hold up writes:
+    /// `ok`, or what it found. PostgreSQL checks pages as it reads them.
+    fn quick_check(&self) -> BoxFuture<'_, Result<String, StoreError>> {
+        Box::pin(async { Ok("ok".to_owned()) })
+    }
     /// The engine's name, for logs.
     fn name(&self) -> &'static str;
     /// Claims up to `limit` unpublished events, oldest first — on
@@ -161,6 +166,11 @@ pub struct Record {
     pub sections: Vec<(String, u32)>,
     /// When, RFC 3339 in UTC.
     pub assembled_at: String,
+    /// SHA-256 (hex) of the normalised request: the same request for the
+    /// attempt replays this record, any other is refused.
+    pub request_hash: String,
+    /// The user the attempt ran for.
+    pub user_id: Option<String>,
 }
 
 /// What became of a [`Record`].
@@ -220,6 +230,11 @@ pub struct Detail {
     pub trace_id: Option<String>,
     /// Sources deleted since, each with when it was recorded.
     pub deleted_citations: Vec<(String, String)>,
+    /// How many items the snapshot has (`snapshot.entries` may hold a
+    /// page of them).
+    pub items_total: u64,
+    /// Where in them the page begins.
+    pub items_offset: u64,
 }
 
 /// Counts for checking a store after a load run.
@@ -239,6 +254,9 @@ pub struct Census {
 #[derive(Clone)]
 pub struct Store {
     engine: Arc<dyn Engine>,
+    /// Why the store is known to be corrupt, once it is: it takes no more
+    /// writes (a restart runs the full check and refuses it).
+    corrupt: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 const INSERT_CONTENT: &str = "INSERT INTO context_contents (content_hash, kind, body) \
@@ -247,8 +265,9 @@ const INSERT_SNAPSHOT: &str = "INSERT INTO context_snapshots (context_snapshot_i
      project_id, run_id, attempt_id, plan_ref, token_budget, tokens_used, status, \
      index_revisions, memory_items, content_ref, assembled_at, failure, session_id, trace_id, \
      scopes, tokenizer, text_tokens, message_tokens, stable_prefix_tokens, profile, \
-     source_calls, compression, compressions) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-     $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) \
+     source_calls, compression, compressions, request_hash, user_id) VALUES ($1, $2, $3, $4, \
+     $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, \
+     $24, $25, $26, $27) \
      ON CONFLICT DO NOTHING";
 const INSERT_ITEM: &str = "INSERT INTO context_items (context_snapshot_id, position, item_id, \
      layer, section, origin, source_kind, reference, source_version, index_revision, \
@@ -265,7 +284,46 @@ const SNAPSHOT_COLUMNS: &str = "context_snapshot_id, tenant_id, project_id, run_
 impl Store {
     /// A store on `engine`, whose schema is migrated.
     pub fn new(engine: Arc<dyn Engine>) -> Self {
-        Store { engine }
+        Store {
+            engine,
+            corrupt: Default::default(),
+        }
+    }
+
+    /// Why the store is known to be corrupt, if it is.
+    pub fn corrupt(&self) -> Option<String> {
+        self.corrupt.lock().ok().and_then(|c| c.clone())
+    }
+
+    /// Notes `e` if it says the database is corrupt; answers `e`.
+    fn noticed(&self, e: StoreError) -> StoreError {
+        let StoreError::Database(m) = &e else {
+            return e;
+        };
+        let lower = m.to_lowercase();
+        if (lower.contains("malformed") || lower.contains("not a database"))
+            && let Ok(mut c) = self.corrupt.lock()
+            && c.is_none()
+        {
+            tracing::error!(target: "ctxpack::store", error = %m, "the store is corrupt: no more writes");
+            *c = Some(m.clone());
+        }
+        e
+    }
+
+    /// Runs the engine's quick check; a store that fails it is corrupt.
+    pub async fn quick_check(&self) -> Result<(), StoreError> {
+        let found = self
+            .engine
+            .quick_check()
+            .await
+            .map_err(|e| self.noticed(e))?;
+        if found != "ok" {
+            return Err(self.noticed(StoreError::Database(format!(
+                "database disk image is malformed: {found}"
+            ))));
+        }
+        Ok(())
     }
 
     /// The engine's name.
@@ -322,6 +380,8 @@ impl Store {
                     Value::Text(json(&s.source_calls)),
                     Value::Text(json(&record.compression)),
                     Value::Text(json(&s.compressions)),
+                    Value::Text(record.request_hash.clone()),
+                    record.user_id.clone().into(),
                 ],
                 must_change: true,
             },
@@ -340,25 +400,41 @@ impl Store {
             ],
             must_change: false,
         });
-        match self.engine.transaction(stmts).await? {
+        if let Some(why) = self.corrupt() {
+            return Err(StoreError::Database(format!(
+                "the store is corrupt ({why}): nothing more is written to it; \
+                 restore it and restart"
+            )));
+        }
+        match self
+            .engine
+            .transaction(stmts)
+            .await
+            .map_err(|e| self.noticed(e))?
+        {
             Committed::Yes => Ok(Recorded::New),
             Committed::Conflict => {
                 let rows = self
                     .engine
                     .query(
-                        "SELECT context_snapshot_id FROM context_snapshots \
+                        "SELECT context_snapshot_id, request_hash FROM context_snapshots \
                          WHERE tenant_id = $1 AND run_id = $2 AND attempt_id = $3",
                         vec![Value::Text(tenant), Value::Text(run), Value::Text(attempt)],
                     )
                     .await?;
                 let existing = rows
                     .first()
-                    .and_then(|r| r.first())
-                    .map(|v| text(v, &s.id))
+                    .map(|r| Ok::<_, StoreError>((text(&r[0], &s.id)?, opt_text(&r[1], &s.id)?)))
                     .transpose()?;
                 match existing {
-                    Some(id) if id == s.id => Ok(Recorded::Replayed),
-                    Some(id) => Ok(Recorded::AttemptTaken(id)),
+                    // A row from before request hashes replays as before.
+                    Some((id, hash))
+                        if id == s.id
+                            && hash.as_ref().is_none_or(|h| *h == record.request_hash) =>
+                    {
+                        Ok(Recorded::Replayed)
+                    }
+                    Some((id, _)) => Ok(Recorded::AttemptTaken(id)),
                     // The same id under another attempt cannot be: the id
                     // hashes the attempt.
                     None => Err(StoreError::Database(format!(
@@ -370,8 +446,41 @@ impl Store {
         }
     }
 
+    /// Writes and commits one small row: what a snapshot needs of the
+    /// store (space, a writable file, readable pages).
+    pub async fn probe(&self) -> Result<(), StoreError> {
+        if let Some(why) = self.corrupt() {
+            return Err(StoreError::Database(format!("corrupt: {why}")));
+        }
+        match self
+            .engine
+            .transaction(vec![Stmt {
+                sql: "INSERT INTO readiness_probe (probe, probed_at) VALUES ('readiness', $1) \
+                      ON CONFLICT (probe) DO UPDATE SET probed_at = excluded.probed_at",
+                params: vec![Value::Text(now_rfc3339())],
+                must_change: false,
+            }])
+            .await
+            .map_err(|e| self.noticed(e))?
+        {
+            Committed::Yes | Committed::Conflict => Ok(()),
+        }
+    }
+
     /// The snapshots of `tenant`'s run `run_id`, oldest first.
     pub async fn list(&self, tenant: &str, run_id: &str) -> Result<Vec<Summary>, StoreError> {
+        self.list_page(tenant, run_id, None, i64::MAX as u64).await
+    }
+
+    /// At most `limit` of the snapshots of `tenant`'s run `run_id`, oldest
+    /// first, from the one after snapshot `after`.
+    pub async fn list_page(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        after: Option<&str>,
+        limit: u64,
+    ) -> Result<Vec<Summary>, StoreError> {
         let rows = self
             .engine
             .query(
@@ -382,8 +491,16 @@ impl Store {
                  (SELECT CAST(COALESCE(SUM(COALESCE(i.run_count, 1)), 0) AS BIGINT) FROM context_items i \
                  WHERE i.context_snapshot_id = s.context_snapshot_id AND NOT i.included) \
                  FROM context_snapshots s WHERE s.tenant_id = $1 AND s.run_id = $2 \
-                 ORDER BY s.assembled_at, s.context_snapshot_id",
-                vec![Value::Text(tenant.into()), Value::Text(run_id.into())],
+                 AND ($3 = '' OR (s.assembled_at, s.context_snapshot_id) > \
+                 (SELECT a.assembled_at, a.context_snapshot_id FROM context_snapshots a \
+                 WHERE a.context_snapshot_id = $3 AND a.tenant_id = $1)) \
+                 ORDER BY s.assembled_at, s.context_snapshot_id LIMIT $4",
+                vec![
+                    Value::Text(tenant.into()),
+                    Value::Text(run_id.into()),
+                    Value::Text(after.unwrap_or("").into()),
+                    Value::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+                ],
             )
             .await?;
         rows.iter()
@@ -411,6 +528,18 @@ impl Store {
     /// `tenant`'s snapshot `id`, read back whole; `None` when the tenant
     /// has no such snapshot.
     pub async fn get(&self, tenant: &str, id: &str) -> Result<Option<Detail>, StoreError> {
+        self.get_page(tenant, id, 0, i64::MAX as u64).await
+    }
+
+    /// `tenant`'s snapshot `id` with `limit` of its items from `offset`
+    /// (in their order); `None` when the tenant has no such snapshot.
+    pub async fn get_page(
+        &self,
+        tenant: &str,
+        id: &str,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Option<Detail>, StoreError> {
         let sql: &'static str = SNAPSHOT_BY_ID.get_or_init(|| {
             format!(
                 "SELECT {SNAPSHOT_COLUMNS} FROM context_snapshots \
@@ -438,7 +567,17 @@ impl Store {
                 "SELECT item_id, layer, section, origin, source_kind, reference, \
                  source_version, index_revision, trust_tier, score, included, reason, tokens, \
                  counted, compressed, redacted, run_last_id, run_count FROM context_items \
-                 WHERE context_snapshot_id = $1 ORDER BY position",
+                 WHERE context_snapshot_id = $1 ORDER BY position LIMIT $2 OFFSET $3",
+                vec![
+                    Value::Text(id.into()),
+                    Value::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+                    Value::Int(i64::try_from(offset).unwrap_or(i64::MAX)),
+                ],
+            )
+            .await?;
+        let items_total = self
+            .count(
+                "SELECT COUNT(*) FROM context_items WHERE context_snapshot_id = $1",
                 vec![Value::Text(id.into())],
             )
             .await?;
@@ -488,6 +627,8 @@ impl Store {
             session_id: opt_text(&r[14], id)?,
             trace_id: opt_text(&r[15], id)?,
             deleted_citations: deleted,
+            items_total,
+            items_offset: offset,
         }))
     }
 

@@ -121,6 +121,7 @@ fn options(store: String, events: Option<Events>) -> Options {
         config: Some(demo_path("tests/fixture/ctxpack.toml")),
         fixture: Some(demo_path("../../tests/scenarios")),
         events,
+        no_auth: true,
         ..Options::default()
     }
 }
@@ -424,30 +425,11 @@ async fn inbound_events_degrade_an_index_and_record_deletions() {
 #[tokio::test(flavor = "multi_thread")]
 async fn two_replicas_on_one_postgresql_publish_each_event_once() {
     let Some(bin) = nats_server() else { return };
-    let Ok(url) = std::env::var("CTXPACK_TEST_POSTGRES") else {
-        assert!(
-            std::env::var("CTXPACK_REQUIRE_POSTGRES").is_err(),
-            "CTXPACK_REQUIRE_POSTGRES is set but CTXPACK_TEST_POSTGRES is not"
-        );
-        eprintln!("CTXPACK_TEST_POSTGRES unset: not run");
+    let Some((fresh, admin)) = common::fresh_postgres("events").await else {
         return;
     };
     let broker = Broker::start(bin);
     let nats = broker.url();
-    let (admin, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let db = format!("ctxpack_events_{}", std::process::id());
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
-        .await
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .unwrap();
-    let fresh = format!("{}/{db}", url.rsplit_once('/').unwrap().0);
     let (a, ca) = serve(options(fresh.clone(), Some(Events::at(&nats)))).await;
     let (b, cb) = serve(options(fresh.clone(), Some(Events::at(&nats)))).await;
     // Both replicas take requests at once.
@@ -470,7 +452,10 @@ async fn two_replicas_on_one_postgresql_publish_each_event_once() {
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
     admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .batch_execute(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            fresh.rsplit_once('/').unwrap().1
+        ))
         .await
         .unwrap();
 }

@@ -29,6 +29,7 @@ fn options() -> Options {
         instances: 2,
         config: Some(demo_path("tests/fixture/ctxpack.toml")),
         fixture: Some(demo_path("../../tests/scenarios")),
+        no_auth: true,
         ..Options::default()
     }
 }
@@ -539,6 +540,10 @@ async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
     let mut o = options();
     o.deadline = Duration::from_millis(50);
     o.max_body = 64 << 20;
+    o.request_limits = Some(ctxpack_service::service::RequestLimits {
+        instructions: 5000,
+        ..Default::default()
+    });
     let (running, c) = serve(o).await;
     // Two thousand instructions of ~4 kB each: L0 is counted exactly,
     // eight megabytes of text, far past 50 ms inside the component.
@@ -587,6 +592,10 @@ async fn after_an_interrupted_call_the_next_request_is_served() {
     let mut o = options();
     o.deadline = Duration::from_millis(50);
     o.max_body = 64 << 20;
+    o.request_limits = Some(ctxpack_service::service::RequestLimits {
+        instructions: 5000,
+        ..Default::default()
+    });
     o.instances = 1;
     let (running, c) = serve(o).await;
     let mut v = demo();

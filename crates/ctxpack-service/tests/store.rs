@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used)]
 
 use ctxpack_core::json::Reply;
+mod common;
+
 use ctxpack_service::store::{Record, Recorded, Store, Value, now_rfc3339};
 use std::path::PathBuf;
 
@@ -68,6 +70,10 @@ fn records() -> Vec<Record> {
             event,
             sections: vec![],
             assembled_at: now_rfc3339(),
+            request_hash: ctxpack_core::text_hash(
+                &serde_json::to_string(&scenario.request).unwrap(),
+            ),
+            user_id: scenario.request.context.user_id.clone(),
         });
     }
     out
@@ -315,13 +321,13 @@ async fn sqlite_store() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("store.db");
     let _ = std::fs::remove_file(&path);
-    let store = ctxpack_service::open_store(path.to_str().unwrap(), 2, None)
+    let store = ctxpack_service::open_store(path.to_str().unwrap(), 2, None, false)
         .await
         .unwrap();
     exercise(&store).await;
     // Reopened: the migrations are not applied twice, the rows are there.
     drop(store);
-    let store = ctxpack_service::open_store(path.to_str().unwrap(), 2, None)
+    let store = ctxpack_service::open_store(path.to_str().unwrap(), 2, None, false)
         .await
         .unwrap();
     assert!(store.census().await.unwrap().snapshots > 30);
@@ -338,46 +344,22 @@ async fn sqlite_store() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn postgres_store() {
-    let Ok(url) = std::env::var("CTXPACK_TEST_POSTGRES") else {
-        assert!(
-            std::env::var("CTXPACK_REQUIRE_POSTGRES").is_err(),
-            "CTXPACK_REQUIRE_POSTGRES is set but CTXPACK_TEST_POSTGRES is not"
-        );
-        eprintln!("postgres_store: CTXPACK_TEST_POSTGRES unset; not run");
+    let Some((fresh, client)) = common::fresh_postgres("test").await else {
         return;
     };
-    // A fresh database for this run.
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    let store = ctxpack_service::open_store(&fresh, 4, None, false)
         .await
         .unwrap();
-    tokio::spawn(conn);
-    let db = format!("ctxpack_test_{}", std::process::id());
-    for sql in [
-        format!("DROP DATABASE IF EXISTS {db}"),
-        format!("CREATE DATABASE {db}"),
-    ] {
-        client.batch_execute(&sql).await.unwrap();
-    }
-    let mut config: tokio_postgres::Config = url.parse().unwrap();
-    config.dbname(&db);
-    let fresh = format!(
-        "postgres://{}@{}:{}/{db}",
-        config.get_user().unwrap_or("postgres"),
-        match &config.get_hosts()[0] {
-            tokio_postgres::config::Host::Tcp(h) => h.clone(),
-            #[cfg(unix)]
-            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
-        },
-        config.get_ports().first().copied().unwrap_or(5432)
-    );
-    let store = ctxpack_service::open_store(&fresh, 4, None).await.unwrap();
     exercise(&store).await;
     // Several replicas migrating at once: one applies, the rest find it.
     let opened = futures_join(&fresh).await;
     assert!(opened.iter().all(Result::is_ok), "{opened:?}");
     drop(store);
     client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        .batch_execute(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            fresh.rsplit_once('/').unwrap().1
+        ))
         .await
         .unwrap();
 }
@@ -386,7 +368,11 @@ async fn futures_join(url: &str) -> Vec<Result<(), String>> {
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..4 {
         let url = url.to_owned();
-        set.spawn(async move { ctxpack_service::open_store(&url, 1, None).await.map(drop) });
+        set.spawn(async move {
+            ctxpack_service::open_store(&url, 1, None, false)
+                .await
+                .map(drop)
+        });
     }
     let mut out = Vec::new();
     while let Some(r) = set.join_next().await {

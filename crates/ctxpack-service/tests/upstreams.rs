@@ -182,12 +182,25 @@ async fn serve_store(grpc: bool, answering: Answering, addr: SocketAddr) -> Test
 
 /// Over HTTP, a wrong shape is a candidate without its section.
 fn http_wrong_shaped() -> axum::Router {
-    axum::Router::new().route(
-        "/wrong",
-        axum::routing::post(|| async {
-            r#"{"ok": [{"id": "w-1", "text": "x", "trust": "trusted"}]}"#
-        }),
-    )
+    let many = |n: usize, text: &'static str| {
+        let candidates: Vec<Value> = (0..n)
+            .map(|i| serde_json::to_value(candidate(&format!("m-{i}"), text)).unwrap())
+            .collect();
+        json!({ "ok": candidates }).to_string()
+    };
+    let (too_many, nul) = (many(1001, "many"), many(1, "before\u{0}after"));
+    axum::Router::new()
+        .route(
+            "/wrong",
+            axum::routing::post(|| async {
+                r#"{"ok": [{"id": "w-1", "text": "x", "trust": "trusted"}]}"#
+            }),
+        )
+        .route(
+            "/many",
+            axum::routing::post(move || async move { too_many }),
+        )
+        .route("/nul", axum::routing::post(move || async move { nul }))
 }
 
 fn config(dir: &Path, text: &str) -> PathBuf {
@@ -241,6 +254,7 @@ fn options(dir: &Path, config: Option<PathBuf>) -> Options {
         store: dir.join("store.db").display().to_string(),
         instances: 2,
         config,
+        no_auth: true,
         ..Options::default()
     }
 }
@@ -480,8 +494,28 @@ async fn an_answer_of_the_wrong_shape_degrades_naming_the_field() {
         failed.contains("answer.ok[0]") && failed.contains("section"),
         "{failed}"
     );
-    up.down().await;
     running.shutdown().await.unwrap();
+
+    // Too many candidates, or a NUL in a text: the store's failure, named,
+    // on either store engine alike.
+    for (path, says) in [
+        ("many", "answered 1001 candidates, at most 1000"),
+        ("nul", "answer[0].text: holds a NUL character"),
+    ] {
+        let dir = tempdir();
+        let toml = format!(
+            "[builder]\nprofile = {{ rag = {{ retrieve-limit = 4 }} }}\n[upstreams.retrieve]\nhttp = \"http://{}/{path}\"\n",
+            up.addr
+        );
+        let (running, c) = serve(options(&dir, Some(config(&dir, &toml)))).await;
+        let (status, reply, detail) = assemble(&c, 1, 20000).await;
+        assert_eq!(status, 201, "{reply}");
+        assert_eq!(reply["status"], json!(["degraded"]), "{path}");
+        let failed = call_outcome(&detail, "sources.retrieve").to_string();
+        assert!(failed.contains(says), "{path}: {failed}");
+        running.shutdown().await.unwrap();
+    }
+    up.down().await;
 
     // gRPC: the reply as bytes a store could send: a candidate whose
     // section is left unspecified.
@@ -667,7 +701,7 @@ async fn sighup_reloads_the_configuration_without_dropping_a_request() {
     );
     let path = config(&dir, &index_only);
     let mut child = ctxpack()
-        .args(["serve", "--config"])
+        .args(["serve", "--insecure-dev-no-auth", "--config"])
         .arg(&path)
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -1,0 +1,536 @@
+//! Who is calling, and what they may do.
+//!
+//! Every `/factory` request and every gRPC call carries an OAuth2
+//! client-credentials access token, `authorization: Bearer <JWT>`, checked
+//! against the keys of a JWKS (`[auth] jwks-file` or `jwks-url`; RS256 or
+//! ES256; HS256 only with `hs256-secret-file`, for development), with its
+//! issuer, audience and expiry. The caller's tenant is the token's
+//! `tenant-claim` (`tenant_id`): a request reads and writes only that
+//! tenant's rows. An `x-tenant-id` header, if sent, must say the same.
+//!
+//! What a caller may do is the union of its token's scopes (`scope`, space
+//! separated, or `scp`) and what its roles (`roles`) grant:
+//!
+//! | role           | `factory.runs.read` | `factory.context.assemble` | `factory.sources.delete` | `factory.metrics.read` |
+//! |----------------|:---:|:---:|:---:|:---:|
+//! | Requester      | ✓ | ✓ |   |   |
+//! | Reviewer       | ✓ |   |   |   |
+//! | Operator       | ✓ |   |   | ✓ |
+//! | WorkspaceAdmin | ✓ | ✓ | ✓ |   |
+//! | PlatformAdmin  | ✓ | ✓ | ✓ | ✓ |
+//! | Observer       |   |   |   | ✓ |
+//!
+//! `factory.runs.read` lists and reads snapshots and their content;
+//! `factory.context.assemble` assembles (HTTP `POST …/context`, gRPC
+//! `Assemble`); `factory.sources.delete` marks a source deleted;
+//! `factory.metrics.read` reads `/metrics` on the main listener (the
+//! metrics listener, `--metrics-listen`, asks for nothing).
+//!
+//! `--insecure-dev-no-auth` turns all of this off: the tenant is the
+//! `x-tenant-id` header, and the service listens on loopback only.
+
+use crate::service::check_id;
+use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What a caller may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// List and read snapshots and their content.
+    RunsRead,
+    /// Assemble.
+    Assemble,
+    /// Mark a source deleted.
+    SourcesDelete,
+    /// Read `/metrics` on the main listener.
+    MetricsRead,
+}
+
+impl Scope {
+    /// Every scope.
+    pub const ALL: [Scope; 4] = [
+        Scope::RunsRead,
+        Scope::Assemble,
+        Scope::SourcesDelete,
+        Scope::MetricsRead,
+    ];
+
+    /// Its name in a token.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::RunsRead => "factory.runs.read",
+            Scope::Assemble => "factory.context.assemble",
+            Scope::SourcesDelete => "factory.sources.delete",
+            Scope::MetricsRead => "factory.metrics.read",
+        }
+    }
+
+    fn named(name: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// The seed's roles and the scopes each grants (the table above).
+pub const ROLES: [(&str, &[Scope]); 6] = [
+    ("Requester", &[Scope::RunsRead, Scope::Assemble]),
+    ("Reviewer", &[Scope::RunsRead]),
+    ("Operator", &[Scope::RunsRead, Scope::MetricsRead]),
+    (
+        "WorkspaceAdmin",
+        &[Scope::RunsRead, Scope::Assemble, Scope::SourcesDelete],
+    ),
+    ("PlatformAdmin", &Scope::ALL),
+    ("Observer", &[Scope::MetricsRead]),
+];
+
+/// `[auth]` in the configuration file.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AuthFile {
+    /// The `iss` every token must carry.
+    pub issuer: Option<String>,
+    /// The `aud` every token must carry (one of).
+    pub audience: Option<String>,
+    /// The issuer's keys, a JWKS document on disk.
+    pub jwks_file: Option<PathBuf>,
+    /// The issuer's keys, fetched at start and again (at most every 5 s)
+    /// when a token names a key it does not hold.
+    pub jwks_url: Option<String>,
+    /// A shared secret for HS256 tokens: development only.
+    pub hs256_secret_file: Option<PathBuf>,
+    /// The claim that names the caller's tenant.
+    pub tenant_claim: Option<String>,
+    /// Clock skew allowed on `exp` and `nbf`, seconds (30).
+    pub leeway_s: Option<u64>,
+}
+
+/// Why a caller is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// No valid token: 401.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// A valid token that may not do this: 403.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The request itself is malformed (a header sent twice): 400.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A caller whose token was verified (or, without authentication, the
+/// tenant its header names).
+#[derive(Clone, Debug)]
+pub struct Caller {
+    /// The tenant it acts for.
+    pub tenant: String,
+    /// The token's subject (`sub`), or `anonymous`.
+    pub subject: String,
+    scopes: Vec<Scope>,
+}
+
+impl Caller {
+    /// Refuses the call unless the caller holds `scope`.
+    pub fn may(&self, scope: Scope) -> Result<(), Refusal> {
+        if self.scopes.contains(&scope) {
+            Ok(())
+        } else {
+            Err(Refusal::Forbidden(format!(
+                "authorization: the token does not grant {} (by its scope or a role)",
+                scope.name()
+            )))
+        }
+    }
+}
+
+/// How callers are checked.
+pub enum Auth {
+    /// Not at all (`--insecure-dev-no-auth`).
+    Off,
+    /// Bearer JWTs.
+    Jwt(Box<Verifier>),
+}
+
+/// Checks bearer tokens.
+pub struct Verifier {
+    issuer: String,
+    audience: String,
+    tenant_claim: String,
+    leeway: u64,
+    keys: Mutex<Keys>,
+    url: Option<String>,
+    hs256: Option<DecodingKey>,
+}
+
+#[derive(Default)]
+struct Keys {
+    /// By `kid` (empty: no kid), with their algorithm.
+    by_kid: BTreeMap<String, (Algorithm, Arc<DecodingKey>)>,
+    fetched: Option<Instant>,
+}
+
+/// The keys of a JWKS document: RSA keys as RS256, P-256 keys as ES256.
+fn keys_of(json: &[u8], from: &str) -> Result<Keys, String> {
+    let set: JwkSet =
+        serde_json::from_slice(json).map_err(|e| format!("{from}: not a JWKS document: {e}"))?;
+    let mut keys = Keys::default();
+    for (i, jwk) in set.keys.iter().enumerate() {
+        let alg = match &jwk.algorithm {
+            AlgorithmParameters::RSA(_) => Algorithm::RS256,
+            AlgorithmParameters::EllipticCurve(ec)
+                if ec.curve == jsonwebtoken::jwk::EllipticCurve::P256 =>
+            {
+                Algorithm::ES256
+            }
+            // Keys of other kinds are not ours to use (they may be for
+            // other clients of the same issuer).
+            _ => continue,
+        };
+        let key = DecodingKey::from_jwk(jwk).map_err(|e| format!("{from}: keys[{i}]: {e}"))?;
+        let kid = jwk.common.key_id.clone().unwrap_or_default();
+        keys.by_kid.insert(kid, (alg, Arc::new(key)));
+    }
+    if keys.by_kid.is_empty() {
+        return Err(format!("{from}: holds no RSA or P-256 key"));
+    }
+    Ok(keys)
+}
+
+/// The least time between two fetches of a JWKS URL.
+pub const REFETCH: Duration = Duration::from_secs(5);
+
+/// The claims read; the rest are ignored.
+#[derive(Deserialize)]
+struct Claims {
+    #[serde(default)]
+    sub: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    scp: Option<Vec<String>>,
+    #[serde(default)]
+    roles: Option<Vec<String>>,
+    #[serde(flatten)]
+    rest: BTreeMap<String, serde_json::Value>,
+}
+
+/// At most this many characters of a value a client sent go into an
+/// error message or a log line.
+pub const ECHO: usize = 64;
+
+/// `v`, cut to [`ECHO`] characters (and marked so when cut), quoted.
+pub fn echo(v: &str) -> String {
+    let mut cut: String = v.chars().take(ECHO).collect();
+    if cut.len() < v.len() {
+        cut.push('…');
+    }
+    format!("{cut:?}")
+}
+
+impl Verifier {
+    /// The verifier `[auth]` configures; `base` is the directory its
+    /// relative paths are under.
+    pub async fn new(file: &AuthFile, at: &str) -> Result<Verifier, String> {
+        let need = |v: &Option<String>, key: &str| {
+            v.clone()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| format!("{at}: auth.{key}: required"))
+        };
+        let issuer = need(&file.issuer, "issuer")?;
+        let audience = need(&file.audience, "audience")?;
+        let hs256 = match &file.hs256_secret_file {
+            Some(p) => {
+                let secret = std::fs::read(p)
+                    .map_err(|e| format!("{at}: auth.hs256-secret-file: {}: {e}", p.display()))?;
+                let secret = secret.trim_ascii();
+                if secret.len() < 32 {
+                    return Err(format!(
+                        "{at}: auth.hs256-secret-file: at least 32 bytes of secret"
+                    ));
+                }
+                Some(DecodingKey::from_secret(secret))
+            }
+            None => None,
+        };
+        let keys = match (&file.jwks_file, &file.jwks_url) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "{at}: auth: jwks-file and jwks-url: give one, not both"
+                ));
+            }
+            (Some(p), None) => {
+                let bytes = std::fs::read(p)
+                    .map_err(|e| format!("{at}: auth.jwks-file: {}: {e}", p.display()))?;
+                keys_of(&bytes, &format!("{at}: auth.jwks-file"))?
+            }
+            (None, Some(url)) => fetch(url)
+                .await
+                .map_err(|e| format!("{at}: auth.jwks-url: {e}"))?,
+            (None, None) if hs256.is_some() => Keys::default(),
+            (None, None) => {
+                return Err(format!(
+                    "{at}: auth: jwks-file or jwks-url: required (the issuer's keys)"
+                ));
+            }
+        };
+        let tenant_claim = file
+            .tenant_claim
+            .clone()
+            .unwrap_or_else(|| "tenant_id".into());
+        Ok(Verifier {
+            issuer,
+            audience,
+            tenant_claim,
+            leeway: file.leeway_s.unwrap_or(30),
+            keys: Mutex::new(keys),
+            url: file.jwks_url.clone(),
+            hs256,
+        })
+    }
+
+    /// Whether HS256 (development) tokens are taken.
+    pub fn takes_hs256(&self) -> bool {
+        self.hs256.is_some()
+    }
+
+    fn key(&self, kid: &str, alg: Algorithm) -> Option<Arc<DecodingKey>> {
+        let keys = self.keys.lock().ok()?;
+        match keys.by_kid.get(kid) {
+            Some((a, k)) if *a == alg => Some(k.clone()),
+            Some(_) => None,
+            // No kid: the one key of its algorithm, if there is one.
+            None if kid.is_empty() => {
+                let mut of_alg = keys.by_kid.values().filter(|(a, _)| *a == alg);
+                match (of_alg.next(), of_alg.next()) {
+                    (Some((_, k)), None) => Some(k.clone()),
+                    _ => None,
+                }
+            }
+            None => None,
+        }
+    }
+
+    /// Fetches the JWKS again, if it comes from a URL and was not fetched
+    /// in the last [`REFETCH`]: a key rotated in is found at once, and
+    /// tokens naming made-up kids cost the issuer one fetch per interval.
+    async fn refresh(&self) {
+        let Some(url) = &self.url else { return };
+        let due = self
+            .keys
+            .lock()
+            .map(|k| k.fetched.is_none_or(|t| t.elapsed() > REFETCH))
+            .unwrap_or(false);
+        if !due {
+            return;
+        }
+        if let Ok(mut k) = self.keys.lock() {
+            k.fetched = Some(Instant::now());
+        }
+        match fetch(url).await {
+            Ok(fresh) => {
+                if let Ok(mut k) = self.keys.lock() {
+                    k.by_kid = fresh.by_kid;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(target: "ctxpack::auth", error = %e, "the JWKS could not be fetched again")
+            }
+        }
+    }
+
+    /// The caller a bearer token says, if it verifies.
+    pub async fn verify(&self, token: &str) -> Result<Caller, Refusal> {
+        let bad = |m: String| Refusal::Unauthenticated(format!("authorization: {m}"));
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| bad(format!("not a JWT ({e})")))?;
+        let kid = header.kid.clone().unwrap_or_default();
+        let key = match header.alg {
+            Algorithm::HS256 => self
+                .hs256
+                .clone()
+                .map(Arc::new)
+                .ok_or_else(|| bad("HS256 tokens are not taken (development only)".into()))?,
+            Algorithm::RS256 | Algorithm::ES256 => match self.key(&kid, header.alg) {
+                Some(k) => k,
+                None => {
+                    self.refresh().await;
+                    self.key(&kid, header.alg).ok_or_else(|| {
+                        bad(format!(
+                            "no {:?} key with kid {} among the issuer's keys",
+                            header.alg,
+                            echo(&kid)
+                        ))
+                    })?
+                }
+            },
+            other => return Err(bad(format!("{other:?} tokens are not taken"))),
+        };
+        let mut v = Validation::new(header.alg);
+        v.set_issuer(&[&self.issuer]);
+        v.set_audience(&[&self.audience]);
+        v.set_required_spec_claims(&["exp", "iss", "aud"]);
+        v.leeway = self.leeway;
+        v.validate_nbf = true;
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &v).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind as K;
+            bad(match e.kind() {
+                K::ExpiredSignature => "the token has expired (exp)".into(),
+                K::ImmatureSignature => "the token is not valid yet (nbf)".into(),
+                K::InvalidIssuer => "the token's issuer (iss) is not this service's".into(),
+                K::InvalidAudience => "the token's audience (aud) is not this service".into(),
+                K::InvalidSignature => "the token's signature does not verify".into(),
+                K::MissingRequiredClaim(c) => format!("the token has no {c} claim"),
+                _ => format!("the token does not verify ({e})"),
+            })
+        })?;
+        let c = data.claims;
+        let tenant = match c.rest.get(&self.tenant_claim) {
+            Some(serde_json::Value::String(t)) => t.clone(),
+            _ => {
+                return Err(Refusal::Forbidden(format!(
+                    "authorization: the token names no tenant ({} claim)",
+                    self.tenant_claim
+                )));
+            }
+        };
+        check_id(&format!("the token's {}", self.tenant_claim), &tenant)
+            .map_err(|e| Refusal::Forbidden(format!("authorization: {e}")))?;
+        let mut scopes = Vec::new();
+        let named = c
+            .scope
+            .iter()
+            .flat_map(|s| s.split_ascii_whitespace())
+            .chain(c.scp.iter().flatten().map(String::as_str));
+        scopes.extend(named.filter_map(Scope::named));
+        for role in c.roles.iter().flatten() {
+            if let Some((_, grants)) = ROLES.iter().find(|(r, _)| r == role) {
+                scopes.extend_from_slice(grants);
+            }
+        }
+        scopes.sort();
+        scopes.dedup();
+        Ok(Caller {
+            tenant,
+            subject: c.sub.unwrap_or_else(|| "anonymous".into()),
+            scopes,
+        })
+    }
+}
+
+impl Auth {
+    /// The caller of a request with these `authorization` and
+    /// `x-tenant-id` values (every one sent, in order).
+    pub async fn caller(
+        &self,
+        authorization: &[&[u8]],
+        tenant_header: &[&[u8]],
+    ) -> Result<Caller, Refusal> {
+        let header_tenant = match tenant_header {
+            [] => None,
+            [one] => Some(
+                std::str::from_utf8(one)
+                    .ok()
+                    .filter(|t| t.bytes().all(|b| (0x20..0x7f).contains(&b)))
+                    .ok_or_else(|| Refusal::Invalid("x-tenant-id: not visible ASCII".into()))?,
+            ),
+            _ => {
+                return Err(Refusal::Invalid(
+                    "x-tenant-id: sent more than once; send it once".into(),
+                ));
+            }
+        };
+        if let Some(t) = header_tenant {
+            check_id("x-tenant-id", t).map_err(|e| Refusal::Invalid(e.to_string()))?;
+        }
+        match self {
+            Auth::Off => {
+                let tenant = header_tenant.ok_or_else(|| {
+                    Refusal::Invalid(
+                        "x-tenant-id: header missing; every request names its tenant".into(),
+                    )
+                })?;
+                Ok(Caller {
+                    tenant: tenant.to_owned(),
+                    subject: "anonymous".into(),
+                    scopes: Scope::ALL.to_vec(),
+                })
+            }
+            Auth::Jwt(v) => {
+                let caller = v.verify(bearer(authorization)?).await?;
+                if let Some(t) = header_tenant
+                    && t != caller.tenant
+                {
+                    return Err(Refusal::Forbidden(format!(
+                        "x-tenant-id: {} is not the token's tenant",
+                        echo(t)
+                    )));
+                }
+                Ok(caller)
+            }
+        }
+    }
+}
+
+/// The token of the one `authorization: Bearer <token>` sent.
+pub fn bearer<'a>(authorization: &[&'a [u8]]) -> Result<&'a str, Refusal> {
+    match authorization {
+        [] => Err(Refusal::Unauthenticated(
+            "authorization: missing; send `authorization: Bearer <token>`".into(),
+        )),
+        [one] => std::str::from_utf8(one)
+            .ok()
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .ok_or_else(|| Refusal::Unauthenticated("authorization: not `Bearer <token>`".into())),
+        _ => Err(Refusal::Invalid(
+            "authorization: sent more than once; send it once".into(),
+        )),
+    }
+}
+
+/// Fetches a JWKS document (`https://`, or `http://` for a local issuer).
+async fn fetch(url: &str) -> Result<Keys, String> {
+    use http_body_util::{BodyExt, Empty, Limited};
+    let uri: hyper::Uri = url.parse().map_err(|e| format!("{}: {e}", echo(url)))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(c);
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build::<_, Empty<bytes::Bytes>>(connector);
+    let answer = tokio::time::timeout(Duration::from_secs(10), client.get(uri))
+        .await
+        .map_err(|_| format!("{url}: no answer in 10 s"))?
+        .map_err(|e| format!("{url}: {e}"))?;
+    if !answer.status().is_success() {
+        return Err(format!("{url}: answered {}", answer.status()));
+    }
+    let body = Limited::new(answer.into_body(), 1 << 20)
+        .collect()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?
+        .to_bytes();
+    let mut keys = keys_of(&body, url)?;
+    keys.fetched = Some(Instant::now());
+    Ok(keys)
+}
