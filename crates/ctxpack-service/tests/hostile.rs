@@ -1133,6 +1133,89 @@ async fn the_listeners_serve_tls() {
     running.shutdown().await.unwrap();
 }
 
+/// An RS256 issuer, its 2048-bit key made by `openssl` now (ring makes no
+/// RSA keys); none without `openssl` on the PATH.
+fn rsa_issuer(dir: &Path, kid: &str) -> Option<(EncodingKey, Value)> {
+    let key = dir.join(format!("{kid}.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(&key)
+        .output()
+        .ok()?;
+    assert!(made.status.success(), "{made:?}");
+    let modulus = std::process::Command::new("openssl")
+        .args(["rsa", "-noout", "-modulus", "-in"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    let hex = String::from_utf8(modulus.stdout).unwrap();
+    let hex = hex.trim().trim_start_matches("Modulus=");
+    let n: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let pem = std::fs::read(&key).unwrap();
+    Some((
+        EncodingKey::from_rsa_pem(&pem).unwrap(),
+        json!({"kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig", "n": b64url(&n), "e": "AQAB"}),
+    ))
+}
+
+/// RS256 tokens verify against an RSA key of the JWKS; one signed by
+/// another RSA key under the same kid does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn rs256_tokens_verify_against_the_issuers_rsa_key() {
+    let dir = common::tempdir("hostile-rsa");
+    let Some((key, jwk)) = rsa_issuer(&dir, "r1") else {
+        eprintln!("openssl is not on the PATH: RS256 not tested");
+        return;
+    };
+    let (other, _) = rsa_issuer(&dir, "r2").unwrap();
+    let jwks = dir.join("jwks.json");
+    std::fs::write(&jwks, json!({"keys": [jwk]}).to_string()).unwrap();
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.auth = Some(AuthFile {
+        issuer: Some(ISSUER.into()),
+        audience: Some(AUDIENCE.into()),
+        jwks_file: Some(jwks),
+        ..Default::default()
+    });
+    let (running, c) = serve(o).await;
+    let sign = |key: &EncodingKey| {
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some("r1".into());
+        bearer(
+            &jsonwebtoken::encode(&header, &claims("acme", "factory.runs.read", |_| {}), key)
+                .unwrap(),
+        )
+    };
+    let read = |token: String| {
+        let c = c.clone();
+        async move {
+            c.request(
+                "GET",
+                "/factory/runs/r/context-snapshots",
+                &[("authorization", &token)],
+                Vec::new(),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(read(sign(&key)).await.status, 200);
+    let r = read(sign(&other)).await;
+    assert_eq!(r.status, 401);
+    assert!(r.text().contains("signature"), "{}", r.text());
+    running.shutdown().await.unwrap();
+}
+
 /// Keys from a JWKS URL: a key rotated in is found on its first token;
 /// HS256 only with a development secret; `[auth]` without its issuer is
 /// refused at start.
