@@ -29,7 +29,7 @@
 //! `--insecure-dev-no-auth` turns all of this off: the tenant is the
 //! `x-tenant-id` header, and the service listens on loopback only.
 
-use crate::service::check_id;
+use crate::ids::{echo, id_error};
 use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
@@ -219,19 +219,6 @@ struct Claims {
     rest: BTreeMap<String, serde_json::Value>,
 }
 
-/// At most this many characters of a value a client sent go into an
-/// error message or a log line.
-pub const ECHO: usize = 64;
-
-/// `v`, cut to [`ECHO`] characters (and marked so when cut), quoted.
-pub fn echo(v: &str) -> String {
-    let mut cut: String = v.chars().take(ECHO).collect();
-    if cut.len() < v.len() {
-        cut.push('…');
-    }
-    format!("{cut:?}")
-}
-
 impl Verifier {
     /// The verifier `[auth]` configures; `base` is the directory its
     /// relative paths are under.
@@ -398,8 +385,9 @@ impl Verifier {
                 )));
             }
         };
-        check_id(&format!("the token's {}", self.tenant_claim), &tenant)
-            .map_err(|e| Refusal::Forbidden(format!("authorization: {e}")))?;
+        if let Some(e) = id_error(&format!("the token's {}", self.tenant_claim), &tenant) {
+            return Err(Refusal::Forbidden(format!("authorization: {e}")));
+        }
         let mut scopes = Vec::new();
         let named = c
             .scope
@@ -444,8 +432,8 @@ impl Auth {
                 ));
             }
         };
-        if let Some(t) = header_tenant {
-            check_id("x-tenant-id", t).map_err(|e| Refusal::Invalid(e.to_string()))?;
+        if let Some(e) = header_tenant.and_then(|t| id_error("x-tenant-id", t)) {
+            return Err(Refusal::Invalid(e));
         }
         match self {
             Auth::Off => {

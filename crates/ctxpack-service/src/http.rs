@@ -8,7 +8,8 @@
 //! `{"error": {"code": …, "message": …}}`, the message naming the field at
 //! fault.
 
-use crate::auth::{Caller, Refusal, Scope, echo};
+use crate::auth::{Caller, Refusal, Scope};
+use crate::ids::echo;
 use crate::service::{AssembleError, Service, check_id};
 use crate::store::{Detail, json, now_rfc3339};
 use axum::Router;

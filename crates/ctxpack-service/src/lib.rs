@@ -15,6 +15,7 @@ pub mod client;
 pub mod fixture;
 pub mod grpc;
 pub mod http;
+pub mod ids;
 pub mod index;
 pub mod listen;
 pub mod metrics;
@@ -80,7 +81,7 @@ pub struct Options {
     /// The listener's limits when no file gives them (`[limits]`).
     pub listen_limits: Option<listen::Limits>,
     /// Each request's limits when no file gives them (`[limits]`).
-    pub request_limits: Option<service::RequestLimits>,
+    pub request_limits: Option<settings::RequestLimits>,
     /// Make a new store where the store is empty or not a ctxpack store
     /// (`--init-store`).
     pub init_store: bool,

@@ -164,7 +164,7 @@ fn tls_of(url: &str) -> Result<(String, Option<rustls::ClientConfig>), String> {
         other => {
             return Err(format!(
                 "sslmode: {} is not disable, prefer, require, verify-ca or verify-full",
-                crate::auth::echo(other)
+                crate::ids::echo(other)
             ));
         }
     };

@@ -5,6 +5,7 @@
 
 use crate::metrics::{Metrics, Observation};
 use crate::pool::{Pool, ticks};
+use crate::settings::RequestLimits;
 use crate::store::{Record, Recorded, Store, StoreError, now_rfc3339};
 use crate::stores::Stores;
 use ctxpack_core::{
@@ -68,68 +69,6 @@ pub struct Readiness {
     pub store: String,
     /// `ok`, `not configured`, or the broker's connection state.
     pub broker: String,
-}
-
-/// What one request may hold (`[limits]`), checked before anything runs or
-/// is recorded, and each tenant's request rate.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RequestLimits {
-    /// A tenant's sustained requests per second; 0: no limit.
-    pub requests_per_second: f64,
-    /// Requests a tenant may send at once above the rate.
-    pub burst: u32,
-    /// Most `instructions`.
-    pub instructions: usize,
-    /// Most `conversation` turns.
-    pub conversation_turns: usize,
-    /// Most `stage-summaries`.
-    pub stage_summaries: usize,
-    /// Most `context.scopes`.
-    pub scopes: usize,
-    /// Most candidates one store answer may give.
-    pub candidates: usize,
-}
-
-impl Default for RequestLimits {
-    fn default() -> Self {
-        RequestLimits {
-            requests_per_second: 200.0,
-            burst: 400,
-            instructions: 256,
-            conversation_turns: 1000,
-            stage_summaries: 256,
-            scopes: 64,
-            candidates: 1000,
-        }
-    }
-}
-
-impl RequestLimits {
-    /// Refuses a request holding more than the limits allow, naming the
-    /// field.
-    pub fn check(&self, r: &AssembleRequest) -> Result<(), AssembleError> {
-        let over = |field: &str, n: usize, most: usize| {
-            if n > most {
-                Err(AssembleError::Invalid(format!(
-                    "request.{field}: {n} given, at most {most} (limits)"
-                )))
-            } else {
-                Ok(())
-            }
-        };
-        over("instructions", r.instructions.len(), self.instructions)?;
-        over(
-            "conversation",
-            r.conversation.len(),
-            self.conversation_turns,
-        )?;
-        over(
-            "stage-summaries",
-            r.stage_summaries.len(),
-            self.stage_summaries,
-        )?;
-        over("context.scopes", r.context.scopes.len(), self.scopes)
-    }
 }
 
 /// A token bucket per tenant.
@@ -270,12 +209,10 @@ fn trapped(deadline: Duration) -> impl Fn(WasmError) -> AssembleError {
 /// Checks an id from the path or a header: non-empty, at most 200
 /// characters, no control characters.
 pub fn check_id(field: &str, v: &str) -> Result<(), AssembleError> {
-    if v.is_empty() || v.len() > 200 || v.chars().any(char::is_control) {
-        return Err(AssembleError::Invalid(format!(
-            "{field}: must be 1 to 200 characters without control characters"
-        )));
+    match crate::ids::id_error(field, v) {
+        Some(e) => Err(AssembleError::Invalid(e)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Reads the request body: the core's assemble request, kebab-case keys.
@@ -367,8 +304,8 @@ fn bind(
     match slot {
         Some(given) if given != value => Err(AssembleError::Invalid(format!(
             "request.context.{field}: {} differs from the {from} ({})",
-            crate::auth::echo(given),
-            crate::auth::echo(value)
+            crate::ids::echo(given),
+            crate::ids::echo(value)
         ))),
         _ => {
             *slot = Some(value.to_owned());
@@ -472,7 +409,9 @@ impl Service {
         check_id("runId", run_id)?;
         check_id("attemptId", attempt_id)?;
         let mut request = parse_request(body)?;
-        self.limits.check(&request)?;
+        self.limits
+            .check(&request)
+            .map_err(AssembleError::Invalid)?;
         no_nul(&request)?;
         let c = &mut request.context;
         bind(&mut c.tenant_id, "tenant-id", "x-tenant-id header", tenant)?;

@@ -267,7 +267,7 @@ pub struct Settings {
     /// `[limits]` for the listener.
     pub listen: crate::listen::Limits,
     /// `[limits]` for each request.
-    pub requests: crate::service::RequestLimits,
+    pub requests: RequestLimits,
 }
 
 /// The service's builder configuration when the file gives none:
@@ -603,8 +603,8 @@ fn listen_limits(path: &Path, l: &LimitsFile) -> Result<crate::listen::Limits, S
     })
 }
 
-fn request_limits(path: &Path, l: &LimitsFile) -> Result<crate::service::RequestLimits, String> {
-    let d = crate::service::RequestLimits::default();
+fn request_limits(path: &Path, l: &LimitsFile) -> Result<RequestLimits, String> {
+    let d = RequestLimits::default();
     let rate = match l.requests_per_second {
         Some(r) if !(r.is_finite() && r >= 0.0) => {
             return Err(at(
@@ -616,7 +616,7 @@ fn request_limits(path: &Path, l: &LimitsFile) -> Result<crate::service::Request
         Some(r) => r,
         None => d.requests_per_second,
     };
-    Ok(crate::service::RequestLimits {
+    Ok(RequestLimits {
         requests_per_second: rate,
         burst: at_least_1(path, "burst", l.burst, d.burst)?,
         instructions: at_least_1(path, "max-instructions", l.max_instructions, d.instructions)?,
@@ -635,6 +635,68 @@ fn request_limits(path: &Path, l: &LimitsFile) -> Result<crate::service::Request
         scopes: at_least_1(path, "max-scopes", l.max_scopes, d.scopes)?,
         candidates: at_least_1(path, "max-candidates", l.max_candidates, d.candidates)?,
     })
+}
+
+/// What one request may hold (`[limits]`), checked before anything runs or
+/// is recorded, and each tenant's request rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestLimits {
+    /// A tenant's sustained requests per second; 0: no limit.
+    pub requests_per_second: f64,
+    /// Requests a tenant may send at once above the rate.
+    pub burst: u32,
+    /// Most `instructions`.
+    pub instructions: usize,
+    /// Most `conversation` turns.
+    pub conversation_turns: usize,
+    /// Most `stage-summaries`.
+    pub stage_summaries: usize,
+    /// Most `context.scopes`.
+    pub scopes: usize,
+    /// Most candidates one store answer may give.
+    pub candidates: usize,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            requests_per_second: 200.0,
+            burst: 400,
+            instructions: 256,
+            conversation_turns: 1000,
+            stage_summaries: 256,
+            scopes: 64,
+            candidates: 1000,
+        }
+    }
+}
+
+impl RequestLimits {
+    /// Refuses a request holding more than the limits allow, naming the
+    /// field.
+    pub fn check(&self, r: &ctxpack_core::AssembleRequest) -> Result<(), String> {
+        let over = |field: &str, n: usize, most: usize| {
+            if n > most {
+                Err(format!(
+                    "request.{field}: {n} given, at most {most} (limits)"
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        over("instructions", r.instructions.len(), self.instructions)?;
+        over(
+            "conversation",
+            r.conversation.len(),
+            self.conversation_turns,
+        )?;
+        over(
+            "stage-summaries",
+            r.stage_summaries.len(),
+            self.stage_summaries,
+        )?;
+        over("context.scopes", r.context.scopes.len(), self.scopes)
+    }
 }
 
 #[cfg(test)]

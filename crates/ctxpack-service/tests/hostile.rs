@@ -663,7 +663,7 @@ async fn a_tenant_past_its_rate_is_answered_429_with_retry_after() {
     o.no_auth = true;
     // One request every 5 s after a burst of 3: the burst is spent long
     // before a token comes back, however slow the machine.
-    o.request_limits = Some(ctxpack_service::service::RequestLimits {
+    o.request_limits = Some(ctxpack_service::settings::RequestLimits {
         requests_per_second: 0.2,
         burst: 3,
         ..Default::default()

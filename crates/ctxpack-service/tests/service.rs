@@ -540,7 +540,7 @@ async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
     let mut o = options();
     o.deadline = Duration::from_millis(50);
     o.max_body = 64 << 20;
-    o.request_limits = Some(ctxpack_service::service::RequestLimits {
+    o.request_limits = Some(ctxpack_service::settings::RequestLimits {
         instructions: 5000,
         ..Default::default()
     });
@@ -592,7 +592,7 @@ async fn after_an_interrupted_call_the_next_request_is_served() {
     let mut o = options();
     o.deadline = Duration::from_millis(50);
     o.max_body = 64 << 20;
-    o.request_limits = Some(ctxpack_service::service::RequestLimits {
+    o.request_limits = Some(ctxpack_service::settings::RequestLimits {
         instructions: 5000,
         ..Default::default()
     });
