@@ -124,6 +124,12 @@ impl Grpc {
         }
         let tenant = caller.tenant;
         let r = request.into_inner();
+        // Checked before they are logged.
+        for (field, v) in [("runId", &r.run_id), ("attemptId", &r.attempt_id)] {
+            if let Some(e) = crate::ids::id_error(field, v) {
+                return Err(Status::invalid_argument(e));
+            }
+        }
         let reply = self
             .service
             .assemble(&tenant, &r.run_id, &r.attempt_id, r.request_json.as_bytes())

@@ -212,6 +212,32 @@ async fn observe(State(service): State<Arc<Service>>, mut req: Request, next: Ne
     res
 }
 
+/// The path's parameters, or a JSON 400 naming what is wrong with them
+/// (axum's own answer is plain text).
+struct Ids<T>(T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for Ids<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Response> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(t)) => Ok(Ids(t)),
+            Err(e) => Err(error(
+                StatusCode::BAD_REQUEST,
+                "invalid-request",
+                format!("path: {}", e.body_text()),
+            )),
+        }
+    }
+}
+
 /// Answers over [`LARGE`] hold their size (in KiB) of the service's
 /// sending budget until sent or dropped; past the budget, 503 with
 /// Retry-After: a crowd of clients that never read their answers holds a
@@ -219,29 +245,30 @@ async fn observe(State(service): State<Arc<Service>>, mut req: Request, next: Ne
 fn held(service: &Service, res: Response) -> Response {
     use axum::body::HttpBody;
     let size = res.body().size_hint().upper().unwrap_or(u64::MAX);
-    if size <= LARGE {
+    if size <= LARGE || res.extensions().get::<Budgeted>().is_some() {
         return res;
     }
     match service.sending.take(size) {
-        Some(permit) => res.map(|body| {
-            Body::new(Held {
-                body,
-                rest: Bytes::new(),
-                _permit: permit,
-            })
-        }),
-        None => {
-            tracing::warn!(target: "ctxpack::http", bytes = size, "answer refused: too many large answers being sent");
-            let mut res = error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
-                "too many large answers are being sent; retry",
-            );
-            res.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            res
-        }
+        Some(permit) => res.map(|body| Body::new(Held::new(body, permit))),
+        None => busy(size),
     }
+}
+
+/// An answer that holds its part of the sending budget already.
+#[derive(Clone, Copy)]
+struct Budgeted;
+
+/// 503: the sending budget is spent.
+fn busy(size: u64) -> Response {
+    tracing::warn!(target: "ctxpack::http", bytes = size, "answer refused: too many large answers being sent");
+    let mut res = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "busy",
+        "too many large answers are being sent; retry",
+    );
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    res
 }
 
 /// Answers larger than this hold part of the sending budget.
@@ -258,6 +285,16 @@ struct Held {
 }
 
 const SLICE: usize = 64 << 10;
+
+impl Held {
+    fn new(body: Body, permit: tokio::sync::OwnedSemaphorePermit) -> Self {
+        Held {
+            body,
+            rest: Bytes::new(),
+            _permit: permit,
+        }
+    }
+}
 
 impl axum::body::HttpBody for Held {
     type Data = Bytes;
@@ -393,12 +430,16 @@ async fn read_body(body: Body, timeout: Duration, most: usize) -> Result<Bytes, 
 
 async fn assemble(
     State(http): State<Http>,
-    Path((run_id, attempt_id)): Path<(String, String)>,
+    Ids((run_id, attempt_id)): Ids<(String, String)>,
     Authed(caller): Authed,
     req: Request,
 ) -> Response {
     if let Err(e) = caller.may(Scope::Assemble) {
         return refusal(&e);
+    }
+    // Checked before they are logged.
+    if let Err(e) = check_id("runId", &run_id).and_then(|()| check_id("attemptId", &attempt_id)) {
+        return reject(&e);
     }
     let started = Instant::now();
     let service = &http.service;
@@ -488,7 +529,7 @@ fn bad_query(e: impl std::fmt::Display) -> Response {
 
 async fn list(
     State(service): State<Arc<Service>>,
-    Path(run_id): Path<String>,
+    Ids(run_id): Ids<String>,
     Authed(caller): Authed,
     page: Result<Query<ListPage>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
@@ -539,7 +580,7 @@ struct ItemsPage {
 
 async fn detail(
     State(service): State<Arc<Service>>,
-    Path(id): Path<String>,
+    Ids(id): Ids<String>,
     Authed(caller): Authed,
     page: Result<Query<ItemsPage>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
@@ -582,7 +623,7 @@ fn not_found(id: &str) -> Response {
 
 async fn content(
     State(service): State<Arc<Service>>,
-    Path(id): Path<String>,
+    Ids(id): Ids<String>,
     Authed(caller): Authed,
 ) -> Response {
     if let Err(e) = caller.may(Scope::RunsRead) {
@@ -591,9 +632,26 @@ async fn content(
     if let Err(e) = check_id("contextSnapshotId", &id) {
         return reject(&e);
     }
+    // The budget is taken before the text is read: a crowd asking for a
+    // large text is refused before each copy is in memory.
+    let permit = match service.store.content_size(&caller.tenant, &id).await {
+        Ok(None) => return not_found(&id),
+        Ok(Some(size)) if size > LARGE => match service.sending.take(size) {
+            Some(p) => Some(p),
+            None => return busy(size),
+        },
+        Ok(Some(_)) => None,
+        Err(e) => return reject(&e.into()),
+    };
     match service.store.content_of(&caller.tenant, &id).await {
         Ok(Some(text)) => {
-            ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+            let mut res =
+                ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response();
+            if let Some(permit) = permit {
+                res = res.map(|body| Body::new(Held::new(body, permit)));
+                res.extensions_mut().insert(Budgeted);
+            }
+            res
         }
         Ok(None) => not_found(&id),
         Err(e) => reject(&e.into()),
@@ -602,7 +660,7 @@ async fn content(
 
 async fn source_deleted(
     State(service): State<Arc<Service>>,
-    Path(source_id): Path<String>,
+    Ids(source_id): Ids<String>,
     Authed(caller): Authed,
 ) -> Response {
     if let Err(e) = caller.may(Scope::SourcesDelete) {

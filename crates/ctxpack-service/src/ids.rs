@@ -17,6 +17,6 @@ pub fn echo(v: &str) -> String {
 /// Why `v` is no id for `field`: an id is 1 to 200 characters without
 /// control characters.
 pub fn id_error(field: &str, v: &str) -> Option<String> {
-    (v.is_empty() || v.len() > 200 || v.chars().any(char::is_control))
+    (v.is_empty() || v.chars().count() > 200 || v.chars().any(char::is_control))
         .then(|| format!("{field}: must be 1 to 200 characters without control characters"))
 }

@@ -197,14 +197,19 @@ pub async fn serve(
     Ok(())
 }
 
+/// The bytes of HTTP/2's connection preface: a gRPC connection sends them
+/// within the header timeout or is closed.
+pub const PREFACE: usize = 24;
+
 /// A connection under the listener's limits: it holds one of the cap's
-/// permits until it is dropped; waiting longer than `first_byte` for its
-/// first byte, or longer than `stall` for a write to make progress, fails
-/// it, and the server closes it.
+/// permits until it is dropped; taking longer than `first_bytes` to send
+/// its first [`PREFACE`] bytes, or longer than `stall` for a write to make
+/// progress, fails it, and the server closes it.
 pub struct Guarded {
     io: TcpStream,
     _permit: OwnedSemaphorePermit,
-    first_byte: Option<Duration>,
+    first_bytes: Option<Duration>,
+    read: usize,
     stall: Duration,
     read_timer: Option<Pin<Box<Sleep>>>,
     write_timer: Option<Pin<Box<Sleep>>>,
@@ -214,13 +219,14 @@ impl Guarded {
     fn new(
         io: TcpStream,
         permit: OwnedSemaphorePermit,
-        first_byte: Option<Duration>,
+        first_bytes: Option<Duration>,
         stall: Duration,
     ) -> Self {
         Guarded {
             io,
             _permit: permit,
-            first_byte,
+            first_bytes,
+            read: 0,
             stall,
             read_timer: None,
             write_timer: None,
@@ -255,14 +261,15 @@ impl AsyncRead for Guarded {
         let before = buf.filled().len();
         match Pin::new(&mut this.io).poll_read(cx, buf) {
             Poll::Ready(r) => {
-                if buf.filled().len() > before {
-                    this.first_byte = None;
+                this.read += buf.filled().len() - before;
+                if this.read >= PREFACE {
+                    this.first_bytes = None;
                     this.read_timer = None;
                 }
                 Poll::Ready(r)
             }
-            Poll::Pending => match this.first_byte {
-                Some(after) => Guarded::wait(&mut this.read_timer, after, cx, "the first byte"),
+            Poll::Pending => match this.first_bytes {
+                Some(after) => Guarded::wait(&mut this.read_timer, after, cx, "the preface"),
                 None => Poll::Pending,
             },
         }

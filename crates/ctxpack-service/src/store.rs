@@ -311,6 +311,19 @@ impl Store {
         e
     }
 
+    /// The rows of one query; an error saying the store is corrupt is
+    /// noted.
+    async fn read(
+        &self,
+        sql: &'static str,
+        params: Vec<Value>,
+    ) -> Result<Vec<Vec<Value>>, StoreError> {
+        self.engine
+            .query(sql, params)
+            .await
+            .map_err(|e| self.noticed(e))
+    }
+
     /// Runs the engine's quick check; a store that fails it is corrupt.
     pub async fn quick_check(&self) -> Result<(), StoreError> {
         let found = self
@@ -415,8 +428,7 @@ impl Store {
             Committed::Yes => Ok(Recorded::New),
             Committed::Conflict => {
                 let rows = self
-                    .engine
-                    .query(
+                    .read(
                         "SELECT context_snapshot_id, request_hash FROM context_snapshots \
                          WHERE tenant_id = $1 AND run_id = $2 AND attempt_id = $3",
                         vec![Value::Text(tenant), Value::Text(run), Value::Text(attempt)],
@@ -482,8 +494,7 @@ impl Store {
         limit: u64,
     ) -> Result<Vec<Summary>, StoreError> {
         let rows = self
-            .engine
-            .query(
+            .read(
                 "SELECT s.context_snapshot_id, s.project_id, s.run_id, s.attempt_id, s.status, \
                  s.token_budget, s.tokens_used, s.content_ref, s.assembled_at, s.failure, \
                  (SELECT COUNT(*) FROM context_items i WHERE i.context_snapshot_id = \
@@ -547,8 +558,7 @@ impl Store {
             )
         });
         let rows = self
-            .engine
-            .query(
+            .read(
                 sql,
                 vec![Value::Text(id.into()), Value::Text(tenant.into())],
             )
@@ -562,8 +572,7 @@ impl Store {
             .await?
             .ok_or_else(|| corrupt(id, "plan"))?;
         let items = self
-            .engine
-            .query(
+            .read(
                 "SELECT item_id, layer, section, origin, source_kind, reference, \
                  source_version, index_revision, trust_tier, score, included, reason, tokens, \
                  counted, compressed, redacted, run_last_id, run_count FROM context_items \
@@ -586,8 +595,7 @@ impl Store {
             .map(|i| entry(i, id))
             .collect::<Result<Vec<_>, _>>()?;
         let deleted = self
-            .engine
-            .query(
+            .read(
                 "SELECT source_id, deleted_at FROM deleted_citations \
                  WHERE context_snapshot_id = $1 ORDER BY deleted_at, source_id",
                 vec![Value::Text(id.into())],
@@ -635,8 +643,7 @@ impl Store {
     /// The stored body with hash `hash` (hex).
     pub async fn content(&self, hash: &str) -> Result<Option<String>, StoreError> {
         let rows = self
-            .engine
-            .query(
+            .read(
                 "SELECT body FROM context_contents WHERE content_hash = $1",
                 vec![Value::Text(hash.into())],
             )
@@ -647,12 +654,28 @@ impl Store {
             .transpose()
     }
 
+    /// The size in bytes of the assembled text of `tenant`'s snapshot
+    /// `id`; `None` when the tenant has no such snapshot.
+    pub async fn content_size(&self, tenant: &str, id: &str) -> Result<Option<u64>, StoreError> {
+        let rows = self
+            .read(
+                "SELECT CAST(octet_length(c.body) AS BIGINT) FROM context_snapshots s \
+                 JOIN context_contents c ON c.content_hash = s.content_ref \
+                 WHERE s.context_snapshot_id = $1 AND s.tenant_id = $2",
+                vec![Value::Text(id.into()), Value::Text(tenant.into())],
+            )
+            .await?;
+        rows.first()
+            .and_then(|r| r.first())
+            .map(|v| uint(v, id))
+            .transpose()
+    }
+
     /// The assembled text of `tenant`'s snapshot `id`; `None` when the
     /// tenant has no such snapshot.
     pub async fn content_of(&self, tenant: &str, id: &str) -> Result<Option<String>, StoreError> {
         let rows = self
-            .engine
-            .query(
+            .read(
                 "SELECT c.body FROM context_snapshots s JOIN context_contents c \
                  ON c.content_hash = s.content_ref \
                  WHERE s.context_snapshot_id = $1 AND s.tenant_id = $2",
@@ -698,8 +721,7 @@ impl Store {
 
     async fn marked(&self, tenant: &str, source_id: &str) -> Result<u64, StoreError> {
         let rows = self
-            .engine
-            .query(
+            .read(
                 "SELECT COUNT(*) FROM deleted_citations WHERE tenant_id = $1 AND source_id = $2",
                 vec![Value::Text(tenant.into()), Value::Text(source_id.into())],
             )
@@ -712,8 +734,7 @@ impl Store {
     /// Whether the snapshot `id` exists for `tenant`, with how many events.
     pub async fn events_of(&self, id: &str) -> Result<(u64, u64), StoreError> {
         let rows = self
-            .engine
-            .query(
+            .read(
                 "SELECT (SELECT COUNT(*) FROM context_snapshots WHERE context_snapshot_id = $1), \
                  (SELECT COUNT(*) FROM context_outbox WHERE event_id = $1)",
                 vec![Value::Text(id.into())],
@@ -726,8 +747,7 @@ impl Store {
     /// Counts every snapshot and event, and runs the integrity check.
     pub async fn census(&self) -> Result<Census, StoreError> {
         let rows = self
-            .engine
-            .query(
+            .read(
                 "SELECT (SELECT COUNT(*) FROM context_snapshots), \
                  (SELECT COUNT(*) FROM context_outbox), \
                  (SELECT COUNT(*) FROM context_snapshots s WHERE (SELECT COUNT(*) FROM \
@@ -794,8 +814,7 @@ impl Store {
         &self,
     ) -> Result<std::collections::BTreeMap<String, String>, StoreError> {
         let rows = self
-            .engine
-            .query(
+            .read(
                 "SELECT index_id, reason FROM index_health WHERE degraded = $1",
                 vec![Value::Bool(true)],
             )
@@ -811,7 +830,7 @@ impl Store {
 
     /// The one integer a counting query answers (for checks and tests).
     pub async fn count(&self, sql: &'static str, params: Vec<Value>) -> Result<u64, StoreError> {
-        let rows = self.engine.query(sql, params).await?;
+        let rows = self.read(sql, params).await?;
         rows.first()
             .and_then(|r| r.first())
             .map_or(Ok(0), |v| uint::<u64>(v, sql))

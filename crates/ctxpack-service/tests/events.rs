@@ -289,6 +289,22 @@ async fn inbound_events_degrade_an_index_and_record_deletions() {
         .await
         .unwrap();
     let client = async_nats::connect(&url).await.unwrap();
+    // Events published before the service has made its inbound stream and
+    // consumer would reach no stream: wait for them.
+    let js = async_nats::jetstream::new(client.clone());
+    eventually("the inbound consumer exists", || {
+        let js = js.clone();
+        async move {
+            match js.get_stream("CONTEXT_ASSEMBLY_INBOUND").await {
+                Ok(s) => s
+                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>("ctxpack-serve")
+                    .await
+                    .is_ok(),
+                Err(_) => false,
+            }
+        }
+    })
+    .await;
     let post = |n: u32| {
         let c = c.clone();
         async move {

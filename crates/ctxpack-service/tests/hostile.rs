@@ -492,6 +492,27 @@ async fn requests_on(store: String) {
     assert_eq!(part["items"][0], whole["items"][1]);
     let next = if total > 3 { json!(3) } else { Value::Null };
     assert_eq!(part["nextItemsOffset"], next);
+    // Ids: 200 characters (not bytes) are an id; 201, a control
+    // character or bytes that are not UTF-8 are a JSON 400.
+    let e200 = "é".repeat(200);
+    for (path, status) in [
+        (format!("/factory/runs/{e200}/context-snapshots"), 200),
+        (format!("/factory/runs/{e200}x/context-snapshots"), 400),
+        ("/factory/runs/a%00b/context-snapshots".to_owned(), 400),
+        ("/factory/runs/a%ffb/context-snapshots".to_owned(), 400),
+        ("/factory/context-snapshots/a%01b".to_owned(), 400),
+    ] {
+        let r = c.send("GET", &path, Some("ids"), Vec::new()).await.unwrap();
+        assert_eq!(r.status, status, "{path}: {}", r.text());
+        if status == 400 {
+            assert!(
+                r.json()["error"]["message"].is_string(),
+                "{path}: {}",
+                r.text()
+            );
+            assert!(r.body.len() < 300, "{path}: {}", r.text());
+        }
+    }
     let r = c
         .send(
             "GET",
@@ -806,6 +827,8 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
     assert!(
         closed_within(&mut fifth, Duration::from_millis(400)).await < Duration::from_millis(400)
     );
+    // Half a preface, then nothing: closed too.
+    idle[0].write_all(b"PRI * HTTP/2.0").await.unwrap();
     for s in &mut idle {
         closed_within(s, Duration::from_secs(5)).await;
     }
