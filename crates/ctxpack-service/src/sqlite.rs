@@ -159,6 +159,17 @@ fn migrate(c: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Every value of a check's rows, as text.
+fn texts(rows: Vec<Vec<Value>>) -> Vec<String> {
+    rows.into_iter()
+        .flatten()
+        .map(|v| match v {
+            Value::Text(s) => s,
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
 fn bind(v: &Value) -> rusqlite::types::Value {
     use rusqlite::types::Value as V;
     match v {
@@ -259,15 +270,7 @@ impl Engine for Sqlite {
     fn quick_check(&self) -> BoxFuture<'_, Result<String, StoreError>> {
         Box::pin(async move {
             let rows = self.query("PRAGMA quick_check", Vec::new()).await?;
-            let found: Vec<String> = rows
-                .into_iter()
-                .flatten()
-                .map(|v| match v {
-                    Value::Text(s) => s,
-                    other => format!("{other:?}"),
-                })
-                .collect();
-            Ok(found.join("; "))
+            Ok(texts(rows).join("; "))
         })
     }
 
@@ -275,15 +278,7 @@ impl Engine for Sqlite {
         let writer = self.writer.clone();
         Box::pin(blocking(move || {
             let c = writer.lock().map_err(|_| db("writer lock poisoned"))?;
-            let rows = run_query(&c, "PRAGMA integrity_check", &[])?;
-            let mut found: Vec<String> = rows
-                .into_iter()
-                .flatten()
-                .map(|v| match v {
-                    Value::Text(s) => s,
-                    other => format!("{other:?}"),
-                })
-                .collect();
+            let mut found = texts(run_query(&c, "PRAGMA integrity_check", &[])?);
             let fk = run_query(&c, "PRAGMA foreign_key_check", &[])?;
             if !fk.is_empty() {
                 found.push(format!("{} rows fail their foreign keys", fk.len()));

@@ -592,24 +592,7 @@ async fn hostile_requests_on_postgres() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         r = c.request("GET", "/readyz", &[], Vec::new()).await.unwrap();
     }
-    assert_eq!(r.status, 503, "{}", r.text());
-    assert!(r.headers.contains_key("retry-after"));
-    assert!(
-        r.json()["store"].as_str().unwrap().contains("read-only"),
-        "{}",
-        r.text()
-    );
-    let w = c
-        .send(
-            "POST",
-            "/factory/runs/ro/attempts/1/context",
-            Some("acme"),
-            serde_json::to_vec(&demo()).unwrap(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(w.status, 503, "{}", w.text());
-    assert!(w.headers.contains_key("retry-after"));
+    not_ready(&c, &r, "read-only", "").await;
     read_only(false).await;
     let mut r = c.request("GET", "/readyz", &[], Vec::new()).await.unwrap();
     for _ in 0..30 {
@@ -735,6 +718,33 @@ async fn a_tenant_past_its_rate_is_answered_429_with_retry_after() {
     assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
     assert!(e.metadata().get("retry-after").is_some());
     running.shutdown().await.unwrap();
+}
+
+/// `/readyz`'s answer `r` is 503 with Retry-After, its store saying
+/// `store_says`, and an assembly is 503 with Retry-After, saying
+/// `post_says`.
+async fn not_ready(
+    c: &Client,
+    r: &ctxpack_service::client::Answer,
+    store_says: &str,
+    post_says: &str,
+) {
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.headers.contains_key("retry-after"));
+    let store = r.json()["store"].as_str().unwrap().to_owned();
+    assert!(store.contains(store_says), "{}", r.text());
+    let w = c
+        .send(
+            "POST",
+            "/factory/runs/not-ready/attempts/1/context",
+            Some("acme"),
+            serde_json::to_vec(&demo()).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w.status, 503, "{}", w.text());
+    assert!(w.headers.contains_key("retry-after"));
+    assert!(w.text().contains(post_says), "{}", w.text());
 }
 
 /// Reads from `s` until it is closed; how long that took.
@@ -972,24 +982,7 @@ async fn a_store_corrupted_while_serving_is_not_ready_and_takes_no_writes() {
         f.write_all(&vec![0u8; 40 * 4096]).unwrap();
     }
     let r = c.request("GET", "/readyz", &[], Vec::new()).await.unwrap();
-    assert_eq!(r.status, 503, "{}", r.text());
-    assert!(r.headers.contains_key("retry-after"));
-    assert!(
-        r.json()["store"].as_str().unwrap().contains("malformed"),
-        "{}",
-        r.text()
-    );
-    let w = c
-        .send(
-            "POST",
-            "/factory/runs/r/attempts/after/context",
-            Some("acme"),
-            body,
-        )
-        .await
-        .unwrap();
-    assert_eq!(w.status, 503, "{}", w.text());
-    assert!(w.text().contains("corrupt"), "{}", w.text());
+    not_ready(&c, &r, "malformed", "corrupt").await;
     running.shutdown().await.unwrap();
     // And it is refused at the next start.
     let mut o = options(path.display().to_string());
