@@ -269,9 +269,16 @@ async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
     }
     // Nothing refused was recorded.
     assert_eq!(running.service.store.census().await.unwrap().snapshots, 1);
-    // The good token works over gRPC too.
+    // The good token works over gRPC too, for its own tenant only.
     let reply = grpc.assemble(call(Some(&good))).await.unwrap().into_inner();
     assert_eq!(reply.status, ["complete"]);
+    let mut elsewhere = call(Some(&good));
+    elsewhere
+        .metadata_mut()
+        .insert("x-tenant-id", "globex".parse().unwrap());
+    let e = grpc.assemble(elsewhere).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e:?}");
+    assert!(e.message().contains("not the token's tenant"), "{e:?}");
 
     // Another tenant's token: the snapshot does not exist for it, and an
     // x-tenant-id that is not the token's is refused.
