@@ -193,14 +193,33 @@ async fn each_event_is_on_the_stream_once_through_a_broker_outage_and_a_repeat()
     })
     .await;
 
-    // The broker goes away: assemblies go on, events wait.
+    let ready = || {
+        let c = c.clone();
+        async move {
+            let r = c.send("GET", "/readyz", None, Vec::new()).await.unwrap();
+            (r.status, r.json()["broker"].clone())
+        }
+    };
+    assert_eq!(ready().await, (200, json!("ok")));
+
+    // The broker goes away: assemblies go on, events wait, and readiness
+    // says the broker is not there.
     broker.kill();
     ids.extend(assemble(&c, "r", 10, 20).await);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(store.unpublished().await.unwrap(), 10);
+    eventually("not ready without the broker", || async {
+        let (status, broker) = ready().await;
+        status == 503 && broker != json!("ok")
+    })
+    .await;
 
-    // It comes back: they go out.
+    // It comes back: they go out, and the service is ready again.
     broker.up();
+    eventually("ready with the broker back", || async {
+        ready().await == (200, json!("ok"))
+    })
+    .await;
     eventually("20 events on the stream", || async {
         on_stream(&url).await == 20
     })
