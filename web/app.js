@@ -7,6 +7,9 @@ import {
 } from '/packages/ctxpack/src/index.js';
 import { camelKeys } from '/packages/ctxpack/test/scenario.js';
 import { ScenarioHost } from '/tests/js/scenario-host.js';
+import {
+  counts, ranks, scoreDigits, repeatedIds, sayRepeated, passedOver, messageOf, memberIds,
+} from '/web/facts.js';
 
 const $ = (id) => document.getElementById(id);
 const DEFAULT = 'seed-002-happy-path.json';
@@ -65,7 +68,7 @@ function callbacks(scenario, builder) {
     out[f] = (...args) => {
       const { fail, delay } = switches[f];
       const cell = $(`last-${f}`);
-      cell.textContent = delay ? `waiting ${delay} ms…` : 'called';
+      cell.innerHTML = delay ? `${fig('waiting', delay, 'ms')}…` : 'called';
       const answer = () => {
         if (fail) {
           cell.textContent = 'failed (switched)';
@@ -73,7 +76,7 @@ function callbacks(scenario, builder) {
         }
         try {
           const value = host[f](...args);
-          cell.textContent = `answered ${Array.isArray(value) ? value.length : ''}`.trim();
+          cell.innerHTML = Array.isArray(value) ? fig('answered', value.length, plural(value.length, 'item')) : 'answered';
           return value;
         } catch (e) {
           cell.textContent = `failed: ${e.message}`;
@@ -91,12 +94,24 @@ function callbacks(scenario, builder) {
   return out;
 }
 
+/**
+ * The tokenizer menu's estimate at `chars` characters a token (the
+ * scenario's own, added to the menu when it is not there): the page
+ * assembles what the scenario says.
+ */
+function estimateOption(chars) {
+  const value = `estimate:${chars}`;
+  const menu = $('tokenizer');
+  if (![...menu.options].some((o) => o.value === value)) menu.add(new Option(`estimate (${chars} chars/token)`, value));
+  return value;
+}
+
 async function loadScenario(name) {
   const text = await (await fetch(`/tests/scenarios/${name}`)).text();
   $('source').value = text;
   const scenario = JSON.parse(text);
   const tok = scenario.request?.tokenizer;
-  $('tokenizer').value = typeof tok === 'string' ? tok : 'estimate';
+  $('tokenizer').value = typeof tok === 'string' ? tok : estimateOption(tok?.['chars-per-token'] ?? 4);
   $('budget').value = scenario.request?.budget ?? '';
   state.previous = null;
   state.current = null;
@@ -106,7 +121,7 @@ function readScenario() {
   const scenario = JSON.parse($('source').value);
   const request = camelKeys(scenario.request ?? {});
   const tok = $('tokenizer').value;
-  request.tokenizer = tok === 'estimate' ? { charsPerToken: 4 } : tok;
+  request.tokenizer = tok.startsWith('estimate:') ? { charsPerToken: Number(tok.slice('estimate:'.length)) } : tok;
   const budget = $('budget').value.trim();
   request.budget = budget === '' ? null : Number(budget);
   return { scenario, request, config: camelKeys(scenario.config ?? {}) };
@@ -121,6 +136,25 @@ async function routerOf(scenario) {
   }
   return Router.create(text, kind);
 }
+
+function escapeHtml(s) {
+  return String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+}
+
+/**
+ * A figure and what it counts: every number the page shows is one of
+ * these (or an id, or a table cell under its column's name).
+ */
+function fig(label, value, unit = '') {
+  return `<span class="fig"><span class="label">${escapeHtml(label)}</span> <b>${escapeHtml(value)}</b>${unit ? ` ${escapeHtml(unit)}` : ''}</span>`;
+}
+
+/** An id, shown as such (its digits are not a figure). */
+function idHtml(id) {
+  return `<code class="id">${escapeHtml(id)}</code>`;
+}
+
+const plural = (n, one, many = `${one}s`) => (n === 1 ? one : many);
 
 function setStatus(status, text = status) {
   const el = $('status');
@@ -174,11 +208,11 @@ async function assemble() {
   pg.runs += 1;
   pg.lastCallMs = ms;
   if (pg.firstPackMs === null && pack) pg.firstPackMs = performance.now();
-  $('timing').textContent = `${ms.toFixed(2)} ms${pg.firstPackMs ? ` · page load → first pack ${pg.firstPackMs.toFixed(0)} ms` : ''}`;
+  $('timing').innerHTML = `${fig('this assembly', ms.toFixed(2), 'ms')}${pg.firstPackMs ? ` · ${fig('page load → first pack', pg.firstPackMs.toFixed(0), 'ms')}` : ''}`;
   state.previous = state.current ?? state.previous;
   state.current = snapshot;
   pg.last = { pack, snapshot, routed, error: failure ? failure.message : null };
-  $('snapshot-id').textContent = snapshot ? `snapshot ${snapshot.id.slice(0, 12)}…` : '';
+  $('snapshot-id').innerHTML = snapshot ? `snapshot ${idHtml(`${snapshot.id.slice(0, 12)}…`)}` : '';
   $('snapshot-id').dataset.id = snapshot?.id ?? '';
   render(pack, snapshot, routed, failure);
   await renderDiff();
@@ -196,7 +230,7 @@ function reasonText(entry) {
   if (typeof r === 'string') return r;
   const [[k, v]] = Object.entries(r);
   const name = k.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
-  if (k === 'overBudget') return `over-budget (needs ${v.needed}, ${v.remaining} left)`;
+  if (k === 'overBudget') return `over-budget (needed ${v.needed}, ${v.remaining} left)`;
   return `${name}: ${typeof v === 'object' ? JSON.stringify(v) : v}`;
 }
 
@@ -221,15 +255,29 @@ const CAPABILITIES = {
   'policy.review': 'review', 'summarizer.summarize': 'summarize',
 };
 
-/** Each host function's card says what the snapshot records of its call. */
+/** What a capability's answer counts. */
+const ANSWERED = { 'policy.review': 'verdict', 'summarizer.summarize': 'summary' };
+
+/**
+ * Each host function's card says what the snapshot records of its calls
+ * (the policy is asked once per review round).
+ */
 function renderCalls(snapshot) {
+  const byFunction = new Map();
   for (const call of snapshot?.sourceCalls ?? []) {
     const f = CAPABILITIES[call.capability];
-    if (!f) continue;
-    const [[kind, value]] = Object.entries(call.outcome);
+    if (f) byFunction.set(f, [...(byFunction.get(f) ?? []), call]);
+  }
+  for (const [f, calls] of byFunction) {
     const cell = $(`last-${f}`);
-    cell.textContent = kind === 'answered' ? `answered ${value}` : `${kind}: ${value}`;
-    cell.classList.toggle('bad', kind === 'failed');
+    cell.innerHTML = calls.map((call, k) => {
+      const [[kind, value]] = Object.entries(call.outcome);
+      const round = calls.length > 1 ? `${fig('round', k + 1)}: ` : '';
+      const one = ANSWERED[call.capability] ?? 'candidate';
+      const many = one === 'summary' ? 'summaries' : `${one}s`;
+      return round + (kind === 'answered' ? fig('answered', value, plural(value, one, many)) : `${kind}: <q class="said">${escapeHtml(value)}</q>`);
+    }).join('<br>');
+    cell.classList.toggle('bad', calls.some((c) => 'failed' in c.outcome));
   }
 }
 
@@ -240,6 +288,7 @@ function renderBudget(pack, snapshot) {
   bar.replaceChildren();
   droppedBar.replaceChildren();
   legend.replaceChildren();
+  $('compressions').replaceChildren();
   if (!snapshot) {
     $('budget-numbers').textContent = '';
     return;
@@ -248,19 +297,19 @@ function renderBudget(pack, snapshot) {
   const used = snapshot.tokensUsed;
   const bySection = new Map();
   let entryTokens = 0;
-  let dropped = 0;
   const droppedBy = new Map();
   for (const e of snapshot.entries) {
     if (e.included) {
       const key = `${e.section}|${e.layer}`;
       bySection.set(key, (bySection.get(key) ?? 0) + e.tokens);
       entryTokens += e.tokens;
-    } else if (e.tokens > 0) {
-      dropped += e.tokens;
+    } else if (e.counted !== 'uncounted' && e.tokens > 0) {
       const why = typeof e.reason === 'string' ? e.reason : Object.keys(e.reason)[0].replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
       droppedBy.set(why, (droppedBy.get(why) ?? 0) + e.tokens);
     }
   }
+  const c = counts(snapshot);
+  const dropped = c.droppedTokens;
   const overhead = Math.max(0, used - entryTokens);
   const free = Math.max(0, limit - used);
   const scale = Math.max(limit, 1);
@@ -271,33 +320,67 @@ function renderBudget(pack, snapshot) {
     div.style.flexBasis = `${(100 * tokens) / scale}%`;
     if (colour) div.style.background = colour;
     div.title = `${label}: ${tokens} tokens`;
+    div.setAttribute('aria-label', div.title);
     div.dataset.tokens = tokens;
     div.dataset.label = label;
-    if ((100 * tokens) / scale > 6) div.textContent = cls === 'gone' && (100 * tokens) / scale > 14 ? `${label.slice(9)} ${tokens}` : `${tokens}`;
+    // The bar's numbers are labelled by the legend below it and by their
+    // own title; they are drawn only where there is room.
+    if ((100 * tokens) / scale > 6) div.innerHTML = fig(label, tokens);
     parent.append(div);
   };
   for (const [key, tokens] of bySection) {
     const [section, layer] = key.split('|');
-    segment(bar, tokens, SECTION_COLOURS[section], `${section} (${LAYERS[layer]})`, `layer-${layer}`);
-    const li = document.createElement('li');
-    li.innerHTML = `<i style="background:${SECTION_COLOURS[section]}"></i>${section} <small>${LAYERS[layer]}</small> ${tokens}`;
-    legend.append(li);
+    segment(bar, tokens, SECTION_COLOURS[section], `${section} ${LAYERS[layer]}`, `layer-${layer}`);
+    legend.insertAdjacentHTML('beforeend', `<li><i style="background:${SECTION_COLOURS[section]}"></i>${fig(`${section} ${LAYERS[layer]}`, tokens, 'tokens')}</li>`);
   }
   segment(bar, overhead, '#9aa3ad', 'overhead, headers and joins', 'overhead');
   segment(bar, free, null, 'free', 'free');
   droppedBar.hidden = dropped === 0;
   const shown = Math.min(dropped, scale);
-  for (const [why, tokens] of droppedBy) segment(droppedBar, Math.round((tokens * shown) / Math.max(dropped, 1)), null, `dropped: ${why}`, 'gone');
-  if (overhead) legend.insertAdjacentHTML('beforeend', `<li><i style="background:#9aa3ad"></i>overhead ${overhead}</li>`);
-  legend.insertAdjacentHTML('beforeend', `<li><i class="free"></i>free ${free}</li>`);
-  if (dropped) legend.insertAdjacentHTML('beforeend', `<li><i class="gone"></i>dropped ${dropped}${dropped > scale ? ' (bar capped at the budget)' : ''}</li>`);
-  $('budget-numbers').textContent = `${used} of ${limit} used · ${free} free · ${dropped} dropped (counted) · ${snapshot.tokenizer?.charsPerToken ? `estimate ${snapshot.tokenizer.charsPerToken} chars/token` : snapshot.tokenizer}`;
-  $('budget-numbers').dataset.used = used;
-  $('budget-numbers').dataset.limit = limit;
+  for (const [why, tokens] of droppedBy) segment(droppedBar, Math.round((tokens * shown) / Math.max(dropped, 1)), null, `dropped, ${why}`, 'gone');
+  if (overhead) legend.insertAdjacentHTML('beforeend', `<li><i style="background:#9aa3ad"></i>${fig('overhead, headers and joins', overhead, 'tokens')}</li>`);
+  legend.insertAdjacentHTML('beforeend', `<li><i class="free"></i>${fig('free', free, 'tokens')}</li>`);
+  if (dropped) {
+    const atLeast = c.over ? 'at least ' : '';
+    legend.insertAdjacentHTML('beforeend', `<li><i class="gone"></i>${fig('dropped, counted', `${atLeast}${dropped}`, 'tokens')}${dropped > scale ? ' (the bar stops at the budget)' : ''}</li>`);
+  }
+  const tokenizer = snapshot.tokenizer?.charsPerToken ? fig('estimate', snapshot.tokenizer.charsPerToken, 'chars a token') : `tokenizer <span class="name">${escapeHtml(snapshot.tokenizer)}</span>`;
+  // The candidates as the snapshot counts them; the table below counts the
+  // same (a run of turns counts each member).
+  const counted = [
+    c.exact ? fig('counted exactly', c.exact) : '',
+    c.over ? fig('counted in part', c.over) : '',
+    c.uncounted ? fig('not counted', c.uncounted) : '',
+  ].filter(Boolean).join(', ');
+  const numbers = $('budget-numbers');
+  numbers.innerHTML = [
+    `${fig('used', used)} of ${fig('budget', limit, 'tokens')}`,
+    fig('free', free),
+    fig('taken', c.taken, plural(c.taken, 'candidate')),
+    `${fig('dropped', c.dropped)}${counted ? ` (${counted})` : ''}`,
+    tokenizer,
+  ].join(' · ');
+  numbers.dataset.used = used;
+  numbers.dataset.limit = limit;
+  numbers.dataset.taken = c.taken;
+  numbers.dataset.dropped = c.dropped;
+  numbers.dataset.uncounted = c.uncounted;
+  renderCompressions(snapshot);
 }
 
-function escapeHtml(s) {
-  return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+/** What compression did to each section over its share, as the snapshot says. */
+function renderCompressions(snapshot) {
+  const list = $('compressions');
+  for (const s of snapshot.compressions) {
+    const [[kind, value]] = Object.entries(s.outcome);
+    const li = document.createElement('li');
+    li.dataset.section = s.section;
+    const room = fig('a summary could have', s.targetTokens, 'tokens');
+    li.innerHTML = kind === 'summarized'
+      ? `<b>${s.section}</b> over its share: summarised (${room}): ${fig('the summary', value, 'tokens')}, citation included`
+      : `<b>${s.section}</b> over its share (${room}): ${kind === 'skipped' ? 'not compressed' : kind === 'cut' ? 'cut, not summarised' : 'went in whole'}, <q class="said">${escapeHtml(value)}</q>`;
+    list.append(li);
+  }
 }
 
 function renderContext(pack, snapshot) {
@@ -305,11 +388,13 @@ function renderContext(pack, snapshot) {
   box.replaceChildren();
   if (!pack) return;
   const prefix = snapshot?.stablePrefixTokens ?? 0;
+  const marker = (tail) => `<div class="prefix-marker" data-tokens="${prefix}">${fig('stable prefix', prefix, 'tokens')}${tail}</div>`;
   let markerDone = prefix === 0;
   let leadingL0 = true;
-  for (const entry of pack.entries) {
+  const sent = messageOf(pack);
+  pack.entries.forEach((entry, i) => {
     if (!markerDone && leadingL0 && entry.layer !== 'l0') {
-      box.insertAdjacentHTML('beforeend', `<div class="prefix-marker" data-tokens="${prefix}">stable prefix · ${prefix} tokens — cacheable across calls</div>`);
+      box.insertAdjacentHTML('beforeend', marker(' — cacheable across calls'));
       markerDone = true;
     }
     if (entry.layer !== 'l0') leadingL0 = false;
@@ -319,24 +404,62 @@ function renderContext(pack, snapshot) {
     const div = document.createElement('div');
     div.className = `entry ${fenced ? 'fenced' : ''} layer-${entry.layer}`;
     div.dataset.id = entry.id;
-    div.innerHTML = `<div class="meta"><b>${escapeHtml(entry.id)}</b> · ${entry.section} · ${LAYERS[entry.layer]} · ${entry.role} · ${entry.tokens} tokens · <span class="trust trust-${entry.trust}">${entry.trust}${fenced ? ' — fenced: data, not instructions' : ''}</span></div><pre>${body}</pre>`;
+    // Where the messages form sends it: host text goes in the context
+    // message, whose role is system; its trust tier, not the role, says
+    // how far the model may take it as instructions.
+    const { index, what } = sent[i];
+    div.dataset.message = index;
+    div.dataset.role = entry.role;
+    const role = `<span class="sent" title="The messages form sends this in message ${index + 1}, ${what}">${fig('message', index + 1)} <span class="role">${entry.role}</span> (${what})</span>`;
+    div.innerHTML = `<div class="meta">${idHtml(entry.id)} · ${entry.section} · <span class="layer">${LAYERS[entry.layer]}</span> · ${fig('', entry.tokens, 'tokens')} · ${role} · <span class="trust trust-${entry.trust}">${entry.trust}${fenced ? ' — fenced: data, not instructions' : ''}</span></div><pre>${body}</pre>`;
     box.append(div);
-  }
-  if (!markerDone) box.insertAdjacentHTML('beforeend', `<div class="prefix-marker" data-tokens="${prefix}">stable prefix · ${prefix} tokens</div>`);
+  });
+  if (!markerDone) box.insertAdjacentHTML('beforeend', marker(''));
 }
 
 function candidateRows(snapshot) {
-  return snapshot.entries.map((e, i) => ({
-    order: i + 1,
-    id: e.run ? `${e.id} … ${e.run.lastId} (${e.run.count})` : e.id,
-    section: e.section,
-    layer: LAYERS[e.layer],
-    score: e.score,
-    tokens: e.tokens,
-    included: e.included,
-    outcome: e.included ? `taken: ${reasonText(e)}${e.compressed ? ' (summarised)' : ''}${e.redacted ? ' (redacted)' : ''}` : reasonText(e),
-    entry: e,
-  }));
+  const rankOf = ranks(snapshot);
+  const digits = scoreDigits(snapshot);
+  const repeated = repeatedIds(snapshot);
+  const seen = new Map();
+  return snapshot.entries.map((e, i) => {
+    // A repeated id: which of its candidates this is, and who answered.
+    let again = null;
+    const ids = memberIds(e).filter((id) => repeated.has(id));
+    const againCount = Math.max(0, ...ids.map((id) => repeated.get(id).length));
+    if (ids.length) {
+      again = ids.map((id) => {
+        const k = seen.get(id) ?? 0;
+        seen.set(id, k + 1);
+        return sayRepeated(id, repeated.get(id), k);
+      }).join(' ');
+    }
+    return {
+      order: i + 1,
+      id: e.run ? `${e.id} … ${e.run.lastId}` : e.id,
+      count: e.run ? e.run.count : 1,
+      section: e.section,
+      layer: LAYERS[e.layer],
+      rank: rankOf.get(i) ?? null,
+      score: e.score,
+      scoreText: e.score === null ? '' : e.score.toPrecision(digits),
+      tokens: e.tokens,
+      included: e.included,
+      outcome: e.included ? `taken: ${reasonText(e)}${e.compressed ? ' (summarised)' : ''}${e.redacted ? ' (redacted)' : ''}` : reasonText(e),
+      passedOver: passedOver(snapshot, i, rankOf),
+      again,
+      againCount,
+      entry: e,
+    };
+  });
+}
+
+/** A candidate's tokens, as far as they were counted. */
+function tokensHtml(r) {
+  const counted = r.entry.counted;
+  if (counted === 'uncounted') return '<small>not counted</small>';
+  if (counted === 'over') return `${fig('more than', r.tokens)} <small>(counting stopped)</small>`;
+  return `<b>${r.tokens}</b>`;
 }
 
 function renderCandidates(snapshot) {
@@ -349,7 +472,8 @@ function renderCandidates(snapshot) {
   const filter = $('filter').value.trim().toLowerCase();
   const show = $('show').value;
   const { key, dir } = state.sort;
-  const rows = candidateRows(snapshot)
+  const all = candidateRows(snapshot);
+  const rows = all
     .filter((r) => show === 'all' || (show === 'included') === r.included)
     .filter((r) => !filter || `${r.id} ${r.section} ${r.layer} ${r.outcome}`.toLowerCase().includes(filter))
     .sort((a, b) => {
@@ -359,15 +483,23 @@ function renderCandidates(snapshot) {
     });
   for (const r of rows) {
     const tr = document.createElement('tr');
-    tr.className = r.included ? 'taken' : 'dropped';
+    tr.className = `${r.included ? 'taken' : 'dropped'}${r.again ? ' repeated' : ''}`;
     tr.dataset.id = r.entry.id;
-    tr.innerHTML = `<td>${r.order}</td><td>${escapeHtml(r.id)}</td><td>${r.section}</td><td>${r.layer}</td>
-      <td>${r.score === null ? '' : r.score.toFixed(2)}</td><td>${r.tokens}${r.entry.counted === 'uncounted' ? ' <small>(not counted)</small>' : ''}</td>
-      <td title="${escapeHtml(explainReason(r.entry.reason))}">${escapeHtml(r.outcome)}<small class="why">${escapeHtml(explainReason(r.entry.reason))}</small></td>`;
+    tr.dataset.count = r.count;
+    const why = explainReason(r.entry.reason);
+    const id = `${idHtml(r.id)}${r.count > 1 ? ` <small>${fig('a run of', r.count, 'turns')}</small>` : ''}${r.again ? ` <span class="again" title="this id stands for more than one candidate">same id ×${r.againCount}</span>` : ''}`;
+    const rank = r.rank === null ? '' : `<span class="rank">#${r.rank}</span> <span class="score">${r.scoreText}</span>`;
+    tr.innerHTML = `<td data-label="#">${r.order}</td><td data-label="id">${id}</td><td data-label="section">${r.section}</td><td data-label="layer">${r.layer}</td>
+      <td data-label="rank · score" data-rank="${r.rank ?? ''}">${rank}</td><td data-label="tokens">${tokensHtml(r)}</td>
+      <td data-label="taken / why dropped" title="${escapeHtml(why)}">${escapeHtml(r.outcome)}<small class="why">${escapeHtml(why)}</small>${r.passedOver ? `<small class="why passed-over">${escapeHtml(r.passedOver)}</small>` : ''}${r.again ? `<small class="why repeated-id">${escapeHtml(r.again)}</small>` : ''}</td>`;
     body.append(tr);
   }
-  const taken = snapshot.entries.filter((e) => e.included).length;
-  $('candidate-count').textContent = `${taken} taken, ${snapshot.entries.length - taken} dropped · showing ${rows.length}`;
+  const c = counts(snapshot);
+  const showing = rows.reduce((n, r) => n + r.count, 0);
+  $('candidate-count').innerHTML = `${fig('taken', c.taken)}, ${fig('dropped', c.dropped)} · ${fig('showing', showing, plural(showing, 'candidate'))}${all.length < c.candidates ? ` in ${fig('', rows.length, plural(rows.length, 'row'))}` : ''}`;
+  const count = $('candidate-count');
+  count.dataset.taken = c.taken;
+  count.dataset.dropped = c.dropped;
 }
 
 async function renderDiff() {
@@ -378,14 +510,15 @@ async function renderDiff() {
     return;
   }
   const diff = await diffSnapshots(state.previous, state.current);
-  const side = (s) => (s ? `${s.included ? 'taken' : 'dropped'} · ${reasonText(s)} · ${s.tokens} tokens${s.position === null ? '' : ` · #${s.position + 1}`}` : '—');
+  const side = (s) => (s ? `${s.included ? 'taken' : 'dropped'} · ${reasonText(s)} · ${s.tokens} tokens${s.position === null ? '' : ` · position ${s.position + 1} in the pack`}` : '—');
   for (const c of diff.changes) {
     const tr = document.createElement('tr');
     tr.className = `change-${c.kind}`;
-    tr.innerHTML = `<td>${escapeHtml(c.id)}</td><td>${c.kind}</td><td>${escapeHtml(side(c.before))}</td><td>${escapeHtml(side(c.after))}</td>`;
+    tr.innerHTML = `<td data-label="id">${idHtml(c.id)}</td><td data-label="change">${c.kind}</td><td data-label="before">${escapeHtml(side(c.before))}</td><td data-label="after">${escapeHtml(side(c.after))}</td>`;
     body.append(tr);
   }
-  $('diff-summary').textContent = diff.changes.length ? `${diff.changes.length} changes` : 'no change';
+  const n = diff.changes.length;
+  $('diff-summary').innerHTML = n ? fig('', n, plural(n, 'change')) : 'no change';
 }
 
 /**
@@ -415,7 +548,7 @@ async function measure(n = 200) {
   times.sort((a, b) => a - b);
   const result = { n, perCallMs, medianMs: times[Math.floor(n / 2)] };
   window.ctxpackPlayground.measured = result;
-  $('timing').textContent = `per call ${perCallMs.toFixed(3)} ms (${n} calls; median ${result.medianMs.toFixed(1)} ms)`;
+  $('timing').innerHTML = `${fig('per call', perCallMs.toFixed(3), 'ms')} · ${fig('calls', n)} · ${fig('median', result.medianMs.toFixed(1), 'ms')}`;
   return result;
 }
 window.ctxpackPlayground.measure = measure;

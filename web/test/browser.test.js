@@ -164,6 +164,250 @@ test('untrusted text is fenced, and only it', async () => {
   await page.close();
 });
 
+// The snapshot as the package hands it to the page: camelCase keys.
+const camel = (v) => (Array.isArray(v) ? v.map(camel)
+  : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/-([a-z])/g, (_, c) => c.toUpperCase()), camel(x)]))
+    : v);
+
+/** The expected pack (if any) and snapshot of a scenario, whatever its reply. */
+function expectedOutcome(name) {
+  const { reply } = expected(name);
+  const pack = reply.pack ?? reply.handled?.dispatch?.fallback?.pack ?? null;
+  const snapshot = pack?.snapshot ?? reply.failed?.snapshot ?? null;
+  return { pack: camel(pack), snapshot: camel(snapshot) };
+}
+
+const CALLS = {
+  request: 'the request', retrieval: 'sources.retrieve', memory: 'sources.recall-memory',
+  graph: 'sources.expand-graph', repository: 'sources.repository-state', summary: 'summarizer.summarize',
+};
+
+/**
+ * What the page must say of `snapshot`, worked out here from the snapshot
+ * alone: the counts (a run counts each member), the ids that stand for more
+ * than one candidate and who answered them, each host candidate's rank in
+ * its section, and the over-budget candidates a lower-ranked one of their
+ * section beat.
+ */
+function oracle(snapshot) {
+  const c = { taken: 0, dropped: 0, uncounted: 0 };
+  const ids = new Map();
+  const rank = new Map();
+  const next = new Map();
+  const membersOf = [];
+  snapshot.entries.forEach((e, i) => {
+    const n = e.run ? e.run.count : 1;
+    c[e.included ? 'taken' : 'dropped'] += n;
+    if (!e.included && e.counted === 'uncounted') c.uncounted += n;
+    let members = [e.id];
+    if (e.run) {
+      const [, p, a] = /^(.*?)(\d+)$/.exec(e.id);
+      const b = Number(/(\d+)$/.exec(e.run.lastId)[1]);
+      members = Array.from({ length: b - Number(a) + 1 }, (_, k) => `${p}${Number(a) + k}`);
+    }
+    membersOf.push(members);
+    for (const id of members) ids.set(id, [...(ids.get(id) ?? []), CALLS[e.origin]]);
+    if (e.score !== null) {
+      next.set(e.section, (next.get(e.section) ?? 0) + 1);
+      rank.set(i, next.get(e.section));
+    }
+  });
+  const repeated = new Map([...ids].filter(([, calls]) => calls.length > 1));
+  const beaten = new Map();
+  snapshot.entries.forEach((e, i) => {
+    if (!e.reason?.overBudget || !rank.has(i)) return;
+    const by = snapshot.entries.filter((o, j) => o.section === e.section && o.included && rank.get(j) > rank.get(i));
+    if (by.length) beaten.set(i, by.map((o) => o.id));
+  });
+  return { c, repeated, rank, beaten, membersOf };
+}
+
+/** What the page shows, read off its DOM. */
+const readPage = (page) => page.evaluate(() => {
+  const figs = (el) => Object.fromEntries([...(el?.querySelectorAll('.fig') ?? [])].map((f) => [f.querySelector('.label')?.textContent.trim(), f.querySelector('b')?.textContent]));
+  // Every digit outside a table cell, the page's JSON and the rendered
+  // text is part of a figure with words besides its number, an id, a
+  // layer's name, or a message quoted from the snapshot.
+  const unlabelled = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!/\d/.test(n.textContent) || n.parentElement.closest('td, pre, textarea, select, script, .id, .name, .layer, .said, [hidden]')) continue;
+    const f = n.parentElement.closest('.fig');
+    if (!f || !/\p{L}/u.test(f.textContent.replace(f.querySelector('b')?.textContent ?? '', ''))) unlabelled.push(n.textContent.trim());
+  }
+  const rows = [...document.querySelectorAll('#candidates tbody tr')].map((tr) => ({
+    id: tr.dataset.id,
+    count: Number(tr.dataset.count),
+    taken: tr.classList.contains('taken'),
+    repeated: tr.classList.contains('repeated'),
+    again: tr.querySelector('.repeated-id')?.textContent ?? null,
+    passedOver: tr.querySelector('.passed-over')?.textContent ?? null,
+    rank: tr.querySelector('.rank')?.textContent ?? null,
+    score: tr.querySelector('.score')?.textContent ?? null,
+  }));
+  return {
+    id: document.getElementById('snapshot-id').dataset.id,
+    header: figs(document.getElementById('budget-numbers')),
+    table: figs(document.getElementById('candidate-count')),
+    timing: figs(document.getElementById('timing')),
+    rows,
+    sent: [...document.querySelectorAll('#context .entry')].map((e) => ({
+      id: e.dataset.id, message: Number(e.dataset.message), role: e.querySelector('.role').textContent, text: e.querySelector('pre').textContent,
+    })),
+    unlabelled,
+    width: document.documentElement.scrollWidth,
+    viewport: document.documentElement.clientWidth,
+  };
+});
+
+/** Checks that the page says what `snapshot` (and `pack`) say. */
+function saysWhatTheSnapshotSays(name, shown, snapshot, pack) {
+  const { c, repeated, rank, beaten, membersOf } = oracle(snapshot);
+  assert.equal(shown.id, snapshot.id, name);
+  // The header's counts are the table's, and the snapshot's.
+  assert.equal(Number(shown.header.taken), c.taken, `${name}: header taken`);
+  assert.equal(Number(shown.header.dropped), c.dropped, `${name}: header dropped`);
+  assert.equal(Number(shown.header['not counted'] ?? 0), c.uncounted, `${name}: header not counted`);
+  assert.equal(Number(shown.table.taken), c.taken, `${name}: table taken`);
+  assert.equal(Number(shown.table.dropped), c.dropped, `${name}: table dropped`);
+  const sum = (taken) => shown.rows.filter((r) => r.taken === taken).reduce((n, r) => n + r.count, 0);
+  assert.equal(sum(true), c.taken, `${name}: taken rows`);
+  assert.equal(sum(false), c.dropped, `${name}: dropped rows`);
+  assert.equal(shown.rows.length, snapshot.entries.length, name);
+  shown.rows.forEach((row, i) => {
+    const e = snapshot.entries[i];
+    assert.equal(row.id, e.id, name);
+    // A repeated id is marked, with how often and by which calls.
+    const again = membersOf[i].filter((id) => repeated.has(id));
+    assert.equal(row.repeated, again.length > 0, `${name}: ${e.id} marked`);
+    for (const id of again) {
+      const calls = repeated.get(id);
+      assert.ok(row.again.includes(`The id ${id} was answered ${calls.length} times`), `${name}: ${id}: ${row.again}`);
+      for (const call of new Set(calls)) assert.ok(row.again.includes(call), `${name}: ${id} names ${call}: ${row.again}`);
+      assert.ok(row.again.includes(`from ${CALLS[e.origin]}`), `${name}: ${id} says which call this one is`);
+    }
+    if (!again.length) assert.equal(row.again, null, `${name}: ${e.id}`);
+    // The rank that decided it, and a score that tells it from its
+    // section's other ranks.
+    assert.equal(row.rank, rank.has(i) ? `#${rank.get(i)}` : null, `${name}: ${e.id} rank`);
+    // A drop a lower-ranked candidate beat says so, naming it, the fill's
+    // order and the section's share.
+    if (beaten.has(i)) {
+      assert.ok(row.passedOver, `${name}: ${e.id} says why it was passed over`);
+      assert.ok(row.passedOver.includes(beaten.get(i)[0]), row.passedOver);
+      assert.match(row.passedOver, /rank order/);
+      assert.match(row.passedOver, /share/);
+    } else {
+      assert.equal(row.passedOver, null, `${name}: ${e.id}`);
+    }
+  });
+  const bySection = new Map();
+  shown.rows.forEach((row, i) => {
+    if (!rank.has(i)) return;
+    const s = snapshot.entries[i].section;
+    bySection.set(s, [...(bySection.get(s) ?? []), { score: snapshot.entries[i].score, shown: row.score }]);
+  });
+  for (const [section, scores] of bySection) {
+    for (let k = 1; k < scores.length; k += 1) {
+      const [a, b] = [scores[k - 1], scores[k]];
+      if (a.score !== b.score) {
+        assert.notEqual(a.shown, b.shown, `${name}: ${section} scores ${a.score} and ${b.score} read alike`);
+        assert.ok(Number(a.shown) > Number(b.shown), `${name}: ${section} scores shown out of rank order`);
+      }
+    }
+  }
+  // Each entry's message and role are those of the messages form.
+  if (pack) {
+    assert.equal(shown.sent.length, pack.entries.length, name);
+    let turns = 0;
+    shown.sent.forEach((s, k) => {
+      const message = pack.messages[s.message];
+      assert.ok(message, `${name}: ${s.id} in message ${s.message + 1} of ${pack.messages.length}`);
+      assert.equal(s.role, message.role, `${name}: ${s.id}`);
+      if (pack.entries[k].section === 'conversation-state') {
+        // A turn is a message of its own, after the context's, in order
+        // (its text in the pack is the flat form's, markers defused).
+        assert.equal(s.message, pack.messages.length - pack.entries.filter((e) => e.section === 'conversation-state').length + turns, `${name}: ${s.id}`);
+        assert.ok(s.text.startsWith(`[${message.role}]`), `${name}: ${s.id}`);
+        turns += 1;
+      } else {
+        assert.ok(message.content.includes(s.text), `${name}: ${s.id} is in message ${s.message + 1}`);
+      }
+    });
+  }
+}
+
+for (const width of [1400, 390]) {
+  test(`at ${width} px, the page says what each bundled snapshot says, every figure labelled, nothing wider than the screen`, async () => {
+    const page = await browser.newPage({ viewport: { width, height: 900 } });
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(base);
+    await page.waitForFunction(() => window.ctxpackPlayground?.ready, null, { timeout: 30000 });
+    const names = await page.$$eval('#scenario option', (os) => os.map((o) => o.value));
+    assert.ok(names.length >= 40, `${names.length} scenarios`);
+    let checked = 0;
+    for (const name of names) {
+      const runs = await page.evaluate(() => window.ctxpackPlayground.runs);
+      await page.selectOption('#scenario', name);
+      await page.waitForFunction((n) => window.ctxpackPlayground.runs > n, runs, { timeout: 30000 });
+      const shown = await readPage(page);
+      assert.ok(shown.width <= shown.viewport, `${name}: the page is ${shown.width} px wide in ${shown.viewport}`);
+      assert.deepEqual(shown.unlabelled, [], `${name}: figures without a label`);
+      assert.ok(shown.timing['this assembly'], `${name}: the assembly's time is labelled`);
+      const { pack, snapshot } = expectedOutcome(name);
+      if (!snapshot) continue;
+      saysWhatTheSnapshotSays(name, shown, snapshot, pack);
+      checked += 1;
+    }
+    assert.ok(checked >= 38, `${checked} snapshots checked`);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}
+
+test('the cases a new user was confused by', async () => {
+  // rag-dedup: the two duplicates are dropped without being counted, and
+  // the header says so in the table's numbers.
+  let page = await open('?scenario=rag-dedup');
+  let shown = await readPage(page);
+  assert.equal(shown.header.dropped, '2');
+  assert.equal(shown.header['not counted'], '2');
+  assert.equal(shown.table.dropped, '2');
+  await page.close();
+  // hostile-retrieval: the store answered o-1 twice.
+  page = await open('?scenario=hostile-retrieval');
+  shown = await readPage(page);
+  const o1 = shown.rows.filter((r) => r.id === 'o-1');
+  assert.equal(o1.length, 2);
+  for (const r of o1) {
+    assert.ok(r.repeated);
+    assert.match(r.again, /answered 2 times: by sources\.retrieve twice/);
+  }
+  assert.deepEqual(shown.rows.filter((r) => r.repeated).map((r) => r.id), ['o-1', 'o-1']);
+  // Host text is sent in the context message, whose role is system.
+  assert.deepEqual(shown.sent.map((s) => [s.id, s.message, s.role]), [['system-prompt', 0, 'system'], ['o-1', 1, 'system'], ['o-empty', 1, 'system']]);
+  await page.close();
+  // compress-summarise at 120 tokens: four scores that order, and kb-1,
+  // ranked first, says why kb-4, ranked fourth, was taken instead.
+  page = await open('?scenario=compress-summarise');
+  await page.fill('#budget', '120');
+  await assembleAndWait(page);
+  shown = await readPage(page);
+  const kb = shown.rows.filter((r) => r.id.startsWith('kb-'));
+  assert.deepEqual(kb.map((r) => r.rank), ['#1', '#2', '#3', '#4']);
+  assert.equal(new Set(kb.map((r) => r.score)).size, 4, kb.map((r) => r.score).join(' '));
+  const kb1 = kb.find((r) => r.id === 'kb-1');
+  assert.match(kb1.passedOver, /lower-ranked kb-4 \(#4, 56 tokens\)/);
+  assert.match(kb1.passedOver, /share \(0\.5 × 120 = 60 tokens\)/);
+  assert.match(kb1.passedOver, /needed 67 tokens/);
+  const { snapshot } = await page.evaluate(() => window.ctxpackPlayground.last);
+  saysWhatTheSnapshotSays('compress-summarise at 120', shown, snapshot, await page.evaluate(() => window.ctxpackPlayground.last.pack));
+  // The summariser was not asked, and the page says why.
+  assert.match(await page.textContent('#compressions'), /relevant-knowledge over its share .*not compressed/);
+  await page.close();
+});
+
 test('a screenshot of the playground', async () => {
   // Retrieval filtered, a denial, a redaction, untrusted text; then the
   // budget cut, so the diff has something to say.

@@ -1,0 +1,163 @@
+// What the playground says of a snapshot, read off the snapshot alone: the
+// counts the budget header and the candidates table share, each host
+// candidate's rank in its section and the score digits that order them,
+// the ids answered more than once and by which call, why the fill passed
+// over a candidate for a lower-ranked one, and which message carries each
+// pack entry. No DOM here: app.js renders what these functions return.
+
+/** The call that produced a candidate of each origin. */
+export const CALL_OF = {
+  request: 'the request',
+  retrieval: 'sources.retrieve',
+  memory: 'sources.recall-memory',
+  graph: 'sources.expand-graph',
+  repository: 'sources.repository-state',
+  summary: 'summarizer.summarize',
+};
+
+/** The ids an entry stands for: its own, or every member of its run. */
+export function memberIds(entry) {
+  if (!entry.run) return [entry.id];
+  // A run's ids are consecutive: "turn-12" … "turn-9911".
+  const first = /^(.*?)(\d+)$/.exec(entry.id);
+  const last = /^(.*?)(\d+)$/.exec(entry.run.lastId);
+  if (!first || !last || first[1] !== last[1]) return [entry.id, entry.run.lastId];
+  const ids = [];
+  for (let n = Number(first[2]); n <= Number(last[2]); n += 1) ids.push(`${first[1]}${n}`);
+  return ids;
+}
+
+/**
+ * The candidates as the snapshot counts them, a run counting each member:
+ * taken, dropped, and of the dropped how far their tokens were counted
+ * (`exact`, `over`: counting stopped, `uncounted`) with the tokens counted.
+ */
+export function counts(snapshot) {
+  const c = {
+    candidates: 0, taken: 0, dropped: 0, exact: 0, over: 0, uncounted: 0, droppedTokens: 0,
+  };
+  for (const e of snapshot.entries) {
+    const n = e.run ? e.run.count : 1;
+    c.candidates += n;
+    if (e.included) {
+      c.taken += n;
+      continue;
+    }
+    c.dropped += n;
+    c[e.counted] += n;
+    if (e.counted !== 'uncounted') c.droppedTokens += e.tokens;
+  }
+  return c;
+}
+
+/**
+ * Each scored entry's rank in its section (1 = first), by index into the
+ * snapshot's entries: host candidates stand in the order the fill met
+ * them, which is their rank order (score, highest first, ties by id).
+ */
+export function ranks(snapshot) {
+  const next = new Map();
+  const out = new Map();
+  snapshot.entries.forEach((e, i) => {
+    if (e.score === null || e.score === undefined) return;
+    const r = (next.get(e.section) ?? 0) + 1;
+    next.set(e.section, r);
+    out.set(i, r);
+  });
+  return out;
+}
+
+/**
+ * The fewest significant digits (at least 2) that show every pair of
+ * entries of a section at different ranks with different scores as
+ * different numbers.
+ */
+export function scoreDigits(snapshot) {
+  const bySection = new Map();
+  for (const e of snapshot.entries) {
+    if (e.score === null || e.score === undefined) continue;
+    bySection.set(e.section, [...(bySection.get(e.section) ?? []), e.score]);
+  }
+  for (let digits = 2; digits < 17; digits += 1) {
+    const clash = [...bySection.values()].some((scores) => {
+      const shown = new Map();
+      return scores.some((s) => {
+        const text = s.toPrecision(digits);
+        if (shown.has(text) && shown.get(text) !== s) return true;
+        shown.set(text, s);
+        return false;
+      });
+    });
+    if (!clash) return digits;
+  }
+  return 17;
+}
+
+/**
+ * The ids that stand for more than one candidate: id → the calls that
+ * answered them, one per candidate, in the snapshot's order.
+ */
+export function repeatedIds(snapshot) {
+  const calls = new Map();
+  for (const e of snapshot.entries) {
+    for (const id of memberIds(e)) calls.set(id, [...(calls.get(id) ?? []), CALL_OF[e.origin] ?? e.origin]);
+  }
+  return new Map([...calls].filter(([, c]) => c.length > 1));
+}
+
+const ORDINAL = ['first', 'second', 'third', 'fourth', 'fifth'];
+const TIMES = ['', 'once', 'twice', 'three times', 'four times', 'five times'];
+
+/** How a repeated id was answered, said for its `k`-th candidate. */
+export function sayRepeated(id, calls, k) {
+  const byCall = new Map();
+  for (const c of calls) byCall.set(c, (byCall.get(c) ?? 0) + 1);
+  const who = [...byCall].map(([c, n]) => `${c} ${TIMES[n] ?? `${n} times`}`).join(' and ');
+  const nth = ORDINAL[k] ?? `${k + 1}th`;
+  return `The id ${id} was answered ${calls.length} times: by ${who}. This is the ${nth}, from ${calls[k]}.`;
+}
+
+/**
+ * Why the fill passed over entry `i` (dropped over budget) while a
+ * lower-ranked candidate of its section was taken, or null when none was.
+ */
+export function passedOver(snapshot, i, rankOf) {
+  const e = snapshot.entries[i];
+  const why = e.reason?.overBudget;
+  if (!why || !rankOf.has(i)) return null;
+  const rank = rankOf.get(i);
+  const taken = snapshot.entries
+    .map((o, j) => ({ o, j }))
+    .filter(({ o, j }) => o.section === e.section && o.included && (rankOf.get(j) ?? 0) > rank);
+  if (taken.length === 0) return null;
+  const named = taken.slice(0, 3).map(({ o, j }) => `${o.id} (#${rankOf.get(j)}, ${o.tokens} tokens)`).join(', ');
+  const more = taken.length > 3 ? ` and ${taken.length - 3} more` : '';
+  const share = snapshot.plan.shares.find((s) => s.section === e.section)?.share ?? 0;
+  const shareTokens = Math.floor(share * snapshot.tokenBudget);
+  const room = share > 0
+    ? `first within its share (${share} × ${snapshot.tokenBudget} = ${shareTokens} tokens), then in what the other sections leave`
+    : `only in what the other sections leave (the plan gives ${e.section} no share)`;
+  const needed = e.counted === 'exact' ? `${why.needed}` : `at least ${why.needed}`;
+  const over = share > 0 && why.needed > shareTokens ? ', more than its whole share' : '';
+  return `Passed over: lower-ranked ${named}${more} fit where this did not. The fill meets ${e.section} in rank order, ${room}, and skips what does not fit for a smaller one after it. This one needed ${needed} tokens with its overhead and join${over}; ${why.remaining} were left when the fill last met it.`;
+}
+
+/**
+ * Which of `pack.messages` carries each pack entry (0-based), as the
+ * messages form sends them: the L0 entries in the first system message,
+ * the other context in a second system message, then each kept
+ * conversation turn as a message of its own role.
+ */
+export function messageOf(pack) {
+  const isTurn = (e) => e.section === 'conversation-state';
+  const hasL0 = pack.entries.some((e) => e.layer === 'l0');
+  const hasContext = pack.entries.some((e) => e.layer !== 'l0' && !isTurn(e));
+  let turn = (hasL0 ? 1 : 0) + (hasContext ? 1 : 0);
+  return pack.entries.map((e) => {
+    if (e.layer === 'l0') return { index: 0, what: 'the stable prefix' };
+    if (!isTurn(e)) return { index: hasL0 ? 1 : 0, what: 'the context' };
+    const index = turn;
+    turn += 1;
+    return { index, what: 'a conversation turn' };
+  });
+}
