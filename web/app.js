@@ -9,6 +9,7 @@ import { camelKeys } from '/packages/ctxpack/test/scenario.js';
 import { ScenarioHost } from '/tests/js/scenario-host.js';
 import {
   counts, ranks, scoreDigits, repeatedIds, sayRepeated, passedOver, messageOf, memberIds,
+  sayTokens, sayReason, sayAltered,
 } from '/web/facts.js';
 
 const $ = (id) => document.getElementById(id);
@@ -123,6 +124,7 @@ function readScenario() {
   const tok = $('tokenizer').value;
   request.tokenizer = tok.startsWith('estimate:') ? { charsPerToken: Number(tok.slice('estimate:'.length)) } : tok;
   const budget = $('budget').value.trim();
+  if (budget !== '' && !/^[1-9]\d*$/.test(budget)) throw new RangeError(`Budget: a whole number of tokens, 1 or more (or empty for the plan's default), not ${JSON.stringify(budget.slice(0, 20))}.`);
   request.budget = budget === '' ? null : Number(budget);
   return { scenario, request, config: camelKeys(scenario.config ?? {}) };
 }
@@ -163,14 +165,14 @@ function setStatus(status, text = status) {
 }
 
 async function assemble() {
-  $('error').hidden = true;
+  clearMessages();
   $('assemble').disabled = true;
   setStatus('running', 'assembling…');
   let parsed;
   try {
     parsed = readScenario();
   } catch (e) {
-    showError(`The scenario is not JSON: ${e.message}`);
+    showError(e instanceof RangeError ? e.message : `The scenario is not JSON: ${e.message}`);
     $('assemble').disabled = false;
     setStatus('idle');
     return;
@@ -219,6 +221,11 @@ async function assemble() {
   $('assemble').disabled = false;
 }
 
+function clearMessages() {
+  $('error').hidden = true;
+  $('notice').hidden = true;
+}
+
 function showError(message) {
   const el = $('error');
   el.textContent = message;
@@ -230,7 +237,7 @@ function reasonText(entry) {
   if (typeof r === 'string') return r;
   const [[k, v]] = Object.entries(r);
   const name = k.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
-  if (k === 'overBudget') return `over-budget (needed ${v.needed}, ${v.remaining} left)`;
+  if (k === 'overBudget') return `over-budget: needed ${v.needed}, ${v.remaining} remained`;
   return `${name}: ${typeof v === 'object' ? JSON.stringify(v) : v}`;
 }
 
@@ -241,7 +248,9 @@ function render(pack, snapshot, routed, failure) {
   setStatus(main, status.join(' + ') || main);
   if (failure) showError(failure.message);
   if (routed && !pack) {
-    showError(`Routed to skill \`${routed.dispatch.skill.skill}\` (route ${routed.decision.route}, confidence ${routed.decision.confidence.toFixed(2)}): no context was assembled.`);
+    const d = routed.decision;
+    $('notice').innerHTML = `Routed to the skill ${idHtml(routed.dispatch.skill.skill)} (route ${idHtml(d.route)}, ${fig('confidence', d.confidence.toFixed(2))} at ${fig('threshold', d.threshold.toFixed(2))}): the skill takes the request, so no context was assembled.`;
+    $('notice').hidden = false;
   }
   renderCalls(snapshot);
   renderBudget(pack, snapshot);
@@ -303,7 +312,7 @@ function renderBudget(pack, snapshot) {
       const key = `${e.section}|${e.layer}`;
       bySection.set(key, (bySection.get(key) ?? 0) + e.tokens);
       entryTokens += e.tokens;
-    } else if (e.counted !== 'uncounted' && e.tokens > 0) {
+    } else if (e.counted !== 'uncounted' && e.tokens > 0 && e.reason !== 'assembly-failed') {
       const why = typeof e.reason === 'string' ? e.reason : Object.keys(e.reason)[0].replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
       droppedBy.set(why, (droppedBy.get(why) ?? 0) + e.tokens);
     }
@@ -313,11 +322,13 @@ function renderBudget(pack, snapshot) {
   const overhead = Math.max(0, used - entryTokens);
   const free = Math.max(0, limit - used);
   const scale = Math.max(limit, 1);
-  const segment = (parent, tokens, colour, label, cls = '') => {
+  // A segment is `width` tokens wide on the bar's scale and says `tokens`
+  // (the dropped bar stops at the budget, so its widths are scaled down).
+  const segment = (parent, tokens, colour, label, cls = '', width = tokens) => {
     if (tokens <= 0) return;
     const div = document.createElement('div');
     div.className = `segment ${cls}`;
-    div.style.flexBasis = `${(100 * tokens) / scale}%`;
+    div.style.flexBasis = `${(100 * width) / scale}%`;
     if (colour) div.style.background = colour;
     div.title = `${label}: ${tokens} tokens`;
     div.setAttribute('aria-label', div.title);
@@ -325,26 +336,26 @@ function renderBudget(pack, snapshot) {
     div.dataset.label = label;
     // The bar's numbers are labelled by the legend below it and by their
     // own title; they are drawn only where there is room.
-    if ((100 * tokens) / scale > 6) div.innerHTML = fig(label, tokens);
+    if ((100 * width) / scale > 6) div.innerHTML = fig(label, tokens);
     parent.append(div);
   };
   for (const [key, tokens] of bySection) {
     const [section, layer] = key.split('|');
     segment(bar, tokens, SECTION_COLOURS[section], `${section} ${LAYERS[layer]}`, `layer-${layer}`);
-    legend.insertAdjacentHTML('beforeend', `<li><i style="background:${SECTION_COLOURS[section]}"></i>${fig(`${section} ${LAYERS[layer]}`, tokens, 'tokens')}</li>`);
+    legend.insertAdjacentHTML('beforeend', `<li><i style="background:${SECTION_COLOURS[section]}"></i>${fig(`${section} ${LAYERS[layer]}`, tokens, plural(tokens, 'token'))}</li>`);
   }
   segment(bar, overhead, '#9aa3ad', 'overhead, headers and joins', 'overhead');
   segment(bar, free, null, 'free', 'free');
   droppedBar.hidden = dropped === 0;
   const shown = Math.min(dropped, scale);
-  for (const [why, tokens] of droppedBy) segment(droppedBar, Math.round((tokens * shown) / Math.max(dropped, 1)), null, `dropped, ${why}`, 'gone');
-  if (overhead) legend.insertAdjacentHTML('beforeend', `<li><i style="background:#9aa3ad"></i>${fig('overhead, headers and joins', overhead, 'tokens')}</li>`);
-  legend.insertAdjacentHTML('beforeend', `<li><i class="free"></i>${fig('free', free, 'tokens')}</li>`);
+  for (const [why, tokens] of droppedBy) segment(droppedBar, tokens, null, `dropped, ${why}`, 'gone', (tokens * shown) / Math.max(dropped, 1));
+  if (overhead) legend.insertAdjacentHTML('beforeend', `<li><i style="background:#9aa3ad"></i>${fig('overhead, headers and joins', overhead, plural(overhead, 'token'))}</li>`);
+  legend.insertAdjacentHTML('beforeend', `<li><i class="free"></i>${fig('free', free, plural(free, 'token'))}</li>`);
   if (dropped) {
     const atLeast = c.over ? 'at least ' : '';
     legend.insertAdjacentHTML('beforeend', `<li><i class="gone"></i>${fig('dropped, counted', `${atLeast}${dropped}`, 'tokens')}${dropped > scale ? ' (the bar stops at the budget)' : ''}</li>`);
   }
-  const tokenizer = snapshot.tokenizer?.charsPerToken ? fig('estimate', snapshot.tokenizer.charsPerToken, 'chars a token') : `tokenizer <span class="name">${escapeHtml(snapshot.tokenizer)}</span>`;
+  const tokenizer = snapshot.tokenizer?.charsPerToken ? fig('estimate', snapshot.tokenizer.charsPerToken, `${plural(snapshot.tokenizer.charsPerToken, 'char')} a token`) : `tokenizer <span class="name">${escapeHtml(snapshot.tokenizer)}</span>`;
   // The candidates as the snapshot counts them; the table below counts the
   // same (a run of turns counts each member).
   const counted = [
@@ -358,6 +369,7 @@ function renderBudget(pack, snapshot) {
     fig('free', free),
     fig('taken', c.taken, plural(c.taken, 'candidate')),
     `${fig('dropped', c.dropped)}${counted ? ` (${counted})` : ''}`,
+    ...(c.undecided ? [`${fig('not decided', c.undecided)} (the assembly failed first)`] : []),
     tokenizer,
   ].join(' · ');
   numbers.dataset.used = used;
@@ -365,6 +377,7 @@ function renderBudget(pack, snapshot) {
   numbers.dataset.taken = c.taken;
   numbers.dataset.dropped = c.dropped;
   numbers.dataset.uncounted = c.uncounted;
+  numbers.dataset.undecided = c.undecided;
   renderCompressions(snapshot);
 }
 
@@ -375,10 +388,15 @@ function renderCompressions(snapshot) {
     const [[kind, value]] = Object.entries(s.outcome);
     const li = document.createElement('li');
     li.dataset.section = s.section;
-    const room = fig('a summary could have', s.targetTokens, 'tokens');
-    li.innerHTML = kind === 'summarized'
-      ? `<b>${s.section}</b> over its share: summarised (${room}): ${fig('the summary', value, 'tokens')}, citation included`
-      : `<b>${s.section}</b> over its share (${room}): ${kind === 'skipped' ? 'not compressed' : kind === 'cut' ? 'cut, not summarised' : 'went in whole'}, <q class="said">${escapeHtml(value)}</q>`;
+    const room = fig('room for its text', s.targetTokens, plural(s.targetTokens, 'token'));
+    const said = `<q class="said">${escapeHtml(value)}</q>`;
+    const what = {
+      summarized: () => `summarised into ${idHtml(`summary:${s.section}`)} (${room}); in the pack with its citation: ${fig('', value, plural(value, 'token'))}`,
+      cut: () => `cut to fit, not summarised (${room}): ${said}`,
+      skipped: () => `not compressed: ${said}`,
+      whole: () => `went in whole after all: ${said}`,
+    }[kind];
+    li.innerHTML = `<b>${s.section}</b>, over its share: ${what ? what() : escapeHtml(kind)}`;
     list.append(li);
   }
 }
@@ -386,9 +404,12 @@ function renderCompressions(snapshot) {
 function renderContext(pack, snapshot) {
   const box = $('context');
   box.replaceChildren();
-  if (!pack) return;
+  if (!pack) {
+    if (snapshot) box.innerHTML = '<p class="empty">No pack: the assembly failed, so nothing goes to the model. The candidates it had gathered are listed as the failed snapshot records them.</p>';
+    return;
+  }
   const prefix = snapshot?.stablePrefixTokens ?? 0;
-  const marker = (tail) => `<div class="prefix-marker" data-tokens="${prefix}">${fig('stable prefix', prefix, 'tokens')}${tail}</div>`;
+  const marker = (tail) => `<div class="prefix-marker" data-tokens="${prefix}">${fig('stable prefix', prefix, plural(prefix, 'token'))}, entry overhead included${tail}</div>`;
   let markerDone = prefix === 0;
   let leadingL0 = true;
   const sent = messageOf(pack);
@@ -411,7 +432,7 @@ function renderContext(pack, snapshot) {
     div.dataset.message = index;
     div.dataset.role = entry.role;
     const role = `<span class="sent" title="The messages form sends this in message ${index + 1}, ${what}">${fig('message', index + 1)} <span class="role">${entry.role}</span> (${what})</span>`;
-    div.innerHTML = `<div class="meta">${idHtml(entry.id)} · ${entry.section} · <span class="layer">${LAYERS[entry.layer]}</span> · ${fig('', entry.tokens, 'tokens')} · ${role} · <span class="trust trust-${entry.trust}">${entry.trust}${fenced ? ' — fenced: data, not instructions' : ''}</span></div><pre>${body}</pre>`;
+    div.innerHTML = `<div class="meta">${idHtml(entry.id)} · ${entry.section} · <span class="layer">${LAYERS[entry.layer]}</span> · ${fig('', entry.tokens, plural(entry.tokens, 'token'))} · ${role} · trust <span class="trust trust-${entry.trust}">${entry.trust}${fenced ? ' — fenced: data, not instructions' : ''}</span></div><pre>${body}</pre>`;
     box.append(div);
   });
   if (!markerDone) box.insertAdjacentHTML('beforeend', marker(''));
@@ -443,9 +464,11 @@ function candidateRows(snapshot) {
       rank: rankOf.get(i) ?? null,
       score: e.score,
       scoreText: e.score === null ? '' : e.score.toPrecision(digits),
-      tokens: e.tokens,
+      // Sorted by, uncounted last either way.
+      tokens: e.counted === 'uncounted' ? null : e.tokens,
       included: e.included,
-      outcome: e.included ? `taken: ${reasonText(e)}${e.compressed ? ' (summarised)' : ''}${e.redacted ? ' (redacted)' : ''}` : reasonText(e),
+      outcome: e.included ? `taken: ${reasonText(e)}${sayAltered(snapshot, e)}` : reasonText(e),
+      why: sayReason(snapshot, e, explainReason),
       passedOver: passedOver(snapshot, i, rankOf),
       again,
       againCount,
@@ -456,10 +479,19 @@ function candidateRows(snapshot) {
 
 /** A candidate's tokens, as far as they were counted. */
 function tokensHtml(r) {
-  const counted = r.entry.counted;
+  const { counted, tokens } = r.entry;
   if (counted === 'uncounted') return '<small>not counted</small>';
-  if (counted === 'over') return `${fig('more than', r.tokens)} <small>(counting stopped)</small>`;
-  return `<b>${r.tokens}</b>`;
+  if (counted === 'over') return `${fig('more than', tokens)} <small>(counting stopped)</small>`;
+  return `<b>${tokens}</b>`;
+}
+
+/** Orders rows by `key`, `dir` 1 or -1; a row without a value goes last. */
+function byKey(key, dir) {
+  return (a, b) => {
+    const [x, y] = [a[key], b[key]];
+    if (x === null || y === null) return (x === null) - (y === null) || a.order - b.order;
+    return (x < y ? -dir : x > y ? dir : 0) || a.order - b.order;
+  };
 }
 
 function renderCandidates(snapshot) {
@@ -476,27 +508,26 @@ function renderCandidates(snapshot) {
   const rows = all
     .filter((r) => show === 'all' || (show === 'included') === r.included)
     .filter((r) => !filter || `${r.id} ${r.section} ${r.layer} ${r.outcome}`.toLowerCase().includes(filter))
-    .sort((a, b) => {
-      const x = a[key] ?? -Infinity;
-      const y = b[key] ?? -Infinity;
-      return (x < y ? -1 : x > y ? 1 : a.order - b.order) * dir;
-    });
+    .sort(byKey(key, dir));
+  if (rows.length === 0) {
+    body.innerHTML = `<tr class="none"><td colspan="7">No candidate ${filter ? 'matches the filter' : `is ${show === 'included' ? 'taken' : 'dropped'}`}.</td></tr>`;
+  }
   for (const r of rows) {
     const tr = document.createElement('tr');
     tr.className = `${r.included ? 'taken' : 'dropped'}${r.again ? ' repeated' : ''}`;
     tr.dataset.id = r.entry.id;
     tr.dataset.count = r.count;
-    const why = explainReason(r.entry.reason);
+    const { why } = r;
     const id = `${idHtml(r.id)}${r.count > 1 ? ` <small>${fig('a run of', r.count, 'turns')}</small>` : ''}${r.again ? ` <span class="again" title="this id stands for more than one candidate">same id ×${r.againCount}</span>` : ''}`;
     const rank = r.rank === null ? '' : `<span class="rank">#${r.rank}</span> <span class="score">${r.scoreText}</span>`;
-    tr.innerHTML = `<td data-label="#">${r.order}</td><td data-label="id">${id}</td><td data-label="section">${r.section}</td><td data-label="layer">${r.layer}</td>
+    tr.innerHTML = `<td data-label="order">${r.order}</td><td data-label="id">${id}</td><td data-label="section">${r.section}</td><td data-label="layer">${r.layer}</td>
       <td data-label="rank · score" data-rank="${r.rank ?? ''}">${rank}</td><td data-label="tokens">${tokensHtml(r)}</td>
-      <td data-label="taken / why dropped" title="${escapeHtml(why)}">${escapeHtml(r.outcome)}<small class="why">${escapeHtml(why)}</small>${r.passedOver ? `<small class="why passed-over">${escapeHtml(r.passedOver)}</small>` : ''}${r.again ? `<small class="why repeated-id">${escapeHtml(r.again)}</small>` : ''}</td>`;
+      <td data-label="outcome" title="${escapeHtml(why)}">${escapeHtml(r.outcome)}<small class="why">${escapeHtml(why)}</small>${r.passedOver ? `<small class="why passed-over">${escapeHtml(r.passedOver)}</small>` : ''}${r.again ? `<small class="why repeated-id">${escapeHtml(r.again)}</small>` : ''}</td>`;
     body.append(tr);
   }
   const c = counts(snapshot);
   const showing = rows.reduce((n, r) => n + r.count, 0);
-  $('candidate-count').innerHTML = `${fig('taken', c.taken)}, ${fig('dropped', c.dropped)} · ${fig('showing', showing, plural(showing, 'candidate'))}${all.length < c.candidates ? ` in ${fig('', rows.length, plural(rows.length, 'row'))}` : ''}`;
+  $('candidate-count').innerHTML = `${fig('taken', c.taken)}, ${fig('dropped', c.dropped)}${c.undecided ? `, ${fig('not decided', c.undecided)}` : ''} · ${fig('showing', showing, plural(showing, 'candidate'))}${all.length < c.candidates ? ` in ${fig('', rows.length, plural(rows.length, 'row'))}` : ''}`;
   const count = $('candidate-count');
   count.dataset.taken = c.taken;
   count.dataset.dropped = c.dropped;
@@ -510,11 +541,13 @@ async function renderDiff() {
     return;
   }
   const diff = await diffSnapshots(state.previous, state.current);
-  const side = (s) => (s ? `${s.included ? 'taken' : 'dropped'} · ${reasonText(s)} · ${s.tokens} tokens${s.position === null ? '' : ` · position ${s.position + 1} in the pack`}` : '—');
+  // How far each side's tokens were counted is its snapshot's record.
+  const counted = (snapshot, id, section) => snapshot.entries.find((e) => e.section === section && memberIds(e).includes(id))?.counted ?? 'exact';
+  const side = (s, snapshot, id) => (s ? `${s.included ? 'taken' : 'dropped'} · ${reasonText(s)} · ${sayTokens(counted(snapshot, id, s.section), s.tokens)}${s.position === null ? '' : ` · position ${s.position + 1} in the pack`}` : '—');
   for (const c of diff.changes) {
     const tr = document.createElement('tr');
     tr.className = `change-${c.kind}`;
-    tr.innerHTML = `<td data-label="id">${idHtml(c.id)}</td><td data-label="change">${c.kind}</td><td data-label="before">${escapeHtml(side(c.before))}</td><td data-label="after">${escapeHtml(side(c.after))}</td>`;
+    tr.innerHTML = `<td data-label="id">${idHtml(c.id)}</td><td data-label="change">${c.kind}</td><td data-label="before">${escapeHtml(side(c.before, state.previous, c.id))}</td><td data-label="after">${escapeHtml(side(c.after, state.current, c.id))}</td>`;
     body.append(tr);
   }
   const n = diff.changes.length;
@@ -565,15 +598,29 @@ async function main() {
   $('measure').addEventListener('click', () => measure(200).catch((e) => showError(e.message)));
   $('filter').addEventListener('input', () => renderCandidates(state.current));
   $('show').addEventListener('change', () => renderCandidates(state.current));
+  // Sorting: a column's heading (a button, for the keyboard), or on a
+  // narrow screen, where the headings are hidden, the sort menu.
+  const sortBy = (key, dir) => {
+    state.sort = { key, dir };
+    for (const th of $('candidates').tHead.rows[0].cells) {
+      if (th.dataset.key === key) th.setAttribute('aria-sort', dir > 0 ? 'ascending' : 'descending');
+      else th.removeAttribute('aria-sort');
+    }
+    const option = `${key}:${dir}`;
+    $('sort').value = [...$('sort').options].some((o) => o.value === option) ? option : '';
+    renderCandidates(state.current);
+  };
   for (const th of $('candidates').tHead.rows[0].cells) {
     th.addEventListener('click', () => {
-      const key = th.dataset.key;
-      state.sort = { key, dir: state.sort.key === key ? -state.sort.dir : 1 };
-      for (const other of th.parentElement.cells) other.removeAttribute('aria-sort');
-      th.setAttribute('aria-sort', state.sort.dir > 0 ? 'ascending' : 'descending');
-      renderCandidates(state.current);
+      const { key } = th.dataset;
+      sortBy(key, state.sort.key === key ? -state.sort.dir : 1);
     });
   }
+  $('sort').addEventListener('change', () => {
+    const [key, dir] = $('sort').value.split(':');
+    if (key) sortBy(key, Number(dir));
+  });
+  $('budget').addEventListener('keydown', (e) => { if (e.key === 'Enter') assemble(); });
   await init();
   await loadScenario(first);
   await assemble();

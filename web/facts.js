@@ -29,18 +29,23 @@ export function memberIds(entry) {
 
 /**
  * The candidates as the snapshot counts them, a run counting each member:
- * taken, dropped, and of the dropped how far their tokens were counted
- * (`exact`, `over`: counting stopped, `uncounted`) with the tokens counted.
+ * taken, not decided (a failed assembly's `assembly-failed`), dropped, and
+ * of the dropped how far their tokens were counted (`exact`, `over`:
+ * counting stopped, `uncounted`) with the tokens counted.
  */
 export function counts(snapshot) {
   const c = {
-    candidates: 0, taken: 0, dropped: 0, exact: 0, over: 0, uncounted: 0, droppedTokens: 0,
+    candidates: 0, taken: 0, undecided: 0, dropped: 0, exact: 0, over: 0, uncounted: 0, droppedTokens: 0,
   };
   for (const e of snapshot.entries) {
     const n = e.run ? e.run.count : 1;
     c.candidates += n;
     if (e.included) {
       c.taken += n;
+      continue;
+    }
+    if (e.reason === 'assembly-failed') {
+      c.undecided += n;
       continue;
     }
     c.dropped += n;
@@ -160,4 +165,65 @@ export function messageOf(pack) {
     turn += 1;
     return { index, what: 'a conversation turn' };
   });
+}
+
+/** How many tokens an entry has, as far as they were counted. */
+export function sayTokens(counted, tokens) {
+  if (counted === 'uncounted') return 'not counted';
+  if (counted === 'over') return `more than ${tokens} tokens (counting stopped)`;
+  return `${tokens} ${tokens === 1 ? 'token' : 'tokens'}`;
+}
+
+/**
+ * Why an entry was taken or dropped, in a sentence with what its reason
+ * carries in place (`explain` gives the WIT's words for the others).
+ */
+export function sayReason(snapshot, e, explain) {
+  // A reason without a value is a kebab-case string, one with a value an
+  // object under its camelCase name.
+  const [name, v] = typeof e.reason === 'string'
+    ? [e.reason.replace(/-([a-z])/g, (_, c) => c.toUpperCase()), undefined]
+    : Object.entries(e.reason)[0];
+  const taken = (id) => snapshot.entries.some((o) => o.id === id && o.included);
+  switch (name) {
+    case 'keepLast':
+      return `Dropped: older than the last ${v} turns the request keeps (its keep-last).`;
+    case 'overBudget': {
+      const atLeast = e.counted === 'exact' ? '' : 'at least ';
+      const newer = e.section === 'conversation-state' || e.section === 'stage-summaries'
+        ? ', and every newer one left out' : '';
+      return `Dropped: it needed ${atLeast}${v.needed} tokens (its own, the entry overhead and the join${newer}), and ${v.remaining} remained when it was considered.`;
+    }
+    case 'toolPair':
+      return `Dropped together with the tool-call turn it belongs to (${v}).`;
+    case 'duplicateOf':
+      return `Dropped: a copy of ${v}${taken(v) ? ', which was taken' : ''}.`;
+    case 'policyDenied':
+      return `Dropped: the policy denied it: “${v}”.`;
+    case 'summarized':
+      return `Dropped as itself: its text went into the summary ${v}.`;
+    case 'stepCut':
+      return `Dropped with older ones so that the first kept turn or stage summary moves in steps of ${v} (the plan's cut step).`;
+    case 'beyondLimit':
+      return `Dropped: the source was asked for ${v} and answered more; by the source's own order this one came after the first ${v}.`;
+    case 'assemblyFailed':
+      return 'Not decided: the assembly failed first (the snapshot\'s failure, above, says why).';
+    default:
+      return explain(e.reason).replace(/`/g, '');
+  }
+}
+
+/**
+ * What happened to a taken entry's text: summarised or cut by its
+ * section's compression, the summary itself, redacted by the policy.
+ */
+export function sayAltered(snapshot, e) {
+  const out = [];
+  if (e.origin === 'summary') out.push('a summary');
+  else if (e.compressed) {
+    const how = snapshot.compressions.find((c) => c.section === e.section)?.outcome;
+    out.push(how && 'cut' in how ? 'cut to fit' : 'summarised');
+  }
+  if (e.redacted) out.push('redacted');
+  return out.length ? ` (${out.join(', ')})` : '';
 }

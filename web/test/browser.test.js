@@ -190,15 +190,17 @@ const CALLS = {
  * section beat.
  */
 function oracle(snapshot) {
-  const c = { taken: 0, dropped: 0, uncounted: 0 };
+  const c = { taken: 0, dropped: 0, uncounted: 0, undecided: 0 };
   const ids = new Map();
   const rank = new Map();
   const next = new Map();
   const membersOf = [];
   snapshot.entries.forEach((e, i) => {
     const n = e.run ? e.run.count : 1;
-    c[e.included ? 'taken' : 'dropped'] += n;
-    if (!e.included && e.counted === 'uncounted') c.uncounted += n;
+    // A failed snapshot's candidates were not decided: neither taken nor dropped.
+    const undecided = e.reason === 'assembly-failed';
+    c[e.included ? 'taken' : undecided ? 'undecided' : 'dropped'] += n;
+    if (!e.included && !undecided && e.counted === 'uncounted') c.uncounted += n;
     let members = [e.id];
     if (e.run) {
       const [, p, a] = /^(.*?)(\d+)$/.exec(e.id);
@@ -213,13 +215,21 @@ function oracle(snapshot) {
     }
   });
   const repeated = new Map([...ids].filter(([, calls]) => calls.length > 1));
+  // The dropped bar: the tokens counted of the candidates dropped for
+  // each reason.
+  const droppedBy = new Map();
+  for (const e of snapshot.entries) {
+    if (e.included || e.counted === 'uncounted' || e.reason === 'assembly-failed' || e.tokens === 0) continue;
+    const why = typeof e.reason === 'string' ? e.reason : Object.keys(e.reason)[0].replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
+    droppedBy.set(`dropped, ${why}`, (droppedBy.get(`dropped, ${why}`) ?? 0) + e.tokens);
+  }
   const beaten = new Map();
   snapshot.entries.forEach((e, i) => {
     if (!e.reason?.overBudget || !rank.has(i)) return;
     const by = snapshot.entries.filter((o, j) => o.section === e.section && o.included && rank.get(j) > rank.get(i));
     if (by.length) beaten.set(i, by.map((o) => o.id));
   });
-  return { c, repeated, rank, beaten, membersOf };
+  return { c, repeated, rank, beaten, membersOf, droppedBy };
 }
 
 /** What the page shows, read off its DOM. */
@@ -231,7 +241,7 @@ const readPage = (page) => page.evaluate(() => {
   const unlabelled = [];
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    if (!/\d/.test(n.textContent) || n.parentElement.closest('td, pre, textarea, select, script, .id, .name, .layer, .said, [hidden]')) continue;
+    if (!/\d/.test(n.textContent) || n.parentElement.closest('td, pre, textarea, select, script, .id, .name, .layer, .formula, .said, [hidden]')) continue;
     const f = n.parentElement.closest('.fig');
     if (!f || !/\p{L}/u.test(f.textContent.replace(f.querySelector('b')?.textContent ?? '', ''))) unlabelled.push(n.textContent.trim());
   }
@@ -255,6 +265,9 @@ const readPage = (page) => page.evaluate(() => {
       id: e.dataset.id, message: Number(e.dataset.message), role: e.querySelector('.role').textContent, text: e.querySelector('pre').textContent,
     })),
     unlabelled,
+    droppedBar: [...document.querySelectorAll('#dropped-bar .segment')].map((d) => ({
+      label: d.dataset.label, tokens: Number(d.dataset.tokens), says: d.querySelector('b')?.textContent ?? null,
+    })),
     width: document.documentElement.scrollWidth,
     viewport: document.documentElement.clientWidth,
   };
@@ -262,17 +275,22 @@ const readPage = (page) => page.evaluate(() => {
 
 /** Checks that the page says what `snapshot` (and `pack`) say. */
 function saysWhatTheSnapshotSays(name, shown, snapshot, pack) {
-  const { c, repeated, rank, beaten, membersOf } = oracle(snapshot);
+  const { c, repeated, rank, beaten, membersOf, droppedBy } = oracle(snapshot);
+  // Each dropped segment says its reason's tokens, however wide it is drawn.
+  assert.deepEqual(new Map(shown.droppedBar.map((d) => [d.label, d.tokens])), droppedBy, `${name}: the dropped bar`);
+  for (const d of shown.droppedBar) assert.ok(d.says === null || Number(d.says) === d.tokens, `${name}: ${d.label} says ${d.says} of ${d.tokens}`);
   assert.equal(shown.id, snapshot.id, name);
   // The header's counts are the table's, and the snapshot's.
   assert.equal(Number(shown.header.taken), c.taken, `${name}: header taken`);
   assert.equal(Number(shown.header.dropped), c.dropped, `${name}: header dropped`);
   assert.equal(Number(shown.header['not counted'] ?? 0), c.uncounted, `${name}: header not counted`);
+  assert.equal(Number(shown.header['not decided'] ?? 0), c.undecided, `${name}: header not decided`);
+  assert.equal(Number(shown.table['not decided'] ?? 0), c.undecided, `${name}: table not decided`);
   assert.equal(Number(shown.table.taken), c.taken, `${name}: table taken`);
   assert.equal(Number(shown.table.dropped), c.dropped, `${name}: table dropped`);
   const sum = (taken) => shown.rows.filter((r) => r.taken === taken).reduce((n, r) => n + r.count, 0);
   assert.equal(sum(true), c.taken, `${name}: taken rows`);
-  assert.equal(sum(false), c.dropped, `${name}: dropped rows`);
+  assert.equal(sum(false), c.dropped + c.undecided, `${name}: rows not taken`);
   assert.equal(shown.rows.length, snapshot.entries.length, name);
   shown.rows.forEach((row, i) => {
     const e = snapshot.entries[i];
@@ -404,7 +422,52 @@ test('the cases a new user was confused by', async () => {
   const { snapshot } = await page.evaluate(() => window.ctxpackPlayground.last);
   saysWhatTheSnapshotSays('compress-summarise at 120', shown, snapshot, await page.evaluate(() => window.ctxpackPlayground.last.pack));
   // The summariser was not asked, and the page says why.
-  assert.match(await page.textContent('#compressions'), /relevant-knowledge over its share .*not compressed/);
+  assert.match(await page.textContent('#compressions'), /relevant-knowledge, over its share: not compressed/);
+  assert.match(await page.textContent('#candidates tr[data-id="kb-1"] .why'), /needed 67 tokens \(its own, the entry overhead and the join\), and 5 remained when it was considered/);
+  // The diff against the run at the default budget says how far tokens
+  // were counted, as the table does.
+  const after = await page.$$eval('#diff tbody tr', (trs) => Object.fromEntries(trs.map((tr) => [tr.cells[0].textContent, tr.cells[3].textContent])));
+  assert.match(after['turn-0'], /not counted/);
+  assert.match(after['turn-2'], /more than 15 tokens \(counting stopped\)/);
+  await page.close();
+});
+
+test('the controls: sorting on a phone, an empty filter, the budget field, a routed request', async () => {
+  const page = await browser.newPage({ viewport: { width: 390, height: 900 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${base}?scenario=hostile-retrieval`);
+  await page.waitForFunction(() => window.ctxpackPlayground?.ready, null, { timeout: 30000 });
+  assert.match(await page.textContent('#candidates tr:nth-child(5) .why'), /asked for 3 and answered more; by the source's own order this one came after the first 3/);
+  // The headings are hidden on a phone: the menu sorts, counted tokens
+  // first, most first, what was not counted last.
+  assert.equal(await page.isVisible('#candidates thead'), false);
+  await page.selectOption('#sort', 'tokens:-1');
+  const ids = await page.$$eval('#candidates tbody tr', (trs) => trs.map((tr) => tr.dataset.id));
+  assert.deepEqual(ids.slice(0, 3), ['o-1', 'o-empty', 'system-prompt']);
+  assert.equal(ids.length, 7);
+  await page.fill('#filter', 'nothing like this');
+  assert.equal(await page.textContent('#candidates tbody'), 'No candidate matches the filter.');
+  await page.fill('#filter', '');
+  // A budget that is not a count of tokens is refused in words, naming
+  // the field; Enter assembles.
+  const runs = await page.evaluate(() => window.ctxpackPlayground.runs);
+  await page.fill('#budget', '-5');
+  await page.press('#budget', 'Enter');
+  await page.waitForSelector('#error:not([hidden])');
+  assert.match(await page.textContent('#error'), /^Budget: a whole number of tokens, 1 or more/);
+  await page.fill('#budget', '40');
+  await page.press('#budget', 'Enter');
+  await page.waitForFunction((n) => window.ctxpackPlayground.runs > n, runs);
+  assert.equal(await page.getAttribute('#budget-numbers', 'data-limit'), '40');
+  assert.equal(await page.isHidden('#error'), true);
+  // A request a skill takes is said as such, not as an error.
+  const routed = await page.evaluate(() => window.ctxpackPlayground.runs);
+  await page.selectOption('#scenario', 'handle-confident-skill.json');
+  await page.waitForFunction((n) => window.ctxpackPlayground.runs > n, routed);
+  assert.equal(await page.isHidden('#error'), true);
+  assert.match(await page.textContent('#notice'), /^Routed to the skill .*no context was assembled/);
+  assert.deepEqual(errors, []);
   await page.close();
 });
 
