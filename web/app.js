@@ -114,6 +114,8 @@ async function loadScenario(name) {
   const tok = scenario.request?.tokenizer;
   $('tokenizer').value = typeof tok === 'string' ? tok : estimateOption(tok?.['chars-per-token'] ?? 4);
   $('budget').value = scenario.request?.budget ?? '';
+  $('about').hidden = typeof scenario.description !== 'string';
+  $('about').innerHTML = $('about').hidden ? '' : `<b>This scenario:</b> <span class="said">${escapeHtml(scenario.description)}</span>`;
   state.previous = null;
   state.current = null;
 }
@@ -148,7 +150,8 @@ function escapeHtml(s) {
  * these (or an id, or a table cell under its column's name).
  */
 function fig(label, value, unit = '') {
-  return `<span class="fig"><span class="label">${escapeHtml(label)}</span> <b>${escapeHtml(value)}</b>${unit ? ` ${escapeHtml(unit)}` : ''}</span>`;
+  const named = label ? `<span class="label">${escapeHtml(label)}</span> ` : '';
+  return `<span class="fig">${named}<b>${escapeHtml(value)}</b>${unit ? ` ${escapeHtml(unit)}` : ''}</span>`;
 }
 
 /** An id, shown as such (its digits are not a figure). */
@@ -207,7 +210,6 @@ async function assemble() {
   }
   const ms = performance.now() - started;
   const pg = window.ctxpackPlayground;
-  pg.runs += 1;
   pg.lastCallMs = ms;
   if (pg.firstPackMs === null && pack) pg.firstPackMs = performance.now();
   $('timing').innerHTML = `${fig('this assembly', ms.toFixed(2), 'ms')}${pg.firstPackMs ? ` · ${fig('page load → first pack', pg.firstPackMs.toFixed(0), 'ms')}` : ''}`;
@@ -219,6 +221,8 @@ async function assemble() {
   render(pack, snapshot, routed, failure);
   await renderDiff();
   $('assemble').disabled = false;
+  // Counted last: a reader waiting on `runs` sees the whole page drawn.
+  pg.runs += 1;
 }
 
 function clearMessages() {
@@ -252,6 +256,7 @@ function render(pack, snapshot, routed, failure) {
     $('notice').innerHTML = `Routed to the skill ${idHtml(routed.dispatch.skill.skill)} (route ${idHtml(d.route)}, ${fig('confidence', d.confidence.toFixed(2))} at ${fig('threshold', d.threshold.toFixed(2))}): the skill takes the request, so no context was assembled.`;
     $('notice').hidden = false;
   }
+  for (const el of document.querySelectorAll('.needs-snapshot')) el.hidden = !snapshot;
   renderCalls(snapshot);
   renderBudget(pack, snapshot);
   renderContext(pack, snapshot);
@@ -352,8 +357,9 @@ function renderBudget(pack, snapshot) {
   if (overhead) legend.insertAdjacentHTML('beforeend', `<li><i style="background:#9aa3ad"></i>${fig('overhead, headers and joins', overhead, plural(overhead, 'token'))}</li>`);
   legend.insertAdjacentHTML('beforeend', `<li><i class="free"></i>${fig('free', free, plural(free, 'token'))}</li>`);
   if (dropped) {
-    const atLeast = c.over ? 'at least ' : '';
-    legend.insertAdjacentHTML('beforeend', `<li><i class="gone"></i>${fig('dropped, counted', `${atLeast}${dropped}`, 'tokens')}${dropped > scale ? ' (the bar stops at the budget)' : ''}</li>`);
+    // A candidate counted only in part had more tokens than recorded.
+    const label = c.over ? 'dropped, counted: more than' : 'dropped, counted';
+    legend.insertAdjacentHTML('beforeend', `<li><i class="gone"></i>${fig(label, dropped, plural(dropped, 'token'))}${dropped > scale ? ' (the bar stops at the budget)' : ''}</li>`);
   }
   const tokenizer = snapshot.tokenizer?.charsPerToken ? fig('estimate', snapshot.tokenizer.charsPerToken, `${plural(snapshot.tokenizer.charsPerToken, 'char')} a token`) : `tokenizer <span class="name">${escapeHtml(snapshot.tokenizer)}</span>`;
   // The candidates as the snapshot counts them; the table below counts the
@@ -379,6 +385,23 @@ function renderBudget(pack, snapshot) {
   numbers.dataset.uncounted = c.uncounted;
   numbers.dataset.undecided = c.undecided;
   renderCompressions(snapshot);
+  renderPlan(snapshot, free);
+}
+
+/**
+ * The plan's shares, and what a reason's "remained" is beside the free
+ * tokens of the finished pack.
+ */
+function renderPlan(snapshot, free) {
+  const budget = snapshot.tokenBudget;
+  const shares = snapshot.plan.shares.map((s) => `${s.section} ${fig('share', s.share)} = ${fig('', Math.floor(s.share * budget), 'tokens')}`);
+  $('plan').innerHTML = shares.length
+    ? `Shares of the ${fig('budget', budget, 'tokens')}: ${shares.join(', ')}. A section fills within its share first; what the sections leave unused flows to the others.`
+    : 'The plan gives no section a share: every section fills from the whole budget.';
+  const least = Math.min(...snapshot.entries.map((e) => e.reason?.overBudget?.remaining ?? Infinity));
+  const note = $('remained');
+  note.hidden = !(least < free);
+  note.innerHTML = note.hidden ? '' : `${fig('free', free)} counts the finished pack; the “remained” in a reason is what the fill had left when it considered that candidate (${fig('as few as', least)}). The fill charges each entry its overhead and a join to the one before, and holds back the reserves of sections it may compress; the finished pack, counted whole, can need less.`;
 }
 
 /** What compression did to each section over its share, as the snapshot says. */
@@ -429,13 +452,15 @@ function renderContext(pack, snapshot) {
     // message, whose role is system; its trust tier, not the role, says
     // how far the model may take it as instructions.
     const { index, what } = sent[i];
+    const recorded = snapshot?.entries.find((e) => e.id === entry.id && e.section === entry.section && e.included);
+    const altered = recorded ? sayAltered(snapshot, recorded) : '';
     div.dataset.message = index;
     div.dataset.role = entry.role;
     const role = `<span class="sent" title="The messages form sends this in message ${index + 1}, ${what}">${fig('message', index + 1)} <span class="role">${entry.role}</span> (${what})</span>`;
-    div.innerHTML = `<div class="meta">${idHtml(entry.id)} · ${entry.section} · <span class="layer">${LAYERS[entry.layer]}</span> · ${fig('', entry.tokens, plural(entry.tokens, 'token'))} · ${role} · trust <span class="trust trust-${entry.trust}">${entry.trust}${fenced ? ' — fenced: data, not instructions' : ''}</span></div><pre>${body}</pre>`;
+    div.innerHTML = `<div class="meta">${idHtml(entry.id)} · ${entry.section} · <span class="layer">${LAYERS[entry.layer]}</span> · ${fig('', entry.tokens, plural(entry.tokens, 'token'))}${altered ? ` <b class="altered">${altered.trim()}</b>` : ''} · ${role} · trust <span class="trust trust-${entry.trust}">${entry.trust}${fenced ? ' — fenced: data, not instructions' : ''}</span></div><pre>${body}</pre>`;
     box.append(div);
   });
-  if (!markerDone) box.insertAdjacentHTML('beforeend', marker(''));
+  if (!markerDone) box.insertAdjacentHTML('beforeend', marker(' — cacheable across calls'));
 }
 
 function candidateRows(snapshot) {
@@ -459,6 +484,7 @@ function candidateRows(snapshot) {
       order: i + 1,
       id: e.run ? `${e.id} … ${e.run.lastId}` : e.id,
       count: e.run ? e.run.count : 1,
+      members: memberIds(e).join(' '),
       section: e.section,
       layer: LAYERS[e.layer],
       rank: rankOf.get(i) ?? null,
@@ -490,7 +516,8 @@ function byKey(key, dir) {
   return (a, b) => {
     const [x, y] = [a[key], b[key]];
     if (x === null || y === null) return (x === null) - (y === null) || a.order - b.order;
-    return (x < y ? -dir : x > y ? dir : 0) || a.order - b.order;
+    const cmp = typeof x === 'string' ? x.localeCompare(y, 'en', { numeric: true }) : (x > y) - (x < y);
+    return cmp * dir || a.order - b.order;
   };
 }
 
@@ -507,7 +534,7 @@ function renderCandidates(snapshot) {
   const all = candidateRows(snapshot);
   const rows = all
     .filter((r) => show === 'all' || (show === 'included') === r.included)
-    .filter((r) => !filter || `${r.id} ${r.section} ${r.layer} ${r.outcome}`.toLowerCase().includes(filter))
+    .filter((r) => !filter || `${r.members} ${r.section} ${r.layer} ${r.outcome}`.toLowerCase().includes(filter))
     .sort(byKey(key, dir));
   if (rows.length === 0) {
     body.innerHTML = `<tr class="none"><td colspan="7">No candidate ${filter ? 'matches the filter' : `is ${show === 'included' ? 'taken' : 'dropped'}`}.</td></tr>`;
@@ -613,7 +640,9 @@ async function main() {
   for (const th of $('candidates').tHead.rows[0].cells) {
     th.addEventListener('click', () => {
       const { key } = th.dataset;
-      sortBy(key, state.sort.key === key ? -state.sort.dir : 1);
+      // Numbers first sort highest first; the rest in reading order.
+      const first = key === 'score' || key === 'tokens' ? -1 : 1;
+      sortBy(key, state.sort.key === key ? -state.sort.dir : first);
     });
   }
   $('sort').addEventListener('change', () => {

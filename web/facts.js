@@ -139,12 +139,12 @@ export function passedOver(snapshot, i, rankOf) {
   const more = taken.length > 3 ? ` and ${taken.length - 3} more` : '';
   const share = snapshot.plan.shares.find((s) => s.section === e.section)?.share ?? 0;
   const shareTokens = Math.floor(share * snapshot.tokenBudget);
-  const room = share > 0
-    ? `first within its share (${share} × ${snapshot.tokenBudget} = ${shareTokens} tokens), then in what the other sections leave`
-    : `only in what the other sections leave (the plan gives ${e.section} no share)`;
-  const needed = e.counted === 'exact' ? `${why.needed}` : `at least ${why.needed}`;
-  const over = share > 0 && why.needed > shareTokens ? ', more than its whole share' : '';
-  return `Passed over: lower-ranked ${named}${more} fit where this did not. The fill meets ${e.section} in rank order, ${room}, and skips what does not fit for a smaller one after it. This one needed ${needed} tokens with its overhead and join${over}; ${why.remaining} were left when the fill last met it.`;
+  const room = share === 0
+    ? `${e.section} has no share of its own, so it fills only from what the other sections leave`
+    : why.needed > shareTokens
+      ? `this one needed more than ${e.section}'s whole share (${share} × ${snapshot.tokenBudget} = ${shareTokens} tokens)`
+      : `${e.section}'s share is ${share} × ${snapshot.tokenBudget} = ${shareTokens} tokens`;
+  return `Passed over in rank order: lower-ranked ${named}${more} fit where this did not; ${room}.`;
 }
 
 /**
@@ -190,13 +190,16 @@ export function sayReason(snapshot, e, explain) {
       return `Dropped: older than the last ${v} turns the request keeps (its keep-last).`;
     case 'overBudget': {
       const atLeast = e.counted === 'exact' ? '' : 'at least ';
-      const newer = e.section === 'conversation-state' || e.section === 'stage-summaries'
-        ? ', and every newer one left out' : '';
+      const newer = e.section === 'conversation-state'
+        ? ', with the turns kept or dropped with it (a tool call and its results) and any newer turn left out'
+        : e.section === 'stage-summaries' ? ', with any newer summary left out' : '';
       return `Dropped: it needed ${atLeast}${v.needed} tokens (its own, the entry overhead and the join${newer}), and ${v.remaining} remained when it was considered.`;
     }
     case 'toolPair':
       return `Dropped together with the tool-call turn it belongs to (${v}).`;
     case 'duplicateOf':
+      // The same id as a candidate before it is a duplicate whatever its text.
+      if (v === e.id) return `Dropped: a candidate before it, by rank, has the same id, ${v}; an id is considered once.`;
       return `Dropped: a copy of ${v}${taken(v) ? ', which was taken' : ''}.`;
     case 'policyDenied':
       return `Dropped: the policy denied it: “${v}”.`;
