@@ -255,6 +255,16 @@ function render(pack, snapshot, routed, failure) {
     const d = routed.decision;
     $('notice').innerHTML = `Routed to the skill ${idHtml(routed.dispatch.skill.skill)} (route ${idHtml(d.route)}, ${fig('confidence', d.confidence.toFixed(2))} at ${fig('threshold', d.threshold.toFixed(2))}): the skill takes the request, so no context was assembled.`;
     $('notice').hidden = false;
+  } else if (routed) {
+    // A fallback: the router's decision, and why it did not dispatch.
+    const d = routed.decision;
+    const scored = `${fig('confidence', d.confidence.toFixed(2))}, ${fig('threshold', d.threshold.toFixed(2))}`;
+    // (A confident route without a reference cue goes to its skill.)
+    const why = d.lowConfidence || !d.referenceCue
+      ? `no route was confident enough (${scored})`
+      : `route ${idHtml(d.route ?? '')} matched (${scored}), but the request refers back (<q class="said">${escapeHtml(d.referenceCue)}</q>)`;
+    $('notice').innerHTML = `The router: ${why}, so the request fell back to assembling context, below.`;
+    $('notice').hidden = false;
   }
   for (const el of document.querySelectorAll('.needs-snapshot')) el.hidden = !snapshot;
   renderCalls(snapshot);
@@ -401,7 +411,7 @@ function renderPlan(snapshot, free) {
   const least = Math.min(...snapshot.entries.map((e) => e.reason?.overBudget?.remaining ?? Infinity));
   const note = $('remained');
   note.hidden = !(least < free);
-  note.innerHTML = note.hidden ? '' : `${fig('free', free)} counts the finished pack; the “remained” in a reason is what the fill had left when it considered that candidate (${fig('as few as', least)}). The fill charges each entry its overhead and a join to the one before, and holds back the reserves of sections it may compress; the finished pack, counted whole, can need less.`;
+  note.innerHTML = note.hidden ? '' : `${fig('free', free)} counts the finished pack; the “remained” in a reason is what the fill had left when it considered that candidate (${fig('as few as', least)}). The fill charges each entry its overhead and a join to the one before, and holds back the reserves of sections it may compress; steps after it can free room (a reserve not needed, turns before the first user turn dropped), and the finished pack, counted whole, can need less.`;
 }
 
 /** What compression did to each section over its share, as the snapshot says. */

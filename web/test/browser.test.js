@@ -492,6 +492,11 @@ test('the controls: sorting on a phone, an empty filter, the budget field, a rou
   await page.fill('#filter', 'turn-3');
   assert.deepEqual(await page.$$eval('#candidates tbody tr', (trs) => trs.map((tr) => tr.dataset.count)), ['6']);
   await page.fill('#filter', '');
+  // A fallback says why the router did not dispatch.
+  await choose(page, 'handle-reference-gate-memory.json');
+  assert.match(await page.textContent('#notice'), /^The router: route calendar matched \(confidence 0\.70, threshold 0\.40\), but the request refers back \(like last time\), so the request fell back/);
+  await choose(page, 'handle-fallback-rag.json');
+  assert.match(await page.textContent('#notice'), /^The router: no route was confident enough \(confidence 0\.00, threshold 0\.40\)/);
   // A request a skill takes is said as such, not as an error.
   await choose(page, 'handle-confident-skill.json');
   assert.equal(await page.isHidden('#error'), true);
