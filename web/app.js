@@ -253,7 +253,7 @@ function render(pack, snapshot, routed, failure) {
   if (failure) showError(failure.message);
   if (routed && !pack) {
     const d = routed.decision;
-    $('notice').innerHTML = `Routed to the skill ${idHtml(routed.dispatch.skill.skill)} (route ${idHtml(d.route)}, ${fig('confidence', d.confidence.toFixed(2))} at ${fig('threshold', d.threshold.toFixed(2))}): the skill takes the request, so no context was assembled.`;
+    $('notice').innerHTML = `Routed to the skill ${idHtml(routed.dispatch.skill.skill)} (route ${idHtml(d.route)}, ${fig('confidence', d.confidence.toFixed(2))} at ${fig('threshold', d.threshold.toFixed(2))}): the skill gets the request's context built inline (its query and ids), so the builder was not called and no store was asked.`;
     $('notice').hidden = false;
   } else if (routed) {
     // A fallback: the router's decision, and why it did not dispatch.
@@ -322,6 +322,8 @@ function renderBudget(pack, snapshot) {
   const bySection = new Map();
   let entryTokens = 0;
   const droppedBy = new Map();
+  // Reasons some of whose drops were counted only in part.
+  const partly = new Set();
   for (const e of snapshot.entries) {
     if (e.included) {
       const key = `${e.section}|${e.layer}`;
@@ -330,6 +332,7 @@ function renderBudget(pack, snapshot) {
     } else if (e.counted !== 'uncounted' && e.tokens > 0 && e.reason !== 'assembly-failed') {
       const why = typeof e.reason === 'string' ? e.reason : Object.keys(e.reason)[0].replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
       droppedBy.set(why, (droppedBy.get(why) ?? 0) + e.tokens);
+      if (e.counted === 'over') partly.add(why);
     }
   }
   const c = counts(snapshot);
@@ -349,9 +352,15 @@ function renderBudget(pack, snapshot) {
     div.setAttribute('aria-label', div.title);
     div.dataset.tokens = tokens;
     div.dataset.label = label;
-    // The bar's numbers are labelled by the legend below it and by their
-    // own title; they are drawn only where there is room.
-    if ((100 * width) / scale > 6) div.innerHTML = fig(label, tokens);
+    // The budget bar's numbers are labelled by the legend's colours below
+    // it (and their title); the dropped bar's, hatched alike, by words.
+    // Either is drawn only where there is room.
+    const room = (100 * width) / scale;
+    if (cls === 'gone') {
+      if (room > 18) div.innerHTML = fig(label.replace(/^dropped, /, ''), tokens, 'tokens');
+    } else if (room > 6) {
+      div.innerHTML = fig(label, tokens);
+    }
     parent.append(div);
   };
   for (const [key, tokens] of bySection) {
@@ -360,16 +369,22 @@ function renderBudget(pack, snapshot) {
     legend.insertAdjacentHTML('beforeend', `<li><i style="background:${SECTION_COLOURS[section]}"></i>${fig(`${section} ${LAYERS[layer]}`, tokens, plural(tokens, 'token'))}</li>`);
   }
   segment(bar, overhead, '#9aa3ad', 'overhead, headers and joins', 'overhead');
-  segment(bar, free, null, 'free', 'free');
+  // A failed assembly has no pack: nothing is used, and nothing is free.
+  bar.hidden = !pack;
+  if (pack) segment(bar, free, null, 'free', 'free');
   droppedBar.hidden = dropped === 0;
   const shown = Math.min(dropped, scale);
-  for (const [why, tokens] of droppedBy) segment(droppedBar, tokens, null, `dropped, ${why}`, 'gone', (tokens * shown) / Math.max(dropped, 1));
+  for (const [why, tokens] of droppedBy) {
+    const label = partly.has(why) ? `dropped, ${why}: more than` : `dropped, ${why}`;
+    segment(droppedBar, tokens, null, label, 'gone', (tokens * shown) / Math.max(dropped, 1));
+  }
   if (overhead) legend.insertAdjacentHTML('beforeend', `<li><i style="background:#9aa3ad"></i>${fig('overhead, headers and joins', overhead, plural(overhead, 'token'))}</li>`);
-  legend.insertAdjacentHTML('beforeend', `<li><i class="free"></i>${fig('free', free, plural(free, 'token'))}</li>`);
+  if (pack) legend.insertAdjacentHTML('beforeend', `<li><i class="free"></i>${fig('free', free, plural(free, 'token'))}</li>`);
   if (dropped) {
     // A candidate counted only in part had more tokens than recorded.
     const label = c.over ? 'dropped, counted: more than' : 'dropped, counted';
-    legend.insertAdjacentHTML('beforeend', `<li><i class="gone"></i>${fig(label, dropped, plural(dropped, 'token'))}${dropped > scale ? ' (the bar stops at the budget)' : ''}</li>`);
+    const byReason = [...droppedBy].map(([why, tokens]) => fig(partly.has(why) ? `${why}: more than` : why, tokens));
+    legend.insertAdjacentHTML('beforeend', `<li><i class="gone"></i>${fig(label, dropped, plural(dropped, 'token'))}${byReason.length > 1 ? ` (${byReason.join(', ')})` : ''}${dropped > scale ? ' (the bar stops at the budget)' : ''}</li>`);
   }
   const tokenizer = snapshot.tokenizer?.charsPerToken ? fig('estimate', snapshot.tokenizer.charsPerToken, `${plural(snapshot.tokenizer.charsPerToken, 'char')} a token`) : `tokenizer <span class="name">${escapeHtml(snapshot.tokenizer)}</span>`;
   // The candidates as the snapshot counts them; the table below counts the
@@ -381,8 +396,8 @@ function renderBudget(pack, snapshot) {
   ].filter(Boolean).join(', ');
   const numbers = $('budget-numbers');
   numbers.innerHTML = [
-    `${fig('used', used)} of ${fig('budget', limit, 'tokens')}`,
-    fig('free', free),
+    ...(pack ? [`${fig('used', used)} of ${fig('budget', limit, 'tokens')}`, fig('free', free)]
+      : [`${fig('budget', limit, 'tokens')}: no pack, the assembly failed`]),
     fig('taken', c.taken, plural(c.taken, 'candidate')),
     `${fig('dropped', c.dropped)}${counted ? ` (${counted})` : ''}`,
     ...(c.undecided ? [`${fig('not decided', c.undecided)} (the assembly failed first)`] : []),
@@ -405,8 +420,12 @@ function renderBudget(pack, snapshot) {
 function renderPlan(snapshot, free) {
   const budget = snapshot.tokenBudget;
   const shares = snapshot.plan.shares.map((s) => `${s.section} ${fig('share', s.share)} = ${fig('', Math.floor(s.share * budget), 'tokens')}`);
+  // Sections the hosts filled (a candidate in an L0 section was refused).
+  const hosted = new Set(snapshot.entries.filter((e) => e.origin !== 'request' && e.layer !== 'l0').map((e) => e.section));
+  const without = [...hosted].filter((section) => !snapshot.plan.shares.some((s) => s.section === section));
+  const none = without.length ? ` No share: ${without.join(', ')}, which ${without.length > 1 ? 'fill' : 'fills'} only from what the others leave.` : '';
   $('plan').innerHTML = shares.length
-    ? `Shares of the ${fig('budget', budget, 'tokens')}: ${shares.join(', ')}. A section fills within its share first; what the sections leave unused flows to the others.`
+    ? `Shares of the ${fig('budget', budget, 'tokens')}: ${shares.join(', ')}. A section fills within its share first; what the sections leave unused flows to the others.${none}`
     : 'The plan gives no section a share: every section fills from the whole budget.';
   const least = Math.min(...snapshot.entries.map((e) => e.reason?.overBudget?.remaining ?? Infinity));
   const note = $('remained');
@@ -575,9 +594,11 @@ async function renderDiff() {
   body.replaceChildren();
   if (!state.previous || !state.current) {
     $('diff-summary').textContent = state.current ? 'assemble again to compare' : '';
+    $('diff').hidden = true;
     return;
   }
   const diff = await diffSnapshots(state.previous, state.current);
+  $('diff').hidden = diff.changes.length === 0;
   // How far each side's tokens were counted is its snapshot's record.
   const counted = (snapshot, id, section) => snapshot.entries.find((e) => e.section === section && memberIds(e).includes(id))?.counted ?? 'exact';
   const side = (s, snapshot, id) => (s ? `${s.included ? 'taken' : 'dropped'} · ${reasonText(s)} · ${sayTokens(counted(snapshot, id, s.section), s.tokens)}${s.position === null ? '' : ` · position ${s.position + 1} in the pack`}` : '—');
@@ -618,7 +639,7 @@ async function measure(n = 200) {
   times.sort((a, b) => a - b);
   const result = { n, perCallMs, medianMs: times[Math.floor(n / 2)] };
   window.ctxpackPlayground.measured = result;
-  $('timing').innerHTML = `${fig('per call', perCallMs.toFixed(3), 'ms')} · ${fig('calls', n)} · ${fig('median', result.medianMs.toFixed(1), 'ms')}`;
+  $('timing').innerHTML = `${fig('mean per call', perCallMs.toFixed(3), 'ms')} · ${fig('calls', n)} · ${fig('median', result.medianMs.toFixed(1), 'ms')}`;
   return result;
 }
 window.ctxpackPlayground.measure = measure;

@@ -119,7 +119,7 @@ export function sayRepeated(id, calls, k) {
   for (const c of calls) byCall.set(c, (byCall.get(c) ?? 0) + 1);
   const who = [...byCall].map(([c, n]) => `${c} ${TIMES[n] ?? `${n} times`}`).join(' and ');
   const nth = ORDINAL[k] ?? `${k + 1}th`;
-  return `The id ${id} was answered ${calls.length} times: by ${who}. This is the ${nth}, from ${calls[k]}.`;
+  return `The id ${id} was answered ${calls.length} times: by ${who}. This row is the ${nth} of them in the table, from ${calls[k]}.`;
 }
 
 /**
@@ -193,13 +193,21 @@ export function sayReason(snapshot, e, explain) {
       const newer = e.section === 'conversation-state'
         ? ', with the turns kept or dropped with it (a tool call and its results) and any newer turn left out'
         : e.section === 'stage-summaries' ? ', with any newer summary left out' : '';
-      return `Dropped: it needed ${atLeast}${v.needed} tokens (its own, the entry overhead and the join${newer}), and ${v.remaining} remained when it was considered.`;
+      const shared = snapshot.plan.shares.some((s) => s.section === e.section);
+      const noShare = e.origin !== 'request' && !shared
+        ? ` ${e.section} has no share in the plan: it fills only from what the other sections leave.` : '';
+      return `Dropped: it needed ${atLeast}${v.needed} tokens (its own, the entry overhead and the join${newer}), and ${v.remaining} remained when it was considered.${noShare}`;
     }
     case 'toolPair':
       return `Dropped together with the tool-call turn it belongs to (${v}).`;
     case 'duplicateOf':
       // The same id as a candidate before it is a duplicate whatever its text.
-      if (v === e.id) return `Dropped: a candidate before it, by rank, has the same id, ${v}; an id is considered once.`;
+      if (v === e.id) {
+        const own = snapshot.entries.some((o) => o.origin === 'request' && memberIds(o).includes(v));
+        return own
+          ? `Dropped: the request's own ${v} has this id, and an id is considered once.`
+          : `Dropped: a candidate before it, by rank, has the same id, ${v}; an id is considered once.`;
+      }
       return `Dropped: a copy of ${v}${taken(v) ? ', which was taken' : ''}.`;
     case 'policyDenied':
       return `Dropped: the policy denied it: “${v}”.`;
