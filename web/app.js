@@ -9,7 +9,7 @@ import { camelKeys } from '/packages/ctxpack/test/scenario.js';
 import { ScenarioHost } from '/tests/js/scenario-host.js';
 import {
   counts, ranks, scoreDigits, repeatedIds, sayRepeated, passedOver, messageOf, memberIds,
-  sayTokens, sayReason, sayAltered,
+  sayTokens, sayReason, sayAltered, reasonName,
 } from '/web/facts.js';
 
 const $ = (id) => document.getElementById(id);
@@ -240,7 +240,7 @@ function reasonText(entry) {
   const r = entry.reason;
   if (typeof r === 'string') return r;
   const [[k, v]] = Object.entries(r);
-  const name = k.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
+  const name = reasonName(r);
   if (k === 'overBudget') return `over-budget: needed ${v.needed}, ${v.remaining} remained`;
   return `${name}: ${typeof v === 'object' ? JSON.stringify(v) : v}`;
 }
@@ -321,21 +321,15 @@ function renderBudget(pack, snapshot) {
   const used = snapshot.tokensUsed;
   const bySection = new Map();
   let entryTokens = 0;
-  const droppedBy = new Map();
-  // Reasons some of whose drops were counted only in part.
-  const partly = new Set();
-  for (const e of snapshot.entries) {
-    if (e.included) {
-      const key = `${e.section}|${e.layer}`;
-      bySection.set(key, (bySection.get(key) ?? 0) + e.tokens);
-      entryTokens += e.tokens;
-    } else if (e.counted !== 'uncounted' && e.tokens > 0 && e.reason !== 'assembly-failed') {
-      const why = typeof e.reason === 'string' ? e.reason : Object.keys(e.reason)[0].replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
-      droppedBy.set(why, (droppedBy.get(why) ?? 0) + e.tokens);
-      if (e.counted === 'over') partly.add(why);
-    }
+  for (const e of snapshot.entries.filter((x) => x.included)) {
+    const key = `${e.section}|${e.layer}`;
+    bySection.set(key, (bySection.get(key) ?? 0) + e.tokens);
+    entryTokens += e.tokens;
   }
   const c = counts(snapshot);
+  // What was dropped, as far as it was counted, by reason ("more than"
+  // where some of it was counted only in part).
+  const droppedLabel = (why) => (c.byReason.get(why).partly ? `${why}: more than` : why);
   const dropped = c.droppedTokens;
   const overhead = Math.max(0, used - entryTokens);
   const free = Math.max(0, limit - used);
@@ -374,16 +368,15 @@ function renderBudget(pack, snapshot) {
   if (pack) segment(bar, free, null, 'free', 'free');
   droppedBar.hidden = dropped === 0;
   const shown = Math.min(dropped, scale);
-  for (const [why, tokens] of droppedBy) {
-    const label = partly.has(why) ? `dropped, ${why}: more than` : `dropped, ${why}`;
-    segment(droppedBar, tokens, null, label, 'gone', (tokens * shown) / Math.max(dropped, 1));
+  for (const [why, { tokens }] of c.byReason) {
+    segment(droppedBar, tokens, null, `dropped, ${droppedLabel(why)}`, 'gone', (tokens * shown) / Math.max(dropped, 1));
   }
   if (overhead) legend.insertAdjacentHTML('beforeend', `<li><i style="background:#9aa3ad"></i>${fig('overhead, headers and joins', overhead, plural(overhead, 'token'))}</li>`);
   if (pack) legend.insertAdjacentHTML('beforeend', `<li><i class="free"></i>${fig('free', free, plural(free, 'token'))}</li>`);
   if (dropped) {
     // A candidate counted only in part had more tokens than recorded.
     const label = c.over ? 'dropped, counted: more than' : 'dropped, counted';
-    const byReason = [...droppedBy].map(([why, tokens]) => fig(partly.has(why) ? `${why}: more than` : why, tokens));
+    const byReason = [...c.byReason].map(([why, { tokens }]) => fig(droppedLabel(why), tokens));
     legend.insertAdjacentHTML('beforeend', `<li><i class="gone"></i>${fig(label, dropped, plural(dropped, 'token'))}${byReason.length > 1 ? ` (${byReason.join(', ')})` : ''}${dropped > scale ? ' (the bar stops at the budget)' : ''}</li>`);
   }
   const tokenizer = snapshot.tokenizer?.charsPerToken ? fig('estimate', snapshot.tokenizer.charsPerToken, `${plural(snapshot.tokenizer.charsPerToken, 'char')} a token`) : `tokenizer <span class="name">${escapeHtml(snapshot.tokenizer)}</span>`;
@@ -461,13 +454,13 @@ function renderContext(pack, snapshot) {
     return;
   }
   const prefix = snapshot?.stablePrefixTokens ?? 0;
-  const marker = (tail) => `<div class="prefix-marker" data-tokens="${prefix}">${fig('stable prefix', prefix, plural(prefix, 'token'))}, entry overhead included${tail}</div>`;
+  const marker = `<div class="prefix-marker" data-tokens="${prefix}">${fig('stable prefix', prefix, plural(prefix, 'token'))}, entry overhead included — cacheable across calls</div>`;
   let markerDone = prefix === 0;
   let leadingL0 = true;
   const sent = messageOf(pack);
   pack.entries.forEach((entry, i) => {
     if (!markerDone && leadingL0 && entry.layer !== 'l0') {
-      box.insertAdjacentHTML('beforeend', marker(' — cacheable across calls'));
+      box.insertAdjacentHTML('beforeend', marker);
       markerDone = true;
     }
     if (entry.layer !== 'l0') leadingL0 = false;
@@ -489,7 +482,7 @@ function renderContext(pack, snapshot) {
     div.innerHTML = `<div class="meta">${idHtml(entry.id)} · ${entry.section} · <span class="layer">${LAYERS[entry.layer]}</span> · ${fig('', entry.tokens, plural(entry.tokens, 'token'))}${altered ? ` <b class="altered">${altered.trim()}</b>` : ''} · ${role} · trust <span class="trust trust-${entry.trust}">${entry.trust}${fenced ? ' — fenced: data, not instructions' : ''}</span></div><pre>${body}</pre>`;
     box.append(div);
   });
-  if (!markerDone) box.insertAdjacentHTML('beforeend', marker(' — cacheable across calls'));
+  if (!markerDone) box.insertAdjacentHTML('beforeend', marker);
 }
 
 function candidateRows(snapshot) {

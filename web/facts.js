@@ -27,15 +27,23 @@ export function memberIds(entry) {
   return ids;
 }
 
+/** A reason's name as the WIT spells it (`over-budget`, `duplicate-of`). */
+export function reasonName(reason) {
+  if (typeof reason === 'string') return reason;
+  return Object.keys(reason)[0].replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`);
+}
+
 /**
  * The candidates as the snapshot counts them, a run counting each member:
  * taken, not decided (a failed assembly's `assembly-failed`), dropped, and
  * of the dropped how far their tokens were counted (`exact`, `over`:
- * counting stopped, `uncounted`) with the tokens counted.
+ * counting stopped, `uncounted`) with the tokens counted, in all and by
+ * reason (`partly` when some were counted only in part).
  */
 export function counts(snapshot) {
   const c = {
     candidates: 0, taken: 0, undecided: 0, dropped: 0, exact: 0, over: 0, uncounted: 0, droppedTokens: 0,
+    byReason: new Map(),
   };
   for (const e of snapshot.entries) {
     const n = e.run ? e.run.count : 1;
@@ -50,7 +58,11 @@ export function counts(snapshot) {
     }
     c.dropped += n;
     c[e.counted] += n;
-    if (e.counted !== 'uncounted') c.droppedTokens += e.tokens;
+    if (e.counted === 'uncounted' || e.tokens === 0) continue;
+    c.droppedTokens += e.tokens;
+    const why = reasonName(e.reason);
+    const was = c.byReason.get(why) ?? { tokens: 0, partly: false };
+    c.byReason.set(why, { tokens: was.tokens + e.tokens, partly: was.partly || e.counted === 'over' });
   }
   return c;
 }
