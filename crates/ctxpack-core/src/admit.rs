@@ -115,6 +115,7 @@ pub(crate) fn admit<'r>(
                 uncut: None,
                 unreviewed: pending,
                 turn: None,
+                altered: crate::fence::Altered::default(),
             },
             i,
         ));
@@ -146,7 +147,9 @@ impl Admitted {
                 let mut given = None;
                 match &item.provenance {
                     Some(_) => {
-                        let defused = match fence::defuse(&text) {
+                        let (written, altered) = fence::write(&text);
+                        item.altered = altered;
+                        let defused = match written {
                             Cow::Owned(d) => Some(d),
                             Cow::Borrowed(_) => None,
                         };

@@ -938,7 +938,7 @@ mod tests {
             "d1".into(),
             Section::RelevantKnowledge,
             Role::System,
-            crate::item::body(body.to_owned()),
+            crate::item::body(body.to_owned()).0,
             Origin::Retrieval,
             "kb",
             "doc:1".into(),

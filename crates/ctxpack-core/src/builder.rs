@@ -5,6 +5,7 @@ use crate::assembly::{self, Assembly};
 use crate::budget::{self, Budgeting};
 use crate::config::{BuilderConfig, Plan, Profile, Ranking};
 use crate::error::{Error, Failure};
+use crate::fence::FenceKey;
 use crate::host::Host;
 use crate::pack::{ContextPack, Origin, SnapshotStatus};
 use crate::render::{self, Layers};
@@ -25,6 +26,7 @@ pub struct Builder {
     near_duplicate_threshold: f64,
     ranking: Ranking,
     plan: Plan,
+    fence_key: Option<FenceKey>,
 }
 
 impl Builder {
@@ -46,6 +48,7 @@ impl Builder {
             near_duplicate_threshold: config.near_duplicate_threshold,
             ranking: config.ranking,
             plan: config.plan,
+            fence_key: config.fence_key.as_deref().and_then(FenceKey::new),
         })
     }
 
@@ -157,7 +160,7 @@ impl Builder {
             self.near_duplicate_threshold,
         );
         // Untrusted host text is fenced with the request's nonce.
-        let nonce = fence::Nonce::of(request);
+        let nonce = fence::Nonce::of(request, self.fence_key.as_ref());
         let hosted = admitted.into_items(nonce);
 
         // The conversation's window; only the turns the budget can reach
@@ -227,7 +230,7 @@ impl Builder {
         if request.conversation_start.unwrap_or_default() == ConversationStart::UserTurn
             && conversation::start_on_user(&request.conversation, &mut layers.l1)
         {
-            rendered = render::account(&layers, request, meter, overhead);
+            rendered = render::account(&layers, meter, overhead);
         }
 
         // The pack and its snapshot. Truncated only where a text that
@@ -245,6 +248,7 @@ impl Builder {
             rendered,
             l0_cost: own.l0_cost,
             compressions,
+            keyed: self.fence_key.is_some(),
         };
         Ok(snapshot::pack(request, layers, record, &self.plan))
     }
@@ -258,6 +262,15 @@ impl Builder {
         error: Error,
         budget: u32,
     ) -> Failure {
-        snapshot::failed(request, decided, error, &self.plan, self.profile, budget)
+        let keyed = self.fence_key.is_some();
+        snapshot::failed(
+            request,
+            decided,
+            error,
+            &self.plan,
+            self.profile,
+            budget,
+            keyed,
+        )
     }
 }

@@ -231,16 +231,18 @@ fn summary_item(section: Section, text: String, members: &[usize], pool: &[Item]
         Ok(serde_json::Value::String(s)) => s,
         _ => format!("{section:?}"),
     };
+    let (text, altered) = crate::item::body(text);
     let mut item = Item::made(
         format!("summary:{name}"),
         section,
         Role::System,
-        crate::item::body(text),
+        text,
         Origin::Summary,
         "summary",
         ids.join(","),
         trust,
     );
+    item.altered = altered;
     // Its members are host texts, each framed with the pack's nonce.
     item.framed = members.iter().find_map(|&i| pool[i].framed);
     item

@@ -6,8 +6,9 @@ use crate::defaults;
 use crate::types::{Section, Tokenizer, TrustTier};
 use serde::{Deserialize, Serialize};
 
-/// What a builder is constructed from.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// What a builder is constructed from. Its `Debug` form does not show the
+/// fence key.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct BuilderConfig {
     /// Tokenizers the builder must have: checked at construction, so a
@@ -35,6 +36,28 @@ pub struct BuilderConfig {
     /// every turn recounts only its new text; 0 keeps none.
     #[serde(default = "default_count_cache_entries")]
     pub count_cache_entries: u32,
+    /// A secret (at least 16 bytes) the fences' nonce is a keyed MAC under,
+    /// so that no store can name the closing marker of a fence it writes
+    /// into; without one the nonce is a hash of the request's context,
+    /// which a store that knows the context can compute, and the snapshot
+    /// says the fence is unkeyed. The same key and context give the same
+    /// nonce, so packs stay deterministic and prompt caches hit.
+    #[serde(default)]
+    pub fence_key: Option<String>,
+}
+
+impl std::fmt::Debug for BuilderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuilderConfig")
+            .field("preload", &self.preload)
+            .field("profile", &self.profile)
+            .field("near_duplicate_threshold", &self.near_duplicate_threshold)
+            .field("ranking", &self.ranking)
+            .field("plan", &self.plan)
+            .field("count_cache_entries", &self.count_cache_entries)
+            .field("fence_key", &self.fence_key.as_ref().map(|_| "(secret)"))
+            .finish()
+    }
 }
 
 fn default_count_cache_entries() -> u32 {
@@ -214,6 +237,7 @@ impl Default for BuilderConfig {
             ranking: Ranking::default(),
             plan: Plan::default(),
             count_cache_entries: default_count_cache_entries(),
+            fence_key: None,
         }
     }
 }

@@ -7,7 +7,7 @@
 //! steps of the plan's cut step, so the rendered text stays byte-stable
 //! across the turns of a growing conversation.
 
-use crate::fence;
+use crate::fence::{self, Altered};
 use crate::item::{Group, Item};
 use crate::pack::Reason;
 use crate::tokenizer::Meter;
@@ -137,19 +137,27 @@ pub(crate) fn units(turns: &[ConversationTurn]) -> Vec<Unit> {
     units
 }
 
-/// A turn as the flat text renders it: `[role] content`, with no line of
-/// the content passing for a turn of its own, and a tool result's marker
-/// spellings defused (see [`crate::fence::defuse_turn`]).
-pub(crate) fn render_turn(t: &ConversationTurn) -> String {
+/// A turn as the flat text renders it: `[role] content`, its content
+/// written as every host text is (see [`crate::fence::write`]), so no line
+/// of it passes for a turn of its own or any other structure; and what
+/// that changed. The messages send the same content (see
+/// [`turn_content`]).
+pub(crate) fn render_turn(t: &ConversationTurn) -> (String, Altered) {
     // Built by hand: one of these per turn reached, and histories are long.
     let role = t.role.name();
-    let content = fence::defuse_turn(&t.content, t.role == Role::Tool);
+    let (content, altered) = fence::write(&t.content);
     let mut text = String::with_capacity(role.len() + 3 + content.len());
     text.push('[');
     text.push_str(role);
     text.push_str("] ");
     text.push_str(&content);
-    text
+    (text, altered)
+}
+
+/// A turn's content as written, from its rendered `text` (see
+/// [`render_turn`]).
+pub(crate) fn turn_content(role: Role, text: &str) -> &str {
+    text.get(role.name().len() + 3..).unwrap_or_default()
 }
 
 /// Renders the texts of the turns the budgeting may count: the units of
@@ -170,7 +178,7 @@ pub(crate) fn render_reachable(
     for unit in window {
         for &m in unit {
             floor += u64::from(meter.at_least(&turns[m].content)) + overhead;
-            l1[m].text = render_turn(&turns[m]);
+            (l1[m].text, l1[m].altered) = render_turn(&turns[m]);
         }
         if floor > room {
             break;

@@ -267,6 +267,7 @@ mod tests {
             plan: crate::config::Plan::default(),
             source_calls: vec![],
             compressions: vec![],
+            fence: Default::default(),
             entries,
         }
     }

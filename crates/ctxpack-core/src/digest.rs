@@ -31,6 +31,19 @@ pub(crate) fn canonical(x: f64) -> f64 {
     }
 }
 
+/// Hex HMAC-SHA-256 of `message` under `key`.
+pub(crate) fn mac(key: &[u8], message: &[u8]) -> String {
+    use hmac::Mac;
+    // Invariant: HMAC takes a key of any length.
+    match hmac::Hmac::<Sha256>::new_from_slice(key) {
+        Ok(mut m) => {
+            m.update(message);
+            format!("{:x}", m.finalize().into_bytes())
+        }
+        Err(_) => String::new(),
+    }
+}
+
 /// Hex SHA-256 of `text`'s UTF-8 bytes: a snapshot's `content-hash`.
 pub fn text_hash(text: &str) -> String {
     format!("{:x}", Sha256::digest(text.as_bytes()))

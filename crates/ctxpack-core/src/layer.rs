@@ -55,7 +55,7 @@ pub(crate) fn own(request: &AssembleRequest, meter: &Meter) -> Own {
         l0,
         ..Layers::default()
     };
-    let l0_cost = render::account(&alone, request, meter, u64::from(request.entry_overhead)).used;
+    let l0_cost = render::account(&alone, meter, u64::from(request.entry_overhead)).used;
     Own {
         l0: alone.l0,
         l1: conversation_items(&request.conversation),
@@ -163,14 +163,22 @@ fn stage_items(request: &AssembleRequest) -> Vec<Item> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            from_request(
+            // The workflow's record, which may quote what its stages read:
+            // written as every host text is.
+            let (text, altered) = crate::fence::written(format!(
+                "Stage {} ({}): {}",
+                s.stage_id, s.outcome, s.summary
+            ));
+            let mut item = from_request(
                 format!("stage-summary-{i}"),
                 Section::StageSummaries,
                 Role::System,
-                format!("Stage {} ({}): {}", s.stage_id, s.outcome, s.summary),
+                text,
                 format!("stage-summaries[{i}]"),
                 TrustTier::Trusted,
-            )
+            );
+            item.altered = altered;
+            item
         })
         .collect()
 }

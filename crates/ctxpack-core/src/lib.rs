@@ -66,6 +66,7 @@
 //!   [`Strategy`], [`Metrics`], [`SectionTokens`], [`ReasonCount`],
 //!   [`ContextAssembled`].
 //! - The snapshot: [`Snapshot`], [`SnapshotEntry`] ([`Run`]), [`SnapshotStatus`],
+//!   [`FenceReport`],
 //!   [`Reason`], [`Shortfall`], [`Counted`], [`Origin`], [`SourceCall`],
 //!   [`SourceOutcome`], the ids [`content_id`] and [`text_hash`], and
 //!   [`diff()`] ([`SnapshotDiff`], [`Change`], [`ChangeKind`],
@@ -137,10 +138,10 @@ pub use error::{Error, Failure, HostError};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};
 pub use pack::{
-    CompressionMetadata, CompressionOutcome, ContextAssembled, ContextPack, Counted, Message,
-    Metrics, Origin, PackEntry, Reason, ReasonCount, RequestContext, Run, SectionCompression,
-    SectionTokens, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus, SourceCall, SourceOutcome,
-    Strategy,
+    CompressionMetadata, CompressionOutcome, ContextAssembled, ContextPack, Counted, FenceReport,
+    Message, Metrics, Origin, PackEntry, Reason, ReasonCount, RequestContext, Run,
+    SectionCompression, SectionTokens, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus,
+    SourceCall, SourceOutcome, Strategy,
 };
 pub use router::{
     ConfigFormat, Entity, RouteConfig, RouteScore, Router, RouterConfig, RoutingDecision,
@@ -153,3 +154,13 @@ pub use types::{
     WorkflowStatus,
 };
 pub use validate::request as validate_request;
+
+/// What the fence's reading takes `c` for (see `fence.rs`): lowercase
+/// ASCII, 1 for an opening bracket, 2 for a closing one, 3 for something
+/// of no structure, 4 for any character; nothing for what a model does
+/// not see. For the conformance tests' independent reading to compare
+/// with; not part of the API.
+#[doc(hidden)]
+pub fn fence_reading(c: char) -> Vec<u8> {
+    fence::read::reading(c).to_vec()
+}

@@ -396,9 +396,31 @@ pub struct Snapshot {
     /// Each optional section that was still over its share once the flow
     /// was done, in priority order, and what compression did to it.
     pub compressions: Vec<SectionCompression>,
+    /// How host texts and turns were written into the rendered context.
+    pub fence: FenceReport,
     /// One entry per candidate; a run of turns or stage summaries dropped
     /// alike is one entry (see [`Run`]).
     pub entries: Vec<SnapshotEntry>,
+}
+
+/// How host texts and turns were written into the rendered context (see
+/// the book's threat model).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct FenceReport {
+    /// Whether the fences' nonce is a keyed MAC: the builder was given a
+    /// `fence-key`. Unkeyed, it is a hash of the request's context, which a
+    /// store that knows that context can compute.
+    pub keyed: bool,
+    /// Ids of the included entries whose text had control characters
+    /// (other than tab, line feed and carriage return) or tag characters
+    /// removed, in render order.
+    pub stripped: Vec<String>,
+    /// Ids of the included entries in whose text a spelling of one of the
+    /// rendered context's structures (a fence marker, a role header, a
+    /// citation head, a chat format's marker) had its opening bracket
+    /// replaced by `(`, in render order.
+    pub defused: Vec<String>,
 }
 
 impl Snapshot {

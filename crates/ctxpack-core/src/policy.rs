@@ -172,7 +172,7 @@ pub(crate) fn apply(pool: &mut [Item], wanted: &[usize], verdicts: Vec<Verdict>)
         match verdict {
             Verdict::Allow => {}
             Verdict::Redact(text) => {
-                item.text = body(text);
+                (item.text, item.altered) = body(text);
                 item.redacted = true;
                 item.hint = None;
                 item.count = None;

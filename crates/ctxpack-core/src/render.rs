@@ -91,12 +91,7 @@ fn parts<'i>(item: &'i Item, meter: &Meter) -> Vec<(std::borrow::Cow<'i, str>, O
 /// (entries joined by [`SEPARATOR`]) and the messages (L0 joined as the
 /// first system message, the other context as a second, each kept turn's
 /// content as a message of its own).
-pub(crate) fn account(
-    layers: &Layers,
-    request: &AssembleRequest,
-    meter: &Meter,
-    overhead: u64,
-) -> Rendered {
+pub(crate) fn account(layers: &Layers, meter: &Meter, overhead: u64) -> Rendered {
     let separator = meter.count(SEPARATOR);
     let mut flat = Tally::new(meter);
     // The two system messages; turns are counted from their content.
@@ -125,9 +120,10 @@ pub(crate) fn account(
                 system[b].push_split(&text, splits.as_ref());
             }
         }
-        if let Some(turn) = item.turn.and_then(|t| request.conversation.get(t)) {
+        if item.turn.is_some() {
             turns += 1;
-            turn_tokens += u64::from(meter.count(&turn.content));
+            let content = crate::conversation::turn_content(item.role, &item.text);
+            turn_tokens += u64::from(meter.count(content));
         }
         entries += 1;
         own += u64::from(item.tokens());
@@ -269,7 +265,7 @@ pub(crate) fn settle(
     budget: u64,
 ) -> Rendered {
     check_host_counts(layers, meter);
-    let mut rendered = account(layers, request, meter, overhead);
+    let mut rendered = account(layers, meter, overhead);
     while rendered.used > budget {
         let dropped = victims(layers, request);
         if dropped.is_empty() {
@@ -287,7 +283,7 @@ pub(crate) fn settle(
                 item.id.clone()
             })
             .collect();
-        let after = account(layers, request, meter, overhead);
+        let after = account(layers, meter, overhead);
         // It was over with them and is not without them by as much: they
         // needed more than remained.
         let shortfall = Shortfall {
@@ -371,11 +367,11 @@ pub(crate) fn messages(
     let mut out: Vec<Message> = Vec::new();
     out.extend(system(&|e, _| e.layer == Layer::L0));
     out.extend(system(&|e, t| e.layer != Layer::L0 && t.is_none()));
-    for turn in turns.iter().flatten() {
-        if let Some(t) = request.conversation.get(*turn) {
+    for (e, turn) in entries.iter().zip(turns) {
+        if let Some(t) = turn.and_then(|t| request.conversation.get(t)) {
             out.push(Message {
                 role: t.role,
-                content: t.content.clone(),
+                content: crate::conversation::turn_content(t.role, &e.text).to_owned(),
                 tool_call_id: t.tool_call_id.clone(),
             });
         }

@@ -9,9 +9,9 @@ use crate::digest::{content_id, text_hash};
 use crate::error::{Error, Failure};
 use crate::item::{Decision, Item};
 use crate::pack::{
-    CompressionMetadata, ContextAssembled, ContextPack, Counted, Metrics, Origin, Reason,
-    ReasonCount, Run, SectionCompression, SectionTokens, Snapshot, SnapshotEntry, SnapshotStatus,
-    SourceCall, Strategy, numbered,
+    CompressionMetadata, ContextAssembled, ContextPack, Counted, FenceReport, Metrics, Origin,
+    Reason, ReasonCount, Run, SectionCompression, SectionTokens, Snapshot, SnapshotEntry,
+    SnapshotStatus, SourceCall, Strategy, numbered,
 };
 use crate::render::{self, Layers, Rendered};
 use crate::tokenizer::{Count, clamp};
@@ -29,6 +29,8 @@ pub(crate) struct Record {
     pub l0_cost: u64,
     /// What compression did to each section over its share.
     pub compressions: Vec<SectionCompression>,
+    /// Whether the fences' nonce is keyed.
+    pub keyed: bool,
 }
 
 /// A snapshot of `request` with nothing in it yet: the agent context, the
@@ -58,6 +60,7 @@ fn blank(request: &AssembleRequest, budget: u32, profile: Profile, plan: &Plan) 
         plan: plan.clone(),
         source_calls: Vec::new(),
         compressions: Vec::new(),
+        fence: FenceReport::default(),
         entries: Vec::new(),
     }
 }
@@ -239,6 +242,7 @@ pub(crate) fn pack(
 ) -> ContextPack {
     let compression = compression(&layers);
     let (entries, turns) = render::entries(&mut layers);
+    let fence = fence_report(&layers, record.keyed);
     let text = render::text(&entries);
     let messages = render::messages(request, &entries, &turns);
     let Layers {
@@ -277,12 +281,35 @@ pub(crate) fn pack(
             status: record.status,
             source_calls: record.source_calls,
             compressions: record.compressions,
+            fence,
             entries: snapshot_entries,
             ..blank(request, record.budget, record.profile, plan)
         },
     };
     complete(&mut pack, request.entry_overhead);
     pack
+}
+
+/// What writing the included items' texts changed, by id (see
+/// [`FenceReport`]).
+fn fence_report(layers: &Layers, keyed: bool) -> FenceReport {
+    let included: Vec<&Item> = [&layers.l0, &layers.l2, &layers.l1_hosted, &layers.l1]
+        .into_iter()
+        .flatten()
+        .filter(|i| i.included())
+        .collect();
+    let ids = |altered: fn(&Item) -> bool| {
+        included
+            .iter()
+            .filter(|i| altered(i))
+            .map(|i| i.id.clone())
+            .collect()
+    };
+    FenceReport {
+        keyed,
+        stripped: ids(|i| i.altered.removed),
+        defused: ids(|i| i.altered.defused),
+    }
 }
 
 /// Fills in everything derived from the pack's entries, then the ids.
@@ -375,6 +402,7 @@ pub(crate) fn failed(
     plan: &Plan,
     profile: Profile,
     budget: u32,
+    keyed: bool,
 ) -> Failure {
     let Decided {
         own: crate::layer::Own { l0, l1, l2, .. },
@@ -406,6 +434,10 @@ pub(crate) fn failed(
         status: SnapshotStatus::of(degraded, false, true),
         failure: Some(error.to_string()),
         source_calls,
+        fence: FenceReport {
+            keyed,
+            ..FenceReport::default()
+        },
         entries,
         ..blank(request, budget, profile, plan)
     };

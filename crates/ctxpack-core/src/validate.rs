@@ -20,6 +20,18 @@ pub(crate) fn config(config: &BuilderConfig) -> Result<(), Error> {
             format!("{t} is outside (0, 1]"),
         ));
     }
+    if let Some(key) = &config.fence_key
+        && crate::fence::FenceKey::new(key).is_none()
+    {
+        return Err(Error::invalid(
+            "config.fence-key",
+            format!(
+                "a key of {} bytes is too short to keep the nonce secret: give at least {}",
+                key.len(),
+                crate::fence::FenceKey::MIN_LEN
+            ),
+        ));
+    }
     let r = config.ranking;
     for (field, value) in [
         ("trust-system", r.trust_system),

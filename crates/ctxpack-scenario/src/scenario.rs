@@ -87,6 +87,17 @@ pub struct Expect {
     /// The pack's id.
     #[serde(default)]
     pub pack_id: Option<String>,
+    /// The included entries whose text had a spelling of a structure
+    /// defused, exactly, as the snapshot's `fence` lists them.
+    #[serde(default)]
+    pub defused: Option<Vec<String>>,
+    /// The included entries whose text lost control or tag characters,
+    /// exactly, as the snapshot's `fence` lists them.
+    #[serde(default)]
+    pub stripped: Option<Vec<String>>,
+    /// Whether the fences' nonce is keyed, as the snapshot says.
+    #[serde(default)]
+    pub keyed: Option<bool>,
 }
 
 impl Expect {
@@ -211,6 +222,23 @@ impl Expect {
             let got = snapshot.map(|s| s.token_budget);
             if got != Some(want) {
                 broken.push(format!("token budget: want {want}, got {got:?}"));
+            }
+        }
+        let fence = reply.pack().map(|p| &p.snapshot.fence);
+        for (name, want, got) in [
+            ("defused", &self.defused, fence.map(|f| &f.defused)),
+            ("stripped", &self.stripped, fence.map(|f| &f.stripped)),
+        ] {
+            if let Some(want) = want
+                && got != Some(want)
+            {
+                broken.push(format!("{name}: want {want:?}, got {got:?}"));
+            }
+        }
+        if let Some(want) = self.keyed {
+            let got = fence.map(|f| f.keyed);
+            if got != Some(want) {
+                broken.push(format!("keyed: want {want}, got {got:?}"));
             }
         }
         if let Some(want) = &self.pack_id {

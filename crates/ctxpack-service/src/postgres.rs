@@ -21,6 +21,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("../migrations/postgres/0003_documents.sql")),
     (4, include_str!("../migrations/postgres/0004_relay.sql")),
     (5, include_str!("../migrations/postgres/0005_requests.sql")),
+    (6, include_str!("../migrations/postgres/0006_fence.sql")),
 ];
 
 /// PostgreSQL.

@@ -14,6 +14,9 @@
 //! [context]                      # the seed's Knowledge:Context options
 //! default-budget-tokens = 24000  # DefaultBudgetTokens
 //! compression-profile = "code-fast"  # CompressionProfile
+//! fence-key-file = "/run/secrets/fence-key"  # the fences' nonce is keyed
+//!                                # by its first line (16 bytes or more);
+//!                                # never logged or recorded
 //! [context.section-budgets]      # SectionBudgets: each section's share
 //! relevant-knowledge = 0.25
 //!
@@ -211,6 +214,8 @@ struct ContextFile {
     default_budget_tokens: Option<u32>,
     section_budgets: Option<BTreeMap<String, f64>>,
     compression_profile: Option<String>,
+    /// A file holding the builder's fence key (its first line).
+    fence_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -332,6 +337,29 @@ impl Settings {
             }
         };
         let c = &file.context;
+        if let Some(f) = &c.fence_key_file {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let secret = std::fs::read_to_string(dir.join(f)).map_err(|e| {
+                at(
+                    path,
+                    "context.fence-key-file",
+                    format!("{}: {e}", f.display()),
+                )
+            })?;
+            let key = secret.lines().next().unwrap_or_default().trim();
+            if key.len() < 16 {
+                return Err(at(
+                    path,
+                    "context.fence-key-file",
+                    format!(
+                        "{}: the key's first line has {} bytes; give at least 16",
+                        f.display(),
+                        key.len()
+                    ),
+                ));
+            }
+            builder.fence_key = Some(key.to_owned());
+        }
         if let Some(budget) = c.default_budget_tokens {
             if budget == 0 {
                 return Err(at(
@@ -705,6 +733,31 @@ mod tests {
 
     fn parse(text: &str) -> Result<Settings, String> {
         Settings::parse(Path::new("ctxpack.toml"), text)
+    }
+
+    #[test]
+    fn the_fence_key_is_read_from_its_file_and_never_shown() {
+        let dir = std::env::temp_dir().join(format!("ctxpack-fence-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("ctxpack.toml");
+        std::fs::write(dir.join("key"), "a secret of thirty-two bytes ...\n").unwrap();
+        std::fs::write(dir.join("short"), "too short\n").unwrap();
+        let toml = "[context]\nfence-key-file = \"key\"\n";
+        let s = Settings::parse(&file, toml).unwrap();
+        assert_eq!(
+            s.builder.fence_key.as_deref(),
+            Some("a secret of thirty-two bytes ...")
+        );
+        assert!(!format!("{:?}", s.builder).contains("secret"));
+        let e = Settings::parse(&file, "[context]\nfence-key-file = \"short\"\n").unwrap_err();
+        assert!(
+            e.contains("context.fence-key-file") && e.contains("9 bytes"),
+            "{e}"
+        );
+        assert!(!e.contains("too short"), "{e}");
+        let e = Settings::parse(&file, "[context]\nfence-key-file = \"none\"\n").unwrap_err();
+        assert!(e.contains("context.fence-key-file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -24,6 +24,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("../migrations/sqlite/0003_documents.sql")),
     (4, include_str!("../migrations/sqlite/0004_relay.sql")),
     (5, include_str!("../migrations/sqlite/0005_requests.sql")),
+    (6, include_str!("../migrations/sqlite/0006_fence.sql")),
 ];
 
 /// SQLite.

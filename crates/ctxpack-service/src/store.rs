@@ -265,9 +265,9 @@ const INSERT_SNAPSHOT: &str = "INSERT INTO context_snapshots (context_snapshot_i
      project_id, run_id, attempt_id, plan_ref, token_budget, tokens_used, status, \
      index_revisions, memory_items, content_ref, assembled_at, failure, session_id, trace_id, \
      scopes, tokenizer, text_tokens, message_tokens, stable_prefix_tokens, profile, \
-     source_calls, compression, compressions, request_hash, user_id) VALUES ($1, $2, $3, $4, \
-     $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, \
-     $24, $25, $26, $27) \
+     source_calls, compression, compressions, request_hash, user_id, fence) VALUES ($1, $2, $3, \
+     $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
+     $23, $24, $25, $26, $27, $28) \
      ON CONFLICT DO NOTHING";
 const INSERT_ITEM: &str = "INSERT INTO context_items (context_snapshot_id, position, item_id, \
      layer, section, origin, source_kind, reference, source_version, index_revision, \
@@ -279,7 +279,8 @@ const INSERT_EVENT: &str = "INSERT INTO context_outbox (event_id, topic, tenant_
 const SNAPSHOT_COLUMNS: &str = "context_snapshot_id, tenant_id, project_id, run_id, attempt_id, \
      plan_ref, token_budget, tokens_used, status, index_revisions, memory_items, content_ref, \
      assembled_at, failure, session_id, trace_id, scopes, tokenizer, text_tokens, \
-     message_tokens, stable_prefix_tokens, profile, source_calls, compression, compressions";
+     message_tokens, stable_prefix_tokens, profile, source_calls, compression, compressions, \
+     fence";
 
 impl Store {
     /// A store on `engine`, whose schema is migrated.
@@ -395,6 +396,7 @@ impl Store {
                     Value::Text(json(&s.compressions)),
                     Value::Text(record.request_hash.clone()),
                     record.user_id.clone().into(),
+                    Value::Text(json(&s.fence)),
                 ],
                 must_change: true,
             },
@@ -626,6 +628,7 @@ impl Store {
             plan: parse(&plan_body, id)?,
             source_calls: parse(&at(22)?, id)?,
             compressions: parse(&at(24)?, id)?,
+            fence: parse(&at(25)?, id)?,
             entries,
         };
         Ok(Some(Detail {

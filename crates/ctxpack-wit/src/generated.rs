@@ -57,7 +57,8 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::SourceOutcome, wit::SourceOutcome, [] [Answered, Failed, Skipped]);
             $crate::__record!(ctx::SectionCompression, wit::SectionCompression, { section, target_tokens, outcome });
             $crate::__cases!(ctx::CompressionOutcome, wit::CompressionOutcome, [] [Summarized, Cut, Skipped, Whole]);
-            $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, entries });
+            $crate::__record!(ctx::FenceReport, wit::FenceReport, { keyed, stripped, defused });
+            $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, fence, entries });
             $crate::__record!(ctx::ContextPack, wit::ContextPack, { id, session_id, trace_id, stage_id, entries, text, messages, budget_used, budget_limit, compression, snapshot, event, metrics });
             $crate::__record!(ctx::Message, wit::Message, { role, content, tool_call_id });
             $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, { context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used, token_budget });
@@ -69,7 +70,7 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::Change, wit::Change, { id, origin, kind, before, after });
             $crate::__record!(ctx::SnapshotDiff, wit::SnapshotDiff, { before_id, after_id, status_before, status_after, tokens_before, tokens_after, changes, unchanged });
             $crate::__record!(ctx::HostError, wit::HostError, { capability, message });
-            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload, profile, near_duplicate_threshold, ranking, plan, count_cache_entries });
+            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload, profile, near_duplicate_threshold, ranking, plan, count_cache_entries, fence_key });
             $crate::__record!(ctx::Plan, wit::Plan, { default_budget, model_window, safety_margin, shares, compress, min_summary_tokens, cut_step });
             $crate::__record!(ctx::SectionShare, wit::SectionShare, { section, share });
             $crate::__record!(ctx::Ranking, wit::Ranking, { trust_system, trust_trusted, trust_unverified, trust_untrusted, recency });

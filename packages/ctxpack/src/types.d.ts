@@ -545,6 +545,26 @@ export type CompressionOutcomeInit =
   | { skipped: string }
   | { whole: string };
 
+/** How host texts and turns were written into the rendered context: whether the fences' nonce is keyed, and which entries lost characters or had a structure defused (see the book's threat model). (as the package gives it) */
+export interface FenceReport {
+  /** Whether the fences' nonce is a keyed MAC: the builder was given a `fence-key`. Unkeyed, it is a hash of the request's context, which a store that knows that context can compute. */
+  keyed: boolean;
+  /** Ids of the included entries whose text had control characters (other than tab, line feed and carriage return) or tag characters removed, in render order. */
+  stripped: string[];
+  /** Ids of the included entries in whose text a spelling of one of the rendered context's structures (a fence marker, a role header, a citation head, a chat format's marker) had its opening bracket replaced by `(`, in render order. */
+  defused: string[];
+}
+
+/** How host texts and turns were written into the rendered context: whether the fences' nonce is keyed, and which entries lost characters or had a structure defused (see the book's threat model). (as the package accepts it) */
+export interface FenceReportInit {
+  /** Whether the fences' nonce is a keyed MAC: the builder was given a `fence-key`. Unkeyed, it is a hash of the request's context, which a store that knows that context can compute. */
+  keyed: boolean;
+  /** Ids of the included entries whose text had control characters (other than tab, line feed and carriage return) or tag characters removed, in render order. */
+  stripped: string[];
+  /** Ids of the included entries in whose text a spelling of one of the rendered context's structures (a fence marker, a role header, a citation head, a chat format's marker) had its opening bracket replaced by `(`, in render order. */
+  defused: string[];
+}
+
 /** The immutable record of one assembly: every candidate, once. (as the package gives it) */
 export interface Snapshot {
   /** Content hash (hex SHA-256) of everything below and the pack. */
@@ -589,6 +609,8 @@ export interface Snapshot {
   sourceCalls: SourceCall[];
   /** Each optional section still over its share once the unused shares had flowed, in priority order, and what compression did to it. */
   compressions: SectionCompression[];
+  /** How host texts and turns were written into the rendered context. */
+  fence: FenceReport;
   /** One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`). */
   entries: SnapshotEntry[];
 }
@@ -637,6 +659,8 @@ export interface SnapshotInit {
   sourceCalls: SourceCallInit[];
   /** Each optional section still over its share once the unused shares had flowed, in priority order, and what compression did to it. */
   compressions: SectionCompressionInit[];
+  /** How host texts and turns were written into the rendered context. */
+  fence: FenceReportInit;
   /** One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`). */
   entries: SnapshotEntryInit[];
 }
@@ -998,6 +1022,8 @@ export interface BuilderConfig {
   plan: Plan;
   /** Most token counts the builder keeps between assemblies (keyed by a hash of the text and the tokenizer), so a conversation re-assembled every turn recounts only its new text; 0 keeps none. */
   countCacheEntries: number;
+  /** A secret of at least 16 bytes: the fences' nonce is then a keyed MAC (HMAC-SHA-256) of the request's context, so no store can name the closing marker of a fence it writes into. Without one the nonce is a hash of that context, and the snapshot says the fence is unkeyed. The same key and context give the same nonce, so packs stay deterministic and prompt caches hit. */
+  fenceKey: string | null;
 }
 
 /** What a builder is constructed from, once per instance. (as the package accepts it) */
@@ -1014,6 +1040,8 @@ export interface BuilderConfigInit {
   plan?: PlanInit;
   /** Most token counts the builder keeps between assemblies (keyed by a hash of the text and the tokenizer), so a conversation re-assembled every turn recounts only its new text; 0 keeps none. */
   countCacheEntries?: number;
+  /** A secret of at least 16 bytes: the fences' nonce is then a keyed MAC (HMAC-SHA-256) of the request's context, so no store can name the closing marker of a fence it writes into. Without one the nonce is a hash of that context, and the snapshot says the fence is unkeyed. The same key and context give the same nonce, so packs stay deterministic and prompt caches hit. */
+  fenceKey?: string | null;
 }
 
 /** The plan of an assembly: the budget, the model window, and how the budget is shared among sections. L0 is charged first and whole; each optional section then fills up to its share, and what sections leave unused flows to the others in priority order: conversation, repository state, relevant knowledge, graph neighbours, episodic memory, current diff, tool results, supporting context, stage summaries. (as the package gives it) */

@@ -481,6 +481,17 @@ class CompressionOutcome(Variant):
 
 
 @dataclass(kw_only=True, slots=True)
+class FenceReport(Record):
+    """How host texts and turns were written into the rendered context: whether the fences' nonce is keyed, and which entries lost characters or had a structure defused (see the book's threat model)."""
+    keyed: bool
+    """Whether the fences' nonce is a keyed MAC: the builder was given a `fence-key`. Unkeyed, it is a hash of the request's context, which a store that knows that context can compute."""
+    stripped: List[str]
+    """Ids of the included entries whose text had control characters (other than tab, line feed and carriage return) or tag characters removed, in render order."""
+    defused: List[str]
+    """Ids of the included entries in whose text a spelling of one of the rendered context's structures (a fence marker, a role header, a citation head, a chat format's marker) had its opening bracket replaced by `(`, in render order."""
+
+
+@dataclass(kw_only=True, slots=True)
 class Snapshot(Record):
     """The immutable record of one assembly: every candidate, once."""
     id: str
@@ -525,6 +536,8 @@ class Snapshot(Record):
     """What each host source was asked and how it answered: the sources in the profile's order, then each review round and the summariser in the order they were asked."""
     compressions: List["SectionCompression"]
     """Each optional section still over its share once the unused shares had flowed, in priority order, and what compression did to it."""
+    fence: "FenceReport"
+    """How host texts and turns were written into the rendered context."""
     entries: List["SnapshotEntry"]
     """One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`)."""
 
@@ -759,6 +772,8 @@ class BuilderConfig(Record):
     """Budget defaults, the model window and the sections' shares."""
     count_cache_entries: int = UNSET
     """Most token counts the builder keeps between assemblies (keyed by a hash of the text and the tokenizer), so a conversation re-assembled every turn recounts only its new text; 0 keeps none."""
+    fence_key: Optional[str] = None
+    """A secret of at least 16 bytes: the fences' nonce is then a keyed MAC (HMAC-SHA-256) of the request's context, so no store can name the closing marker of a fence it writes into. Without one the nonce is a hash of that context, and the snapshot says the fence is unkeyed. The same key and context give the same nonce, so packs stay deterministic and prompt caches hit."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1096,6 +1111,7 @@ __all__ = [
     "EntryState",
     "ExpandGraphRequest",
     "FallbackDispatch",
+    "FenceReport",
     "FieldError",
     "FullSettings",
     "Handling",
@@ -1251,9 +1267,12 @@ def _d_CompressionOutcome(o):
     if tag == "whole":
         return CompressionOutcome(tag, v)
     return CompressionOutcome(tag, v)
+def _d_FenceReport(o):
+    g = o.get
+    return FenceReport(keyed=o["keyed"], stripped=(g("stripped") or []), defused=(g("defused") or []))
 def _d_Snapshot(o):
     g = o.get
-    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], entries=LazyList((g("entries") or []), _d_SnapshotEntry))
+    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], fence=_d_FenceReport(o["fence"]), entries=LazyList((g("entries") or []), _d_SnapshotEntry))
 def _d_ContextPack(o):
     g = o.get
     return ContextPack(id=o["id"], session_id=g("session-id"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
@@ -1311,7 +1330,7 @@ def _d_HostError(o):
     return HostError(capability=o["capability"], message=o["message"])
 def _d_BuilderConfig(o):
     g = o.get
-    return BuilderConfig(preload=[_d_Tokenizer(x) for x in (g("preload") or [])], profile=_d_Profile(o["profile"]), near_duplicate_threshold=o["near-duplicate-threshold"], ranking=_d_Ranking(o["ranking"]), plan=_d_Plan(o["plan"]), count_cache_entries=o["count-cache-entries"])
+    return BuilderConfig(preload=[_d_Tokenizer(x) for x in (g("preload") or [])], profile=_d_Profile(o["profile"]), near_duplicate_threshold=o["near-duplicate-threshold"], ranking=_d_Ranking(o["ranking"]), plan=_d_Plan(o["plan"]), count_cache_entries=o["count-cache-entries"], fence_key=g("fence-key"))
 def _d_Plan(o):
     g = o.get
     return Plan(default_budget=o["default-budget"], model_window=g("model-window"), safety_margin=o["safety-margin"], shares=[_d_SectionShare(x) for x in (g("shares") or [])], compress=o["compress"], min_summary_tokens=o["min-summary-tokens"], cut_step=o["cut-step"])
@@ -1439,6 +1458,7 @@ _DECODE = {
     "EntryState": _d_EntryState,
     "ExpandGraphRequest": _d_ExpandGraphRequest,
     "FallbackDispatch": _d_FallbackDispatch,
+    "FenceReport": _d_FenceReport,
     "FieldError": _d_FieldError,
     "FullSettings": _d_FullSettings,
     "Handling": _d_Handling,
@@ -1516,7 +1536,8 @@ _SCHEMA = {
     "SourceOutcome": ("variant", SourceOutcome, {"answered": 'u32', "failed": 'string', "skipped": 'string'}),
     "SectionCompression": ("record", SectionCompression, [("section", "section", ['ref', 'Section']), ("target_tokens", "target-tokens", 'u32'), ("outcome", "outcome", ['ref', 'CompressionOutcome'])]),
     "CompressionOutcome": ("variant", CompressionOutcome, {"summarized": 'u32', "cut": 'string', "skipped": 'string', "whole": 'string'}),
-    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
+    "FenceReport": ("record", FenceReport, [("keyed", "keyed", 'bool'), ("stripped", "stripped", ['list', 'string']), ("defused", "defused", ['list', 'string'])]),
+    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
     "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
     "Message": ("record", Message, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string'])]),
     "ContextAssembled": ("record", ContextAssembled, [("context_snapshot_id", "context-snapshot-id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("tokens_used", "tokens-used", 'u32'), ("token_budget", "token-budget", 'u32')]),
@@ -1532,7 +1553,7 @@ _SCHEMA = {
     "FieldError": ("record", FieldError, [("field", "field", 'string'), ("message", "message", 'string')]),
     "MandatoryShortfall": ("record", MandatoryShortfall, [("mandatory_tokens", "mandatory-tokens", 'u64'), ("budget", "budget", 'u32')]),
     "HostError": ("record", HostError, [("capability", "capability", 'string'), ("message", "message", 'string')]),
-    "BuilderConfig": ("record", BuilderConfig, [("preload", "preload", ['list', ['ref', 'Tokenizer']]), ("profile", "profile", ['ref', 'Profile']), ("near_duplicate_threshold", "near-duplicate-threshold", 'f64'), ("ranking", "ranking", ['ref', 'Ranking']), ("plan", "plan", ['ref', 'Plan']), ("count_cache_entries", "count-cache-entries", 'u32')]),
+    "BuilderConfig": ("record", BuilderConfig, [("preload", "preload", ['list', ['ref', 'Tokenizer']]), ("profile", "profile", ['ref', 'Profile']), ("near_duplicate_threshold", "near-duplicate-threshold", 'f64'), ("ranking", "ranking", ['ref', 'Ranking']), ("plan", "plan", ['ref', 'Plan']), ("count_cache_entries", "count-cache-entries", 'u32'), ("fence_key", "fence-key", ['option', 'string'])]),
     "Plan": ("record", Plan, [("default_budget", "default-budget", 'u32'), ("model_window", "model-window", ['option', 'u32']), ("safety_margin", "safety-margin", 'f64'), ("shares", "shares", ['list', ['ref', 'SectionShare']]), ("compress", "compress", 'bool'), ("min_summary_tokens", "min-summary-tokens", 'u32'), ("cut_step", "cut-step", 'u32')]),
     "SectionShare": ("record", SectionShare, [("section", "section", ['ref', 'Section']), ("share", "share", 'f64')]),
     "Ranking": ("record", Ranking, [("trust_system", "trust-system", 'f64'), ("trust_trusted", "trust-trusted", 'f64'), ("trust_unverified", "trust-unverified", 'f64'), ("trust_untrusted", "trust-untrusted", 'f64'), ("recency", "recency", 'f64')]),
