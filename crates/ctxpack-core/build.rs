@@ -396,11 +396,13 @@ fn write_fold(out: &Path) -> Res<()> {
                 if ascii.is_empty() {
                     continue;
                 }
-                add(if ascii == *read {
-                    ascii
-                } else {
-                    format!("{ascii}\u{3}")
-                });
+                if ascii == *read {
+                    add(ascii);
+                } else if ascii.ends_with(|c| WORD_ENDS.contains(c)) {
+                    // Followed by what reads as no structure's, it can
+                    // only end a word.
+                    add(format!("{ascii}\u{3}"));
+                }
             }
         }
         if alternatives.is_empty() || alternatives == [c.to_string()] {
@@ -437,7 +439,26 @@ fn write_fold(out: &Path) -> Res<()> {
             }
         };
         from.push(*cp);
-        to.push(u16::try_from(at)?);
+        to.push(u8::try_from(at)?);
+    }
+    // The code points as the distance from the one before (from 0x80), a
+    // zero and three bytes for a distance over 255; every 64th entry's
+    // code point and where its distance is, to start a search from.
+    let mut deltas: Vec<u8> = Vec::new();
+    let mut index: Vec<(u32, u16)> = Vec::new();
+    let mut before = 0x80u32;
+    for (k, &cp) in from.iter().enumerate() {
+        if k % 64 == 0 {
+            index.push((cp, u16::try_from(deltas.len())?));
+        }
+        match u8::try_from(cp - before) {
+            Ok(d) if d > 0 => deltas.push(d),
+            _ => {
+                deltas.push(0);
+                deltas.extend_from_slice(&cp.to_le_bytes()[..3]);
+            }
+        }
+        before = cp;
     }
     let mut rs = String::new();
     writeln!(
@@ -453,9 +474,31 @@ fn write_fold(out: &Path) -> Res<()> {
         "static REMOVED: [(u32, u32); {}] = {merged:?};",
         merged.len()
     )?;
-    writeln!(rs, "static READ_FROM: [u32; {}] = {from:?};", from.len())?;
-    writeln!(rs, "static READ_AS: [u16; {}] = {to:?};", to.len())?;
-    writeln!(rs, "static READINGS: [&str; {}] = {texts:?};", texts.len())?;
+    writeln!(
+        rs,
+        "static READ_DELTAS: [u8; {}] = {deltas:?};",
+        deltas.len()
+    )?;
+    writeln!(
+        rs,
+        "static READ_INDEX: [(u32, u16); {}] = {index:?};",
+        index.len()
+    )?;
+    writeln!(rs, "static READ_AS: [u8; {}] = {to:?};", to.len())?;
+    // The readings back to back, and where each begins.
+    let mut starts: Vec<u16> = Vec::new();
+    let mut all = String::new();
+    for t in &texts {
+        starts.push(u16::try_from(all.len())?);
+        all.push_str(t);
+    }
+    starts.push(u16::try_from(all.len())?);
+    writeln!(rs, "static READINGS: &str = {all:?};")?;
+    writeln!(
+        rs,
+        "static READING_AT: [u16; {}] = {starts:?};",
+        starts.len()
+    )?;
     // The first bytes of the characters that read as opening brackets.
     let mut leads: Vec<u8> = entries
         .iter()
@@ -469,6 +512,10 @@ fn write_fold(out: &Path) -> Res<()> {
         rs,
         "#[cfg(test)]\npub(crate) const ALPHABET: &str = {ALPHABET:?};"
     )?;
+    writeln!(
+        rs,
+        "#[cfg(test)]\npub(crate) const WORD_ENDS: &str = {WORD_ENDS:?};"
+    )?;
     writeln!(rs, "static OPEN_LEADS: [u8; {}] = {leads:?};", leads.len())?;
     std::fs::write(out.join("fold.rs"), rs)?;
     Ok(())
@@ -477,6 +524,13 @@ fn write_fold(out: &Path) -> Res<()> {
 /// The letters of the words the fence looks for (see `src/fence.rs`): a
 /// character that reads as any other letter reads as no structure's.
 const ALPHABET: &str = "abcdefilmnoprstuvy";
+
+/// What the words the fence looks for end with that is no bracket
+/// (`untrusted`, `source:`; a role's name and a chat format's word end
+/// with a closing bracket), and a chat marker's bar, which only its first
+/// symbol must be: a character that reads as some letters and then as no
+/// structure's can only be of use there.
+const WORD_ENDS: &str = "d:|";
 
 /// The letter a Latin letter's Unicode name says it is: `LATIN [SMALL |
 /// CAPITAL ]LETTER [SMALL CAPITAL |SMALL |CAPITAL ]X[ WITH …]`.

@@ -31,17 +31,25 @@ pub(crate) fn canonical(x: f64) -> f64 {
     }
 }
 
-/// Hex HMAC-SHA-256 of `message` under `key`.
+/// Hex HMAC-SHA-256 (RFC 2104) of `message` under `key`.
 pub(crate) fn mac(key: &[u8], message: &[u8]) -> String {
-    use hmac::Mac;
-    // Invariant: HMAC takes a key of any length.
-    match hmac::Hmac::<Sha256>::new_from_slice(key) {
-        Ok(mut m) => {
-            m.update(message);
-            format!("{:x}", m.finalize().into_bytes())
-        }
-        Err(_) => String::new(),
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
     }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    let outer = Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize();
+    format!("{outer:x}")
 }
 
 /// Hex SHA-256 of `text`'s UTF-8 bytes: a snapshot's `content-hash`.
@@ -448,6 +456,23 @@ impl Hash128 {
 
 #[cfg(test)]
 mod tests {
+    /// RFC 4231's test cases 2 and 6 (a key longer than a block).
+    #[test]
+    fn the_mac_is_hmac_sha256() {
+        use super::mac;
+        assert_eq!(
+            mac(b"Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert_eq!(
+            mac(
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First"
+            ),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
+
     #[test]
     fn hash128_tells_near_texts_apart_and_is_stable() {
         use super::hash128;

@@ -181,11 +181,47 @@ pub(crate) fn reading(c: char) -> &'static [u8] {
     if unicode_normalization::char::is_combining_mark(c) || removed(cp) {
         return &[];
     }
-    match READ_FROM.binary_search(&cp) {
-        Ok(i) => READINGS
-            .get(usize::from(READ_AS[i]))
-            .map_or(&[OTHER], |r| r.as_bytes()),
-        Err(_) => &[OTHER],
+    let at = |r: usize| READING_AT.get(r).map(|&a| usize::from(a));
+    let reading = read_index(cp)
+        .and_then(|i| READ_AS.get(i))
+        .and_then(|&r| Some((at(usize::from(r))?, at(usize::from(r) + 1)?)))
+        .and_then(|(from, to)| READINGS.as_bytes().get(from..to));
+    reading.unwrap_or(&[OTHER])
+}
+
+/// Where `cp` is among the code points the table reads (see `build.rs`).
+fn read_index(cp: u32) -> Option<usize> {
+    let block = READ_INDEX
+        .partition_point(|&(first, _)| first <= cp)
+        .checked_sub(1)?;
+    let (mut at_cp, offset) = READ_INDEX[block];
+    let mut offset = usize::from(offset);
+    let mut k = block * 64;
+    // The block's first entry is where the index says; step past it.
+    offset += if READ_DELTAS.get(offset) == Some(&0) {
+        4
+    } else {
+        1
+    };
+    loop {
+        if at_cp == cp {
+            return Some(k);
+        }
+        if at_cp > cp || k + 1 >= READ_AS.len() {
+            return None;
+        }
+        k += 1;
+        match *READ_DELTAS.get(offset)? {
+            0 => {
+                let b = READ_DELTAS.get(offset + 1..offset + 4)?;
+                at_cp = u32::from_le_bytes([b[0], b[1], b[2], 0]);
+                offset += 4;
+            }
+            d => {
+                at_cp += u32::from(d);
+                offset += 1;
+            }
+        }
     }
 }
 
@@ -549,48 +585,72 @@ fn code_point(v: u32) -> char {
 /// brackets, slashes, bars, colons and spaces the rendered context's
 /// structures are made of.
 fn named(name: &[Unit]) -> Option<char> {
-    let mut buf = [0u8; 32];
-    let len = name.len().min(buf.len());
-    for (b, u) in buf.iter_mut().zip(name) {
-        *b = u.c as u8;
+    if name.len() > 16 {
+        return None;
     }
-    let name = std::str::from_utf8(&buf[..len]).ok()?;
-    Some(match name {
-        "amp" | "AMP" => '&',
-        "bsol" => '\\',
-        "percnt" => '%',
-        "num" => '#',
-        "semi" => ';',
-        "lt" | "LT" => '<',
-        "gt" | "GT" => '>',
-        "quot" | "QUOT" => '"',
-        "apos" => '\'',
-        "nbsp" | "NonBreakingSpace" => '\u{a0}',
-        "sol" => '/',
-        "frasl" => '\u{2044}',
-        "colon" => ':',
-        "vert" | "verbar" | "VerticalLine" => '|',
-        "lowbar" | "UnderBar" => '_',
-        "lsqb" | "lbrack" => '[',
-        "rsqb" | "rbrack" => ']',
-        "lcub" | "lbrace" => '{',
-        "rcub" | "rbrace" => '}',
-        "lsaquo" => '\u{2039}',
-        "rsaquo" => '\u{203a}',
-        "laquo" => '\u{ab}',
-        "raquo" => '\u{bb}',
-        "lang" | "langle" | "LeftAngleBracket" => '\u{27e8}',
-        "rang" | "rangle" | "RightAngleBracket" => '\u{27e9}',
-        "NewLine" | "newline" => '\n',
-        "Tab" | "tab" => '\t',
-        "shy" => '\u{ad}',
-        "ZeroWidthSpace" | "zwsp" => '\u{200b}',
-        "zwnj" => '\u{200c}',
-        "zwj" => '\u{200d}',
-        "NoBreak" | "nobreak" => '\u{2060}',
-        _ => return None,
-    })
+    let mut buf = [0u8; 16];
+    for (b, u) in buf.iter_mut().zip(name) {
+        *b = u8::try_from(u32::from(u.c)).unwrap_or(0);
+    }
+    let name = &buf[..name.len()];
+    NAMED
+        .binary_search_by(|&(n, _)| n.as_bytes().cmp(name))
+        .ok()
+        .map(|i| NAMED[i].1)
 }
+
+/// The named entities [`named`] decodes, sorted by name.
+static NAMED: [(&str, char); 49] = [
+    ("AMP", '&'),
+    ("GT", '>'),
+    ("LT", '<'),
+    ("LeftAngleBracket", '\u{27e8}'),
+    ("NewLine", '\n'),
+    ("NoBreak", '\u{2060}'),
+    ("NonBreakingSpace", '\u{a0}'),
+    ("QUOT", '"'),
+    ("RightAngleBracket", '\u{27e9}'),
+    ("Tab", '\t'),
+    ("UnderBar", '_'),
+    ("VerticalLine", '|'),
+    ("ZeroWidthSpace", '\u{200b}'),
+    ("amp", '&'),
+    ("apos", '\''),
+    ("bsol", '\\'),
+    ("colon", ':'),
+    ("frasl", '\u{2044}'),
+    ("gt", '>'),
+    ("lang", '\u{27e8}'),
+    ("langle", '\u{27e8}'),
+    ("laquo", '\u{ab}'),
+    ("lbrace", '{'),
+    ("lbrack", '['),
+    ("lcub", '{'),
+    ("lowbar", '_'),
+    ("lsaquo", '\u{2039}'),
+    ("lsqb", '['),
+    ("lt", '<'),
+    ("nbsp", '\u{a0}'),
+    ("num", '#'),
+    ("percnt", '%'),
+    ("quot", '"'),
+    ("rang", '\u{27e9}'),
+    ("rangle", '\u{27e9}'),
+    ("raquo", '\u{bb}'),
+    ("rbrace", '}'),
+    ("rbrack", ']'),
+    ("rcub", '}'),
+    ("rsaquo", '\u{203a}'),
+    ("rsqb", ']'),
+    ("semi", ';'),
+    ("shy", '\u{ad}'),
+    ("sol", '/'),
+    ("verbar", '|'),
+    ("vert", '|'),
+    ("zwj", '\u{200d}'),
+    ("zwnj", '\u{200c}'),
+    ("zwsp", '\u{200b}'),
+];
 
 /// A named entity HTML reads without its semicolon, at the start of
 /// `name` (`&ltu` is `<` and `u`): what it decodes to and its length.
@@ -621,6 +681,11 @@ mod tests {
 
     fn decoded(text: &str) -> String {
         decode(text).iter().map(|u| u.c).collect()
+    }
+
+    #[test]
+    fn the_entity_names_are_sorted_for_the_search() {
+        assert!(NAMED.windows(2).all(|w| w[0].0 < w[1].0));
     }
 
     #[test]
