@@ -399,7 +399,7 @@ fn removed(c: char) -> bool {
         || ('\u{E0000}'..='\u{E007F}').contains(&c)
 }
 
-/// `text` without what [`removed`] says.
+/// `text` without what `removed` says.
 pub fn stripped(text: &str) -> String {
     text.chars().filter(|&c| !removed(c)).collect()
 }

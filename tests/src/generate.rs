@@ -619,7 +619,7 @@ fn spell(src: &mut Source, c: char) -> String {
     out
 }
 
-/// `word` spelt symbol by symbol (see [`spell`]).
+/// `word` spelt symbol by symbol (see `spell`).
 fn spelt(src: &mut Source, word: &str) -> String {
     word.chars().map(|c| spell(src, c)).collect()
 }
@@ -627,7 +627,7 @@ fn spelt(src: &mut Source, word: &str) -> String {
 /// A spelling of a fence marker, as a host text might hold one to close
 /// its fence (or open another): an opening bracket, a slash, the word and
 /// a closing bracket, each drawn from the ways a model reads the same
-/// (see [`spell`]), and now and then the pack's own `nonce`.
+/// (see `spell`), and now and then the pack's own `nonce`.
 pub fn marker_spelling(src: &mut Source, nonce: Option<&str>) -> String {
     use crate::fence::{CLOSE, OPEN};
     let mut out = spell(src, OPEN);

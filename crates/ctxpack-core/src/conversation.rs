@@ -138,7 +138,7 @@ pub(crate) fn units(turns: &[ConversationTurn]) -> Vec<Unit> {
 }
 
 /// A turn as the flat text renders it: `[role] content`, its content
-/// written as every host text is (see [`crate::fence::write`]), so no line
+/// written as every host text is (see [`crate::fence::write()`]), so no line
 /// of it passes for a turn of its own or any other structure; and what
 /// that changed. The messages send the same content (see
 /// [`turn_content`]).

@@ -243,7 +243,7 @@ pub(crate) fn write(text: &str) -> (Cow<'_, str>, Altered) {
     (text, altered)
 }
 
-/// [`write`], taking the text.
+/// [`write()`], taking the text.
 pub(crate) fn written(text: String) -> (String, Altered) {
     match write(&text) {
         (Cow::Borrowed(_), altered) => (text, altered),

@@ -60,7 +60,7 @@ pub(crate) struct Item {
     /// The conversation turn it is, by index.
     pub turn: Option<usize>,
     /// What writing its text into the rendered context changed in it (see
-    /// [`crate::fence::write`]).
+    /// [`crate::fence::write()`]).
     pub altered: Altered,
 }
 
@@ -290,7 +290,7 @@ pub(crate) fn frame(reference: &str, trust: TrustTier, nonce: Nonce) -> (String,
 }
 
 /// A host text as it goes inside its frame, of whatever trust: written
-/// as [`crate::fence::write`] says, so it can neither close its own fence
+/// as [`crate::fence::write()`] says, so it can neither close its own fence
 /// nor pass for any structure of the rendered context; and what that
 /// changed. Returns the text itself when there is nothing to change.
 pub(crate) fn body(text: String) -> (String, Altered) {
