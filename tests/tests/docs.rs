@@ -142,3 +142,57 @@ fn every_relative_link_leads_to_a_file() {
     chapters.sort();
     assert_eq!(listed, chapters);
 }
+
+/// The stages as `text` numbers them: each `N. name` (or `N, M and K.
+/// a, b, c`) that `head` begins, in the order written.
+fn numbered_stages(text: &str, head: &str) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix(head) else {
+            continue;
+        };
+        let Some((numbers, names)) = rest.split_once(". ") else {
+            continue;
+        };
+        let numbers: Option<Vec<u32>> = numbers
+            .split([',', ' '])
+            .filter(|n| !n.is_empty() && *n != "and")
+            .map(|n| n.parse().ok())
+            .collect();
+        let Some(numbers) = numbers else {
+            continue;
+        };
+        let names = names.split([':', '—']).next().unwrap_or("");
+        let names: Vec<String> = names
+            .split(',')
+            .map(|n| n.trim().trim_matches('*').to_owned())
+            .collect();
+        assert_eq!(numbers.len(), names.len(), "{line}");
+        out.extend(numbers.into_iter().zip(names));
+    }
+    out
+}
+
+#[test]
+fn the_book_and_builder_run_name_the_stages_in_one_order() {
+    let core = repo().join("crates/ctxpack-core/src");
+    let run = numbered_stages(&read(&core.join("builder.rs")), "// ");
+    let book = numbered_stages(&read(&repo().join("docs/src/pipeline.md")), "");
+    let lib = read(&core.join("lib.rs"));
+    let table: Vec<(u32, String)> = lib
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.strip_prefix("//! | ")?.split(" | ").collect();
+            let n = cells.first()?.parse().ok()?;
+            Some((n, cells.get(1)?.trim_matches('`').to_owned()))
+        })
+        .collect();
+    assert_eq!(run.len(), 11, "{run:?}");
+    let numbers: Vec<u32> = run.iter().map(|(n, _)| *n).collect();
+    assert_eq!(numbers, (1..=11).collect::<Vec<_>>(), "{run:?}");
+    assert_eq!(book, run, "the book's pipeline chapter and builder.rs");
+    assert_eq!(table, run, "the crate's stage table and builder.rs");
+    for (_, name) in &run {
+        assert!(core.join(format!("{name}.rs")).is_file(), "no module {name}");
+    }
+}

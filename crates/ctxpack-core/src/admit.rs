@@ -23,7 +23,8 @@ use crate::dedup::Deduper;
 use crate::fence::{self, Nonce};
 use crate::gather::never;
 use crate::item::{Decision, Item};
-use crate::pack::Reason;
+use crate::snapshot::Reason;
+
 use crate::policy::{Husk, Husks};
 use crate::prefetch;
 use crate::rank::Ranked;

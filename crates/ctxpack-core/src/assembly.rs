@@ -29,6 +29,7 @@ use crate::call::{Answer, Call};
 use crate::error::{Error, Failure, HostError};
 use crate::host::{Host, Verdict};
 use crate::pack::ContextPack;
+
 use crate::types::{AgentContext, Candidate, SummaryRequest, Tokenizer};
 use std::borrow::Cow;
 use std::cell::RefCell;

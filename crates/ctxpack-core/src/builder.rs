@@ -2,17 +2,21 @@
 //! each assembly, stage by stage (each stage is a module of its own).
 
 use crate::assembly::{self, Assembly};
-use crate::budget::{self, Budgeting};
+use crate::budget::{self, Budgeting, Filling, Shared, Stopped};
 use crate::config::{BuilderConfig, Plan, Profile, Ranking};
 use crate::error::{Error, Failure};
 use crate::fence::FenceKey;
 use crate::host::Host;
-use crate::pack::{ContextPack, Origin, SnapshotStatus};
-use crate::render::{self, Layers};
-use crate::snapshot::{self, Decided};
+use crate::item::{Group, Item};
+use crate::pack::ContextPack;
+
+use crate::policy::{self, Husks};
+use crate::record::{self, Decided};
+use crate::render::{self, Layers, Rendered};
+use crate::snapshot::{SectionCompression, SnapshotStatus, SourceCall};
 use crate::tokenizer::{CountCache, Meter, Tokenizers};
 use crate::types::{AssembleRequest, ConversationStart};
-use crate::{admit, conversation, fence, gather, layer, rank, validate};
+use crate::{admit, compress, conversation, fence, gather, layer, rank, validate};
 use std::sync::{Mutex, TryLockError};
 
 /// A context builder. Build it once and reuse it: it keeps the token counts
@@ -94,6 +98,7 @@ impl Builder {
         request: &AssembleRequest,
         channel: &assembly::Channel,
     ) -> Result<ContextPack, Failure> {
+        // 1. validate: the first bad field is named.
         validate::tokenizer(request.tokenizer, "request.tokenizer")?;
         let budget = validate::budget(request, &self.plan)?;
         validate::request(request)?;
@@ -116,7 +121,9 @@ impl Builder {
         self.run(request, channel, &meter, budget).await
     }
 
-    /// The pipeline, on a valid request, counting with `meter`.
+    /// The pipeline, on a valid request (stage 1, `validate`, is done),
+    /// counting with `meter`: each stage is a module, run in the order the
+    /// book's pipeline chapter numbers them.
     pub(crate) async fn run(
         &self,
         request: &AssembleRequest,
@@ -124,133 +131,223 @@ impl Builder {
         meter: &Meter<'_>,
         budget: u32,
     ) -> Result<ContextPack, Failure> {
-        let overhead = u64::from(request.entry_overhead);
-
-        // The request's own candidates. L0 is charged first, as it
-        // renders; alone over the budget, the assembly fails before any
+        // 2. layer: the request's own candidates. L0 is charged first, as
+        // it renders; alone over the budget, the assembly fails before any
         // host is asked for anything.
         let mut own = layer::own(request, meter);
-        if own.l0_cost > u64::from(budget) {
-            let error = Error::MandatoryOverBudget {
-                mandatory_tokens: own.l0_cost,
-                budget,
-            };
-            let decided = Decided {
-                own,
-                hosted: Vec::new(),
-                calls: Vec::new(),
-                degraded: false,
-            };
-            return Err(self.failed(request, decided, error, budget));
+        if let Some(error) = own.over(budget) {
+            return Err(self.failed(request, Decided::own(own), error, budget));
         }
 
-        // The host's candidates: gathered, ranked, admitted. They are
-        // reviewed while the budget is filled: only what it would take.
+        // 3. gather: each source the profile names, once.
         let gathered = gather::gather(request, self.profile, channel).await;
         if gathered.sources.iter().any(|s| !s.candidates.is_empty()) {
             // Host candidates may not take the ids of the request's own.
             own.name_all();
         }
-        let mut calls = gathered.calls;
+        let (mut calls, degraded) = (gathered.calls, gathered.degraded);
+        // 4. rank: the sources fused.
         let ranked = rank::rank(gathered.sources, &self.ranking);
-        let admitted = admit::admit(
-            ranked,
-            &request.context,
-            || own.ids(),
-            self.near_duplicate_threshold,
-        );
-        // Untrusted host text is fenced with the request's nonce.
+        // 5. admit: what can never be included is refused; untrusted host
+        // text is fenced with the request's nonce.
+        let ids = || own.ids();
+        let admitted = admit::admit(ranked, &request.context, ids, self.near_duplicate_threshold);
         let nonce = fence::Nonce::of(request, self.fence_key.as_ref());
         let hosted = admitted.into_items(nonce);
 
-        // The conversation's window; only the turns the budget can reach
+        // 6. conversation: the window; only the turns the budget can reach
         // are rendered. Each entry after L0 is charged its overhead and the
         // blank line that joins it to the one before.
         let room = u64::from(budget) - own.l0_cost;
+        let overhead = u64::from(request.entry_overhead);
         let charge = overhead + u64::from(meter.count(render::SEPARATOR));
         let window = conversation::window(request, &mut own.l1, self.plan.cut_step);
-        conversation::render_reachable(
-            &request.conversation,
-            &mut own.l1,
-            &window,
-            meter,
-            room,
-            charge,
-        );
+        let turns = &request.conversation;
+        conversation::render_reachable(turns, &mut own.l1, &window, meter, room, charge);
 
-        // The budget, shared among the sections; reviewed, and compressed
-        // where a section is over its share.
-        let shared = budget::share(
-            Budgeting {
-                plan: &self.plan,
-                budget: u64::from(budget),
-                overhead: charge,
-                meter,
-                tokenizer: request.tokenizer,
-                channel,
-            },
-            own.l1,
-            own.l2,
-            hosted,
-            window,
-            room,
-        )
-        .await;
-        let shared = match shared {
+        // 7, 8 and 9. budget, policy, compress: the sections share the
+        // budget, what they take is reviewed, a section over its share is
+        // compressed.
+        let b = Budgeting::new(
+            &self.plan,
+            budget,
+            charge,
+            meter,
+            request.tokenizer,
+            channel,
+        );
+        let (l1, l2) = (std::mem::take(&mut own.l1), std::mem::take(&mut own.l2));
+        let shared = match Self::fill(&b, l1, l2, hosted, window, room).await {
             Ok(shared) => shared,
             Err(stopped) => {
-                calls.extend(stopped.calls);
-                let own = layer::Own {
-                    l0: own.l0,
-                    l1: stopped.l1,
-                    l2: stopped.l2,
-                    l0_cost: own.l0_cost,
-                };
-                let decided = Decided {
-                    own,
-                    hosted: stopped.hosted,
-                    calls,
-                    degraded: gathered.degraded,
-                };
-                return Err(self.failed(request, decided, stopped.error, budget));
+                return Err(self.stopped(request, own, calls, degraded, stopped, budget));
             }
         };
         calls.extend(shared.calls);
-        let compressions = shared.compressions;
 
-        // Rendered, counted whole, and settled within the budget.
-        let mut layers = Layers {
-            l0: own.l0,
-            l2: shared.l2,
-            l1_hosted: shared.l1_hosted,
-            l1: shared.l1,
-        };
-        let mut rendered = render::settle(&mut layers, request, meter, overhead, u64::from(budget));
-        // The kept conversation begins where the request says it may.
+        // 10. render: the flat text and the messages, counted whole, and
+        // settled within the budget.
+        let mut layers = Layers::of(
+            std::mem::take(&mut own.l0),
+            shared.l2,
+            shared.l1_hosted,
+            shared.l1,
+        );
+        let rendered = render::settle(&mut layers, request, meter, overhead, u64::from(budget));
+        let rendered = self.start_conversation(request, &mut layers, meter, rendered);
+
+        // 11. record: the pack and its snapshot.
+        let status = SnapshotStatus::of(degraded, layers.truncated(), false);
+        let compressions = shared.compressions;
+        let record = self.record(calls, status, budget, rendered, own.l0_cost, compressions);
+        Ok(record::pack(request, layers, record, &self.plan))
+    }
+
+    /// Stages 7 to 9 over what the budget decides: the fill's phases
+    /// (`budget`), each reviewed (`policy`) where it took something not
+    /// reviewed yet, and compression (`compress`), in the order they run.
+    async fn fill(
+        b: &Budgeting<'_, '_>,
+        l1: Vec<Item>,
+        l2: Vec<Item>,
+        (hosted, husks): (Vec<Item>, Husks),
+        window: Vec<Group>,
+        room: u64,
+    ) -> Result<Shared, Stopped> {
+        let (mut pool, mut state) = budget::Pool::new(l1, l2, hosted, window, room);
+        let mut reviewer = policy::Reviewer::new(husks, pool.hosted_from);
+        match Self::phases(b, &mut pool.items, &mut state, &mut reviewer).await {
+            Ok((summaries, records)) => Ok(pool.shared(summaries, reviewer.calls, records)),
+            Err(error) => {
+                let (l1, l2, hosted) = pool.stopped();
+                let calls = reviewer.calls;
+                Err(Stopped {
+                    error,
+                    l1,
+                    l2,
+                    hosted,
+                    calls,
+                })
+            }
+        }
+    }
+
+    /// The fill's phases in order (numbered as in [`crate::budget`]);
+    /// returns the summaries made and what compression did to each
+    /// section, in priority order.
+    async fn phases(
+        b: &Budgeting<'_, '_>,
+        pool: &mut [Item],
+        state: &mut Filling,
+        reviewer: &mut policy::Reviewer,
+    ) -> Result<(Vec<Item>, Vec<SectionCompression>), Error> {
+        let channel = b.channel;
+        // Phases 1 and 2, the shares and the flow, and which sections are
+        // then compressed: reviewed with what they would summarise.
+        let (compressing, skipped) =
+            policy::reviewed(state, pool, channel, reviewer, |s, pool, strict| {
+                let reserved = s.share_and_flow(pool, b, strict);
+                let chosen = compress::choose(s, reserved, pool, b, strict);
+                let summarised = compress::unreviewed(s, &chosen.0, pool);
+                (chosen, summarised)
+            })
+            .await?;
+        // Phase 3: every section over is summarised in one call, or cut.
+        let calls = &mut reviewer.calls;
+        let mut compressed = compress::summarise(state, &compressing, pool, b, calls).await;
+        // Phases 3 (what flows once more) and 4 (the steps), reviewed.
+        policy::reviewed(state, pool, channel, reviewer, |s, pool, strict| {
+            s.flow_again(pool, b, strict);
+            s.steps(pool, b, strict);
+            ((), Vec::new())
+        })
+        .await?;
+        // Phase 5: what compression cut or summarised goes in whole where
+        // the room now left holds it (all of it reviewed already). A
+        // summary that cost more than what it summarised leaves room for
+        // what was left over, which flows to it, reviewed: nothing that
+        // fits is dropped.
+        if compress::take_whole(state, pool, &mut compressed, b) {
+            policy::reviewed(state, pool, channel, reviewer, |s, pool, strict| {
+                s.fill_freed(pool, b, strict);
+                ((), Vec::new())
+            })
+            .await?;
+        }
+        // Phase 6: what is left over is dropped, with the numbers.
+        state.leftovers(pool, b);
+        let mut records = skipped;
+        records.append(&mut compressed.records);
+        records.sort_by_key(|r| budget::PRIORITY.iter().position(|&s| s == r.section));
+        Ok((compressed.summaries, records))
+    }
+
+    /// The kept conversation begins where the request says it may: with
+    /// `user-turn`, turns before the first kept user turn are dropped and
+    /// the pack is counted again.
+    fn start_conversation(
+        &self,
+        request: &AssembleRequest,
+        layers: &mut Layers,
+        meter: &Meter<'_>,
+        rendered: Rendered,
+    ) -> Rendered {
+        let overhead = u64::from(request.entry_overhead);
         if request.conversation_start.unwrap_or_default() == ConversationStart::UserTurn
             && conversation::start_on_user(&request.conversation, &mut layers.l1)
         {
-            rendered = render::account(&layers, meter, overhead);
+            return render::account(layers, meter, overhead);
         }
+        rendered
+    }
 
-        // The pack and its snapshot. Truncated only where a text that
-        // stays in the pack was cut.
-        let truncated = layers
-            .l2
-            .iter()
-            .chain(&layers.l1_hosted)
-            .any(|i| i.compressed && i.included() && i.origin != Origin::Summary);
-        let record = snapshot::Record {
+    /// What the assembly did besides deciding the items, for the record.
+    fn record(
+        &self,
+        source_calls: Vec<SourceCall>,
+        status: Vec<SnapshotStatus>,
+        budget: u32,
+        rendered: Rendered,
+        l0_cost: u64,
+        compressions: Vec<SectionCompression>,
+    ) -> record::Record {
+        record::Record {
             profile: self.profile,
-            source_calls: calls,
-            status: SnapshotStatus::of(gathered.degraded, truncated, false),
+            source_calls,
+            status,
             budget,
             rendered,
-            l0_cost: own.l0_cost,
+            l0_cost,
             compressions,
             keyed: self.fence_key.is_some(),
+        }
+    }
+
+    /// The failure of an assembly whose fill `stopped` (the policy
+    /// failed): the snapshot of what it had decided, with every call made.
+    fn stopped(
+        &self,
+        request: &AssembleRequest,
+        own: layer::Own,
+        mut calls: Vec<SourceCall>,
+        degraded: bool,
+        stopped: Stopped,
+        budget: u32,
+    ) -> Failure {
+        calls.extend(stopped.calls);
+        let own = layer::Own {
+            l1: stopped.l1,
+            l2: stopped.l2,
+            ..own
         };
-        Ok(snapshot::pack(request, layers, record, &self.plan))
+        let hosted = stopped.hosted;
+        let decided = Decided {
+            own,
+            hosted,
+            calls,
+            degraded,
+        };
+        self.failed(request, decided, stopped.error, budget)
     }
 
     /// The failure of an assembly that had begun: `error`, with the
@@ -263,7 +360,7 @@ impl Builder {
         budget: u32,
     ) -> Failure {
         let keyed = self.fence_key.is_some();
-        snapshot::failed(
+        record::failed(
             request,
             decided,
             error,

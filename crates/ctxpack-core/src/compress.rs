@@ -14,13 +14,19 @@
 //! section is cut instead: its leftovers go in whole while they fit, and
 //! the first that does not is cut at a token boundary into what is left.
 //! Each section's outcome, and why, is recorded
-//! ([`crate::pack::SectionCompression`]).
+//! ([`crate::snapshot::SectionCompression`]).
 
+mod whole;
+
+pub(crate) use whole::take_whole;
+
+use crate::budget::{Budgeting, Filling};
 use crate::error::HostError;
 use crate::item::{Group, Item};
-use crate::pack::{
+use crate::snapshot::{
     CompressionOutcome, Origin, Reason, SectionCompression, SourceCall, SourceOutcome,
 };
+
 use crate::tokenizer::{Count, Meter, clamp, clamp_len};
 use crate::types::{Role, Section, SummaryRequest, TrustTier};
 
@@ -41,6 +47,129 @@ pub(crate) struct Compressed {
     pub used: Vec<u64>,
     /// What came of each section, in the order given.
     pub records: Vec<SectionCompression>,
+}
+
+/// Which sections still left with candidates are compressed, once the
+/// shares and the flow are done: each section of `reserved` (lane and the
+/// room it kept, in priority order) with room for a summary of at least
+/// the plan's `min-summary-tokens`; the first such also gets what the
+/// flow left. The rest give their reserve back, with the record of why.
+/// With `strict` (the review rounds spent), what is not reviewed is left
+/// out as `unreviewed` rather than summarised.
+pub(crate) fn choose(
+    state: &mut Filling,
+    reserved: Vec<(usize, u64)>,
+    pool: &mut [Item],
+    b: &Budgeting,
+    strict: bool,
+) -> (Vec<(usize, u64)>, Vec<SectionCompression>) {
+    let mut compressing: Vec<(usize, u64)> = Vec::new();
+    let mut skipped = Vec::new();
+    for (l, room) in reserved {
+        if strict {
+            let queue = &mut state.lanes[l].queue;
+            queue.retain(|group| {
+                let unreviewed = group.iter().any(|&i| pool[i].unreviewed);
+                if unreviewed {
+                    for &i in group {
+                        pool[i].decide(Reason::Unreviewed);
+                    }
+                }
+                !unreviewed
+            });
+        }
+        let target = if compressing.is_empty() {
+            room + state.remaining
+        } else {
+            room
+        };
+        if state.lanes[l].queue.is_empty() {
+            state.remaining += room;
+            continue;
+        }
+        // What a summary could have: the room less the entry overhead
+        // and the summary's own citation.
+        let frame = frame(&state.lanes[l].queue, pool, b.meter);
+        let body = target.saturating_sub(b.overhead).saturating_sub(frame);
+        let min = u64::from(b.plan.min_summary_tokens);
+        if body == 0 || body < min {
+            skipped.push(SectionCompression {
+                section: state.lanes[l].section,
+                target_tokens: clamp(body),
+                outcome: CompressionOutcome::Skipped(format!(
+                    "a summary could have {body} tokens (its room, {target}, less the \
+                     entry's overhead and join, {}, and the summary's citation, {frame}){}",
+                    b.overhead,
+                    if body == 0 {
+                        String::new()
+                    } else {
+                        format!(", under the plan's min-summary-tokens, {min}")
+                    }
+                )),
+            });
+            state.remaining += room;
+            continue;
+        }
+        if compressing.is_empty() {
+            state.remaining = 0;
+        }
+        compressing.push((l, target));
+    }
+    (compressing, skipped)
+}
+
+/// The candidates the sections `compressing` would hand to the
+/// summariser that are not reviewed yet: the review sees them first.
+pub(crate) fn unreviewed(
+    state: &Filling,
+    compressing: &[(usize, u64)],
+    pool: &[Item],
+) -> Vec<usize> {
+    compressing
+        .iter()
+        .flat_map(|&(l, _)| state.lanes[l].queue.iter().flatten())
+        .copied()
+        .filter(|&i| pool[i].unreviewed)
+        .collect()
+}
+
+/// Every section of `compressing` summarised into its room in one
+/// `summarizer.summarize` call (recorded in `calls`), or cut there; what
+/// a summary did not use goes back to the room left.
+pub(crate) async fn summarise(
+    state: &mut Filling,
+    compressing: &[(usize, u64)],
+    pool: &mut [Item],
+    b: &Budgeting<'_, '_>,
+    calls: &mut Vec<SourceCall>,
+) -> Compressed {
+    let mut over: Vec<Over> = Vec::with_capacity(compressing.len());
+    let mut wanted = compressing.iter().peekable();
+    for (l, lane) in state.lanes.iter_mut().enumerate() {
+        if let Some(&(_, room)) = wanted.next_if(|&&(p, _)| p == l) {
+            over.push(Over {
+                section: lane.section,
+                queue: &mut lane.queue,
+                room,
+            });
+        }
+    }
+    let compressed = if over.is_empty() {
+        Compressed::default()
+    } else {
+        let requests = requests(&over, pool, b.meter, b.overhead);
+        let asked = requests.len();
+        let answer = b.channel.summaries(requests, b.tokenizer).await;
+        let (compressed, call) = apply(&mut over, pool, b.meter, b.overhead, answer, asked);
+        calls.push(call);
+        compressed
+    };
+    drop(over);
+    for (&(_, room), used) in compressing.iter().zip(&compressed.used) {
+        // Give back what the summary did not use.
+        state.remaining += room - (*used).min(room);
+    }
+    compressed
 }
 
 /// The tokens a summary of the candidates `queue` holds takes besides its

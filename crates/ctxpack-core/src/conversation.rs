@@ -9,7 +9,8 @@
 
 use crate::fence::{self, Altered};
 use crate::item::{Group, Item};
-use crate::pack::Reason;
+use crate::snapshot::Reason;
+
 use crate::tokenizer::Meter;
 use crate::types::{AssembleRequest, ConversationTurn, Role};
 use std::collections::HashMap;

@@ -9,7 +9,8 @@
 //! the included candidates kept in both, outside a longest run that kept
 //! its relative order.
 
-use crate::pack::{Origin, Reason, Snapshot, SnapshotStatus};
+use crate::snapshot::{Origin, Reason};
+use crate::snapshot::{Snapshot, SnapshotStatus};
 use crate::types::Section;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -217,8 +218,9 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
 mod tests {
     use super::*;
     use crate::config::Profile;
-    use crate::pack::Shortfall;
-    use crate::pack::SnapshotEntry;
+    use crate::snapshot::Shortfall;
+
+    use crate::snapshot::SnapshotEntry;
     use crate::types::{Layer, Tokenizer, TrustTier};
 
     fn entry(id: &str, included: bool, tokens: u32, reason: Reason) -> SnapshotEntry {
@@ -231,7 +233,7 @@ mod tests {
             trust: TrustTier::Trusted,
             score: None,
             tokens,
-            counted: crate::pack::Counted::Exact,
+            counted: crate::snapshot::Counted::Exact,
             included,
             reason,
             compressed: false,

@@ -1,6 +1,6 @@
 //! The one error type of the core, mirrored by `ctxpack-error` in the WIT.
 
-use crate::pack::Snapshot;
+use crate::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 
 /// Why an assembly or a configuration was refused.

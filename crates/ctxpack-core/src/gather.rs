@@ -18,7 +18,8 @@ use crate::assembly::Channel;
 use crate::call::Call;
 use crate::config::Profile;
 use crate::error::HostError;
-use crate::pack::{Origin, Reason, SourceCall, SourceOutcome};
+use crate::snapshot::{Origin, Reason, SourceCall, SourceOutcome};
+
 use crate::tokenizer::clamp_len;
 use crate::types::{AgentContext, AssembleRequest, Candidate, Layer, Section};
 use std::cmp::Ordering;

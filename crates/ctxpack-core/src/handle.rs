@@ -10,7 +10,9 @@
 use crate::Builder;
 use crate::error::Failure;
 use crate::host::Host;
-use crate::pack::{ContextPack, Origin, RequestContext};
+use crate::pack::{ContextPack, RequestContext};
+use crate::snapshot::Origin;
+
 use crate::router::{Entity, Router, RoutingDecision};
 use crate::types::AssembleRequest;
 use serde::{Deserialize, Serialize};

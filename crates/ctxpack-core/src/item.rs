@@ -11,7 +11,8 @@
 //! around the body only when it is rendered.
 
 use crate::fence::{self, Altered, Nonce};
-use crate::pack::{Origin, Reason};
+use crate::snapshot::{Origin, Reason};
+
 use crate::tokenizer::{Count, Meter};
 use crate::types::{Provenance, Role, Section, TrustTier};
 
@@ -373,6 +374,12 @@ pub(crate) fn numbered(head: &str, i: usize, tail: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::Origin;
+
+    use crate::tokenizer::Count;
+    use crate::tokenizer::{CharsPerToken, CountCache, Recording};
+    use crate::types::Tokenizer;
+    use crate::types::{Provenance, Role, TrustTier};
 
     /// A body in its frame, as an included host text is rendered.
     fn render(reference: &str, trust: TrustTier, body: &str) -> String {
@@ -419,5 +426,52 @@ mod tests {
                 format!("conversation[{i}]")
             );
         }
+    }
+
+    fn host_item(body: &str, trust: TrustTier, hint: Option<u32>) -> Item {
+        let mut item = Item::made(
+            "d1".into(),
+            Section::RelevantKnowledge,
+            Role::System,
+            crate::item::body(body.to_owned()).0,
+            Origin::Retrieval,
+            "kb",
+            "doc:1".into(),
+            trust,
+        );
+        item.provenance = Some(Provenance {
+            source_kind: "kb".into(),
+            reference: "doc:1".into(),
+            source_version: None,
+            index_revision: None,
+        });
+        item.framed = Some(crate::fence::Nonce::fixed());
+        item.hint = hint;
+        item
+    }
+
+    #[test]
+    fn a_host_count_stands_for_the_body_and_the_frame_is_counted() {
+        let counter = Recording::new(CharsPerToken::new(1).unwrap());
+        let mut cache = CountCache::new(0);
+        let meter = Meter::new(&counter, Tokenizer::CharsPerToken(1), &mut cache);
+        let head = "[source: doc:1]\n";
+        let mut item = host_item("twelve chars", TrustTier::Trusted, Some(40));
+        assert_eq!(
+            item.measure(&meter, 1000),
+            Count::Exact(40 + head.len() as u32)
+        );
+        assert_eq!(*counter.1.borrow(), vec![head.to_owned()]);
+        // Without one, the body is counted, and only as far as the limit
+        // needs.
+        counter.1.borrow_mut().clear();
+        let mut item = host_item("twelve chars", TrustTier::Untrusted, None);
+        let frame =
+            "<untrusted-0badcafe source=\"doc:1\">\n".len() + "\n</untrusted-0badcafe>".len();
+        assert_eq!(item.measure(&meter, 1000), Count::Exact(12 + frame as u32));
+        assert_eq!(counter.1.borrow().len(), 3, "{:?}", counter.1.borrow());
+        // Counted once: a smaller limit asks nothing more.
+        assert_eq!(item.measure(&meter, 5), Count::Exact(12 + frame as u32));
+        assert_eq!(counter.1.borrow().len(), 3);
     }
 }

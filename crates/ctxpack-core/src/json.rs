@@ -31,8 +31,10 @@ pub use crate::call::Call;
 use crate::call::{Answer, Answers};
 use crate::error::{Error, Failure};
 use crate::handle::{self, Handling, Routed};
-use crate::pack::{ContextPack, Snapshot};
+use crate::pack::ContextPack;
+
 use crate::router::{Router, RoutingDecision};
+use crate::snapshot::Snapshot;
 use crate::types::AssembleRequest;
 use crate::{Builder, BuilderConfig};
 use serde::de::{DeserializeOwned, DeserializeSeed};

@@ -10,8 +10,10 @@
 //! The host's candidates join them in L1 or L2 by their section (see
 //! [`crate::gather`]).
 
+use crate::error::Error;
 use crate::item::Item;
-use crate::pack::{Origin, Reason};
+use crate::snapshot::{Origin, Reason};
+
 use crate::render::{self, Layers};
 use crate::tokenizer::{Count, Meter};
 use crate::types::{AssembleRequest, ConversationTurn, Role, Section, TrustTier};
@@ -27,6 +29,14 @@ pub(crate) struct Own {
 }
 
 impl Own {
+    /// The error when L0 alone is over `budget`.
+    pub fn over(&self, budget: u32) -> Option<Error> {
+        (self.l0_cost > u64::from(budget)).then_some(Error::MandatoryOverBudget {
+            mandatory_tokens: self.l0_cost,
+            budget,
+        })
+    }
+
     /// Gives every turn its id and provenance (see [`Item::name`]).
     pub fn name_all(&mut self) {
         self.l1.iter_mut().for_each(Item::name);

@@ -28,22 +28,24 @@
 //!
 //! # The pipeline
 //!
-//! [`Builder::assemble`] runs these stages in order (the `builder` module);
-//! each is one module.
+//! [`Builder::assemble`] runs these stages in order (`builder.rs`, each
+//! under a comment with its number; the book's pipeline chapter numbers
+//! them alike); each is one module. The review and compression run inside
+//! the fill, after each of its phases.
 //!
-//! | stage | module | what it does |
+//! | # | stage | what it does |
 //! |---|---|---|
-//! | validate | `validate` | checks the request, naming the first bad field |
-//! | layer | `layer` | the request's own candidates: L0 (counted first; alone over the budget, the assembly fails), the conversation (L1), stage summaries (L2) |
-//! | gather | `gather` | calls the sources the [`Profile`] names, each once |
-//! | rank | `rank` | fuses the sources by reciprocal rank, trust and recency |
-//! | admit | `admit` | refuses what can never be included: limits, taken ids, sections hosts may not fill, no provenance, out of scope, duplicates (`dedup`) |
-//! | policy | `policy` | one `policy.review` of what was admitted |
-//! | conversation | `conversation` | keep-last, cut steps, tool calls with their results |
-//! | budget | `budget` | sections fill their shares, the rest flows in priority order |
-//! | compress | `compress` | a section over its share is summarised, or cut |
-//! | render | `render` | the flat text and the messages, counted whole; over-budget packs are settled |
-//! | snapshot | `snapshot` | every candidate's entry and reason, metrics, the event, content-hash ids |
+//! | 1 | `validate` | checks the request, naming the first bad field |
+//! | 2 | `layer` | the request's own candidates: L0 (counted first; alone over the budget, the assembly fails), the conversation (L1), stage summaries (L2) |
+//! | 3 | `gather` | calls the sources the [`Profile`] names, each once |
+//! | 4 | `rank` | fuses the sources by reciprocal rank, trust and recency |
+//! | 5 | `admit` | refuses what can never be included: limits, taken ids, sections hosts may not fill, no provenance, out of scope, duplicates (`dedup`); fences untrusted text (`fence`) |
+//! | 6 | `conversation` | keep-last, tool calls with their results, the turns the budget can reach |
+//! | 7 | `budget` | sections fill their shares, the rest flows in priority order, cut steps, leftovers |
+//! | 8 | `policy` | `policy.review` of what each phase of the fill took, in at most [`REVIEW_ROUNDS`] rounds |
+//! | 9 | `compress` | a section over its share is summarised, or cut; whole again where room allows |
+//! | 10 | `render` | the flat text and the messages, counted whole; over-budget packs are settled |
+//! | 11 | `record` | the pack and its [`Snapshot`] (`snapshot`): every candidate's entry and reason, metrics, the event, content-hash ids |
 //!
 //! The candidate in flight is an `item`; the tokenizers are in
 //! `tokenizer` and `encoding`.
@@ -114,6 +116,7 @@ mod pack;
 mod policy;
 mod prefetch;
 mod rank;
+mod record;
 mod render;
 mod router;
 mod snapshot;
@@ -125,7 +128,6 @@ mod validate;
 mod tests;
 
 pub use assembly::{Assembly, Next};
-pub use budget::REVIEW_ROUNDS;
 pub use builder::Builder;
 pub use call::{Answer, Call};
 pub use config::{
@@ -138,14 +140,17 @@ pub use error::{Error, Failure, HostError};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};
 pub use pack::{
-    CompressionMetadata, CompressionOutcome, ContextAssembled, ContextPack, Counted, FenceReport,
-    Message, Metrics, Origin, PackEntry, Reason, ReasonCount, RequestContext, Run,
-    SectionCompression, SectionTokens, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus,
-    SourceCall, SourceOutcome, Strategy,
+    CompressionMetadata, ContextAssembled, ContextPack, Message, Metrics, PackEntry, ReasonCount,
+    RequestContext, SectionTokens, Strategy,
 };
+pub use policy::REVIEW_ROUNDS;
 pub use router::{
     ConfigFormat, Entity, RouteConfig, RouteScore, Router, RouterConfig, RoutingDecision,
     RuleConfig, RuleScore,
+};
+pub use snapshot::{
+    CompressionOutcome, Counted, FenceReport, Origin, Reason, Run, SectionCompression, Shortfall,
+    Snapshot, SnapshotEntry, SnapshotStatus, SourceCall, SourceOutcome,
 };
 pub use tokenizer::{Count, TokenCounter, Tokenizers};
 pub use types::{

@@ -3,7 +3,9 @@
 //! The budget is filled as if every admitted candidate were allowed; the
 //! candidates that fill would include — and those a section would hand to
 //! the summariser — that are not reviewed yet go to `policy.review` in one
-//! batch, in rank order (see [`crate::budget`] for the rounds). Each
+//! batch, in rank order, after each of the fill's phases ([`reviewed`]):
+//! a denial or a redaction reruns the phase, for at most
+//! [`REVIEW_ROUNDS`] rounds. Each
 //! verdict is applied: allowed, redacted (text replaced, counted afresh) or
 //! denied (`policy-denied`). Every round is recorded with the sources'
 //! calls. If the review fails, or answers a different number of verdicts,
@@ -14,12 +16,112 @@
 //! each item's id, text and provenance are moved out for the review and
 //! back after it. The policy sees a text as the host gave it.
 
+use crate::assembly::Channel;
+use crate::budget::Filling;
 use crate::error::{Error, HostError};
 use crate::host::Verdict;
 use crate::item::{Item, body};
-use crate::pack::{Reason, SourceCall, SourceOutcome};
+use crate::snapshot::{Reason, SourceCall, SourceOutcome};
+
 use crate::tokenizer::clamp_len;
 use crate::types::Candidate;
+
+/// The most review rounds an assembly asks for. Each round is a round
+/// trip to the policy engine; a round after the first reviews only what
+/// the denials and redactions of the one before made room for, so with
+/// one denial in ten the fourth round reviews about one in a thousand of
+/// what fills the budget. After the last round a candidate the fill would
+/// take unreviewed is left out as `unreviewed`.
+pub const REVIEW_ROUNDS: u32 = 4;
+
+/// What a review round needs and what the rounds made.
+pub(crate) struct Reviewer {
+    husks: Husks,
+    hosted_from: usize,
+    rounds: u32,
+    /// The policy's and the summariser's calls, in the order made.
+    pub calls: Vec<SourceCall>,
+}
+
+impl Reviewer {
+    /// A reviewer of the host candidates from pool index `hosted_from`
+    /// on, with what their review needs besides.
+    pub fn new(husks: Husks, hosted_from: usize) -> Self {
+        Reviewer {
+            husks,
+            hosted_from,
+            rounds: 0,
+            calls: Vec::new(),
+        }
+    }
+
+    /// Whether the rounds are spent: the fill may then take only what was
+    /// reviewed.
+    fn spent(&self) -> bool {
+        self.rounds >= REVIEW_ROUNDS
+    }
+
+    /// Reviews `wanted` (pool indices, in rank order): one round.
+    async fn review(
+        &mut self,
+        pool: &mut [Item],
+        channel: &Channel,
+        wanted: &[usize],
+    ) -> Result<Vec<Verdict>, Error> {
+        self.rounds += 1;
+        let lent = lend(pool, &mut self.husks, self.hosted_from, wanted);
+        let (lent, answer) = channel.review(lent).await;
+        take_back(
+            pool,
+            &mut self.husks,
+            self.hosted_from,
+            wanted,
+            lent,
+            answer,
+            &mut self.calls,
+        )
+    }
+}
+
+/// Runs `phase` on `state` (with `strict` once the review rounds are
+/// spent) and reviews, in one round, what it took that is not reviewed
+/// yet, with the candidates it names besides (what it would summarise).
+/// All allowed, the phase stands; a denial or a redaction reruns it from
+/// where it began, with the verdicts.
+pub(crate) async fn reviewed<R>(
+    state: &mut Filling,
+    pool: &mut [Item],
+    channel: &Channel,
+    reviewer: &mut Reviewer,
+    mut phase: impl FnMut(&mut Filling, &mut [Item], bool) -> (R, Vec<usize>),
+) -> Result<R, Error> {
+    loop {
+        // A phase that cannot take anything unreviewed needs no copy to
+        // rerun from.
+        let before = state
+            .may_review(pool, reviewer.spent())
+            .then(|| state.clone());
+        let (out, besides) = phase(state, pool, reviewer.spent());
+        let Some(before) = before else {
+            return Ok(out);
+        };
+        let mut wanted = state.unreviewed_since(&before, pool);
+        wanted.extend(besides);
+        wanted.sort_unstable();
+        if wanted.is_empty() {
+            return Ok(out);
+        }
+        let verdicts = reviewer.review(pool, channel, &wanted).await?;
+        if verdicts.iter().all(|v| *v == Verdict::Allow) {
+            apply(pool, &wanted, verdicts);
+            return Ok(out);
+        }
+        *state = before;
+        state.restore(pool);
+        apply(pool, &wanted, verdicts);
+        state.drop_decided(pool);
+    }
+}
 
 /// What a review needs of each host candidate besides what its item
 /// holds: its own score and, when it has any of them, the rest (kept

@@ -13,7 +13,8 @@
 
 use crate::config::Ranking;
 use crate::gather::{Source, by_source_score};
-use crate::pack::Origin;
+use crate::snapshot::Origin;
+
 use crate::types::Candidate;
 
 /// Reciprocal-rank-fusion constant (the usual 60).

@@ -20,7 +20,9 @@
 
 use crate::budget::PRIORITY;
 use crate::item::Item;
-use crate::pack::{Message, Origin, PackEntry, Reason, Shortfall};
+use crate::pack::{Message, PackEntry};
+use crate::snapshot::{Origin, Reason, Shortfall};
+
 use crate::tokenizer::{Count, Meter, Tally};
 use crate::types::{AssembleRequest, Layer, Role, Section};
 
@@ -51,6 +53,25 @@ pub(crate) struct Layers {
 }
 
 impl Layers {
+    /// The layers in render order.
+    pub fn of(l0: Vec<Item>, l2: Vec<Item>, l1_hosted: Vec<Item>, l1: Vec<Item>) -> Self {
+        Layers {
+            l0,
+            l2,
+            l1_hosted,
+            l1,
+        }
+    }
+
+    /// Whether a host text or stage summary that stays in the pack was
+    /// cut (a summary is not a cut).
+    pub fn truncated(&self) -> bool {
+        self.l2
+            .iter()
+            .chain(&self.l1_hosted)
+            .any(|i| i.compressed && i.included() && i.origin != Origin::Summary)
+    }
+
     fn items(&self) -> impl Iterator<Item = &Item> {
         self.l0
             .iter()

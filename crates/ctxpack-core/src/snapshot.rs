@@ -1,449 +1,425 @@
-//! The record of an assembly: the pack with its snapshot — one entry per
-//! candidate (a run of turns or stage summaries dropped alike, one entry)
-//! with why it was taken or dropped, the compression metadata,
-//! the metrics, the `ContextAssembled` event and, last, the content-hash
-//! ids — or, for an assembly that failed once begun, the failed snapshot.
+//! The snapshot: the record of one assembly — one entry per candidate (a
+//! run of turns or stage summaries dropped alike, one entry) with why it
+//! was taken or dropped, what each source was asked and answered, the
+//! compression metadata and the fence's report. Mirrored one to one in
+//! `wit/types.wit`, and serialised with the WIT names as the pack is.
+//!
+//! The stage that writes it, last in the pipeline, is `record`.
 
 use crate::config::{Plan, Profile};
-use crate::digest::{content_id, text_hash};
-use crate::error::{Error, Failure};
-use crate::item::{Decision, Item};
-use crate::pack::{
-    CompressionMetadata, ContextAssembled, ContextPack, Counted, FenceReport, Metrics, Origin,
-    Reason, ReasonCount, Run, SectionCompression, SectionTokens, Snapshot, SnapshotEntry,
-    SnapshotStatus, SourceCall, Strategy, numbered,
-};
-use crate::render::{self, Layers, Rendered};
-use crate::tokenizer::{Count, clamp};
-use crate::types::{AssembleRequest, Layer, Section};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::types::{Layer, Provenance, Section, Tokenizer, TrustTier};
+use serde::{Deserialize, Serialize};
 
-/// What the assembly did besides deciding the items.
-pub(crate) struct Record {
-    pub profile: Profile,
-    pub source_calls: Vec<SourceCall>,
+/// One condition of an assembly's outcome. A snapshot's status lists
+/// every condition that holds, in this order: `complete` alone, or any of
+/// `degraded`, `truncated` and `failed` together (see
+/// [`SnapshotStatus::of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotStatus {
+    /// Everything considered, every source answered.
+    Complete,
+    /// A source failed; assembled from what remained.
+    Degraded,
+    /// An optional section's text was cut at a token boundary (the
+    /// summariser failed or was absent).
+    Truncated,
+    /// Not assembled: the snapshot's `failure` says why.
+    Failed,
+}
+
+impl SnapshotStatus {
+    /// The status list for these conditions: each that holds, in order,
+    /// or `[complete]` when none does.
+    pub fn of(degraded: bool, truncated: bool, failed: bool) -> Vec<SnapshotStatus> {
+        let held: Vec<SnapshotStatus> = [
+            (degraded, SnapshotStatus::Degraded),
+            (truncated, SnapshotStatus::Truncated),
+            (failed, SnapshotStatus::Failed),
+        ]
+        .into_iter()
+        .filter_map(|(on, s)| on.then_some(s))
+        .collect();
+        if held.is_empty() {
+            vec![SnapshotStatus::Complete]
+        } else {
+            held
+        }
+    }
+}
+
+/// How far a candidate's tokens were counted. Counting stops as soon as
+/// the decision is clear, so only what decides something is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Counted {
+    /// `tokens` is exact (every included candidate).
+    Exact,
+    /// It has more than `tokens`: counting stopped there, past the room
+    /// left for it.
+    Over,
+    /// Not counted: it was dropped before its size could matter (a filter,
+    /// a duplicate, the policy, keep-last, or an older turn behind a cut).
+    Uncounted,
+}
+
+/// One candidate in a snapshot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SnapshotEntry {
+    /// Candidate id.
+    pub id: String,
+    /// Layer.
+    pub layer: Layer,
+    /// Section.
+    pub section: Section,
+    /// What produced it.
+    pub origin: Origin,
+    /// Where it came from; absent only for a no-provenance drop.
+    pub provenance: Option<Provenance>,
+    /// Trust tier.
+    pub trust: TrustTier,
+    /// Score it was ranked by.
+    pub score: Option<f64>,
+    /// Tokens, without the entry overhead, as `counted` says.
+    pub tokens: u32,
+    /// How far its tokens were counted.
+    pub counted: Counted,
+    /// Whether it is in the pack.
+    pub included: bool,
+    /// Why.
+    pub reason: Reason,
+    /// Whether its text was summarised or truncated.
+    pub compressed: bool,
+    /// Whether the policy replaced its text.
+    pub redacted: bool,
+    /// Set when the entry stands for a run of the request's own
+    /// candidates (see [`Run`]); the entry's fields are the first one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<Run>,
+}
+
+/// A run of consecutive conversation turns or stage summaries, dropped for
+/// the same reason without being counted, recorded as one entry: the
+/// entry's `id` is the first one's and `last_id` the last one's, and the
+/// ids between are consecutive (`turn-12` … `turn-9911`). Every member has
+/// the entry's layer, section, origin and reason, is uncounted and is not
+/// included; its provenance and trust follow from the request as the
+/// first's do (`conversation[i]`, trust by role). For an over-budget run
+/// the shortfall is the first member's: every older one needs more.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Run {
+    /// The last member's id.
+    pub last_id: String,
+    /// How many candidates the entry stands for, first and last included
+    /// (at least 2).
+    pub count: u32,
+}
+
+/// An id as the request's own candidates are numbered: a stem and a
+/// decimal index (`turn-` and `12`).
+pub(crate) fn numbered(id: &str) -> Option<(&str, u64)> {
+    let digits = id.len() - id.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (stem, n) = id.split_at(id.len() - digits);
+    // A leading zero would not round-trip.
+    if n.is_empty() || (n.len() > 1 && n.starts_with('0')) {
+        return None;
+    }
+    Some((stem, n.parse().ok()?))
+}
+
+impl SnapshotEntry {
+    /// How many candidates it stands for: its run's count, or 1.
+    pub fn candidates(&self) -> u32 {
+        self.run.as_ref().map_or(1, |r| r.count)
+    }
+
+    /// The ids of the candidates it stands for, in order: its own, or its
+    /// run's members. A run whose ids are not consecutive (a snapshot
+    /// made elsewhere) gives its first id once for each member.
+    pub fn ids(&self) -> Vec<String> {
+        let Some(run) = &self.run else {
+            return vec![self.id.clone()];
+        };
+        match (numbered(&self.id), numbered(&run.last_id)) {
+            (Some((stem, first)), Some((last_stem, last)))
+                if stem == last_stem
+                    && last.checked_sub(first) == Some(u64::from(run.count) - 1) =>
+            {
+                (first..=last).map(|n| format!("{stem}{n}")).collect()
+            }
+            _ => vec![self.id.clone(); run.count as usize],
+        }
+    }
+}
+
+/// The record of one assembly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Snapshot {
+    /// Content hash (hex SHA-256 of a canonical binary form, see
+    /// [`crate::content_id`]) of everything below and the pack.
+    pub id: String,
+    /// Tenant.
+    pub tenant_id: Option<String>,
+    /// Project.
+    pub project_id: Option<String>,
+    /// Run.
+    pub run_id: Option<String>,
+    /// Attempt.
+    pub attempt_id: Option<String>,
+    /// Scopes used.
+    pub scopes: Vec<String>,
+    /// Tokenizer.
+    pub tokenizer: Tokenizer,
+    /// Budget.
+    pub token_budget: u32,
+    /// Tokens used: every included entry's tokens and entry overhead, plus
+    /// what rendering them together adds (the blank lines between entries,
+    /// and pieces that merge or split across a join) in whichever form adds
+    /// more, so it is never less than `text-tokens` nor `message-tokens`.
+    pub tokens_used: u32,
+    /// Tokens of the pack's flat text, counted whole by the tokenizer.
+    pub text_tokens: u32,
+    /// Tokens of the pack's messages: each message's content counted whole
+    /// by the tokenizer, plus the entry overhead once per message.
+    pub message_tokens: u32,
+    /// Tokens of the leading L0 entries rendered together, overhead
+    /// included.
+    pub stable_prefix_tokens: u32,
+    /// Hex SHA-256 of the rendered text's UTF-8 bytes: the reference of
+    /// the assembled content, which a host stores by hash (content never
+    /// in the row) and can check.
+    pub content_hash: String,
+    /// Index revisions of the included items, sorted, each once.
+    pub index_revisions: Vec<String>,
+    /// Ids of the included memory items, in render order.
+    pub memory_items: Vec<String>,
+    /// Outcome: every condition that holds (see [`SnapshotStatus::of`]).
     pub status: Vec<SnapshotStatus>,
-    pub budget: u32,
-    pub rendered: Rendered,
-    /// What L0 costs rendered together: the stable prefix.
-    pub l0_cost: u64,
-    /// What compression did to each section over its share.
+    /// Why the assembly failed, when the status says `failed`.
+    pub failure: Option<String>,
+    /// The builder profile that gathered the candidates.
+    pub profile: Profile,
+    /// The plan the budget was shared by.
+    pub plan: Plan,
+    /// What each host source was asked and how it answered: the sources in
+    /// the profile's order, then each review round and the summariser in
+    /// the order they were asked.
+    pub source_calls: Vec<SourceCall>,
+    /// Each optional section that was still over its share once the flow
+    /// was done, in priority order, and what compression did to it.
     pub compressions: Vec<SectionCompression>,
-    /// Whether the fences' nonce is keyed.
+    /// How host texts and turns were written into the rendered context.
+    pub fence: FenceReport,
+    /// One entry per candidate; a run of turns or stage summaries dropped
+    /// alike is one entry (see [`Run`]).
+    pub entries: Vec<SnapshotEntry>,
+}
+
+/// How host texts and turns were written into the rendered context (see
+/// the book's threat model).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct FenceReport {
+    /// Whether the fences' nonce is a keyed MAC: the builder was given a
+    /// `fence-key`. Unkeyed, it is a hash of the request's context, which a
+    /// store that knows that context can compute.
     pub keyed: bool,
+    /// Ids of the included entries whose text had control characters
+    /// (other than tab, line feed and carriage return) or tag characters
+    /// removed, in render order.
+    pub stripped: Vec<String>,
+    /// Ids of the included entries in whose text a spelling of one of the
+    /// rendered context's structures (a fence marker, a role header, a
+    /// citation head, a chat format's marker) had its opening bracket
+    /// replaced by `(`, in render order.
+    pub defused: Vec<String>,
 }
 
-/// A snapshot of `request` with nothing in it yet: the agent context, the
-/// tokenizer, the budget, the profile and the plan; no entries, calls or
-/// tokens, status `complete`.
-fn blank(request: &AssembleRequest, budget: u32, profile: Profile, plan: &Plan) -> Snapshot {
-    let ctx = &request.context;
-    Snapshot {
-        id: String::new(),
-        tenant_id: ctx.tenant_id.clone(),
-        project_id: ctx.project_id.clone(),
-        run_id: ctx.run_id.clone(),
-        attempt_id: ctx.attempt_id.clone(),
-        scopes: ctx.scopes.clone(),
-        tokenizer: request.tokenizer,
-        token_budget: budget,
-        tokens_used: 0,
-        text_tokens: 0,
-        message_tokens: 0,
-        stable_prefix_tokens: 0,
-        content_hash: String::new(),
-        index_revisions: Vec::new(),
-        memory_items: Vec::new(),
-        status: vec![SnapshotStatus::Complete],
-        failure: None,
-        profile,
-        plan: plan.clone(),
-        source_calls: Vec::new(),
-        compressions: Vec::new(),
-        fence: FenceReport::default(),
-        entries: Vec::new(),
-    }
-}
-
-/// `item`'s record in the snapshot. An item no stage decided is recorded
-/// as not included (`assembly-failed`): a stage that forgets to decide
-/// fails the tests, and never includes anything.
-fn entry(mut item: Item) -> SnapshotEntry {
-    debug_assert!(
-        !item.is_pending(),
-        "{} was never decided: a stage forgot it",
-        item.id
-    );
-    item.name();
-    let reason = match item.decision {
-        Decision::Made(reason) => reason,
-        Decision::Pending => Reason::AssemblyFailed,
-    };
-    SnapshotEntry {
-        layer: item.section.layer(),
-        included: reason.is_inclusion(),
-        id: item.id,
-        section: item.section,
-        origin: item.origin,
-        provenance: item.provenance,
-        trust: item.trust,
-        score: item.score,
-        tokens: match item.count {
-            Some(Count::Exact(n) | Count::Over(n)) => n,
-            None => 0,
-        },
-        counted: match item.count {
-            Some(Count::Exact(_)) => Counted::Exact,
-            Some(Count::Over(_)) => Counted::Over,
-            None => Counted::Uncounted,
-        },
-        reason,
-        compressed: item.compressed,
-        redacted: item.redacted,
-        run: None,
-    }
-}
-
-/// The entries of `items`, in order: each item's, except that a run of
-/// consecutive conversation turns or stage summaries dropped for the same
-/// reason without being counted is one entry (see [`Run`]) — a long
-/// history trimmed is thousands of turns never looked at, and only a run's
-/// first and last are named.
-fn records(items: impl Iterator<Item = Item>, n: usize) -> Vec<SnapshotEntry> {
-    // Sized for one entry each of the `n` items: ten thousand entries grown
-    // by doubling were copied twice over. Pages a trim's runs leave unused
-    // are never touched, and are given back below.
-    let mut out: Vec<SnapshotEntry> = Vec::with_capacity(n);
-    // The last member of the run the last entry starts, and how many.
-    let mut open: Option<(Item, u32)> = None;
-    let close = |out: &mut Vec<SnapshotEntry>, open: &mut Option<(Item, u32)>| {
-        if let (Some(last), Some((mut member, count))) = (out.last_mut(), open.take()) {
-            member.name();
-            last.run = Some(Run {
-                last_id: member.id,
-                count,
-            });
-        }
-    };
-    for item in items {
-        let tail = open.as_ref().map(|(member, _)| member);
-        if let Some(last) = out.last()
-            && extends(last, tail, &item)
-        {
-            let count = open.as_ref().map_or(1, |&(_, n)| n) + 1;
-            open = Some((item, count));
-            continue;
-        }
-        close(&mut out, &mut open);
-        out.push(entry(item));
-    }
-    close(&mut out, &mut open);
-    if out.len() < out.capacity() / 2 {
-        out.shrink_to_fit();
-    }
-    out
-}
-
-/// Whether `item` is the next member of a run that `last` starts (its
-/// last member so far `tail`, if it has one).
-fn extends(last: &SnapshotEntry, tail: Option<&Item>, item: &Item) -> bool {
-    let Decision::Made(reason) = &item.decision else {
-        return false;
-    };
-    let runs = item.origin == Origin::Request
-        && matches!(
-            item.section,
-            Section::ConversationState | Section::StageSummaries
-        );
-    if !(runs
-        && item.count.is_none()
-        && !reason.is_inclusion()
-        && !item.compressed
-        && !item.redacted
-        && last.section == item.section
-        && last.origin == item.origin
-        && last.counted == Counted::Uncounted
-        && !last.included
-        && !last.compressed
-        && !last.redacted
-        && &last.reason == reason)
-    {
-        return false;
-    }
-    // Members are consecutive ids, so a run can be read back.
-    fn index(item: &Item) -> Option<(&str, u64)> {
-        match item.turn {
-            Some(i) => Some(("turn-", i as u64)),
-            None => numbered(&item.id),
-        }
-    }
-    let before = match tail {
-        Some(member) => index(member),
-        None => numbered(&last.id),
-    };
-    match (before, index(item)) {
-        (Some((a, m)), Some((b, n))) => a == b && m.checked_add(1) == Some(n),
-        _ => false,
-    }
-}
-
-/// What was done to fit the budget, read off the decided items.
-fn compression(layers: &Layers) -> CompressionMetadata {
-    let mut strategies = vec![Strategy::L0Immutable];
-    let any =
-        |items: &[Item], f: fn(&Reason) -> bool| items.iter().any(|i| i.reason().is_some_and(f));
-    if any(&layers.l1, |r| {
-        matches!(r, Reason::KeepLast(_) | Reason::ToolPair(_))
-    }) {
-        strategies.push(Strategy::KeepLast);
-    }
-    if any(&layers.l1, |r| matches!(r, Reason::OverBudget(_))) {
-        strategies.push(Strategy::ConversationBudget);
-    }
-    if any(&layers.l2, |r| matches!(r, Reason::EvictedOldest)) {
-        strategies.push(Strategy::EvictOldest);
-    }
-    let hosted = || layers.l2.iter().chain(layers.l1_hosted.iter());
-    if hosted().any(|i| i.included() && i.origin == Origin::Summary) {
-        strategies.push(Strategy::Summarize);
-    }
-    if hosted().any(|i| i.included() && i.compressed && i.origin != Origin::Summary) {
-        strategies.push(Strategy::Truncate);
-    }
-    // A host candidate refused for claiming an L0 section is no loss of L0.
-    let mut truncated_layers: Vec<Layer> = layers
-        .l1
-        .iter()
-        .chain(layers.l1_hosted.iter())
-        .chain(layers.l2.iter())
-        .filter(|i| !i.included() && i.reason() != Some(&Reason::SectionNotAllowed))
-        .map(|i| i.section.layer())
-        .collect();
-    truncated_layers.sort();
-    truncated_layers.dedup();
-    let dropped = [&layers.l0, &layers.l2, &layers.l1_hosted, &layers.l1]
-        .iter()
-        .flat_map(|items| items.iter())
-        .filter(|i| !i.included())
-        .count();
-    CompressionMetadata {
-        applied_strategies: strategies,
-        truncated_layers,
-        entries_dropped: crate::tokenizer::clamp_len(dropped),
-    }
-}
-
-/// The pack of the decided items in `layers`, with its snapshot.
-pub(crate) fn pack(
-    request: &AssembleRequest,
-    mut layers: Layers,
-    record: Record,
-    plan: &Plan,
-) -> ContextPack {
-    let compression = compression(&layers);
-    let (entries, turns) = render::entries(&mut layers);
-    let fence = fence_report(&layers, record.keyed);
-    let text = render::text(&entries);
-    let messages = render::messages(request, &entries, &turns);
-    let Layers {
-        l0,
-        l2,
-        l1_hosted,
-        l1,
-    } = layers;
-    // Render order: L0, then the slow-moving L2, then L1 with the
-    // conversation last.
-    let n = l0.len() + l2.len() + l1_hosted.len() + l1.len();
-    let snapshot_entries = records([l0, l2, l1_hosted, l1].into_iter().flatten(), n);
-    let ctx = &request.context;
-    let used = clamp(record.rendered.used);
-    let mut pack = ContextPack {
-        id: format!(
-            "{}-router-pack",
-            ctx.session_id.as_deref().unwrap_or("unknown")
-        ),
-        session_id: ctx.session_id.clone(),
-        trace_id: ctx.trace_id.clone(),
-        stage_id: request.workflow.as_ref().and_then(|w| w.stage_id.clone()),
-        entries,
-        text,
-        messages,
-        budget_used: used,
-        budget_limit: record.budget,
-        compression,
-        event: ContextAssembled::default(),
-        metrics: Metrics::default(),
-        snapshot: Snapshot {
-            tokens_used: used,
-            text_tokens: clamp(record.rendered.text),
-            message_tokens: clamp(record.rendered.messages),
-            stable_prefix_tokens: clamp(record.l0_cost),
-            status: record.status,
-            source_calls: record.source_calls,
-            compressions: record.compressions,
-            fence,
-            entries: snapshot_entries,
-            ..blank(request, record.budget, record.profile, plan)
-        },
-    };
-    complete(&mut pack, request.entry_overhead);
-    pack
-}
-
-/// What writing the included items' texts changed, by id (see
-/// [`FenceReport`]).
-fn fence_report(layers: &Layers, keyed: bool) -> FenceReport {
-    let included: Vec<&Item> = [&layers.l0, &layers.l2, &layers.l1_hosted, &layers.l1]
-        .into_iter()
-        .flatten()
-        .filter(|i| i.included())
-        .collect();
-    let ids = |altered: fn(&Item) -> bool| {
-        included
+impl Snapshot {
+    /// The entries of the request's conversation in turn order, kept or
+    /// not: the n-th is the request's turn n. (A snapshot has one entry
+    /// per turn, in render order, and the conversation renders in turn
+    /// order; the entry of a run is given once for each turn it stands
+    /// for.)
+    pub fn turns(&self) -> impl Iterator<Item = &SnapshotEntry> {
+        self.entries
             .iter()
-            .filter(|i| altered(i))
-            .map(|i| i.id.clone())
-            .collect()
-    };
-    FenceReport {
-        keyed,
-        stripped: ids(|i| i.altered.removed),
-        defused: ids(|i| i.altered.defused),
+            .filter(|e| e.origin == Origin::Request && e.section == Section::ConversationState)
+            .flat_map(|e| std::iter::repeat_n(e, e.candidates() as usize))
     }
 }
 
-/// Fills in everything derived from the pack's entries, then the ids.
-fn complete(pack: &mut ContextPack, entry_overhead: u32) {
-    let snap = &mut pack.snapshot;
-    let included = || snap.entries.iter().filter(|e| e.included);
-    snap.index_revisions = included()
-        .filter_map(|e| e.provenance.as_ref()?.index_revision.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    snap.memory_items = included()
-        .filter(|e| e.origin == Origin::Memory)
-        .map(|e| e.id.clone())
-        .collect();
-    snap.content_hash = text_hash(&pack.text);
-
-    let mut per_section = BTreeMap::new();
-    for e in &pack.entries {
-        *per_section.entry(e.section).or_insert(0u32) += e.tokens.saturating_add(entry_overhead);
-    }
-    let mut dropped = BTreeMap::new();
-    for e in snap.entries.iter().filter(|e| !e.included) {
-        *dropped.entry(e.reason.name()).or_insert(0u32) += e.candidates();
-    }
-    pack.metrics = Metrics {
-        tokens_per_section: per_section
-            .into_iter()
-            .map(|(section, tokens)| SectionTokens { section, tokens })
-            .collect(),
-        dropped_by_reason: dropped
-            .into_iter()
-            .map(|(reason, count)| ReasonCount {
-                reason: reason.to_owned(),
-                count,
-            })
-            .collect(),
-    };
-
-    // The id covers the snapshot — every decision, and through
-    // `content-hash` every rendered text — with the pack's own ids and its
-    // accounting; the texts, already hashed, are not hashed again (the
-    // message form and the entries are made from the same texts). The
-    // event carries it.
-    pack.snapshot.id = String::new();
-    pack.event = ContextAssembled::default();
-    pack.snapshot.id = content_id(&(
-        &pack.id,
-        &pack.trace_id,
-        &pack.stage_id,
-        pack.budget_used,
-        &pack.compression,
-        &pack.metrics,
-        &pack.snapshot,
-    ));
-    let snap = &pack.snapshot;
-    pack.event = ContextAssembled {
-        context_snapshot_id: snap.id.clone(),
-        tenant_id: snap.tenant_id.clone(),
-        run_id: snap.run_id.clone(),
-        attempt_id: snap.attempt_id.clone(),
-        status: snap.status.clone(),
-        tokens_used: snap.tokens_used,
-        token_budget: snap.token_budget,
-    };
+/// What compression did to one optional section still over its share
+/// once the flow was done (see [`Snapshot::compressions`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SectionCompression {
+    /// The section.
+    pub section: Section,
+    /// The tokens a summary of its leftovers could have: the room it kept
+    /// (the unused part of its share; for the first such section, with
+    /// what the flow left), less the entry overhead and the summary's
+    /// citation or fence.
+    pub target_tokens: u32,
+    /// What came of it.
+    pub outcome: CompressionOutcome,
 }
 
-/// What an assembly had decided when it stopped: what its failed snapshot
-/// records.
-pub(crate) struct Decided {
-    /// The request's own candidates: L0, the conversation, stage summaries.
-    pub own: crate::layer::Own,
-    /// The hosts' candidates, as far as they got.
-    pub hosted: Vec<Item>,
-    /// Every source call made.
-    pub calls: Vec<SourceCall>,
-    /// Whether a source had failed.
-    pub degraded: bool,
+/// What came of compressing a section.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompressionOutcome {
+    /// Its leftovers were summarised: the summary (`summary:<section>`)
+    /// is in the pack with this many tokens, citation included.
+    Summarized(u32),
+    /// Its leftovers were cut to fit instead of summarised, for this
+    /// reason (the summariser failed, answered the wrong number of
+    /// summaries, an empty one, or one that did not fit): whole while they
+    /// fit, and the first that did not cut at a token boundary.
+    Cut(String),
+    /// It was not compressed, for this reason (its room is under the
+    /// plan's `min-summary-tokens`, or holds no more than the summary's
+    /// citation): its leftovers are dropped.
+    Skipped(String),
+    /// It was compressed, but the room the other sections left once they
+    /// were done holds its leftovers whole: they went in whole instead,
+    /// for this reason.
+    Whole(String),
 }
 
-/// The failure of an assembly that had begun: `error`, with the `failed`
-/// snapshot of every candidate known by then — the request's own, counted
-/// as far as they were (L0 exactly), and the hosts', with the
-/// reasons admission and review gave them. What was not decided, and what
-/// was decided in, is `assembly-failed`; nothing is included.
-pub(crate) fn failed(
-    request: &AssembleRequest,
-    decided: Decided,
-    error: Error,
-    plan: &Plan,
-    profile: Profile,
-    budget: u32,
-    keyed: bool,
-) -> Failure {
-    let Decided {
-        own: crate::layer::Own { l0, l1, l2, .. },
-        hosted,
-        calls: source_calls,
-        degraded,
-    } = decided;
-    // Render order, as a pack's: L0, L2, the hosts' L1, the conversation.
-    let (hosted_l2, hosted_l1): (Vec<Item>, Vec<Item>) = hosted
-        .into_iter()
-        .partition(|i| i.section.layer() == Layer::L2);
-    let n = l0.len() + l2.len() + hosted_l2.len() + hosted_l1.len() + l1.len();
-    let entries = records(
-        l0.into_iter()
-            .chain(l2)
-            .chain(hosted_l2)
-            .chain(hosted_l1)
-            .chain(l1)
-            .map(|mut item| {
-                if item.is_pending() || item.included() {
-                    item.decide(Reason::AssemblyFailed);
-                }
-                item
-            }),
-        n,
-    );
-    let mut snapshot = Snapshot {
-        content_hash: text_hash(""),
-        status: SnapshotStatus::of(degraded, false, true),
-        failure: Some(error.to_string()),
-        source_calls,
-        fence: FenceReport {
-            keyed,
-            ..FenceReport::default()
-        },
-        entries,
-        ..blank(request, budget, profile, plan)
-    };
-    snapshot.id = content_id(&snapshot);
-    Failure {
-        error,
-        snapshot: Some(Box::new(snapshot)),
+/// The numbers behind an over-budget drop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Shortfall {
+    /// Tokens needed, overhead included (and, for an older turn, every
+    /// newer one left out): exact when the entry's tokens were counted
+    /// exactly, otherwise the fewest it could need, since counting stops
+    /// once an item cannot fit. The true sum, which an overhead near the
+    /// u32 limit can take past it.
+    pub needed: u64,
+    /// Tokens that remained.
+    pub remaining: u64,
+}
+
+/// Why a candidate was taken or dropped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// Included: L0.
+    Mandatory,
+    /// Included: it fit.
+    WithinBudget,
+    /// Dropped: older than the last N turns.
+    KeepLast(u32),
+    /// Dropped: more tokens than remained.
+    OverBudget(Shortfall),
+    /// Dropped: an older stage summary evicted so newer ones fit.
+    EvictedOldest,
+    /// Dropped with the tool-call turn of this id.
+    ToolPair(String),
+    /// Dropped: a tool result without its call.
+    OrphanToolResult,
+    /// Dropped: a copy of this included candidate.
+    DuplicateOf(String),
+    /// Dropped: denied by policy.
+    PolicyDenied(String),
+    /// Dropped: outside the attempt's scopes.
+    OutOfScope,
+    /// Dropped: no provenance.
+    NoProvenance,
+    /// Dropped: a host candidate claimed a section hosts may not fill
+    /// (an L0 section or the conversation).
+    SectionNotAllowed,
+    /// Dropped as itself: its text went into the summary with this id.
+    Summarized(String),
+    /// Dropped with older ones so the first kept turn or stage summary
+    /// moves in steps of this many (the plan's cut step).
+    StepCut(u32),
+    /// Dropped: the source answered more than the limit it was asked for
+    /// (given), and this one ranked beyond it.
+    BeyondLimit(u32),
+    /// Not decided: the assembly failed first (the snapshot's `failure`
+    /// says why). Only a failed snapshot has it.
+    AssemblyFailed,
+    /// Dropped: it would have fit, but the review rounds were spent before
+    /// the policy saw it (see [`crate::REVIEW_ROUNDS`]).
+    Unreviewed,
+    /// Dropped: it fit, but came before the first user turn kept, and the
+    /// kept conversation begins with a user turn. (Last: a digest numbers
+    /// the cases, so a new one goes after every other.)
+    BeforeUserTurn,
+}
+
+impl Reason {
+    /// The reason's name, as in the WIT (`over-budget`, `duplicate-of`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Reason::Mandatory => "mandatory",
+            Reason::WithinBudget => "within-budget",
+            Reason::KeepLast(_) => "keep-last",
+            Reason::OverBudget(_) => "over-budget",
+            Reason::EvictedOldest => "evicted-oldest",
+            Reason::ToolPair(_) => "tool-pair",
+            Reason::OrphanToolResult => "orphan-tool-result",
+            Reason::DuplicateOf(_) => "duplicate-of",
+            Reason::PolicyDenied(_) => "policy-denied",
+            Reason::OutOfScope => "out-of-scope",
+            Reason::NoProvenance => "no-provenance",
+            Reason::SectionNotAllowed => "section-not-allowed",
+            Reason::Summarized(_) => "summarized",
+            Reason::StepCut(_) => "step-cut",
+            Reason::BeyondLimit(_) => "beyond-limit",
+            Reason::BeforeUserTurn => "before-user-turn",
+            Reason::AssemblyFailed => "assembly-failed",
+            Reason::Unreviewed => "unreviewed",
+        }
     }
+
+    /// Whether this reason keeps the candidate in the pack.
+    pub fn is_inclusion(&self) -> bool {
+        matches!(self, Reason::Mandatory | Reason::WithinBudget)
+    }
+}
+
+/// What produced a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// The request itself (prompt, instructions, conversation, summaries).
+    Request,
+    /// `sources.retrieve`.
+    Retrieval,
+    /// `sources.recall-memory`.
+    Memory,
+    /// `sources.expand-graph`.
+    Graph,
+    /// `sources.repository-state`.
+    Repository,
+    /// `summarizer.summarize`, from other candidates of its section.
+    Summary,
+}
+
+/// How one host source fared in an assembly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SourceCall {
+    /// The capability, e.g. `sources.retrieve`.
+    pub capability: String,
+    /// What came of it.
+    pub outcome: SourceOutcome,
+}
+
+/// What came of a source call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceOutcome {
+    /// It answered with this many candidates.
+    Answered(u32),
+    /// It failed with this message; the assembly is Degraded.
+    Failed(String),
+    /// It was not called, for this reason.
+    Skipped(String),
 }
