@@ -193,6 +193,9 @@ fn the_book_and_builder_run_name_the_stages_in_one_order() {
     assert_eq!(book, run, "the book's pipeline chapter and builder.rs");
     assert_eq!(table, run, "the crate's stage table and builder.rs");
     for (_, name) in &run {
-        assert!(core.join(format!("{name}.rs")).is_file(), "no module {name}");
+        assert!(
+            core.join(format!("{name}.rs")).is_file(),
+            "no module {name}"
+        );
     }
 }
