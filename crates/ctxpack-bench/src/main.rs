@@ -4,6 +4,7 @@
 //! how many allocations it makes.
 
 use ctxpack_bench::{Workload, chunks, conversation, pack, pack_file, trim, trim_file};
+use ctxpack_core::Capability;
 use ctxpack_core::{Builder, ContextPack};
 use ctxpack_host::component::Runtime;
 use ctxpack_scenario::stores::{Answer, InMemoryHost};
@@ -232,7 +233,7 @@ fn peak() -> Result<(), String> {
                 .snapshot
                 .source_calls
                 .iter()
-                .filter(|c| c.capability == "policy.review")
+                .filter(|c| c.capability == Capability::Review.name())
                 .map(|c| match c.outcome {
                     ctxpack_core::SourceOutcome::Answered(n) => n,
                     _ => 0,

@@ -14,6 +14,7 @@
 //! is stale (CI runs it, and `tests/tests/generated.rs`).
 
 pub mod calls;
+pub mod capabilities;
 pub mod defaults;
 pub mod proto;
 pub mod python;
@@ -58,6 +59,10 @@ pub fn outputs(root: &Path) -> Result<Vec<Output>, String> {
         out(
             "crates/ctxpack-wit/src/generated.rs",
             rust::conversions(&wit),
+        ),
+        out(
+            "crates/ctxpack-core/src/capability.rs",
+            capabilities::rust(&wit),
         ),
         out("packages/ctxpack/src/calls.js", calls::javascript(&wit)),
         out(

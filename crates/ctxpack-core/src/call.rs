@@ -10,6 +10,7 @@
 //! [`crate::json`]). A capability is added here, once, and every driver
 //! that dispatches through these types has it.
 
+use crate::capability::Capability;
 use crate::error::HostError;
 use crate::host::{Host, Verdict};
 use crate::types::{AgentContext, Candidate, SummaryRequest, Tokenizer};
@@ -84,16 +85,21 @@ pub enum Answer {
 }
 
 impl Call<'_> {
+    /// The import it stands for.
+    pub fn import(&self) -> Capability {
+        match self {
+            Call::Retrieve { .. } => Capability::Retrieve,
+            Call::ExpandGraph { .. } => Capability::ExpandGraph,
+            Call::RecallMemory { .. } => Capability::RecallMemory,
+            Call::RepositoryState {} => Capability::RepositoryState,
+            Call::Review { .. } => Capability::Review,
+            Call::Summarize { .. } => Capability::Summarize,
+        }
+    }
+
     /// The capability it calls, as the WIT names it (`sources.retrieve`).
     pub fn capability(&self) -> &'static str {
-        match self {
-            Call::Retrieve { .. } => "sources.retrieve",
-            Call::ExpandGraph { .. } => "sources.expand-graph",
-            Call::RecallMemory { .. } => "sources.recall-memory",
-            Call::RepositoryState {} => "sources.repository-state",
-            Call::Review { .. } => "policy.review",
-            Call::Summarize { .. } => "summarizer.summarize",
-        }
+        self.import().name()
     }
 
     /// Makes the call on `host`, for `context`'s request.

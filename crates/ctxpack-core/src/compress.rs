@@ -21,6 +21,7 @@ mod whole;
 pub(crate) use whole::take_whole;
 
 use crate::budget::{Budgeting, Filling};
+use crate::capability::Capability;
 use crate::error::HostError;
 use crate::item::{Group, Item};
 use crate::snapshot::{
@@ -247,7 +248,7 @@ pub(crate) fn apply(
         ),
     };
     let call = SourceCall {
-        capability: "summarizer.summarize".to_owned(),
+        capability: Capability::Summarize.name().to_owned(),
         outcome,
     };
     for (k, o) in over.iter_mut().enumerate() {

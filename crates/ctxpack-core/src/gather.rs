@@ -16,6 +16,7 @@
 
 use crate::assembly::Channel;
 use crate::call::Call;
+use crate::capability::Capability;
 use crate::config::Profile;
 use crate::error::HostError;
 use crate::snapshot::{Origin, Reason, SourceCall, SourceOutcome};
@@ -133,10 +134,10 @@ impl Profile {
     pub fn sources(self) -> Vec<&'static str> {
         let plan = SourcePlan::of(self);
         [
-            (plan.retrieve.is_some(), "sources.retrieve"),
-            (plan.graph_depth.is_some(), "sources.expand-graph"),
-            (plan.memory.is_some(), "sources.recall-memory"),
-            (plan.repository, "sources.repository-state"),
+            (plan.retrieve.is_some(), Capability::Retrieve.name()),
+            (plan.graph_depth.is_some(), Capability::ExpandGraph.name()),
+            (plan.memory.is_some(), Capability::RecallMemory.name()),
+            (plan.repository, Capability::RepositoryState.name()),
         ]
         .into_iter()
         .filter_map(|(called, capability)| called.then_some(capability))
@@ -148,7 +149,7 @@ impl Gathered {
     /// Records the answer of `capability` and keeps its candidates.
     fn answer(
         &mut self,
-        capability: &str,
+        capability: Capability,
         origin: Origin,
         limit: Option<u32>,
         answer: Result<Vec<Candidate>, HostError>,
@@ -164,7 +165,7 @@ impl Gathered {
             Err(e) => (SourceOutcome::Failed(e.message), Vec::new()),
         };
         self.calls.push(SourceCall {
-            capability: capability.to_owned(),
+            capability: capability.name().to_owned(),
             outcome,
         });
         self.sources.push(Source {
@@ -175,9 +176,9 @@ impl Gathered {
     }
 
     /// Records that `capability` was not called, and why.
-    fn skip(&mut self, capability: &str, why: &str) {
+    fn skip(&mut self, capability: Capability, why: &str) {
         self.calls.push(SourceCall {
-            capability: capability.to_owned(),
+            capability: capability.name().to_owned(),
             outcome: SourceOutcome::Skipped(why.to_owned()),
         });
     }
@@ -229,7 +230,7 @@ pub(crate) async fn gather(
 
     let mut gathered = Gathered::default();
     if let (Some(limit), Some(answer)) = (plan.retrieve, retrieved) {
-        gathered.answer("sources.retrieve", Origin::Retrieval, Some(limit), answer);
+        gathered.answer(Capability::Retrieve, Origin::Retrieval, Some(limit), answer);
     }
     if let Some(depth) = plan.graph_depth {
         // Expand from the retrieved items that could be included, best
@@ -243,33 +244,44 @@ pub(crate) async fn gather(
         seeds.sort_by(|a, b| by_source_score(a, b));
         let ids: Vec<String> = seeds.iter().map(|c| c.id.clone()).collect();
         if ids.is_empty() {
-            gathered.skip("sources.expand-graph", "no retrieved item to expand from");
+            gathered.skip(Capability::ExpandGraph, "no retrieved item to expand from");
         } else {
             let call = Call::ExpandGraph {
                 item_ids: ids.into(),
                 depth,
             };
-            let answer = channel
-                .sources(vec![call])
-                .await
-                .pop()
-                .unwrap_or_else(|| Err(HostError::new("sources.expand-graph", "not answered")));
-            gathered.answer("sources.expand-graph", Origin::Graph, None, answer);
+            let answer = channel.sources(vec![call]).await.pop().unwrap_or_else(|| {
+                Err(HostError::new(
+                    Capability::ExpandGraph.name(),
+                    "not answered",
+                ))
+            });
+            gathered.answer(Capability::ExpandGraph, Origin::Graph, None, answer);
         }
     }
     if let Some(limit) = plan.memory {
         match memory {
             Some(answer) => {
-                gathered.answer("sources.recall-memory", Origin::Memory, Some(limit), answer);
+                gathered.answer(
+                    Capability::RecallMemory,
+                    Origin::Memory,
+                    Some(limit),
+                    answer,
+                );
             }
             None => gathered.skip(
-                "sources.recall-memory",
+                Capability::RecallMemory,
                 "no user id: long-term memory is per user",
             ),
         }
     }
     if let Some(answer) = repository {
-        gathered.answer("sources.repository-state", Origin::Repository, None, answer);
+        gathered.answer(
+            Capability::RepositoryState,
+            Origin::Repository,
+            None,
+            answer,
+        );
     }
     gathered.degraded = gathered
         .calls

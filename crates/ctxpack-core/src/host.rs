@@ -7,6 +7,7 @@
 //! that cannot answer inside a call (its stores are asynchronous) drives
 //! an [`crate::Assembly`] step by step instead.
 
+use crate::capability::Capability;
 use crate::error::HostError;
 use crate::types::{AgentContext, Candidate, SummaryRequest, Tokenizer};
 use serde::{Deserialize, Serialize};
@@ -23,50 +24,64 @@ pub enum Verdict {
     Deny(String),
 }
 
-/// The capabilities a host lends the core. Every call may fail.
+/// The capabilities a host lends the core. Every call may fail. A host
+/// implements what it has: each function it leaves out fails, naming its
+/// capability as not provided (see [`NoHost`]).
 pub trait Host {
     /// Candidates for a query from the host's index.
     fn retrieve(
         &mut self,
-        context: &AgentContext,
-        query: &str,
-        limit: u32,
-    ) -> Result<Vec<Candidate>, HostError>;
+        _context: &AgentContext,
+        _query: &str,
+        _limit: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        Err(HostError::not_provided(Capability::Retrieve.name()))
+    }
 
     /// Candidates at most `depth` graph hops from the given items.
     fn expand_graph(
         &mut self,
-        context: &AgentContext,
-        item_ids: &[String],
-        depth: u32,
-    ) -> Result<Vec<Candidate>, HostError>;
+        _context: &AgentContext,
+        _item_ids: &[String],
+        _depth: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        Err(HostError::not_provided(Capability::ExpandGraph.name()))
+    }
 
     /// Long-term memory of one user.
     fn recall_memory(
         &mut self,
-        context: &AgentContext,
-        user_id: &str,
-        query: &str,
-        limit: u32,
-    ) -> Result<Vec<Candidate>, HostError>;
+        _context: &AgentContext,
+        _user_id: &str,
+        _query: &str,
+        _limit: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        Err(HostError::not_provided(Capability::RecallMemory.name()))
+    }
 
     /// The state of the repository the attempt works on.
-    fn repository_state(&mut self, context: &AgentContext) -> Result<Vec<Candidate>, HostError>;
+    fn repository_state(&mut self, _context: &AgentContext) -> Result<Vec<Candidate>, HostError> {
+        Err(HostError::not_provided(Capability::RepositoryState.name()))
+    }
 
     /// One verdict per item, in order.
     fn review(
         &mut self,
-        context: &AgentContext,
-        items: &[&Candidate],
-    ) -> Result<Vec<Verdict>, HostError>;
+        _context: &AgentContext,
+        _items: &[&Candidate],
+    ) -> Result<Vec<Verdict>, HostError> {
+        Err(HostError::not_provided(Capability::Review.name()))
+    }
 
     /// One summary per request, in order: each request's text summarised
     /// to at most its target tokens of `tokenizer`.
     fn summarize(
         &mut self,
-        requests: &[SummaryRequest],
-        tokenizer: Tokenizer,
-    ) -> Result<Vec<String>, HostError>;
+        _requests: &[SummaryRequest],
+        _tokenizer: Tokenizer,
+    ) -> Result<Vec<String>, HostError> {
+        Err(HostError::not_provided(Capability::Summarize.name()))
+    }
 }
 
 /// A host that lends nothing: every call fails, naming the import. Use it
@@ -74,34 +89,4 @@ pub trait Host {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoHost;
 
-impl Host for NoHost {
-    fn retrieve(&mut self, _: &AgentContext, _: &str, _: u32) -> Result<Vec<Candidate>, HostError> {
-        Err(HostError::not_provided("sources.retrieve"))
-    }
-    fn expand_graph(
-        &mut self,
-        _: &AgentContext,
-        _: &[String],
-        _: u32,
-    ) -> Result<Vec<Candidate>, HostError> {
-        Err(HostError::not_provided("sources.expand-graph"))
-    }
-    fn recall_memory(
-        &mut self,
-        _: &AgentContext,
-        _: &str,
-        _: &str,
-        _: u32,
-    ) -> Result<Vec<Candidate>, HostError> {
-        Err(HostError::not_provided("sources.recall-memory"))
-    }
-    fn repository_state(&mut self, _: &AgentContext) -> Result<Vec<Candidate>, HostError> {
-        Err(HostError::not_provided("sources.repository-state"))
-    }
-    fn review(&mut self, _: &AgentContext, _: &[&Candidate]) -> Result<Vec<Verdict>, HostError> {
-        Err(HostError::not_provided("policy.review"))
-    }
-    fn summarize(&mut self, _: &[SummaryRequest], _: Tokenizer) -> Result<Vec<String>, HostError> {
-        Err(HostError::not_provided("summarizer.summarize"))
-    }
-}
+impl Host for NoHost {}

@@ -96,6 +96,7 @@ mod assembly;
 mod budget;
 mod builder;
 mod call;
+mod capability;
 mod compress;
 mod config;
 mod conversation;
@@ -130,6 +131,7 @@ mod tests;
 pub use assembly::{Assembly, Next};
 pub use builder::Builder;
 pub use call::{Answer, Call};
+pub use capability::Capability;
 pub use config::{
     BuilderConfig, FullSettings, Plan, Profile, RagMemorySettings, RagSettings, Ranking,
     SectionShare,

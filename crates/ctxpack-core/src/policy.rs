@@ -18,6 +18,7 @@
 
 use crate::assembly::Channel;
 use crate::budget::Filling;
+use crate::capability::Capability;
 use crate::error::{Error, HostError};
 use crate::host::Verdict;
 use crate::item::{Item, body};
@@ -252,14 +253,14 @@ pub(crate) fn take_back(
         Err(e) => Err(e.message),
     };
     calls.push(SourceCall {
-        capability: "policy.review".to_owned(),
+        capability: Capability::Review.name().to_owned(),
         outcome: match &verdicts {
             Ok(v) => SourceOutcome::Answered(clamp_len(v.len())),
             Err(message) => SourceOutcome::Failed(message.clone()),
         },
     });
     verdicts.map_err(|message| Error::HostFailed {
-        capability: "policy.review".into(),
+        capability: Capability::Review.name().into(),
         message,
     })
 }

@@ -914,3 +914,47 @@ fn a_build_left_without_o200k_refuses_it_naming_it() {
 fn a_build_left_without_cl100k_refuses_it_naming_it() {
     left_out_is_refused_naming_it(Tokenizer::Cl100kBase, "cl100k-base", "cl100k");
 }
+
+#[test]
+fn every_capability_is_a_call_keyed_by_its_function_and_a_host_lends_none_by_default() {
+    let calls = [
+        Call::Retrieve {
+            query: "q".into(),
+            limit: 1,
+        },
+        Call::ExpandGraph {
+            item_ids: vec!["a".to_owned()].into(),
+            depth: 1,
+        },
+        Call::RecallMemory {
+            user_id: "u".into(),
+            query: "q".into(),
+            limit: 1,
+        },
+        Call::RepositoryState {},
+        Call::Review {
+            items: Vec::new().into(),
+        },
+        Call::Summarize {
+            requests: Vec::new().into(),
+            tokenizer: Tokenizer::O200kBase,
+        },
+    ];
+    let imports: Vec<Capability> = calls.iter().map(Call::import).collect();
+    assert_eq!(imports, Capability::ALL);
+    struct Lends;
+    impl Host for Lends {}
+    let context = request(10).context;
+    for (call, capability) in calls.iter().zip(Capability::ALL) {
+        // The JSON face keys a call by the import's function name.
+        let json = serde_json::to_value(call).unwrap();
+        let key = json.as_object().unwrap().keys().next().unwrap().clone();
+        assert_eq!(key, capability.function());
+        assert_eq!(Capability::named(capability.name()), Some(capability));
+        assert_eq!(call.capability(), capability.name());
+        // A host that implements nothing answers "not provided", naming it.
+        let answer = call.call(&mut Lends, &context);
+        let failed = call.failed(HostError::not_provided(capability.name()));
+        assert_eq!(answer, failed, "{capability}");
+    }
+}

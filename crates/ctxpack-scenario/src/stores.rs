@@ -4,6 +4,7 @@
 //! answer whether the core runs natively or inside the component (where the
 //! wasmtime imports forward to it). It counts every call it receives.
 
+use ctxpack_core::Capability;
 use ctxpack_core::{AgentContext, Candidate, Host, HostError, SummaryRequest, Tokenizer, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -148,11 +149,11 @@ impl Host for InMemoryHost {
     ) -> Result<Vec<Candidate>, HostError> {
         match self.handed.take() {
             Some(mut items) => {
-                *self.calls.entry("sources.retrieve").or_default() += 1;
+                *self.calls.entry(Capability::Retrieve.name()).or_default() += 1;
                 items.truncate(limit as usize);
                 Ok(items)
             }
-            None => self.source("sources.retrieve", |a| &a.retrieve, Some(limit)),
+            None => self.source(Capability::Retrieve.name(), |a| &a.retrieve, Some(limit)),
         }
     }
 
@@ -162,7 +163,7 @@ impl Host for InMemoryHost {
         _: &[String],
         _: u32,
     ) -> Result<Vec<Candidate>, HostError> {
-        self.source("sources.expand-graph", |a| &a.expand_graph, None)
+        self.source(Capability::ExpandGraph.name(), |a| &a.expand_graph, None)
     }
 
     fn recall_memory(
@@ -172,11 +173,19 @@ impl Host for InMemoryHost {
         _: &str,
         limit: u32,
     ) -> Result<Vec<Candidate>, HostError> {
-        self.source("sources.recall-memory", |a| &a.recall_memory, Some(limit))
+        self.source(
+            Capability::RecallMemory.name(),
+            |a| &a.recall_memory,
+            Some(limit),
+        )
     }
 
     fn repository_state(&mut self, _: &AgentContext) -> Result<Vec<Candidate>, HostError> {
-        self.source("sources.repository-state", |a| &a.repository_state, None)
+        self.source(
+            Capability::RepositoryState.name(),
+            |a| &a.repository_state,
+            None,
+        )
     }
 
     fn review(
@@ -184,7 +193,7 @@ impl Host for InMemoryHost {
         _: &AgentContext,
         items: &[&Candidate],
     ) -> Result<Vec<Verdict>, HostError> {
-        let name = "policy.review";
+        let name = Capability::Review.name();
         *self.calls.entry(name).or_default() += 1;
         let rules = self
             .answers
@@ -211,7 +220,7 @@ impl Host for InMemoryHost {
         requests: &[SummaryRequest],
         _: Tokenizer,
     ) -> Result<Vec<String>, HostError> {
-        let name = "summarizer.summarize";
+        let name = Capability::Summarize.name();
         *self.calls.entry(name).or_default() += 1;
         match &self.answers.summarizer {
             None => Err(HostError::not_provided(name)),

@@ -17,6 +17,7 @@
 //! `{"all-items": […]}` per source, `policy.deny` and `policy.redact`),
 //! as plain JSON: the service does not depend on the test apparatus.
 
+use ctxpack_core::Capability;
 use ctxpack_core::{AgentContext, Answer, Call, Candidate, HostError, Verdict};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
@@ -134,10 +135,10 @@ impl DemoSources {
     /// How many candidates each capability holds.
     pub fn sizes(&self) -> [(&'static str, usize); 4] {
         [
-            ("sources.retrieve", self.retrieve.len()),
-            ("sources.expand-graph", self.graph.len()),
-            ("sources.recall-memory", self.memory.len()),
-            ("sources.repository-state", self.repository.len()),
+            (Capability::Retrieve.name(), self.retrieve.len()),
+            (Capability::ExpandGraph.name(), self.graph.len()),
+            (Capability::RecallMemory.name(), self.memory.len()),
+            (Capability::RepositoryState.name(), self.repository.len()),
         ]
     }
 

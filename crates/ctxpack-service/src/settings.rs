@@ -48,23 +48,13 @@
 //! file is refused, naming the key, and the running configuration stays.
 
 use crate::upstream::{Address, Settings as UpstreamSettings, Tls};
+use ctxpack_core::Capability;
 use ctxpack_core::{BuilderConfig, Section, SectionShare};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// The capabilities an upstream may answer, as the WIT names their
-/// functions, with the capability each is.
-pub const CAPABILITIES: [(&str, &str); 6] = [
-    ("retrieve", "sources.retrieve"),
-    ("expand-graph", "sources.expand-graph"),
-    ("recall-memory", "sources.recall-memory"),
-    ("repository-state", "sources.repository-state"),
-    ("review", "policy.review"),
-    ("summarize", "summarizer.summarize"),
-];
 
 /// The file, as written.
 #[derive(Debug, Default, Deserialize)]
@@ -407,8 +397,9 @@ impl Settings {
         let mut upstreams = BTreeMap::new();
         for (name, u) in &file.upstreams {
             let key = format!("upstreams.{name}");
-            let Some((_, capability)) = CAPABILITIES.iter().find(|(n, _)| n == name) else {
-                let names: Vec<_> = CAPABILITIES.iter().map(|(n, _)| *n).collect();
+            let found = Capability::ALL.into_iter().find(|c| c.function() == name);
+            let Some(capability) = found.map(Capability::name) else {
+                let names: Vec<_> = Capability::ALL.map(Capability::function).into();
                 return Err(at(
                     path,
                     &key,
@@ -519,7 +510,7 @@ impl Settings {
                 ));
             }
             upstreams.insert(
-                *capability,
+                capability,
                 UpstreamSettings {
                     address,
                     timeout: Duration::from_millis(u.timeout_ms),

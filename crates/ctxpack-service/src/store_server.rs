@@ -12,6 +12,7 @@ use crate::store::BoxFuture;
 use crate::upstream::method_of;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use ctxpack_core::Capability;
 use ctxpack_core::{AgentContext, Answer, Call};
 use prost::Message;
 use prost_reflect::DynamicMessage;
@@ -113,25 +114,25 @@ impl pb::sources_server::Sources for Grpc {
         &self,
         r: Request<pb::RetrieveRequest>,
     ) -> Result<Response<pb::RetrieveReply>, Status> {
-        self.serve("sources.retrieve", r).await
+        self.serve(Capability::Retrieve.name(), r).await
     }
     async fn expand_graph(
         &self,
         r: Request<pb::ExpandGraphRequest>,
     ) -> Result<Response<pb::ExpandGraphReply>, Status> {
-        self.serve("sources.expand-graph", r).await
+        self.serve(Capability::ExpandGraph.name(), r).await
     }
     async fn recall_memory(
         &self,
         r: Request<pb::RecallMemoryRequest>,
     ) -> Result<Response<pb::RecallMemoryReply>, Status> {
-        self.serve("sources.recall-memory", r).await
+        self.serve(Capability::RecallMemory.name(), r).await
     }
     async fn repository_state(
         &self,
         r: Request<pb::RepositoryStateRequest>,
     ) -> Result<Response<pb::RepositoryStateReply>, Status> {
-        self.serve("sources.repository-state", r).await
+        self.serve(Capability::RepositoryState.name(), r).await
     }
 }
 
@@ -141,7 +142,7 @@ impl pb::policy_server::Policy for Grpc {
         &self,
         r: Request<pb::ReviewRequest>,
     ) -> Result<Response<pb::ReviewReply>, Status> {
-        self.serve("policy.review", r).await
+        self.serve(Capability::Review.name(), r).await
     }
 }
 
@@ -151,7 +152,7 @@ impl pb::summarizer_server::Summarizer for Grpc {
         &self,
         r: Request<pb::SummarizeRequest>,
     ) -> Result<Response<pb::SummarizeReply>, Status> {
-        self.serve("summarizer.summarize", r).await
+        self.serve(Capability::Summarize.name(), r).await
     }
 }
 

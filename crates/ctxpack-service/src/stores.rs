@@ -16,9 +16,10 @@
 //! the seed's "Retrieval degraded" row.
 
 use crate::fixture::DemoSources;
-use crate::settings::{CAPABILITIES, Settings};
+use crate::settings::Settings;
 use crate::store::Store;
 use crate::upstream::{Address, Upstream};
+use ctxpack_core::Capability;
 use ctxpack_core::{AgentContext, Answer, Call, HostError, Verdict};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -74,15 +75,17 @@ impl Stores {
         health: Arc<IndexHealth>,
     ) -> Result<Stores, String> {
         let mut answerers = BTreeMap::new();
-        for (name, capability) in CAPABILITIES {
+        for (name, capability) in Capability::ALL.map(|c| (c.function(), c.name())) {
             let answerer = match (settings.upstreams.get(capability), &fixture) {
                 (Some(u), _) => Answerer::Upstream(Box::new(
                     Upstream::new(capability, u.clone())
                         .map_err(|e| format!("upstreams.{name}: {e}"))?,
                 )),
                 (None, Some(f)) => Answerer::Fixture(f.clone()),
-                (None, None) if capability == "sources.retrieve" => Answerer::Index(store.clone()),
-                (None, None) if capability == "policy.review" => Answerer::AllowAll,
+                (None, None) if capability == Capability::Retrieve.name() => {
+                    Answerer::Index(store.clone())
+                }
+                (None, None) if capability == Capability::Review.name() => Answerer::AllowAll,
                 (None, None) => continue,
             };
             answerers.insert(capability, answerer);
@@ -103,10 +106,10 @@ impl Stores {
 
     /// What answers each capability, for the start-up log.
     pub fn describe(&self) -> BTreeMap<&'static str, String> {
-        CAPABILITIES
-            .iter()
-            .map(|(_, c)| {
-                let what = match self.answerers.get(c) {
+        Capability::ALL
+            .into_iter()
+            .map(|c| {
+                let what = match self.answerers.get(c.name()) {
                     Some(Answerer::Upstream(u)) => match &u.settings().address {
                         Address::Grpc(a) => format!("grpc {a}"),
                         Address::Http(a) => format!("http {a}"),
@@ -116,7 +119,7 @@ impl Stores {
                     Some(Answerer::AllowAll) => "no policy: every item allowed".into(),
                     None => "nothing (not provided)".into(),
                 };
-                (*c, what)
+                (c.name(), what)
             })
             .collect()
     }
