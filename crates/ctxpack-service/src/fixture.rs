@@ -2,7 +2,7 @@
 //! scenario files (`tests/scenarios`), which the service's tests and the
 //! load script answer every capability from (`--fixture`, and
 //! `ctxpack-fixture-store` over gRPC and HTTP). A deployment's stores are
-//! upstreams or the embedded index ([`crate::stores`]).
+//! upstreams or the embedded index ([`crate::answerers`]).
 //!
 //! Every candidate the scenarios' hosts answer is pooled by capability
 //! (the first of an id wins). Retrieval ranks the pool by how many of the

@@ -141,7 +141,7 @@ impl Grpc {
         tracing::info!(target: "ctxpack::grpc", tenant, run_id = r.run_id, attempt_id = r.attempt_id, snapshot = %reply.context_snapshot_id, "assembled");
         Ok(Response::new(pb::AssembleReply {
             context_snapshot_id: reply.context_snapshot_id,
-            status: reply.status.iter().map(crate::store::name).collect(),
+            status: reply.status.iter().map(crate::snapshots::name).collect(),
             tokens_used: reply.tokens_used,
             token_budget: reply.token_budget,
             content_ref: reply.content_ref,

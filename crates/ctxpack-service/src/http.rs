@@ -11,7 +11,7 @@
 use crate::auth::{Caller, Refusal, Scope};
 use crate::ids::echo;
 use crate::service::{AssembleError, Service, check_id};
-use crate::store::{Detail, json, now_rfc3339};
+use crate::snapshots::{Detail, json, now_rfc3339};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Query, Request, State};

@@ -12,7 +12,7 @@
 //! again replaces its chunks, in one transaction; an unchanged file is
 //! left as it is.
 
-use crate::store::{Stmt, Store, StoreError, Value, now_rfc3339};
+use crate::snapshots::{Stmt, Store, StoreError, Value, now_rfc3339};
 use ctxpack_core::{Candidate, Provenance, Section, TrustTier};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

@@ -10,6 +10,7 @@
 //! for several replicas) with its content and its `ContextAssembled` event
 //! in one transaction, and the seed's [`metrics`].
 
+pub mod answerers;
 pub mod auth;
 pub mod client;
 pub mod fixture;
@@ -25,11 +26,10 @@ pub mod protojson;
 pub mod relay;
 pub mod service;
 pub mod settings;
+pub mod snapshots;
 pub mod sqlite;
-pub mod store;
-pub mod store_server;
-pub mod stores;
 pub mod upstream;
+pub mod upstream_server;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -161,8 +161,8 @@ pub async fn open_store(
     connections: usize,
     slow_commit: Option<Duration>,
     init: bool,
-) -> Result<store::Store, String> {
-    let engine: Arc<dyn store::Engine> =
+) -> Result<snapshots::Store, String> {
+    let engine: Arc<dyn snapshots::Engine> =
         if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
             Arc::new(
                 postgres::Postgres::connect(spec, connections, slow_commit, init)
@@ -183,7 +183,7 @@ pub async fn open_store(
             let path = PathBuf::from(spec.strip_prefix("sqlite:").unwrap_or(spec));
             Arc::new(sqlite::Sqlite::open(&path, slow_commit, init).map_err(|e| e.to_string())?)
         };
-    Ok(store::Store::new(engine))
+    Ok(snapshots::Store::new(engine))
 }
 
 /// The settings in `path`, or the defaults.
@@ -198,12 +198,12 @@ fn settings_of(path: Option<&Path>) -> Result<settings::Settings, String> {
 fn live(
     runtime: &Arc<ctxpack_host::Runtime>,
     settings: &settings::Settings,
-    store: &store::Store,
+    store: &snapshots::Store,
     fixture: Option<Arc<fixture::DemoSources>>,
-    health: Arc<stores::IndexHealth>,
+    health: Arc<answerers::IndexHealth>,
     instances: usize,
 ) -> Result<service::Live, String> {
-    let stores = stores::Stores::new(settings, store, fixture, health)?;
+    let stores = answerers::Answerers::new(settings, store, fixture, health)?;
     let pool = pool::Pool::new(runtime.clone(), settings.builder.clone(), instances)
         .map_err(|e| format!("builder: {e}"))?;
     Ok(service::Live {
@@ -325,7 +325,7 @@ pub async fn start(o: Options) -> Result<Running, String> {
             .map_err(|e| format!("loading the component: {e}"))?;
     let runtime = Arc::new(runtime);
     pool::start_clock(&runtime);
-    let health = Arc::new(stores::IndexHealth::default());
+    let health = Arc::new(answerers::IndexHealth::default());
     health.set(store.degraded_indexes().await.map_err(|e| e.to_string())?);
     let first = live(
         &runtime,

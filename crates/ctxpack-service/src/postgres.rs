@@ -5,7 +5,7 @@
 //! starting together migrate under an advisory lock, so one applies each
 //! migration and the others see it applied.
 
-use crate::store::{
+use crate::snapshots::{
     BoxFuture, Committed, Engine, PENDING, Publish, Stmt, StoreError, Value, pending_of,
 };
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -128,7 +128,7 @@ impl Postgres {
                 })?;
                 tx.execute(
                     "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
-                    &[version, &crate::store::now_rfc3339()],
+                    &[version, &crate::snapshots::now_rfc3339()],
                 )
                 .await
                 .map_err(pg)?;

@@ -16,15 +16,15 @@
 //! **In: the seed's events.** `SourceDeleted` (deletion lineage, as
 //! `POST /factory/sources/{id}/deleted`), `IndexDegraded` and
 //! `IndexRevisionReady` (the index is degraded, or has recovered: see
-//! [`crate::stores`]) are captured by a stream of the service's and read
+//! [`crate::answerers`]) are captured by a stream of the service's and read
 //! through one durable consumer the replicas share, so each is handled
 //! once, acknowledged after the store has it; a replica that was down
 //! finds them waiting. Index health lives in the store, which every
 //! replica reads each second.
 
+use crate::answerers::IndexHealth;
 use crate::settings::Events;
-use crate::store::{Pending, Store};
-use crate::stores::IndexHealth;
+use crate::snapshots::{Pending, Store};
 use async_nats::jetstream::{self, consumer, stream};
 use futures_util::StreamExt;
 use serde::Deserialize;
@@ -100,7 +100,7 @@ async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
 async fn ensure_stream(js: &jetstream::Context, events: &Events) -> Result<(), String> {
     js.get_or_create_stream(stream::Config {
         name: events.stream.clone(),
-        subjects: vec![crate::store::TOPIC.into()],
+        subjects: vec![crate::snapshots::TOPIC.into()],
         duplicate_window: Duration::from_secs(events.duplicate_window_s),
         storage: stream::StorageType::File,
         ..Default::default()
@@ -236,7 +236,7 @@ async fn handle(
     health: &IndexHealth,
     subject: &str,
     body: &[u8],
-) -> Result<(), crate::store::StoreError> {
+) -> Result<(), crate::snapshots::StoreError> {
     fn read<'a, T: Deserialize<'a>>(subject: &str, body: &'a [u8]) -> Option<T> {
         serde_json::from_slice(body)
             .map_err(|e| {
@@ -248,7 +248,7 @@ async fn handle(
     if subject == events.source_deleted {
         if let Some(e) = read::<SourceDeleted>(subject, body) {
             let marked = store
-                .source_deleted(&e.tenant_id, &e.source_id, &crate::store::now_rfc3339())
+                .source_deleted(&e.tenant_id, &e.source_id, &crate::snapshots::now_rfc3339())
                 .await?;
             tracing::info!(target: "ctxpack::events", tenant = %e.tenant_id, source = %e.source_id, marked, "SourceDeleted");
         }

@@ -3,11 +3,11 @@
 //! the service's stores answering between steps, the snapshot recorded
 //! with its content and event, the metrics observed.
 
+use crate::answerers::Answerers;
 use crate::metrics::{Metrics, Observation};
 use crate::pool::{Pool, ticks};
 use crate::settings::RequestLimits;
-use crate::store::{Record, Recorded, Store, StoreError, now_rfc3339};
-use crate::stores::Stores;
+use crate::snapshots::{Record, Recorded, Store, StoreError, now_rfc3339};
 use ctxpack_core::{
     Answer, AssembleRequest, Call, ContextAssembled, ContextPack, Failure, HostError, Snapshot,
     SnapshotStatus,
@@ -23,7 +23,7 @@ pub struct Live {
     /// Component instances, their builders made from the configuration.
     pub pool: Arc<Pool>,
     /// The stores the assemblies draw from.
-    pub stores: Arc<Stores>,
+    pub stores: Arc<Answerers>,
 }
 
 /// The service's parts.
@@ -31,7 +31,7 @@ pub struct Service {
     /// The configuration's part, replaced on reload.
     pub live: std::sync::RwLock<Arc<Live>>,
     /// The indexes degraded now, shared by every configuration.
-    pub health: Arc<crate::stores::IndexHealth>,
+    pub health: Arc<crate::answerers::IndexHealth>,
     /// The snapshot store.
     pub store: Store,
     /// Metrics.
@@ -422,7 +422,7 @@ impl Service {
             "path's attemptId",
             attempt_id,
         )?;
-        let request_hash = ctxpack_core::text_hash(&crate::store::json(&request));
+        let request_hash = ctxpack_core::text_hash(&crate::snapshots::json(&request));
         let outcome = tokio::time::timeout(self.deadline, self.run(&request, started))
             .await
             .map_err(|_| AssembleError::Deadline(self.deadline))??;
@@ -477,7 +477,7 @@ impl Service {
             status: s
                 .status
                 .iter()
-                .map(crate::store::name)
+                .map(crate::snapshots::name)
                 .collect::<Vec<_>>()
                 .join("+"),
             tokens_per_section: record.sections.clone(),
@@ -507,7 +507,7 @@ impl Service {
     async fn drive(
         &self,
         lease: &mut crate::pool::Lease,
-        stores: &Arc<Stores>,
+        stores: &Arc<Answerers>,
         request: &AssembleRequest,
         started: Instant,
     ) -> Result<Result<ContextPack, Failure>, AssembleError> {
@@ -554,7 +554,7 @@ fn sections(pack: &ContextPack) -> Vec<(String, u32)> {
     pack.metrics
         .tokens_per_section
         .iter()
-        .map(|s| (crate::store::name(&s.section), s.tokens))
+        .map(|s| (crate::snapshots::name(&s.section), s.tokens))
         .collect()
 }
 

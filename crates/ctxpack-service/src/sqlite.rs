@@ -6,7 +6,7 @@
 //! are `synchronous = FULL`: a recorded snapshot survives the machine
 //! losing power, not only the process being killed.
 
-use crate::store::{
+use crate::snapshots::{
     BoxFuture, Committed, Engine, PENDING, Publish, Stmt, StoreError, Value, pending_of,
 };
 use rusqlite::{Connection, OpenFlags, params_from_iter};
@@ -151,7 +151,7 @@ fn migrate(c: &mut Connection) -> Result<(), StoreError> {
                 .map_err(|e| db(format!("migration {version}: {e}")))?;
             tx.execute(
                 "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
-                rusqlite::params![version, crate::store::now_rfc3339()],
+                rusqlite::params![version, crate::snapshots::now_rfc3339()],
             )
             .map_err(db)?;
         }

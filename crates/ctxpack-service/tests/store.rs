@@ -12,7 +12,7 @@
 use ctxpack_core::json::Reply;
 mod common;
 
-use ctxpack_service::store::{Record, Recorded, Store, Value, now_rfc3339};
+use ctxpack_service::snapshots::{Record, Recorded, Store, Value, now_rfc3339};
 use std::path::PathBuf;
 
 fn corpus() -> Vec<(String, ctxpack_scenario::Scenario)> {
@@ -260,7 +260,7 @@ async fn exercise(store: &Store) {
             "SELECT COUNT(*) FROM context_outbox WHERE event_id = $1 AND topic = $2",
             vec![
                 Value::Text(r0.snapshot.id.clone()),
-                Value::Text(ctxpack_service::store::TOPIC.into()),
+                Value::Text(ctxpack_service::snapshots::TOPIC.into()),
             ],
         )
         .await

@@ -11,7 +11,7 @@
 
 use ctxpack_core::{AgentContext, Answer, Call, Candidate, HostError, Verdict};
 use ctxpack_service::client::Client;
-use ctxpack_service::store_server::{Answering, Grpc, http};
+use ctxpack_service::upstream_server::{Answering, Grpc, http};
 use ctxpack_service::{Options, Running, start};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -519,7 +519,7 @@ async fn an_answer_of_the_wrong_shape_degrades_naming_the_field() {
 
     // gRPC: the reply as bytes a store could send: a candidate whose
     // section is left unspecified.
-    use ctxpack_service::store_server::pb;
+    use ctxpack_service::upstream_server::pb;
     let reply = pb::RetrieveReply {
         answer: vec![pb::Candidate {
             id: "w-1".into(),

@@ -4,7 +4,7 @@
 //! upstreams and for trying the connectors by hand.
 
 use ctxpack_service::fixture::{DemoSources, Faults};
-use ctxpack_service::store_server::{Answering, Grpc, http};
+use ctxpack_service::upstream_server::{Answering, Grpc, http};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;

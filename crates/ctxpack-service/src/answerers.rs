@@ -17,7 +17,7 @@
 
 use crate::fixture::DemoSources;
 use crate::settings::Settings;
-use crate::store::Store;
+use crate::snapshots::Store;
 use crate::upstream::{Address, Upstream};
 use ctxpack_core::Capability;
 use ctxpack_core::{AgentContext, Answer, Call, HostError, Verdict};
@@ -60,12 +60,12 @@ enum Answerer {
 }
 
 /// Every capability's answerer.
-pub struct Stores {
+pub struct Answerers {
     answerers: BTreeMap<&'static str, Answerer>,
     health: Arc<IndexHealth>,
 }
 
-impl Stores {
+impl Answerers {
     /// The stores `settings` configure, over `store`'s index, with the
     /// fixture behind what no upstream answers when one is given.
     pub fn new(
@@ -73,7 +73,7 @@ impl Stores {
         store: &Store,
         fixture: Option<Arc<DemoSources>>,
         health: Arc<IndexHealth>,
-    ) -> Result<Stores, String> {
+    ) -> Result<Answerers, String> {
         let mut answerers = BTreeMap::new();
         for (name, capability) in Capability::ALL.map(|c| (c.function(), c.name())) {
             let answerer = match (settings.upstreams.get(capability), &fixture) {
@@ -101,7 +101,7 @@ impl Stores {
                 ));
             }
         }
-        Ok(Stores { answerers, health })
+        Ok(Answerers { answerers, health })
     }
 
     /// What answers each capability, for the start-up log.

@@ -8,7 +8,7 @@
 //! nothing here restates a type of the WIT.
 
 use crate::protojson;
-use crate::store::BoxFuture;
+use crate::snapshots::BoxFuture;
 use crate::upstream::method_of;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
