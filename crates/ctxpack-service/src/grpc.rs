@@ -7,7 +7,10 @@
 
 use crate::auth::{Refusal, Scope};
 use crate::service::{AssembleError, Service};
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
 use tonic::codegen::http;
 use tonic::{Request, Response, Status};
 
@@ -210,4 +213,70 @@ fn invalid_argument_for_decode_errors(
         h.insert("grpc-status", http::HeaderValue::from_static("3"));
     }
     res
+}
+
+/// What the gRPC listener serves, and how.
+pub(crate) struct Serving {
+    pub service: Arc<Service>,
+    pub max_body: usize,
+    /// An assembly's deadline (a call's timeout adds the body's).
+    pub deadline: Duration,
+    pub limits: crate::listen::Limits,
+    pub tls: Option<crate::listen::ServerTls>,
+}
+
+impl Serving {
+    /// Serves the context-assembly service and gRPC health on `addr` until
+    /// `stop`; calls still open when the shutdown deadline passes are cut.
+    /// Its address, and the task serving it.
+    pub(crate) async fn listen(
+        self,
+        addr: SocketAddr,
+        stop: &watch::Sender<bool>,
+    ) -> Result<(SocketAddr, tokio::task::JoinHandle<Result<(), String>>), String> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--grpc {addr}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let incoming = crate::listen::incoming(listener, self.limits.clone());
+        let svc = server(self.service.clone(), self.max_body);
+        let health = health(self.service.clone(), stop.subscribe());
+        let mut until = stop.subscribe();
+        let shutdown = async move {
+            let _ = until.wait_for(|s| *s).await;
+        };
+        let mut builder = tonic::transport::Server::builder()
+            .timeout(self.deadline + self.limits.body_timeout)
+            .http2_keepalive_interval(Some(Duration::from_secs(30)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+            .concurrency_limit_per_connection(256);
+        if let Some(t) = &self.tls {
+            builder = builder
+                .tls_config(
+                    tonic::transport::ServerTlsConfig::new()
+                        .identity(tonic::transport::Identity::from_pem(&t.cert, &t.key)),
+                )
+                .map_err(|e| format!("tls: {e}"))?;
+        }
+        let mut cut = stop.subscribe();
+        let deadline = self.limits.shutdown;
+        let task = tokio::spawn(async move {
+            let serve = builder
+                .layer(StatusLayer)
+                .add_service(health)
+                .add_service(svc)
+                .serve_with_incoming_shutdown(incoming, shutdown);
+            tokio::select! {
+                r = serve => r.map_err(|e| format!("grpc: {e}")),
+                _ = async {
+                    let _ = cut.wait_for(|s| *s).await;
+                    tokio::time::sleep(deadline).await;
+                } => {
+                    tracing::warn!(target: "ctxpack::serve", after = ?deadline, "shutdown deadline passed: gRPC calls still open are cut");
+                    Ok(())
+                }
+            }
+        });
+        Ok((bound, task))
+    }
 }

@@ -129,7 +129,7 @@ pub struct Running {
     /// The shared service (its store, for tests).
     pub service: Arc<service::Service>,
     stop: watch::Sender<bool>,
-    tasks: Vec<tokio::task::JoinHandle<Result<(), String>>>,
+    tasks: Vec<Task>,
 }
 
 impl Running {
@@ -313,18 +313,7 @@ pub async fn start(o: Options) -> Result<Running, String> {
     };
     let auth = authentication(&o, &settings).await?;
     let store = open_store(&o.store, o.instances * 2, o.slow_commit, o.init_store).await?;
-    let limits = ctxpack_host::Limits {
-        max_memory_bytes: Some(o.max_memory),
-        interruptible: true,
-        ..Default::default()
-    };
-    let runtime =
-        tokio::task::spawn_blocking(move || ctxpack_host::Runtime::load_bundled_limited(limits))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("loading the component: {e}"))?;
-    let runtime = Arc::new(runtime);
-    pool::start_clock(&runtime);
+    let runtime = load_runtime(o.max_memory).await?;
     let health = Arc::new(answerers::IndexHealth::default());
     health.set(store.degraded_indexes().await.map_err(|e| e.to_string())?);
     let first = live(
@@ -381,18 +370,113 @@ pub async fn start(o: Options) -> Result<Running, String> {
         checked: Default::default(),
         sending: listen::SendBudget::new(limits.response_bytes),
     });
-    let tls = o.tls.clone().or_else(|| settings.tls.clone());
     let (stop, _) = watch::channel(false);
-    let stopped = |stop: &watch::Sender<bool>| {
-        let mut rx = stop.subscribe();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
+    let (http, grpc, metrics, tasks) = listen_all(&o, &settings, &service, &limits, &stop).await?;
+    Ok(Running {
+        http,
+        grpc,
+        metrics,
+        service,
+        stop,
+        tasks,
+    })
+}
+
+/// Every listener the options and the settings ask for — HTTP, metrics,
+/// gRPC — and the event relay; their addresses and tasks.
+async fn listen_all(
+    o: &Options,
+    settings: &settings::Settings,
+    service: &Arc<service::Service>,
+    limits: &listen::Limits,
+    stop: &watch::Sender<bool>,
+) -> Result<Listening, String> {
+    let tls = o.tls.clone().or_else(|| settings.tls.clone());
+    let (http, mut tasks) = serve_http(o, service, limits, tls.as_ref(), stop).await?;
+    let metrics = match o.metrics_listen {
+        Some(addr) => Some(serve_metrics(addr, service, limits, stop, &mut tasks).await?),
+        None => None,
     };
+    let grpc = match o.grpc {
+        Some(addr) => {
+            let serving = grpc::Serving {
+                service: service.clone(),
+                max_body: o.max_body,
+                deadline: o.deadline,
+                limits: limits.clone(),
+                tls: tls.clone(),
+            };
+            let (addr, task) = serving.listen(addr, stop).await?;
+            tasks.push(task);
+            Some(addr)
+        }
+        None => None,
+    };
+    // The file's [events] unless the options name a broker.
+    if let Some(events) = o.events.clone().or_else(|| settings.events.clone()) {
+        let client = relay::connect(&events.nats).await?;
+        let _ = service.broker.set(client.clone());
+        tracing::info!(target: "ctxpack::serve", nats = %events.nats, stream = %events.stream, "relaying events");
+        let (store, health) = (service.store.clone(), service.health.clone());
+        tasks.extend(relay::start(
+            client,
+            events,
+            store,
+            health,
+            stop.subscribe(),
+        ));
+    }
+    tracing::info!(
+        target: "ctxpack::serve",
+        http = %http,
+        grpc = ?grpc,
+        metrics = ?metrics,
+        tls = tls.is_some(),
+        "listening"
+    );
+    Ok((http, grpc, metrics, tasks))
+}
+
+/// Where HTTP, gRPC and the metrics are served, and the tasks serving
+/// them.
+type Listening = (
+    SocketAddr,
+    Option<SocketAddr>,
+    Option<SocketAddr>,
+    Vec<Task>,
+);
+
+/// The component, loaded once for every instance, each held to
+/// `max_memory` bytes and interruptible.
+async fn load_runtime(max_memory: usize) -> Result<Arc<ctxpack_host::Runtime>, String> {
+    let limits = ctxpack_host::Limits {
+        max_memory_bytes: Some(max_memory),
+        interruptible: true,
+        ..Default::default()
+    };
+    let runtime =
+        tokio::task::spawn_blocking(move || ctxpack_host::Runtime::load_bundled_limited(limits))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("loading the component: {e}"))?;
+    let runtime = Arc::new(runtime);
+    pool::start_clock(&runtime);
+    Ok(runtime)
+}
+
+/// The HTTP API on `--listen`, with TLS when it is configured; its
+/// address, and the task serving it.
+async fn serve_http(
+    o: &Options,
+    service: &Arc<service::Service>,
+    limits: &listen::Limits,
+    tls: Option<&listen::ServerTls>,
+    stop: &watch::Sender<bool>,
+) -> Result<(SocketAddr, Vec<Task>), String> {
     let listener = tokio::net::TcpListener::bind(o.http)
         .await
         .map_err(|e| format!("--listen {}: {e}", o.http))?;
-    let http_addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let app = http::router(
         http::Http {
             service: service.clone(),
@@ -400,101 +484,41 @@ pub async fn start(o: Options) -> Result<Running, String> {
         },
         o.max_body,
     );
-    let http_tls = match &tls {
+    let tls = match tls {
         Some(t) => Some(Arc::new(t.config(&[b"http/1.1"])?)),
         None => None,
     };
-    let mut tasks = vec![tokio::spawn(listen::serve(
+    let task = tokio::spawn(listen::serve(
         listener,
         app,
-        http_tls,
+        tls,
         limits.clone(),
         stop.subscribe(),
-    ))];
-    let mut metrics_addr = None;
-    if let Some(addr) = o.metrics_listen {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
-        metrics_addr = Some(listener.local_addr().map_err(|e| e.to_string())?);
-        tasks.push(tokio::spawn(listen::serve(
-            listener,
-            http::metrics_router(service.clone()),
-            None,
-            limits.clone(),
-            stop.subscribe(),
-        )));
-    }
-    let mut grpc_addr = None;
-    if let Some(addr) = o.grpc {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| format!("--grpc {addr}: {e}"))?;
-        grpc_addr = Some(listener.local_addr().map_err(|e| e.to_string())?);
-        let incoming = listen::incoming(listener, limits.clone());
-        let svc = grpc::server(service.clone(), o.max_body);
-        let health = grpc::health(service.clone(), stop.subscribe());
-        let shutdown = stopped(&stop);
-        let mut builder = tonic::transport::Server::builder()
-            .timeout(o.deadline + limits.body_timeout)
-            .http2_keepalive_interval(Some(Duration::from_secs(30)))
-            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
-            .concurrency_limit_per_connection(256);
-        if let Some(t) = &tls {
-            builder = builder
-                .tls_config(
-                    tonic::transport::ServerTlsConfig::new()
-                        .identity(tonic::transport::Identity::from_pem(&t.cert, &t.key)),
-                )
-                .map_err(|e| format!("tls: {e}"))?;
-        }
-        let mut cut = stop.subscribe();
-        let deadline = limits.shutdown;
-        tasks.push(tokio::spawn(async move {
-            let serve = builder
-                .layer(grpc::StatusLayer)
-                .add_service(health)
-                .add_service(svc)
-                .serve_with_incoming_shutdown(incoming, shutdown);
-            tokio::select! {
-                r = serve => r.map_err(|e| format!("grpc: {e}")),
-                _ = async {
-                    let _ = cut.wait_for(|s| *s).await;
-                    tokio::time::sleep(deadline).await;
-                } => {
-                    tracing::warn!(target: "ctxpack::serve", after = ?deadline, "shutdown deadline passed: gRPC calls still open are cut");
-                    Ok(())
-                }
-            }
-        }));
-    }
-    // The file's [events] unless the options name a broker.
-    if let Some(events) = o.events.clone().or_else(|| settings.events.clone()) {
-        let client = relay::connect(&events.nats).await?;
-        let _ = service.broker.set(client.clone());
-        tracing::info!(target: "ctxpack::serve", nats = %events.nats, stream = %events.stream, "relaying events");
-        tasks.extend(relay::start(
-            client,
-            events,
-            service.store.clone(),
-            service.health.clone(),
-            stop.subscribe(),
-        ));
-    }
-    tracing::info!(
-        target: "ctxpack::serve",
-        http = %http_addr,
-        grpc = ?grpc_addr,
-        metrics = ?metrics_addr,
-        tls = tls.is_some(),
-        "listening"
-    );
-    Ok(Running {
-        http: http_addr,
-        grpc: grpc_addr,
-        metrics: metrics_addr,
-        service,
-        stop,
-        tasks,
-    })
+    ));
+    Ok((addr, vec![task]))
 }
+
+/// The metrics on their own listener, `addr`; its address.
+async fn serve_metrics(
+    addr: SocketAddr,
+    service: &Arc<service::Service>,
+    limits: &listen::Limits,
+    stop: &watch::Sender<bool>,
+    tasks: &mut Vec<Task>,
+) -> Result<SocketAddr, String> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    tasks.push(tokio::spawn(listen::serve(
+        listener,
+        http::metrics_router(service.clone()),
+        None,
+        limits.clone(),
+        stop.subscribe(),
+    )));
+    Ok(bound)
+}
+
+/// A task the service runs until it stops.
+type Task = tokio::task::JoinHandle<Result<(), String>>;

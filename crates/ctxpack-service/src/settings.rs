@@ -305,283 +305,345 @@ impl Settings {
 
     /// Checks `text`, the file at `path`.
     pub fn parse(path: &Path, text: &str) -> Result<Settings, String> {
-        let de = toml::Deserializer::parse(text).map_err(|e| {
-            // Where: the line and column of the span's start, from 1.
-            let at = e.span().map_or(0, |s| s.start.min(text.len()));
-            let before = &text[..text.floor_char_boundary(at)];
-            let line = before.matches('\n').count() + 1;
-            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            format!("{}:{line}:{column}: {}", path.display(), e.message())
-        })?;
-        let file: File = serde_path_to_error::deserialize(de).map_err(|e| {
-            let key = e.path().to_string();
-            let inner = e.into_inner();
-            at(path, &key, inner.message())
-        })?;
-        let mut builder = match file.builder {
-            None => default_builder(),
-            Some(table) => {
-                let json = serde_json::to_value(&table).map_err(|e| at(path, "builder", e))?;
-                serde_path_to_error::deserialize(json)
-                    .map_err(|e| at(path, &format!("builder.{}", e.path()), e.inner()))?
-            }
-        };
+        let file = read_file(path, text)?;
         let c = &file.context;
-        if let Some(f) = &c.fence_key_file {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            let secret = std::fs::read_to_string(dir.join(f)).map_err(|e| {
-                at(
-                    path,
-                    "context.fence-key-file",
-                    format!("{}: {e}", f.display()),
-                )
-            })?;
-            let key = secret.lines().next().unwrap_or_default().trim();
-            if key.len() < 16 {
-                return Err(at(
-                    path,
-                    "context.fence-key-file",
-                    format!(
-                        "{}: the key's first line has {} bytes; give at least 16",
-                        f.display(),
-                        key.len()
-                    ),
-                ));
-            }
-            builder.fence_key = Some(key.to_owned());
-        }
-        if let Some(budget) = c.default_budget_tokens {
-            if budget == 0 {
-                return Err(at(
-                    path,
-                    "context.default-budget-tokens",
-                    "must be at least 1",
-                ));
-            }
-            builder.plan.default_budget = budget;
-        }
-        if let Some(shares) = &c.section_budgets {
-            let mut plan = Vec::new();
-            let mut sum = 0.0;
-            for (name, share) in shares {
-                let key = format!("context.section-budgets.{name}");
-                let section: Section = serde_json::from_value(serde_json::json!(name))
-                    .map_err(|_| at(path, &key, "not a section"))?;
-                if !(0.0..=1.0).contains(share) {
-                    return Err(at(path, &key, format!("{share} is not in [0, 1]")));
-                }
-                sum += share;
-                plan.push(SectionShare {
-                    section,
-                    share: *share,
-                });
-            }
-            if sum > 1.0 + 1e-9 {
-                return Err(at(
-                    path,
-                    "context.section-budgets",
-                    format!("the shares sum to {sum}, over 1"),
-                ));
-            }
-            builder.plan.shares = plan;
-        }
-        if let Some(p) = &c.compression_profile
-            && (p.is_empty() || p.len() > 200 || p.chars().any(char::is_control))
-        {
-            return Err(at(
-                path,
-                "context.compression-profile",
-                "must be 1 to 200 characters without control characters",
-            ));
-        }
+        let mut builder = builder(path, file.builder.as_ref())?;
+        context(path, c, &mut builder)?;
         let mut upstreams = BTreeMap::new();
         for (name, u) in &file.upstreams {
-            let key = format!("upstreams.{name}");
-            let found = Capability::ALL.into_iter().find(|c| c.function() == name);
-            let Some(capability) = found.map(Capability::name) else {
-                let names: Vec<_> = Capability::ALL.map(Capability::function).into();
-                return Err(at(
-                    path,
-                    &key,
-                    format!("not a capability; one of {}", names.join(", ")),
-                ));
-            };
-            let address = match (&u.grpc, &u.http) {
-                (Some(g), None) => Address::Grpc(g.clone()),
-                (None, Some(h)) => Address::Http(h.clone()),
-                _ => return Err(at(path, &key, "needs exactly one of `grpc` or `http`")),
-            };
-            let (Address::Grpc(url) | Address::Http(url)) = &address;
-            let field = if u.grpc.is_some() { "grpc" } else { "http" };
-            let secure = match url.parse::<tonic::codegen::http::Uri>() {
-                Ok(uri)
-                    if uri.host().is_some()
-                        && matches!(uri.scheme_str(), Some("http" | "https")) =>
-                {
-                    uri.scheme_str() == Some("https")
-                }
-                Ok(_) => {
-                    return Err(at(
-                        path,
-                        &format!("{key}.{field}"),
-                        format!("`{url}`: needs http://host:port or https://host:port"),
-                    ));
-                }
-                Err(e) => return Err(at(path, &format!("{key}.{field}"), format!("`{url}`: {e}"))),
-            };
-            let read = |name: &str, file: &Option<PathBuf>| -> Result<Option<Vec<u8>>, String> {
-                let Some(file) = file else { return Ok(None) };
-                let file = path.parent().unwrap_or(Path::new(".")).join(file);
-                std::fs::read(&file).map(Some).map_err(|e| {
-                    at(
-                        path,
-                        &format!("{key}.{name}"),
-                        format!("{}: {e}", file.display()),
-                    )
-                })
-            };
-            let tls = if secure {
-                let identity = match (
-                    read("cert-file", &u.cert_file)?,
-                    read("key-file", &u.key_file)?,
-                ) {
-                    (Some(cert), Some(key)) => Some((cert, key)),
-                    (None, None) => None,
-                    _ => return Err(at(path, &key, "give `cert-file` and `key-file` together")),
-                };
-                let tls = Tls {
-                    ca: read("ca-file", &u.ca_file)?,
-                    identity,
-                };
-                tls.check()
-                    .map_err(|(name, e)| at(path, &format!("{key}.{name}"), e))?;
-                Some(tls)
-            } else {
-                if u.ca_file.is_some() || u.cert_file.is_some() || u.key_file.is_some() {
-                    return Err(at(
-                        path,
-                        &format!("{key}.{field}"),
-                        "certificates need an https:// address",
-                    ));
-                }
-                None
-            };
-            if u.timeout_ms == 0 {
-                return Err(at(path, &format!("{key}.timeout-ms"), "must be at least 1"));
-            }
-            if u.concurrency == 0 {
-                return Err(at(
-                    path,
-                    &format!("{key}.concurrency"),
-                    "must be at least 1",
-                ));
-            }
-            let token = match (&u.token_file, &u.token_env) {
-                (Some(_), Some(_)) => {
-                    return Err(at(path, &key, "give `token-file` or `token-env`, not both"));
-                }
-                (Some(file), None) => {
-                    let file = path.parent().unwrap_or(Path::new(".")).join(file);
-                    let t = std::fs::read_to_string(&file).map_err(|e| {
-                        at(
-                            path,
-                            &format!("{key}.token-file"),
-                            format!("{}: {e}", file.display()),
-                        )
-                    })?;
-                    Some(t.trim().to_owned())
-                }
-                (None, Some(var)) => Some(std::env::var(var).map_err(|_| {
-                    at(
-                        path,
-                        &format!("{key}.token-env"),
-                        format!("`{var}` is not set"),
-                    )
-                })?),
-                (None, None) => None,
-            };
-            if let Some(t) = &token
-                && (t.is_empty() || !t.chars().all(|c| c.is_ascii_graphic()))
-            {
-                return Err(at(
-                    path,
-                    &key,
-                    "the token must be printable ASCII without spaces",
-                ));
-            }
-            upstreams.insert(
-                capability,
-                UpstreamSettings {
-                    address,
-                    timeout: Duration::from_millis(u.timeout_ms),
-                    concurrency: u.concurrency,
-                    retries: u.retries,
-                    backoff: Duration::from_millis(u.backoff_ms),
-                    token,
-                    compression_profile: c.compression_profile.clone(),
-                    index: u.index.clone(),
-                    tls,
-                },
-            );
+            let (capability, settings) = upstream(path, name, u, c)?;
+            upstreams.insert(capability, settings);
         }
         if let Some(e) = &file.events {
-            if !(e.nats.starts_with("nats://") || e.nats.starts_with("tls://")) {
-                return Err(at(
-                    path,
-                    "events.nats",
-                    format!("`{}`: needs nats://host:port", e.nats),
-                ));
-            }
-            for (key, v) in [("stream", &e.stream), ("inbound-stream", &e.inbound_stream)] {
-                if v.is_empty()
-                    || !v
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                {
-                    return Err(at(
-                        path,
-                        &format!("events.{key}"),
-                        "letters, digits, `_` and `-` only",
-                    ));
-                }
-            }
-            if e.batch == 0 {
-                return Err(at(path, "events.batch", "must be at least 1"));
-            }
+            events(path, e)?;
         }
+        let dir = path.parent().unwrap_or(Path::new("."));
         Ok(Settings {
-            service: file.service,
             builder,
             compression_profile: c.compression_profile.clone(),
             upstreams,
-            events: file.events,
             auth: file.auth.map(|mut a| {
-                let dir = path.parent().unwrap_or(Path::new("."));
                 a.jwks_file = a.jwks_file.map(|f| dir.join(f));
                 a.hs256_secret_file = a.hs256_secret_file.map(|f| dir.join(f));
                 a
             }),
-            tls: match &file.tls {
-                None => None,
-                Some(t) => {
-                    let dir = path.parent().unwrap_or(Path::new("."));
-                    let read = |key: &str, f: &Path| {
-                        std::fs::read(dir.join(f))
-                            .map_err(|e| at(path, key, format!("{}: {e}", f.display())))
-                    };
-                    let tls = crate::listen::ServerTls {
-                        cert: read("tls.cert-file", &t.cert_file)?,
-                        key: read("tls.key-file", &t.key_file)?,
-                    };
-                    tls.config(&[])
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
-                    Some(tls)
-                }
-            },
+            tls: file.tls.as_ref().map(|t| server_tls(path, t)).transpose()?,
             listen: listen_limits(path, &file.limits)?,
             requests: request_limits(path, &file.limits)?,
+            service: file.service,
+            events: file.events,
         })
     }
+}
+
+/// The file's TOML, read into its sections; an error names the line and
+/// column, or the key.
+fn read_file(path: &Path, text: &str) -> Result<File, String> {
+    let de = toml::Deserializer::parse(text).map_err(|e| {
+        // Where: the line and column of the span's start, from 1.
+        let at = e.span().map_or(0, |s| s.start.min(text.len()));
+        let before = &text[..text.floor_char_boundary(at)];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        format!("{}:{line}:{column}: {}", path.display(), e.message())
+    })?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = e.path().to_string();
+        let inner = e.into_inner();
+        at(path, &key, inner.message())
+    })
+}
+
+/// `[builder]`: the builder's configuration, or the default one.
+fn builder(path: &Path, table: Option<&toml::Table>) -> Result<BuilderConfig, String> {
+    let Some(table) = table else {
+        return Ok(default_builder());
+    };
+    let json = serde_json::to_value(table).map_err(|e| at(path, "builder", e))?;
+    serde_path_to_error::deserialize(json)
+        .map_err(|e| at(path, &format!("builder.{}", e.path()), e.inner()))
+}
+
+/// `[context]`: the fence key, the default budget, the section shares and
+/// the compression profile, onto `builder`.
+fn context(path: &Path, c: &ContextFile, builder: &mut BuilderConfig) -> Result<(), String> {
+    if let Some(f) = &c.fence_key_file {
+        builder.fence_key = Some(fence_key(path, f)?);
+    }
+    if let Some(budget) = c.default_budget_tokens {
+        if budget == 0 {
+            return Err(at(
+                path,
+                "context.default-budget-tokens",
+                "must be at least 1",
+            ));
+        }
+        builder.plan.default_budget = budget;
+    }
+    if let Some(shares) = &c.section_budgets {
+        builder.plan.shares = section_shares(path, shares)?;
+    }
+    if let Some(p) = &c.compression_profile
+        && (p.is_empty() || p.len() > 200 || p.chars().any(char::is_control))
+    {
+        return Err(at(
+            path,
+            "context.compression-profile",
+            "must be 1 to 200 characters without control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// `context.fence-key-file`: the key on its first line (relative to the
+/// file), at least 16 bytes. An error names the file and the length,
+/// never the key.
+fn fence_key(path: &Path, f: &Path) -> Result<String, String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let secret = std::fs::read_to_string(dir.join(f)).map_err(|e| {
+        at(
+            path,
+            "context.fence-key-file",
+            format!("{}: {e}", f.display()),
+        )
+    })?;
+    let key = secret.lines().next().unwrap_or_default().trim();
+    if key.len() < 16 {
+        return Err(at(
+            path,
+            "context.fence-key-file",
+            format!(
+                "{}: the key's first line has {} bytes; give at least 16",
+                f.display(),
+                key.len()
+            ),
+        ));
+    }
+    Ok(key.to_owned())
+}
+
+/// `context.section-budgets`: each a section's share in [0, 1], summing
+/// to at most 1.
+fn section_shares(
+    path: &Path,
+    shares: &BTreeMap<String, f64>,
+) -> Result<Vec<SectionShare>, String> {
+    let mut plan = Vec::new();
+    let mut sum = 0.0;
+    for (name, share) in shares {
+        let key = format!("context.section-budgets.{name}");
+        let section: Section = serde_json::from_value(serde_json::json!(name))
+            .map_err(|_| at(path, &key, "not a section"))?;
+        if !(0.0..=1.0).contains(share) {
+            return Err(at(path, &key, format!("{share} is not in [0, 1]")));
+        }
+        sum += share;
+        plan.push(SectionShare {
+            section,
+            share: *share,
+        });
+    }
+    if sum > 1.0 + 1e-9 {
+        return Err(at(
+            path,
+            "context.section-budgets",
+            format!("the shares sum to {sum}, over 1"),
+        ));
+    }
+    Ok(plan)
+}
+
+/// `[upstreams.<name>]`: the capability it answers and how it is reached.
+fn upstream(
+    path: &Path,
+    name: &str,
+    u: &UpstreamFile,
+    c: &ContextFile,
+) -> Result<(&'static str, UpstreamSettings), String> {
+    let key = format!("upstreams.{name}");
+    let found = Capability::ALL.into_iter().find(|c| c.function() == name);
+    let Some(capability) = found.map(Capability::name) else {
+        let names: Vec<_> = Capability::ALL.map(Capability::function).into();
+        return Err(at(
+            path,
+            &key,
+            format!("not a capability; one of {}", names.join(", ")),
+        ));
+    };
+    let address = match (&u.grpc, &u.http) {
+        (Some(g), None) => Address::Grpc(g.clone()),
+        (None, Some(h)) => Address::Http(h.clone()),
+        _ => return Err(at(path, &key, "needs exactly one of `grpc` or `http`")),
+    };
+    let tls = upstream_tls(path, &key, u, &address)?;
+    if u.timeout_ms == 0 {
+        return Err(at(path, &format!("{key}.timeout-ms"), "must be at least 1"));
+    }
+    if u.concurrency == 0 {
+        return Err(at(
+            path,
+            &format!("{key}.concurrency"),
+            "must be at least 1",
+        ));
+    }
+    let settings = UpstreamSettings {
+        address,
+        timeout: Duration::from_millis(u.timeout_ms),
+        concurrency: u.concurrency,
+        retries: u.retries,
+        backoff: Duration::from_millis(u.backoff_ms),
+        token: upstream_token(path, &key, u)?,
+        compression_profile: c.compression_profile.clone(),
+        index: u.index.clone(),
+        tls,
+    };
+    Ok((capability, settings))
+}
+
+/// An upstream's TLS: for an `https://` address, the CA and the client's
+/// identity it names (files relative to the settings file); none
+/// otherwise, where certificates are refused.
+fn upstream_tls(
+    path: &Path,
+    key: &str,
+    u: &UpstreamFile,
+    address: &Address,
+) -> Result<Option<Tls>, String> {
+    let (Address::Grpc(url) | Address::Http(url)) = address;
+    let field = if u.grpc.is_some() { "grpc" } else { "http" };
+    let secure = match url.parse::<tonic::codegen::http::Uri>() {
+        Ok(uri) if uri.host().is_some() && matches!(uri.scheme_str(), Some("http" | "https")) => {
+            uri.scheme_str() == Some("https")
+        }
+        Ok(_) => {
+            return Err(at(
+                path,
+                &format!("{key}.{field}"),
+                format!("`{url}`: needs http://host:port or https://host:port"),
+            ));
+        }
+        Err(e) => return Err(at(path, &format!("{key}.{field}"), format!("`{url}`: {e}"))),
+    };
+    if !secure {
+        if u.ca_file.is_some() || u.cert_file.is_some() || u.key_file.is_some() {
+            return Err(at(
+                path,
+                &format!("{key}.{field}"),
+                "certificates need an https:// address",
+            ));
+        }
+        return Ok(None);
+    }
+    let read = |name: &str, file: &Option<PathBuf>| -> Result<Option<Vec<u8>>, String> {
+        let Some(file) = file else { return Ok(None) };
+        let file = path.parent().unwrap_or(Path::new(".")).join(file);
+        std::fs::read(&file).map(Some).map_err(|e| {
+            at(
+                path,
+                &format!("{key}.{name}"),
+                format!("{}: {e}", file.display()),
+            )
+        })
+    };
+    let identity = match (
+        read("cert-file", &u.cert_file)?,
+        read("key-file", &u.key_file)?,
+    ) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => return Err(at(path, key, "give `cert-file` and `key-file` together")),
+    };
+    let tls = Tls {
+        ca: read("ca-file", &u.ca_file)?,
+        identity,
+    };
+    tls.check()
+        .map_err(|(name, e)| at(path, &format!("{key}.{name}"), e))?;
+    Ok(Some(tls))
+}
+
+/// An upstream's bearer token, from `token-file` or `token-env`:
+/// printable ASCII without spaces.
+fn upstream_token(path: &Path, key: &str, u: &UpstreamFile) -> Result<Option<String>, String> {
+    let token = match (&u.token_file, &u.token_env) {
+        (Some(_), Some(_)) => {
+            return Err(at(path, key, "give `token-file` or `token-env`, not both"));
+        }
+        (Some(file), None) => {
+            let file = path.parent().unwrap_or(Path::new(".")).join(file);
+            let t = std::fs::read_to_string(&file).map_err(|e| {
+                at(
+                    path,
+                    &format!("{key}.token-file"),
+                    format!("{}: {e}", file.display()),
+                )
+            })?;
+            Some(t.trim().to_owned())
+        }
+        (None, Some(var)) => Some(std::env::var(var).map_err(|_| {
+            at(
+                path,
+                &format!("{key}.token-env"),
+                format!("`{var}` is not set"),
+            )
+        })?),
+        (None, None) => None,
+    };
+    if let Some(t) = &token
+        && (t.is_empty() || !t.chars().all(|c| c.is_ascii_graphic()))
+    {
+        return Err(at(
+            path,
+            key,
+            "the token must be printable ASCII without spaces",
+        ));
+    }
+    Ok(token)
+}
+
+/// `[events]`: a NATS address, stream names of letters, digits, `_` and
+/// `-`, a batch of at least 1.
+fn events(path: &Path, e: &Events) -> Result<(), String> {
+    if !(e.nats.starts_with("nats://") || e.nats.starts_with("tls://")) {
+        return Err(at(
+            path,
+            "events.nats",
+            format!("`{}`: needs nats://host:port", e.nats),
+        ));
+    }
+    for (key, v) in [("stream", &e.stream), ("inbound-stream", &e.inbound_stream)] {
+        if v.is_empty()
+            || !v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(at(
+                path,
+                &format!("events.{key}"),
+                "letters, digits, `_` and `-` only",
+            ));
+        }
+    }
+    if e.batch == 0 {
+        return Err(at(path, "events.batch", "must be at least 1"));
+    }
+    Ok(())
+}
+
+/// `[tls]`: the server's certificate and key (relative to the file), as a
+/// configuration that loads.
+fn server_tls(path: &Path, t: &TlsFile) -> Result<crate::listen::ServerTls, String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let read = |key: &str, f: &Path| {
+        std::fs::read(dir.join(f)).map_err(|e| at(path, key, format!("{}: {e}", f.display())))
+    };
+    let tls = crate::listen::ServerTls {
+        cert: read("tls.cert-file", &t.cert_file)?,
+        key: read("tls.key-file", &t.key_file)?,
+    };
+    tls.config(&[])
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(tls)
 }
 
 fn at_least_1<T: PartialOrd + From<u8> + Copy>(
