@@ -28,7 +28,7 @@ use std::sync::{Arc, RwLock};
 pub const EMBEDDED_INDEX: &str = "embedded";
 
 /// The indexes degraded now, with why: what every replica reads from the
-/// store's `index_health` (see [`crate::relay`]).
+/// store's `index_health` (see [`crate::events`]).
 #[derive(Debug, Default)]
 pub struct IndexHealth {
     degraded: RwLock<BTreeMap<String, String>>,

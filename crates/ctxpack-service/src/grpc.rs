@@ -83,8 +83,8 @@ impl ContextAssembly for Grpc {
 }
 
 /// The ids of a call, from its metadata as HTTP reads its headers.
-fn ids_of(m: &tonic::metadata::MetadataMap) -> crate::http::RequestIds {
-    crate::http::RequestIds::of(&m.clone().into_headers())
+fn ids_of(m: &tonic::metadata::MetadataMap) -> crate::trace::RequestIds {
+    crate::trace::RequestIds::of(&m.clone().into_headers())
 }
 
 fn refused(e: &Refusal) -> Status {

@@ -12,7 +12,9 @@
 
 pub mod answerers;
 pub mod auth;
+pub mod camel;
 pub mod client;
+pub mod events;
 pub mod fixture;
 pub mod grpc;
 pub mod http;
@@ -23,11 +25,11 @@ pub mod metrics;
 pub mod pool;
 pub mod postgres;
 pub mod protojson;
-pub mod relay;
 pub mod service;
 pub mod settings;
 pub mod snapshots;
 pub mod sqlite;
+pub mod trace;
 pub mod upstream;
 pub mod upstream_server;
 
@@ -414,11 +416,11 @@ async fn listen_all(
     };
     // The file's [events] unless the options name a broker.
     if let Some(events) = o.events.clone().or_else(|| settings.events.clone()) {
-        let client = relay::connect(&events.nats).await?;
+        let client = events::connect(&events.nats).await?;
         let _ = service.broker.set(client.clone());
         tracing::info!(target: "ctxpack::serve", nats = %events.nats, stream = %events.stream, "relaying events");
         let (store, health) = (service.store.clone(), service.health.clone());
-        tasks.extend(relay::start(
+        tasks.extend(events::start(
             client,
             events,
             store,

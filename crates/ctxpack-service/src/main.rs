@@ -314,7 +314,7 @@ async fn census(args: &[String]) -> Result<(), String> {
     let published = match &nats {
         Some(url) => {
             let unpublished = store.unpublished().await.map_err(|e| e.to_string())?;
-            let s = ctxpack_service::relay::stream_census(url, &stream).await?;
+            let s = ctxpack_service::events::stream_census(url, &stream).await?;
             let repeated = s.ids.values().filter(|n| **n > 1).count();
             println!(
                 "stream {stream}: messages {}  distinct ids {}  repeated ids {repeated}  \

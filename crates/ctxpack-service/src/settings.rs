@@ -107,7 +107,7 @@ struct LimitsFile {
 }
 
 /// `[events]`: the broker the outbox is relayed to and the seed's inbound
-/// events are read from (see [`crate::relay`]). Read at start only.
+/// events are read from (see [`crate::events`]). Read at start only.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Events {

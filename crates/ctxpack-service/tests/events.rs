@@ -12,7 +12,7 @@
 #![allow(clippy::unwrap_used)]
 
 use ctxpack_service::client::Client;
-use ctxpack_service::relay::stream_census;
+use ctxpack_service::events::stream_census;
 use ctxpack_service::settings::Events;
 use ctxpack_service::{Options, Running, demo_path, start};
 use serde_json::{Value, json};

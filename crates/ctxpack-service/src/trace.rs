@@ -1,0 +1,74 @@
+//! A request's ids: `x-request-id` and the W3C trace context, as HTTP
+//! and gRPC both read them from their headers.
+
+use axum::http::HeaderMap;
+
+/// The request's id (`x-request-id`, echoed when it is a short visible
+/// ASCII string, else made) and its W3C trace context (`traceparent`,
+/// continued when valid, else begun), on every log line of the request
+/// and on its answer.
+#[derive(Clone, Debug)]
+pub struct RequestIds {
+    /// `x-request-id`.
+    pub request_id: String,
+    /// The trace's 32 hex digits.
+    pub trace_id: String,
+    /// This service's span, 16 hex digits.
+    pub span_id: String,
+}
+
+fn hex(n: usize) -> String {
+    (0..n)
+        .map(|_| char::from_digit(fastrand::u32(0..16), 16).unwrap_or('0'))
+        .collect()
+}
+
+impl RequestIds {
+    /// The ids of a request with `headers`.
+    pub fn of(headers: &HeaderMap) -> RequestIds {
+        let request_id = headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+            .map_or_else(|| hex(32), str::to_owned);
+        let trace_id = headers
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_traceparent)
+            .unwrap_or_else(|| hex(32));
+        RequestIds {
+            request_id,
+            trace_id,
+            span_id: hex(16),
+        }
+    }
+
+    /// The `traceparent` this service's span continues with.
+    pub fn traceparent(&self) -> String {
+        format!("00-{}-{}-01", self.trace_id, self.span_id)
+    }
+}
+
+/// The trace id of a valid version-00 `traceparent`.
+pub fn parse_traceparent(v: &str) -> Option<String> {
+    let parts: Vec<&str> = v.trim().split('-').collect();
+    let lower_hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    match parts.as_slice() {
+        [version, trace, parent, flags]
+            if lower_hex(version, 2)
+                && *version != "ff"
+                && lower_hex(trace, 32)
+                && trace.bytes().any(|b| b != b'0')
+                && lower_hex(parent, 16)
+                && parent.bytes().any(|b| b != b'0')
+                && lower_hex(flags, 2) =>
+        {
+            Some((*trace).to_owned())
+        }
+        _ => None,
+    }
+}
