@@ -51,9 +51,6 @@ pub struct Options {
     /// The configuration file (TOML, see [`settings`]), read again on
     /// reload; the defaults when unset.
     pub config: Option<PathBuf>,
-    /// Scenario files whose hosts' answers answer every capability no
-    /// upstream does (tests and the load script; see [`fixture`]).
-    pub fixture: Option<PathBuf>,
     /// Most component instances, so most assemblies running at once.
     pub instances: usize,
     /// Most time per assembly, from its request read to its outcome.
@@ -62,11 +59,6 @@ pub struct Options {
     pub max_body: usize,
     /// Most linear memory per instance.
     pub max_memory: usize,
-    /// Faults injected into the fixture's answers (tests).
-    pub faults: fixture::Faults,
-    /// Each write transaction held this long before committing: a slow
-    /// disk (tests).
-    pub slow_commit: Option<Duration>,
     /// The broker events are relayed to and read from (`[events]`); none:
     /// events wait in the outbox.
     pub events: Option<settings::Events>,
@@ -94,6 +86,33 @@ pub fn demo_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name)
 }
 
+/// What tests and the load script put in place of a deployment's stores
+/// and disk: the scenario fixture behind every capability no upstream
+/// answers, faults injected into its answers, a slow commit. A deployment
+/// starts with [`start`], which has none of them; [`start_rigged`] is for
+/// tests, and for `ctxpack serve --fixture` under the load script.
+#[derive(Clone, Debug, Default)]
+pub struct Rig {
+    /// Scenario files whose hosts' answers answer every capability no
+    /// upstream does (see [`fixture`]).
+    pub fixture: Option<PathBuf>,
+    /// Faults injected into the fixture's answers.
+    pub faults: fixture::Faults,
+    /// Each write transaction held this long before committing: a slow
+    /// disk.
+    pub slow_commit: Option<Duration>,
+}
+
+impl Rig {
+    /// The scenario corpus (`tests/scenarios`) behind every capability.
+    pub fn scenarios() -> Self {
+        Rig {
+            fixture: Some(demo_path("../../tests/scenarios")),
+            ..Rig::default()
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -101,13 +120,10 @@ impl Default for Options {
             grpc: Some(SocketAddr::from(([127, 0, 0, 1], 50051))),
             store: "ctxpack.db".into(),
             config: None,
-            fixture: None,
             instances: std::thread::available_parallelism().map_or(4, |n| n.get() * 2),
             deadline: Duration::from_secs(10),
             max_body: 4 << 20,
             max_memory: 1 << 30,
-            faults: Default::default(),
-            slow_commit: None,
             events: None,
             no_auth: false,
             auth: None,
@@ -308,13 +324,21 @@ async fn authentication(o: &Options, settings: &settings::Settings) -> Result<au
 
 /// Starts the service.
 pub async fn start(o: Options) -> Result<Running, String> {
+    start_rigged(o, Rig::default()).await
+}
+
+/// Starts the service on a test `rig` (see [`Rig`]).
+pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, String> {
     let settings = settings_of(o.config.as_deref())?;
-    let fixture = match &o.fixture {
-        Some(dir) => Some(Arc::new(fixture::DemoSources::load(dir, o.faults.clone())?)),
+    let fixture = match &rig.fixture {
+        Some(dir) => Some(Arc::new(fixture::DemoSources::load(
+            dir,
+            rig.faults.clone(),
+        )?)),
         None => None,
     };
     let auth = authentication(&o, &settings).await?;
-    let store = open_store(&o.store, o.instances * 2, o.slow_commit, o.init_store).await?;
+    let store = open_store(&o.store, o.instances * 2, rig.slow_commit, o.init_store).await?;
     let runtime = load_runtime(o.max_memory).await?;
     let health = Arc::new(answerers::IndexHealth::default());
     health.set(store.degraded_indexes().await.map_err(|e| e.to_string())?);

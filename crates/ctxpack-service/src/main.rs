@@ -1,7 +1,7 @@
 //! `ctxpack serve`, `ctxpack ingest` and `ctxpack census`.
 
 use ctxpack_service::settings::Settings;
-use ctxpack_service::{Options, open_store, start};
+use ctxpack_service::{Options, Rig, open_store, start_rigged};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -66,39 +66,13 @@ fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-fn serve_options(args: &[String]) -> Result<Options, String> {
+/// The options of `ctxpack serve`: the file's `[service]` first, then the
+/// flags; and the rig the load script's flags set up.
+fn serve_options(args: &[String]) -> Result<(Options, Rig), String> {
     let mut o = Options::default();
-    // The file's [service] first; the flags override it.
+    let mut rig = Rig::default();
     if let Some(path) = flag_value(args, "--config") {
-        let s = Settings::read(path.as_ref())?.service;
-        let at = |key: &str, e: String| format!("{path}: service.{key}: {e}");
-        if let Some(v) = s.listen {
-            o.http = v;
-        }
-        if let Some(v) = &s.grpc {
-            o.grpc = if v == "off" {
-                None
-            } else {
-                Some(v.parse().map_err(|e| at("grpc", format!("{v:?}: {e}")))?)
-            };
-        }
-        if let Some(v) = s.store {
-            o.store = v;
-        }
-        if let Some(v) = s.instances {
-            o.instances = v;
-        }
-        if let Some(v) = s.deadline_ms {
-            o.deadline = Duration::from_millis(v);
-        }
-        if let Some(v) = s.max_body_bytes {
-            o.max_body = v;
-        }
-        if let Some(v) = s.max_memory_mb {
-            o.max_memory = v << 20;
-        }
-        o.config = Some(path.into());
-        o.events = Settings::read(path.as_ref())?.events;
+        service_section(&mut o, path)?;
     }
     let mut i = 0;
     while i < args.len() {
@@ -125,7 +99,7 @@ fn serve_options(args: &[String]) -> Result<Options, String> {
                 events.nats = url.to_owned();
                 o.events = Some(events);
             }
-            "--fixture" => o.fixture = Some(value(args, &mut i, flag)?.into()),
+            "--fixture" => rig.fixture = Some(value(args, &mut i, flag)?.into()),
             "--metrics-listen" => {
                 o.metrics_listen = Some(number(value(args, &mut i, flag)?, flag)?)
             }
@@ -151,16 +125,16 @@ fn serve_options(args: &[String]) -> Result<Options, String> {
                 if !(0.0..=1.0).contains(&p) {
                     return Err(format!("{flag}: {p} is not a probability"));
                 }
-                o.faults.fail.insert(cap.to_owned(), p);
+                rig.faults.fail.insert(cap.to_owned(), p);
             }
             "--source-delay-ms" => {
-                o.faults.delay = Some(Duration::from_millis(number(
+                rig.faults.delay = Some(Duration::from_millis(number(
                     value(args, &mut i, flag)?,
                     flag,
                 )?))
             }
             "--slow-commit-ms" => {
-                o.slow_commit = Some(Duration::from_millis(number(
+                rig.slow_commit = Some(Duration::from_millis(number(
                     value(args, &mut i, flag)?,
                     flag,
                 )?))
@@ -172,14 +146,49 @@ fn serve_options(args: &[String]) -> Result<Options, String> {
     if o.instances == 0 {
         return Err("--instances: at least 1".into());
     }
-    if o.fixture.is_none() && (!o.faults.fail.is_empty() || o.faults.delay.is_some()) {
+    if rig.fixture.is_none() && (!rig.faults.fail.is_empty() || rig.faults.delay.is_some()) {
         return Err("--fail and --source-delay-ms inject faults into --fixture".into());
     }
-    Ok(o)
+    Ok((o, rig))
+}
+
+/// The file's `[service]` onto `o` (the flags override it).
+fn service_section(o: &mut Options, path: &str) -> Result<(), String> {
+    let s = Settings::read(path.as_ref())?.service;
+    let at = |key: &str, e: String| format!("{path}: service.{key}: {e}");
+    if let Some(v) = s.listen {
+        o.http = v;
+    }
+    if let Some(v) = &s.grpc {
+        o.grpc = if v == "off" {
+            None
+        } else {
+            Some(v.parse().map_err(|e| at("grpc", format!("{v:?}: {e}")))?)
+        };
+    }
+    if let Some(v) = s.store {
+        o.store = v;
+    }
+    if let Some(v) = s.instances {
+        o.instances = v;
+    }
+    if let Some(v) = s.deadline_ms {
+        o.deadline = Duration::from_millis(v);
+    }
+    if let Some(v) = s.max_body_bytes {
+        o.max_body = v;
+    }
+    if let Some(v) = s.max_memory_mb {
+        o.max_memory = v << 20;
+    }
+    o.config = Some(path.into());
+    o.events = Settings::read(path.as_ref())?.events;
+    Ok(())
 }
 
 async fn serve(args: &[String]) -> Result<(), String> {
-    let running = start(serve_options(args)?).await?;
+    let (options, rig) = serve_options(args)?;
+    let running = start_rigged(options, rig).await?;
     let stop = running.stopper();
     reload_on_hangup(running.service.clone());
     tokio::spawn(async move {

@@ -11,10 +11,11 @@
 // Helpers outside #[test] functions unwrap too: a failure is the test's.
 #![allow(clippy::unwrap_used)]
 
+use common::serve;
 use ctxpack_service::client::Client;
 use ctxpack_service::events::stream_census;
 use ctxpack_service::settings::Events;
-use ctxpack_service::{Options, Running, demo_path, start};
+use ctxpack_service::{Options, demo_path};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -112,24 +113,12 @@ impl Drop for Broker {
     }
 }
 
+/// The service's options for these tests: the broker `events` names.
 fn options(store: String, events: Option<Events>) -> Options {
     Options {
-        http: "127.0.0.1:0".parse().unwrap(),
-        grpc: None,
-        store,
-        instances: 2,
-        config: Some(demo_path("tests/fixture/ctxpack.toml")),
-        fixture: Some(demo_path("../../tests/scenarios")),
         events,
-        no_auth: true,
-        ..Options::default()
+        ..common::options(store)
     }
-}
-
-async fn serve(o: Options) -> (Running, Client) {
-    let running = start(o).await.unwrap();
-    let client = Client::new(format!("http://{}", running.http));
-    (running, client)
 }
 
 fn request() -> Vec<u8> {
@@ -295,10 +284,9 @@ async fn inbound_events_degrade_an_index_and_record_deletions() {
     let dir = tempdir();
     let store_path = dir.join("store.db").display().to_string();
     let mut o = options(store_path, Some(Events::at(&url)));
-    // The embedded index answers retrieval.
-    o.fixture = None;
+    // The embedded index answers retrieval: no fixture.
     o.config = None;
-    let (running, c) = serve(o).await;
+    let (running, c) = common::serve_on(o, ctxpack_service::Rig::default()).await;
     let store = running.service.store.clone();
     store
         .ingest(

@@ -13,10 +13,11 @@
 
 mod common;
 
+use common::serve;
 use ctxpack_service::auth::AuthFile;
 use ctxpack_service::client::Client;
 use ctxpack_service::grpc::pb;
-use ctxpack_service::{Options, Running, demo_path, start};
+use ctxpack_service::{Options, Rig, demo_path, start_rigged};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -94,16 +95,14 @@ fn auth_file(dir: &Path, issuer: &Issuer) -> AuthFile {
     }
 }
 
+/// The service's options for these tests: gRPC and metrics listeners,
+/// authentication as each test gives it.
 fn options(store: String) -> Options {
     Options {
-        http: "127.0.0.1:0".parse().unwrap(),
-        grpc: Some("127.0.0.1:0".parse().unwrap()),
-        store,
-        instances: 2,
-        config: Some(demo_path("tests/fixture/ctxpack.toml")),
-        fixture: Some(demo_path("../../tests/scenarios")),
-        metrics_listen: Some("127.0.0.1:0".parse().unwrap()),
-        ..Options::default()
+        grpc: Some(common::any_port()),
+        metrics_listen: Some(common::any_port()),
+        no_auth: false,
+        ..common::options(store)
     }
 }
 
@@ -114,12 +113,6 @@ fn demo() -> Value {
 
 fn bearer(token: &str) -> String {
     format!("Bearer {token}")
-}
-
-async fn serve(o: Options) -> (Running, Client) {
-    let running = start(o).await.unwrap();
-    let client = Client::new(format!("http://{}", running.http));
-    (running, client)
 }
 
 const ASSEMBLE: &str = "factory.context.assemble factory.runs.read";
@@ -390,14 +383,20 @@ async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
 async fn no_authentication_is_a_loopback_development_switch() {
     let dir = common::tempdir("hostile-noauth");
     let mut o = options(dir.join("store.db").display().to_string());
-    let e = start(o.clone()).await.err().unwrap();
+    let e = start_rigged(o.clone(), Rig::scenarios())
+        .await
+        .err()
+        .unwrap();
     assert!(
         e.contains("--insecure-dev-no-auth") && e.contains("[auth]"),
         "{e}"
     );
     o.no_auth = true;
     o.http = "0.0.0.0:0".parse().unwrap();
-    let e = start(o.clone()).await.err().unwrap();
+    let e = start_rigged(o.clone(), Rig::scenarios())
+        .await
+        .err()
+        .unwrap();
     assert!(e.contains("loopback"), "{e}");
 }
 
@@ -994,7 +993,7 @@ async fn a_store_corrupted_while_serving_is_not_ready_and_takes_no_writes() {
     // And it is refused at the next start.
     let mut o = options(path.display().to_string());
     o.no_auth = true;
-    let e = start(o).await.err().unwrap();
+    let e = start_rigged(o, Rig::scenarios()).await.err().unwrap();
     assert!(e.contains("integrity check"), "{e}");
 }
 
@@ -1008,7 +1007,10 @@ async fn a_store_that_is_not_what_was_expected_is_refused() {
     let mut o = options(empty.display().to_string());
     o.no_auth = true;
     o.metrics_listen = None;
-    let e = start(o.clone()).await.err().unwrap();
+    let e = start_rigged(o.clone(), Rig::scenarios())
+        .await
+        .err()
+        .unwrap();
     assert!(
         e.contains("empty (0 bytes)") && e.contains("--init-store"),
         "{e}"
@@ -1017,7 +1019,7 @@ async fn a_store_that_is_not_what_was_expected_is_refused() {
     std::fs::write(&garbage, vec![0x5a; 8192]).unwrap();
     let mut g = o.clone();
     g.store = garbage.display().to_string();
-    let e = start(g).await.err().unwrap();
+    let e = start_rigged(g, Rig::scenarios()).await.err().unwrap();
     assert!(e.contains("garbage.db"), "{e}");
     let foreign = dir.join("foreign.db");
     rusqlite::Connection::open(&foreign)
@@ -1026,12 +1028,25 @@ async fn a_store_that_is_not_what_was_expected_is_refused() {
         .unwrap();
     let mut f = o.clone();
     f.store = foreign.display().to_string();
-    let e = start(f.clone()).await.err().unwrap();
+    let e = start_rigged(f.clone(), Rig::scenarios())
+        .await
+        .err()
+        .unwrap();
     assert!(e.contains("no ctxpack store"), "{e}");
     f.init_store = true;
-    start(f).await.unwrap().shutdown().await.unwrap();
+    start_rigged(f, Rig::scenarios())
+        .await
+        .unwrap()
+        .shutdown()
+        .await
+        .unwrap();
     o.init_store = true;
-    start(o).await.unwrap().shutdown().await.unwrap();
+    start_rigged(o, Rig::scenarios())
+        .await
+        .unwrap()
+        .shutdown()
+        .await
+        .unwrap();
 }
 
 /// A message that does not decode is the client's error, and gRPC health
@@ -1102,7 +1117,7 @@ async fn the_listeners_serve_tls() {
         cert: cert_pem.clone().into_bytes(),
         key: key_pem.into_bytes(),
     });
-    let running = start(o).await.unwrap();
+    let running = start_rigged(o, Rig::scenarios()).await.unwrap();
 
     // HTTPS, the certificate checked against itself.
     let mut roots = rustls::RootCertStore::empty();
@@ -1307,6 +1322,6 @@ async fn jwks_from_a_url_follows_rotation_and_hs256_is_for_development() {
     // [auth] without its issuer.
     let mut bad = o;
     bad.auth.as_mut().unwrap().issuer = None;
-    let e = start(bad).await.err().unwrap();
+    let e = start_rigged(bad, Rig::scenarios()).await.err().unwrap();
     assert!(e.contains("auth.issuer: required"), "{e}");
 }

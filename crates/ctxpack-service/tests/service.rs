@@ -5,39 +5,22 @@
 // Helpers outside #[test] functions unwrap too: a failure is the test's.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{serve, serve_on};
 use ctxpack_service::client::Client;
 use ctxpack_service::grpc::pb;
-use ctxpack_service::{Options, Running, demo_path, start};
+use ctxpack_service::{Options, Rig, demo_path};
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-static N: AtomicU32 = AtomicU32::new(0);
-
+/// The service's options for these tests: a fresh SQLite store, gRPC too.
 fn options() -> Options {
-    let dir = std::env::temp_dir().join(format!(
-        "ctxpack-service-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let store = common::tempdir("service").join("store.db");
     Options {
-        http: "127.0.0.1:0".parse().unwrap(),
-        grpc: Some("127.0.0.1:0".parse().unwrap()),
-        store: dir.join("store.db").display().to_string(),
-        instances: 2,
-        config: Some(demo_path("tests/fixture/ctxpack.toml")),
-        fixture: Some(demo_path("../../tests/scenarios")),
-        no_auth: true,
-        ..Options::default()
+        grpc: Some(common::any_port()),
+        ..common::options(store.display().to_string())
     }
-}
-
-async fn serve(o: Options) -> (Running, Client) {
-    let running = start(o).await.unwrap();
-    let client = Client::new(format!("http://{}", running.http));
-    (running, client)
 }
 
 fn demo() -> Value {
@@ -430,9 +413,9 @@ async fn a_failed_assembly_is_recorded_with_its_reason() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failing_source_degrades_the_snapshot() {
-    let mut o = options();
-    o.faults.fail.insert("sources.retrieve".into(), 1.0);
-    let (running, c) = serve(o).await;
+    let mut rig = Rig::scenarios();
+    rig.faults.fail.insert("sources.retrieve".into(), 1.0);
+    let (running, c) = serve_on(options(), rig).await;
     let r = c
         .send(
             "POST",
@@ -571,8 +554,9 @@ async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
     // A slow source runs the clock out between steps.
     let mut o = options();
     o.deadline = Duration::from_millis(200);
-    o.faults.delay = Some(Duration::from_millis(1_000));
-    let (running, c) = serve(o).await;
+    let mut rig = Rig::scenarios();
+    rig.faults.delay = Some(Duration::from_millis(1_000));
+    let (running, c) = serve_on(o, rig).await;
     let r = c
         .send(
             "POST",
@@ -632,8 +616,9 @@ async fn an_assembly_abandoned_at_its_deadline_leaves_its_instance_usable() {
     let mut o = options();
     o.deadline = Duration::from_millis(100);
     o.instances = 1;
-    o.faults.delay = Some(Duration::from_millis(400));
-    let (running, c) = serve(o).await;
+    let mut rig = Rig::scenarios();
+    rig.faults.delay = Some(Duration::from_millis(400));
+    let (running, c) = serve_on(o, rig).await;
     for attempt in ["1", "2", "3"] {
         let r = c
             .send(
@@ -684,9 +669,9 @@ async fn metrics_carry_the_seeds_four_with_their_dimensions() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn shutdown_finishes_the_requests_in_flight() {
-    let mut o = options();
-    o.faults.delay = Some(Duration::from_millis(600));
-    let (running, c) = serve(o).await;
+    let mut rig = Rig::scenarios();
+    rig.faults.delay = Some(Duration::from_millis(600));
+    let (running, c) = serve_on(options(), rig).await;
     let addr = running.http;
     let pending = tokio::spawn({
         let c = c.clone();

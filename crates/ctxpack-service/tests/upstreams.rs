@@ -12,7 +12,7 @@
 use ctxpack_core::{AgentContext, Answer, Call, Candidate, HostError, Verdict};
 use ctxpack_service::client::Client;
 use ctxpack_service::upstream_server::{Answering, Grpc, http};
-use ctxpack_service::{Options, Running, start};
+use ctxpack_service::{Options, Rig, Running, start};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -241,22 +241,18 @@ timeout-ms = 300
     )
 }
 
-async fn serve(o: Options) -> (Running, Client) {
-    let running = start(o).await.unwrap();
-    let client = Client::new(format!("http://{}", running.http));
-    (running, client)
-}
-
+/// The service's options for these tests: the settings file `config`
+/// (the defaults when none), no fixture: the upstreams answer.
 fn options(dir: &Path, config: Option<PathBuf>) -> Options {
     Options {
-        http: "127.0.0.1:0".parse().unwrap(),
-        grpc: None,
-        store: dir.join("store.db").display().to_string(),
-        instances: 2,
         config,
-        no_auth: true,
-        ..Options::default()
+        ..common::options(dir.join("store.db").display().to_string())
     }
+}
+
+/// The service with no fixture behind it, and a client.
+async fn serve(o: Options) -> (Running, Client) {
+    common::serve_on(o, Rig::default()).await
 }
 
 fn request(budget: u32) -> Vec<u8> {

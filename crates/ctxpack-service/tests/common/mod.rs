@@ -1,5 +1,7 @@
 //! Helpers the service's test files share.
 
+use ctxpack_service::client::Client;
+use ctxpack_service::{Options, Rig, Running, demo_path, start_rigged};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -46,4 +48,42 @@ pub async fn fresh_postgres(what: &str) -> Option<(String, tokio_postgres::Clien
         admin.batch_execute(&sql).await.unwrap();
     }
     Some((format!("{}/{db}", url.rsplit_once('/').unwrap().0), admin))
+}
+
+/// A test service's options: HTTP on a free loopback port, no gRPC, two
+/// instances, the fixture's settings file (`tests/fixture/ctxpack.toml`),
+/// the store `store`, no authentication.
+#[allow(dead_code, clippy::unwrap_used)]
+pub fn options(store: String) -> Options {
+    Options {
+        http: "127.0.0.1:0".parse().unwrap(),
+        grpc: None,
+        store,
+        instances: 2,
+        config: Some(demo_path("tests/fixture/ctxpack.toml")),
+        no_auth: true,
+        ..Options::default()
+    }
+}
+
+/// A free loopback port, for a listener the test asks for.
+#[allow(dead_code, clippy::unwrap_used)]
+pub fn any_port() -> std::net::SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// The service started with `o` on `rig`, and a client of its HTTP
+/// listener.
+#[allow(dead_code, clippy::unwrap_used)]
+pub async fn serve_on(o: Options, rig: Rig) -> (Running, Client) {
+    let running = start_rigged(o, rig).await.unwrap();
+    let client = Client::new(format!("http://{}", running.http));
+    (running, client)
+}
+
+/// The service started with `o` on the scenario fixture
+/// ([`Rig::scenarios`]), and a client of its HTTP listener.
+#[allow(dead_code)]
+pub async fn serve(o: Options) -> (Running, Client) {
+    serve_on(o, Rig::scenarios()).await
 }
