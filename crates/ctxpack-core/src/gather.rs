@@ -233,31 +233,7 @@ pub(crate) async fn gather(
         gathered.answer(Capability::Retrieve, Origin::Retrieval, Some(limit), answer);
     }
     if let Some(depth) = plan.graph_depth {
-        // Expand from the retrieved items that could be included, best
-        // first; without any there is nothing to expand from.
-        let mut seeds: Vec<&Candidate> = gathered
-            .sources
-            .iter()
-            .flat_map(|s| &s.candidates)
-            .filter(|c| never(c, ctx).is_none())
-            .collect();
-        seeds.sort_by(|a, b| by_source_score(a, b));
-        let ids: Vec<String> = seeds.iter().map(|c| c.id.clone()).collect();
-        if ids.is_empty() {
-            gathered.skip(Capability::ExpandGraph, "no retrieved item to expand from");
-        } else {
-            let call = Call::ExpandGraph {
-                item_ids: ids.into(),
-                depth,
-            };
-            let answer = channel.sources(vec![call]).await.pop().unwrap_or_else(|| {
-                Err(HostError::new(
-                    Capability::ExpandGraph.name(),
-                    "not answered",
-                ))
-            });
-            gathered.answer(Capability::ExpandGraph, Origin::Graph, None, answer);
-        }
+        expand(&mut gathered, ctx, depth, channel).await;
     }
     if let Some(limit) = plan.memory {
         match memory {
@@ -288,4 +264,33 @@ pub(crate) async fn gather(
         .iter()
         .any(|c| matches!(c.outcome, SourceOutcome::Failed(_)));
     gathered
+}
+
+/// The second round: the graph, expanded `depth` hops from the retrieved
+/// items that could be included, best first; without any there is
+/// nothing to expand from.
+async fn expand(gathered: &mut Gathered, ctx: &AgentContext, depth: u32, channel: &Channel) {
+    let mut seeds: Vec<&Candidate> = gathered
+        .sources
+        .iter()
+        .flat_map(|s| &s.candidates)
+        .filter(|c| never(c, ctx).is_none())
+        .collect();
+    seeds.sort_by(|a, b| by_source_score(a, b));
+    let ids: Vec<String> = seeds.iter().map(|c| c.id.clone()).collect();
+    if ids.is_empty() {
+        gathered.skip(Capability::ExpandGraph, "no retrieved item to expand from");
+        return;
+    }
+    let call = Call::ExpandGraph {
+        item_ids: ids.into(),
+        depth,
+    };
+    let answer = channel.sources(vec![call]).await.pop().unwrap_or_else(|| {
+        Err(HostError::new(
+            Capability::ExpandGraph.name(),
+            "not answered",
+        ))
+    });
+    gathered.answer(Capability::ExpandGraph, Origin::Graph, None, answer);
 }

@@ -440,6 +440,23 @@ impl Escape {
     /// The step after `c`; `read` is what the escape has read after its
     /// first character.
     fn step(self, c: char, read: &[Unit]) -> Step {
+        match self {
+            Escape::Amp
+            | Escape::Name(_)
+            | Escape::Hash
+            | Escape::Decimal(_)
+            | Escape::HexStart
+            | Escape::Hex(_) => self.entity(c, read),
+            Escape::Back | Escape::Fixed { .. } | Escape::Braced { .. } | Escape::Octal { .. } => {
+                self.backslash(c)
+            }
+            Escape::Percent(p) => percent(p, c),
+        }
+    }
+
+    /// An HTML entity's step: `&name;`, a legacy name without `;`, `&#N;`,
+    /// `&#xN;` (the `;` optional for numbers).
+    fn entity(self, c: char, read: &[Unit]) -> Step {
         let hex = c.to_digit(16);
         match self {
             Escape::Amp => match c {
@@ -476,6 +493,15 @@ impl Escape {
                 (_, Some(d)) => Step::More(Escape::Hex(grow(v, 16, d))),
                 _ => Step::DoneBefore(code_point(v), read.len()),
             },
+            _ => Step::Fail,
+        }
+    }
+
+    /// A backslash escape's step: `\uXXXX`, `\u{…}`, `\UXXXXXXXX`, `\xXX`,
+    /// three octal digits, `\` before punctuation.
+    fn backslash(self, c: char) -> Step {
+        let hex = c.to_digit(16);
+        match self {
             Escape::Back => match c {
                 'u' => Step::More(Escape::Fixed {
                     value: 0,
@@ -529,33 +555,7 @@ impl Escape {
                 }),
                 _ => Step::Fail,
             },
-            Escape::Percent(mut p) => match (p.digits, hex) {
-                (3, _) if c == '%' => {
-                    p.digits = 0;
-                    Step::More(Escape::Percent(p))
-                }
-                (3, _) => Step::Fail,
-                (0, Some(d)) => {
-                    p.digits = 1;
-                    p.bytes[usize::from(p.len)] = d as u8;
-                    Step::More(Escape::Percent(p))
-                }
-                (1, Some(d)) => {
-                    let i = usize::from(p.len);
-                    p.bytes[i] = p.bytes[i] * 16 + d as u8;
-                    p.len += 1;
-                    p.digits = 3;
-                    let bytes = &p.bytes[..usize::from(p.len)];
-                    match std::str::from_utf8(bytes) {
-                        Ok(s) => s.chars().next().map_or(Step::Fail, Step::Done),
-                        Err(e) if e.error_len().is_none() && p.len < 4 => {
-                            Step::More(Escape::Percent(p))
-                        }
-                        Err(_) => Step::Fail,
-                    }
-                }
-                _ => Step::Fail,
-            },
+            _ => Step::Fail,
         }
     }
 
@@ -567,6 +567,37 @@ impl Escape {
             Escape::Name(_) => legacy(read),
             _ => None,
         }
+    }
+}
+
+/// A percent escape's step: `%XX`, and the runs of them that make one
+/// UTF-8 character.
+fn percent(mut p: Percent, c: char) -> Step {
+    let hex = c.to_digit(16);
+    match (p.digits, hex) {
+        (3, _) if c == '%' => {
+            p.digits = 0;
+            Step::More(Escape::Percent(p))
+        }
+        (3, _) => Step::Fail,
+        (0, Some(d)) => {
+            p.digits = 1;
+            p.bytes[usize::from(p.len)] = d as u8;
+            Step::More(Escape::Percent(p))
+        }
+        (1, Some(d)) => {
+            let i = usize::from(p.len);
+            p.bytes[i] = p.bytes[i] * 16 + d as u8;
+            p.len += 1;
+            p.digits = 3;
+            let bytes = &p.bytes[..usize::from(p.len)];
+            match std::str::from_utf8(bytes) {
+                Ok(s) => s.chars().next().map_or(Step::Fail, Step::Done),
+                Err(e) if e.error_len().is_none() && p.len < 4 => Step::More(Escape::Percent(p)),
+                Err(_) => Step::Fail,
+            }
+        }
+        _ => Step::Fail,
     }
 }
 
