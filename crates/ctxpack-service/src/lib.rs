@@ -206,10 +206,10 @@ pub async fn open_store(
 
 /// The settings in `path`, or the defaults.
 fn settings_of(path: Option<&Path>) -> Result<settings::Settings, String> {
-    path.map_or_else(
-        || Ok(settings::Settings::default()),
-        settings::Settings::read,
-    )
+    match path {
+        Some(path) => Ok(settings::Settings::read(path)?),
+        None => Ok(settings::Settings::default()),
+    }
 }
 
 /// What the service's configuration makes: its pool and its stores.

@@ -292,19 +292,81 @@ impl Default for Settings {
 }
 
 /// An error naming the file and the key.
-fn at(path: &Path, key: &str, message: impl std::fmt::Display) -> String {
-    format!("{}: {key}: {message}", path.display())
+fn at(path: &Path, key: &str, message: impl std::fmt::Display) -> SettingsError {
+    SettingsError {
+        path: path.to_owned(),
+        place: Place::Key(key.to_owned()),
+        message: message.to_string(),
+    }
+}
+
+/// Why a settings file cannot be used: the file, where in it, and what is
+/// wrong. It reads `FILE: KEY: MESSAGE`, `FILE:LINE:COLUMN: MESSAGE` or
+/// `FILE: MESSAGE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingsError {
+    /// The file.
+    pub path: PathBuf,
+    /// Where in it.
+    pub place: Place,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Where in a settings file something is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// At this key (`upstreams.retrieve.timeout-ms`).
+    Key(String),
+    /// At this line and column, from 1 (the file is not TOML).
+    At {
+        /// The line.
+        line: usize,
+        /// The column, in characters.
+        column: usize,
+    },
+    /// The file as a whole (it cannot be read, a certificate it names
+    /// does not load).
+    File,
+}
+
+impl std::fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.path.display();
+        match &self.place {
+            Place::Key(key) => write!(f, "{path}: {key}: {}", self.message),
+            Place::At { line, column } => write!(f, "{path}:{line}:{column}: {}", self.message),
+            Place::File => write!(f, "{path}: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+impl From<SettingsError> for String {
+    fn from(e: SettingsError) -> String {
+        e.to_string()
+    }
+}
+
+/// An error about the file at `path` as a whole.
+fn whole(path: &Path, message: impl std::fmt::Display) -> SettingsError {
+    SettingsError {
+        path: path.to_owned(),
+        place: Place::File,
+        message: message.to_string(),
+    }
 }
 
 impl Settings {
     /// Reads and checks the file at `path`.
-    pub fn read(path: &Path) -> Result<Settings, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<Settings, SettingsError> {
+        let text = std::fs::read_to_string(path).map_err(|e| whole(path, e))?;
         Settings::parse(path, &text)
     }
 
     /// Checks `text`, the file at `path`.
-    pub fn parse(path: &Path, text: &str) -> Result<Settings, String> {
+    pub fn parse(path: &Path, text: &str) -> Result<Settings, SettingsError> {
         let file = read_file(path, text)?;
         let c = &file.context;
         let mut builder = builder(path, file.builder.as_ref())?;
@@ -338,14 +400,18 @@ impl Settings {
 
 /// The file's TOML, read into its sections; an error names the line and
 /// column, or the key.
-fn read_file(path: &Path, text: &str) -> Result<File, String> {
+fn read_file(path: &Path, text: &str) -> Result<File, SettingsError> {
     let de = toml::Deserializer::parse(text).map_err(|e| {
         // Where: the line and column of the span's start, from 1.
         let at = e.span().map_or(0, |s| s.start.min(text.len()));
         let before = &text[..text.floor_char_boundary(at)];
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        format!("{}:{line}:{column}: {}", path.display(), e.message())
+        SettingsError {
+            path: path.to_owned(),
+            place: Place::At { line, column },
+            message: e.message().to_owned(),
+        }
     })?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let key = e.path().to_string();
@@ -355,7 +421,7 @@ fn read_file(path: &Path, text: &str) -> Result<File, String> {
 }
 
 /// `[builder]`: the builder's configuration, or the default one.
-fn builder(path: &Path, table: Option<&toml::Table>) -> Result<BuilderConfig, String> {
+fn builder(path: &Path, table: Option<&toml::Table>) -> Result<BuilderConfig, SettingsError> {
     let Some(table) = table else {
         return Ok(default_builder());
     };
@@ -366,7 +432,7 @@ fn builder(path: &Path, table: Option<&toml::Table>) -> Result<BuilderConfig, St
 
 /// `[context]`: the fence key, the default budget, the section shares and
 /// the compression profile, onto `builder`.
-fn context(path: &Path, c: &ContextFile, builder: &mut BuilderConfig) -> Result<(), String> {
+fn context(path: &Path, c: &ContextFile, builder: &mut BuilderConfig) -> Result<(), SettingsError> {
     if let Some(f) = &c.fence_key_file {
         builder.fence_key = Some(fence_key(path, f)?);
     }
@@ -398,7 +464,7 @@ fn context(path: &Path, c: &ContextFile, builder: &mut BuilderConfig) -> Result<
 /// `context.fence-key-file`: the key on its first line (relative to the
 /// file), at least 16 bytes. An error names the file and the length,
 /// never the key.
-fn fence_key(path: &Path, f: &Path) -> Result<String, String> {
+fn fence_key(path: &Path, f: &Path) -> Result<String, SettingsError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let secret = std::fs::read_to_string(dir.join(f)).map_err(|e| {
         at(
@@ -427,7 +493,7 @@ fn fence_key(path: &Path, f: &Path) -> Result<String, String> {
 fn section_shares(
     path: &Path,
     shares: &BTreeMap<String, f64>,
-) -> Result<Vec<SectionShare>, String> {
+) -> Result<Vec<SectionShare>, SettingsError> {
     let mut plan = Vec::new();
     let mut sum = 0.0;
     for (name, share) in shares {
@@ -459,7 +525,7 @@ fn upstream(
     name: &str,
     u: &UpstreamFile,
     c: &ContextFile,
-) -> Result<(&'static str, UpstreamSettings), String> {
+) -> Result<(&'static str, UpstreamSettings), SettingsError> {
     let key = format!("upstreams.{name}");
     let found = Capability::ALL.into_iter().find(|c| c.function() == name);
     let Some(capability) = found.map(Capability::name) else {
@@ -508,7 +574,7 @@ fn upstream_tls(
     key: &str,
     u: &UpstreamFile,
     address: &Address,
-) -> Result<Option<Tls>, String> {
+) -> Result<Option<Tls>, SettingsError> {
     let (Address::Grpc(url) | Address::Http(url)) = address;
     let field = if u.grpc.is_some() { "grpc" } else { "http" };
     let secure = match url.parse::<tonic::codegen::http::Uri>() {
@@ -534,7 +600,7 @@ fn upstream_tls(
         }
         return Ok(None);
     }
-    let read = |name: &str, file: &Option<PathBuf>| -> Result<Option<Vec<u8>>, String> {
+    let read = |name: &str, file: &Option<PathBuf>| -> Result<Option<Vec<u8>>, SettingsError> {
         let Some(file) = file else { return Ok(None) };
         let file = path.parent().unwrap_or(Path::new(".")).join(file);
         std::fs::read(&file).map(Some).map_err(|e| {
@@ -564,7 +630,11 @@ fn upstream_tls(
 
 /// An upstream's bearer token, from `token-file` or `token-env`:
 /// printable ASCII without spaces.
-fn upstream_token(path: &Path, key: &str, u: &UpstreamFile) -> Result<Option<String>, String> {
+fn upstream_token(
+    path: &Path,
+    key: &str,
+    u: &UpstreamFile,
+) -> Result<Option<String>, SettingsError> {
     let token = match (&u.token_file, &u.token_env) {
         (Some(_), Some(_)) => {
             return Err(at(path, key, "give `token-file` or `token-env`, not both"));
@@ -603,7 +673,7 @@ fn upstream_token(path: &Path, key: &str, u: &UpstreamFile) -> Result<Option<Str
 
 /// `[events]`: a NATS address, stream names of letters, digits, `_` and
 /// `-`, a batch of at least 1.
-fn events(path: &Path, e: &Events) -> Result<(), String> {
+fn events(path: &Path, e: &Events) -> Result<(), SettingsError> {
     if !(e.nats.starts_with("nats://") || e.nats.starts_with("tls://")) {
         return Err(at(
             path,
@@ -632,7 +702,7 @@ fn events(path: &Path, e: &Events) -> Result<(), String> {
 
 /// `[tls]`: the server's certificate and key (relative to the file), as a
 /// configuration that loads.
-fn server_tls(path: &Path, t: &TlsFile) -> Result<crate::listen::ServerTls, String> {
+fn server_tls(path: &Path, t: &TlsFile) -> Result<crate::listen::ServerTls, SettingsError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let read = |key: &str, f: &Path| {
         std::fs::read(dir.join(f)).map_err(|e| at(path, key, format!("{}: {e}", f.display())))
@@ -641,8 +711,7 @@ fn server_tls(path: &Path, t: &TlsFile) -> Result<crate::listen::ServerTls, Stri
         cert: read("tls.cert-file", &t.cert_file)?,
         key: read("tls.key-file", &t.key_file)?,
     };
-    tls.config(&[])
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    tls.config(&[]).map_err(|e| whole(path, e))?;
     Ok(tls)
 }
 
@@ -651,7 +720,7 @@ fn at_least_1<T: PartialOrd + From<u8> + Copy>(
     key: &str,
     v: Option<T>,
     default: T,
-) -> Result<T, String> {
+) -> Result<T, SettingsError> {
     match v {
         Some(v) if v < T::from(1) => Err(at(path, &format!("limits.{key}"), "must be at least 1")),
         Some(v) => Ok(v),
@@ -659,7 +728,7 @@ fn at_least_1<T: PartialOrd + From<u8> + Copy>(
     }
 }
 
-fn listen_limits(path: &Path, l: &LimitsFile) -> Result<crate::listen::Limits, String> {
+fn listen_limits(path: &Path, l: &LimitsFile) -> Result<crate::listen::Limits, SettingsError> {
     let d = crate::listen::Limits::default();
     let ms = |key: &str, v: Option<u64>, d: std::time::Duration| {
         at_least_1(path, key, v, d.as_millis() as u64).map(std::time::Duration::from_millis)
@@ -684,7 +753,7 @@ fn listen_limits(path: &Path, l: &LimitsFile) -> Result<crate::listen::Limits, S
     })
 }
 
-fn request_limits(path: &Path, l: &LimitsFile) -> Result<RequestLimits, String> {
+fn request_limits(path: &Path, l: &LimitsFile) -> Result<RequestLimits, SettingsError> {
     let d = RequestLimits::default();
     let rate = match l.requests_per_second {
         Some(r) if !(r.is_finite() && r >= 0.0) => {
@@ -785,7 +854,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Settings, String> {
-        Settings::parse(Path::new("ctxpack.toml"), text)
+        Ok(Settings::parse(Path::new("ctxpack.toml"), text)?)
     }
 
     #[test]
@@ -803,13 +872,13 @@ mod tests {
         );
         assert!(!format!("{:?}", s.builder).contains("thirty-two"));
         let e = Settings::parse(&file, "[context]\nfence-key-file = \"short\"\n").unwrap_err();
-        assert!(
-            e.contains("context.fence-key-file") && e.contains("9 bytes"),
-            "{e}"
-        );
+        // Typed: the key named, the length given, never the secret.
+        assert_eq!(e.place, Place::Key("context.fence-key-file".into()));
+        assert!(e.message.contains("9 bytes"), "{e}");
+        let e = e.to_string();
         assert!(!e.contains("too short"), "{e}");
         let e = Settings::parse(&file, "[context]\nfence-key-file = \"none\"\n").unwrap_err();
-        assert!(e.contains("context.fence-key-file"), "{e}");
+        assert!(e.to_string().contains("context.fence-key-file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
