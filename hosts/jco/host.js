@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 // The calls a step may ask for, one per import: the npm package's generated table.
 import { CALLS } from '../../packages/ctxpack/src/calls.js';
+import { NOT_PROVIDED, wording } from '../../packages/ctxpack/src/errors.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const OUT = path.join(here, '../../target/jco/out');
@@ -48,18 +49,9 @@ export class CtxpackError extends Error {
   }
 }
 
+/** The core's wording of `e` (see packages/ctxpack/src/errors.js). */
 function describe(e) {
-  const v = e && e.val;
-  switch (e && e.tag) {
-    case 'invalid-field':
-      return `invalid field \`${v.field}\`: ${v.message}`;
-    case 'mandatory-over-budget':
-      return `mandatory layer needs ${v.mandatoryTokens} tokens but the budget is ${v.budget}`;
-    case 'host-failed':
-      return `host import \`${v.capability}\` failed: ${v.message}`;
-    default:
-      return `${e && e.tag}: ${typeof v === 'string' ? v : JSON.stringify(v)}`;
-  }
+  return wording(e && e.tag, e && e.val);
 }
 
 /** Runs `f`, turning a jco `ComponentError` into a `CtxpackError`. */
@@ -84,7 +76,6 @@ function failureOf(capability, e) {
 /** Throw it in a callback to fail the call with exactly this message. */
 export class HostError extends Error {}
 
-const NOT_PROVIDED = 'not provided by this host';
 
 /**
  * The typed imports for `host` (an object with any of `retrieve`,

@@ -16,6 +16,7 @@
 pub mod calls;
 pub mod capabilities;
 pub mod defaults;
+pub mod errors;
 pub mod proto;
 pub mod python;
 pub mod rust;
@@ -65,6 +66,8 @@ pub fn outputs(root: &Path) -> Result<Vec<Output>, String> {
             capabilities::rust(&wit),
         ),
         out("packages/ctxpack/src/calls.js", calls::javascript(&wit)),
+        out("packages/ctxpack/src/errors.js", errors::javascript()),
+        out("hosts/python/src/ctxpack_wasm/_errors.py", errors::python()),
         out(
             "hosts/python/src/ctxpack_wasm/_calls.py",
             calls::python(&wit),

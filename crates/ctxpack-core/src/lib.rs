@@ -138,7 +138,7 @@ pub use config::{
 };
 pub use diff::{Change, ChangeKind, EntryState, SnapshotDiff, diff};
 pub use digest::{content_id, text_hash};
-pub use error::{Error, Failure, HostError};
+pub use error::{Error, Failure, HostError, NOT_PROVIDED};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};
 pub use pack::{

@@ -19,6 +19,7 @@ export {
   conversationOf, keptMessages, toOpenAI, toAnthropic, toLangChain,
 } from './chat.js';
 import { CALLS, DEFAULT_PROFILE, PROFILES } from './calls.js';
+import { NOT_PROVIDED, wording } from './errors.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 
@@ -70,18 +71,11 @@ function respell(error) {
   return error;
 }
 
+/** The core's wording of `error` (see errors.js). */
 function describe(error) {
   if (typeof error === 'string') return error;
   const [[tag, v]] = Object.entries(error);
-  switch (tag) {
-    case 'invalidField': return `invalid field \`${v.field}\`: ${v.message}`;
-    case 'mandatoryOverBudget':
-      return `the mandatory layer needs ${v.mandatoryTokens} tokens but the budget is ${v.budget}`;
-    case 'tokenizerUnavailable': return `tokenizer unavailable: ${v}`;
-    case 'hostFailed': return `host function \`${v.capability}\` failed: ${v.message}`;
-    case 'stepMismatch': return `step mismatch: ${v}`;
-    default: return `${tag}: ${JSON.stringify(v)}`;
-  }
+  return wording(tag, v);
 }
 
 /** A refusal from ctxpack: `.error` is the typed `CtxpackError` value. */
@@ -152,7 +146,6 @@ function json(value, field) {
   return utf8.encode(JSON.stringify(value));
 }
 
-const NOT_PROVIDED = 'not provided by this host';
 
 /** What a host without a callback of its own answers: a host without a
  * policy engine allows every item. */

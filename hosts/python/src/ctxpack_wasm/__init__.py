@@ -85,6 +85,7 @@ from . import types as _types  # noqa: E402
 __all__ += _types.__all__
 
 from ._calls import CALLS, DEFAULT_PROFILE, PROFILES  # noqa: E402
+from ._errors import NOT_PROVIDED, wording  # noqa: E402
 
 
 try:
@@ -143,14 +144,8 @@ class AssemblyFailed(CtxpackError):
 
 
 def _describe(error: CtxpackErrorValue) -> str:
-    v = error.value
-    if error.tag == "invalid-field":
-        return f"invalid field `{v.field}`: {v.message}"
-    if error.tag == "mandatory-over-budget":
-        return f"mandatory layer needs {v.mandatory_tokens} tokens but the budget is {v.budget}"
-    if error.tag == "host-failed":
-        return f"host import `{v.capability}` failed: {v.message}"
-    return f"{error.tag}: {v}"
+    """The core's wording of ``error`` (see ``_errors.py``)."""
+    return wording(error.tag, error.value)
 
 
 def _error(value: Any) -> CtxpackError:
@@ -368,7 +363,7 @@ def _failure(capability: str, e: BaseException) -> dict:
 
 
 def _not_provided(capability: str) -> dict:
-    return {"err": {"capability": capability, "message": "not provided by this host"}}
+    return {"err": {"capability": capability, "message": NOT_PROVIDED}}
 
 
 class _Host:
