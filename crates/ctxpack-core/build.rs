@@ -271,25 +271,68 @@ fn ranges(pattern: &str) -> Res<Vec<(u32, u32)>> {
 /// #39 skeleton (unicode-security's `confusables.txt`). Characters that
 /// read as none of these are left out: they read as themselves.
 fn write_fold(out: &Path) -> Res<()> {
-    use unicode_normalization::UnicodeNormalization;
-    use unicode_normalization::char::is_combining_mark;
-    let class = |pattern: &str| -> Res<Vec<(u32, u32)>> { ranges(pattern) };
-    let within = |set: &[(u32, u32)], c: u32| set.iter().any(|&(a, b)| a <= c && c <= b);
-    let removed = class(REMOVED)?;
-    let open = class(OPENING)?;
-    let close = class(CLOSING)?;
-    // A character's reading as a string: NFKC (decomposed, so that marks
-    // come apart), lower case, without marks or removed characters.
-    let plain = |s: &str| -> String {
-        let lower: String = s.nfkd().collect::<String>().to_lowercase();
-        lower
-            .nfkd()
-            .filter(|&c| !is_combining_mark(c) && !within(&removed, u32::from(c)))
-            .collect()
+    let classes = Classes {
+        removed: ranges(REMOVED)?,
+        open: ranges(OPENING)?,
+        close: ranges(CLOSING)?,
     };
-    // The ASCII characters UTS #39 takes for one another: `I`, `1` and `|`
-    // share `l`'s prototype, `0` `O`'s. A character that reads as one of
-    // them reads as each.
+    let siblings = siblings();
+    let mut entries: Vec<(u32, String)> = Vec::new();
+    let mut blank = Vec::new();
+    for c in (0x80..=0x10_FFFFu32).filter_map(char::from_u32) {
+        let cp = u32::from(c);
+        if within(&classes.removed, cp) {
+            continue;
+        }
+        let readings = readings_of(c, &classes, &siblings);
+        if readings.iter().all(String::is_empty) {
+            // (Combining marks are dropped at run time, by
+            // unicode-normalization's own table.)
+            if !unicode_normalization::char::is_combining_mark(c) {
+                blank.push(cp);
+            }
+            continue;
+        }
+        let alternatives = alternatives(cp, &readings, &classes);
+        if alternatives.is_empty() || alternatives == [c.to_string()] {
+            continue;
+        }
+        // Alternatives apart by U+0005.
+        entries.push((cp, alternatives.join("\u{5}")));
+    }
+    let removed = removed_ranges(&classes.removed, &blank);
+    write_fold_table(out, &removed, &entries)
+}
+
+/// The character classes the fold reads by.
+struct Classes {
+    removed: Vec<(u32, u32)>,
+    open: Vec<(u32, u32)>,
+    close: Vec<(u32, u32)>,
+}
+
+/// Whether `c` is in one of the ranges of `set`.
+fn within(set: &[(u32, u32)], c: u32) -> bool {
+    set.iter().any(|&(a, b)| a <= c && c <= b)
+}
+
+/// A string as it reads: NFKC (decomposed, so that marks come apart),
+/// lower case, without marks or removed characters.
+fn plain(s: &str, removed: &[(u32, u32)]) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let lower: String = s.nfkd().collect::<String>().to_lowercase();
+    lower
+        .nfkd()
+        .filter(|&c| {
+            !unicode_normalization::char::is_combining_mark(c) && !within(removed, u32::from(c))
+        })
+        .collect()
+}
+
+/// The ASCII characters UTS #39 takes for one another: `I`, `1` and `|`
+/// share `l`'s prototype, `0` `O`'s. A character that reads as one of
+/// them reads as each.
+fn siblings() -> Vec<(String, Vec<String>)> {
     let mut siblings: Vec<(String, Vec<String>)> = Vec::new();
     for a in (0x21u8..0x7F).map(char::from) {
         let p: String = unicode_security::skeleton(&a.to_string())
@@ -310,109 +353,101 @@ fn write_fold(out: &Path) -> Res<()> {
             )),
         }
     }
-    let mut entries: Vec<(u32, String)> = Vec::new();
-    let mut blank = Vec::new();
-    for c in (0x80..=0x10_FFFFu32).filter_map(char::from_u32) {
-        let cp = u32::from(c);
-        if within(&removed, cp) {
-            continue;
-        }
-        // Every way it reads: every form it reaches by compatibility
-        // decomposition, either case (Cherokee folds to upper case, `ς` to
-        // `σ` through `Σ`) and its UTS #39 skeleton, each read plain; and a
-        // Latin letter the confusables do not fold (small capitals,
-        // letters with hooks and strokes) as the letter its name says.
-        let mut forms: Vec<String> = vec![c.to_string()];
-        let mut k = 0;
-        while k < forms.len() && forms.len() < 24 {
-            let x = forms[k].clone();
-            k += 1;
-            let next = [
-                x.nfkd().collect::<String>(),
-                x.to_lowercase(),
-                x.to_uppercase(),
-                unicode_security::skeleton(&x).collect(),
-                plain(&x),
-            ];
-            for y in next {
-                if !y.is_empty() && !forms.contains(&y) {
-                    forms.push(y);
-                }
+    siblings
+}
+
+/// Every way `c` reads: every form it reaches by compatibility
+/// decomposition, either case (Cherokee folds to upper case, `ς` to `σ`
+/// through `Σ`) and its UTS #39 skeleton, each read plain (a blank one as
+/// nothing); and a Latin letter the confusables do not fold (small
+/// capitals, letters with hooks and strokes) as the letter its name says.
+fn readings_of(c: char, classes: &Classes, siblings: &[(String, Vec<String>)]) -> Vec<String> {
+    use unicode_normalization::UnicodeNormalization;
+    let mut forms: Vec<String> = vec![c.to_string()];
+    let mut k = 0;
+    while k < forms.len() && forms.len() < 24 {
+        let x = forms[k].clone();
+        k += 1;
+        let next = [
+            x.nfkd().collect::<String>(),
+            x.to_lowercase(),
+            x.to_uppercase(),
+            unicode_security::skeleton(&x).collect(),
+            plain(&x, &classes.removed),
+        ];
+        for y in next {
+            if !y.is_empty() && !forms.contains(&y) {
+                forms.push(y);
             }
         }
-        let mut readings: Vec<String> = Vec::new();
-        for x in &forms {
-            let r = plain(x);
-            let r = if r.chars().all(char::is_whitespace) {
-                String::new()
-            } else {
-                r
-            };
-            let same = siblings
-                .iter()
-                .find(|(p, _)| *p == r)
-                .map(|(_, all)| all.clone());
-            for r in same.unwrap_or_else(|| vec![r]) {
-                if !readings.contains(&r) {
-                    readings.push(r);
-                }
-            }
-        }
-        if let Some(letter) = unicode_names2::name(c).and_then(|n| latin_letter(&n.to_string())) {
-            let r = letter.to_string();
+    }
+    let mut readings: Vec<String> = Vec::new();
+    for x in &forms {
+        let r = plain(x, &classes.removed);
+        let r = if r.chars().all(char::is_whitespace) {
+            String::new()
+        } else {
+            r
+        };
+        let same = siblings
+            .iter()
+            .find(|(p, _)| *p == r)
+            .map(|(_, all)| all.clone());
+        for r in same.unwrap_or_else(|| vec![r]) {
             if !readings.contains(&r) {
                 readings.push(r);
             }
         }
-        if readings.iter().all(String::is_empty) {
-            // (Combining marks are dropped at run time, by
-            // unicode-normalization's own table.)
-            if !is_combining_mark(c) {
-                blank.push(cp);
-            }
-            continue;
-        }
-        let mut alternatives: Vec<String> = Vec::new();
-        let mut add = |a: String| {
-            if !alternatives.contains(&a) {
-                alternatives.push(a);
-            }
-        };
-        for read in &readings {
-            if read.is_empty() {
-                add(String::new());
-            } else if within(&open, cp) || read.starts_with(['<', '[', '(']) {
-                add("\u{1}".to_owned());
-            } else if within(&close, cp) || read.starts_with(['>', ']', ')']) {
-                add("\u{2}".to_owned());
-            } else {
-                // The ASCII it starts with; what follows reads as no
-                // structure's.
-                let ascii: String = read
-                    .chars()
-                    .take_while(|&c| c.is_ascii_punctuation() || ALPHABET.contains(c))
-                    .take(MAX_READ)
-                    .collect();
-                if ascii.is_empty() {
-                    continue;
-                }
-                if ascii == *read {
-                    add(ascii);
-                } else if ascii.ends_with(|c| WORD_ENDS.contains(c)) {
-                    // Followed by what reads as no structure's, it can
-                    // only end a word.
-                    add(format!("{ascii}\u{3}"));
-                }
-            }
-        }
-        if alternatives.is_empty() || alternatives == [c.to_string()] {
-            continue;
-        }
-        // Alternatives apart by U+0005.
-        let value = alternatives.join("\u{5}");
-        entries.push((cp, value));
     }
-    // Removed: the ranges of the classes, and the blank symbols.
+    if let Some(letter) = unicode_names2::name(c).and_then(|n| latin_letter(&n.to_string())) {
+        let r = letter.to_string();
+        if !readings.contains(&r) {
+            readings.push(r);
+        }
+    }
+    readings
+}
+
+/// What the readings of the character `cp` are to the fence: nothing, an
+/// opening or a closing bracket (U+0001, U+0002), or the ASCII a reading
+/// starts with (followed by U+0003 where more follows that reads as no
+/// structure's: it can only end a word).
+fn alternatives(cp: u32, readings: &[String], classes: &Classes) -> Vec<String> {
+    let mut alternatives: Vec<String> = Vec::new();
+    let mut add = |a: String| {
+        if !alternatives.contains(&a) {
+            alternatives.push(a);
+        }
+    };
+    for read in readings {
+        if read.is_empty() {
+            add(String::new());
+        } else if within(&classes.open, cp) || read.starts_with(['<', '[', '(']) {
+            add("\u{1}".to_owned());
+        } else if within(&classes.close, cp) || read.starts_with(['>', ']', ')']) {
+            add("\u{2}".to_owned());
+        } else {
+            let ascii: String = read
+                .chars()
+                .take_while(|&c| c.is_ascii_punctuation() || ALPHABET.contains(c))
+                .take(MAX_READ)
+                .collect();
+            if ascii.is_empty() {
+                continue;
+            }
+            if ascii == *read {
+                add(ascii);
+            } else if ascii.ends_with(|c| WORD_ENDS.contains(c)) {
+                add(format!("{ascii}\u{3}"));
+            }
+        }
+    }
+    alternatives
+}
+
+/// The removed characters outside ASCII: the ranges of the classes and
+/// the `blank` symbols, merged.
+fn removed_ranges(removed: &[(u32, u32)], blank: &[u32]) -> Vec<(u32, u32)> {
     let mut gone: Vec<(u32, u32)> = removed
         .iter()
         .copied()
@@ -427,23 +462,16 @@ fn write_fold(out: &Path) -> Res<()> {
             _ => merged.push((a.max(0x80), b)),
         }
     }
-    let mut texts: Vec<String> = Vec::new();
-    let mut from = Vec::with_capacity(entries.len());
-    let mut to = Vec::with_capacity(entries.len());
-    for (cp, value) in &entries {
-        let at = match texts.iter().position(|t| t == value) {
-            Some(at) => at,
-            None => {
-                texts.push(value.clone());
-                texts.len() - 1
-            }
-        };
-        from.push(*cp);
-        to.push(u8::try_from(at)?);
-    }
-    // The code points as the distance from the one before (from 0x80), a
-    // zero and three bytes for a distance over 255; every 64th entry's
-    // code point and where its distance is, to start a search from.
+    merged
+}
+
+/// Delta-encoded code points, and where to start a search from.
+type Deltas = (Vec<u8>, Vec<(u32, u16)>);
+
+/// The code points `from` as the distance from the one before (from
+/// 0x80), a zero and three bytes for a distance over 255; and every 64th
+/// entry's code point with where its distance is, to start a search from.
+fn deltas(from: &[u32]) -> Res<Deltas> {
     let mut deltas: Vec<u8> = Vec::new();
     let mut index: Vec<(u32, u16)> = Vec::new();
     let mut before = 0x80u32;
@@ -460,6 +488,28 @@ fn write_fold(out: &Path) -> Res<()> {
         }
         before = cp;
     }
+    Ok((deltas, index))
+}
+
+/// `fold.rs`: the removed ranges, and each character's readings
+/// (`entries`), stored once each and found by the delta-encoded code
+/// points.
+fn write_fold_table(out: &Path, removed: &[(u32, u32)], entries: &[(u32, String)]) -> Res<()> {
+    let mut texts: Vec<String> = Vec::new();
+    let mut from = Vec::with_capacity(entries.len());
+    let mut to = Vec::with_capacity(entries.len());
+    for (cp, value) in entries {
+        let at = match texts.iter().position(|t| t == value) {
+            Some(at) => at,
+            None => {
+                texts.push(value.clone());
+                texts.len() - 1
+            }
+        };
+        from.push(*cp);
+        to.push(u8::try_from(at)?);
+    }
+    let (deltas, index) = deltas(&from)?;
     let mut rs = String::new();
     writeln!(
         rs,
@@ -471,8 +521,8 @@ fn write_fold(out: &Path) -> Res<()> {
     )?;
     writeln!(
         rs,
-        "static REMOVED: [(u32, u32); {}] = {merged:?};",
-        merged.len()
+        "static REMOVED: [(u32, u32); {}] = {removed:?};",
+        removed.len()
     )?;
     writeln!(
         rs,
