@@ -76,71 +76,7 @@ fn serve_options(args: &[String]) -> Result<(Options, Rig), String> {
     }
     let mut i = 0;
     while i < args.len() {
-        let flag = args[i].as_str();
-        match flag {
-            "--listen" => {
-                o.http = number(value(args, &mut i, flag)?, flag)?;
-            }
-            "--grpc" => {
-                let v = value(args, &mut i, flag)?;
-                o.grpc = if v == "off" {
-                    None
-                } else {
-                    Some(number(v, flag)?)
-                };
-            }
-            "--store" => o.store = value(args, &mut i, flag)?.to_owned(),
-            "--nats" => {
-                let url = value(args, &mut i, flag)?;
-                let mut events = o
-                    .events
-                    .take()
-                    .unwrap_or_else(|| ctxpack_service::settings::Events::at(url));
-                events.nats = url.to_owned();
-                o.events = Some(events);
-            }
-            "--fixture" => rig.fixture = Some(value(args, &mut i, flag)?.into()),
-            "--metrics-listen" => {
-                o.metrics_listen = Some(number(value(args, &mut i, flag)?, flag)?)
-            }
-            "--init-store" => o.init_store = true,
-            "--insecure-dev-no-auth" => o.no_auth = true,
-            "--config" => {
-                value(args, &mut i, flag)?;
-            }
-            "--instances" => o.instances = number(value(args, &mut i, flag)?, flag)?,
-            "--deadline-ms" => {
-                o.deadline = Duration::from_millis(number(value(args, &mut i, flag)?, flag)?)
-            }
-            "--max-body-bytes" => o.max_body = number(value(args, &mut i, flag)?, flag)?,
-            "--max-memory-mb" => {
-                o.max_memory = number::<usize>(value(args, &mut i, flag)?, flag)? << 20
-            }
-            "--fail" => {
-                let v = value(args, &mut i, flag)?;
-                let (cap, p) = v
-                    .split_once('=')
-                    .ok_or_else(|| format!("{flag}: {v:?} is not CAPABILITY=P"))?;
-                let p: f64 = number(p, flag)?;
-                if !(0.0..=1.0).contains(&p) {
-                    return Err(format!("{flag}: {p} is not a probability"));
-                }
-                rig.faults.fail.insert(cap.to_owned(), p);
-            }
-            "--source-delay-ms" => {
-                rig.faults.delay = Some(Duration::from_millis(number(
-                    value(args, &mut i, flag)?,
-                    flag,
-                )?))
-            }
-            "--slow-commit-ms" => {
-                rig.slow_commit = Some(Duration::from_millis(number(
-                    value(args, &mut i, flag)?,
-                    flag,
-                )?))
-            }
-            other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
-        }
+        serve_flag(&mut o, &mut rig, args, &mut i)?;
         i += 1;
     }
     if o.instances == 0 {
@@ -150,6 +86,70 @@ fn serve_options(args: &[String]) -> Result<(Options, Rig), String> {
         return Err("--fail and --source-delay-ms inject faults into --fixture".into());
     }
     Ok((o, rig))
+}
+
+/// The flag at `args[i]` onto `o` or `rig`, its value taken (`i` moved
+/// past it).
+fn serve_flag(
+    o: &mut Options,
+    rig: &mut Rig,
+    args: &[String],
+    i: &mut usize,
+) -> Result<(), String> {
+    let flag = args[*i].as_str();
+    match flag {
+        "--listen" => {
+            o.http = number(value(args, i, flag)?, flag)?;
+        }
+        "--grpc" => {
+            let v = value(args, i, flag)?;
+            o.grpc = if v == "off" {
+                None
+            } else {
+                Some(number(v, flag)?)
+            };
+        }
+        "--store" => o.store = value(args, i, flag)?.to_owned(),
+        "--nats" => {
+            let url = value(args, i, flag)?;
+            let mut events = o
+                .events
+                .take()
+                .unwrap_or_else(|| ctxpack_service::settings::Events::at(url));
+            events.nats = url.to_owned();
+            o.events = Some(events);
+        }
+        "--fixture" => rig.fixture = Some(value(args, i, flag)?.into()),
+        "--metrics-listen" => o.metrics_listen = Some(number(value(args, i, flag)?, flag)?),
+        "--init-store" => o.init_store = true,
+        "--insecure-dev-no-auth" => o.no_auth = true,
+        "--config" => {
+            value(args, i, flag)?;
+        }
+        "--instances" => o.instances = number(value(args, i, flag)?, flag)?,
+        "--deadline-ms" => o.deadline = Duration::from_millis(number(value(args, i, flag)?, flag)?),
+        "--max-body-bytes" => o.max_body = number(value(args, i, flag)?, flag)?,
+        "--max-memory-mb" => o.max_memory = number::<usize>(value(args, i, flag)?, flag)? << 20,
+        "--fail" => {
+            let v = value(args, i, flag)?;
+            let (cap, p) = v
+                .split_once('=')
+                .ok_or_else(|| format!("{flag}: {v:?} is not CAPABILITY=P"))?;
+            let p: f64 = number(p, flag)?;
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("{flag}: {p} is not a probability"));
+            }
+            rig.faults.fail.insert(cap.to_owned(), p);
+        }
+        "--source-delay-ms" => {
+            rig.faults.delay = Some(Duration::from_millis(number(value(args, i, flag)?, flag)?))
+        }
+        "--slow-commit-ms" => {
+            rig.slow_commit = Some(Duration::from_millis(number(value(args, i, flag)?, flag)?))
+        }
+        other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
+    }
+    Ok(())
 }
 
 /// The file's `[service]` onto `o` (the flags override it).
