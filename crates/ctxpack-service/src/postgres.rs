@@ -81,60 +81,7 @@ impl Postgres {
             .max_size(connections.max(1))
             .build()
             .map_err(db)?;
-        let mut client = pool.get().await.map_err(pool_err)?;
-        let tx = client.transaction().await.map_err(pg)?;
-        // One replica migrates at a time.
-        tx.batch_execute(
-            "SELECT pg_advisory_xact_lock(7242013); \
-             CREATE TABLE IF NOT EXISTS schema_migrations \
-             (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
-        )
-        .await
-        .map_err(pg)?;
-        let (ours, tables): (i64, i64) = {
-            let r = tx
-                .query_one(
-                    "SELECT (SELECT COUNT(*) FROM schema_migrations), \
-                     (SELECT COUNT(*) FROM information_schema.tables \
-                      WHERE table_schema = current_schema() AND table_name = 'context_snapshots')",
-                    &[],
-                )
-                .await
-                .map_err(pg)?;
-            (r.get(0), r.get(1))
-        };
-        if ours == 0 && tables > 0 && !init {
-            return Err(db(format!(
-                "--store {}: holds context_snapshots but no record of ctxpack's migrations; \
-                 point --store at the right database, or start with --init-store",
-                redact(url)
-            )));
-        }
-        for (version, sql) in MIGRATIONS {
-            let done: i64 = tx
-                .query_one(
-                    "SELECT COUNT(*) FROM schema_migrations WHERE version = $1",
-                    &[version],
-                )
-                .await
-                .map_err(pg)?
-                .get(0);
-            if done == 0 {
-                tx.batch_execute(sql).await.map_err(|e| {
-                    let StoreError::Database(m) = pg(e) else {
-                        return db("migration failed");
-                    };
-                    db(format!("migration {version}: {m}"))
-                })?;
-                tx.execute(
-                    "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
-                    &[version, &crate::snapshots::now_rfc3339()],
-                )
-                .await
-                .map_err(pg)?;
-            }
-        }
-        tx.commit().await.map_err(pg)?;
+        migrate(&pool, url, init).await?;
         Ok(Postgres { pool, slow_commit })
     }
 }
@@ -456,4 +403,65 @@ impl Engine for Postgres {
             Ok((claimed, marked))
         })
     }
+}
+
+/// Brings the schema at `url` up to date, one replica at a time (an
+/// advisory lock); a database that holds ctxpack's tables but no record of
+/// its migrations is refused unless `init`.
+async fn migrate(pool: &Pool, url: &str, init: bool) -> Result<(), StoreError> {
+    let mut client = pool.get().await.map_err(pool_err)?;
+    let tx = client.transaction().await.map_err(pg)?;
+    // One replica migrates at a time.
+    tx.batch_execute(
+        "SELECT pg_advisory_xact_lock(7242013); \
+         CREATE TABLE IF NOT EXISTS schema_migrations \
+         (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+    )
+    .await
+    .map_err(pg)?;
+    let (ours, tables): (i64, i64) = {
+        let r = tx
+            .query_one(
+                "SELECT (SELECT COUNT(*) FROM schema_migrations), \
+                 (SELECT COUNT(*) FROM information_schema.tables \
+                  WHERE table_schema = current_schema() AND table_name = 'context_snapshots')",
+                &[],
+            )
+            .await
+            .map_err(pg)?;
+        (r.get(0), r.get(1))
+    };
+    if ours == 0 && tables > 0 && !init {
+        return Err(db(format!(
+            "--store {}: holds context_snapshots but no record of ctxpack's migrations; \
+             point --store at the right database, or start with --init-store",
+            redact(url)
+        )));
+    }
+    for (version, sql) in MIGRATIONS {
+        let done: i64 = tx
+            .query_one(
+                "SELECT COUNT(*) FROM schema_migrations WHERE version = $1",
+                &[version],
+            )
+            .await
+            .map_err(pg)?
+            .get(0);
+        if done == 0 {
+            tx.batch_execute(sql).await.map_err(|e| {
+                let StoreError::Database(m) = pg(e) else {
+                    return db("migration failed");
+                };
+                db(format!("migration {version}: {m}"))
+            })?;
+            tx.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+                &[version, &crate::snapshots::now_rfc3339()],
+            )
+            .await
+            .map_err(pg)?;
+        }
+    }
+    tx.commit().await.map_err(pg)?;
+    Ok(())
 }
