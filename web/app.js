@@ -5,6 +5,7 @@ import {
   init, Builder, Router, diffSnapshots, AssemblyFailed, CtxpackError, HostError, explainReason,
   PROFILES,
 } from '/packages/ctxpack/src/index.js';
+import { CALLS } from '/packages/ctxpack/src/calls.js';
 import { camelKeys } from '/packages/ctxpack/test/scenario.js';
 import { ScenarioHost } from '/tests/js/scenario-host.js';
 import {
@@ -14,12 +15,12 @@ import {
 
 const $ = (id) => document.getElementById(id);
 const DEFAULT = 'seed-002-happy-path.json';
-const FUNCTIONS = ['retrieve', 'expandGraph', 'recallMemory', 'repositoryState', 'review', 'summarize'];
+/** The host functions, as the package's callbacks name them (from the WIT). */
+const FUNCTIONS = Object.keys(CALLS);
 /** The sources among them, lent only when the builder's profile calls them. */
-const SOURCE_OF = {
-  retrieve: 'sources.retrieve', expandGraph: 'sources.expand-graph',
-  recallMemory: 'sources.recall-memory', repositoryState: 'sources.repository-state',
-};
+const SOURCE_OF = Object.fromEntries(Object.entries(CALLS)
+  .filter(([, c]) => c.capability.startsWith('sources.'))
+  .map(([f, c]) => [f, c.capability]));
 const LAYERS = { l0: 'L0', l1: 'L1', l2: 'L2' };
 const SECTION_COLOURS = {
   'system-prompt': '#1f4e99', 'workflow-status': '#2f6fcf', 'mandatory-instructions': '#4a8be0',
@@ -273,11 +274,8 @@ function render(pack, snapshot, routed, failure) {
   renderCandidates(snapshot);
 }
 
-const CAPABILITIES = {
-  'sources.retrieve': 'retrieve', 'sources.expand-graph': 'expandGraph',
-  'sources.recall-memory': 'recallMemory', 'sources.repository-state': 'repositoryState',
-  'policy.review': 'review', 'summarizer.summarize': 'summarize',
-};
+/** Each capability's callback. */
+const CAPABILITIES = Object.fromEntries(Object.entries(CALLS).map(([f, c]) => [c.capability, f]));
 
 /** What a capability's answer counts. */
 const ANSWERED = { 'policy.review': 'verdict', 'summarizer.summarize': 'summary' };
