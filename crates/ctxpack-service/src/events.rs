@@ -1,5 +1,5 @@
 //! The service's events on NATS JetStream (`[events]`): out, the outbox
-//! relay ([`outbound`]); in, the seed's events ([`inbound`]).
+//! relay (`outbound`); in, the seed's events (`inbound`).
 //!
 //! **Out: the outbox relay.** Each `ContextAssembled` event is written in
 //! its snapshot's transaction (`context_outbox`); a relay in every replica

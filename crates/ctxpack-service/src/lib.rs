@@ -2,11 +2,11 @@
 //!
 //! The seed's API over HTTP ([`http`]) and gRPC ([`grpc`]), both running
 //! [`service::Service::assemble`]: a pooled component instance ([`pool`])
-//! driven step by step while the user's stores answer ([`stores`]: an
+//! driven step by step while the user's stores answer ([`answerers`]: an
 //! upstream over gRPC or HTTP ([`upstream`]), or the embedded document
 //! index ([`index`])), configured by a file reloaded on `SIGHUP`
 //! ([`settings`]);
-//! the snapshot recorded in the [`store`] (SQLite by default, PostgreSQL
+//! the snapshot recorded in the [`snapshots`] store (SQLite by default, PostgreSQL
 //! for several replicas) with its content and its `ContextAssembled` event
 //! in one transaction, and the seed's [`metrics`].
 

@@ -2,10 +2,10 @@
 //! tables, the content they reference stored once by hash, the
 //! `ContextAssembled` outbox and the deleted-citation records.
 //!
-//! By its seams: the engine trait ([`engine`]), rows by column name
-//! (`row`), writing a record ([`write`]), reading snapshots back
-//! ([`read`]), lineage (`lineage`), the outbox ([`outbox`]) and index
-//! health (`health`).
+//! By its seams: the engine trait (`engine`), rows by column name
+//! (`row`), writing a record (`write`), reading snapshots back (`read`),
+//! lineage (`lineage`), the outbox (`outbox`) and index health
+//! (`health`).
 //!
 //! [`Store`] holds the repository's logic once, written against [`Engine`]:
 //! the one trait a database implements (a transaction of statements, a

@@ -42,7 +42,7 @@ pub const TOPIC: &str = "context-assembly.snapshots.v1.context-assembled";
 
 impl Store {
     /// Relays up to `limit` waiting events through `publish` (see
-    /// [`Engine::relay`]).
+    /// [`super::Engine::relay`]).
     pub async fn relay<'a>(
         &'a self,
         limit: i64,
