@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 fn every_generated_file_is_fresh() {
     let root = repository_root();
     let outputs = outputs(&root).unwrap();
-    assert_eq!(outputs.len(), 8);
+    assert_eq!(outputs.len(), 11);
     let stale = stale(&root, &outputs);
     assert!(
         stale.is_empty(),
