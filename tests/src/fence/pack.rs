@@ -1,0 +1,244 @@
+//! The rule a pack is held to, read with this module's reading: where its
+//! fences are, what lies outside them, and [`check_pack`].
+
+use super::*;
+
+/// The byte ranges of `text` that ctxpack's fences span, markers
+/// included: from each opening marker to the closing marker with its
+/// nonce.
+pub fn fenced(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut open: Option<(String, usize)> = None;
+    for m in markers(text) {
+        let s = &text[m.start..];
+        match (&open, OPEN_MARKER.captures(s), CLOSE_MARKER.captures(s)) {
+            (None, Some(c), _) => open = Some((c[1].to_owned(), m.start)),
+            (Some((nonce, from)), _, Some(c)) if &c[1] == nonce => {
+                spans.push((*from, m.start + c[0].len()));
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    spans
+}
+
+/// The byte offsets of `needle` in `text` that lie outside every fence.
+pub fn outside(text: &str, needle: &str) -> Vec<usize> {
+    let inside = fenced(text);
+    text.match_indices(needle)
+        .map(|(at, _)| at)
+        .filter(|&at| {
+            !inside
+                .iter()
+                .any(|&(from, to)| from <= at && at + needle.len() <= to)
+        })
+        .collect()
+}
+
+/// The nonce of the pack's fences, if it has one.
+pub fn nonce(pack: &ContextPack) -> Option<String> {
+    markers(&pack.text).iter().find_map(|m| {
+        OPEN_MARKER
+            .captures(&pack.text[m.start..])
+            .map(|c| c[1].to_owned())
+    })
+}
+
+/// What produced each of `pack`'s entries, from its snapshot (which lists
+/// the included candidates in the pack's order).
+pub fn origins(pack: &ContextPack) -> Vec<Origin> {
+    let included: Vec<&ctxpack_core::SnapshotEntry> = pack
+        .snapshot
+        .entries
+        .iter()
+        .filter(|e| e.included)
+        .collect();
+    assert_eq!(included.len(), pack.entries.len(), "included entries");
+    for (s, e) in included.iter().zip(&pack.entries) {
+        assert_eq!(s.id, e.id, "the pack is not in the snapshot's order");
+    }
+    included.iter().map(|e| e.origin).collect()
+}
+
+/// The structures ctxpack writes at the start (and end) of an entry: the
+/// opening and closing marker of a fence, a citation head, a turn's
+/// header. Returns their starts in `text`, or says what is wrong.
+fn own_structures(name: &str, e: &ctxpack_core::PackEntry, origin: Origin) -> Vec<usize> {
+    let found = structures(&e.text);
+    let shown = || {
+        found
+            .iter()
+            .map(|m| &e.text[m.start..m.end])
+            .collect::<Vec<_>>()
+    };
+    if origin == Origin::Request && e.section == Section::ConversationState {
+        // `[role] ` and content with no structure.
+        let header = format!("[{}] ", e.role.name());
+        assert!(e.text.starts_with(&header), "{name}: {} header", e.id);
+        assert_eq!(
+            found.iter().map(|s| s.start).collect::<Vec<_>>(),
+            vec![0],
+            "{name}: {} holds a structure besides its header: {:?}",
+            e.id,
+            shown()
+        );
+        return vec![0];
+    }
+    if origin == Origin::Request {
+        // A stage summary: no structure at all.
+        assert!(
+            found.is_empty(),
+            "{name}: {} holds a structure: {:?}",
+            e.id,
+            shown()
+        );
+        return Vec::new();
+    }
+    if e.trust != TrustTier::Untrusted {
+        // A citation head, and nothing else.
+        let head = e
+            .text
+            .strip_prefix("[source: ")
+            .and_then(|rest| rest.split_once("]\n"))
+            .map(|(reference, _)| reference);
+        let head = head.unwrap_or_else(|| panic!("{name}: {} has no citation", e.id));
+        assert_eq!(
+            unescaped(Head::Citation, head),
+            None,
+            "{name}: {} cites {head:?}",
+            e.id
+        );
+        assert_eq!(
+            found.iter().map(|s| s.start).collect::<Vec<_>>(),
+            vec![0],
+            "{name}: {} holds a structure besides its citation: {:?}",
+            e.id,
+            shown()
+        );
+        return vec![0];
+    }
+    assert!(
+        found.len() == 2,
+        "{name}: {} holds {} structures, not its fence's two: {:?}",
+        e.id,
+        found.len(),
+        shown()
+    );
+    let (first, last) = (found[0], found[1]);
+    let open = OPEN_MARKER.captures(&e.text[first.start..]);
+    let close = CLOSE_MARKER.captures(&e.text[last.start..]);
+    let (Some(open), Some(close)) = (open, close) else {
+        panic!(
+            "{name}: {} is not fenced by ctxpack's markers: {:?}",
+            e.id,
+            shown()
+        );
+    };
+    assert_eq!(first.start, 0, "{name}: {}'s fence does not open it", e.id);
+    assert_eq!(
+        last.start + close[0].len(),
+        e.text.len(),
+        "{name}: {}'s fence does not close it",
+        e.id
+    );
+    assert_eq!(&open[1], &close[1], "{name}: {}'s markers differ", e.id);
+    assert_eq!(
+        unescaped(Head::Attribute, &open[2]),
+        None,
+        "{name}: {}",
+        e.id
+    );
+    assert_eq!(
+        e.text.as_bytes().get(open[0].len()),
+        Some(&b'\n'),
+        "{name}: {}",
+        e.id
+    );
+    assert_eq!(
+        e.text.as_bytes().get(last.start - 1),
+        Some(&b'\n'),
+        "{name}: {}",
+        e.id
+    );
+    vec![first.start, last.start]
+}
+
+/// Holds `pack` to the rule (see the module docs); `name` names the case
+/// in a failure.
+pub fn check_pack(name: &str, pack: &ContextPack) {
+    let origins = origins(pack);
+    // The flat text is the entries joined by a blank line: where each
+    // entry's text lies in it.
+    let mut at = 0;
+    let mut spans = Vec::with_capacity(pack.entries.len());
+    for e in &pack.entries {
+        assert_eq!(
+            pack.text.get(at..at + e.text.len()),
+            Some(e.text.as_str()),
+            "{name}: {} is not where the flat text has it",
+            e.id
+        );
+        spans.push((at, at + e.text.len()));
+        at += e.text.len() + 2;
+    }
+    // The application's L0 may hold anything; every other structure is
+    // one of ctxpack's own.
+    let own = |k: usize| pack.entries[k].layer == Layer::L0 && origins[k] == Origin::Request;
+    let mut nonces = std::collections::BTreeSet::new();
+    let mut ours = std::collections::BTreeSet::new();
+    for (k, e) in pack.entries.iter().enumerate() {
+        if own(k) {
+            continue;
+        }
+        for start in own_structures(name, e, origins[k]) {
+            ours.insert(spans[k].0 + start);
+        }
+        if let Some(open) = OPEN_MARKER.captures(&e.text) {
+            nonces.insert(open[1].to_owned());
+        }
+    }
+    assert!(nonces.len() <= 1, "{name}: fences with nonces {nonces:?}");
+    // Read across the whole flat text, as a model reads it: every
+    // structure is one of ctxpack's found above, or lies in L0.
+    for m in structures(&pack.text) {
+        if ours.contains(&m.start) {
+            continue;
+        }
+        let k = spans
+            .iter()
+            .position(|&(from, to)| from <= m.start && m.start < to);
+        assert!(
+            k.is_some_and(own),
+            "{name}: a structure no entry accounts for: {:?}",
+            &pack.text[m.start..m.end]
+        );
+    }
+    // The messages: a turn's content holds no structure; the context's
+    // system message is the entries it joins, checked above.
+    for m in &pack.messages {
+        if m.role == Role::System && m.tool_call_id.is_none() {
+            continue;
+        }
+        let found = structures(&m.content);
+        assert!(
+            found.is_empty(),
+            "{name}: a {} message holds {:?}",
+            m.role.name(),
+            found
+                .iter()
+                .map(|s| &m.content[s.start..s.end])
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+/// Whether `text` is the conversation turn `t` as the flat text must write
+/// it: `[role] ` and its content with only what the rule may change
+/// changed (see [`only_escaped`]), and no structure in it.
+pub fn is_turn_text(t: &ctxpack_core::ConversationTurn, text: &str) -> bool {
+    let header = format!("[{}] ", t.role.name());
+    text.strip_prefix(&header).is_some_and(|content| {
+        only_escaped(&t.content, content, "(") && structures(content).is_empty()
+    })
+}
