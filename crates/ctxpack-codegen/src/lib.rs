@@ -59,7 +59,7 @@ pub fn outputs(root: &Path) -> Result<Vec<Output>, String> {
         ),
         out(
             "crates/ctxpack-wit/src/generated.rs",
-            rust::conversions(&wit),
+            rust::conversions(&wit) + &rust::capabilities(&wit)?,
         ),
         out(
             "crates/ctxpack-core/src/capability.rs",

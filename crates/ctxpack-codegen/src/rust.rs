@@ -194,3 +194,144 @@ pub fn conversions(wit: &Wit) -> String {
     out.push(String::new());
     out.join("\n")
 }
+
+/// How a parameter of an import crosses each adapter, and its owned type
+/// in the bindings, the core's type as the `Host` trait takes it.
+///
+/// Kinds: `str` (a string), `strs` (a list of strings), `copy` (a number
+/// or a flag), `candidates` (a list of candidates: the core lends
+/// references, as it reviews a subset of what it holds), `records` (a
+/// list of another record), `value` (an enum, variant or record by value).
+fn parameter(wit: &Wit, ty: &Ty) -> Result<(&'static str, String, String), String> {
+    let binding = |name: &str| -> Result<(String, String), String> {
+        let def = wit
+            .def(name)
+            .ok_or_else(|| format!("`{name}` is not a named type of the WIT"))?;
+        Ok((
+            format!("{}::{}", snake(&def.interface), upper_camel(name)),
+            format!("::ctxpack_core::{}", core_name(name)),
+        ))
+    };
+    Ok(match ty {
+        Ty::Prim("string") => ("str", "String".into(), "&str".into()),
+        Ty::Prim(p) => ("copy", (*p).into(), (*p).into()),
+        Ty::List(inner) => match inner.as_ref() {
+            Ty::Prim("string") => ("strs", "Vec<String>".into(), "&[String]".into()),
+            Ty::Ref(name) if name == "candidate" => {
+                let (wit_ty, core) = binding(name)?;
+                (
+                    "candidates",
+                    format!("Vec<{wit_ty}>"),
+                    format!("&[&{core}]"),
+                )
+            }
+            Ty::Ref(name) => {
+                let (wit_ty, core) = binding(name)?;
+                ("records", format!("Vec<{wit_ty}>"), format!("&[{core}]"))
+            }
+            other => {
+                return Err(format!(
+                    "an import takes a list of {other:?}: no adapter passes it"
+                ));
+            }
+        },
+        Ty::Ref(name) => {
+            let (wit_ty, core) = binding(name)?;
+            ("value", wit_ty, core)
+        }
+        other => return Err(format!("an import takes {other:?}: no adapter passes it")),
+    })
+}
+
+/// An import's answer as the bindings own it, and as the core's `Host`
+/// answers it.
+fn answer(wit: &Wit, ty: &Ty) -> Result<(String, String), String> {
+    Ok(match ty {
+        Ty::Prim("string") => ("String".into(), "String".into()),
+        Ty::Prim(p) => ((*p).into(), (*p).into()),
+        Ty::List(inner) => {
+            let (owned, core) = answer(wit, inner)?;
+            (format!("Vec<{owned}>"), format!("Vec<{core}>"))
+        }
+        Ty::Ref(name) => {
+            let def = wit
+                .def(name)
+                .ok_or_else(|| format!("`{name}` is not a named type of the WIT"))?;
+            (
+                format!("{}::{}", snake(&def.interface), upper_camel(name)),
+                format!("::ctxpack_core::{}", core_name(name)),
+            )
+        }
+        other => return Err(format!("an import answers {other:?}: no adapter passes it")),
+    })
+}
+
+/// The `wit_capabilities!` macro: every import, grouped by interface, as
+/// tokens an adapter's macro expands into its arms.
+pub fn capabilities(wit: &Wit) -> Result<String, String> {
+    let mut out: Vec<String> = [
+        "",
+        "/// Calls `$callback!` with every function the component imports, by",
+        "/// interface, in the order the WIT lists them, one line each:",
+        "///",
+        "/// `function Capability [Request] (context) { param: kind [Owned] [Core], … } -> [Owned] [Core];`",
+        "///",
+        "/// `Capability` is the case of the core's `Call` and of the builder's",
+        "/// `call` variant, `Request` that case's record (none when it takes",
+        "/// nothing), `(context)` present when the function takes the agent",
+        "/// context. Each parameter has a kind (`str`, `strs`, `copy`,",
+        "/// `candidates`, `records`, `value`), its type as the bindings own it",
+        "/// (paths under the interfaces' modules: `types::Candidate`) and as the",
+        "/// core's `Host` takes it; so has the answer. Every adapter between the",
+        "/// core and the bindings expands its arms from this, so wiring a",
+        "/// capability in is the WIT, the core's `Call` and `Host`, and its stage.",
+        "#[macro_export]",
+        "macro_rules! wit_capabilities {",
+        "    ($callback:ident) => {",
+        "        $callback! {",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut interfaces: Vec<&str> = Vec::new();
+    for import in &wit.imports {
+        if !interfaces.contains(&import.interface.as_str()) {
+            interfaces.push(&import.interface);
+        }
+    }
+    for interface in interfaces {
+        out.push(format!("            {} {{", snake(interface)));
+        for import in wit.imports.iter().filter(|i| i.interface == interface) {
+            let mut context = "";
+            let mut params = Vec::new();
+            for (name, ty) in &import.params {
+                if *ty == Ty::Ref("agent-context".into()) {
+                    context = "context";
+                    continue;
+                }
+                let (kind, owned, core) =
+                    parameter(wit, ty).map_err(|e| format!("import `{}`: {e}", import.name))?;
+                params.push(format!("{}: {kind} [{owned}] [{core}]", snake(name)));
+            }
+            let request = if params.is_empty() {
+                String::new()
+            } else {
+                format!("{}Request", upper_camel(&import.name))
+            };
+            let (owned, core) = answer(wit, &import.answer)
+                .map_err(|e| format!("import `{}`: {e}", import.name))?;
+            let params = if params.is_empty() {
+                "{}".to_string()
+            } else {
+                format!("{{ {} }}", params.join(", "))
+            };
+            out.push(format!(
+                "                {} {} [{request}] ({context}) {params} -> [{owned}] [{core}];",
+                snake(&import.name),
+                upper_camel(&import.name),
+            ));
+        }
+        out.push("            }".into());
+    }
+    out.extend(["        }", "    };", "}", ""].map(String::from));
+    Ok(out.join("\n"))
+}

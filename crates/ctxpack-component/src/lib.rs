@@ -133,43 +133,6 @@ impl GuestAssembly for AssemblyResource {
     }
 }
 
-/// A call as the WIT spells it.
-fn call(call: &ctx::Call<'_>) -> exported::Call {
-    use exported::Call as W;
-    match call {
-        ctx::Call::Retrieve { query, limit } => W::Retrieve(exported::RetrieveRequest {
-            query: query.to_string(),
-            limit: *limit,
-        }),
-        ctx::Call::ExpandGraph { item_ids, depth } => {
-            W::ExpandGraph(exported::ExpandGraphRequest {
-                item_ids: item_ids.to_vec(),
-                depth: *depth,
-            })
-        }
-        ctx::Call::RecallMemory {
-            user_id,
-            query,
-            limit,
-        } => W::RecallMemory(exported::RecallMemoryRequest {
-            user_id: user_id.to_string(),
-            query: query.to_string(),
-            limit: *limit,
-        }),
-        ctx::Call::RepositoryState {} => W::RepositoryState,
-        ctx::Call::Review { items } => W::Review(exported::ReviewRequest {
-            items: items.to_vec().convert(),
-        }),
-        ctx::Call::Summarize {
-            requests,
-            tokenizer,
-        } => W::Summarize(exported::SummarizeRequest {
-            requests: requests.to_vec().convert(),
-            tokenizer: tokenizer.convert(),
-        }),
-    }
-}
-
 /// The host's imports, seen by the core as its [`ctx::Host`].
 struct Imports;
 
@@ -205,122 +168,141 @@ fn with_context<R>(
     })
 }
 
-/// A borrowed view of a candidate.
-fn candidate(c: &ctx::Candidate) -> wit::CandidateParam<'_> {
-    let ctx::Candidate {
-        id,
-        section,
-        text,
-        provenance,
-        trust,
-        score,
-        sequence,
-        scope,
-        token_count,
-    } = c;
-    wit::CandidateParam {
-        id,
-        section: section.convert(),
-        text,
-        provenance: provenance.as_ref().map(|p| {
-            let ctx::Provenance {
-                source_kind,
-                reference,
-                source_version,
-                index_revision,
-            } = p;
-            wit::ProvenanceParam {
-                source_kind,
-                reference,
-                source_version: source_version.as_deref(),
-                index_revision: index_revision.as_deref(),
-            }
-        }),
-        trust: trust.convert(),
-        score: *score,
-        sequence: *sequence,
-        scope: scope.as_deref(),
-        token_count: *token_count,
-    }
+/// A core value lent to an import as the bindings' borrowed form.
+trait Lend<'a> {
+    type Param;
+    fn lend(&'a self) -> Self::Param;
 }
 
-impl ctx::Host for Imports {
-    fn retrieve(
-        &mut self,
-        context: &ctx::AgentContext,
-        query: &str,
-        limit: u32,
-    ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        convert(with_context(context, |c| {
-            sources::retrieve(c, query, limit)
-        }))
-    }
+impl<'a> Lend<'a> for ctx::Candidate {
+    type Param = wit::CandidateParam<'a>;
 
-    fn expand_graph(
-        &mut self,
-        context: &ctx::AgentContext,
-        item_ids: &[String],
-        depth: u32,
-    ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        let item_ids: Vec<&str> = item_ids.iter().map(String::as_str).collect();
-        convert(with_context(context, |c| {
-            sources::expand_graph(c, &item_ids, depth)
-        }))
-    }
-
-    fn recall_memory(
-        &mut self,
-        context: &ctx::AgentContext,
-        user_id: &str,
-        query: &str,
-        limit: u32,
-    ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        convert(with_context(context, |c| {
-            sources::recall_memory(c, user_id, query, limit)
-        }))
-    }
-
-    fn repository_state(
-        &mut self,
-        context: &ctx::AgentContext,
-    ) -> Result<Vec<ctx::Candidate>, ctx::HostError> {
-        convert(with_context(context, sources::repository_state))
-    }
-
-    fn review(
-        &mut self,
-        context: &ctx::AgentContext,
-        items: &[&ctx::Candidate],
-    ) -> Result<Vec<ctx::Verdict>, ctx::HostError> {
-        let items: Vec<wit::CandidateParam<'_>> = items.iter().map(|&c| candidate(c)).collect();
-        convert(with_context(context, |c| policy::review(c, &items)))
-    }
-
-    fn summarize(
-        &mut self,
-        requests: &[ctx::SummaryRequest],
-        tokenizer: ctx::Tokenizer,
-    ) -> Result<Vec<String>, ctx::HostError> {
-        // Destructured, as `candidate` is: a field added to the core's
-        // request fails to compile here instead of being left behind.
-        let requests: Vec<wit::SummaryRequestParam<'_>> = requests
-            .iter()
-            .map(|r| {
-                let ctx::SummaryRequest {
-                    section,
-                    text,
-                    target_tokens,
-                } = r;
-                wit::SummaryRequestParam {
-                    section: section.convert(),
-                    text,
-                    target_tokens: *target_tokens,
+    /// Destructured, so a field added to the core's candidate fails to
+    /// compile here instead of being left behind.
+    fn lend(&'a self) -> wit::CandidateParam<'a> {
+        let ctx::Candidate {
+            id,
+            section,
+            text,
+            provenance,
+            trust,
+            score,
+            sequence,
+            scope,
+            token_count,
+        } = self;
+        wit::CandidateParam {
+            id,
+            section: section.convert(),
+            text,
+            provenance: provenance.as_ref().map(|p| {
+                let ctx::Provenance {
+                    source_kind,
+                    reference,
+                    source_version,
+                    index_revision,
+                } = p;
+                wit::ProvenanceParam {
+                    source_kind,
+                    reference,
+                    source_version: source_version.as_deref(),
+                    index_revision: index_revision.as_deref(),
                 }
-            })
-            .collect();
-        convert(summarizer::summarize(&requests, tokenizer.convert()))
+            }),
+            trust: trust.convert(),
+            score: *score,
+            sequence: *sequence,
+            scope: scope.as_deref(),
+            token_count: *token_count,
+        }
     }
 }
+
+impl<'a> Lend<'a> for ctx::SummaryRequest {
+    type Param = wit::SummaryRequestParam<'a>;
+
+    /// Destructured, as a candidate is.
+    fn lend(&'a self) -> wit::SummaryRequestParam<'a> {
+        let ctx::SummaryRequest {
+            section,
+            text,
+            target_tokens,
+        } = self;
+        wit::SummaryRequestParam {
+            section: section.convert(),
+            text,
+            target_tokens: *target_tokens,
+        }
+    }
+}
+
+/// The guest's side of every import, expanded from the WIT's list
+/// ([`ctxpack_wit::wit_capabilities!`]): a call of the step protocol as the
+/// WIT spells it, and the core's [`ctx::Host`] answered by the imports.
+macro_rules! guest_arms {
+    ($( $interface:ident {
+        $( $function:ident $Capability:ident [$($Request:ident)?] ($($context:ident)?)
+            { $($param:ident : $kind:ident [$owned:ty] [$core:ty]),* } -> [$answer:ty] [$core_answer:ty]; )*
+    } )*) => {
+        /// A call as the WIT spells it.
+        fn call(call: &ctx::Call<'_>) -> exported::Call {
+            match call {
+                $($(
+                    ctx::Call::$Capability { $($param),* } => guest_arms!(
+                        @case $Capability [$($Request)?] { $($param: guest_arms!(@to $kind $param)),* }
+                    ),
+                )*)*
+            }
+        }
+
+        impl ctx::Host for Imports {
+            $($(
+                fn $function(
+                    &mut self,
+                    $($context: &ctx::AgentContext,)?
+                    $($param: $core),*
+                ) -> Result<$core_answer, ctx::HostError> {
+                    $(let $param = guest_arms!(@lend $kind $param);)*
+                    guest_arms!(@call [$($context)?] $interface $function (
+                        $(guest_arms!(@arg $kind $param)),*
+                    ))
+                }
+            )*)*
+        }
+    };
+    (@case $Capability:ident [$Request:ident] { $($field:tt)* }) => {
+        exported::Call::$Capability(exported::$Request { $($field)* })
+    };
+    (@case $Capability:ident [] { }) => { exported::Call::$Capability };
+    // A field of the core's `Call`, as the WIT's call record holds it.
+    (@to str $p:ident) => { $p.to_string() };
+    (@to strs $p:ident) => { $p.to_vec() };
+    (@to copy $p:ident) => { *$p };
+    (@to candidates $p:ident) => { $p.to_vec().convert() };
+    (@to records $p:ident) => { $p.to_vec().convert() };
+    (@to value $p:ident) => { $p.convert() };
+    // A parameter of the core's `Host`, held in the bindings' borrowed form…
+    (@lend str $p:ident) => { $p };
+    (@lend strs $p:ident) => { $p.iter().map(String::as_str).collect::<Vec<&str>>() };
+    (@lend copy $p:ident) => { $p };
+    (@lend candidates $p:ident) => { $p.iter().map(|c| c.lend()).collect::<Vec<_>>() };
+    (@lend records $p:ident) => { $p.iter().map(Lend::lend).collect::<Vec<_>>() };
+    (@lend value $p:ident) => { $p.convert() };
+    // … and passed to the import.
+    (@arg str $p:ident) => { $p };
+    (@arg strs $p:ident) => { &$p };
+    (@arg copy $p:ident) => { $p };
+    (@arg candidates $p:ident) => { &$p };
+    (@arg records $p:ident) => { &$p };
+    (@arg value $p:ident) => { $p };
+    // The import called, with a borrowed view of the context if it takes one.
+    (@call [$context:ident] $i:ident $f:ident ( $($arg:expr),* )) => {
+        convert(with_context($context, |c| $i::$f(c, $($arg),*)))
+    };
+    (@call [] $i:ident $f:ident ( $($arg:expr),* )) => { convert($i::$f($($arg),*)) };
+}
+
+ctxpack_wit::wit_capabilities!(guest_arms);
 
 /// The `json` interface: the same builder and steps, one string each way.
 mod json {

@@ -23,7 +23,7 @@ ctxpack_wit::wit_conversions!(crate::component::bindings::ctxpack::context);
 
 pub use crate::error::WasmError;
 use crate::steps::{JsonSteps, Step, Steps};
-use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
+use bindings::ctxpack::context::{policy, sources, summarizer, types, types as wit};
 use bindings::exports::ctxpack::context::builder as exported;
 
 /// What one instance may use, so a runaway request cannot take the host
@@ -566,125 +566,75 @@ impl ComponentAssembly<'_> {
     }
 }
 
-/// A call as the core spells it.
-fn call(call: exported::Call) -> ctx::Call<'static> {
-    use exported::Call as W;
-    match call {
-        W::Retrieve(r) => ctx::Call::Retrieve {
-            query: r.query.into(),
-            limit: r.limit,
-        },
-        W::ExpandGraph(r) => ctx::Call::ExpandGraph {
-            item_ids: r.item_ids.into(),
-            depth: r.depth,
-        },
-        W::RecallMemory(r) => ctx::Call::RecallMemory {
-            user_id: r.user_id.into(),
-            query: r.query.into(),
-            limit: r.limit,
-        },
-        W::RepositoryState => ctx::Call::RepositoryState {},
-        W::Review(r) => ctx::Call::Review {
-            items: r.items.convert().into(),
-        },
-        W::Summarize(r) => ctx::Call::Summarize {
-            requests: r.requests.convert().into(),
-            tokenizer: r.tokenizer.convert(),
-        },
-    }
+/// The host's side of every import, expanded from the WIT's list
+/// ([`ctxpack_wit::wit_capabilities!`]): a call of the step protocol as the
+/// core spells it, and each import forwarded to the lent [`ctx::Host`].
+macro_rules! host_arms {
+    ($( $interface:ident {
+        $( $function:ident $Capability:ident [$($Request:ident)?] ($($context:ident)?)
+            { $($param:ident : $kind:ident [$owned:ty] [$core:ty]),* } -> [$answer:ty] [$core_answer:ty]; )*
+    } )*) => {
+        /// A call as the core spells it.
+        fn call(call: exported::Call) -> ctx::Call<'static> {
+            use exported::Call as W;
+            match call {
+                $($(
+                    host_arms!(@case W $Capability [$($Request)?] r) => ctx::Call::$Capability {
+                        $($param: host_arms!(@from $kind r.$param)),*
+                    },
+                )*)*
+            }
+        }
+
+        $(
+            impl $interface::Host for Imports {
+                $(
+                    fn $function(
+                        &mut self,
+                        $($context: types::AgentContext,)?
+                        $($param: $owned),*
+                    ) -> Result<$answer, types::HostError> {
+                        answer(ctx::Host::$function(
+                            &mut *self.0,
+                            $(&$context.convert(),)?
+                            $(host_arms!(@arg $kind $param)),*
+                        ))
+                    }
+                )*
+            }
+        )*
+    };
+    (@case $W:ident $Capability:ident [$Request:ident] $r:ident) => { $W::$Capability($r) };
+    (@case $W:ident $Capability:ident [] $r:ident) => { $W::$Capability };
+    // A field of the call's record, as the core's `Call` holds it.
+    (@from str $e:expr) => { $e.into() };
+    (@from strs $e:expr) => { $e.into() };
+    (@from copy $e:expr) => { $e };
+    (@from candidates $e:expr) => { $e.convert().into() };
+    (@from records $e:expr) => { $e.convert().into() };
+    (@from value $e:expr) => { $e.convert() };
+    // An import's parameter, as the core's `Host` takes it.
+    (@arg str $p:ident) => { &$p };
+    (@arg strs $p:ident) => { &$p };
+    (@arg copy $p:ident) => { $p };
+    (@arg candidates $p:ident) => {
+        &Convert::<Vec<ctx::Candidate>>::convert($p).iter().collect::<Vec<_>>()
+    };
+    (@arg records $p:ident) => { &$p.convert() };
+    (@arg value $p:ident) => { $p.convert() };
 }
+
+ctxpack_wit::wit_capabilities!(host_arms);
 
 fn convert<A: Convert<Vec<B>>, B>(r: Result<A, ctx::HostError>) -> Result<Vec<B>, wit::HostError> {
     r.map(Convert::convert).map_err(Convert::convert)
 }
 
-fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, wit::HostError> {
+fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, types::HostError> {
     r.map(Convert::convert).map_err(Convert::convert)
 }
 
-impl wit::Host for Imports {}
-
-impl sources::Host for Imports {
-    fn retrieve(
-        &mut self,
-        context: wit::AgentContext,
-        query: String,
-        limit: u32,
-    ) -> Result<Vec<wit::Candidate>, wit::HostError> {
-        answer(ctx::Host::retrieve(
-            &mut *self.0,
-            &context.convert(),
-            &query,
-            limit,
-        ))
-    }
-
-    fn expand_graph(
-        &mut self,
-        context: wit::AgentContext,
-        item_ids: Vec<String>,
-        depth: u32,
-    ) -> Result<Vec<wit::Candidate>, wit::HostError> {
-        answer(ctx::Host::expand_graph(
-            &mut *self.0,
-            &context.convert(),
-            &item_ids,
-            depth,
-        ))
-    }
-
-    fn recall_memory(
-        &mut self,
-        context: wit::AgentContext,
-        user_id: String,
-        query: String,
-        limit: u32,
-    ) -> Result<Vec<wit::Candidate>, wit::HostError> {
-        answer(ctx::Host::recall_memory(
-            &mut *self.0,
-            &context.convert(),
-            &user_id,
-            &query,
-            limit,
-        ))
-    }
-
-    fn repository_state(
-        &mut self,
-        context: wit::AgentContext,
-    ) -> Result<Vec<wit::Candidate>, wit::HostError> {
-        answer(ctx::Host::repository_state(
-            &mut *self.0,
-            &context.convert(),
-        ))
-    }
-}
-
-impl policy::Host for Imports {
-    fn review(
-        &mut self,
-        context: wit::AgentContext,
-        items: Vec<wit::Candidate>,
-    ) -> Result<Vec<policy::Verdict>, wit::HostError> {
-        let items: Vec<ctx::Candidate> = items.convert();
-        let items: Vec<&ctx::Candidate> = items.iter().collect();
-        answer(ctx::Host::review(&mut *self.0, &context.convert(), &items))
-    }
-}
-
-impl summarizer::Host for Imports {
-    fn summarize(
-        &mut self,
-        requests: Vec<wit::SummaryRequest>,
-        tokenizer: wit::Tokenizer,
-    ) -> Result<Vec<String>, wit::HostError> {
-        answer(ctx::Host::summarize(
-            &mut *self.0,
-            &requests.convert(),
-            tokenizer.convert(),
-        ))
-    }
-}
+impl types::Host for Imports {}
 
 /// An assembly resource inside an [`Instance`], started with
 /// [`Instance::start`]. Dropped, it drops the resource.

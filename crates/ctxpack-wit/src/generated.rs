@@ -92,3 +92,37 @@ macro_rules! wit_conversions {
         }
     };
 }
+
+/// Calls `$callback!` with every function the component imports, by
+/// interface, in the order the WIT lists them, one line each:
+///
+/// `function Capability [Request] (context) { param: kind [Owned] [Core], … } -> [Owned] [Core];`
+///
+/// `Capability` is the case of the core's `Call` and of the builder's
+/// `call` variant, `Request` that case's record (none when it takes
+/// nothing), `(context)` present when the function takes the agent
+/// context. Each parameter has a kind (`str`, `strs`, `copy`,
+/// `candidates`, `records`, `value`), its type as the bindings own it
+/// (paths under the interfaces' modules: `types::Candidate`) and as the
+/// core's `Host` takes it; so has the answer. Every adapter between the
+/// core and the bindings expands its arms from this, so wiring a
+/// capability in is the WIT, the core's `Call` and `Host`, and its stage.
+#[macro_export]
+macro_rules! wit_capabilities {
+    ($callback:ident) => {
+        $callback! {
+            sources {
+                retrieve Retrieve [RetrieveRequest] (context) { query: str [String] [&str], limit: copy [u32] [u32] } -> [Vec<types::Candidate>] [Vec<::ctxpack_core::Candidate>];
+                expand_graph ExpandGraph [ExpandGraphRequest] (context) { item_ids: strs [Vec<String>] [&[String]], depth: copy [u32] [u32] } -> [Vec<types::Candidate>] [Vec<::ctxpack_core::Candidate>];
+                recall_memory RecallMemory [RecallMemoryRequest] (context) { user_id: str [String] [&str], query: str [String] [&str], limit: copy [u32] [u32] } -> [Vec<types::Candidate>] [Vec<::ctxpack_core::Candidate>];
+                repository_state RepositoryState [] (context) {} -> [Vec<types::Candidate>] [Vec<::ctxpack_core::Candidate>];
+            }
+            policy {
+                review Review [ReviewRequest] (context) { items: candidates [Vec<types::Candidate>] [&[&::ctxpack_core::Candidate]] } -> [Vec<policy::Verdict>] [Vec<::ctxpack_core::Verdict>];
+            }
+            summarizer {
+                summarize Summarize [SummarizeRequest] () { requests: records [Vec<types::SummaryRequest>] [&[::ctxpack_core::SummaryRequest]], tokenizer: value [types::Tokenizer] [::ctxpack_core::Tokenizer] } -> [Vec<String>] [Vec<String>];
+            }
+        }
+    };
+}
