@@ -333,5 +333,31 @@ pub fn capabilities(wit: &Wit) -> Result<String, String> {
         out.push("            }".into());
     }
     out.extend(["        }", "    };", "}", ""].map(String::from));
+    let answers = wit
+        .defs
+        .iter()
+        .find(|d| d.name == "answer" && d.kind == Kind::Variant)
+        .ok_or("the WIT has no `answer` variant for the step protocol")?;
+    let cases: Vec<String> = answers
+        .members
+        .iter()
+        .map(|m| upper_camel(&m.name))
+        .collect();
+    out.extend(
+        [
+            "/// Both directions between the core's `Answer` and the step protocol's",
+            "/// `answer` variant, one case per kind of answer, for a module that",
+            "/// names the core `ctx` and the builder's bindings `exported`.",
+            "#[macro_export]",
+            "macro_rules! wit_answers {",
+            "    () => {",
+        ]
+        .map(String::from),
+    );
+    out.push(format!(
+        "        $crate::__cases!(ctx::Answer, exported::Answer, [] [{}]);",
+        cases.join(", ")
+    ));
+    out.extend(["    };", "}", ""].map(String::from));
     Ok(out.join("\n"))
 }

@@ -120,15 +120,9 @@ impl GuestAssembly for AssemblyResource {
     }
 
     fn provide(&self, call: u32, answer: exported::Answer) -> Result<(), wit::CtxpackError> {
-        use exported::Answer as A;
-        let answer = match answer {
-            A::Candidates(a) => ctx::Answer::Candidates(convert(a)),
-            A::Verdicts(a) => ctx::Answer::Verdicts(convert(a)),
-            A::Summaries(a) => ctx::Answer::Summaries(a.map_err(Convert::convert)),
-        };
         self.0
             .borrow_mut()
-            .provide(call as usize, answer)
+            .provide(call as usize, answer.convert())
             .map_err(Convert::convert)
     }
 }
@@ -303,6 +297,7 @@ macro_rules! guest_arms {
 }
 
 ctxpack_wit::wit_capabilities!(guest_arms);
+ctxpack_wit::wit_answers!();
 
 /// The `json` interface: the same builder and steps, one string each way.
 mod json {

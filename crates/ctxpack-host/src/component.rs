@@ -542,12 +542,7 @@ impl Steps for ComponentAssembly<'_> {
     ) -> Result<Result<(), ctx::Error>, WasmError> {
         // An index past u32 is out of range for any round.
         let call = u32::try_from(call).unwrap_or(u32::MAX);
-        use exported::Answer as A;
-        let answer = match answer {
-            ctx::Answer::Candidates(a) => A::Candidates(convert(a)),
-            ctx::Answer::Verdicts(a) => A::Verdicts(convert(a)),
-            ctx::Answer::Summaries(a) => A::Summaries(a.map_err(Convert::convert)),
-        };
+        let answer: exported::Answer = answer.convert();
         let i = &mut *self.instance;
         i.refuel()?;
         let provided = i
@@ -625,10 +620,7 @@ macro_rules! host_arms {
 }
 
 ctxpack_wit::wit_capabilities!(host_arms);
-
-fn convert<A: Convert<Vec<B>>, B>(r: Result<A, ctx::HostError>) -> Result<Vec<B>, wit::HostError> {
-    r.map(Convert::convert).map_err(Convert::convert)
-}
+ctxpack_wit::wit_answers!();
 
 fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, types::HostError> {
     r.map(Convert::convert).map_err(Convert::convert)

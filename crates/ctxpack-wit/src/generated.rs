@@ -126,3 +126,13 @@ macro_rules! wit_capabilities {
         }
     };
 }
+
+/// Both directions between the core's `Answer` and the step protocol's
+/// `answer` variant, one case per kind of answer, for a module that
+/// names the core `ctx` and the builder's bindings `exported`.
+#[macro_export]
+macro_rules! wit_answers {
+    () => {
+        $crate::__cases!(ctx::Answer, exported::Answer, [] [Candidates, Verdicts, Summaries]);
+    };
+}

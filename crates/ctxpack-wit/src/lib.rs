@@ -39,6 +39,12 @@ impl<A: Convert<B>, B> Convert<Vec<B>> for Vec<A> {
     }
 }
 
+impl<A: Convert<B>, B, E: Convert<F>, F> Convert<Result<B, F>> for Result<A, E> {
+    fn convert(self) -> Result<B, F> {
+        self.map(Convert::convert).map_err(Convert::convert)
+    }
+}
+
 /// Both directions of a record whose fields have the same names.
 #[doc(hidden)]
 #[macro_export]
