@@ -18,7 +18,7 @@
 use crate::fixture::DemoSources;
 use crate::settings::Settings;
 use crate::snapshots::Store;
-use crate::upstream::{Address, Upstream};
+use crate::upstream::{Address, Upstream, UpstreamError};
 use ctxpack_core::Capability;
 use ctxpack_core::{AgentContext, Answer, Call, HostError, Verdict};
 use std::collections::BTreeMap;
@@ -73,13 +73,15 @@ impl Answerers {
         store: &Store,
         fixture: Option<Arc<DemoSources>>,
         health: Arc<IndexHealth>,
-    ) -> Result<Answerers, String> {
+    ) -> Result<Answerers, UpstreamError> {
         let mut answerers = BTreeMap::new();
         for (name, capability) in Capability::ALL.map(|c| (c.function(), c.name())) {
             let answerer = match (settings.upstreams.get(capability), &fixture) {
                 (Some(u), _) => Answerer::Upstream(Box::new(
-                    Upstream::new(capability, u.clone())
-                        .map_err(|e| format!("upstreams.{name}: {e}"))?,
+                    Upstream::new(capability, u.clone()).map_err(|e| UpstreamError::Upstream {
+                        name,
+                        source: Box::new(e),
+                    })?,
                 )),
                 (None, Some(f)) => Answerer::Fixture(f.clone()),
                 (None, None) if capability == Capability::Retrieve.name() => {
@@ -94,11 +96,11 @@ impl Answerers {
         for capability in profile.sources() {
             if !answerers.contains_key(capability) {
                 let name = capability.split_once('.').map_or(capability, |(_, n)| n);
-                return Err(format!(
-                    "builder.profile: `{}` calls `{capability}`, which nothing answers: \
-                     configure [upstreams.{name}] or choose a profile without it",
-                    profile.name()
-                ));
+                return Err(UpstreamError::Unanswered {
+                    profile: profile.name(),
+                    capability,
+                    name,
+                });
             }
         }
         Ok(Answerers { answerers, health })

@@ -123,6 +123,116 @@ pub enum Refusal {
     Invalid(String),
 }
 
+/// Why `[auth]` cannot be used, or the issuer's keys cannot be read. It
+/// reads as the message the service has always given, the file and the
+/// key first (`ctxpack.toml: auth.issuer: required`).
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// A key `[auth]` needs is missing or empty.
+    #[error("{at}: auth.{key}: required")]
+    Required {
+        /// The configuration file (or `options`).
+        at: String,
+        /// The key.
+        key: &'static str,
+    },
+    /// A file `[auth]` names cannot be read.
+    #[error("{at}: auth.{key}: {}: {source}", path.display())]
+    Read {
+        /// The configuration file (or `options`).
+        at: String,
+        /// The key naming the file.
+        key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The HS256 secret is too short.
+    #[error("{at}: auth.hs256-secret-file: at least 32 bytes of secret")]
+    ShortSecret {
+        /// The configuration file (or `options`).
+        at: String,
+    },
+    /// Both `jwks-file` and `jwks-url` are given.
+    #[error("{at}: auth: jwks-file and jwks-url: give one, not both")]
+    BothKeySources {
+        /// The configuration file (or `options`).
+        at: String,
+    },
+    /// Neither `jwks-file` nor `jwks-url` is given (nor an HS256 secret).
+    #[error("{at}: auth: jwks-file or jwks-url: required (the issuer's keys)")]
+    NoKeySource {
+        /// The configuration file (or `options`).
+        at: String,
+    },
+    /// `jwks-url` cannot be fetched.
+    #[error("{at}: auth.jwks-url: {source}")]
+    JwksUrl {
+        /// The configuration file (or `options`).
+        at: String,
+        /// Why not.
+        source: Box<AuthError>,
+    },
+    /// A document that is not a JWKS.
+    #[error("{from}: not a JWKS document: {source}")]
+    NotJwks {
+        /// Where it came from.
+        from: String,
+        /// Why not.
+        source: serde_json::Error,
+    },
+    /// A key of the JWKS that does not load.
+    #[error("{from}: keys[{index}]: {source}")]
+    BadKey {
+        /// Where it came from.
+        from: String,
+        /// The key's place in `keys`.
+        index: usize,
+        /// Why not.
+        source: jsonwebtoken::errors::Error,
+    },
+    /// A JWKS without a key the service verifies with.
+    #[error("{from}: holds no RSA or P-256 key")]
+    NoKey {
+        /// Where it came from.
+        from: String,
+    },
+    /// `jwks-url` is not a URI (echoed quoted).
+    #[error("{url}: {source}")]
+    BadUrl {
+        /// The URL, as [`echo`] quotes it.
+        url: String,
+        /// Why not.
+        source: hyper::http::uri::InvalidUri,
+    },
+    /// rustls refused its own configuration.
+    #[error("{0}")]
+    Tls(rustls::Error),
+    /// The issuer did not answer in time.
+    #[error("{url}: no answer in 10 s")]
+    NoAnswer {
+        /// The URL.
+        url: String,
+    },
+    /// The issuer could not be reached, or its answer read.
+    #[error("{url}: {source}")]
+    Fetch {
+        /// The URL.
+        url: String,
+        /// Why not.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The issuer answered other than 2xx.
+    #[error("{url}: answered {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// Its answer.
+        status: hyper::StatusCode,
+    },
+}
+
 /// A caller whose token was verified (or, without authentication, the
 /// tenant its header names).
 #[derive(Clone, Debug)]
@@ -175,9 +285,11 @@ struct Keys {
 }
 
 /// The keys of a JWKS document: RSA keys as RS256, P-256 keys as ES256.
-fn keys_of(json: &[u8], from: &str) -> Result<Keys, String> {
-    let set: JwkSet =
-        serde_json::from_slice(json).map_err(|e| format!("{from}: not a JWKS document: {e}"))?;
+fn keys_of(json: &[u8], from: &str) -> Result<Keys, AuthError> {
+    let set: JwkSet = serde_json::from_slice(json).map_err(|source| AuthError::NotJwks {
+        from: from.to_owned(),
+        source,
+    })?;
     let mut keys = Keys::default();
     for (i, jwk) in set.keys.iter().enumerate() {
         let alg = match &jwk.algorithm {
@@ -191,12 +303,18 @@ fn keys_of(json: &[u8], from: &str) -> Result<Keys, String> {
             // other clients of the same issuer).
             _ => continue,
         };
-        let key = DecodingKey::from_jwk(jwk).map_err(|e| format!("{from}: keys[{i}]: {e}"))?;
+        let key = DecodingKey::from_jwk(jwk).map_err(|source| AuthError::BadKey {
+            from: from.to_owned(),
+            index: i,
+            source,
+        })?;
         let kid = jwk.common.key_id.clone().unwrap_or_default();
         keys.by_kid.insert(kid, (alg, Arc::new(key)));
     }
     if keys.by_kid.is_empty() {
-        return Err(format!("{from}: holds no RSA or P-256 key"));
+        return Err(AuthError::NoKey {
+            from: from.to_owned(),
+        });
     }
     Ok(keys)
 }
@@ -222,23 +340,31 @@ struct Claims {
 impl Verifier {
     /// The verifier `[auth]` configures; `base` is the directory its
     /// relative paths are under.
-    pub async fn new(file: &AuthFile, at: &str) -> Result<Verifier, String> {
-        let need = |v: &Option<String>, key: &str| {
+    pub async fn new(file: &AuthFile, at: &str) -> Result<Verifier, AuthError> {
+        let need = |v: &Option<String>, key: &'static str| {
             v.clone()
                 .filter(|s| !s.is_empty())
-                .ok_or_else(|| format!("{at}: auth.{key}: required"))
+                .ok_or_else(|| AuthError::Required {
+                    at: at.to_owned(),
+                    key,
+                })
+        };
+        let read = |key: &'static str, path: &PathBuf| {
+            std::fs::read(path).map_err(|source| AuthError::Read {
+                at: at.to_owned(),
+                key,
+                path: path.clone(),
+                source,
+            })
         };
         let issuer = need(&file.issuer, "issuer")?;
         let audience = need(&file.audience, "audience")?;
         let hs256 = match &file.hs256_secret_file {
             Some(p) => {
-                let secret = std::fs::read(p)
-                    .map_err(|e| format!("{at}: auth.hs256-secret-file: {}: {e}", p.display()))?;
+                let secret = read("hs256-secret-file", p)?;
                 let secret = secret.trim_ascii();
                 if secret.len() < 32 {
-                    return Err(format!(
-                        "{at}: auth.hs256-secret-file: at least 32 bytes of secret"
-                    ));
+                    return Err(AuthError::ShortSecret { at: at.to_owned() });
                 }
                 Some(DecodingKey::from_secret(secret))
             }
@@ -246,23 +372,19 @@ impl Verifier {
         };
         let keys = match (&file.jwks_file, &file.jwks_url) {
             (Some(_), Some(_)) => {
-                return Err(format!(
-                    "{at}: auth: jwks-file and jwks-url: give one, not both"
-                ));
+                return Err(AuthError::BothKeySources { at: at.to_owned() });
             }
             (Some(p), None) => {
-                let bytes = std::fs::read(p)
-                    .map_err(|e| format!("{at}: auth.jwks-file: {}: {e}", p.display()))?;
+                let bytes = read("jwks-file", p)?;
                 keys_of(&bytes, &format!("{at}: auth.jwks-file"))?
             }
-            (None, Some(url)) => fetch(url)
-                .await
-                .map_err(|e| format!("{at}: auth.jwks-url: {e}"))?,
+            (None, Some(url)) => fetch(url).await.map_err(|e| AuthError::JwksUrl {
+                at: at.to_owned(),
+                source: Box::new(e),
+            })?,
             (None, None) if hs256.is_some() => Keys::default(),
             (None, None) => {
-                return Err(format!(
-                    "{at}: auth: jwks-file or jwks-url: required (the issuer's keys)"
-                ));
+                return Err(AuthError::NoKeySource { at: at.to_owned() });
             }
         };
         let tenant_claim = file
@@ -485,9 +607,12 @@ pub fn bearer<'a>(authorization: &[&'a [u8]]) -> Result<&'a str, Refusal> {
 }
 
 /// Fetches a JWKS document (`https://`, or `http://` for a local issuer).
-async fn fetch(url: &str) -> Result<Keys, String> {
+async fn fetch(url: &str) -> Result<Keys, AuthError> {
     use http_body_util::{BodyExt, Empty, Limited};
-    let uri: hyper::Uri = url.parse().map_err(|e| format!("{}: {e}", echo(url)))?;
+    let uri: hyper::Uri = url.parse().map_err(|source| AuthError::BadUrl {
+        url: echo(url),
+        source,
+    })?;
     let mut roots = rustls::RootCertStore::empty();
     for c in rustls_native_certs::load_native_certs().certs {
         let _ = roots.add(c);
@@ -496,7 +621,7 @@ async fn fetch(url: &str) -> Result<Keys, String> {
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
-    .map_err(|e| e.to_string())?
+    .map_err(AuthError::Tls)?
     .with_root_certificates(roots)
     .with_no_client_auth();
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
@@ -506,17 +631,26 @@ async fn fetch(url: &str) -> Result<Keys, String> {
         .build();
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build::<_, Empty<bytes::Bytes>>(connector);
+    let fetching = |source: Box<dyn std::error::Error + Send + Sync>| AuthError::Fetch {
+        url: url.to_owned(),
+        source,
+    };
     let answer = tokio::time::timeout(Duration::from_secs(10), client.get(uri))
         .await
-        .map_err(|_| format!("{url}: no answer in 10 s"))?
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|_| AuthError::NoAnswer {
+            url: url.to_owned(),
+        })?
+        .map_err(|e| fetching(Box::new(e)))?;
     if !answer.status().is_success() {
-        return Err(format!("{url}: answered {}", answer.status()));
+        return Err(AuthError::Status {
+            url: url.to_owned(),
+            status: answer.status(),
+        });
     }
     let body = Limited::new(answer.into_body(), 1 << 20)
         .collect()
         .await
-        .map_err(|e| format!("{url}: {e}"))?
+        .map_err(fetching)?
         .to_bytes();
     let mut keys = keys_of(&body, url)?;
     keys.fetched = Some(Instant::now());

@@ -27,6 +27,21 @@ pub struct Answer {
     pub body: Bytes,
 }
 
+/// Why a request got no answer: it could not be built, sent, or its
+/// answer read. It reads as the underlying error does.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The request cannot be built (a header or path that is not HTTP).
+    #[error("{0}")]
+    Request(#[from] hyper::http::Error),
+    /// The request could not be sent (no connection).
+    #[error("{0}")]
+    Send(#[from] hyper_util::client::legacy::Error),
+    /// The answer's body could not be read.
+    #[error("{0}")]
+    Body(#[from] hyper::Error),
+}
+
 impl Answer {
     /// The body as JSON (`null` when it is not).
     pub fn json(&self) -> serde_json::Value {
@@ -57,7 +72,7 @@ impl Client {
         path: &str,
         tenant: Option<&str>,
         body: impl Into<Bytes>,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, ClientError> {
         let headers: Vec<(&str, &str)> = tenant.map(|t| ("x-tenant-id", t)).into_iter().collect();
         self.request(method, path, &headers, body).await
     }
@@ -70,7 +85,7 @@ impl Client {
         path: &str,
         headers: &[(&str, &str)],
         body: impl Into<Bytes>,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, ClientError> {
         let mut req = hyper::Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
@@ -78,10 +93,8 @@ impl Client {
         for (name, value) in headers {
             req = req.header(*name, *value);
         }
-        let req = req
-            .body(Full::new(body.into()))
-            .map_err(|e| e.to_string())?;
-        let res = self.inner.request(req).await.map_err(|e| e.to_string())?;
+        let req = req.body(Full::new(body.into()))?;
+        let res = self.inner.request(req).await?;
         let status = res.status().as_u16();
         let location = res
             .headers()
@@ -89,12 +102,7 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let headers = res.headers().clone();
-        let body = res
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
+        let body = res.into_body().collect().await?.to_bytes();
         Ok(Answer {
             status,
             location,

@@ -44,16 +44,70 @@ pub const POLL: Duration = Duration::from_millis(100);
 /// The longest wait between attempts on a broker that is down.
 const MOST_BACKOFF: Duration = Duration::from_secs(2);
 
+/// An error of the broker's client (async-nats has one type per call).
+pub type BrokerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why the broker or a stream could not be used, or an event not read.
+/// It reads as the message the service has always given
+/// (`events.nats nats://…: …`, `stream CONTEXT_ASSEMBLY: …`).
+#[derive(Debug, thiserror::Error)]
+pub enum EventsError {
+    /// The broker cannot be connected to; `at` names it
+    /// (`events.nats URL`, or the URL).
+    #[error("{at}: {source}")]
+    Connect {
+        /// The broker, as the message names it.
+        at: String,
+        /// Why not.
+        source: async_nats::ConnectError,
+    },
+    /// A stream cannot be read or made.
+    #[error("stream {stream}: {source}")]
+    Stream {
+        /// The stream.
+        stream: String,
+        /// Why not.
+        source: BrokerError,
+    },
+    /// The broker failed a request.
+    #[error("{0}")]
+    Broker(BrokerError),
+    /// A stream's messages could not all be read.
+    #[error("stream {stream}: {total} messages, only {read} could be read")]
+    Incomplete {
+        /// The stream.
+        stream: String,
+        /// Its messages.
+        total: u64,
+        /// Those read.
+        read: u64,
+    },
+    /// An outbox row that is not JSON, or cannot be written again.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// An outbox row that is not a JSON object.
+    #[error("the event is not an object")]
+    NotAnObject,
+}
+
+/// The broker's error `e`, boxed.
+fn broker(e: impl std::error::Error + Send + Sync + 'static) -> EventsError {
+    EventsError::Broker(Box::new(e))
+}
+
 /// Connects to the broker, waiting for it in the background when it is
 /// down; the client reconnects by itself.
-pub async fn connect(url: &str) -> Result<async_nats::Client, String> {
+pub async fn connect(url: &str) -> Result<async_nats::Client, EventsError> {
     async_nats::ConnectOptions::new()
         .name("ctxpack-serve")
         .retry_on_initial_connect()
         .connection_timeout(Duration::from_secs(2))
         .connect(url)
         .await
-        .map_err(|e| format!("events.nats {url}: {e}"))
+        .map_err(|source| EventsError::Connect {
+            at: format!("events.nats {url}"),
+            source,
+        })
 }
 
 fn context(client: async_nats::Client) -> jetstream::Context {
@@ -69,7 +123,7 @@ pub fn start(
     store: Store,
     health: Arc<IndexHealth>,
     stop: watch::Receiver<bool>,
-) -> Vec<tokio::task::JoinHandle<Result<(), String>>> {
+) -> Vec<tokio::task::JoinHandle<Result<(), EventsError>>> {
     let out = tokio::spawn(outbound::relay(
         context(client.clone()),
         events.clone(),
@@ -102,18 +156,24 @@ pub struct StreamCensus {
 /// Reads every message of `stream` on the broker at `url` through an
 /// ephemeral consumer: the independent count of what the relay
 /// published.
-pub async fn stream_census(url: &str, stream: &str) -> Result<StreamCensus, String> {
+pub async fn stream_census(url: &str, stream: &str) -> Result<StreamCensus, EventsError> {
     let client = async_nats::ConnectOptions::new()
         .connection_timeout(Duration::from_secs(5))
         .connect(url)
         .await
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|source| EventsError::Connect {
+            at: url.to_owned(),
+            source,
+        })?;
     let js = context(client);
     let mut s = js
         .get_stream(stream)
         .await
-        .map_err(|e| format!("stream {stream}: {e}"))?;
-    let total = s.info().await.map_err(|e| e.to_string())?.state.messages;
+        .map_err(|e| EventsError::Stream {
+            stream: stream.to_owned(),
+            source: Box::new(e),
+        })?;
+    let total = s.info().await.map_err(broker)?.state.messages;
     let consumer: consumer::PullConsumer = s
         .create_consumer(consumer::pull::Config {
             deliver_policy: consumer::DeliverPolicy::All,
@@ -122,7 +182,7 @@ pub async fn stream_census(url: &str, stream: &str) -> Result<StreamCensus, Stri
             ..Default::default()
         })
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(broker)?;
     let mut census = StreamCensus::default();
     while census.messages < total {
         let mut batch = consumer
@@ -131,10 +191,10 @@ pub async fn stream_census(url: &str, stream: &str) -> Result<StreamCensus, Stri
             .expires(Duration::from_secs(2))
             .messages()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(broker)?;
         let before = census.messages;
         while let Some(m) = batch.next().await {
-            let m = m.map_err(|e| e.to_string())?;
+            let m = m.map_err(EventsError::Broker)?;
             census.messages += 1;
             let id = m
                 .headers
@@ -149,10 +209,11 @@ pub async fn stream_census(url: &str, stream: &str) -> Result<StreamCensus, Stri
             *census.ids.entry(id).or_default() += 1;
         }
         if census.messages == before {
-            return Err(format!(
-                "stream {stream}: {total} messages, only {} could be read",
-                census.messages
-            ));
+            return Err(EventsError::Incomplete {
+                stream: stream.to_owned(),
+                total,
+                read: census.messages,
+            });
         }
     }
     Ok(census)

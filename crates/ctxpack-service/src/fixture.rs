@@ -21,8 +21,44 @@ use ctxpack_core::Capability;
 use ctxpack_core::{AgentContext, Answer, Call, Candidate, HostError, Verdict};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// Why the fixture cannot be loaded: its directory or a file of it. It
+/// reads as the message the service has always given (`--fixture DIR: …`).
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    /// The directory cannot be read.
+    #[error("--fixture {}: {source}", dir.display())]
+    Directory {
+        /// The directory.
+        dir: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// A scenario file cannot be read.
+    #[error("{}: {source}", file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// A scenario file is not a scenario.
+    #[error("--fixture: {}: {source}", file.display())]
+    NotAScenario {
+        /// The file.
+        file: PathBuf,
+        /// Why not.
+        source: serde_json::Error,
+    },
+    /// The directory holds no scenario file.
+    #[error("--fixture {}: no scenario files", dir.display())]
+    Empty {
+        /// The directory.
+        dir: PathBuf,
+    },
+}
 
 /// The demo stores.
 #[derive(Clone, Debug, Default)]
@@ -92,9 +128,12 @@ fn pool(into: &mut Vec<Candidate>, seen: &mut HashSet<String>, answer: &Option<S
 
 impl DemoSources {
     /// The stores of every `*.json` scenario in `dir`, in file-name order.
-    pub fn load(dir: &Path, faults: Faults) -> Result<Self, String> {
+    pub fn load(dir: &Path, faults: Faults) -> Result<Self, FixtureError> {
         let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| format!("--fixture {}: {e}", dir.display()))?
+            .map_err(|source| FixtureError::Directory {
+                dir: dir.to_owned(),
+                source,
+            })?
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
@@ -106,9 +145,15 @@ impl DemoSources {
         };
         let mut seen: [HashSet<String>; 4] = Default::default();
         for f in &files {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
-            let file: File = serde_json::from_str(&text)
-                .map_err(|e| format!("--fixture: {}: {e}", f.display()))?;
+            let text = std::fs::read_to_string(f).map_err(|source| FixtureError::Read {
+                file: f.clone(),
+                source,
+            })?;
+            let file: File =
+                serde_json::from_str(&text).map_err(|source| FixtureError::NotAScenario {
+                    file: f.clone(),
+                    source,
+                })?;
             let h = &file.host;
             pool(&mut s.retrieve, &mut seen[0], &h.retrieve);
             pool(&mut s.graph, &mut seen[1], &h.expand_graph);
@@ -127,7 +172,9 @@ impl DemoSources {
             }
         }
         if files.is_empty() {
-            return Err(format!("--fixture {}: no scenario files", dir.display()));
+            return Err(FixtureError::Empty {
+                dir: dir.to_owned(),
+            });
         }
         Ok(s)
     }
@@ -287,7 +334,9 @@ mod tests {
         assert!(s.sizes().iter().all(|(_, n)| *n > 0), "{:?}", s.sizes());
         assert!(!s.policy.deny.is_empty());
         let empty = tempdir();
-        let err = DemoSources::load(&empty, Faults::default()).unwrap_err();
+        let err = DemoSources::load(&empty, Faults::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no scenario files"), "{err}");
     }
 

@@ -6,6 +6,7 @@
 //! service (`grpc.health.v1.Health`) following `/readyz`.
 
 use crate::auth::{Refusal, Scope};
+use crate::listen::ListenError;
 use crate::service::{AssembleError, Service};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -233,11 +234,8 @@ impl Serving {
         self,
         addr: SocketAddr,
         stop: &watch::Sender<bool>,
-    ) -> Result<(SocketAddr, tokio::task::JoinHandle<Result<(), String>>), String> {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| format!("--grpc {addr}: {e}"))?;
-        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    ) -> Result<(SocketAddr, tokio::task::JoinHandle<Result<(), ListenError>>), ListenError> {
+        let (listener, bound) = crate::listen::bind("--grpc", addr).await?;
         let incoming = crate::listen::incoming(listener, self.limits.clone());
         let svc = server(self.service.clone(), self.max_body);
         let health = health(self.service.clone(), stop.subscribe());
@@ -256,7 +254,7 @@ impl Serving {
                     tonic::transport::ServerTlsConfig::new()
                         .identity(tonic::transport::Identity::from_pem(&t.cert, &t.key)),
                 )
-                .map_err(|e| format!("tls: {e}"))?;
+                .map_err(ListenError::GrpcTls)?;
         }
         let mut cut = stop.subscribe();
         let deadline = self.limits.shutdown;
@@ -267,7 +265,7 @@ impl Serving {
                 .add_service(svc)
                 .serve_with_incoming_shutdown(incoming, shutdown);
             tokio::select! {
-                r = serve => r.map_err(|e| format!("grpc: {e}")),
+                r = serve => r.map_err(ListenError::Grpc),
                 _ = async {
                     let _ = cut.wait_for(|s| *s).await;
                     tokio::time::sleep(deadline).await;

@@ -443,11 +443,30 @@ pub const LIST_PAGE: (u64, u64) = (100, 1000);
 /// The default and the largest page of a snapshot's items.
 pub const ITEMS_PAGE: (u64, u64) = (500, 5000);
 
-fn page_limit(given: Option<u64>, (default, most): (u64, u64), field: &str) -> Result<u64, String> {
+/// A page size out of range: the query's field, the size asked, the
+/// largest.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {given} is not from 1 to {most}")]
+struct PageLimitError {
+    field: &'static str,
+    given: u64,
+    most: u64,
+}
+
+/// The page's size: `given`, or the default.
+fn page_limit(
+    given: Option<u64>,
+    (default, most): (u64, u64),
+    field: &'static str,
+) -> Result<u64, PageLimitError> {
     match given {
         None => Ok(default),
         Some(n) if (1..=most).contains(&n) => Ok(n),
-        Some(n) => Err(format!("{field}: {n} is not from 1 to {most}")),
+        Some(n) => Err(PageLimitError {
+            field,
+            given: n,
+            most,
+        }),
     }
 }
 

@@ -144,10 +144,10 @@ pub fn version_of(bytes: &[u8]) -> String {
 
 /// The files `paths` name: each file itself, and every file with one of
 /// [`EXTENSIONS`] under each directory (hidden ones skipped), sorted.
-pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FilesError> {
     let mut out = Vec::new();
     for p in paths {
-        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let meta = std::fs::metadata(p).map_err(|e| FilesError::at(p, e))?;
         if meta.is_dir() {
             walk(p, &mut out)?;
         } else {
@@ -159,17 +159,34 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+/// A file or directory [`files`] cannot read: `PATH: why`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct FilesError {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// Why not.
+    pub source: std::io::Error,
+}
+
+impl FilesError {
+    fn at(path: &Path, source: std::io::Error) -> Self {
+        FilesError {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FilesError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| FilesError::at(dir, e))?;
     for entry in entries {
-        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let entry = entry.map_err(|e| FilesError::at(dir, e))?;
         let path = entry.path();
         if entry.file_name().to_string_lossy().starts_with('.') {
             continue;
         }
-        let kind = entry
-            .file_type()
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let kind = entry.file_type().map_err(|e| FilesError::at(&path, e))?;
         if kind.is_dir() {
             walk(&path, out)?;
         } else if path

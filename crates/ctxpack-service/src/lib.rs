@@ -14,6 +14,7 @@ pub mod answerers;
 pub mod auth;
 pub mod camel;
 pub mod client;
+mod error;
 pub mod events;
 pub mod fixture;
 pub mod grpc;
@@ -32,6 +33,8 @@ pub mod sqlite;
 pub mod trace;
 pub mod upstream;
 pub mod upstream_server;
+
+pub use error::StartError;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -153,16 +156,16 @@ pub struct Running {
 impl Running {
     /// Stops taking connections, lets requests in flight finish, and
     /// returns when both servers have stopped.
-    pub async fn shutdown(self) -> Result<(), String> {
+    pub async fn shutdown(self) -> Result<(), StartError> {
         let _ = self.stop.send(true);
         self.wait().await
     }
 
     /// Returns when both servers have stopped (after [`Running::stopper`]
     /// was used).
-    pub async fn wait(self) -> Result<(), String> {
+    pub async fn wait(self) -> Result<(), StartError> {
         for t in self.tasks {
-            t.await.map_err(|e| e.to_string())??;
+            t.await?;
         }
         Ok(())
     }
@@ -179,33 +182,25 @@ pub async fn open_store(
     connections: usize,
     slow_commit: Option<Duration>,
     init: bool,
-) -> Result<snapshots::Store, String> {
+) -> Result<snapshots::Store, StartError> {
     let engine: Arc<dyn snapshots::Engine> =
         if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-            Arc::new(
-                postgres::Postgres::connect(spec, connections, slow_commit, init)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            )
+            Arc::new(postgres::Postgres::connect(spec, connections, slow_commit, init).await?)
         } else if spec.split_whitespace().any(|w| {
             w.split_once('=')
                 .is_some_and(|(k, _)| !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphabetic()))
         }) {
             // Not echoed: such a string may hold a password.
-            return Err(
-                "--store: this looks like a PostgreSQL key=value connection string; \
-                 give it as postgres://user@host:port/db"
-                    .into(),
-            );
+            return Err(StartError::KeyValueStore);
         } else {
             let path = PathBuf::from(spec.strip_prefix("sqlite:").unwrap_or(spec));
-            Arc::new(sqlite::Sqlite::open(&path, slow_commit, init).map_err(|e| e.to_string())?)
+            Arc::new(sqlite::Sqlite::open(&path, slow_commit, init)?)
         };
     Ok(snapshots::Store::new(engine))
 }
 
 /// The settings in `path`, or the defaults.
-fn settings_of(path: Option<&Path>) -> Result<settings::Settings, String> {
+fn settings_of(path: Option<&Path>) -> Result<settings::Settings, StartError> {
     match path {
         Some(path) => Ok(settings::Settings::read(path)?),
         None => Ok(settings::Settings::default()),
@@ -220,10 +215,10 @@ fn live(
     fixture: Option<Arc<fixture::DemoSources>>,
     health: Arc<answerers::IndexHealth>,
     instances: usize,
-) -> Result<service::Live, String> {
+) -> Result<service::Live, StartError> {
     let stores = answerers::Answerers::new(settings, store, fixture, health)?;
     let pool = pool::Pool::new(runtime.clone(), settings.builder.clone(), instances)
-        .map_err(|e| format!("builder: {e}"))?;
+        .map_err(StartError::Builder)?;
     Ok(service::Live {
         pool,
         stores: Arc::new(stores),
@@ -235,9 +230,9 @@ impl service::Service {
     /// use for the assemblies that start from now on; those in flight
     /// finish with the one they began with. An invalid file changes
     /// nothing and is the error.
-    pub async fn reload(self: &Arc<Self>) -> Result<(), String> {
+    pub async fn reload(self: &Arc<Self>) -> Result<(), StartError> {
         let Some(reload) = &self.reload else {
-            return Err("no configuration file (--config) to reload".into());
+            return Err(StartError::NoConfig);
         };
         let settings = settings_of(Some(&reload.path))?;
         if settings.service != reload.service {
@@ -248,22 +243,18 @@ impl service::Service {
         }
         let this = self.clone();
         let fixture = reload.fixture.clone();
+        let (runtime, path, instances) = (
+            reload.runtime.clone(),
+            reload.path.clone(),
+            reload.instances,
+        );
         let next = tokio::task::spawn_blocking(move || {
-            let r = this.reload.as_ref().ok_or("no reload")?;
             let health = this.health.clone();
-            live(
-                &r.runtime,
-                &settings,
-                &this.store,
-                fixture,
-                health,
-                r.instances,
-            )
-            .map(|l| (l, settings))
-            .map_err(|e| format!("{}: {e}", r.path.display()))
+            live(&runtime, &settings, &this.store, fixture, health, instances)
+                .map(|l| (l, settings))
+                .map_err(|e| in_file(&path, e))
         })
-        .await
-        .map_err(|e| e.to_string())??;
+        .await??;
         let (next, settings) = next;
         tracing::info!(
             target: "ctxpack::serve",
@@ -276,25 +267,31 @@ impl service::Service {
     }
 }
 
+/// `e`, about what the configuration file at `path` makes.
+fn in_file(path: &Path, e: StartError) -> StartError {
+    StartError::InFile {
+        path: path.to_owned(),
+        source: Box::new(e),
+    }
+}
+
 /// How callers are checked: `[auth]` (from the options or the file), or
 /// nothing with `--insecure-dev-no-auth` on loopback only.
-async fn authentication(o: &Options, settings: &settings::Settings) -> Result<auth::Auth, String> {
+async fn authentication(
+    o: &Options,
+    settings: &settings::Settings,
+) -> Result<auth::Auth, StartError> {
     let file = o.auth.clone().or_else(|| settings.auth.clone());
     let at = o
         .config
         .as_ref()
         .map_or_else(|| "options".to_owned(), |p| p.display().to_string());
     match (o.no_auth, file) {
-        (true, Some(_)) => Err(format!(
-            "--insecure-dev-no-auth and [auth] in {at}: choose one"
-        )),
+        (true, Some(_)) => Err(StartError::AuthAndNoAuth { at }),
         (true, None) => {
             let addrs = [Some(o.http), o.grpc, o.metrics_listen];
             if let Some(open) = addrs.iter().flatten().find(|a| !a.ip().is_loopback()) {
-                return Err(format!(
-                    "--insecure-dev-no-auth serves loopback only, and {open} is not; \
-                     configure [auth] to listen there"
-                ));
+                return Err(StartError::NotLoopback(*open));
             }
             tracing::warn!(
                 target: "ctxpack::serve",
@@ -313,22 +310,17 @@ async fn authentication(o: &Options, settings: &settings::Settings) -> Result<au
             }
             Ok(auth::Auth::Jwt(Box::new(v)))
         }
-        (false, None) => Err(
-            "no authentication configured: give [auth] (issuer, audience, jwks-file or \
-             jwks-url) in --config, or, for development on this machine, \
-             --insecure-dev-no-auth"
-                .into(),
-        ),
+        (false, None) => Err(StartError::NoAuth),
     }
 }
 
 /// Starts the service.
-pub async fn start(o: Options) -> Result<Running, String> {
+pub async fn start(o: Options) -> Result<Running, StartError> {
     start_rigged(o, Rig::default()).await
 }
 
 /// Starts the service on a test `rig` (see [`Rig`]).
-pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, String> {
+pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, StartError> {
     let settings = settings_of(o.config.as_deref())?;
     let fixture = match &rig.fixture {
         Some(dir) => Some(Arc::new(fixture::DemoSources::load(
@@ -341,7 +333,7 @@ pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, String> {
     let store = open_store(&o.store, o.instances * 2, rig.slow_commit, o.init_store).await?;
     let runtime = load_runtime(o.max_memory).await?;
     let health = Arc::new(answerers::IndexHealth::default());
-    health.set(store.degraded_indexes().await.map_err(|e| e.to_string())?);
+    health.set(store.degraded_indexes().await?);
     let first = live(
         &runtime,
         &settings,
@@ -351,10 +343,10 @@ pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, String> {
         o.instances,
     )
     .map_err(|e| match &o.config {
-        Some(p) => format!("{}: {e}", p.display()),
+        Some(p) => in_file(p, e),
         None => e,
     })?;
-    let (documents, chunks) = store.indexed().await.map_err(|e| e.to_string())?;
+    let (documents, chunks) = store.indexed().await?;
     tracing::info!(
         target: "ctxpack::serve",
         store = store.engine_name(),
@@ -416,7 +408,7 @@ async fn listen_all(
     service: &Arc<service::Service>,
     limits: &listen::Limits,
     stop: &watch::Sender<bool>,
-) -> Result<Listening, String> {
+) -> Result<Listening, StartError> {
     let tls = o.tls.clone().or_else(|| settings.tls.clone());
     let (http, mut tasks) = serve_http(o, service, limits, tls.as_ref(), stop).await?;
     let metrics = match o.metrics_listen {
@@ -433,7 +425,7 @@ async fn listen_all(
                 tls: tls.clone(),
             };
             let (addr, task) = serving.listen(addr, stop).await?;
-            tasks.push(task);
+            tasks.push(joined(task));
             Some(addr)
         }
         None => None,
@@ -444,13 +436,11 @@ async fn listen_all(
         let _ = service.broker.set(client.clone());
         tracing::info!(target: "ctxpack::serve", nats = %events.nats, stream = %events.stream, "relaying events");
         let (store, health) = (service.store.clone(), service.health.clone());
-        tasks.extend(events::start(
-            client,
-            events,
-            store,
-            health,
-            stop.subscribe(),
-        ));
+        tasks.extend(
+            events::start(client, events, store, health, stop.subscribe())
+                .into_iter()
+                .map(joined),
+        );
     }
     tracing::info!(
         target: "ctxpack::serve",
@@ -474,7 +464,7 @@ type Listening = (
 
 /// The component, loaded once for every instance, each held to
 /// `max_memory` bytes and interruptible.
-async fn load_runtime(max_memory: usize) -> Result<Arc<ctxpack_host::Runtime>, String> {
+async fn load_runtime(max_memory: usize) -> Result<Arc<ctxpack_host::Runtime>, StartError> {
     let limits = ctxpack_host::Limits {
         max_memory_bytes: Some(max_memory),
         interruptible: true,
@@ -482,9 +472,8 @@ async fn load_runtime(max_memory: usize) -> Result<Arc<ctxpack_host::Runtime>, S
     };
     let runtime =
         tokio::task::spawn_blocking(move || ctxpack_host::Runtime::load_bundled_limited(limits))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("loading the component: {e}"))?;
+            .await?
+            .map_err(StartError::Component)?;
     let runtime = Arc::new(runtime);
     pool::start_clock(&runtime);
     Ok(runtime)
@@ -498,11 +487,8 @@ async fn serve_http(
     limits: &listen::Limits,
     tls: Option<&listen::ServerTls>,
     stop: &watch::Sender<bool>,
-) -> Result<(SocketAddr, Vec<Task>), String> {
-    let listener = tokio::net::TcpListener::bind(o.http)
-        .await
-        .map_err(|e| format!("--listen {}: {e}", o.http))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+) -> Result<(SocketAddr, Vec<Task>), StartError> {
+    let (listener, addr) = listen::bind("--listen", o.http).await?;
     let app = http::router(
         http::Http {
             service: service.clone(),
@@ -521,7 +507,7 @@ async fn serve_http(
         limits.clone(),
         stop.subscribe(),
     ));
-    Ok((addr, vec![task]))
+    Ok((addr, vec![joined(task)]))
 }
 
 /// The metrics on their own listener, `addr`; its address.
@@ -531,20 +517,26 @@ async fn serve_metrics(
     limits: &listen::Limits,
     stop: &watch::Sender<bool>,
     tasks: &mut Vec<Task>,
-) -> Result<SocketAddr, String> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
-    let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    tasks.push(tokio::spawn(listen::serve(
+) -> Result<SocketAddr, StartError> {
+    let (listener, bound) = listen::bind("--metrics-listen", addr).await?;
+    tasks.push(joined(tokio::spawn(listen::serve(
         listener,
         http::metrics_router(service.clone()),
         None,
         limits.clone(),
         stop.subscribe(),
-    )));
+    ))));
     Ok(bound)
 }
 
-/// A task the service runs until it stops.
-type Task = tokio::task::JoinHandle<Result<(), String>>;
+/// A task the service runs until it stops: its outcome, awaited (dropped,
+/// the task runs on).
+type Task = snapshots::BoxFuture<'static, Result<(), StartError>>;
+
+/// The outcome of `task`, which a listener or the event relay runs.
+fn joined<E>(task: tokio::task::JoinHandle<Result<(), E>>) -> Task
+where
+    E: Into<StartError> + Send + 'static,
+{
+    Box::pin(async move { task.await?.map_err(Into::into) })
+}

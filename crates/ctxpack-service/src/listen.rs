@@ -82,28 +82,81 @@ impl std::fmt::Debug for ServerTls {
 
 impl ServerTls {
     /// The rustls configuration (ring), offering `alpn`.
-    pub fn config(&self, alpn: &[&[u8]]) -> Result<rustls::ServerConfig, String> {
+    pub fn config(&self, alpn: &[&[u8]]) -> Result<rustls::ServerConfig, ListenError> {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
         let certs = CertificateDer::pem_slice_iter(&self.cert)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("tls.cert-file: not PEM certificates: {e}"))?;
+            .map_err(ListenError::CertNotPem)?;
         if certs.is_empty() {
-            return Err("tls.cert-file: holds no certificate".into());
+            return Err(ListenError::NoCertificate);
         }
-        let key = PrivateKeyDer::from_pem_slice(&self.key)
-            .map_err(|e| format!("tls.key-file: not a PEM private key: {e}"))?;
+        let key = PrivateKeyDer::from_pem_slice(&self.key).map_err(ListenError::KeyNotPem)?;
         let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(ListenError::Tls)?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| format!("tls: the certificate and key do not go together: {e}"))?;
+        .map_err(ListenError::KeyMismatch)?;
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(config)
     }
+}
+
+/// Why a listener cannot be set up or stopped serving: its TLS, its
+/// address, its server. Each reads as the message the service has always
+/// given (`--listen 127.0.0.1:80: …`, `tls.cert-file: …`).
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    /// `tls.cert-file` is not PEM.
+    #[error("tls.cert-file: not PEM certificates: {0}")]
+    CertNotPem(rustls::pki_types::pem::Error),
+    /// `tls.cert-file` holds no certificate.
+    #[error("tls.cert-file: holds no certificate")]
+    NoCertificate,
+    /// `tls.key-file` is not a PEM private key.
+    #[error("tls.key-file: not a PEM private key: {0}")]
+    KeyNotPem(rustls::pki_types::pem::Error),
+    /// rustls refused its own configuration.
+    #[error("{0}")]
+    Tls(rustls::Error),
+    /// The certificate is not the key's.
+    #[error("tls: the certificate and key do not go together: {0}")]
+    KeyMismatch(rustls::Error),
+    /// The address given with `flag` cannot be listened on.
+    #[error("{flag} {addr}: {source}")]
+    Bind {
+        /// The option that gave it (`--listen`, `--grpc`, `--metrics-listen`).
+        flag: &'static str,
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The bound listener has no address.
+    #[error("{0}")]
+    Address(std::io::Error),
+    /// gRPC's TLS identity does not load.
+    #[error("tls: {0}")]
+    GrpcTls(tonic::transport::Error),
+    /// The gRPC server stopped on an error.
+    #[error("grpc: {0}")]
+    Grpc(tonic::transport::Error),
+}
+
+/// A listener on `addr`, the option that gave it named in the error; and
+/// the address it is bound to (port 0: the one chosen).
+pub(crate) async fn bind(
+    flag: &'static str,
+    addr: std::net::SocketAddr,
+) -> Result<(TcpListener, std::net::SocketAddr), ListenError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ListenError::Bind { flag, addr, source })?;
+    let bound = listener.local_addr().map_err(ListenError::Address)?;
+    Ok((listener, bound))
 }
 
 /// Serves `app` on `listener` until `stop` turns true, then gives the
@@ -114,7 +167,7 @@ pub async fn serve(
     tls: Option<Arc<rustls::ServerConfig>>,
     limits: Limits,
     mut stop: watch::Receiver<bool>,
-) -> Result<(), String> {
+) -> Result<(), ListenError> {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);

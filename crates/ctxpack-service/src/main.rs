@@ -1,7 +1,8 @@
 //! `ctxpack serve`, `ctxpack ingest` and `ctxpack census`.
 
-use ctxpack_service::settings::Settings;
-use ctxpack_service::{Options, Rig, open_store, start_rigged};
+use ctxpack_service::settings::{Settings, SettingsError};
+use ctxpack_service::snapshots::StoreError;
+use ctxpack_service::{Options, Rig, StartError, open_store, start_rigged};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -46,16 +47,84 @@ usage:
       exactly once.
 ";
 
-fn value<'a>(args: &'a [String], i: &mut usize, flag: &str) -> Result<&'a str, String> {
+/// Why a command did not run, or failed: each reads as the message the
+/// command has always printed after `ctxpack: `.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    /// No command, or one not known: the usage.
+    #[error("{USAGE}")]
+    Usage,
+    /// A flag without its value.
+    #[error("{0}: needs a value")]
+    NeedsValue(String),
+    /// A flag whose value does not parse (quoted).
+    #[error("{flag}: {value:?} is not a number")]
+    NotANumber {
+        /// The flag.
+        flag: String,
+        /// Its value.
+        value: String,
+    },
+    /// A flag the command does not take, with the usage.
+    #[error("unknown option {0:?}\n\n{USAGE}")]
+    UnknownOption(String),
+    /// A command line that is wrong as a whole (`--instances: at least 1`).
+    #[error("{0}")]
+    Invalid(String),
+    /// The configuration file cannot be used.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// `[service]`'s value of `key` does not parse.
+    #[error("{path}: service.{key}: {value:?}: {source}")]
+    Service {
+        /// The configuration file.
+        path: String,
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        value: String,
+        /// Why not.
+        source: std::net::AddrParseError,
+    },
+    /// The service did not start, or stopped on an error.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A path to ingest cannot be read.
+    #[error(transparent)]
+    Files(#[from] ctxpack_service::index::FilesError),
+    /// A file to ingest or `--acks` cannot be read.
+    #[error("{what}: {source}{after}")]
+    Read {
+        /// The file, as the message names it.
+        what: String,
+        /// Why not.
+        source: std::io::Error,
+        /// What follows (` (text files only)`).
+        after: &'static str,
+    },
+    /// The broker's stream cannot be read.
+    #[error(transparent)]
+    Events(#[from] ctxpack_service::events::EventsError),
+    /// The census found a store or stream that is not as it should be.
+    #[error("census failed")]
+    Census,
+}
+
+fn value<'a>(args: &'a [String], i: &mut usize, flag: &str) -> Result<&'a str, CliError> {
     *i += 1;
     args.get(*i)
         .map(String::as_str)
-        .ok_or_else(|| format!("{flag}: needs a value"))
+        .ok_or_else(|| CliError::NeedsValue(flag.to_owned()))
 }
 
-fn number<T: std::str::FromStr>(s: &str, flag: &str) -> Result<T, String> {
-    s.parse()
-        .map_err(|_| format!("{flag}: {s:?} is not a number"))
+fn number<T: std::str::FromStr>(s: &str, flag: &str) -> Result<T, CliError> {
+    s.parse().map_err(|_| CliError::NotANumber {
+        flag: flag.to_owned(),
+        value: s.to_owned(),
+    })
 }
 
 /// The value of `flag` in `args`, if given.
@@ -68,7 +137,7 @@ fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 
 /// The options of `ctxpack serve`: the file's `[service]` first, then the
 /// flags; and the rig the load script's flags set up.
-fn serve_options(args: &[String]) -> Result<(Options, Rig), String> {
+fn serve_options(args: &[String]) -> Result<(Options, Rig), CliError> {
     let mut o = Options::default();
     let mut rig = Rig::default();
     if let Some(path) = flag_value(args, "--config") {
@@ -80,10 +149,12 @@ fn serve_options(args: &[String]) -> Result<(Options, Rig), String> {
         i += 1;
     }
     if o.instances == 0 {
-        return Err("--instances: at least 1".into());
+        return Err(CliError::Invalid("--instances: at least 1".into()));
     }
     if rig.fixture.is_none() && (!rig.faults.fail.is_empty() || rig.faults.delay.is_some()) {
-        return Err("--fail and --source-delay-ms inject faults into --fixture".into());
+        return Err(CliError::Invalid(
+            "--fail and --source-delay-ms inject faults into --fixture".into(),
+        ));
     }
     Ok((o, rig))
 }
@@ -95,7 +166,7 @@ fn serve_flag(
     rig: &mut Rig,
     args: &[String],
     i: &mut usize,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let flag = args[*i].as_str();
     match flag {
         "--listen" => {
@@ -134,10 +205,12 @@ fn serve_flag(
             let v = value(args, i, flag)?;
             let (cap, p) = v
                 .split_once('=')
-                .ok_or_else(|| format!("{flag}: {v:?} is not CAPABILITY=P"))?;
+                .ok_or_else(|| CliError::Invalid(format!("{flag}: {v:?} is not CAPABILITY=P")))?;
             let p: f64 = number(p, flag)?;
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!("{flag}: {p} is not a probability"));
+                return Err(CliError::Invalid(format!(
+                    "{flag}: {p} is not a probability"
+                )));
             }
             rig.faults.fail.insert(cap.to_owned(), p);
         }
@@ -147,15 +220,14 @@ fn serve_flag(
         "--slow-commit-ms" => {
             rig.slow_commit = Some(Duration::from_millis(number(value(args, i, flag)?, flag)?))
         }
-        other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
+        other => return Err(CliError::UnknownOption(other.to_owned())),
     }
     Ok(())
 }
 
 /// The file's `[service]` onto `o` (the flags override it).
-fn service_section(o: &mut Options, path: &str) -> Result<(), String> {
+fn service_section(o: &mut Options, path: &str) -> Result<(), CliError> {
     let s = Settings::read(path.as_ref())?.service;
-    let at = |key: &str, e: String| format!("{path}: service.{key}: {e}");
     if let Some(v) = s.listen {
         o.http = v;
     }
@@ -163,7 +235,12 @@ fn service_section(o: &mut Options, path: &str) -> Result<(), String> {
         o.grpc = if v == "off" {
             None
         } else {
-            Some(v.parse().map_err(|e| at("grpc", format!("{v:?}: {e}")))?)
+            Some(v.parse().map_err(|source| CliError::Service {
+                path: path.to_owned(),
+                key: "grpc",
+                value: v.clone(),
+                source,
+            })?)
         };
     }
     if let Some(v) = s.store {
@@ -186,7 +263,7 @@ fn service_section(o: &mut Options, path: &str) -> Result<(), String> {
     Ok(())
 }
 
-async fn serve(args: &[String]) -> Result<(), String> {
+async fn serve(args: &[String]) -> Result<(), CliError> {
     let (options, rig) = serve_options(args)?;
     let running = start_rigged(options, rig).await?;
     let stop = running.stopper();
@@ -242,7 +319,7 @@ async fn signal() -> &'static str {
     "ctrl-c"
 }
 
-async fn ingest(args: &[String]) -> Result<(), String> {
+async fn ingest(args: &[String]) -> Result<(), CliError> {
     let mut store = None;
     let mut paths = Vec::new();
     let mut i = 0;
@@ -256,28 +333,29 @@ async fn ingest(args: &[String]) -> Result<(), String> {
                 store = store.or(s.service.store);
             }
             other if other.starts_with("--") => {
-                return Err(format!("unknown option {other:?}\n\n{USAGE}"));
+                return Err(CliError::UnknownOption(other.to_owned()));
             }
             path => paths.push(std::path::PathBuf::from(path)),
         }
         i += 1;
     }
     if paths.is_empty() {
-        return Err(format!("ingest: no PATH given\n\n{USAGE}"));
+        return Err(CliError::Invalid(format!(
+            "ingest: no PATH given\n\n{USAGE}"
+        )));
     }
     let spec = store.unwrap_or_else(|| Options::default().store);
     let store = open_store(&spec, 2, None, false).await?;
     let files = ctxpack_service::index::files(&paths)?;
     let (mut written, mut unchanged, mut chunks) = (0, 0, 0);
     for file in &files {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("{}: {e} (text files only)", file.display()))?;
+        let text = std::fs::read_to_string(file).map_err(|source| CliError::Read {
+            what: file.display().to_string(),
+            source,
+            after: " (text files only)",
+        })?;
         let name = file.to_string_lossy().replace('\\', "/");
-        match store
-            .ingest(&name, &text)
-            .await
-            .map_err(|e| e.to_string())?
-        {
+        match store.ingest(&name, &text).await? {
             ctxpack_service::index::Ingested::Written(n) => {
                 written += 1;
                 chunks += n;
@@ -289,14 +367,14 @@ async fn ingest(args: &[String]) -> Result<(), String> {
             }
         }
     }
-    let (documents, indexed) = store.indexed().await.map_err(|e| e.to_string())?;
+    let (documents, indexed) = store.indexed().await?;
     println!(
         "ingested {written} files ({chunks} chunks), {unchanged} unchanged; the index holds {documents} files, {indexed} chunks"
     );
     Ok(())
 }
 
-async fn census(args: &[String]) -> Result<(), String> {
+async fn census(args: &[String]) -> Result<(), CliError> {
     let mut store = None;
     let mut acks = None;
     let mut nats = None;
@@ -309,12 +387,13 @@ async fn census(args: &[String]) -> Result<(), String> {
             "--acks" => acks = Some(value(args, &mut i, flag)?.to_owned()),
             "--nats" => nats = Some(value(args, &mut i, flag)?.to_owned()),
             "--stream" => stream = value(args, &mut i, flag)?.to_owned(),
-            other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
+            other => return Err(CliError::UnknownOption(other.to_owned())),
         }
         i += 1;
     }
-    let store = open_store(&store.ok_or("--store: required")?, 2, None, false).await?;
-    let c = store.census().await.map_err(|e| e.to_string())?;
+    let store = store.ok_or_else(|| CliError::Invalid("--store: required".into()))?;
+    let store = open_store(&store, 2, None, false).await?;
+    let c = store.census().await?;
     println!(
         "snapshots {}  events {}  snapshots without exactly one event {}  integrity {}",
         c.snapshots, c.events, c.unmatched, c.integrity
@@ -322,7 +401,7 @@ async fn census(args: &[String]) -> Result<(), String> {
     let mut bad = c.unmatched > 0 || c.integrity != "ok";
     let published = match &nats {
         Some(url) => {
-            let unpublished = store.unpublished().await.map_err(|e| e.to_string())?;
+            let unpublished = store.unpublished().await?;
             let s = ctxpack_service::events::stream_census(url, &stream).await?;
             let repeated = s.ids.values().filter(|n| **n > 1).count();
             println!(
@@ -338,7 +417,11 @@ async fn census(args: &[String]) -> Result<(), String> {
         None => None,
     };
     if let Some(path) = acks {
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("--acks {path}: {e}"))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| CliError::Read {
+            what: format!("--acks {path}"),
+            source,
+            after: "",
+        })?;
         let ids: std::collections::BTreeSet<&str> = text
             .lines()
             .map(str::trim)
@@ -346,7 +429,7 @@ async fn census(args: &[String]) -> Result<(), String> {
             .collect();
         let mut missing = 0;
         for id in &ids {
-            let (rows, events) = store.events_of(id).await.map_err(|e| e.to_string())?;
+            let (rows, events) = store.events_of(id).await?;
             let on_stream = published.as_ref().map(|p| p.get(*id).copied().unwrap_or(0));
             if (rows, events) != (1, 1) || on_stream.is_some_and(|n| n != 1) {
                 missing += 1;
@@ -368,7 +451,7 @@ async fn census(args: &[String]) -> Result<(), String> {
         bad |= missing > 0;
     }
     if bad {
-        return Err("census failed".into());
+        return Err(CliError::Census);
     }
     Ok(())
 }
@@ -403,7 +486,7 @@ fn main() -> ExitCode {
                 print!("{USAGE}");
                 Ok(())
             }
-            _ => Err(USAGE.to_owned()),
+            _ => Err(CliError::Usage),
         }
     });
     match result {

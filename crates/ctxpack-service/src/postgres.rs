@@ -86,6 +86,45 @@ impl Postgres {
     }
 }
 
+/// Why the URL's TLS settings cannot be used; in a store error after the
+/// URL (`--store postgres://…: sslmode: …`).
+#[derive(Debug, thiserror::Error)]
+enum SslError {
+    /// An `sslmode` libpq does not have (echoed quoted).
+    #[error("sslmode: {0} is not disable, prefer, require, verify-ca or verify-full")]
+    Mode(String),
+    /// `sslrootcert` cannot be read.
+    #[error("sslrootcert: {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// `sslrootcert` is not PEM.
+    #[error("sslrootcert: {path}: {source}")]
+    Pem {
+        /// The file.
+        path: String,
+        /// Why not.
+        source: rustls::pki_types::pem::Error,
+    },
+    /// A certificate of `sslrootcert` cannot be a root.
+    #[error("sslrootcert: {path}: {source}")]
+    Root {
+        /// The file.
+        path: String,
+        /// Why not.
+        source: rustls::Error,
+    },
+    /// rustls refused its own configuration.
+    #[error("{0}")]
+    Tls(rustls::Error),
+    /// The roots make no verifier.
+    #[error("sslrootcert: {0}")]
+    Verifier(rustls::client::VerifierBuilderError),
+}
+
 /// How `sslmode` is honoured, as libpq does: `disable` (no TLS);
 /// `prefer` (the default: TLS if the server offers it) and `require` (TLS
 /// or no connection) encrypt without checking the server's certificate,
@@ -94,7 +133,7 @@ impl Postgres {
 /// `verify-full` checks the chain and that the certificate names the host.
 /// Answers the URL the driver reads (`verify-*` are `require` to it) and
 /// the TLS configuration, none for `disable`.
-fn tls_of(url: &str) -> Result<(String, Option<rustls::ClientConfig>), String> {
+fn tls_of(url: &str) -> Result<(String, Option<rustls::ClientConfig>), SslError> {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut mode = "prefer".to_owned();
     let mut rootcert = None;
@@ -110,10 +149,7 @@ fn tls_of(url: &str) -> Result<(String, Option<rustls::ClientConfig>), String> {
         "disable" | "prefer" | "require" => mode.clone(),
         "verify-ca" | "verify-full" => "require".into(),
         other => {
-            return Err(format!(
-                "sslmode: {} is not disable, prefer, require, verify-ca or verify-full",
-                crate::ids::echo(other)
-            ));
+            return Err(SslError::Mode(crate::ids::echo(other)));
         }
     };
     rest.push(format!("sslmode={driver_mode}"));
@@ -125,13 +161,20 @@ fn tls_of(url: &str) -> Result<(String, Option<rustls::ClientConfig>), String> {
     let roots = match &rootcert {
         Some(path) => {
             use rustls::pki_types::pem::PemObject;
-            let pem = std::fs::read(path).map_err(|e| format!("sslrootcert: {path}: {e}"))?;
+            let pem = std::fs::read(path).map_err(|source| SslError::Read {
+                path: path.clone(),
+                source,
+            })?;
             let mut roots = rustls::RootCertStore::empty();
             for c in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-                let c = c.map_err(|e| format!("sslrootcert: {path}: {e}"))?;
-                roots
-                    .add(c)
-                    .map_err(|e| format!("sslrootcert: {path}: {e}"))?;
+                let c = c.map_err(|source| SslError::Pem {
+                    path: path.clone(),
+                    source,
+                })?;
+                roots.add(c).map_err(|source| SslError::Root {
+                    path: path.clone(),
+                    source,
+                })?;
             }
             Some(roots)
         }
@@ -146,7 +189,7 @@ fn tls_of(url: &str) -> Result<(String, Option<rustls::ClientConfig>), String> {
     };
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
+        .map_err(SslError::Tls)?;
     let chain = match roots {
         None => None,
         Some(roots) => Some(
@@ -155,7 +198,7 @@ fn tls_of(url: &str) -> Result<(String, Option<rustls::ClientConfig>), String> {
                 provider.clone(),
             )
             .build()
-            .map_err(|e| format!("sslrootcert: {e}"))?,
+            .map_err(SslError::Verifier)?,
         ),
     };
     let verifier = std::sync::Arc::new(Verifier {

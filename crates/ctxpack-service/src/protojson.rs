@@ -12,8 +12,8 @@
 //! out.
 
 use prost_reflect::{
-    DescriptorPool, DynamicMessage, EnumDescriptor, FieldDescriptor, Kind, MessageDescriptor,
-    ReflectMessage, Value,
+    DescriptorError, DescriptorPool, DynamicMessage, EnumDescriptor, FieldDescriptor, Kind,
+    MessageDescriptor, ReflectMessage, Value,
 };
 use serde_json::{Map, Value as Json};
 use std::sync::OnceLock;
@@ -21,12 +21,105 @@ use std::sync::OnceLock;
 /// The compiled `.proto` files of the crate, as the build wrote them.
 const DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"));
 
+/// Why a message cannot be written from JSON or read into it; every case
+/// but the first names the path (`request.limit`, `reply.answer[0]`).
+#[derive(Debug, thiserror::Error)]
+pub enum ProtoJsonError {
+    /// The compiled descriptors do not load.
+    #[error("{0}")]
+    Descriptors(&'static DescriptorError),
+    /// A variant's object without a case.
+    #[error("{path}: no case")]
+    NoCase {
+        /// Where.
+        path: String,
+    },
+    /// A variant written as neither a case's name nor an object of one.
+    #[error("{path}: not a case of `{of}`: {json}")]
+    NotACase {
+        /// Where.
+        path: String,
+        /// The variant.
+        of: String,
+        /// What was there.
+        json: Json,
+    },
+    /// A name that is none of a variant's or an enum's cases.
+    #[error("{path}: `{case}` is not a case of `{of}`")]
+    UnknownCase {
+        /// Where.
+        path: String,
+        /// The name given.
+        case: String,
+        /// The variant or enum.
+        of: String,
+    },
+    /// A case that carries a value, given none.
+    #[error("{path}: needs a value")]
+    NeedsValue {
+        /// Where.
+        path: String,
+    },
+    /// A message's JSON that is not an object.
+    #[error("{path}: not an object")]
+    NotAnObject {
+        /// Where.
+        path: String,
+    },
+    /// A repeated field's JSON that is not a list.
+    #[error("{path}: not a list")]
+    NotAList {
+        /// Where.
+        path: String,
+    },
+    /// A scalar's JSON of the wrong kind.
+    #[error("{path}: {json} is not a {kind:?}")]
+    WrongKind {
+        /// Where.
+        path: String,
+        /// What was there.
+        json: Json,
+        /// The field's kind.
+        kind: Kind,
+    },
+    /// A `bytes` field, which the core's JSON never has.
+    #[error("{path}: bytes have no JSON spelling here")]
+    Bytes {
+        /// Where.
+        path: String,
+    },
+    /// A variant's message with no case set.
+    #[error("{path}: no case of `{of}` is set")]
+    NoCaseSet {
+        /// Where.
+        path: String,
+        /// The variant.
+        of: String,
+    },
+    /// An enum left at its 0 (`…_UNSPECIFIED`).
+    #[error("{path}: unspecified (a `{of}` is required)")]
+    Unspecified {
+        /// Where.
+        path: String,
+        /// The enum.
+        of: String,
+    },
+    /// A value the core's JSON has no spelling for.
+    #[error("{path}: {value:?} has no JSON spelling here")]
+    NoSpelling {
+        /// Where.
+        path: String,
+        /// The value.
+        value: Value,
+    },
+}
+
 /// The descriptors of every message the service's `.proto` files define.
-pub fn pool() -> Result<&'static DescriptorPool, String> {
-    static POOL: OnceLock<Result<DescriptorPool, String>> = OnceLock::new();
-    POOL.get_or_init(|| DescriptorPool::decode(DESCRIPTORS).map_err(|e| e.to_string()))
+pub fn pool() -> Result<&'static DescriptorPool, ProtoJsonError> {
+    static POOL: OnceLock<Result<DescriptorPool, DescriptorError>> = OnceLock::new();
+    POOL.get_or_init(|| DescriptorPool::decode(DESCRIPTORS))
         .as_ref()
-        .map_err(Clone::clone)
+        .map_err(ProtoJsonError::Descriptors)
 }
 
 /// `token-count` for `token_count`.
@@ -60,30 +153,44 @@ pub fn to_message(
     json: &Json,
     desc: &MessageDescriptor,
     path: &str,
-) -> Result<DynamicMessage, String> {
+) -> Result<DynamicMessage, ProtoJsonError> {
     let mut msg = DynamicMessage::new(desc.clone());
     if is_variant(desc) {
         let (case, payload) = match json {
             Json::String(case) => (case.as_str(), None),
             Json::Object(o) if o.len() == 1 => match o.iter().next() {
                 Some((case, payload)) => (case.as_str(), Some(payload)),
-                None => return Err(format!("{path}: no case")),
+                None => return Err(ProtoJsonError::NoCase { path: path.into() }),
             },
-            other => return Err(format!("{path}: not a case of `{}`: {other}", desc.name())),
+            other => {
+                return Err(ProtoJsonError::NotACase {
+                    path: path.into(),
+                    of: desc.name().into(),
+                    json: other.clone(),
+                });
+            }
         };
         let field = desc
             .get_field_by_name(&case.replace('-', "_"))
-            .ok_or_else(|| format!("{path}: `{case}` is not a case of `{}`", desc.name()))?;
+            .ok_or_else(|| ProtoJsonError::UnknownCase {
+                path: path.into(),
+                case: case.into(),
+                of: desc.name().into(),
+            })?;
         let value = match (field.kind(), payload) {
             (Kind::Message(m), None) if is_unit(&m) => Value::Message(DynamicMessage::new(m)),
             (_, Some(p)) => to_value(p, &field, &format!("{path}.{case}"))?,
-            (_, None) => return Err(format!("{path}.{case}: needs a value")),
+            (_, None) => {
+                return Err(ProtoJsonError::NeedsValue {
+                    path: format!("{path}.{case}"),
+                });
+            }
         };
         msg.set_field(&field, value);
         return Ok(msg);
     }
     let Json::Object(object) = json else {
-        return Err(format!("{path}: not an object"));
+        return Err(ProtoJsonError::NotAnObject { path: path.into() });
     };
     for field in desc.fields() {
         let key = kebab(field.name());
@@ -95,10 +202,10 @@ pub fn to_message(
     Ok(msg)
 }
 
-fn to_value(json: &Json, field: &FieldDescriptor, path: &str) -> Result<Value, String> {
+fn to_value(json: &Json, field: &FieldDescriptor, path: &str) -> Result<Value, ProtoJsonError> {
     if field.is_list() {
         let Json::Array(items) = json else {
-            return Err(format!("{path}: not a list"));
+            return Err(ProtoJsonError::NotAList { path: path.into() });
         };
         return items
             .iter()
@@ -110,8 +217,12 @@ fn to_value(json: &Json, field: &FieldDescriptor, path: &str) -> Result<Value, S
     single(json, &field.kind(), path)
 }
 
-fn single(json: &Json, kind: &Kind, path: &str) -> Result<Value, String> {
-    let bad = || format!("{path}: {json} is not a {kind:?}");
+fn single(json: &Json, kind: &Kind, path: &str) -> Result<Value, ProtoJsonError> {
+    let bad = || ProtoJsonError::WrongKind {
+        path: path.into(),
+        json: json.clone(),
+        kind: kind.clone(),
+    };
     Ok(match kind {
         Kind::Message(m) => Value::Message(to_message(json, m, path)?),
         Kind::Enum(e) => {
@@ -123,7 +234,11 @@ fn single(json: &Json, kind: &Kind, path: &str) -> Result<Value, String> {
             );
             let v = e
                 .get_value_by_name(&name)
-                .ok_or_else(|| format!("{path}: `{case}` is not a case of `{}`", e.name()))?;
+                .ok_or_else(|| ProtoJsonError::UnknownCase {
+                    path: path.into(),
+                    case: case.into(),
+                    of: e.name().into(),
+                })?;
             Value::EnumNumber(v.number())
         }
         Kind::String => Value::String(json.as_str().ok_or_else(bad)?.to_owned()),
@@ -142,17 +257,20 @@ fn single(json: &Json, kind: &Kind, path: &str) -> Result<Value, String> {
                 .ok_or_else(bad)?,
         ),
         Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => Value::I64(json.as_i64().ok_or_else(bad)?),
-        Kind::Bytes => return Err(format!("{path}: bytes have no JSON spelling here")),
+        Kind::Bytes => return Err(ProtoJsonError::Bytes { path: path.into() }),
     })
 }
 
 /// `msg` as the core's JSON; an error names the path in the message's own
 /// (snake_case) spelling.
-pub fn from_message(msg: &DynamicMessage, path: &str) -> Result<Json, String> {
+pub fn from_message(msg: &DynamicMessage, path: &str) -> Result<Json, ProtoJsonError> {
     let desc = msg.descriptor();
     if is_variant(&desc) {
         let Some(field) = desc.fields().find(|f| msg.has_field(f)) else {
-            return Err(format!("{path}: no case of `{}` is set", desc.name()));
+            return Err(ProtoJsonError::NoCaseSet {
+                path: path.into(),
+                of: desc.name().into(),
+            });
         };
         let case = kebab(field.name());
         if let Kind::Message(m) = field.kind()
@@ -191,14 +309,17 @@ pub fn from_message(msg: &DynamicMessage, path: &str) -> Result<Json, String> {
     Ok(Json::Object(o))
 }
 
-fn from_value(value: &Value, kind: &Kind, path: &str) -> Result<Json, String> {
+fn from_value(value: &Value, kind: &Kind, path: &str) -> Result<Json, ProtoJsonError> {
     Ok(match (value, kind) {
         (Value::Message(m), _) => from_message(m, path)?,
         (Value::EnumNumber(n), Kind::Enum(e)) => {
-            let v = e
-                .get_value(*n)
-                .filter(|_| *n != 0)
-                .ok_or_else(|| format!("{path}: unspecified (a `{}` is required)", e.name()))?;
+            let v =
+                e.get_value(*n)
+                    .filter(|_| *n != 0)
+                    .ok_or_else(|| ProtoJsonError::Unspecified {
+                        path: path.into(),
+                        of: e.name().into(),
+                    })?;
             let prefix = enum_prefix(e);
             let case = v.name().strip_prefix(&prefix).unwrap_or(v.name());
             Json::String(case.to_lowercase().replace('_', "-"))
@@ -213,7 +334,12 @@ fn from_value(value: &Value, kind: &Kind, path: &str) -> Result<Json, String> {
         (Value::U64(n), _) => Json::from(*n),
         (Value::I32(n), _) => Json::from(*n),
         (Value::I64(n), _) => Json::from(*n),
-        (other, _) => return Err(format!("{path}: {other:?} has no JSON spelling here")),
+        (other, _) => {
+            return Err(ProtoJsonError::NoSpelling {
+                path: path.into(),
+                value: other.clone(),
+            });
+        }
     })
 }
 
@@ -258,20 +384,22 @@ mod tests {
             let m = to_message(&tokenizer, &message("Tokenizer"), "t").unwrap();
             assert_eq!(from_message(&m, "t").unwrap(), tokenizer);
         }
-        let err = to_message(&json!("maybe"), &message("Verdict"), "v").unwrap_err();
+        let err = to_message(&json!("maybe"), &message("Verdict"), "v")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`maybe` is not a case of `Verdict`"), "{err}");
     }
 
     #[test]
     fn an_unset_enum_or_case_is_refused_naming_the_field() {
         let m = DynamicMessage::new(message("Candidate"));
-        let err = from_message(&m, "answer[0]").unwrap_err();
+        let err = from_message(&m, "answer[0]").unwrap_err().to_string();
         assert_eq!(
             err,
             "answer[0].section: unspecified (a `Section` is required)"
         );
         let m = DynamicMessage::new(message("Verdict"));
-        let err = from_message(&m, "answer[2]").unwrap_err();
+        let err = from_message(&m, "answer[2]").unwrap_err().to_string();
         assert_eq!(err, "answer[2]: no case of `Verdict` is set");
     }
 }

@@ -409,9 +409,7 @@ impl Service {
         check_id("runId", run_id)?;
         check_id("attemptId", attempt_id)?;
         let mut request = parse_request(body)?;
-        self.limits
-            .check(&request)
-            .map_err(AssembleError::Invalid)?;
+        self.limits.check(&request)?;
         no_nul(&request)?;
         let c = &mut request.context;
         bind(&mut c.tenant_id, "tenant-id", "x-tenant-id header", tenant)?;
@@ -596,6 +594,12 @@ fn record_of_failure(snapshot: Snapshot, request: &AssembleRequest) -> Record {
         snapshot,
         request_hash: String::new(),
         user_id: request.context.user_id.clone(),
+    }
+}
+
+impl From<crate::settings::OverLimit> for AssembleError {
+    fn from(e: crate::settings::OverLimit) -> Self {
+        AssembleError::Invalid(e.to_string())
     }
 }
 

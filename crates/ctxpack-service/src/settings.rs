@@ -53,7 +53,7 @@ mod upstream;
 
 pub use error::{Place, SettingsError};
 use error::{at, whole};
-pub use limits::RequestLimits;
+pub use limits::{OverLimit, RequestLimits};
 use limits::{listen_limits, request_limits};
 use upstream::upstream;
 

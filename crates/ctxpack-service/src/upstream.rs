@@ -17,7 +17,7 @@
 //! call keyed by the import's name, as a step writes it), answered `200`
 //! with `{"ok": …}` or `{"err": {"capability": …, "message": …}}`.
 
-use crate::protojson;
+use crate::protojson::{self, ProtoJsonError};
 use bytes::{Buf, Bytes};
 use ctxpack_core::json::read_answer;
 use ctxpack_core::{AgentContext, Answer, Call, HostError};
@@ -34,6 +34,106 @@ use tonic::codegen::http;
 
 /// The most bytes an upstream's answer may have.
 pub const MAX_ANSWER_BYTES: usize = 64 << 20;
+
+/// Why an upstream cannot be set up, or a call or reply cannot be
+/// converted between the core's JSON and `stores.proto`. It reads as the
+/// message the service has always given (`upstreams.retrieve: …`).
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// rustls refused its own configuration, or a client certificate.
+    #[error("{0}")]
+    Tls(rustls::Error),
+    /// A file of certificates that is not PEM.
+    #[error("not PEM certificates: {0}")]
+    NotPemCertificates(rustls::pki_types::pem::Error),
+    /// A file of certificates that holds none.
+    #[error("holds no certificate")]
+    NoCertificate,
+    /// A key file that is not a PEM private key.
+    #[error("not a PEM private key: {0}")]
+    NotPemKey(rustls::pki_types::pem::Error),
+    /// A `ca-file` certificate that cannot be a root.
+    #[error("not a CA certificate: {0}")]
+    NotCa(rustls::Error),
+    /// A name that is not `interface.function`.
+    #[error("`{0}` is not a capability")]
+    NotACapability(String),
+    /// A capability `stores.proto` has no method for.
+    #[error("`{0}` has no method in stores.proto")]
+    NoMethod(String),
+    /// A message that is not what `stores.proto` says.
+    #[error(transparent)]
+    Proto(#[from] ProtoJsonError),
+    /// A method's path that is not a URI path.
+    #[error("{0}")]
+    Path(http::uri::InvalidUri),
+    /// An upstream's address that is not a URI.
+    #[error("`{address}`: {source}")]
+    Address {
+        /// The address.
+        address: String,
+        /// Why not.
+        source: http::uri::InvalidUri,
+    },
+    /// A gRPC upstream's address that is not an endpoint.
+    #[error("`{address}`: {source}")]
+    Endpoint {
+        /// The address.
+        address: String,
+        /// Why not.
+        source: tonic::transport::Error,
+    },
+    /// A gRPC upstream's TLS that does not load.
+    #[error("`{address}`: TLS: {source}")]
+    GrpcTls {
+        /// The address.
+        address: String,
+        /// Why not.
+        source: tonic::transport::Error,
+    },
+    /// A call or context that cannot be JSON, or JSON that is no call.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// A request that is not its method's message.
+    #[error("{0}")]
+    Decode(#[from] prost::DecodeError),
+    /// A request's context that is not the core's.
+    #[error("request.context: {0}")]
+    Context(serde_json::Error),
+    /// A reply the core refuses, named as the store wrote it (the core
+    /// names `answer.ok[0].token-count`; the store wrote
+    /// `reply.answer[0].token_count`).
+    #[error("{}", reply_field(.0))]
+    Reply(ctxpack_core::Error),
+    /// One upstream of `[upstreams]` cannot be set up.
+    #[error("upstreams.{name}: {source}")]
+    Upstream {
+        /// The capability's function (`retrieve`).
+        name: &'static str,
+        /// Why not.
+        source: Box<UpstreamError>,
+    },
+    /// The builder's profile calls a source nothing answers.
+    #[error(
+        "builder.profile: `{profile}` calls `{capability}`, which nothing answers: \
+         configure [upstreams.{name}] or choose a profile without it"
+    )]
+    Unanswered {
+        /// The profile.
+        profile: String,
+        /// The capability (`sources.recall-memory`).
+        capability: &'static str,
+        /// Its function (`recall-memory`).
+        name: &'static str,
+    },
+}
+
+/// The core's error about a reply, in the reply's own spelling.
+fn reply_field(e: &ctxpack_core::Error) -> String {
+    e.to_string()
+        .replace("answer.ok", "reply.answer")
+        .replace('-', "_")
+}
 
 /// How an upstream is reached.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,22 +190,23 @@ impl std::fmt::Debug for Tls {
 
 impl Tls {
     fn builder()
-    -> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>, String> {
+    -> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>, UpstreamError>
+    {
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
         rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())
+            .map_err(UpstreamError::Tls)
     }
 
     /// The configuration a plain `http://` connector carries unused.
-    fn plain_config() -> Result<rustls::ClientConfig, String> {
+    fn plain_config() -> Result<rustls::ClientConfig, UpstreamError> {
         Ok(Tls::builder()?
             .with_root_certificates(rustls::RootCertStore::empty())
             .with_no_client_auth())
     }
 
     /// Checks that each file is what its key says, naming the key.
-    pub fn check(&self) -> Result<(), (&'static str, String)> {
+    pub fn check(&self) -> Result<(), (&'static str, UpstreamError)> {
         if let Some(ca) = &self.ca {
             roots_of(Some(ca)).map_err(|e| ("ca-file", e))?;
         }
@@ -117,43 +218,42 @@ impl Tls {
     }
 
     /// The rustls client configuration (ring), for HTTPS.
-    fn client_config(&self) -> Result<rustls::ClientConfig, String> {
+    fn client_config(&self) -> Result<rustls::ClientConfig, UpstreamError> {
         let builder = Tls::builder()?.with_root_certificates(roots_of(self.ca.as_deref())?);
         match &self.identity {
             Some((cert, key)) => builder
                 .with_client_auth_cert(certificates(cert)?, private_key(key)?)
-                .map_err(|e| e.to_string()),
+                .map_err(UpstreamError::Tls),
             None => Ok(builder.with_no_client_auth()),
         }
     }
 }
 
-fn certificates(pem: &[u8]) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+fn certificates(
+    pem: &[u8],
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, UpstreamError> {
     use rustls::pki_types::pem::PemObject;
     let certs = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("not PEM certificates: {e}"))?;
+        .map_err(UpstreamError::NotPemCertificates)?;
     if certs.is_empty() {
-        return Err("holds no certificate".into());
+        return Err(UpstreamError::NoCertificate);
     }
     Ok(certs)
 }
 
-fn private_key(pem: &[u8]) -> Result<rustls::pki_types::PrivateKeyDer<'static>, String> {
+fn private_key(pem: &[u8]) -> Result<rustls::pki_types::PrivateKeyDer<'static>, UpstreamError> {
     use rustls::pki_types::pem::PemObject;
-    rustls::pki_types::PrivateKeyDer::from_pem_slice(pem)
-        .map_err(|e| format!("not a PEM private key: {e}"))
+    rustls::pki_types::PrivateKeyDer::from_pem_slice(pem).map_err(UpstreamError::NotPemKey)
 }
 
 /// `ca`'s certificates, or the system's roots.
-fn roots_of(ca: Option<&[u8]>) -> Result<rustls::RootCertStore, String> {
+fn roots_of(ca: Option<&[u8]>) -> Result<rustls::RootCertStore, UpstreamError> {
     let mut roots = rustls::RootCertStore::empty();
     match ca {
         Some(pem) => {
             for c in certificates(pem)? {
-                roots
-                    .add(c)
-                    .map_err(|e| format!("not a CA certificate: {e}"))?;
+                roots.add(c).map_err(UpstreamError::NotCa)?;
             }
         }
         None => {
@@ -223,30 +323,33 @@ fn upper_camel(name: &str) -> String {
 
 /// The gRPC method for `capability` (`sources.expand-graph` →
 /// `ctxpack.stores.v1.Sources/ExpandGraph`).
-pub fn method_of(capability: &str) -> Result<MethodDescriptor, String> {
+pub fn method_of(capability: &str) -> Result<MethodDescriptor, UpstreamError> {
     let (interface, function) = capability
         .split_once('.')
-        .ok_or_else(|| format!("`{capability}` is not a capability"))?;
+        .ok_or_else(|| UpstreamError::NotACapability(capability.to_owned()))?;
     let service = format!("ctxpack.stores.v1.{}", upper_camel(interface));
     protojson::pool()?
         .get_service_by_name(&service)
         .and_then(|s| s.methods().find(|m| m.name() == upper_camel(function)))
-        .ok_or_else(|| format!("`{capability}` has no method in stores.proto"))
+        .ok_or_else(|| UpstreamError::NoMethod(capability.to_owned()))
 }
 
 impl Upstream {
     /// The upstream of `capability`. Nothing is connected yet: a store
     /// that is down at start degrades the assemblies that need it, then
     /// answers once it is up.
-    pub fn new(capability: &'static str, settings: Settings) -> Result<Self, String> {
+    pub fn new(capability: &'static str, settings: Settings) -> Result<Self, UpstreamError> {
         let transport = match &settings.address {
             Address::Grpc(uri) => {
                 let method = method_of(capability)?;
                 let path = format!("/{}/{}", method.parent_service().full_name(), method.name())
                     .parse()
-                    .map_err(|e| format!("{e}"))?;
+                    .map_err(UpstreamError::Path)?;
                 let mut endpoint = tonic::transport::Endpoint::from_shared(uri.clone())
-                    .map_err(|e| format!("`{uri}`: {e}"))?
+                    .map_err(|source| UpstreamError::Endpoint {
+                        address: uri.clone(),
+                        source,
+                    })?
                     .connect_timeout(settings.timeout)
                     .tcp_nodelay(true);
                 if let Some(tls) = &settings.tls {
@@ -259,9 +362,13 @@ impl Upstream {
                     if let Some((cert, key)) = &tls.identity {
                         config = config.identity(Identity::from_pem(cert, key));
                     }
-                    endpoint = endpoint
-                        .tls_config(config)
-                        .map_err(|e| format!("`{uri}`: TLS: {e}"))?;
+                    endpoint =
+                        endpoint
+                            .tls_config(config)
+                            .map_err(|source| UpstreamError::GrpcTls {
+                                address: uri.clone(),
+                                source,
+                            })?;
                 }
                 let channel = endpoint.connect_lazy();
                 Transport::Grpc {
@@ -271,7 +378,10 @@ impl Upstream {
                 }
             }
             Address::Http(url) => {
-                let url: http::Uri = url.parse().map_err(|e| format!("`{url}`: {e}"))?;
+                let url: http::Uri = url.parse().map_err(|source| UpstreamError::Address {
+                    address: url.clone(),
+                    source,
+                })?;
                 let mut connector = HttpConnector::new();
                 connector.set_nodelay(true);
                 connector.set_connect_timeout(Some(settings.timeout));
@@ -361,7 +471,8 @@ impl Upstream {
         call: &Call<'static>,
         context: &AgentContext,
     ) -> Result<Answer, Fault> {
-        let request = grpc_request(method, call, context).map_err(Fault::fatal)?;
+        let request =
+            grpc_request(method, call, context).map_err(|e| Fault::fatal(e.to_string()))?;
         let mut request = tonic::Request::new(request);
         request.set_timeout(self.settings.timeout);
         self.headers(call, |k, v| {
@@ -393,7 +504,7 @@ impl Upstream {
                 }
             })?
             .into_inner();
-        answer_of_reply(call, &reply).map_err(Fault::fatal)
+        answer_of_reply(call, &reply).map_err(|e| Fault::fatal(e.to_string()))
     }
 
     async fn http(
@@ -463,8 +574,8 @@ pub fn grpc_request(
     method: &MethodDescriptor,
     call: &Call<'static>,
     context: &AgentContext,
-) -> Result<DynamicMessage, String> {
-    let json = serde_json::to_value(call).map_err(|e| e.to_string())?;
+) -> Result<DynamicMessage, UpstreamError> {
+    let json = serde_json::to_value(call)?;
     let mut args = match json {
         serde_json::Value::Object(o) => o
             .into_iter()
@@ -478,30 +589,28 @@ pub fn grpc_request(
     };
     let input = method.input();
     if input.get_field_by_name("context").is_some() {
-        args.insert(
-            "context".into(),
-            serde_json::to_value(context).map_err(|e| e.to_string())?,
-        );
+        args.insert("context".into(), serde_json::to_value(context)?);
     }
-    protojson::to_message(&serde_json::Value::Object(args), &input, "request")
+    Ok(protojson::to_message(
+        &serde_json::Value::Object(args),
+        &input,
+        "request",
+    )?)
 }
 
 /// The answer a gRPC reply gives `call`, read and checked by the core; an
 /// error names the reply's field as the `.proto` spells it.
-pub fn answer_of_reply(call: &Call<'static>, reply: &DynamicMessage) -> Result<Answer, String> {
+pub fn answer_of_reply(
+    call: &Call<'static>,
+    reply: &DynamicMessage,
+) -> Result<Answer, UpstreamError> {
     let json = protojson::from_message(reply, "reply")?;
     let answer = json
         .get("answer")
         .cloned()
         .unwrap_or(serde_json::Value::Array(Vec::new()));
     let text = serde_json::json!({ "ok": answer }).to_string();
-    read_answer(call, &text).map_err(|e| {
-        // The core names `answer.ok[0].token-count`; the store wrote
-        // `reply.answer[0].token_count`.
-        e.to_string()
-            .replace("answer.ok", "reply.answer")
-            .replace('-', "_")
-    })
+    read_answer(call, &text).map_err(UpstreamError::Reply)
 }
 
 /// A codec for messages known only by their descriptors.

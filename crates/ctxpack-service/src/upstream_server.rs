@@ -9,7 +9,7 @@
 
 use crate::protojson;
 use crate::snapshots::BoxFuture;
-use crate::upstream::method_of;
+use crate::upstream::{UpstreamError, method_of};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use ctxpack_core::Capability;
@@ -44,17 +44,16 @@ fn invalid(e: impl std::fmt::Display) -> Status {
 pub fn call_of<Req: Message>(
     capability: &str,
     request: &Req,
-) -> Result<(Call<'static>, AgentContext), String> {
+) -> Result<(Call<'static>, AgentContext), UpstreamError> {
     let method = method_of(capability)?;
-    let dynamic = DynamicMessage::decode(method.input(), request.encode_to_vec().as_slice())
-        .map_err(|e| e.to_string())?;
+    let dynamic = DynamicMessage::decode(method.input(), request.encode_to_vec().as_slice())?;
     let mut args = protojson::from_message(&dynamic, "request")?;
     let context = match args.as_object_mut().and_then(|o| o.remove("context")) {
-        Some(c) => serde_json::from_value(c).map_err(|e| format!("request.context: {e}"))?,
+        Some(c) => serde_json::from_value(c).map_err(UpstreamError::Context)?,
         None => AgentContext::default(),
     };
     let function = capability.split_once('.').map_or(capability, |(_, f)| f);
-    let call = serde_json::from_value(json!({ function: args })).map_err(|e| e.to_string())?;
+    let call = serde_json::from_value(json!({ function: args }))?;
     Ok((call, context))
 }
 
@@ -69,10 +68,10 @@ pub fn reply_of<Rep: Message + Default>(capability: &str, answer: &Answer) -> Re
             .unwrap_or("failed");
         return Err(Status::unavailable(message));
     }
-    let method = method_of(capability).map_err(Status::internal)?;
+    let method = method_of(capability).map_err(|e| Status::internal(e.to_string()))?;
     let ok = json.get("ok").cloned().unwrap_or(Value::Null);
     let dynamic = protojson::to_message(&json!({ "answer": ok }), &method.output(), "reply")
-        .map_err(Status::internal)?;
+        .map_err(|e| Status::internal(e.to_string()))?;
     Rep::decode(dynamic.encode_to_vec().as_slice()).map_err(|e| Status::internal(e.to_string()))
 }
 

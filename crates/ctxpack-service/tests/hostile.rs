@@ -386,7 +386,8 @@ async fn no_authentication_is_a_loopback_development_switch() {
     let e = start_rigged(o.clone(), Rig::scenarios())
         .await
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
         e.contains("--insecure-dev-no-auth") && e.contains("[auth]"),
         "{e}"
@@ -396,7 +397,8 @@ async fn no_authentication_is_a_loopback_development_switch() {
     let e = start_rigged(o.clone(), Rig::scenarios())
         .await
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(e.contains("loopback"), "{e}");
 }
 
@@ -649,18 +651,24 @@ async fn hostile_requests_on_postgres() {
     ))
     .await
     .err()
-    .unwrap();
+    .unwrap()
+    .to_string();
     assert!(
         e.to_lowercase().contains("certificate") || e.contains("TLS"),
         "{e}"
     );
-    let e = open("sslmode=sometimes".into()).await.err().unwrap();
+    let e = open("sslmode=sometimes".into())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("sslmode"), "{e}");
     // A password in a URL that does not parse is not printed.
     let e = ctxpack_service::open_store("postgres://u:hunter2@127.0.0.1:x/db", 1, None, false)
         .await
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(!e.contains("hunter2") && e.contains("u:***@"), "{e}");
 }
 
@@ -993,7 +1001,11 @@ async fn a_store_corrupted_while_serving_is_not_ready_and_takes_no_writes() {
     // And it is refused at the next start.
     let mut o = options(path.display().to_string());
     o.no_auth = true;
-    let e = start_rigged(o, Rig::scenarios()).await.err().unwrap();
+    let e = start_rigged(o, Rig::scenarios())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("integrity check"), "{e}");
 }
 
@@ -1010,7 +1022,8 @@ async fn a_store_that_is_not_what_was_expected_is_refused() {
     let e = start_rigged(o.clone(), Rig::scenarios())
         .await
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
         e.contains("empty (0 bytes)") && e.contains("--init-store"),
         "{e}"
@@ -1019,7 +1032,11 @@ async fn a_store_that_is_not_what_was_expected_is_refused() {
     std::fs::write(&garbage, vec![0x5a; 8192]).unwrap();
     let mut g = o.clone();
     g.store = garbage.display().to_string();
-    let e = start_rigged(g, Rig::scenarios()).await.err().unwrap();
+    let e = start_rigged(g, Rig::scenarios())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("garbage.db"), "{e}");
     let foreign = dir.join("foreign.db");
     rusqlite::Connection::open(&foreign)
@@ -1031,7 +1048,8 @@ async fn a_store_that_is_not_what_was_expected_is_refused() {
     let e = start_rigged(f.clone(), Rig::scenarios())
         .await
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(e.contains("no ctxpack store"), "{e}");
     f.init_store = true;
     start_rigged(f, Rig::scenarios())
@@ -1322,6 +1340,10 @@ async fn jwks_from_a_url_follows_rotation_and_hs256_is_for_development() {
     // [auth] without its issuer.
     let mut bad = o;
     bad.auth.as_mut().unwrap().issuer = None;
-    let e = start_rigged(bad, Rig::scenarios()).await.err().unwrap();
+    let e = start_rigged(bad, Rig::scenarios())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("auth.issuer: required"), "{e}");
 }

@@ -364,7 +364,7 @@ async fn postgres_store() {
         .unwrap();
 }
 
-async fn futures_join(url: &str) -> Vec<Result<(), String>> {
+async fn futures_join(url: &str) -> Vec<Result<(), ctxpack_service::StartError>> {
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..4 {
         let url = url.to_owned();

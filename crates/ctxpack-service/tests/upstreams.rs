@@ -534,7 +534,9 @@ async fn an_answer_of_the_wrong_shape_degrades_naming_the_field() {
         query: "q".into(),
         limit: 4,
     };
-    let err = ctxpack_service::upstream::answer_of_reply(&call, &dynamic).unwrap_err();
+    let err = ctxpack_service::upstream::answer_of_reply(&call, &dynamic)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "reply.answer[0].section: unspecified (a `Section` is required)"
@@ -548,7 +550,11 @@ async fn a_profile_calling_a_source_nothing_answers_is_refused() {
         &dir,
         "[builder]\nprofile = { rag-memory = { retrieve-limit = 4, memory-limit = 2 } }\n",
     );
-    let err = start(options(&dir, Some(path))).await.err().unwrap();
+    let err = start(options(&dir, Some(path)))
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         err.contains("`rag-memory` calls `sources.recall-memory`, which nothing answers: configure [upstreams.recall-memory]"),
         "{err}"

@@ -3,7 +3,7 @@
 //! `stores.proto` over gRPC and the HTTP JSON shape — for the load script's
 //! upstreams and for trying the connectors by hand.
 
-use ctxpack_service::fixture::{DemoSources, Faults};
+use ctxpack_service::fixture::{DemoSources, Faults, FixtureError};
 use ctxpack_service::upstream_server::{Answering, Grpc, http};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -24,14 +24,61 @@ fn arg(args: &[String], flag: &str) -> Option<String> {
         .cloned()
 }
 
-async fn run(args: Vec<String>) -> Result<(), String> {
-    let dir = arg(&args, "--fixture").ok_or(USAGE)?;
+/// Why the stores are not served: each reads as the message printed after
+/// `ctxpack-fixture-store: `.
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    /// No `--fixture`: the usage.
+    #[error("{USAGE}")]
+    Usage,
+    /// Neither `--grpc` nor `--http`, with the usage.
+    #[error("give --grpc or --http\n\n{USAGE}")]
+    NoListener,
+    /// `--delay-ms` is not a number (quoted).
+    #[error("--delay-ms: {0:?} is not a number")]
+    Delay(String),
+    /// The fixture does not load.
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
+    /// `flag`'s address cannot be listened on.
+    #[error("{flag} {addr}: {source}")]
+    Bind {
+        /// `--grpc` or `--http`.
+        flag: &'static str,
+        /// The address.
+        addr: String,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The bound listener has no address.
+    #[error("{0}")]
+    Address(std::io::Error),
+    /// The gRPC server stopped on an error.
+    #[error("grpc: {0}")]
+    Grpc(tonic::transport::Error),
+    /// The HTTP server stopped on an error.
+    #[error("http: {0}")]
+    Http(std::io::Error),
+}
+
+/// A listener on `addr`, given with `flag`; and its address.
+async fn bind(
+    flag: &'static str,
+    addr: String,
+) -> Result<(tokio::net::TcpListener, std::net::SocketAddr), RunError> {
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|source| RunError::Bind { flag, addr, source })?;
+    let bound = listener.local_addr().map_err(RunError::Address)?;
+    Ok((listener, bound))
+}
+
+async fn run(args: Vec<String>) -> Result<(), RunError> {
+    let dir = arg(&args, "--fixture").ok_or(RunError::Usage)?;
     let delay = match arg(&args, "--delay-ms") {
-        Some(ms) => {
-            Some(Duration::from_millis(ms.parse().map_err(|_| {
-                format!("--delay-ms: {ms:?} is not a number")
-            })?))
-        }
+        Some(ms) => Some(Duration::from_millis(
+            ms.parse().map_err(|_| RunError::Delay(ms))?,
+        )),
         None => None,
     };
     let fixture = Arc::new(DemoSources::load(
@@ -47,10 +94,8 @@ async fn run(args: Vec<String>) -> Result<(), String> {
     });
     let mut tasks = Vec::new();
     if let Some(addr) = arg(&args, "--grpc") {
-        let listener = tokio::net::TcpListener::bind(&addr)
-            .await
-            .map_err(|e| format!("--grpc {addr}: {e}"))?;
-        println!("grpc {}", listener.local_addr().map_err(|e| e.to_string())?);
+        let (listener, bound) = bind("--grpc", addr).await?;
+        println!("grpc {bound}");
         let (sources, policy, summarizer) = Grpc(answering.clone()).services();
         tasks.push(tokio::spawn(async move {
             tonic::transport::Server::builder()
@@ -59,23 +104,19 @@ async fn run(args: Vec<String>) -> Result<(), String> {
                 .add_service(summarizer)
                 .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
                 .await
-                .map_err(|e| format!("grpc: {e}"))
+                .map_err(RunError::Grpc)
         }));
     }
     if let Some(addr) = arg(&args, "--http") {
-        let listener = tokio::net::TcpListener::bind(&addr)
-            .await
-            .map_err(|e| format!("--http {addr}: {e}"))?;
-        println!("http {}", listener.local_addr().map_err(|e| e.to_string())?);
+        let (listener, bound) = bind("--http", addr).await?;
+        println!("http {bound}");
         let app = http(answering);
         tasks.push(tokio::spawn(async move {
-            axum::serve(listener, app)
-                .await
-                .map_err(|e| format!("http: {e}"))
+            axum::serve(listener, app).await.map_err(RunError::Http)
         }));
     }
     if tasks.is_empty() {
-        return Err(format!("give --grpc or --http\n\n{USAGE}"));
+        return Err(RunError::NoListener);
     }
     let _ = tokio::signal::ctrl_c().await;
     Ok(())

@@ -38,12 +38,52 @@ fn arg(args: &[String], flag: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-fn num<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> Result<T, String> {
+/// Why the load did not run: each reads as the message printed after
+/// `ctxpack-load: `.
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    /// No `--url`: the usage.
+    #[error("{USAGE}")]
+    Usage,
+    /// A flag whose value is not a number (quoted).
+    #[error("{flag}: {value:?} is not a number")]
+    NotANumber {
+        /// The flag.
+        flag: String,
+        /// Its value.
+        value: String,
+    },
+    /// The request file cannot be read.
+    #[error("--request {}: {source}", path.display())]
+    Request {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The request file is not JSON.
+    #[error("--request: {0}")]
+    RequestJson(serde_json::Error),
+    /// A client task panicked.
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
+    /// The `--acks` file cannot be written.
+    #[error("--acks {path}: {source}")]
+    Acks {
+        /// The file.
+        path: String,
+        /// Why not.
+        source: std::io::Error,
+    },
+}
+
+fn num<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> Result<T, LoadError> {
     match arg(args, flag) {
         None => Ok(default),
-        Some(v) => v
-            .parse()
-            .map_err(|_| format!("{flag}: {v:?} is not a number")),
+        Some(v) => v.parse().map_err(|_| LoadError::NotANumber {
+            flag: flag.to_owned(),
+            value: v,
+        }),
     }
 }
 
@@ -108,8 +148,8 @@ async fn client_loop(
     t
 }
 
-async fn run(args: Vec<String>) -> Result<(), String> {
-    let url = arg(&args, "--url").ok_or(USAGE)?;
+async fn run(args: Vec<String>) -> Result<(), LoadError> {
+    let url = arg(&args, "--url").ok_or(LoadError::Usage)?;
     let clients: usize = num(&args, "--clients", 50)?;
     let seconds: f64 = num(&args, "--seconds", 30.0)?;
     let rate: f64 = num(&args, "--rate", 0.0)?;
@@ -119,10 +159,11 @@ async fn run(args: Vec<String>) -> Result<(), String> {
         || ctxpack_service::demo_path("tests/fixture/request.json"),
         std::path::PathBuf::from,
     );
-    let text = std::fs::read_to_string(&request)
-        .map_err(|e| format!("--request {}: {e}", request.display()))?;
-    let body: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("--request: {e}"))?;
+    let text = std::fs::read_to_string(&request).map_err(|source| LoadError::Request {
+        path: request.clone(),
+        source,
+    })?;
+    let body: serde_json::Value = serde_json::from_str(&text).map_err(LoadError::RequestJson)?;
     let interval = (rate > 0.0).then(|| Duration::from_secs_f64(clients as f64 / rate));
     let replicas: Vec<Client> = url.split(',').map(|u| Client::new(u.to_owned())).collect();
     let started = Instant::now();
@@ -141,7 +182,7 @@ async fn run(args: Vec<String>) -> Result<(), String> {
         .collect();
     let mut all = Tally::default();
     for task in tasks {
-        let t = task.await.map_err(|e| e.to_string())?;
+        let t = task.await?;
         all.latencies_ms.extend(t.latencies_ms);
         for (s, n) in t.by_status {
             *all.by_status.entry(s).or_default() += n;
@@ -174,13 +215,17 @@ async fn run(args: Vec<String>) -> Result<(), String> {
     });
     println!("{summary}");
     if let Some(path) = arg(&args, "--acks") {
+        let acks = |source| LoadError::Acks {
+            path: path.clone(),
+            source,
+        };
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|e| format!("--acks {path}: {e}"))?;
+            .map_err(acks)?;
         for id in &all.acks {
-            writeln!(f, "{id}").map_err(|e| format!("--acks {path}: {e}"))?;
+            writeln!(f, "{id}").map_err(acks)?;
         }
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! `IndexRevisionReady` — read through one durable consumer the replicas
 //! share, each acknowledged once the store has it.
 
-use super::{MOST_BACKOFF, POLL, pause};
+use super::{EventsError, MOST_BACKOFF, POLL, broker, pause};
 use crate::answerers::IndexHealth;
 use crate::settings::Events;
 use crate::snapshots::Store;
@@ -91,7 +91,7 @@ pub(super) async fn read(
     store: Store,
     health: Arc<IndexHealth>,
     mut stop: watch::Receiver<bool>,
-) -> Result<(), String> {
+) -> Result<(), EventsError> {
     let mut backoff = POLL;
     loop {
         if *stop.borrow() {
@@ -163,7 +163,7 @@ pub(super) async fn read(
 async fn durable(
     js: &jetstream::Context,
     events: &Events,
-) -> Result<consumer::Consumer<consumer::pull::Config>, String> {
+) -> Result<consumer::Consumer<consumer::pull::Config>, EventsError> {
     let s = js
         .get_or_create_stream(stream::Config {
             name: events.inbound_stream.clone(),
@@ -176,7 +176,7 @@ async fn durable(
             ..Default::default()
         })
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(broker)?;
     s.get_or_create_consumer(
         CONSUMER,
         consumer::pull::Config {
@@ -187,5 +187,5 @@ async fn durable(
         },
     )
     .await
-    .map_err(|e| e.to_string())
+    .map_err(broker)
 }

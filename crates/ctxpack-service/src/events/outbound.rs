@@ -2,7 +2,7 @@
 //! events oldest first, publishes them with `Nats-Msg-Id` set to their
 //! ids, and marks them published once JetStream acknowledged them.
 
-use super::{MOST_BACKOFF, POLL, pause};
+use super::{EventsError, MOST_BACKOFF, POLL, pause};
 use crate::settings::Events;
 use crate::snapshots::{Pending, Store};
 use async_nats::jetstream::{self, stream};
@@ -11,15 +11,15 @@ use tokio::sync::watch;
 
 /// `{"context-snapshot-id": …}` as the seed spells it:
 /// `{"contextSnapshotId": …}`.
-pub fn payload(kebab: &str) -> Result<Vec<u8>, String> {
-    let value: serde_json::Value = serde_json::from_str(kebab).map_err(|e| e.to_string())?;
+pub fn payload(kebab: &str) -> Result<Vec<u8>, EventsError> {
+    let value: serde_json::Value = serde_json::from_str(kebab)?;
     if !value.is_object() {
-        return Err("the event is not an object".into());
+        return Err(EventsError::NotAnObject);
     }
-    serde_json::to_vec(&crate::camel::camel_keys(value)).map_err(|e| e.to_string())
+    Ok(serde_json::to_vec(&crate::camel::camel_keys(value))?)
 }
 
-async fn ensure_stream(js: &jetstream::Context, events: &Events) -> Result<(), String> {
+async fn ensure_stream(js: &jetstream::Context, events: &Events) -> Result<(), EventsError> {
     js.get_or_create_stream(stream::Config {
         name: events.stream.clone(),
         subjects: vec![crate::snapshots::TOPIC.into()],
@@ -29,7 +29,10 @@ async fn ensure_stream(js: &jetstream::Context, events: &Events) -> Result<(), S
     })
     .await
     .map(drop)
-    .map_err(|e| format!("stream {}: {e}", events.stream))
+    .map_err(|e| EventsError::Stream {
+        stream: events.stream.clone(),
+        source: Box::new(e),
+    })
 }
 
 /// Publishes `pending`, all at once, and answers the ids acknowledged.
@@ -71,7 +74,7 @@ pub(super) async fn relay(
     events: Events,
     store: Store,
     mut stop: watch::Receiver<bool>,
-) -> Result<(), String> {
+) -> Result<(), EventsError> {
     let mut backoff = POLL;
     let mut stream_ready = false;
     loop {

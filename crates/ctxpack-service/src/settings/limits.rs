@@ -117,12 +117,10 @@ impl Default for RequestLimits {
 impl RequestLimits {
     /// Refuses a request holding more than the limits allow, naming the
     /// field.
-    pub fn check(&self, r: &ctxpack_core::AssembleRequest) -> Result<(), String> {
-        let over = |field: &str, n: usize, most: usize| {
-            if n > most {
-                Err(format!(
-                    "request.{field}: {n} given, at most {most} (limits)"
-                ))
+    pub fn check(&self, r: &ctxpack_core::AssembleRequest) -> Result<(), OverLimit> {
+        let over = |field: &'static str, given: usize, most: usize| {
+            if given > most {
+                Err(OverLimit { field, given, most })
             } else {
                 Ok(())
             }
@@ -140,4 +138,17 @@ impl RequestLimits {
         )?;
         over("context.scopes", r.context.scopes.len(), self.scopes)
     }
+}
+
+/// A request holding more than `[limits]` allow: the field, how many it
+/// holds, and the most.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("request.{field}: {given} given, at most {most} (limits)")]
+pub struct OverLimit {
+    /// The request's field (`instructions`, `context.scopes`).
+    pub field: &'static str,
+    /// How many it holds.
+    pub given: usize,
+    /// The most allowed.
+    pub most: usize,
 }
