@@ -168,58 +168,110 @@ pub async fn serve(
     limits: Limits,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ListenError> {
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let graceful = GracefulShutdown::new();
-    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-    let mut conns = tokio::task::JoinSet::new();
-    let mut refused_logged: Option<std::time::Instant> = None;
+    let mut server = Server {
+        permits: Arc::new(Semaphore::new(limits.max_connections.max(1))),
+        graceful: GracefulShutdown::new(),
+        acceptor: tls.map(tokio_rustls::TlsAcceptor::from),
+        conns: tokio::task::JoinSet::new(),
+        refused_logged: None,
+        app,
+        limits,
+    };
     loop {
-        while conns.try_join_next().is_some() {}
-        let (socket, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of descriptors or the like: wait, do not spin.
-                    tracing::warn!(target: "ctxpack::serve", error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = async { let _ = stop.wait_for(|s| *s).await; } => break,
+        while server.conns.try_join_next().is_some() {}
+        let Some((socket, peer)) = accept(&listener, &mut stop).await else {
+            break;
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            if refused_logged.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
-                refused_logged = Some(std::time::Instant::now());
-                tracing::warn!(
-                    target: "ctxpack::serve",
-                    max_connections = limits.max_connections,
-                    %peer,
-                    "connection refused: the connection cap is reached (logged once per 10 s)"
-                );
-            }
+        let Some(permit) = server.admit(peer) else {
             drop(socket);
             continue;
         };
         let _ = socket.set_nodelay(true);
-        let socket = Guarded::new(socket, permit, None, limits.send_timeout);
+        let socket = Guarded::new(socket, permit, None, server.limits.send_timeout);
+        server.spawn(socket, peer);
+    }
+    drop(listener);
+    server.drain().await;
+    Ok(())
+}
+
+/// The next connection on `listener`, or none once `stop` turns true. A
+/// failed accept (out of descriptors or the like) is logged and retried
+/// after a pause, so the loop does not spin.
+async fn accept(
+    listener: &TcpListener,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<(TcpStream, std::net::SocketAddr)> {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => return Some(a),
+                Err(e) => {
+                    tracing::warn!(target: "ctxpack::serve", error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = async { let _ = stop.wait_for(|s| *s).await; } => return None,
+        }
+    }
+}
+
+/// What [`serve`] holds while it runs: the connection cap's permits, the
+/// connections open (watched for a graceful shutdown), TLS if any.
+struct Server {
+    permits: Arc<Semaphore>,
+    graceful: GracefulShutdown,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    conns: tokio::task::JoinSet<()>,
+    /// When a refusal at the cap was last logged.
+    refused_logged: Option<std::time::Instant>,
+    app: Router,
+    limits: Limits,
+}
+
+impl Server {
+    /// One of the cap's permits for a connection from `peer`; none when
+    /// the cap is reached (logged at most once per 10 s), and the
+    /// connection is closed.
+    fn admit(&mut self, peer: std::net::SocketAddr) -> Option<OwnedSemaphorePermit> {
+        let permit = self.permits.clone().try_acquire_owned().ok();
+        if permit.is_none()
+            && self
+                .refused_logged
+                .is_none_or(|t| t.elapsed() > Duration::from_secs(10))
+        {
+            self.refused_logged = Some(std::time::Instant::now());
+            tracing::warn!(
+                target: "ctxpack::serve",
+                max_connections = self.limits.max_connections,
+                %peer,
+                "connection refused: the connection cap is reached (logged once per 10 s)"
+            );
+        }
+        permit
+    }
+
+    /// Serves HTTP/1.1 on `socket` in a task of its own, after the TLS
+    /// handshake (within the header timeout) when TLS is configured.
+    fn spawn(&mut self, socket: Guarded, peer: std::net::SocketAddr) {
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new())
-            .header_read_timeout(limits.header_timeout)
+            .header_read_timeout(self.limits.header_timeout)
             .max_buf_size(64 << 10);
-        let service = TowerToHyperService::new(app.clone());
-        match &acceptor {
+        let service = TowerToHyperService::new(self.app.clone());
+        match &self.acceptor {
             None => {
                 let conn = http.serve_connection(TokioIo::new(socket), service);
-                let conn = graceful.watch(conn);
-                conns.spawn(async move {
+                let conn = self.graceful.watch(conn);
+                self.conns.spawn(async move {
                     let _ = conn.await;
                 });
             }
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
-                let watcher = graceful.watcher();
-                let handshake = limits.header_timeout;
-                conns.spawn(async move {
+                let watcher = self.graceful.watcher();
+                let handshake = self.limits.header_timeout;
+                self.conns.spawn(async move {
                     let tls = match tokio::time::timeout(handshake, acceptor.accept(socket)).await
                     {
                         Ok(Ok(tls)) => tls,
@@ -235,19 +287,23 @@ pub async fn serve(
             }
         }
     }
-    drop(listener);
-    if tokio::time::timeout(limits.shutdown, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            target: "ctxpack::serve",
-            after = ?limits.shutdown,
-            "shutdown deadline passed: the connections still open are cut"
-        );
+
+    /// After a stop: the requests in flight get `limits.shutdown` to
+    /// finish, then the connections still open are cut.
+    async fn drain(mut self) {
+        let deadline = self.limits.shutdown;
+        if tokio::time::timeout(deadline, self.graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                target: "ctxpack::serve",
+                after = ?deadline,
+                "shutdown deadline passed: the connections still open are cut"
+            );
+        }
+        self.conns.abort_all();
     }
-    conns.abort_all();
-    Ok(())
 }
 
 /// The bytes of HTTP/2's connection preface: a gRPC connection sends them

@@ -401,59 +401,81 @@ async fn census(args: &[String]) -> Result<(), CliError> {
     let mut bad = c.unmatched > 0 || c.integrity != "ok";
     let published = match &nats {
         Some(url) => {
-            let unpublished = store.unpublished().await?;
-            let s = ctxpack_service::events::stream_census(url, &stream).await?;
-            let repeated = s.ids.values().filter(|n| **n > 1).count();
-            println!(
-                "stream {stream}: messages {}  distinct ids {}  repeated ids {repeated}  \
-                 ids not their payload's {}  events not yet published {unpublished}",
-                s.messages,
-                s.ids.len(),
-                s.mismatched
-            );
-            bad |= repeated > 0 || s.mismatched > 0 || unpublished > 0;
-            Some(s.ids)
+            let (ids, stream_bad) = census_stream(&store, url, &stream).await?;
+            bad |= stream_bad;
+            Some(ids)
         }
         None => None,
     };
     if let Some(path) = acks {
-        let text = std::fs::read_to_string(&path).map_err(|source| CliError::Read {
-            what: format!("--acks {path}"),
-            source,
-            after: "",
-        })?;
-        let ids: std::collections::BTreeSet<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect();
-        let mut missing = 0;
-        for id in &ids {
-            let (rows, events) = store.events_of(id).await?;
-            let on_stream = published.as_ref().map(|p| p.get(*id).copied().unwrap_or(0));
-            if (rows, events) != (1, 1) || on_stream.is_some_and(|n| n != 1) {
-                missing += 1;
-                eprintln!(
-                    "{id}: {rows} snapshot rows, {events} events, on the stream {on_stream:?}"
-                );
-            }
-        }
-        let what = if published.is_some() {
-            "one row, one event and one message on the stream"
-        } else {
-            "one row and one event"
-        };
-        println!(
-            "acknowledged {}  each with {what}: {}",
-            ids.len(),
-            ids.len() - missing
-        );
-        bad |= missing > 0;
+        bad |= census_acks(&store, &path, published.as_ref()).await?;
     }
     if bad {
         return Err(CliError::Census);
     }
     Ok(())
+}
+
+/// Each message id on the stream and how many messages carry it, after
+/// printing what the stream holds; and whether that is wrong (an id
+/// repeated or not its payload's, an event not yet published).
+async fn census_stream(
+    store: &ctxpack_service::snapshots::Store,
+    url: &str,
+    stream: &str,
+) -> Result<(std::collections::BTreeMap<String, u32>, bool), CliError> {
+    let unpublished = store.unpublished().await?;
+    let s = ctxpack_service::events::stream_census(url, stream).await?;
+    let repeated = s.ids.values().filter(|n| **n > 1).count();
+    println!(
+        "stream {stream}: messages {}  distinct ids {}  repeated ids {repeated}  \
+         ids not their payload's {}  events not yet published {unpublished}",
+        s.messages,
+        s.ids.len(),
+        s.mismatched
+    );
+    let bad = repeated > 0 || s.mismatched > 0 || unpublished > 0;
+    Ok((s.ids, bad))
+}
+
+/// Checks that each snapshot id in the file at `path` has one row and one
+/// event (and one message on the stream, when `published` is read),
+/// printing those that do not; answers whether any does not.
+async fn census_acks(
+    store: &ctxpack_service::snapshots::Store,
+    path: &str,
+    published: Option<&std::collections::BTreeMap<String, u32>>,
+) -> Result<bool, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
+        what: format!("--acks {path}"),
+        source,
+        after: "",
+    })?;
+    let ids: std::collections::BTreeSet<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut missing = 0;
+    for id in &ids {
+        let (rows, events) = store.events_of(id).await?;
+        let on_stream = published.map(|p| p.get(*id).copied().unwrap_or(0));
+        if (rows, events) != (1, 1) || on_stream.is_some_and(|n| n != 1) {
+            missing += 1;
+            eprintln!("{id}: {rows} snapshot rows, {events} events, on the stream {on_stream:?}");
+        }
+    }
+    let what = if published.is_some() {
+        "one row, one event and one message on the stream"
+    } else {
+        "one row and one event"
+    };
+    println!(
+        "acknowledged {}  each with {what}: {}",
+        ids.len(),
+        ids.len() - missing
+    );
+    Ok(missing > 0)
 }
 
 fn main() -> ExitCode {

@@ -32,6 +32,39 @@ struct Tally {
     acks: Vec<String>,
 }
 
+impl Tally {
+    /// Adds one client's tally to this one.
+    fn add(&mut self, t: Tally) {
+        self.latencies_ms.extend(t.latencies_ms);
+        for (s, n) in t.by_status {
+            *self.by_status.entry(s).or_default() += n;
+        }
+        self.unreachable += t.unreachable;
+        for (s, n) in t.by_snapshot_status {
+            *self.by_snapshot_status.entry(s).or_default() += n;
+        }
+        self.acks.extend(t.acks);
+    }
+}
+
+/// Appends each acknowledged snapshot id to the file at `path`, one a
+/// line.
+fn write_acks(path: &str, ids: &[String]) -> Result<(), LoadError> {
+    let acks = |source| LoadError::Acks {
+        path: path.to_owned(),
+        source,
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(acks)?;
+    for id in ids {
+        writeln!(f, "{id}").map_err(acks)?;
+    }
+    Ok(())
+}
+
 fn arg(args: &[String], flag: &str) -> Option<String> {
     args.iter()
         .position(|a| a == flag)
@@ -182,16 +215,7 @@ async fn run(args: Vec<String>) -> Result<(), LoadError> {
         .collect();
     let mut all = Tally::default();
     for task in tasks {
-        let t = task.await?;
-        all.latencies_ms.extend(t.latencies_ms);
-        for (s, n) in t.by_status {
-            *all.by_status.entry(s).or_default() += n;
-        }
-        all.unreachable += t.unreachable;
-        for (s, n) in t.by_snapshot_status {
-            *all.by_snapshot_status.entry(s).or_default() += n;
-        }
-        all.acks.extend(t.acks);
+        all.add(task.await?);
     }
     let took = started.elapsed().as_secs_f64();
     all.latencies_ms.sort_by(f64::total_cmp);
@@ -215,18 +239,7 @@ async fn run(args: Vec<String>) -> Result<(), LoadError> {
     });
     println!("{summary}");
     if let Some(path) = arg(&args, "--acks") {
-        let acks = |source| LoadError::Acks {
-            path: path.clone(),
-            source,
-        };
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(acks)?;
-        for id in &all.acks {
-            writeln!(f, "{id}").map_err(acks)?;
-        }
+        write_acks(&path, &all.acks)?;
     }
     Ok(())
 }
