@@ -208,7 +208,7 @@ fn parameter(wit: &Wit, ty: &Ty) -> Result<(&'static str, String, String), Strin
             .def(name)
             .ok_or_else(|| format!("`{name}` is not a named type of the WIT"))?;
         Ok((
-            format!("{}::{}", snake(&def.interface), upper_camel(name)),
+            format!("imports::{}::{}", snake(&def.interface), upper_camel(name)),
             format!("::ctxpack_core::{}", core_name(name)),
         ))
     };
@@ -258,7 +258,7 @@ fn answer(wit: &Wit, ty: &Ty) -> Result<(String, String), String> {
                 .def(name)
                 .ok_or_else(|| format!("`{name}` is not a named type of the WIT"))?;
             (
-                format!("{}::{}", snake(&def.interface), upper_camel(name)),
+                format!("imports::{}::{}", snake(&def.interface), upper_camel(name)),
                 format!("::ctxpack_core::{}", core_name(name)),
             )
         }
@@ -281,7 +281,8 @@ pub fn capabilities(wit: &Wit) -> Result<String, String> {
         "/// nothing), `(context)` present when the function takes the agent",
         "/// context. Each parameter has a kind (`str`, `strs`, `copy`,",
         "/// `candidates`, `records`, `value`), its type as the bindings own it",
-        "/// (paths under the interfaces' modules: `types::Candidate`) and as the",
+        "/// (under the bindings' `ctxpack::context`, which the adapter names",
+        "/// `imports`: `imports::types::Candidate`) and as the",
         "/// core's `Host` takes it; so has the answer. Every adapter between the",
         "/// core and the bindings expands its arms from this, so wiring a",
         "/// capability in is the WIT, the core's `Call` and `Host`, and its stage.",

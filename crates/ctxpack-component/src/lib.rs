@@ -22,7 +22,7 @@ mod bindings {
 
 ctxpack_wit::wit_conversions!(crate::bindings::ctxpack::context, borrowing);
 
-use bindings::ctxpack::context::{policy, sources, summarizer, types as wit};
+use bindings::ctxpack::context::{self as imports, types as wit};
 use bindings::exports::ctxpack::context::builder::{
     self as exported, Assembly, ContextBuilder, ContextBuilderBorrow, Guest, GuestAssembly,
     GuestContextBuilder, GuestRouter, Router, RouterBorrow,
@@ -291,9 +291,9 @@ macro_rules! guest_arms {
     (@arg value $p:ident) => { $p };
     // The import called, with a borrowed view of the context if it takes one.
     (@call [$context:ident] $i:ident $f:ident ( $($arg:expr),* )) => {
-        convert(with_context($context, |c| $i::$f(c, $($arg),*)))
+        convert(with_context($context, |c| imports::$i::$f(c, $($arg),*)))
     };
-    (@call [] $i:ident $f:ident ( $($arg:expr),* )) => { convert($i::$f($($arg),*)) };
+    (@call [] $i:ident $f:ident ( $($arg:expr),* )) => { convert(imports::$i::$f($($arg),*)) };
 }
 
 ctxpack_wit::wit_capabilities!(guest_arms);

@@ -23,7 +23,7 @@ ctxpack_wit::wit_conversions!(crate::component::bindings::ctxpack::context);
 
 pub use crate::error::WasmError;
 use crate::steps::{JsonSteps, Step, Steps};
-use bindings::ctxpack::context::{policy, sources, summarizer, types, types as wit};
+use bindings::ctxpack::context::{self as imports, types as wit};
 use bindings::exports::ctxpack::context::builder as exported;
 
 /// What one instance may use, so a runaway request cannot take the host
@@ -582,13 +582,13 @@ macro_rules! host_arms {
         }
 
         $(
-            impl $interface::Host for Imports {
+            impl imports::$interface::Host for Imports {
                 $(
                     fn $function(
                         &mut self,
-                        $($context: types::AgentContext,)?
+                        $($context: wit::AgentContext,)?
                         $($param: $owned),*
-                    ) -> Result<$answer, types::HostError> {
+                    ) -> Result<$answer, wit::HostError> {
                         answer(ctx::Host::$function(
                             &mut *self.0,
                             $(&$context.convert(),)?
@@ -622,11 +622,11 @@ macro_rules! host_arms {
 ctxpack_wit::wit_capabilities!(host_arms);
 ctxpack_wit::wit_answers!();
 
-fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, types::HostError> {
+fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, wit::HostError> {
     r.map(Convert::convert).map_err(Convert::convert)
 }
 
-impl types::Host for Imports {}
+impl wit::Host for Imports {}
 
 /// An assembly resource inside an [`Instance`], started with
 /// [`Instance::start`]. Dropped, it drops the resource.

@@ -103,7 +103,8 @@ macro_rules! wit_conversions {
 /// nothing), `(context)` present when the function takes the agent
 /// context. Each parameter has a kind (`str`, `strs`, `copy`,
 /// `candidates`, `records`, `value`), its type as the bindings own it
-/// (paths under the interfaces' modules: `types::Candidate`) and as the
+/// (under the bindings' `ctxpack::context`, which the adapter names
+/// `imports`: `imports::types::Candidate`) and as the
 /// core's `Host` takes it; so has the answer. Every adapter between the
 /// core and the bindings expands its arms from this, so wiring a
 /// capability in is the WIT, the core's `Call` and `Host`, and its stage.
@@ -112,16 +113,16 @@ macro_rules! wit_capabilities {
     ($callback:ident) => {
         $callback! {
             sources {
-                retrieve Retrieve [RetrieveRequest] (context) { query: str [String] [&str], limit: copy [u32] [u32] } -> [Vec<types::Candidate>] [Vec<::ctxpack_core::Candidate>];
-                expand_graph ExpandGraph [ExpandGraphRequest] (context) { item_ids: strs [Vec<String>] [&[String]], depth: copy [u32] [u32] } -> [Vec<types::Candidate>] [Vec<::ctxpack_core::Candidate>];
-                recall_memory RecallMemory [RecallMemoryRequest] (context) { user_id: str [String] [&str], query: str [String] [&str], limit: copy [u32] [u32] } -> [Vec<types::Candidate>] [Vec<::ctxpack_core::Candidate>];
-                repository_state RepositoryState [] (context) {} -> [Vec<types::Candidate>] [Vec<::ctxpack_core::Candidate>];
+                retrieve Retrieve [RetrieveRequest] (context) { query: str [String] [&str], limit: copy [u32] [u32] } -> [Vec<imports::types::Candidate>] [Vec<::ctxpack_core::Candidate>];
+                expand_graph ExpandGraph [ExpandGraphRequest] (context) { item_ids: strs [Vec<String>] [&[String]], depth: copy [u32] [u32] } -> [Vec<imports::types::Candidate>] [Vec<::ctxpack_core::Candidate>];
+                recall_memory RecallMemory [RecallMemoryRequest] (context) { user_id: str [String] [&str], query: str [String] [&str], limit: copy [u32] [u32] } -> [Vec<imports::types::Candidate>] [Vec<::ctxpack_core::Candidate>];
+                repository_state RepositoryState [] (context) {} -> [Vec<imports::types::Candidate>] [Vec<::ctxpack_core::Candidate>];
             }
             policy {
-                review Review [ReviewRequest] (context) { items: candidates [Vec<types::Candidate>] [&[&::ctxpack_core::Candidate]] } -> [Vec<policy::Verdict>] [Vec<::ctxpack_core::Verdict>];
+                review Review [ReviewRequest] (context) { items: candidates [Vec<imports::types::Candidate>] [&[&::ctxpack_core::Candidate]] } -> [Vec<imports::policy::Verdict>] [Vec<::ctxpack_core::Verdict>];
             }
             summarizer {
-                summarize Summarize [SummarizeRequest] () { requests: records [Vec<types::SummaryRequest>] [&[::ctxpack_core::SummaryRequest]], tokenizer: value [types::Tokenizer] [::ctxpack_core::Tokenizer] } -> [Vec<String>] [Vec<String>];
+                summarize Summarize [SummarizeRequest] () { requests: records [Vec<imports::types::SummaryRequest>] [&[::ctxpack_core::SummaryRequest]], tokenizer: value [imports::types::Tokenizer] [::ctxpack_core::Tokenizer] } -> [Vec<String>] [Vec<String>];
             }
         }
     };
