@@ -26,6 +26,11 @@ use crate::steps::{JsonSteps, Step, Steps};
 use bindings::ctxpack::context::{self as imports, types as wit};
 use bindings::exports::ctxpack::context::builder as exported;
 
+mod arms;
+mod cache;
+use arms::call;
+use cache::load_cached;
+
 /// What one instance may use, so a runaway request cannot take the host
 /// down. Hitting a limit traps the call; the error says which limit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -220,82 +225,6 @@ impl Runtime {
 /// it was set at build time).
 pub fn bundled_path() -> &'static Path {
     Path::new(ctxpack_artifacts::COMPONENT_PATH)
-}
-
-/// The precompiled artifact for the component at `path` (hex SHA-256
-/// `sha256`) on `engine`: named by the SHA-256 of the component's hash and
-/// the engine's compatibility hash, so a changed component, wasmtime
-/// version or engine setting never picks up a stale one.
-fn artifact_path(engine: &Engine, path: &Path, sha256: &str) -> std::path::PathBuf {
-    use sha2::{Digest, Sha256};
-    use std::hash::{Hash, Hasher};
-    struct Feed(Sha256);
-    impl Hasher for Feed {
-        fn finish(&self) -> u64 {
-            0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            self.0.update(bytes);
-        }
-    }
-    let mut feed = Feed(Sha256::new());
-    feed.write(sha256.as_bytes());
-    engine.precompile_compatibility_hash().hash(&mut feed);
-    // Twelve bytes of the hash tell artifacts apart well enough.
-    let key = format!("{:x}", feed.0.finalize());
-    path.with_extension(format!("{}.cwasm", &key[..24]))
-}
-
-fn hex_sha256(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    format!("{:x}", Sha256::digest(bytes))
-}
-
-/// The component at `path`, and whether it came from a precompiled
-/// artifact.
-fn load_cached(
-    engine: &Engine,
-    path: &Path,
-    sha256: Option<&str>,
-) -> Result<(Component, bool), WasmError> {
-    let read =
-        || std::fs::read(path).map_err(|e| WasmError(format!("loading {}: {e}", path.display())));
-    let mut bytes = None;
-    let sha256 = match sha256 {
-        Some(known) => known.to_owned(),
-        None => hex_sha256(bytes.insert(read()?)),
-    };
-    let artifact = artifact_path(engine, path, &sha256);
-    if artifact.is_file() {
-        // SAFETY: wasmtime requires that a precompiled artifact be trusted
-        // and, as it is mapped, not changed while in use. This one was
-        // written by `precompile_component` below, under a name derived
-        // from the component's own hash and this engine's compatibility
-        // hash, next to the component the build produced, and only ever
-        // replaced by renaming a new file over it (a mapping keeps the old
-        // one); a file wasmtime rejects (another version, a damaged write)
-        // falls through to compiling.
-        if let Ok(component) = unsafe { Component::deserialize_file(engine, &artifact) } {
-            return Ok((component, true));
-        }
-    }
-    let bytes = match bytes {
-        Some(b) => b,
-        None => read()?,
-    };
-    let compiled = engine
-        .precompile_component(&bytes)
-        .map_err(|e| WasmError(format!("compiling {}: {e:#}", path.display())))?;
-    // Written to a temporary name and renamed, so a reader never sees half.
-    let partial = artifact.with_extension("partial");
-    if std::fs::write(&partial, &compiled).is_ok() {
-        let _ = std::fs::rename(&partial, &artifact);
-    }
-    // SAFETY: `compiled` was produced just now by this engine from the
-    // component's bytes.
-    let component = unsafe { Component::deserialize(engine, &compiled) }
-        .map_err(|e| WasmError(format!("loading {}: {e:#}", path.display())))?;
-    Ok((component, false))
 }
 
 /// One instance of the component holding one context builder.
@@ -560,73 +489,6 @@ impl ComponentAssembly<'_> {
         self.instance.set_deadline(ticks);
     }
 }
-
-/// The host's side of every import, expanded from the WIT's list
-/// ([`ctxpack_wit::wit_capabilities!`]): a call of the step protocol as the
-/// core spells it, and each import forwarded to the lent [`ctx::Host`].
-macro_rules! host_arms {
-    ($( $interface:ident {
-        $( $function:ident $Capability:ident [$($Request:ident)?] ($($context:ident)?)
-            { $($param:ident : $kind:ident [$owned:ty] [$core:ty]),* } -> [$answer:ty] [$core_answer:ty]; )*
-    } )*) => {
-        /// A call as the core spells it.
-        fn call(call: exported::Call) -> ctx::Call<'static> {
-            use exported::Call as W;
-            match call {
-                $($(
-                    host_arms!(@case W $Capability [$($Request)?] r) => ctx::Call::$Capability {
-                        $($param: host_arms!(@from $kind r.$param)),*
-                    },
-                )*)*
-            }
-        }
-
-        $(
-            impl imports::$interface::Host for Imports {
-                $(
-                    fn $function(
-                        &mut self,
-                        $($context: wit::AgentContext,)?
-                        $($param: $owned),*
-                    ) -> Result<$answer, wit::HostError> {
-                        answer(ctx::Host::$function(
-                            &mut *self.0,
-                            $(&$context.convert(),)?
-                            $(host_arms!(@arg $kind $param)),*
-                        ))
-                    }
-                )*
-            }
-        )*
-    };
-    (@case $W:ident $Capability:ident [$Request:ident] $r:ident) => { $W::$Capability($r) };
-    (@case $W:ident $Capability:ident [] $r:ident) => { $W::$Capability };
-    // A field of the call's record, as the core's `Call` holds it.
-    (@from str $e:expr) => { $e.into() };
-    (@from strs $e:expr) => { $e.into() };
-    (@from copy $e:expr) => { $e };
-    (@from candidates $e:expr) => { $e.convert().into() };
-    (@from records $e:expr) => { $e.convert().into() };
-    (@from value $e:expr) => { $e.convert() };
-    // An import's parameter, as the core's `Host` takes it.
-    (@arg str $p:ident) => { &$p };
-    (@arg strs $p:ident) => { &$p };
-    (@arg copy $p:ident) => { $p };
-    (@arg candidates $p:ident) => {
-        &Convert::<Vec<ctx::Candidate>>::convert($p).iter().collect::<Vec<_>>()
-    };
-    (@arg records $p:ident) => { &$p.convert() };
-    (@arg value $p:ident) => { $p.convert() };
-}
-
-ctxpack_wit::wit_capabilities!(host_arms);
-ctxpack_wit::wit_answers!();
-
-fn answer<A: Convert<B>, B>(r: Result<A, ctx::HostError>) -> Result<B, wit::HostError> {
-    r.map(Convert::convert).map_err(Convert::convert)
-}
-
-impl wit::Host for Imports {}
 
 /// An assembly resource inside an [`Instance`], started with
 /// [`Instance::start`]. Dropped, it drops the resource.
