@@ -206,6 +206,14 @@ pub fn types(wit: &Wit, skip: &[&str], structs: &Structs) -> Result<String, Stri
         }
         out.push(String::new());
     }
+    out.extend(tables(&seen, decoders, schema));
+    Ok(out.join("\n"))
+}
+
+/// The module's tables after its classes: `__all__`, the decoders, the
+/// schema, and their registration with the codec.
+fn tables(seen: &BTreeSet<String>, decoders: Vec<String>, schema: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
     out.push(String::new());
     out.push("__all__ = [".into());
     out.push("    \"UNSET\",".into());
@@ -226,7 +234,7 @@ pub fn types(wit: &Wit, skip: &[&str], structs: &Structs) -> Result<String, Stri
     out.push("# The codec reads the tables from here: it never imports this module.".into());
     out.push("register(_SCHEMA, _DECODE)".into());
     out.push(String::new());
-    Ok(out.join("\n"))
+    out
 }
 
 fn variant(

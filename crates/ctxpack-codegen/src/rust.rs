@@ -302,38 +302,50 @@ pub fn capabilities(wit: &Wit) -> Result<String, String> {
     for interface in interfaces {
         out.push(format!("            {} {{", snake(interface)));
         for import in wit.imports.iter().filter(|i| i.interface == interface) {
-            let mut context = "";
-            let mut params = Vec::new();
-            for (name, ty) in &import.params {
-                if *ty == Ty::Ref("agent-context".into()) {
-                    context = "context";
-                    continue;
-                }
-                let (kind, owned, core) =
-                    parameter(wit, ty).map_err(|e| format!("import `{}`: {e}", import.name))?;
-                params.push(format!("{}: {kind} [{owned}] [{core}]", snake(name)));
-            }
-            let request = if params.is_empty() {
-                String::new()
-            } else {
-                format!("{}Request", upper_camel(&import.name))
-            };
-            let (owned, core) = answer(wit, &import.answer)
-                .map_err(|e| format!("import `{}`: {e}", import.name))?;
-            let params = if params.is_empty() {
-                "{}".to_string()
-            } else {
-                format!("{{ {} }}", params.join(", "))
-            };
-            out.push(format!(
-                "                {} {} [{request}] ({context}) {params} -> [{owned}] [{core}];",
-                snake(&import.name),
-                upper_camel(&import.name),
-            ));
+            out.push(
+                capability(wit, import).map_err(|e| format!("import `{}`: {e}", import.name))?,
+            );
         }
         out.push("            }".into());
     }
     out.extend(["        }", "    };", "}", ""].map(String::from));
+    out.extend(answers(wit)?);
+    Ok(out.join("\n"))
+}
+
+/// One import's line of `wit_capabilities!`.
+fn capability(wit: &Wit, import: &crate::wit::Import) -> Result<String, String> {
+    let mut context = "";
+    let mut params = Vec::new();
+    for (name, ty) in &import.params {
+        if *ty == Ty::Ref("agent-context".into()) {
+            context = "context";
+            continue;
+        }
+        let (kind, owned, core) = parameter(wit, ty)?;
+        params.push(format!("{}: {kind} [{owned}] [{core}]", snake(name)));
+    }
+    let request = if params.is_empty() {
+        String::new()
+    } else {
+        format!("{}Request", upper_camel(&import.name))
+    };
+    let (owned, core) = answer(wit, &import.answer)?;
+    let params = if params.is_empty() {
+        "{}".to_string()
+    } else {
+        format!("{{ {} }}", params.join(", "))
+    };
+    Ok(format!(
+        "                {} {} [{request}] ({context}) {params} -> [{owned}] [{core}];",
+        snake(&import.name),
+        upper_camel(&import.name),
+    ))
+}
+
+/// The `wit_answers!` macro, from the step protocol's `answer` variant.
+fn answers(wit: &Wit) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
     let answers = wit
         .defs
         .iter()
@@ -360,5 +372,5 @@ pub fn capabilities(wit: &Wit) -> Result<String, String> {
         cases.join(", ")
     ));
     out.extend(["    };", "}", ""].map(String::from));
-    Ok(out.join("\n"))
+    Ok(out)
 }

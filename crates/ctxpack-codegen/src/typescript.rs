@@ -9,7 +9,7 @@
 //! `{caseName: payload}` object per case that carries one.
 
 use crate::defaults::Structs;
-use crate::wit::{Kind, Ty, Wit, lower_camel, upper_camel};
+use crate::wit::{Def, Kind, Ty, Wit, lower_camel, upper_camel};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn ts_type(t: &Ty, init: bool, kinds: &BTreeMap<String, Kind>) -> Result<String, String> {
@@ -78,22 +78,7 @@ pub fn types(wit: &Wit, skip: &[&str], structs: &Structs) -> Result<String, Stri
             out.push(String::new());
             continue;
         }
-        // The fields the core fills in: none for a record the core has no
-        // struct of its own for (a variant's payload, an output built in
-        // place).
-        let optional: BTreeSet<&str> = match structs.get(cls.as_str()) {
-            Some(read) => {
-                let wit: BTreeSet<&str> = def.members.iter().map(|m| m.name.as_str()).collect();
-                let core: BTreeSet<&str> = read.fields.iter().copied().collect();
-                if wit != core {
-                    return Err(fail(format!(
-                        "the core's struct has fields {core:?}, the WIT's record {wit:?}"
-                    )));
-                }
-                core.difference(&read.required).copied().collect()
-            }
-            None => BTreeSet::new(),
-        };
+        let optional = optional(def, structs).map_err(fail)?;
         for init in [false, true] {
             let name = if init {
                 format!("{cls}Init")
@@ -108,47 +93,82 @@ pub fn types(wit: &Wit, skip: &[&str], structs: &Structs) -> Result<String, Stri
             if !def.docs.is_empty() {
                 out.extend(doc(&format!("{} ({what})", def.docs), ""));
             }
-            if def.kind == Kind::Variant {
-                out.push(format!("export type {name} ="));
-                for m in &def.members {
-                    let case = match &m.ty {
-                        None => format!("\"{}\"", m.name),
-                        Some(t) => format!(
-                            "{{ {}: {} }}",
-                            lower_camel(&m.name),
-                            ts_type(t, init, &kinds).map_err(fail)?
-                        ),
-                    };
-                    out.push(format!("  | {case}"));
-                }
-                if let Some(last) = out.last_mut() {
-                    last.push(';');
-                }
-            } else {
-                out.push(format!("export interface {name} {{"));
-                for m in &def.members {
-                    out.extend(doc(&m.docs, "  "));
-                    let Some(t) = &m.ty else {
-                        return Err(fail(format!("field `{}` has no type", m.name)));
-                    };
-                    let mark = if init && optional.contains(m.name.as_str()) {
-                        "?"
-                    } else {
-                        ""
-                    };
-                    out.push(format!(
-                        "  {}{mark}: {};",
-                        lower_camel(&m.name),
-                        ts_type(t, init, &kinds).map_err(fail)?
-                    ));
-                }
-                out.push("}".into());
-            }
+            out.extend(declaration(def, &name, init, &optional, &kinds).map_err(fail)?);
             out.push(String::new());
         }
     }
     out.extend(callbacks(wit, &kinds)?);
     Ok(out.join("\n"))
+}
+
+/// The fields of `def` the core fills in when they are left out: none for
+/// a record the core has no struct of its own for (a variant's payload, an
+/// output built in place).
+fn optional<'d>(def: &'d Def, structs: &Structs) -> Result<BTreeSet<&'d str>, String> {
+    let Some(read) = structs.get(upper_camel(&def.name).as_str()) else {
+        return Ok(BTreeSet::new());
+    };
+    let wit: BTreeSet<&str> = def.members.iter().map(|m| m.name.as_str()).collect();
+    let core: BTreeSet<&str> = read.fields.iter().copied().collect();
+    if wit != core {
+        return Err(format!(
+            "the core's struct has fields {core:?}, the WIT's record {wit:?}"
+        ));
+    }
+    Ok(wit
+        .into_iter()
+        .filter(|f| !read.required.contains(f))
+        .collect())
+}
+
+/// The declaration of the record or variant `def` as `name`: as the
+/// package accepts it (`init`, the core's optional fields marked) or as it
+/// gives it.
+fn declaration(
+    def: &Def,
+    name: &str,
+    init: bool,
+    optional: &BTreeSet<&str>,
+    kinds: &BTreeMap<String, Kind>,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    if def.kind == Kind::Variant {
+        out.push(format!("export type {name} ="));
+        for m in &def.members {
+            let case = match &m.ty {
+                None => format!("\"{}\"", m.name),
+                Some(t) => format!(
+                    "{{ {}: {} }}",
+                    lower_camel(&m.name),
+                    ts_type(t, init, kinds)?
+                ),
+            };
+            out.push(format!("  | {case}"));
+        }
+        if let Some(last) = out.last_mut() {
+            last.push(';');
+        }
+    } else {
+        out.push(format!("export interface {name} {{"));
+        for m in &def.members {
+            out.extend(doc(&m.docs, "  "));
+            let Some(t) = &m.ty else {
+                return Err(format!("field `{}` has no type", m.name));
+            };
+            let mark = if init && optional.contains(m.name.as_str()) {
+                "?"
+            } else {
+                ""
+            };
+            out.push(format!(
+                "  {}{mark}: {};",
+                lower_camel(&m.name),
+                ts_type(t, init, kinds)?
+            ));
+        }
+        out.push("}".into());
+    }
+    Ok(out)
 }
 
 /// The `Callbacks` a builder is lent: one optional method per function the

@@ -146,40 +146,7 @@ impl Wit {
                 members,
             });
         }
-        let mut imports = Vec::new();
-        for (_, &world) in &resolve.packages[package].worlds {
-            for (_, item) in &resolve.worlds[world].imports {
-                let WorldItem::Interface { id, .. } = item else {
-                    continue;
-                };
-                let interface = &resolve.interfaces[*id];
-                for (name, f) in &interface.functions {
-                    let answer = match f.result.map(|t| (t, &resolve)) {
-                        Some((Type::Id(id), r)) => match &r.types[id].kind {
-                            TypeDefKind::Result(result) => result.ok.as_ref().map(|t| ty(r, t)),
-                            _ => None,
-                        },
-                        _ => None,
-                    };
-                    let Some(answer) = answer else {
-                        return Err(format!(
-                            "import `{name}`: a call a host answers gives a `result<T, host-error>`"
-                        ));
-                    };
-                    imports.push(Import {
-                        interface: interface.name.clone().unwrap_or_default(),
-                        name: name.clone(),
-                        params: f
-                            .params
-                            .iter()
-                            .map(|p| (p.name.clone(), ty(&resolve, &p.ty)))
-                            .collect(),
-                        answer,
-                        alone: interface.functions.len() == 1,
-                    });
-                }
-            }
-        }
+        let imports = imports(&resolve, package)?;
         Ok(Wit { defs, imports })
     }
 
@@ -230,6 +197,45 @@ fn docs(docs: &wit_parser::Docs) -> String {
         .as_deref()
         .map(|c| c.lines().map(str::trim).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
+}
+
+/// Every function the package's worlds import, in the order they list them.
+fn imports(resolve: &Resolve, package: wit_parser::PackageId) -> Result<Vec<Import>, String> {
+    let mut imports = Vec::new();
+    for (_, &world) in &resolve.packages[package].worlds {
+        for (_, item) in &resolve.worlds[world].imports {
+            let WorldItem::Interface { id, .. } = item else {
+                continue;
+            };
+            let interface = &resolve.interfaces[*id];
+            for (name, f) in &interface.functions {
+                let answer = match f.result.map(|t| (t, resolve)) {
+                    Some((Type::Id(id), r)) => match &r.types[id].kind {
+                        TypeDefKind::Result(result) => result.ok.as_ref().map(|t| ty(r, t)),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let Some(answer) = answer else {
+                    return Err(format!(
+                        "import `{name}`: a call a host answers gives a `result<T, host-error>`"
+                    ));
+                };
+                imports.push(Import {
+                    interface: interface.name.clone().unwrap_or_default(),
+                    name: name.clone(),
+                    params: f
+                        .params
+                        .iter()
+                        .map(|p| (p.name.clone(), ty(resolve, &p.ty)))
+                        .collect(),
+                    answer,
+                    alone: interface.functions.len() == 1,
+                });
+            }
+        }
+    }
+    Ok(imports)
 }
 
 /// `keep-last` → `KeepLast`.
