@@ -28,10 +28,18 @@
 //!
 //! `--insecure-dev-no-auth` turns all of this off: the tenant is the
 //! `x-tenant-id` header, and the service listens on loopback only.
+//!
+//! The issuer's keys are read in `jwks`; why `[auth]` cannot be used is
+//! an [`AuthError`] (`error`).
+
+mod error;
+mod jwks;
+
+pub use error::AuthError;
 
 use crate::ids::{echo, id_error};
-use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jwks::{Keys, fetch, keys_of};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -123,116 +131,6 @@ pub enum Refusal {
     Invalid(String),
 }
 
-/// Why `[auth]` cannot be used, or the issuer's keys cannot be read. It
-/// reads as the message the service has always given, the file and the
-/// key first (`ctxpack.toml: auth.issuer: required`).
-#[derive(Debug, thiserror::Error)]
-pub enum AuthError {
-    /// A key `[auth]` needs is missing or empty.
-    #[error("{at}: auth.{key}: required")]
-    Required {
-        /// The configuration file (or `options`).
-        at: String,
-        /// The key.
-        key: &'static str,
-    },
-    /// A file `[auth]` names cannot be read.
-    #[error("{at}: auth.{key}: {}: {source}", path.display())]
-    Read {
-        /// The configuration file (or `options`).
-        at: String,
-        /// The key naming the file.
-        key: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Why not.
-        source: std::io::Error,
-    },
-    /// The HS256 secret is too short.
-    #[error("{at}: auth.hs256-secret-file: at least 32 bytes of secret")]
-    ShortSecret {
-        /// The configuration file (or `options`).
-        at: String,
-    },
-    /// Both `jwks-file` and `jwks-url` are given.
-    #[error("{at}: auth: jwks-file and jwks-url: give one, not both")]
-    BothKeySources {
-        /// The configuration file (or `options`).
-        at: String,
-    },
-    /// Neither `jwks-file` nor `jwks-url` is given (nor an HS256 secret).
-    #[error("{at}: auth: jwks-file or jwks-url: required (the issuer's keys)")]
-    NoKeySource {
-        /// The configuration file (or `options`).
-        at: String,
-    },
-    /// `jwks-url` cannot be fetched.
-    #[error("{at}: auth.jwks-url: {source}")]
-    JwksUrl {
-        /// The configuration file (or `options`).
-        at: String,
-        /// Why not.
-        source: Box<AuthError>,
-    },
-    /// A document that is not a JWKS.
-    #[error("{from}: not a JWKS document: {source}")]
-    NotJwks {
-        /// Where it came from.
-        from: String,
-        /// Why not.
-        source: serde_json::Error,
-    },
-    /// A key of the JWKS that does not load.
-    #[error("{from}: keys[{index}]: {source}")]
-    BadKey {
-        /// Where it came from.
-        from: String,
-        /// The key's place in `keys`.
-        index: usize,
-        /// Why not.
-        source: jsonwebtoken::errors::Error,
-    },
-    /// A JWKS without a key the service verifies with.
-    #[error("{from}: holds no RSA or P-256 key")]
-    NoKey {
-        /// Where it came from.
-        from: String,
-    },
-    /// `jwks-url` is not a URI (echoed quoted).
-    #[error("{url}: {source}")]
-    BadUrl {
-        /// The URL, as [`echo`] quotes it.
-        url: String,
-        /// Why not.
-        source: hyper::http::uri::InvalidUri,
-    },
-    /// rustls refused its own configuration.
-    #[error("{0}")]
-    Tls(rustls::Error),
-    /// The issuer did not answer in time.
-    #[error("{url}: no answer in 10 s")]
-    NoAnswer {
-        /// The URL.
-        url: String,
-    },
-    /// The issuer could not be reached, or its answer read.
-    #[error("{url}: {source}")]
-    Fetch {
-        /// The URL.
-        url: String,
-        /// Why not.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// The issuer answered other than 2xx.
-    #[error("{url}: answered {status}")]
-    Status {
-        /// The URL.
-        url: String,
-        /// Its answer.
-        status: hyper::StatusCode,
-    },
-}
-
 /// A caller whose token was verified (or, without authentication, the
 /// tenant its header names).
 #[derive(Clone, Debug)]
@@ -275,48 +173,6 @@ pub struct Verifier {
     keys: Mutex<Keys>,
     url: Option<String>,
     hs256: Option<DecodingKey>,
-}
-
-#[derive(Default)]
-struct Keys {
-    /// By `kid` (empty: no kid), with their algorithm.
-    by_kid: BTreeMap<String, (Algorithm, Arc<DecodingKey>)>,
-    fetched: Option<Instant>,
-}
-
-/// The keys of a JWKS document: RSA keys as RS256, P-256 keys as ES256.
-fn keys_of(json: &[u8], from: &str) -> Result<Keys, AuthError> {
-    let set: JwkSet = serde_json::from_slice(json).map_err(|source| AuthError::NotJwks {
-        from: from.to_owned(),
-        source,
-    })?;
-    let mut keys = Keys::default();
-    for (i, jwk) in set.keys.iter().enumerate() {
-        let alg = match &jwk.algorithm {
-            AlgorithmParameters::RSA(_) => Algorithm::RS256,
-            AlgorithmParameters::EllipticCurve(ec)
-                if ec.curve == jsonwebtoken::jwk::EllipticCurve::P256 =>
-            {
-                Algorithm::ES256
-            }
-            // Keys of other kinds are not ours to use (they may be for
-            // other clients of the same issuer).
-            _ => continue,
-        };
-        let key = DecodingKey::from_jwk(jwk).map_err(|source| AuthError::BadKey {
-            from: from.to_owned(),
-            index: i,
-            source,
-        })?;
-        let kid = jwk.common.key_id.clone().unwrap_or_default();
-        keys.by_kid.insert(kid, (alg, Arc::new(key)));
-    }
-    if keys.by_kid.is_empty() {
-        return Err(AuthError::NoKey {
-            from: from.to_owned(),
-        });
-    }
-    Ok(keys)
 }
 
 /// The least time between two fetches of a JWKS URL.
@@ -604,55 +460,4 @@ pub fn bearer<'a>(authorization: &[&'a [u8]]) -> Result<&'a str, Refusal> {
             "authorization: sent more than once; send it once".into(),
         )),
     }
-}
-
-/// Fetches a JWKS document (`https://`, or `http://` for a local issuer).
-async fn fetch(url: &str) -> Result<Keys, AuthError> {
-    use http_body_util::{BodyExt, Empty, Limited};
-    let uri: hyper::Uri = url.parse().map_err(|source| AuthError::BadUrl {
-        url: echo(url),
-        source,
-    })?;
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(c);
-    }
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(AuthError::Tls)?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .build();
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build::<_, Empty<bytes::Bytes>>(connector);
-    let fetching = |source: Box<dyn std::error::Error + Send + Sync>| AuthError::Fetch {
-        url: url.to_owned(),
-        source,
-    };
-    let answer = tokio::time::timeout(Duration::from_secs(10), client.get(uri))
-        .await
-        .map_err(|_| AuthError::NoAnswer {
-            url: url.to_owned(),
-        })?
-        .map_err(|e| fetching(Box::new(e)))?;
-    if !answer.status().is_success() {
-        return Err(AuthError::Status {
-            url: url.to_owned(),
-            status: answer.status(),
-        });
-    }
-    let body = Limited::new(answer.into_body(), 1 << 20)
-        .collect()
-        .await
-        .map_err(fetching)?
-        .to_bytes();
-    let mut keys = keys_of(&body, url)?;
-    keys.fetched = Some(Instant::now());
-    Ok(keys)
 }

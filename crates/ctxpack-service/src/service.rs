@@ -2,16 +2,26 @@
 //! request read, an instance leased, the assembly driven step by step with
 //! the service's stores answering between steps, the snapshot recorded
 //! with its content and event, the metrics observed.
+//!
+//! Apart: each tenant's rate (`rate`), reading and checking the request
+//! and the stores' answers (`request`), and what is recorded (`record`).
+
+mod rate;
+mod record;
+mod request;
+
+pub use rate::{RateLimiter, Throttled};
+pub use request::{check_id, parse_request};
+
+use record::{record_of_failure, record_of_pack};
+use request::{bind, checked, no_nul};
 
 use crate::answerers::Answerers;
 use crate::metrics::{Metrics, Observation};
 use crate::pool::{Pool, ticks};
 use crate::settings::RequestLimits;
-use crate::snapshots::{Record, Recorded, Store, StoreError, now_rfc3339};
-use ctxpack_core::{
-    Answer, AssembleRequest, Call, ContextAssembled, ContextPack, Failure, HostError, Snapshot,
-    SnapshotStatus,
-};
+use crate::snapshots::{Record, Recorded, Store, StoreError};
+use ctxpack_core::{AssembleRequest, ContextPack, Failure, SnapshotStatus};
 use ctxpack_host::{Step, Steps, WasmError};
 use serde::Serialize;
 use std::sync::Arc;
@@ -69,43 +79,6 @@ pub struct Readiness {
     pub store: String,
     /// `ok`, `not configured`, or the broker's connection state.
     pub broker: String,
-}
-
-/// A token bucket per tenant.
-#[derive(Default)]
-pub struct RateLimiter {
-    buckets: std::sync::Mutex<std::collections::HashMap<String, (f64, Instant)>>,
-}
-
-impl RateLimiter {
-    /// Takes one request from `tenant`'s bucket; when it is empty, how long
-    /// until it holds one.
-    pub fn take(&self, tenant: &str, limits: &RequestLimits) -> Result<(), Duration> {
-        let rate = limits.requests_per_second;
-        if rate <= 0.0 {
-            return Ok(());
-        }
-        let burst = f64::from(limits.burst.max(1));
-        let now = Instant::now();
-        let Ok(mut buckets) = self.buckets.lock() else {
-            return Ok(());
-        };
-        if buckets.len() > 100_000 {
-            // Full buckets hold nothing worth keeping.
-            buckets.retain(|_, (tokens, at)| {
-                *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
-            });
-        }
-        let (tokens, at) = buckets.entry(tenant.to_owned()).or_insert((burst, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate).min(burst);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(Duration::from_secs_f64((1.0 - *tokens) / rate))
-        }
-    }
 }
 
 /// What a configuration reload needs besides the file.
@@ -206,137 +179,7 @@ fn trapped(deadline: Duration) -> impl Fn(WasmError) -> AssembleError {
     }
 }
 
-/// Checks an id from the path or a header: non-empty, at most 200
-/// characters, no control characters.
-pub fn check_id(field: &str, v: &str) -> Result<(), AssembleError> {
-    match crate::ids::id_error(field, v) {
-        Some(e) => Err(AssembleError::Invalid(e)),
-        None => Ok(()),
-    }
-}
-
-/// Reads the request body: the core's assemble request, kebab-case keys.
-pub fn parse_request(body: &[u8]) -> Result<AssembleRequest, AssembleError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        // serde_json's position is in text the caller may not have
-        // written (a gRPC field's JSON); the path says where.
-        let inner = e.into_inner().to_string();
-        let mut inner = match inner.rfind(" at line ") {
-            Some(at) => inner[..at].to_owned(),
-            None => inner,
-        };
-        // serde quotes the value it could not take: a short prefix of it.
-        if inner.len() > 200 {
-            inner.truncate(inner.floor_char_boundary(200));
-            inner.push('…');
-        }
-        AssembleError::Invalid(if path == "." {
-            format!("request: {inner}")
-        } else {
-            format!("request.{path}: {inner}")
-        })
-    })
-}
-
-/// Where in `v` a text holds a NUL character (`.query`, `[2].text`), if
-/// anywhere. PostgreSQL's text cannot hold one, so SQLite must not either,
-/// and a model's tokenizer has no use for it.
-fn nul_path(v: &serde_json::Value) -> Option<String> {
-    match v {
-        serde_json::Value::String(s) if s.contains('\0') => Some(String::new()),
-        serde_json::Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .find_map(|(i, v)| nul_path(v).map(|p| format!("[{i}]{p}"))),
-        serde_json::Value::Object(m) => m
-            .iter()
-            .find_map(|(k, v)| nul_path(v).map(|p| format!(".{k}{p}"))),
-        _ => None,
-    }
-}
-
-const NUL: &str = "holds a NUL character (U+0000), which no text may";
-
-/// Refuses a NUL character in any text of the request, naming where.
-fn no_nul(r: &AssembleRequest) -> Result<(), AssembleError> {
-    let v = serde_json::to_value(r).map_err(|e| AssembleError::Invalid(e.to_string()))?;
-    match nul_path(&v) {
-        Some(path) => Err(AssembleError::Invalid(format!("request{path}: {NUL}"))),
-        None => Ok(()),
-    }
-}
-
-/// A store's answer past the limits, or with a NUL in a text, is that
-/// store's failure (naming why), as any malformed answer is: the assembly
-/// degrades, or fails for the policy.
-fn checked(call: &Call<'_>, answer: Answer, most: usize) -> Answer {
-    let bad = match &answer {
-        Answer::Candidates(Ok(c)) if c.len() > most => Some(format!(
-            "answered {} candidates, at most {most} (limits.max-candidates)",
-            c.len()
-        )),
-        Answer::Candidates(Ok(c)) => serde_json::to_value(c)
-            .ok()
-            .and_then(|v| nul_path(&v))
-            .map(|p| format!("answer{p}: {NUL}")),
-        Answer::Summaries(Ok(s)) => s
-            .iter()
-            .position(|t| t.contains('\0'))
-            .map(|i| format!("answer[{i}]: {NUL}")),
-        _ => None,
-    };
-    match bad {
-        Some(message) => call.failed(HostError::new(call.capability(), message)),
-        None => answer,
-    }
-}
-
-/// Sets `field` from the path or header, refusing a body that says
-/// otherwise.
-fn bind(
-    slot: &mut Option<String>,
-    field: &str,
-    from: &str,
-    value: &str,
-) -> Result<(), AssembleError> {
-    match slot {
-        Some(given) if given != value => Err(AssembleError::Invalid(format!(
-            "request.context.{field}: {} differs from the {from} ({})",
-            crate::ids::echo(given),
-            crate::ids::echo(value)
-        ))),
-        _ => {
-            *slot = Some(value.to_owned());
-            Ok(())
-        }
-    }
-}
-
-/// A tenant past its rate: when to come back, and a message saying so.
-pub struct Throttled {
-    /// Whole seconds until a request would be taken (at least 1).
-    pub retry_after_s: u64,
-    /// What the client is told.
-    pub message: String,
-}
-
 impl Service {
-    /// Takes one of `tenant`'s requests within its rate limit.
-    pub fn admit(&self, tenant: &str) -> Result<(), Throttled> {
-        self.rate.take(tenant, &self.limits).map_err(|wait| {
-            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
-            Throttled {
-                retry_after_s: secs,
-                message: format!(
-                    "this tenant sends more than {} requests per second; retry after {secs} s",
-                    self.limits.requests_per_second
-                ),
-            }
-        })
-    }
-
     /// Whether the store takes a write and the broker (if any) is
     /// connected; found again at most once a second.
     pub async fn readiness(&self) -> Readiness {
@@ -544,56 +387,6 @@ impl Service {
                 }
             }
         }
-    }
-}
-
-/// Tokens per section of a pack, by the section's name.
-fn sections(pack: &ContextPack) -> Vec<(String, u32)> {
-    pack.metrics
-        .tokens_per_section
-        .iter()
-        .map(|s| (crate::snapshots::name(&s.section), s.tokens))
-        .collect()
-}
-
-fn record_of_pack(pack: ContextPack, request: &AssembleRequest) -> Record {
-    let sections = sections(&pack);
-    Record {
-        sections,
-        text: pack.text,
-        compression: pack.compression,
-        session_id: request.context.session_id.clone(),
-        trace_id: request.context.trace_id.clone(),
-        event: pack.event,
-        assembled_at: now_rfc3339(),
-        snapshot: pack.snapshot,
-        request_hash: String::new(),
-        user_id: request.context.user_id.clone(),
-    }
-}
-
-/// The record of a failed assembly: its snapshot says why (`failure`).
-fn record_of_failure(snapshot: Snapshot, request: &AssembleRequest) -> Record {
-    let event = ContextAssembled {
-        context_snapshot_id: snapshot.id.clone(),
-        tenant_id: snapshot.tenant_id.clone(),
-        run_id: snapshot.run_id.clone(),
-        attempt_id: snapshot.attempt_id.clone(),
-        status: snapshot.status.clone(),
-        tokens_used: snapshot.tokens_used,
-        token_budget: snapshot.token_budget,
-    };
-    Record {
-        sections: Vec::new(),
-        text: String::new(),
-        compression: Default::default(),
-        session_id: request.context.session_id.clone(),
-        trace_id: request.context.trace_id.clone(),
-        event,
-        assembled_at: now_rfc3339(),
-        snapshot,
-        request_hash: String::new(),
-        user_id: request.context.user_id.clone(),
     }
 }
 

@@ -16,124 +16,34 @@
 //! `{"context": …, "call": {"retrieve": {"query": …, "limit": …}}}` (the
 //! call keyed by the import's name, as a step writes it), answered `200`
 //! with `{"ok": …}` or `{"err": {"capability": …, "message": …}}`.
+//!
+//! Apart: TLS to an upstream (`tls`), the codec for messages known by
+//! their descriptors (`codec`), and why an upstream cannot be set up
+//! ([`UpstreamError`], `error`).
 
-use crate::protojson::{self, ProtoJsonError};
-use bytes::{Buf, Bytes};
+mod codec;
+mod error;
+mod tls;
+
+pub use error::UpstreamError;
+pub use tls::Tls;
+
+use crate::protojson;
+use bytes::Bytes;
+use codec::DynamicCodec;
 use ctxpack_core::json::read_answer;
 use ctxpack_core::{AgentContext, Answer, Call, HostError};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::Client as Hyper;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use prost::Message;
-use prost_reflect::{DynamicMessage, MessageDescriptor, MethodDescriptor};
+use prost_reflect::{DynamicMessage, MethodDescriptor};
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http;
 
 /// The most bytes an upstream's answer may have.
 pub const MAX_ANSWER_BYTES: usize = 64 << 20;
-
-/// Why an upstream cannot be set up, or a call or reply cannot be
-/// converted between the core's JSON and `stores.proto`. It reads as the
-/// message the service has always given (`upstreams.retrieve: …`).
-#[derive(Debug, thiserror::Error)]
-pub enum UpstreamError {
-    /// rustls refused its own configuration, or a client certificate.
-    #[error("{0}")]
-    Tls(rustls::Error),
-    /// A file of certificates that is not PEM.
-    #[error("not PEM certificates: {0}")]
-    NotPemCertificates(rustls::pki_types::pem::Error),
-    /// A file of certificates that holds none.
-    #[error("holds no certificate")]
-    NoCertificate,
-    /// A key file that is not a PEM private key.
-    #[error("not a PEM private key: {0}")]
-    NotPemKey(rustls::pki_types::pem::Error),
-    /// A `ca-file` certificate that cannot be a root.
-    #[error("not a CA certificate: {0}")]
-    NotCa(rustls::Error),
-    /// A name that is not `interface.function`.
-    #[error("`{0}` is not a capability")]
-    NotACapability(String),
-    /// A capability `stores.proto` has no method for.
-    #[error("`{0}` has no method in stores.proto")]
-    NoMethod(String),
-    /// A message that is not what `stores.proto` says.
-    #[error(transparent)]
-    Proto(#[from] ProtoJsonError),
-    /// A method's path that is not a URI path.
-    #[error("{0}")]
-    Path(http::uri::InvalidUri),
-    /// An upstream's address that is not a URI.
-    #[error("`{address}`: {source}")]
-    Address {
-        /// The address.
-        address: String,
-        /// Why not.
-        source: http::uri::InvalidUri,
-    },
-    /// A gRPC upstream's address that is not an endpoint.
-    #[error("`{address}`: {source}")]
-    Endpoint {
-        /// The address.
-        address: String,
-        /// Why not.
-        source: tonic::transport::Error,
-    },
-    /// A gRPC upstream's TLS that does not load.
-    #[error("`{address}`: TLS: {source}")]
-    GrpcTls {
-        /// The address.
-        address: String,
-        /// Why not.
-        source: tonic::transport::Error,
-    },
-    /// A call or context that cannot be JSON, or JSON that is no call.
-    #[error("{0}")]
-    Json(#[from] serde_json::Error),
-    /// A request that is not its method's message.
-    #[error("{0}")]
-    Decode(#[from] prost::DecodeError),
-    /// A request's context that is not the core's.
-    #[error("request.context: {0}")]
-    Context(serde_json::Error),
-    /// A reply the core refuses, named as the store wrote it (the core
-    /// names `answer.ok[0].token-count`; the store wrote
-    /// `reply.answer[0].token_count`).
-    #[error("{}", reply_field(.0))]
-    Reply(ctxpack_core::Error),
-    /// One upstream of `[upstreams]` cannot be set up.
-    #[error("upstreams.{name}: {source}")]
-    Upstream {
-        /// The capability's function (`retrieve`).
-        name: &'static str,
-        /// Why not.
-        source: Box<UpstreamError>,
-    },
-    /// The builder's profile calls a source nothing answers.
-    #[error(
-        "builder.profile: `{profile}` calls `{capability}`, which nothing answers: \
-         configure [upstreams.{name}] or choose a profile without it"
-    )]
-    Unanswered {
-        /// The profile.
-        profile: String,
-        /// The capability (`sources.recall-memory`).
-        capability: &'static str,
-        /// Its function (`recall-memory`).
-        name: &'static str,
-    },
-}
-
-/// The core's error about a reply, in the reply's own spelling.
-fn reply_field(e: &ctxpack_core::Error) -> String {
-    e.to_string()
-        .replace("answer.ok", "reply.answer")
-        .replace('-', "_")
-}
 
 /// How an upstream is reached.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,104 +76,6 @@ pub struct Settings {
     pub index: Option<String>,
     /// For an `https://` address: the roots and the client certificate.
     pub tls: Option<Tls>,
-}
-
-/// TLS to an upstream, as PEM.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Tls {
-    /// The roots its certificate is checked against; the system's when
-    /// none.
-    pub ca: Option<Vec<u8>>,
-    /// A client certificate and its key, for mTLS.
-    pub identity: Option<(Vec<u8>, Vec<u8>)>,
-}
-
-impl std::fmt::Debug for Tls {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the key.
-        f.debug_struct("Tls")
-            .field("ca", &self.ca.as_ref().map(Vec::len))
-            .field("identity", &self.identity.is_some())
-            .finish()
-    }
-}
-
-impl Tls {
-    fn builder()
-    -> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>, UpstreamError>
-    {
-        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(UpstreamError::Tls)
-    }
-
-    /// The configuration a plain `http://` connector carries unused.
-    fn plain_config() -> Result<rustls::ClientConfig, UpstreamError> {
-        Ok(Tls::builder()?
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth())
-    }
-
-    /// Checks that each file is what its key says, naming the key.
-    pub fn check(&self) -> Result<(), (&'static str, UpstreamError)> {
-        if let Some(ca) = &self.ca {
-            roots_of(Some(ca)).map_err(|e| ("ca-file", e))?;
-        }
-        if let Some((cert, key)) = &self.identity {
-            certificates(cert).map_err(|e| ("cert-file", e))?;
-            private_key(key).map_err(|e| ("key-file", e))?;
-        }
-        Ok(())
-    }
-
-    /// The rustls client configuration (ring), for HTTPS.
-    fn client_config(&self) -> Result<rustls::ClientConfig, UpstreamError> {
-        let builder = Tls::builder()?.with_root_certificates(roots_of(self.ca.as_deref())?);
-        match &self.identity {
-            Some((cert, key)) => builder
-                .with_client_auth_cert(certificates(cert)?, private_key(key)?)
-                .map_err(UpstreamError::Tls),
-            None => Ok(builder.with_no_client_auth()),
-        }
-    }
-}
-
-fn certificates(
-    pem: &[u8],
-) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, UpstreamError> {
-    use rustls::pki_types::pem::PemObject;
-    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(UpstreamError::NotPemCertificates)?;
-    if certs.is_empty() {
-        return Err(UpstreamError::NoCertificate);
-    }
-    Ok(certs)
-}
-
-fn private_key(pem: &[u8]) -> Result<rustls::pki_types::PrivateKeyDer<'static>, UpstreamError> {
-    use rustls::pki_types::pem::PemObject;
-    rustls::pki_types::PrivateKeyDer::from_pem_slice(pem).map_err(UpstreamError::NotPemKey)
-}
-
-/// `ca`'s certificates, or the system's roots.
-fn roots_of(ca: Option<&[u8]>) -> Result<rustls::RootCertStore, UpstreamError> {
-    let mut roots = rustls::RootCertStore::empty();
-    match ca {
-        Some(pem) => {
-            for c in certificates(pem)? {
-                roots.add(c).map_err(UpstreamError::NotCa)?;
-            }
-        }
-        None => {
-            for c in rustls_native_certs::load_native_certs().certs {
-                // A system root rustls cannot read is one fewer root.
-                let _ = roots.add(c);
-            }
-        }
-    }
-    Ok(roots)
 }
 
 enum Transport {
@@ -611,49 +423,4 @@ pub fn answer_of_reply(
         .unwrap_or(serde_json::Value::Array(Vec::new()));
     let text = serde_json::json!({ "ok": answer }).to_string();
     read_answer(call, &text).map_err(UpstreamError::Reply)
-}
-
-/// A codec for messages known only by their descriptors.
-struct DynamicCodec(MessageDescriptor);
-
-struct DynamicEncoder;
-struct DynamicDecoder(MessageDescriptor);
-
-impl Codec for DynamicCodec {
-    type Encode = DynamicMessage;
-    type Decode = DynamicMessage;
-    type Encoder = DynamicEncoder;
-    type Decoder = DynamicDecoder;
-
-    fn encoder(&mut self) -> Self::Encoder {
-        DynamicEncoder
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        DynamicDecoder(self.0.clone())
-    }
-}
-
-impl Encoder for DynamicEncoder {
-    type Item = DynamicMessage;
-    type Error = tonic::Status;
-
-    fn encode(&mut self, item: Self::Item, dst: &mut EncodeBuf<'_>) -> Result<(), Self::Error> {
-        item.encode(dst)
-            .map_err(|e| tonic::Status::internal(e.to_string()))
-    }
-}
-
-impl Decoder for DynamicDecoder {
-    type Item = DynamicMessage;
-    type Error = tonic::Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Self::Error> {
-        let bytes = src.copy_to_bytes(src.remaining());
-        DynamicMessage::decode(self.0.clone(), bytes)
-            .map(Some)
-            .map_err(|e| {
-                tonic::Status::internal(format!("the reply is not a `{}`: {e}", self.0.name()))
-            })
-    }
 }

@@ -11,7 +11,7 @@
 // Helpers outside #[test] functions unwrap too: a failure is the test's.
 #![allow(clippy::unwrap_used)]
 
-use common::serve;
+use common::{get, get_with, post, post_json, serve};
 use ctxpack_service::client::Client;
 use ctxpack_service::events::stream_census;
 use ctxpack_service::settings::Events;
@@ -129,15 +129,13 @@ fn request() -> Vec<u8> {
 async fn assemble(c: &Client, run: &str, from: u32, to: u32) -> Vec<String> {
     let mut ids = Vec::new();
     for n in from..to {
-        let a = c
-            .send(
-                "POST",
-                &format!("/factory/runs/{run}/attempts/a-{n}/context"),
-                Some("acme"),
-                request(),
-            )
-            .await
-            .unwrap();
+        let a = post(
+            c,
+            &format!("/factory/runs/{run}/attempts/a-{n}/context"),
+            "acme",
+            request(),
+        )
+        .await;
         assert_eq!(a.status, 201, "{}", a.text());
         ids.push(a.json()["contextSnapshotId"].as_str().unwrap().to_owned());
     }
@@ -185,7 +183,7 @@ async fn each_event_is_on_the_stream_once_through_a_broker_outage_and_a_repeat()
     let ready = || {
         let c = c.clone();
         async move {
-            let r = c.send("GET", "/readyz", None, Vec::new()).await.unwrap();
+            let r = get_with(&c, "/readyz", &[]).await;
             (r.status, r.json()["broker"].clone())
         }
     };
@@ -315,15 +313,13 @@ async fn inbound_events_degrade_an_index_and_record_deletions() {
     let post = |n: u32| {
         let c = c.clone();
         async move {
-            let a = c
-                .send(
-                    "POST",
-                    &format!("/factory/runs/idx/attempts/a-{n}/context"),
-                    Some("acme"),
-                    serde_json::to_vec(&json!({"query": "Why are trailing commas rejected?", "tokenizer": "o200k-base"})).unwrap(),
-                )
-                .await
-                .unwrap();
+            let a = post_json(
+                &c,
+                &format!("/factory/runs/idx/attempts/a-{n}/context"),
+                "acme",
+                &json!({"query": "Why are trailing commas rejected?", "tokenizer": "o200k-base"}),
+            )
+            .await;
             assert_eq!(a.status, 201, "{}", a.text());
             a.json()
         }
@@ -360,15 +356,8 @@ async fn inbound_events_degrade_an_index_and_record_deletions() {
         .as_str()
         .unwrap()
         .to_owned();
-    let detail = c
-        .send(
-            "GET",
-            &format!("/factory/context-snapshots/{id}"),
-            Some("acme"),
-            Vec::new(),
-        )
+    let detail = get(&c, &format!("/factory/context-snapshots/{id}"), "acme")
         .await
-        .unwrap()
         .json();
     assert!(
         detail["sourceCalls"]
@@ -395,29 +384,16 @@ async fn inbound_events_degrade_an_index_and_record_deletions() {
         json!({"tenantId": "acme", "sourceId": "docs/commas.md#1"}),
     )
     .await;
-    let first = c
-        .send(
-            "GET",
-            "/factory/runs/idx/context-snapshots",
-            Some("acme"),
-            Vec::new(),
-        )
+    let first = get(&c, "/factory/runs/idx/context-snapshots", "acme")
         .await
-        .unwrap()
         .json()["snapshots"][0]["contextSnapshotId"]
         .as_str()
         .unwrap()
         .to_owned();
     eventually("the deletion recorded", || async {
-        c.send(
-            "GET",
-            &format!("/factory/context-snapshots/{first}"),
-            Some("acme"),
-            Vec::new(),
-        )
-        .await
-        .unwrap()
-        .json()["deletedCitations"]
+        get(&c, &format!("/factory/context-snapshots/{first}"), "acme")
+            .await
+            .json()["deletedCitations"]
             .to_string()
             .contains("docs/commas.md#1")
     })

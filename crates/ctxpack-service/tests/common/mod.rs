@@ -1,7 +1,14 @@
-//! Helpers the service's test files share.
+//! Helpers the service's test files share: temporary directories and
+//! databases, the options a test service starts with, starting it, the
+//! bundled request, and sending it requests (`get`, `post`, `post_json`,
+//! `get_with`). The test stores the upstream tests call are in `stores`.
 
-use ctxpack_service::client::Client;
+#[allow(dead_code)]
+pub mod stores;
+
+use ctxpack_service::client::{Answer, Client};
 use ctxpack_service::{Options, Rig, Running, demo_path, start_rigged};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -86,4 +93,59 @@ pub async fn serve_on(o: Options, rig: Rig) -> (Running, Client) {
 #[allow(dead_code)]
 pub async fn serve(o: Options) -> (Running, Client) {
     serve_on(o, Rig::scenarios()).await
+}
+
+/// [`options`] on a fresh SQLite store, with gRPC too.
+#[allow(dead_code)]
+pub fn grpc_options() -> Options {
+    let store = tempdir("service").join("store.db");
+    Options {
+        grpc: Some(any_port()),
+        ..options(store.display().to_string())
+    }
+}
+
+/// The options of the tests of clients the service does not control:
+/// [`options`] with gRPC and metrics listeners, and authentication as
+/// each test gives it.
+#[allow(dead_code)]
+pub fn full_options(store: String) -> Options {
+    Options {
+        grpc: Some(any_port()),
+        metrics_listen: Some(any_port()),
+        no_auth: false,
+        ..options(store)
+    }
+}
+
+/// The bundled request (`tests/fixture/request.json`), as JSON.
+#[allow(dead_code, clippy::unwrap_used)]
+pub fn demo() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(demo_path("tests/fixture/request.json")).unwrap())
+        .unwrap()
+}
+
+/// `GET path` as `tenant` (its `x-tenant-id`), no body: the answer.
+#[allow(dead_code, clippy::unwrap_used)]
+pub async fn get(c: &Client, path: &str, tenant: &str) -> Answer {
+    c.send("GET", path, Some(tenant), "").await.unwrap()
+}
+
+/// `POST path` as `tenant` with `body` as it is: the answer.
+#[allow(dead_code, clippy::unwrap_used)]
+pub async fn post(c: &Client, path: &str, tenant: &str, body: impl Into<bytes::Bytes>) -> Answer {
+    c.send("POST", path, Some(tenant), body).await.unwrap()
+}
+
+/// `POST path` as `tenant` with `body` as JSON: the answer.
+#[allow(dead_code, clippy::unwrap_used)]
+pub async fn post_json(c: &Client, path: &str, tenant: &str, body: &Value) -> Answer {
+    post(c, path, tenant, serde_json::to_vec(body).unwrap()).await
+}
+
+/// `GET path` with `headers` (each sent as given; none names a tenant
+/// unless given), no body: the answer.
+#[allow(dead_code, clippy::unwrap_used)]
+pub async fn get_with(c: &Client, path: &str, headers: &[(&str, &str)]) -> Answer {
+    c.request("GET", path, headers, Vec::new()).await.unwrap()
 }

@@ -1,0 +1,65 @@
+//! For operators: `/metrics` (guarded on the main listener, open on the
+//! metrics listener) and `/readyz`.
+
+use super::request::refusal;
+use crate::auth::Scope;
+use crate::service::Service;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// `/metrics` on the main listener: for a token granting
+/// `factory.metrics.read` (any caller without authentication).
+pub(super) async fn guarded_metrics(
+    State(service): State<Arc<Service>>,
+    headers: HeaderMap,
+) -> Response {
+    if let crate::auth::Auth::Jwt(v) = &service.auth {
+        let sent: Vec<&[u8]> = headers
+            .get_all(header::AUTHORIZATION)
+            .iter()
+            .map(HeaderValue::as_bytes)
+            .collect();
+        let caller = match crate::auth::bearer(&sent) {
+            Ok(token) => v.verify(token).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = caller.and_then(|c| c.may(Scope::MetricsRead)) {
+            return refusal(&e);
+        }
+    }
+    metrics(State(service)).await
+}
+
+/// The metrics, in Prometheus' text format.
+pub(super) async fn metrics(State(service): State<Arc<Service>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        service.metrics.render(),
+    )
+        .into_response()
+}
+
+/// Whether the service can take assemblies: its store takes a write and
+/// its broker (when events are relayed) is connected. 503 with the reason
+/// and Retry-After when not.
+pub(super) async fn readyz(State(service): State<Arc<Service>>) -> Response {
+    let ready = service.readiness().await;
+    let status = if ready.ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let mut res = (
+        status,
+        axum::Json(serde_json::to_value(&ready).unwrap_or(Value::Null)),
+    )
+        .into_response();
+    if !ready.ok {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    res
+}

@@ -1,0 +1,523 @@
+//! Callers checked: tokens from a test issuer (keys made here) that are
+//! wrong in each way are refused on HTTP and gRPC, a good one works only
+//! for its own tenant and scopes, the roles grant what the README's table
+//! says; RS256 keys, a JWKS URL whose keys rotate, HS256 for development
+//! only; and no authentication only on loopback.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::full_options as options;
+use common::{demo, get_with, serve};
+use ctxpack_service::auth::AuthFile;
+use ctxpack_service::client::Client;
+use ctxpack_service::grpc::pb;
+use ctxpack_service::{Rig, start_rigged};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const ISSUER: &str = "https://issuer.test/";
+const AUDIENCE: &str = "ctxpack";
+
+fn b64url(bytes: &[u8]) -> String {
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// A test issuer: a P-256 key made now, published as a JWKS.
+struct Issuer {
+    key: EncodingKey,
+    jwk: Value,
+}
+
+impl Issuer {
+    fn new(kid: &str) -> Issuer {
+        let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let raw = pair.public_key_raw();
+        assert_eq!((raw.len(), raw[0]), (65, 4), "an uncompressed P-256 point");
+        Issuer {
+            key: EncodingKey::from_ec_pem(pair.serialize_pem().as_bytes()).unwrap(),
+            jwk: json!({"kty": "EC", "crv": "P-256", "kid": kid, "use": "sig", "alg": "ES256",
+                        "x": b64url(&raw[1..33]), "y": b64url(&raw[33..])}),
+        }
+    }
+
+    fn sign(&self, kid: &str, claims: &Value) -> String {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(kid.into());
+        jsonwebtoken::encode(&header, claims, &self.key).unwrap()
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Claims of a good token for `tenant` with `scope`, changed by `edit`.
+fn claims(tenant: &str, scope: &str, edit: impl FnOnce(&mut Value)) -> Value {
+    let mut c = json!({
+        "iss": ISSUER, "aud": AUDIENCE, "sub": "client-1", "tenant_id": tenant,
+        "scope": scope, "iat": now(), "exp": now() + 600,
+    });
+    edit(&mut c);
+    c
+}
+
+fn auth_file(dir: &Path, issuer: &Issuer) -> AuthFile {
+    let jwks = dir.join("jwks.json");
+    std::fs::write(&jwks, json!({"keys": [issuer.jwk]}).to_string()).unwrap();
+    AuthFile {
+        issuer: Some(ISSUER.into()),
+        audience: Some(AUDIENCE.into()),
+        jwks_file: Some(jwks),
+        ..Default::default()
+    }
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+const ASSEMBLE: &str = "factory.context.assemble factory.runs.read";
+
+/// Every way a token can be wrong is refused, on HTTP and on gRPC; a
+/// good one works, and only for its own tenant and scopes; the roles grant
+/// what the README's table says.
+#[tokio::test(flavor = "multi_thread")]
+async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
+    let dir = common::tempdir("hostile-auth");
+    let issuer = Issuer::new("k1");
+    let stranger = Issuer::new("k1");
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.auth = Some(auth_file(&dir, &issuer));
+    let (running, c) = serve(o).await;
+    let good = issuer.sign("k1", &claims("acme", ASSEMBLE, |_| {}));
+    let body = serde_json::to_vec(&demo()).unwrap();
+
+    let post = |token: Option<String>, attempt: &'static str| {
+        let c = c.clone();
+        let body = body.clone();
+        async move {
+            let h = token.as_deref().map(bearer);
+            let headers: Vec<(&str, &str)> =
+                h.iter().map(|t| ("authorization", t.as_str())).collect();
+            c.request(
+                "POST",
+                &format!("/factory/runs/r/attempts/{attempt}/context"),
+                &headers,
+                body,
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let r = post(Some(good.clone()), "1").await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let id = r.json()["contextSnapshotId"].as_str().unwrap().to_owned();
+    assert_eq!(r.json()["tenantId"], "acme");
+
+    let wrong: Vec<(&str, Option<String>, u16, &str)> = vec![
+        ("no token", None, 401, "authorization: missing"),
+        ("not a JWT", Some("abc.def".into()), 401, "not a JWT"),
+        (
+            "expired",
+            Some(issuer.sign(
+                "k1",
+                &claims("acme", ASSEMBLE, |c| c["exp"] = json!(now() - 3600)),
+            )),
+            401,
+            "expired",
+        ),
+        (
+            "another audience",
+            Some(issuer.sign(
+                "k1",
+                &claims("acme", ASSEMBLE, |c| c["aud"] = json!("billing")),
+            )),
+            401,
+            "audience",
+        ),
+        (
+            "another issuer",
+            Some(issuer.sign(
+                "k1",
+                &claims("acme", ASSEMBLE, |c| c["iss"] = json!("https://evil.test/")),
+            )),
+            401,
+            "issuer",
+        ),
+        (
+            "signed by another key under the same kid",
+            Some(stranger.sign("k1", &claims("acme", ASSEMBLE, |_| {}))),
+            401,
+            "signature",
+        ),
+        (
+            "a kid the issuer does not have",
+            Some(issuer.sign("k9", &claims("acme", ASSEMBLE, |_| {}))),
+            401,
+            "kid",
+        ),
+        (
+            "HS256, not configured",
+            Some(
+                jsonwebtoken::encode(
+                    &Header::new(Algorithm::HS256),
+                    &claims("acme", ASSEMBLE, |_| {}),
+                    &EncodingKey::from_secret(&[7; 32]),
+                )
+                .unwrap(),
+            ),
+            401,
+            "HS256",
+        ),
+        (
+            "no tenant",
+            Some(issuer.sign(
+                "k1",
+                &claims("acme", ASSEMBLE, |c| {
+                    c.as_object_mut().unwrap().remove("tenant_id");
+                }),
+            )),
+            403,
+            "tenant",
+        ),
+        (
+            "only the read scope",
+            Some(issuer.sign("k1", &claims("acme", "factory.runs.read", |_| {}))),
+            403,
+            "factory.context.assemble",
+        ),
+    ];
+    let mut grpc = pb::context_assembly_client::ContextAssemblyClient::connect(format!(
+        "http://{}",
+        running.grpc.unwrap()
+    ))
+    .await
+    .unwrap();
+    let call = |token: Option<&str>| {
+        let mut r = tonic::Request::new(pb::AssembleRequest {
+            run_id: "r".into(),
+            attempt_id: "g".into(),
+            request_json: serde_json::to_string(&demo()).unwrap(),
+        });
+        if let Some(t) = token {
+            r.metadata_mut()
+                .insert("authorization", bearer(t).parse().unwrap());
+        }
+        r
+    };
+    for (what, token, status, says) in &wrong {
+        let r = post(token.clone(), "2").await;
+        assert_eq!(r.status, *status, "{what}: {}", r.text());
+        assert!(r.text().contains(says), "{what}: {}", r.text());
+        if *status == 401 {
+            assert!(r.headers.contains_key("www-authenticate"), "{what}");
+        }
+        let e = grpc.assemble(call(token.as_deref())).await.unwrap_err();
+        let code = if *status == 401 {
+            tonic::Code::Unauthenticated
+        } else {
+            tonic::Code::PermissionDenied
+        };
+        assert_eq!(e.code(), code, "{what} over gRPC: {e:?}");
+        assert!(e.message().contains(says), "{what} over gRPC: {e:?}");
+    }
+    // Nothing refused was recorded.
+    assert_eq!(running.service.store.census().await.unwrap().snapshots, 1);
+    // The good token works over gRPC too, for its own tenant only.
+    let reply = grpc.assemble(call(Some(&good))).await.unwrap().into_inner();
+    assert_eq!(reply.status, ["complete"]);
+    let mut elsewhere = call(Some(&good));
+    elsewhere
+        .metadata_mut()
+        .insert("x-tenant-id", "globex".parse().unwrap());
+    let e = grpc.assemble(elsewhere).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e:?}");
+    assert!(e.message().contains("not the token's tenant"), "{e:?}");
+
+    // Another tenant's token: the snapshot does not exist for it, and an
+    // x-tenant-id that is not the token's is refused.
+    let other = bearer(&issuer.sign("k1", &claims("globex", ASSEMBLE, |_| {})));
+    let path = format!("/factory/context-snapshots/{id}");
+    let r = get_with(&c, &path, &[("authorization", &other)]).await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    let r = get_with(
+        &c,
+        &path,
+        &[("authorization", &other), ("x-tenant-id", "acme")],
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    let mine = bearer(&good);
+    let r = get_with(&c, &path, &[("authorization", &mine)]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    // x-tenant-id twice (a gateway appending its own) is refused.
+    let r = get_with(
+        &c,
+        &path,
+        &[
+            ("authorization", &mine),
+            ("x-tenant-id", "acme"),
+            ("x-tenant-id", "globex"),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("more than once"), "{}", r.text());
+
+    // Roles: a Reviewer reads but does not assemble or delete; a
+    // WorkspaceAdmin deletes; an Observer reads metrics only.
+    let role =
+        |r: &str| bearer(&issuer.sign("k1", &claims("acme", "", |c| c["roles"] = json!([r]))));
+    let as_role = |role: String, method: &'static str, path: String| {
+        let c = c.clone();
+        async move {
+            c.request(method, &path, &[("authorization", &role)], Vec::new())
+                .await
+                .unwrap()
+                .status
+        }
+    };
+    let deleted = "/factory/sources/s1/deleted".to_owned();
+    let assemble = "/factory/runs/r/attempts/9/context".to_owned();
+    assert_eq!(as_role(role("Reviewer"), "GET", path.clone()).await, 200);
+    assert_eq!(
+        as_role(role("Reviewer"), "POST", assemble.clone()).await,
+        403
+    );
+    assert_eq!(
+        as_role(role("Reviewer"), "POST", deleted.clone()).await,
+        403
+    );
+    assert_eq!(
+        as_role(role("Requester"), "POST", deleted.clone()).await,
+        403
+    );
+    assert_eq!(
+        as_role(role("WorkspaceAdmin"), "POST", deleted.clone()).await,
+        200
+    );
+    assert_eq!(as_role(role("Observer"), "GET", path.clone()).await, 403);
+    assert_eq!(
+        as_role(role("Observer"), "GET", "/metrics".into()).await,
+        200
+    );
+    assert_eq!(
+        as_role(role("Reviewer"), "GET", "/metrics".into()).await,
+        403
+    );
+    assert_eq!(as_role(role("Nobody"), "GET", path.clone()).await, 403);
+    // /metrics on the main listener asks for a token; its own listener
+    // does not. Every answer above is counted by route and status.
+    let r = get_with(&c, "/metrics", &[]).await;
+    assert_eq!(r.status, 401);
+    let metrics = Client::new(format!("http://{}", running.metrics.unwrap()));
+    let m = get_with(&metrics, "/metrics", &[]).await;
+    assert_eq!(m.status, 200);
+    let text = m.text();
+    for line in [
+        "ctxpack_responses_total{protocol=\"http\",route=\"POST /factory/runs/{run_id}/attempts/{attempt_id}/context\",status=\"401\"} 8",
+        "ctxpack_responses_total{protocol=\"http\",route=\"GET /metrics\",status=\"401\"} 1",
+        "ctxpack_responses_total{protocol=\"grpc\",route=\"ContextAssembly/Assemble\",status=\"Unauthenticated\"} 8",
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line}\n{text}");
+    }
+    running.shutdown().await.unwrap();
+}
+
+/// Without authentication the service listens on loopback only, and says
+/// so; with neither it does not start.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_authentication_is_a_loopback_development_switch() {
+    let dir = common::tempdir("hostile-noauth");
+    let mut o = options(dir.join("store.db").display().to_string());
+    let e = start_rigged(o.clone(), Rig::scenarios())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("--insecure-dev-no-auth") && e.contains("[auth]"),
+        "{e}"
+    );
+    o.no_auth = true;
+    o.http = "0.0.0.0:0".parse().unwrap();
+    let e = start_rigged(o.clone(), Rig::scenarios())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("loopback"), "{e}");
+}
+
+/// An RS256 issuer, its 2048-bit key made by `openssl` now (ring makes no
+/// RSA keys); none without `openssl` on the PATH.
+fn rsa_issuer(dir: &Path, kid: &str) -> Option<(EncodingKey, Value)> {
+    let key = dir.join(format!("{kid}.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(&key)
+        .output()
+        .ok()?;
+    assert!(made.status.success(), "{made:?}");
+    let modulus = std::process::Command::new("openssl")
+        .args(["rsa", "-noout", "-modulus", "-in"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    let hex = String::from_utf8(modulus.stdout).unwrap();
+    let hex = hex.trim().trim_start_matches("Modulus=");
+    let n: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let pem = std::fs::read(&key).unwrap();
+    Some((
+        EncodingKey::from_rsa_pem(&pem).unwrap(),
+        json!({"kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig", "n": b64url(&n), "e": "AQAB"}),
+    ))
+}
+
+/// RS256 tokens verify against an RSA key of the JWKS; one signed by
+/// another RSA key under the same kid does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn rs256_tokens_verify_against_the_issuers_rsa_key() {
+    let dir = common::tempdir("hostile-rsa");
+    let Some((key, jwk)) = rsa_issuer(&dir, "r1") else {
+        eprintln!("openssl is not on the PATH: RS256 not tested");
+        return;
+    };
+    let (other, _) = rsa_issuer(&dir, "r2").unwrap();
+    let jwks = dir.join("jwks.json");
+    std::fs::write(&jwks, json!({"keys": [jwk]}).to_string()).unwrap();
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.auth = Some(AuthFile {
+        issuer: Some(ISSUER.into()),
+        audience: Some(AUDIENCE.into()),
+        jwks_file: Some(jwks),
+        ..Default::default()
+    });
+    let (running, c) = serve(o).await;
+    let sign = |key: &EncodingKey| {
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some("r1".into());
+        bearer(
+            &jsonwebtoken::encode(&header, &claims("acme", "factory.runs.read", |_| {}), key)
+                .unwrap(),
+        )
+    };
+    let read = |token: String| {
+        let c = c.clone();
+        async move {
+            get_with(
+                &c,
+                "/factory/runs/r/context-snapshots",
+                &[("authorization", &token)],
+            )
+            .await
+        }
+    };
+    assert_eq!(read(sign(&key)).await.status, 200);
+    let r = read(sign(&other)).await;
+    assert_eq!(r.status, 401);
+    assert!(r.text().contains("signature"), "{}", r.text());
+    running.shutdown().await.unwrap();
+}
+
+/// Keys from a JWKS URL: a key rotated in is found on its first token;
+/// HS256 only with a development secret; `[auth]` without its issuer is
+/// refused at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn jwks_from_a_url_follows_rotation_and_hs256_is_for_development() {
+    let first = Issuer::new("k1");
+    let second = Issuer::new("k2");
+    let jwks = std::sync::Arc::new(std::sync::Mutex::new(json!({"keys": [first.jwk]})));
+    let served = jwks.clone();
+    let app = axum::Router::new().route(
+        "/jwks.json",
+        axum::routing::get(move || {
+            let served = served.clone();
+            async move { served.lock().unwrap().to_string() }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer_addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let dir = common::tempdir("hostile-jwks");
+    let secret = dir.join("dev.secret");
+    std::fs::write(&secret, [b'k'; 40]).unwrap();
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.auth = Some(AuthFile {
+        issuer: Some(ISSUER.into()),
+        audience: Some(AUDIENCE.into()),
+        jwks_url: Some(format!("http://{issuer_addr}/jwks.json")),
+        hs256_secret_file: Some(secret),
+        ..Default::default()
+    });
+    let (running, c) = serve(o.clone()).await;
+    let read = |token: String| {
+        let c = c.clone();
+        async move {
+            get_with(
+                &c,
+                "/factory/runs/r/context-snapshots",
+                &[("authorization", &bearer(&token))],
+            )
+            .await
+        }
+    };
+    let scope = "factory.runs.read";
+    assert_eq!(
+        read(first.sign("k1", &claims("acme", scope, |_| {})))
+            .await
+            .status,
+        200
+    );
+    // The issuer rotates in k2.
+    *jwks.lock().unwrap() = json!({"keys": [first.jwk, second.jwk]});
+    tokio::time::sleep(ctxpack_service::auth::REFETCH + Duration::from_millis(200)).await;
+    let r = read(second.sign("k2", &claims("acme", scope, |_| {}))).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    // HS256 with the development secret.
+    let hs = jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims("acme", scope, |_| {}),
+        &EncodingKey::from_secret(&[b'k'; 40]),
+    )
+    .unwrap();
+    assert_eq!(read(hs).await.status, 200);
+    running.shutdown().await.unwrap();
+    // [auth] without its issuer.
+    let mut bad = o;
+    bad.auth.as_mut().unwrap().issuer = None;
+    let e = start_rigged(bad, Rig::scenarios())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("auth.issuer: required"), "{e}");
+}

@@ -1,0 +1,367 @@
+//! Clients the service does not control, at its listeners: a tenant past
+//! its rate; slow, idle and too many connections; clients that do not
+//! read their answers; bad protobuf on gRPC (and gRPC health); TLS on
+//! both listeners.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::full_options as options;
+use common::{demo, get, post_json, serve};
+use ctxpack_service::client::Client;
+use ctxpack_service::grpc::pb;
+use ctxpack_service::{Rig, start_rigged};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A tenant past its rate gets 429 with Retry-After, on HTTP and gRPC;
+/// another tenant is not held back.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenant_past_its_rate_is_answered_429_with_retry_after() {
+    let dir = common::tempdir("hostile-rate");
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.no_auth = true;
+    // One request every 5 s after a burst of 3: the burst is spent long
+    // before a token comes back, however slow the machine.
+    o.request_limits = Some(ctxpack_service::settings::RequestLimits {
+        requests_per_second: 0.2,
+        burst: 3,
+        ..Default::default()
+    });
+    let (running, c) = serve(o).await;
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        let r = get(&c, "/factory/runs/r/context-snapshots", "rate").await;
+        if r.status == 429 {
+            assert!(r.headers.contains_key("retry-after"));
+        }
+        statuses.push(r.status);
+    }
+    assert_eq!(statuses, [200, 200, 200, 429, 429]);
+    let r = get(&c, "/factory/runs/r/context-snapshots", "calm").await;
+    assert_eq!(r.status, 200);
+
+    let mut grpc = pb::context_assembly_client::ContextAssemblyClient::connect(format!(
+        "http://{}",
+        running.grpc.unwrap()
+    ))
+    .await
+    .unwrap();
+    let mut r = tonic::Request::new(pb::AssembleRequest {
+        run_id: "r".into(),
+        attempt_id: "1".into(),
+        request_json: serde_json::to_string(&demo()).unwrap(),
+    });
+    r.metadata_mut()
+        .insert("x-tenant-id", "rate".parse().unwrap());
+    let e = grpc.assemble(r).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
+    assert!(e.metadata().get("retry-after").is_some());
+    running.shutdown().await.unwrap();
+}
+
+/// Reads from `s` until it is closed; how long that took.
+async fn closed_within(s: &mut tokio::net::TcpStream, most: Duration) -> Duration {
+    let t = Instant::now();
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(most, s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return t.elapsed(),
+            Ok(Ok(_)) => {}
+            Err(_) => panic!("still open after {most:?}"),
+        }
+    }
+}
+
+/// Slow and idle clients are cut at the header timeout; past the cap a new
+/// connection is closed at once and the open ones are still served; a
+/// client stuck mid-header does not hold the shutdown past its deadline.
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
+    let dir = common::tempdir("hostile-slow");
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.no_auth = true;
+    o.listen_limits = Some(ctxpack_service::listen::Limits {
+        max_connections: 4,
+        header_timeout: Duration::from_millis(500),
+        body_timeout: Duration::from_millis(500),
+        shutdown: Duration::from_millis(500),
+        send_timeout: Duration::from_millis(500),
+        response_bytes: 8 << 20,
+    });
+    let (running, c) = serve(o).await;
+    let addr = running.http;
+    // Mid-header and idle connections are closed at the header timeout.
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    closed_within(&mut slow, Duration::from_secs(5)).await;
+    closed_within(&mut idle, Duration::from_secs(5)).await;
+    // A body that never finishes: 408.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        b"POST /factory/runs/r/attempts/1/context HTTP/1.1\r\nHost: x\r\n\
+          x-tenant-id: acme\r\ncontent-length: 100\r\n\r\n{\"query\"",
+    )
+    .await
+    .unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    // Four open connections fill the cap: a fifth is closed at once,
+    // while the four are served.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut fifth = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let took = closed_within(&mut fifth, Duration::from_millis(400)).await;
+    assert!(took < Duration::from_millis(400));
+    held[0]
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let n = held[0].read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    drop(held);
+    // Once they are gone, new connections are served again.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        c.send("GET", "/healthz", None, Vec::new())
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    // gRPC: idle sockets are closed at the header timeout, and past the
+    // cap a new one is closed at once.
+    let grpc = running.grpc.unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(tokio::net::TcpStream::connect(grpc).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut fifth = tokio::net::TcpStream::connect(grpc).await.unwrap();
+    assert!(
+        closed_within(&mut fifth, Duration::from_millis(400)).await < Duration::from_millis(400)
+    );
+    // Half a preface, then nothing: closed too.
+    idle[0].write_all(b"PRI * HTTP/2.0").await.unwrap();
+    for s in &mut idle {
+        closed_within(s, Duration::from_secs(5)).await;
+    }
+    // A client stuck mid-header at shutdown.
+    let mut stuck = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stuck.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+    let t = Instant::now();
+    running.shutdown().await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+/// Clients that ask for large answers and do not read them: each is cut
+/// at the send timeout, and while they hold the sending budget another
+/// large answer is 503 with Retry-After, not more memory.
+#[tokio::test(flavor = "multi_thread")]
+async fn clients_that_do_not_read_their_answers_hold_bounded_memory() {
+    let dir = common::tempdir("hostile-readers");
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.no_auth = true;
+    o.max_body = 32 << 20;
+    o.deadline = Duration::from_secs(60);
+    o.listen_limits = Some(ctxpack_service::listen::Limits {
+        send_timeout: Duration::from_millis(1000),
+        response_bytes: 12 << 20,
+        ..Default::default()
+    });
+    let (running, c) = serve(o).await;
+    // An 8 MB answer: more than the socket buffers take.
+    let mut v = demo();
+    v["instructions"] = json!(vec!["Keep separators strict. ".repeat(1400); 250]);
+    v["budget"] = json!(100_000_000);
+    let r = post_json(&c, "/factory/runs/r/attempts/big/context", "acme", &v).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let id = r.json()["contextSnapshotId"].as_str().unwrap().to_owned();
+    let get = format!(
+        "GET /factory/context-snapshots/{id}/content HTTP/1.1\r\nHost: x\r\nx-tenant-id: acme\r\n\r\n"
+    );
+    // One client asks and does not read: it holds 8 of the 12 MB.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(running.http).await.unwrap();
+    stalled.write_all(get.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let busy = common::get(
+        &c,
+        &format!("/factory/context-snapshots/{id}/content"),
+        "acme",
+    )
+    .await;
+    assert_eq!(busy.status, 503, "{} bytes", busy.body.len());
+    assert!(busy.headers.contains_key("retry-after"));
+    // Small answers are not held back.
+    assert_eq!(
+        c.send("GET", "/healthz", None, Vec::new())
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    // The stalled client is cut at the send timeout; then the answer goes.
+    let t = Instant::now();
+    let answered = loop {
+        let r = common::get(
+            &c,
+            &format!("/factory/context-snapshots/{id}/content"),
+            "acme",
+        )
+        .await;
+        if r.status == 200 {
+            break r.body.len();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "never freed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(answered > 8_000_000, "{answered}");
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = 0;
+    loop {
+        match stalled.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    assert!(
+        got < answered,
+        "the stalled client was cut: it got {got} of {answered}"
+    );
+    running.shutdown().await.unwrap();
+}
+
+/// A message that does not decode is the client's error, and gRPC health
+/// follows readiness.
+#[tokio::test(flavor = "multi_thread")]
+async fn grpc_bad_protobuf_is_invalid_argument_and_health_is_served() {
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Wrong {
+        #[prost(uint64, tag = "1")]
+        run_id: u64,
+    }
+    let dir = common::tempdir("hostile-grpc");
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.no_auth = true;
+    let (running, _) = serve(o).await;
+    let channel =
+        tonic::transport::Endpoint::from_shared(format!("http://{}", running.grpc.unwrap()))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel.clone());
+    grpc.ready().await.unwrap();
+    let mut req = tonic::Request::new(Wrong { run_id: 7 });
+    req.metadata_mut()
+        .insert("x-tenant-id", "acme".parse().unwrap());
+    let e = grpc
+        .unary::<_, pb::AssembleReply, _>(
+            req,
+            "/ctxpack.assembly.v1.ContextAssembly/Assemble"
+                .parse()
+                .unwrap(),
+            tonic_prost::ProstCodec::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let mut serving = false;
+    for _ in 0..50 {
+        let r = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: "ctxpack.assembly.v1.ContextAssembly".into(),
+            })
+            .await;
+        if let Ok(r) = r
+            && r.into_inner().status == 1
+        {
+            serving = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(serving, "health never said SERVING");
+    running.shutdown().await.unwrap();
+}
+
+/// With `[tls]`, HTTP is HTTPS and gRPC is over TLS on the same
+/// certificate; a plain client gets no answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_listeners_serve_tls() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (cert_pem, key_pem) = (cert.cert.pem(), cert.signing_key.serialize_pem());
+    let dir = common::tempdir("hostile-tls");
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.no_auth = true;
+    o.tls = Some(ctxpack_service::listen::ServerTls {
+        cert: cert_pem.clone().into_bytes(),
+        key: key_pem.into_bytes(),
+    });
+    let running = start_rigged(o, Rig::scenarios()).await.unwrap();
+
+    // HTTPS, the certificate checked against itself.
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(running.http).await.unwrap();
+    let mut tls = connector
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    tls.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tls.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Plain HTTP to the TLS port: no answer.
+    let plain = Client::new(format!("http://{}", running.http))
+        .send("GET", "/healthz", None, Vec::new())
+        .await;
+    assert!(plain.is_err() || plain.unwrap().status != 200);
+
+    // gRPC over TLS: the health service answers.
+    let channel =
+        tonic::transport::Endpoint::from_shared(format!("https://{}", running.grpc.unwrap()))
+            .unwrap()
+            .tls_config(
+                tonic::transport::ClientTlsConfig::new()
+                    .ca_certificate(tonic::transport::Certificate::from_pem(&cert_pem))
+                    .domain_name("localhost"),
+            )
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap();
+    running.shutdown().await.unwrap();
+}

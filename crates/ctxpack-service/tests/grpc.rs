@@ -1,0 +1,100 @@
+//! `ContextAssembly.Assemble` over gRPC, end to end on loopback: the
+//! POST's semantics (the same snapshot, errors mapped to codes naming the
+//! field, a failed assembly's snapshot id, a changed request refused).
+
+// Helpers outside #[test] functions unwrap too: a failure is the test's.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::grpc_options as options;
+use common::{demo, get, post, serve};
+use ctxpack_service::grpc::pb;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn grpc_assemble_has_the_posts_semantics() {
+    let (running, c) = serve(options()).await;
+    let mut grpc = pb::context_assembly_client::ContextAssemblyClient::connect(format!(
+        "http://{}",
+        running.grpc.unwrap()
+    ))
+    .await
+    .unwrap();
+    let call = |run: &str, attempt: &str, json: String, tenant: Option<&str>| {
+        let mut r = tonic::Request::new(pb::AssembleRequest {
+            run_id: run.into(),
+            attempt_id: attempt.into(),
+            request_json: json,
+        });
+        if let Some(t) = tenant {
+            r.metadata_mut().insert("x-tenant-id", t.parse().unwrap());
+        }
+        r
+    };
+    let text = serde_json::to_string(&demo()).unwrap();
+    let reply = grpc
+        .assemble(call("run-1", "a-1", text.clone(), Some("acme")))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.status, ["complete"]);
+    assert!(!reply.replayed);
+    assert!(reply.content_ref.starts_with("sha256:"));
+    // The same attempt over HTTP is the same snapshot.
+    let http = post(
+        &c,
+        "/factory/runs/run-1/attempts/a-1/context",
+        "acme",
+        text.clone(),
+    )
+    .await;
+    assert_eq!(http.status, 200);
+    assert_eq!(
+        http.json()["contextSnapshotId"],
+        reply.context_snapshot_id.as_str()
+    );
+    assert_eq!(http.json()["tokensUsed"], reply.tokens_used);
+    // Errors map to codes, the field named.
+    let e = grpc
+        .assemble(call("run-1", "a-2", text.clone(), None))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("x-tenant-id"));
+    let e = grpc
+        .assemble(call("run-1", "a-2", "{\"query\": 1}".into(), Some("acme")))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().starts_with("request.query"), "{}", e.message());
+    let mut small = demo();
+    small["budget"] = json!(5);
+    let e = grpc
+        .assemble(call("run-1", "a-3", small.to_string(), Some("acme")))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    let failed_id = e
+        .metadata()
+        .get("x-context-snapshot-id")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let d = get(
+        &c,
+        &format!("/factory/context-snapshots/{failed_id}"),
+        "acme",
+    )
+    .await;
+    assert_eq!(d.json()["status"], json!(["failed"]));
+    let mut changed = demo();
+    changed["budget"] = json!(300);
+    let e = grpc
+        .assemble(call("run-1", "a-1", changed.to_string(), Some("acme")))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::AlreadyExists);
+    running.shutdown().await.unwrap();
+}
