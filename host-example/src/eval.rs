@@ -82,6 +82,15 @@ pub fn report(set: &[Labelled], decisions: &[RoutingDecision]) -> String {
         pct(correct, total)
     );
 
+    per_route(&mut out, set, decisions);
+    per_kind(&mut out, set, decisions);
+    low_confidence(&mut out, set, decisions);
+    sweep(&mut out, set, decisions);
+    out
+}
+
+/// Precision and recall per route.
+fn per_route(out: &mut String, set: &[Labelled], decisions: &[RoutingDecision]) {
     let mut per_route: BTreeMap<&str, Counts> = BTreeMap::new();
     for (q, d) in set.iter().zip(decisions) {
         let got = dispatched(d);
@@ -108,7 +117,10 @@ pub fn report(set: &[Labelled], decisions: &[RoutingDecision]) -> String {
             pct(c.tp as usize, n as usize)
         );
     }
+}
 
+/// Accuracy per kind of query.
+fn per_kind(out: &mut String, set: &[Labelled], decisions: &[RoutingDecision]) {
     let mut kinds: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for (q, d) in set.iter().zip(decisions) {
         let e = kinds.entry(q.kind.as_str()).or_default();
@@ -121,7 +133,10 @@ pub fn report(set: &[Labelled], decisions: &[RoutingDecision]) -> String {
     for (kind, (ok, n)) in &kinds {
         let _ = writeln!(out, "{kind:<14} {:>8.1}% {n:>5}", pct(*ok, *n));
     }
+}
 
+/// Whether low confidence fired where it should.
+fn low_confidence(out: &mut String, set: &[Labelled], decisions: &[RoutingDecision]) {
     // Low confidence was right to fire when the best route alone would have
     // dispatched wrongly (another route, or a query that belongs to the
     // builder); wrong when the best route was the label.
@@ -150,7 +165,10 @@ pub fn report(set: &[Labelled], decisions: &[RoutingDecision]) -> String {
         out,
         "confident on {confident} queries: {missed} dispatched to a wrong skill"
     );
+}
 
+/// Accuracy at each global threshold.
+fn sweep(out: &mut String, set: &[Labelled], decisions: &[RoutingDecision]) {
     let _ = writeln!(out, "\nglobal threshold sweep (route overrides ignored):");
     for t in [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8] {
         let ok = set
@@ -164,9 +182,12 @@ pub fn report(set: &[Labelled], decisions: &[RoutingDecision]) -> String {
                 got == q.label
             })
             .count();
-        let _ = writeln!(out, "  threshold {t:.1}: accuracy {:.1}%", pct(ok, total));
+        let _ = writeln!(
+            out,
+            "  threshold {t:.1}: accuracy {:.1}%",
+            pct(ok, set.len())
+        );
     }
-    out
 }
 
 fn pct(a: usize, b: usize) -> f64 {

@@ -238,6 +238,81 @@ fn timed_assemble(args: &Args, scenario: &scenario::Scenario) -> Result<Outcome,
     Ok(ctxpack_scenario::outcome(reply.into(), host))
 }
 
+/// `assemble` or `handle`: one scenario, natively or in the component.
+fn assemble(args: &Args) -> Result<bool, String> {
+    let path = PathBuf::from(&args.positional[0]);
+    let mut scenario = scenario::load(&path)?;
+    if args.command == "assemble" {
+        scenario.router = None;
+    } else if scenario.router.is_none() {
+        return Err(format!(
+            "{}: `handle` needs a scenario with a `router`",
+            path.display()
+        ));
+    }
+    let outcome: Outcome = if args.native {
+        ctxpack_scenario::run_native(&scenario)
+    } else if args.timings && args.command == "assemble" {
+        timed_assemble(args, &scenario)?
+    } else {
+        let runtime = Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?;
+        ctxpack_scenario::run_component(&runtime, &scenario).map_err(|e| e.to_string())?
+    };
+    if args.json {
+        print_json(&outcome)?;
+    } else {
+        print!("{}", report::outcome(&outcome));
+    }
+    Ok(!matches!(outcome.reply, Reply::Failed(_)))
+}
+
+/// `diff`: the snapshots of two scenarios, compared.
+fn diff(args: &Args) -> Result<bool, String> {
+    let runtime = if args.native {
+        None
+    } else {
+        Some(Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?)
+    };
+    let mut snapshots = Vec::new();
+    for path in &args.positional {
+        let scenario = scenario::load(&PathBuf::from(path))?;
+        let outcome = match &runtime {
+            None => ctxpack_scenario::run_native(&scenario),
+            Some(rt) => {
+                ctxpack_scenario::run_component(rt, &scenario).map_err(|e| e.to_string())?
+            }
+        };
+        let snapshot = match &outcome.reply {
+            Reply::Handled(h) if matches!(h.dispatch, ctxpack_core::Dispatch::Skill(_)) => {
+                return Err(format!("{path}: dispatched to a skill, no snapshot"));
+            }
+            Reply::Failed(f) if f.snapshot.is_none() => {
+                return Err(format!("{path}: refused: {}", f.error));
+            }
+            reply => reply.snapshot().cloned(),
+        };
+        snapshots.extend(snapshot);
+    }
+    let d = match &runtime {
+        None => ctxpack_core::diff(&snapshots[0], &snapshots[1]),
+        Some(rt) => {
+            let mut instance = rt
+                .instantiate(ctxpack_core::NoHost, &Default::default())
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            instance
+                .diff_snapshots(&snapshots[0], &snapshots[1])
+                .map_err(|e| e.to_string())?
+        }
+    };
+    if args.json {
+        print_json(&d)?;
+    } else {
+        print!("{}", report::diff(&d));
+    }
+    Ok(true)
+}
+
 /// Runs the command; `Ok(false)` when the core refused the request.
 fn run() -> Result<bool, String> {
     let args = parse_args()?;
@@ -246,78 +321,8 @@ fn run() -> Result<bool, String> {
             println!("{}", ctxpack_host::component::bundled_path().display());
             Ok(true)
         }
-        "assemble" | "handle" => {
-            let path = PathBuf::from(&args.positional[0]);
-            let mut scenario = scenario::load(&path)?;
-            if args.command == "assemble" {
-                scenario.router = None;
-            } else if scenario.router.is_none() {
-                return Err(format!(
-                    "{}: `handle` needs a scenario with a `router`",
-                    path.display()
-                ));
-            }
-            let outcome: Outcome = if args.native {
-                ctxpack_scenario::run_native(&scenario)
-            } else if args.timings && args.command == "assemble" {
-                timed_assemble(&args, &scenario)?
-            } else {
-                let runtime =
-                    Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?;
-                ctxpack_scenario::run_component(&runtime, &scenario).map_err(|e| e.to_string())?
-            };
-            if args.json {
-                print_json(&outcome)?;
-            } else {
-                print!("{}", report::outcome(&outcome));
-            }
-            Ok(!matches!(outcome.reply, Reply::Failed(_)))
-        }
-        "diff" => {
-            let runtime = if args.native {
-                None
-            } else {
-                Some(Runtime::load_bundled_limited(args.limits).map_err(|e| e.to_string())?)
-            };
-            let mut snapshots = Vec::new();
-            for path in &args.positional {
-                let scenario = scenario::load(&PathBuf::from(path))?;
-                let outcome = match &runtime {
-                    None => ctxpack_scenario::run_native(&scenario),
-                    Some(rt) => {
-                        ctxpack_scenario::run_component(rt, &scenario).map_err(|e| e.to_string())?
-                    }
-                };
-                let snapshot = match &outcome.reply {
-                    Reply::Handled(h) if matches!(h.dispatch, ctxpack_core::Dispatch::Skill(_)) => {
-                        return Err(format!("{path}: dispatched to a skill, no snapshot"));
-                    }
-                    Reply::Failed(f) if f.snapshot.is_none() => {
-                        return Err(format!("{path}: refused: {}", f.error));
-                    }
-                    reply => reply.snapshot().cloned(),
-                };
-                snapshots.extend(snapshot);
-            }
-            let d = match &runtime {
-                None => ctxpack_core::diff(&snapshots[0], &snapshots[1]),
-                Some(rt) => {
-                    let mut instance = rt
-                        .instantiate(ctxpack_core::NoHost, &Default::default())
-                        .map_err(|e| e.to_string())?
-                        .map_err(|e| e.to_string())?;
-                    instance
-                        .diff_snapshots(&snapshots[0], &snapshots[1])
-                        .map_err(|e| e.to_string())?
-                }
-            };
-            if args.json {
-                print_json(&d)?;
-            } else {
-                print!("{}", report::diff(&d));
-            }
-            Ok(true)
-        }
+        "assemble" | "handle" => assemble(&args),
+        "diff" => diff(&args),
         "route" => {
             let config = scenario::read_router_file(&PathBuf::from(&args.positional[0]))?;
             let d = decisions(&args, &config, &args.positional[1..])?;

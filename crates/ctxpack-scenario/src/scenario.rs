@@ -109,6 +109,17 @@ impl Expect {
     /// The facts `outcome` breaks, one line each.
     pub fn broken(&self, outcome: &Outcome) -> Vec<String> {
         let mut broken = Vec::new();
+        self.broken_status(outcome, &mut broken);
+        self.broken_entries(outcome, &mut broken);
+        self.broken_pack(outcome, &mut broken);
+        self.broken_failure(outcome, &mut broken);
+        self.broken_fence(outcome, &mut broken);
+        self.broken_dispatch(outcome, &mut broken);
+        broken
+    }
+
+    /// The status and the host calls made and not made.
+    fn broken_status(&self, outcome: &Outcome, broken: &mut Vec<String>) {
         let reply = &outcome.reply;
         let snapshot = reply.snapshot();
         if let Some(want) = &self.status {
@@ -127,6 +138,12 @@ impl Expect {
                 broken.push(format!("{c} was called"));
             }
         }
+    }
+
+    /// The snapshot's entries: reasons, compressed or whole, each section's compression.
+    fn broken_entries(&self, outcome: &Outcome, broken: &mut Vec<String>) {
+        let reply = &outcome.reply;
+        let snapshot = reply.snapshot();
         // A host may answer an id twice: a fact about an id holds if it
         // holds for one of its candidates. A run's entry holds for each of
         // its members.
@@ -178,6 +195,11 @@ impl Expect {
                 ));
             }
         }
+    }
+
+    /// The pack: the strategies applied and the fenced entries.
+    fn broken_pack(&self, outcome: &Outcome, broken: &mut Vec<String>) {
+        let reply = &outcome.reply;
         let applied: Vec<String> = reply
             .pack()
             .map(|p| {
@@ -202,6 +224,12 @@ impl Expect {
                 broken.push(format!("{id}: not in a fence of its own: {text:?}"));
             }
         }
+    }
+
+    /// The failure and the budget.
+    fn broken_failure(&self, outcome: &Outcome, broken: &mut Vec<String>) {
+        let reply = &outcome.reply;
+        let snapshot = reply.snapshot();
         let failure = match reply {
             Reply::Failed(f) => Some(f),
             _ => None,
@@ -224,6 +252,11 @@ impl Expect {
                 broken.push(format!("token budget: want {want}, got {got:?}"));
             }
         }
+    }
+
+    /// The fence's record and the pack's id.
+    fn broken_fence(&self, outcome: &Outcome, broken: &mut Vec<String>) {
+        let reply = &outcome.reply;
         let fence = reply.pack().map(|p| &p.snapshot.fence);
         for (name, want, got) in [
             ("defused", &self.defused, fence.map(|f| &f.defused)),
@@ -247,6 +280,11 @@ impl Expect {
                 broken.push(format!("pack id: want {want}, got {got:?}"));
             }
         }
+    }
+
+    /// The dispatch of a handled request.
+    fn broken_dispatch(&self, outcome: &Outcome, broken: &mut Vec<String>) {
+        let reply = &outcome.reply;
         if let Some(want) = &self.dispatch {
             let got = match reply {
                 Reply::Handled(h) => Some(match h.dispatch {
@@ -259,7 +297,6 @@ impl Expect {
                 broken.push(format!("dispatch: want {want}, got {got:?}"));
             }
         }
-        broken
     }
 }
 
