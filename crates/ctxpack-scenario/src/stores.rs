@@ -225,23 +225,28 @@ impl Host for InMemoryHost {
         match &self.answers.summarizer {
             None => Err(HostError::not_provided(name)),
             Some(SummarizerRule::Error(message)) => Err(HostError::new(name, message.clone())),
-            Some(SummarizerRule::LeadingWords) => Ok(requests
-                .iter()
-                .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
-                .collect()),
-            Some(SummarizerRule::TooFew) => Ok(requests
-                .iter()
-                .skip(1)
-                .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
-                .collect()),
+            Some(SummarizerRule::LeadingWords) => {
+                Ok(requests.iter().map(leading_summary).collect())
+            }
+            Some(SummarizerRule::TooFew) => {
+                Ok(requests.iter().skip(1).map(leading_summary).collect())
+            }
             Some(SummarizerRule::TooMany) => Ok(requests
                 .iter()
-                .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
+                .map(leading_summary)
                 .chain(std::iter::once("one too many".to_owned()))
                 .collect()),
             Some(SummarizerRule::Text(text)) => Ok(vec![text.clone(); requests.len()]),
         }
     }
+}
+
+/// The scenario host's summary of `request`: its text's leading words
+/// within four characters a token of its target (at most its target
+/// tokens in any encoding the scenarios use). The service's fixture store
+/// summarises with it too.
+pub fn leading_summary(request: &SummaryRequest) -> String {
+    leading_words(&request.text, request.target_tokens as usize * 4)
 }
 
 /// The leading words of `text` that fit in `max_chars` characters.

@@ -210,7 +210,7 @@ impl DemoSources {
             // Leading words, about four characters per target token.
             Call::Summarize { requests, .. } => Answer::Summaries(Ok(requests
                 .iter()
-                .map(|r| leading_words(&r.text, r.target_tokens as usize * 4))
+                .map(ctxpack_scenario::stores::leading_summary)
                 .collect())),
             source => {
                 if let Some(d) = self.faults.delay {
@@ -243,21 +243,6 @@ impl DemoSources {
             })
             .collect()
     }
-}
-
-/// The leading words of `text` that fit in `max_chars`.
-fn leading_words(text: &str, max_chars: usize) -> String {
-    let mut out = String::new();
-    for word in text.split_whitespace() {
-        if out.len() + word.len() + 1 > max_chars {
-            break;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    out
 }
 
 /// Words too common to say what a text is about.
