@@ -62,9 +62,22 @@ fn generated_scenarios_are_identical_under_wasmtime() {
     use ctxpack_conformance::generate::{Source, scenario};
     for seed in 0..120 {
         let s = scenario(&mut Source::seeded(seed));
-        let native = render(&run_native(&s));
-        let wasm = render(&run_component(runtime(), &s).unwrap());
-        assert_eq!(native, wasm, "seed {seed}: native and component differ");
+        let native = run_native(&s);
+        let wasm = run_component(runtime(), &s).unwrap();
+        assert_eq!(
+            render(&native),
+            render(&wasm),
+            "seed {seed}: native and component differ"
+        );
+        assert_eq!(
+            native.recorded, wasm.recorded,
+            "seed {seed}: the calls differ"
+        );
+        assert_eq!(
+            tally(&native),
+            native.host_calls,
+            "seed {seed}: recorded and counted calls differ"
+        );
     }
 }
 
@@ -136,10 +149,35 @@ fn every_printed_key_is_spelled_as_in_the_wit() {
 #[test]
 fn component_outcomes_are_identical_to_native() {
     for (name, s) in scenarios() {
-        let native = render(&run_native(&s));
-        let wasm = render(&run_component(runtime(), &s).unwrap());
-        assert_eq!(native, wasm, "{name}: native and component differ");
+        let native = run_native(&s);
+        let wasm = run_component(runtime(), &s).unwrap();
+        assert_eq!(
+            render(&native),
+            render(&wasm),
+            "{name}: native and component differ"
+        );
+        // The stores were asked the same, call for call: what the other
+        // hosts replay is what the component asks under any engine.
+        assert_eq!(native.recorded, wasm.recorded, "{name}: the calls differ");
+        assert_eq!(
+            tally(&native),
+            native.host_calls,
+            "{name}: recorded and counted calls differ"
+        );
     }
+}
+
+/// The recorded calls, counted by capability (an independent count of
+/// what the stores count themselves).
+fn tally(outcome: &ctxpack_scenario::Outcome) -> std::collections::BTreeMap<String, u32> {
+    let mut calls = std::collections::BTreeMap::new();
+    for r in &outcome.recorded {
+        let (name, _) = r.call.as_object().unwrap().iter().next().unwrap();
+        let call: ctxpack_core::Call = serde_json::from_value(r.call.clone()).unwrap();
+        assert_eq!(call.import().function(), name, "{name}");
+        *calls.entry(call.capability().to_owned()).or_default() += 1;
+    }
+    calls
 }
 
 #[test]

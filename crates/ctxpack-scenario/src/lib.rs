@@ -9,12 +9,16 @@
 //! - [`stores`]: [`InMemoryHost`], a host whose sources, policy and
 //!   summariser answer from data ([`HostAnswers`]) — any of them can be
 //!   made to fail — and count the calls they receive;
+//! - [`record`]: [`Recorder`], a host that writes down every call and its
+//!   answer, for the hosts in other languages to replay;
 //! - [`json`]: a scenario driven with JSON text.
 
 pub mod json;
+pub mod record;
 pub mod scenario;
 pub mod stores;
 
+pub use record::{Recorded, Recorder};
 pub use scenario::{Outcome, Reply, RouterSpec, Scenario};
 pub use stores::{HostAnswers, InMemoryHost};
 
@@ -49,6 +53,16 @@ pub fn outcome(reply: Reply, host: &InMemoryHost) -> Outcome {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), *v))
             .collect(),
+        recorded: Vec::new(),
+    }
+}
+
+/// The outcome of a scenario whose stores were recorded: [`outcome`],
+/// with every call and its answer.
+fn recorded(reply: Reply, host: &mut Recorder<InMemoryHost>) -> Outcome {
+    Outcome {
+        recorded: host.take(),
+        ..outcome(reply, host.inner())
     }
 }
 
@@ -65,7 +79,7 @@ pub fn run_native(scenario: &Scenario) -> Outcome {
 /// the scenario's configuration (a host that keeps one builder per
 /// configuration, as a service does, and its counts with it).
 pub fn run_native_with(builder: &ctxpack_core::Builder, scenario: &Scenario) -> Outcome {
-    let mut host = InMemoryHost::new(scenario.host.clone());
+    let mut host = Recorder::new(InMemoryHost::new(scenario.host.clone()));
     let reply = match router_text(scenario) {
         Err(e) => Reply::refused(e),
         Ok(None) => builder.assemble(&scenario.request, &mut host).into(),
@@ -76,12 +90,12 @@ pub fn run_native_with(builder: &ctxpack_core::Builder, scenario: &Scenario) -> 
             }
         },
     };
-    outcome(reply, &host)
+    recorded(reply, &mut host)
 }
 
 /// Runs `scenario` through the component on `runtime`, as [`run_native`].
 pub fn run_component(runtime: &Runtime, scenario: &Scenario) -> Result<Outcome, WasmError> {
-    let host = InMemoryHost::new(scenario.host.clone());
+    let host = Recorder::new(InMemoryHost::new(scenario.host.clone()));
     let mut instance = match runtime.instantiate(host, &scenario.config)? {
         Ok(instance) => instance,
         Err(e) => return Ok(outcome(Reply::refused(e), &InMemoryHost::default())),
@@ -95,7 +109,7 @@ pub fn run_component(runtime: &Runtime, scenario: &Scenario) -> Result<Outcome, 
         },
     };
     let host = instance
-        .host::<InMemoryHost>()
+        .host_mut::<Recorder<InMemoryHost>>()
         .ok_or_else(|| WasmError::msg("the instance lost its stores"))?;
-    Ok(outcome(reply, host))
+    Ok(recorded(reply, host))
 }

@@ -377,6 +377,11 @@ pub struct Outcome {
     pub reply: Reply,
     /// Calls to each host capability, by name.
     pub host_calls: BTreeMap<String, u32>,
+    /// Every call and its answer, in order, where the stores were
+    /// recorded (not part of the expected files: `generated` writes it
+    /// apart, for the other hosts to replay).
+    #[serde(skip)]
+    pub recorded: Vec<crate::Recorded>,
 }
 
 /// A pack, a handling, or the core's refusal: the shape the JSON steps

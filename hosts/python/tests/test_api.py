@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import ctxpack_wasm as cp
-from scenario_host import ScenarioHost
+from replay_host import ReplayHost
 
 ROOT = Path(__file__).resolve().parents[3]
 RAG = {"profile": {"rag": {"retrieve_limit": 10}}}
@@ -176,7 +176,7 @@ def test_a_mistake_in_a_callback_raises_a_failing_store_degrades():
 async def test_async_callbacks_run_concurrently_and_give_the_rust_hosts_snapshot():
     scenario = json.loads((ROOT / "tests/scenarios/full-sources.json").read_text())
     expected = json.loads((ROOT / "tests/expected/full-sources.json").read_text())
-    host = ScenarioHost(scenario["host"])
+    host = ReplayHost.of(ROOT / "tests/scenarios/full-sources.json")
     running, most = 0, 0
 
     class Slow:
@@ -206,6 +206,7 @@ async def test_async_callbacks_run_concurrently_and_give_the_rust_hosts_snapshot
         scenario["request"], sources=Slow(), policy=host, summarizer=host)
     assert pack.snapshot.id == expected["reply"]["pack"]["snapshot"]["id"]
     assert most == 2  # retrieval and memory were awaited together
+    host.check()
 
 
 def test_an_async_callback_in_the_sync_api_raises():

@@ -1,7 +1,8 @@
 """The scenario corpus through the Python package: every outcome is the
 expected file's, byte for byte once the file's indentation is taken out
 (the text the component wrote, compared as text), and reads back into the
-package's classes without losing anything."""
+package's classes without losing anything. The stores answer as the Rust
+scenario host recorded, call for call (``replay_host.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 import ctxpack_wasm as cp
 from ctxpack_wasm._codec import as_json, decode
-from scenario_host import ScenarioHost
+from replay_host import ReplayHost, without_nulls
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.json"))
@@ -55,7 +56,7 @@ def refused(error: cp.CtxpackError) -> str:
 
 def run(path: Path) -> tuple[str, dict]:
     scenario = json.loads(path.read_text())
-    host = ScenarioHost(scenario.get("host", {}))
+    host = ReplayHost.of(path)
     try:
         builder = cp.Builder(scenario.get("config"))
         router = None
@@ -74,15 +75,8 @@ def run(path: Path) -> tuple[str, dict]:
         )
     except cp.CtxpackError as e:
         text = refused(e)
+    host.check()
     return text, dict(sorted(host.calls.items()))
-
-
-def without_nulls(value):
-    if isinstance(value, dict):
-        return {k: without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [without_nulls(v) for v in value]
-    return value
 
 
 def test_the_corpus_is_here():

@@ -14,10 +14,19 @@
 //! numbers at the edges (signed zeros, subnormals, the largest finite, …;
 //! `generate::edge_scenario`), which every host must read as the native
 //! core does.
+//!
+//! Beside each, `NAME.calls.json` is what the scenario stores
+//! (`ctxpack_scenario::InMemoryHost`, the one scenario host) were asked
+//! and answered natively, in order: `[{"call": …, "answer": …}, …]`, as
+//! the JSON steps write calls and read answers. The hosts in other
+//! languages replay it instead of answering the scenario themselves, and
+//! check every call they are asked is the recorded one. The corpus's
+//! recordings go in `DIR/corpus/NAME.calls.json`.
 
 use ctxpack_conformance::generate::{Source, edge_scenario, scenario};
-use ctxpack_scenario::Scenario;
-use std::path::PathBuf;
+use ctxpack_conformance::scenarios;
+use ctxpack_scenario::{Outcome, Scenario};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -41,8 +50,17 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn write(dir: &std::path::Path, n: u64) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn write(dir: &Path, n: u64) -> Result<(), String> {
+    let corpus = dir.join("corpus");
+    std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
+    for (name, s) in scenarios() {
+        let outcome = ctxpack_scenario::run_native(&s);
+        put_file(
+            &corpus,
+            &format!("{name}.calls.json"),
+            json(&outcome.recorded)?,
+        )?;
+    }
     for seed in 0..n {
         put(
             dir,
@@ -57,21 +75,27 @@ fn write(dir: &std::path::Path, n: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes `s` as `DIR/NAME.json` and its native outcome as
-/// `DIR/NAME.expected.json`.
-fn put(dir: &std::path::Path, name: &str, s: &Scenario) -> Result<(), String> {
-    let outcome = ctxpack_scenario::run_native(s);
+/// Writes `s` as `DIR/NAME.json`, its native outcome as
+/// `DIR/NAME.expected.json` and its stores' calls as `DIR/NAME.calls.json`.
+fn put(dir: &Path, name: &str, s: &Scenario) -> Result<(), String> {
+    let Outcome {
+        reply,
+        host_calls,
+        recorded,
+    } = ctxpack_scenario::run_native(s);
     let expected = format!(
         r#"{{"reply":{},"host-calls":{}}}"#,
-        json(&outcome.reply)?,
-        json(&outcome.host_calls)?
+        json(&reply)?,
+        json(&host_calls)?
     );
-    let write = |file: String, body: String| {
-        let path = dir.join(file);
-        std::fs::write(&path, body).map_err(|e| format!("{}: {e}", path.display()))
-    };
-    write(format!("{name}.json"), json(s)?)?;
-    write(format!("{name}.expected.json"), expected)
+    put_file(dir, &format!("{name}.json"), json(s)?)?;
+    put_file(dir, &format!("{name}.expected.json"), expected)?;
+    put_file(dir, &format!("{name}.calls.json"), json(&recorded)?)
+}
+
+fn put_file(dir: &Path, file: &str, body: String) -> Result<(), String> {
+    let path = dir.join(file);
+    std::fs::write(&path, body).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn fail(message: &str) -> ExitCode {
