@@ -1,5 +1,10 @@
-// The stores of a scenario file for the JavaScript hosts: the jco host's
-// tests, the npm package's, and the playground, which serves this file.
+// The stores of a scenario file for the JavaScript hosts: the npm
+// package's tests, the browser's corpus page, and the playground, which
+// serves this file and edits scenarios live. It is the Rust scenario host
+// (crates/ctxpack-scenario/src/stores.rs) over again, and
+// hosts/jco/test/scenario-host.test.js holds it to the Rust host's
+// recorded answers, call for call; the jco and Python harnesses replay
+// those recordings instead (replay-host.js).
 
 const enc = new TextEncoder();
 const bytes = (s) => enc.encode(s).length;

@@ -1,15 +1,14 @@
 // The scenario corpus through the component under jco, driven with JSON:
 // every outcome is its expected file, byte for byte once the file's
-// indentation is taken out.
+// indentation is taken out. The stores answer as the Rust scenario host
+// recorded, and every call must be the recorded one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { instance, drive, unwrap, CtxpackError } from '../host.js';
-import { ScenarioHost } from './scenario-host.js';
+import { generated, replay, root } from './scenario-host.js';
 
-const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const names = readdirSync(path.join(root, 'tests/scenarios')).filter((n) => n.endsWith('.json')).sort();
 
 /** JSON text without the whitespace between its tokens. */
@@ -45,7 +44,7 @@ function errorJson(e) {
 async function run(name, dir = path.join(root, 'tests/scenarios')) {
   const file = path.join(dir, name);
   const scenario = JSON.parse(readFileSync(file, 'utf8'));
-  const host = new ScenarioHost(scenario.host);
+  const host = replay(file);
   const { json, builder } = await instance();
   let text;
   try {
@@ -68,6 +67,7 @@ async function run(name, dir = path.join(root, 'tests/scenarios')) {
     if (!(e instanceof CtxpackError)) throw e;
     text = `{"failed":{"error":${errorJson(e)},"snapshot":null}}`;
   }
+  host.check();
   const calls = Object.fromEntries(Object.entries(host.calls).sort(([a], [b]) => (a < b ? -1 : 1)));
   return `{"reply":${text},"host-calls":${JSON.stringify(calls)}}`;
 }
@@ -89,7 +89,6 @@ for (const name of names) {
 // shape, and a family with its numbers at the edges), which `hosts/jco/run`
 // writes with `cargo run -p ctxpack-conformance --bin generated`: each
 // outcome is the native one.
-const generated = process.env.CTXPACK_GENERATED ?? path.join(root, 'target/generated');
 const cases = existsSync(generated)
   ? readdirSync(generated).filter((n) => /^(seed|edge)-\d+\.json$/.test(n)).sort()
   : [];

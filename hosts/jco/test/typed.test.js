@@ -95,8 +95,8 @@ test('driven with JSON, a request without keep-last considers every turn (not 0)
 
 test('async callbacks of one round run together', async () => {
   const scenario = read('tests/scenarios/full-sources.json');
-  const { ScenarioHost } = await import('./scenario-host.js');
-  const host = new ScenarioHost(scenario.host);
+  const { replay } = await import('./scenario-host.js');
+  const host = replay(path.join(root, 'tests/scenarios/full-sources.json'));
   let running = 0;
   let most = 0;
   const slow = (f) => async (...a) => {
@@ -115,6 +115,7 @@ test('async callbacks of one round run together', async () => {
   const outcome = JSON.parse(await drive(b.start(JSON.stringify(scenario.request)), async_host, scenario.request.context));
   assert.equal(outcome.pack.snapshot.id, read('tests/expected/full-sources.json').reply.pack.snapshot.id);
   assert.ok(most >= 2, `at most ${most} at once`);
+  host.check();
 });
 
 test('an assembly driven to its end is dropped from the instance', async () => {
