@@ -61,22 +61,9 @@ fn every_scenario_keeps_the_facts_it_states() {
 fn generated_scenarios_are_identical_under_wasmtime() {
     use ctxpack_conformance::generate::{Source, scenario};
     for seed in 0..120 {
-        let s = scenario(&mut Source::seeded(seed));
-        let native = run_native(&s);
-        let wasm = run_component(runtime(), &s).unwrap();
-        assert_eq!(
-            render(&native),
-            render(&wasm),
-            "seed {seed}: native and component differ"
-        );
-        assert_eq!(
-            native.recorded, wasm.recorded,
-            "seed {seed}: the calls differ"
-        );
-        assert_eq!(
-            tally(&native),
-            native.host_calls,
-            "seed {seed}: recorded and counted calls differ"
+        same_under_wasmtime(
+            &format!("seed {seed}"),
+            &scenario(&mut Source::seeded(seed)),
         );
     }
 }
@@ -149,22 +136,27 @@ fn every_printed_key_is_spelled_as_in_the_wit() {
 #[test]
 fn component_outcomes_are_identical_to_native() {
     for (name, s) in scenarios() {
-        let native = run_native(&s);
-        let wasm = run_component(runtime(), &s).unwrap();
-        assert_eq!(
-            render(&native),
-            render(&wasm),
-            "{name}: native and component differ"
-        );
-        // The stores were asked the same, call for call: what the other
-        // hosts replay is what the component asks under any engine.
-        assert_eq!(native.recorded, wasm.recorded, "{name}: the calls differ");
-        assert_eq!(
-            tally(&native),
-            native.host_calls,
-            "{name}: recorded and counted calls differ"
-        );
+        same_under_wasmtime(&name, &s);
     }
+}
+
+/// `s` gives the same outcome through the component as natively, and the
+/// stores were asked the same, call for call: what the other hosts replay
+/// is what the component asks under any engine.
+fn same_under_wasmtime(name: &str, s: &ctxpack_scenario::Scenario) {
+    let native = run_native(s);
+    let wasm = run_component(runtime(), s).unwrap();
+    assert_eq!(
+        render(&native),
+        render(&wasm),
+        "{name}: native and component differ"
+    );
+    assert_eq!(native.recorded, wasm.recorded, "{name}: the calls differ");
+    assert_eq!(
+        tally(&native),
+        native.host_calls,
+        "{name}: recorded and counted calls differ"
+    );
 }
 
 /// The recorded calls, counted by capability (an independent count of
