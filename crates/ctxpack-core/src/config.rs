@@ -108,14 +108,7 @@ impl BuilderConfig {
     pub(crate) fn canonical(mut self) -> Self {
         use crate::digest::canonical;
         self.near_duplicate_threshold = canonical(self.near_duplicate_threshold);
-        let r = &mut self.ranking;
-        for w in [
-            &mut r.trust_system,
-            &mut r.trust_trusted,
-            &mut r.trust_unverified,
-            &mut r.trust_untrusted,
-            &mut r.recency,
-        ] {
+        for (_, w) in self.ranking.weights_mut() {
             *w = canonical(*w);
         }
         self.plan.safety_margin = canonical(self.plan.safety_margin);
@@ -213,6 +206,19 @@ pub struct Ranking {
 }
 
 impl Ranking {
+    /// Every weight, named as the WIT names it (`trust-system`, …), to
+    /// read or change in place: the one list of them, so a weight added
+    /// is validated, canonicalised and generated with the rest.
+    pub fn weights_mut(&mut self) -> [(&'static str, &mut f64); 5] {
+        [
+            ("trust-system", &mut self.trust_system),
+            ("trust-trusted", &mut self.trust_trusted),
+            ("trust-unverified", &mut self.trust_unverified),
+            ("trust-untrusted", &mut self.trust_untrusted),
+            ("recency", &mut self.recency),
+        ]
+    }
+
     /// The trust term of a tier.
     pub fn trust(&self, tier: TrustTier) -> f64 {
         match tier {

@@ -32,14 +32,8 @@ pub(crate) fn config(config: &BuilderConfig) -> Result<(), Error> {
             ),
         ));
     }
-    let r = config.ranking;
-    for (field, value) in [
-        ("trust-system", r.trust_system),
-        ("trust-trusted", r.trust_trusted),
-        ("trust-unverified", r.trust_unverified),
-        ("trust-untrusted", r.trust_untrusted),
-        ("recency", r.recency),
-    ] {
+    let mut ranking = config.ranking;
+    for (field, &mut value) in ranking.weights_mut() {
         if !value.is_finite() {
             return Err(Error::invalid(
                 format!("config.ranking.{field}"),

@@ -51,14 +51,7 @@ pub fn edge_scenario(src: &mut Source) -> Scenario {
         .copied()
         .filter(|x| (0.0..=1.0).contains(x))
         .collect();
-    let r = &mut s.config.ranking;
-    for w in [
-        &mut r.trust_system,
-        &mut r.trust_trusted,
-        &mut r.trust_unverified,
-        &mut r.trust_untrusted,
-        &mut r.recency,
-    ] {
+    for (_, w) in s.config.ranking.weights_mut() {
         if src.one_in(2) {
             *w = src.pick(EDGES);
         }
