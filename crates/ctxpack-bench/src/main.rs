@@ -78,11 +78,9 @@ fn finish(done: Result<(), String>) -> ExitCode {
     }
 }
 
-/// Assembles one workload `n` times, natively or through the component
-/// under wasmtime, for a profiler to watch; prints the mean and the
-/// fastest time.
-fn repeat(name: &str, n: &str, wasm: bool) -> Result<(), String> {
-    let mut w = match name {
+/// The workload `repeat` runs by `name`.
+fn workload(name: &str) -> Result<Workload, String> {
+    Ok(match name {
         "pack-10k" => pack(&chunks(10_000, 260, 1), 128_000),
         "pack-5k" => pack(&chunks(5_000, 1_200, 2), 32_000),
         "trim-10k" => trim(&conversation(10_000, 3), 8_000),
@@ -99,7 +97,14 @@ fn repeat(name: &str, n: &str, wasm: bool) -> Result<(), String> {
             }
         }
         _ => return Err(format!("no workload `{name}`")),
-    };
+    })
+}
+
+/// Assembles one workload `n` times, natively or through the component
+/// under wasmtime, for a profiler to watch; prints the mean and the
+/// fastest time.
+fn repeat(name: &str, n: &str, wasm: bool) -> Result<(), String> {
+    let mut w = workload(name)?;
     // Every workload counts afresh each time but `chat-200-warm`, whose
     // builder keeps its counts: after the untimed first assembly each one
     // finds them all, as the warm re-assembly benchmark does for all but

@@ -440,6 +440,18 @@ impl Deduper {
         if self.threshold < 1.0 {
             sketch_into(&self.words, &mut self.sketch);
         }
+        if let Some((sim, k)) = self.nearest()
+            && sim >= self.threshold
+        {
+            return Some(self.kept[k].0);
+        }
+        self.keep(key, hash);
+        None
+    }
+
+    /// The kept text most like the offered one (its sketch in `sketch`),
+    /// with their estimated similarity; ties go to the earlier.
+    fn nearest(&mut self) -> Option<(f64, usize)> {
         let indexed = &self.sketch[..self.sketch.len().min(INDEXED)];
         // Kept texts sharing indexed hashes, with how many they share; a
         // near copy shares most of them, a text that merely uses a common
@@ -454,7 +466,7 @@ impl Deduper {
                 head: mut at, len, ..
             } = self.index.get(h);
             if len as usize >= BUCKET_CAP {
-                // A stock phrase: see below.
+                // A stock phrase: see `keep`.
                 continue;
             }
             while at != 0 {
@@ -475,16 +487,17 @@ impl Deduper {
             }
             let k = k as usize;
             let sim = similarity(&self.sketch, self.sketch_of(k));
-            // The most similar kept text wins; ties go to the earlier.
             if best.is_none_or(|(s, j)| sim > s || (sim == s && k < j)) {
                 best = Some((sim, k));
             }
         }
-        if let Some((sim, k)) = best
-            && sim >= self.threshold
-        {
-            return Some(self.kept[k].0);
-        }
+        best
+    }
+
+    /// Keeps the offered text (its normalised text's `hash`, its sketch in
+    /// `sketch`) under the caller's `key`.
+    fn keep(&mut self, key: u32, hash: (u64, u64)) {
+        let indexed = &self.sketch[..self.sketch.len().min(INDEXED)];
         // Indices stay far below u32::MAX: a host answer of 2^32 texts
         // does not fit in memory first.
         let index = self.kept.len() as u32;
@@ -515,7 +528,6 @@ impl Deduper {
         let end = block.len() as u32;
         let block = (self.sketches.len() - 1) as u32;
         self.kept.push((key, block, start, end));
-        None
     }
 }
 

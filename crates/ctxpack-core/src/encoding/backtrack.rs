@@ -298,16 +298,15 @@ pub(crate) fn encode(
     ends: Option<&mut Vec<usize>>,
 ) -> Option<usize> {
     let n = piece.len();
-    // Positions known to be no boundary of the encoding.
-    let mut dead = vec![0u64; n / 64 + 1];
-    let is_dead = |dead: &[u64], at: usize| dead[at / 64] >> (at % 64) & 1 != 0;
-    let rank_of = |t: &Taken| match t.rank {
-        Rank::MAX => index.rank(table, &piece[t.start..t.start + t.len]),
-        r => Some(r),
+    let mut search = Search {
+        index,
+        table,
+        piece,
+        dead: vec![0u64; n / 64 + 1],
+        tokens: Vec::with_capacity(n / 3 + 1),
+        met: Met::new(),
     };
-    let mut tokens: Vec<Taken> = Vec::with_capacity(n / 3 + 1);
     let mut window = Vec::with_capacity(WINDOW);
-    let mut met = Met::new();
     let mut at = 0;
     let mut below = usize::MAX;
     // Token by token until here, after a fast step failed.
@@ -328,37 +327,8 @@ pub(crate) fn encode(
                 // window keeps few.
                 careful_until = at + SEARCH_AFTER_FEW;
             } else if keep > 0 {
-                let first = Taken {
-                    start: at,
-                    len: window[0],
-                    rank: index.rank(table, &piece[at..at + window[0]])?,
-                    fast: true,
-                };
-                let last_end = at + window[keep - 1];
-                let fits = (last_end == n || !is_dead(&dead, last_end))
-                    && match tokens.last() {
-                        None => true,
-                        Some(prior) => met.compatible(
-                            index,
-                            table,
-                            piece,
-                            (prior.start, at, at + first.len),
-                            (rank_of(prior)?, first.rank),
-                        ),
-                    };
-                if fits {
-                    tokens.push(first);
-                    let mut from = at + first.len;
-                    for &end in &window[1..keep] {
-                        tokens.push(Taken {
-                            start: from,
-                            len: at + end - from,
-                            rank: Rank::MAX,
-                            fast: true,
-                        });
-                        from = at + end;
-                    }
-                    at = from;
+                if let Some(to) = search.take_window(at, &window[..keep])? {
+                    at = to;
                     continue;
                 }
                 careful_until = end;
@@ -366,26 +336,14 @@ pub(crate) fn encode(
         }
         match longest(index, table, piece, at, below) {
             Some((len, rank)) => {
-                let end = at + len;
-                let fits = (end == n || !is_dead(&dead, end))
-                    && match tokens.last() {
-                        None => true,
-                        Some(prior) => met.compatible(
-                            index,
-                            table,
-                            piece,
-                            (prior.start, at, end),
-                            (rank_of(prior)?, rank),
-                        ),
-                    };
-                if fits {
-                    tokens.push(Taken {
+                if search.alive(at + len) && search.after_last(at, at + len, rank)? {
+                    search.tokens.push(Taken {
                         start: at,
                         len,
                         rank,
                         fast: false,
                     });
-                    at = end;
+                    at += len;
                     below = usize::MAX;
                 } else {
                     below = len;
@@ -396,8 +354,8 @@ pub(crate) fn encode(
                 // the token before it and try the next shorter one — or,
                 // for a token a fast step took, every other one (its own
                 // end is dead now).
-                dead[at / 64] |= 1 << (at % 64);
-                let given = tokens.pop()?;
+                search.dead[at / 64] |= 1 << (at % 64);
+                let given = search.tokens.pop()?;
                 at = given.start;
                 below = if given.fast { usize::MAX } else { given.len };
                 careful_until = careful_until.max(at + 1);
@@ -405,9 +363,88 @@ pub(crate) fn encode(
         }
     }
     if let Some(ends) = ends {
-        ends.extend(tokens.iter().map(|t| t.start + t.len));
+        ends.extend(search.tokens.iter().map(|t| t.start + t.len));
     }
-    Some(tokens.len())
+    Some(search.tokens.len())
+}
+
+/// What [`encode`] has found so far in one piece.
+struct Search<'a> {
+    index: &'a Index,
+    table: &'a Table,
+    piece: &'a [u8],
+    /// Positions known to be no boundary of the encoding, a bit each.
+    dead: Vec<u64>,
+    /// The tokens taken, in order.
+    tokens: Vec<Taken>,
+    met: Met,
+}
+
+impl Search<'_> {
+    /// A taken token's rank, looked up if a fast step left it out.
+    fn rank_of(&self, t: &Taken) -> Option<Rank> {
+        match t.rank {
+            Rank::MAX => self
+                .index
+                .rank(self.table, &self.piece[t.start..t.start + t.len]),
+            r => Some(r),
+        }
+    }
+
+    /// Whether `at` may be a boundary: the piece's end, or not known dead.
+    fn alive(&self, at: usize) -> bool {
+        at == self.piece.len() || self.dead[at / 64] >> (at % 64) & 1 == 0
+    }
+
+    /// Whether the token `piece[at..end]`, of `rank`, is compatible with
+    /// the last token taken (any token is, first). `None` if that token
+    /// has no rank (the caller then merges).
+    fn after_last(&mut self, at: usize, end: usize, rank: Rank) -> Option<bool> {
+        let Some(&prior) = self.tokens.last() else {
+            return Some(true);
+        };
+        let left = self.rank_of(&prior)?;
+        let span = (prior.start, at, end);
+        Some(
+            self.met
+                .compatible(self.index, self.table, self.piece, span, (left, rank)),
+        )
+    }
+
+    /// A fast step at `at`: takes the tokens a window merged alone ends
+    /// at `ends` (relative to `at`) if the last ends at a live boundary and
+    /// the first is compatible with the last token taken — the others are
+    /// neighbours in merging's own output — and gives where they end;
+    /// `Some(None)` if not.
+    fn take_window(&mut self, at: usize, ends: &[usize]) -> Option<Option<usize>> {
+        let Some(&first_end) = ends.first() else {
+            return Some(None);
+        };
+        let rank = self
+            .index
+            .rank(self.table, &self.piece[at..at + first_end])?;
+        let last_end = at + ends[ends.len() - 1];
+        if !(self.alive(last_end) && self.after_last(at, at + first_end, rank)?) {
+            return Some(None);
+        }
+        self.tokens.push(Taken {
+            start: at,
+            len: first_end,
+            rank,
+            fast: true,
+        });
+        let mut from = at + first_end;
+        for &end in &ends[1..] {
+            self.tokens.push(Taken {
+                start: from,
+                len: at + end - from,
+                rank: Rank::MAX,
+                fast: true,
+            });
+            from = at + end;
+        }
+        Some(Some(from))
+    }
 }
 
 #[cfg(all(test, any(feature = "o200k", feature = "cl100k")))]
