@@ -9,11 +9,10 @@
 mod common;
 
 use common::full_options as options;
-use common::{demo, get_with, serve};
+use common::{demo, get_with, refusal, serve};
 use ctxpack_service::auth::AuthFile;
-use ctxpack_service::client::Client;
+use ctxpack_service::client::{Answer, Client};
 use ctxpack_service::grpc::pb;
-use ctxpack_service::{Rig, start_rigged};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -92,6 +91,16 @@ fn auth_file(dir: &Path, issuer: &Issuer) -> AuthFile {
 
 fn bearer(token: &str) -> String {
     format!("Bearer {token}")
+}
+
+/// `GET` run `r`'s snapshot list on `c` with the bearer `token`: the answer.
+async fn read_runs(c: &Client, token: &str) -> Answer {
+    get_with(
+        c,
+        "/factory/runs/r/context-snapshots",
+        &[("authorization", &bearer(token))],
+    )
+    .await
 }
 
 const ASSEMBLE: &str = "factory.context.assemble factory.runs.read";
@@ -295,35 +304,25 @@ async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
                 .status
         }
     };
-    let deleted = "/factory/sources/s1/deleted".to_owned();
-    let assemble = "/factory/runs/r/attempts/9/context".to_owned();
-    assert_eq!(as_role(role("Reviewer"), "GET", path.clone()).await, 200);
-    assert_eq!(
-        as_role(role("Reviewer"), "POST", assemble.clone()).await,
-        403
-    );
-    assert_eq!(
-        as_role(role("Reviewer"), "POST", deleted.clone()).await,
-        403
-    );
-    assert_eq!(
-        as_role(role("Requester"), "POST", deleted.clone()).await,
-        403
-    );
-    assert_eq!(
-        as_role(role("WorkspaceAdmin"), "POST", deleted.clone()).await,
-        200
-    );
-    assert_eq!(as_role(role("Observer"), "GET", path.clone()).await, 403);
-    assert_eq!(
-        as_role(role("Observer"), "GET", "/metrics".into()).await,
-        200
-    );
-    assert_eq!(
-        as_role(role("Reviewer"), "GET", "/metrics".into()).await,
-        403
-    );
-    assert_eq!(as_role(role("Nobody"), "GET", path.clone()).await, 403);
+    let deleted = "/factory/sources/s1/deleted";
+    let assemble = "/factory/runs/r/attempts/9/context";
+    for (who, method, at, want) in [
+        ("Reviewer", "GET", path.as_str(), 200),
+        ("Reviewer", "POST", assemble, 403),
+        ("Reviewer", "POST", deleted, 403),
+        ("Requester", "POST", deleted, 403),
+        ("WorkspaceAdmin", "POST", deleted, 200),
+        ("Observer", "GET", path.as_str(), 403),
+        ("Observer", "GET", "/metrics", 200),
+        ("Reviewer", "GET", "/metrics", 403),
+        ("Nobody", "GET", path.as_str(), 403),
+    ] {
+        assert_eq!(
+            as_role(role(who), method, at.to_owned()).await,
+            want,
+            "{who} {method} {at}"
+        );
+    }
     // /metrics on the main listener asks for a token; its own listener
     // does not. Every answer above is counted by route and status.
     let r = get_with(&c, "/metrics", &[]).await;
@@ -348,22 +347,14 @@ async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
 async fn no_authentication_is_a_loopback_development_switch() {
     let dir = common::tempdir("hostile-noauth");
     let mut o = options(dir.join("store.db").display().to_string());
-    let e = start_rigged(o.clone(), Rig::scenarios())
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let e = refusal(o.clone()).await;
     assert!(
         e.contains("--insecure-dev-no-auth") && e.contains("[auth]"),
         "{e}"
     );
     o.no_auth = true;
     o.http = "0.0.0.0:0".parse().unwrap();
-    let e = start_rigged(o.clone(), Rig::scenarios())
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let e = refusal(o.clone()).await;
     assert!(e.contains("loopback"), "{e}");
 }
 
@@ -425,24 +416,10 @@ async fn rs256_tokens_verify_against_the_issuers_rsa_key() {
     let sign = |key: &EncodingKey| {
         let mut header = Header::new(Algorithm::RS256);
         header.kid = Some("r1".into());
-        bearer(
-            &jsonwebtoken::encode(&header, &claims("acme", "factory.runs.read", |_| {}), key)
-                .unwrap(),
-        )
+        jsonwebtoken::encode(&header, &claims("acme", "factory.runs.read", |_| {}), key).unwrap()
     };
-    let read = |token: String| {
-        let c = c.clone();
-        async move {
-            get_with(
-                &c,
-                "/factory/runs/r/context-snapshots",
-                &[("authorization", &token)],
-            )
-            .await
-        }
-    };
-    assert_eq!(read(sign(&key)).await.status, 200);
-    let r = read(sign(&other)).await;
+    assert_eq!(read_runs(&c, &sign(&key)).await.status, 200);
+    let r = read_runs(&c, &sign(&other)).await;
     assert_eq!(r.status, 401);
     assert!(r.text().contains("signature"), "{}", r.text());
     running.shutdown().await.unwrap();
@@ -479,28 +456,13 @@ async fn jwks_from_a_url_follows_rotation_and_hs256_is_for_development() {
         ..Default::default()
     });
     let (running, c) = serve(o.clone()).await;
-    let read = |token: String| {
-        let c = c.clone();
-        async move {
-            get_with(
-                &c,
-                "/factory/runs/r/context-snapshots",
-                &[("authorization", &bearer(&token))],
-            )
-            .await
-        }
-    };
     let scope = "factory.runs.read";
-    assert_eq!(
-        read(first.sign("k1", &claims("acme", scope, |_| {})))
-            .await
-            .status,
-        200
-    );
+    let token = first.sign("k1", &claims("acme", scope, |_| {}));
+    assert_eq!(read_runs(&c, &token).await.status, 200);
     // The issuer rotates in k2.
     *jwks.lock().unwrap() = json!({"keys": [first.jwk, second.jwk]});
     tokio::time::sleep(ctxpack_service::auth::REFETCH + Duration::from_millis(200)).await;
-    let r = read(second.sign("k2", &claims("acme", scope, |_| {}))).await;
+    let r = read_runs(&c, &second.sign("k2", &claims("acme", scope, |_| {}))).await;
     assert_eq!(r.status, 200, "{}", r.text());
     // HS256 with the development secret.
     let hs = jsonwebtoken::encode(
@@ -509,15 +471,11 @@ async fn jwks_from_a_url_follows_rotation_and_hs256_is_for_development() {
         &EncodingKey::from_secret(&[b'k'; 40]),
     )
     .unwrap();
-    assert_eq!(read(hs).await.status, 200);
+    assert_eq!(read_runs(&c, &hs).await.status, 200);
     running.shutdown().await.unwrap();
     // [auth] without its issuer.
     let mut bad = o;
     bad.auth.as_mut().unwrap().issuer = None;
-    let e = start_rigged(bad, Rig::scenarios())
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let e = refusal(bad).await;
     assert!(e.contains("auth.issuer: required"), "{e}");
 }

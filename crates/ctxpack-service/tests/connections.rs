@@ -7,8 +7,7 @@
 
 mod common;
 
-use common::full_options as options;
-use common::{demo, get, post_json, serve};
+use common::{demo, get, post_json, serve, unauthenticated_options};
 use ctxpack_service::client::Client;
 use ctxpack_service::grpc::pb;
 use ctxpack_service::{Rig, start_rigged};
@@ -20,9 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// another tenant is not held back.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tenant_past_its_rate_is_answered_429_with_retry_after() {
-    let dir = common::tempdir("hostile-rate");
-    let mut o = options(dir.join("store.db").display().to_string());
-    o.no_auth = true;
+    let mut o = unauthenticated_options("hostile-rate");
     // One request every 5 s after a burst of 3: the burst is spent long
     // before a token comes back, however slow the machine.
     o.request_limits = Some(ctxpack_service::settings::RequestLimits {
@@ -62,6 +59,14 @@ async fn a_tenant_past_its_rate_is_answered_429_with_retry_after() {
     running.shutdown().await.unwrap();
 }
 
+/// The status of `GET /healthz`, no tenant, on `c`.
+async fn health(c: &Client) -> u16 {
+    c.send("GET", "/healthz", None, Vec::new())
+        .await
+        .unwrap()
+        .status
+}
+
 /// Reads from `s` until it is closed; how long that took.
 async fn closed_within(s: &mut tokio::net::TcpStream, most: Duration) -> Duration {
     let t = Instant::now();
@@ -80,9 +85,7 @@ async fn closed_within(s: &mut tokio::net::TcpStream, most: Duration) -> Duratio
 /// client stuck mid-header does not hold the shutdown past its deadline.
 #[tokio::test(flavor = "multi_thread")]
 async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
-    let dir = common::tempdir("hostile-slow");
-    let mut o = options(dir.join("store.db").display().to_string());
-    o.no_auth = true;
+    let mut o = unauthenticated_options("hostile-slow");
     o.listen_limits = Some(ctxpack_service::listen::Limits {
         max_connections: 4,
         header_timeout: Duration::from_millis(500),
@@ -133,13 +136,7 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
     drop(held);
     // Once they are gone, new connections are served again.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(
-        c.send("GET", "/healthz", None, Vec::new())
-            .await
-            .unwrap()
-            .status,
-        200
-    );
+    assert_eq!(health(&c).await, 200);
     // gRPC: idle sockets are closed at the header timeout, and past the
     // cap a new one is closed at once.
     let grpc = running.grpc.unwrap();
@@ -170,9 +167,7 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
 /// large answer is 503 with Retry-After, not more memory.
 #[tokio::test(flavor = "multi_thread")]
 async fn clients_that_do_not_read_their_answers_hold_bounded_memory() {
-    let dir = common::tempdir("hostile-readers");
-    let mut o = options(dir.join("store.db").display().to_string());
-    o.no_auth = true;
+    let mut o = unauthenticated_options("hostile-readers");
     o.max_body = 32 << 20;
     o.deadline = Duration::from_secs(60);
     o.listen_limits = Some(ctxpack_service::listen::Limits {
@@ -206,13 +201,7 @@ async fn clients_that_do_not_read_their_answers_hold_bounded_memory() {
     assert_eq!(busy.status, 503, "{} bytes", busy.body.len());
     assert!(busy.headers.contains_key("retry-after"));
     // Small answers are not held back.
-    assert_eq!(
-        c.send("GET", "/healthz", None, Vec::new())
-            .await
-            .unwrap()
-            .status,
-        200
-    );
+    assert_eq!(health(&c).await, 200);
     // The stalled client is cut at the send timeout; then the answer goes.
     let t = Instant::now();
     let answered = loop {
@@ -253,10 +242,7 @@ async fn grpc_bad_protobuf_is_invalid_argument_and_health_is_served() {
         #[prost(uint64, tag = "1")]
         run_id: u64,
     }
-    let dir = common::tempdir("hostile-grpc");
-    let mut o = options(dir.join("store.db").display().to_string());
-    o.no_auth = true;
-    let (running, _) = serve(o).await;
+    let (running, _) = serve(unauthenticated_options("hostile-grpc")).await;
     let channel =
         tonic::transport::Endpoint::from_shared(format!("http://{}", running.grpc.unwrap()))
             .unwrap()
@@ -305,9 +291,7 @@ async fn grpc_bad_protobuf_is_invalid_argument_and_health_is_served() {
 async fn the_listeners_serve_tls() {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let (cert_pem, key_pem) = (cert.cert.pem(), cert.signing_key.serialize_pem());
-    let dir = common::tempdir("hostile-tls");
-    let mut o = options(dir.join("store.db").display().to_string());
-    o.no_auth = true;
+    let mut o = unauthenticated_options("hostile-tls");
     o.tls = Some(ctxpack_service::listen::ServerTls {
         cert: cert_pem.clone().into_bytes(),
         key: key_pem.into_bytes(),

@@ -9,8 +9,8 @@
 mod common;
 
 use common::grpc_options as options;
-use common::{demo, post_json, serve, serve_on};
-use ctxpack_service::Rig;
+use common::{assemble_demo, demo, post_json, serve, serve_on};
+use ctxpack_service::{Options, Rig};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -18,8 +18,9 @@ fn body(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
+/// Options whose 50 ms deadline a long assembly runs past inside the
+/// component: bodies up to 64 MiB and 5000 instructions are let in.
+fn interrupting_options() -> Options {
     let mut o = options();
     o.deadline = Duration::from_millis(50);
     o.max_body = 64 << 20;
@@ -27,7 +28,12 @@ async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
         instructions: 5000,
         ..Default::default()
     });
-    let (running, c) = serve(o).await;
+    o
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
+    let (running, c) = serve(interrupting_options()).await;
     // Two thousand instructions of ~4 kB each: L0 is counted exactly,
     // eight megabytes of text, far past 50 ms inside the component.
     let mut v = demo();
@@ -49,13 +55,7 @@ async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
     let mut rig = Rig::scenarios();
     rig.faults.delay = Some(Duration::from_millis(1_000));
     let (running, c) = serve_on(o, rig).await;
-    let r = post_json(
-        &c,
-        "/factory/runs/run-1/attempts/a-1/context",
-        "acme",
-        &demo(),
-    )
-    .await;
+    let r = assemble_demo(&c).await;
     assert_eq!(r.status, 504);
     assert_eq!(running.service.live().pool.trapped(), 0);
     running.shutdown().await.unwrap();
@@ -63,13 +63,7 @@ async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn after_an_interrupted_call_the_next_request_is_served() {
-    let mut o = options();
-    o.deadline = Duration::from_millis(50);
-    o.max_body = 64 << 20;
-    o.request_limits = Some(ctxpack_service::settings::RequestLimits {
-        instructions: 5000,
-        ..Default::default()
-    });
+    let mut o = interrupting_options();
     o.instances = 1;
     let (running, c) = serve(o).await;
     let mut v = demo();

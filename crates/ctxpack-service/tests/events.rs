@@ -15,6 +15,7 @@ use common::{get, get_with, post, post_json, serve};
 use ctxpack_service::client::Client;
 use ctxpack_service::events::stream_census;
 use ctxpack_service::settings::Events;
+use ctxpack_service::snapshots::Store;
 use ctxpack_service::{Options, demo_path};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -157,6 +158,19 @@ async fn on_stream(url: &str) -> u64 {
         .map_or(0, |c| c.messages)
 }
 
+/// Waits until `n` events are on the stream at `url` and `store` has
+/// marked every event published.
+async fn all_published(url: &str, store: &Store, n: u64) {
+    eventually(&format!("{n} events on the stream"), || async {
+        on_stream(url).await == n
+    })
+    .await;
+    eventually("all marked published", || async {
+        store.unpublished().await.unwrap() == 0
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn each_event_is_on_the_stream_once_through_a_broker_outage_and_a_repeat() {
     let Some(bin) = nats_server() else { return };
@@ -171,14 +185,7 @@ async fn each_event_is_on_the_stream_once_through_a_broker_outage_and_a_repeat()
     let store = running.service.store.clone();
 
     let mut ids = assemble(&c, "r", 0, 10).await;
-    eventually("10 events on the stream", || async {
-        on_stream(&url).await == 10
-    })
-    .await;
-    eventually("all marked published", || async {
-        store.unpublished().await.unwrap() == 0
-    })
-    .await;
+    all_published(&url, &store, 10).await;
 
     let ready = || {
         let c = c.clone();
@@ -207,14 +214,7 @@ async fn each_event_is_on_the_stream_once_through_a_broker_outage_and_a_repeat()
         ready().await == (200, json!("ok"))
     })
     .await;
-    eventually("20 events on the stream", || async {
-        on_stream(&url).await == 20
-    })
-    .await;
-    eventually("all marked published", || async {
-        store.unpublished().await.unwrap() == 0
-    })
-    .await;
+    all_published(&url, &store, 20).await;
 
     // A relay killed between publishing and marking publishes again: the
     // broker drops the repeats by id.
@@ -450,11 +450,5 @@ async fn two_replicas_on_one_postgresql_publish_each_event_once() {
     assert_eq!(census.ids.keys().cloned().collect::<Vec<_>>(), ids);
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
-    admin
-        .batch_execute(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            fresh.rsplit_once('/').unwrap().1
-        ))
-        .await
-        .unwrap();
+    common::drop_postgres(&admin, &fresh).await;
 }

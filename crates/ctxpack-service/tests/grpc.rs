@@ -56,24 +56,21 @@ async fn grpc_assemble_has_the_posts_semantics() {
     );
     assert_eq!(http.json()["tokensUsed"], reply.tokens_used);
     // Errors map to codes, the field named.
-    let e = grpc
-        .assemble(call("run-1", "a-2", text.clone(), None))
-        .await
-        .unwrap_err();
+    // Attempt `attempt` of run-1, sent and refused: the error.
+    let refused = |attempt: &str, json: String, tenant: Option<&str>| {
+        let mut grpc = grpc.clone();
+        let r = call("run-1", attempt, json, tenant);
+        async move { grpc.assemble(r).await.unwrap_err() }
+    };
+    let e = refused("a-2", text.clone(), None).await;
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     assert!(e.message().contains("x-tenant-id"));
-    let e = grpc
-        .assemble(call("run-1", "a-2", "{\"query\": 1}".into(), Some("acme")))
-        .await
-        .unwrap_err();
+    let e = refused("a-2", "{\"query\": 1}".into(), Some("acme")).await;
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     assert!(e.message().starts_with("request.query"), "{}", e.message());
     let mut small = demo();
     small["budget"] = json!(5);
-    let e = grpc
-        .assemble(call("run-1", "a-3", small.to_string(), Some("acme")))
-        .await
-        .unwrap_err();
+    let e = refused("a-3", small.to_string(), Some("acme")).await;
     assert_eq!(e.code(), tonic::Code::FailedPrecondition);
     let failed_id = e
         .metadata()
@@ -91,10 +88,7 @@ async fn grpc_assemble_has_the_posts_semantics() {
     assert_eq!(d.json()["status"], json!(["failed"]));
     let mut changed = demo();
     changed["budget"] = json!(300);
-    let e = grpc
-        .assemble(call("run-1", "a-1", changed.to_string(), Some("acme")))
-        .await
-        .unwrap_err();
+    let e = refused("a-1", changed.to_string(), Some("acme")).await;
     assert_eq!(e.code(), tonic::Code::AlreadyExists);
     running.shutdown().await.unwrap();
 }

@@ -15,7 +15,7 @@
 mod common;
 
 use common::full_options as options;
-use common::{demo, get, get_with, post, post_json, serve};
+use common::{count, demo, get, get_with, post, post_json, refusal, serve};
 use ctxpack_service::client::Client;
 use ctxpack_service::{Rig, start_rigged};
 use serde_json::{Value, json};
@@ -248,13 +248,11 @@ async fn hostile_requests_on_postgres() {
         format!("sslmode=verify-full&sslrootcert={}", ca_file.display()),
     ] {
         let store = open(query.clone()).await.unwrap();
-        let tls = store
-            .count(
-                "SELECT COUNT(*) FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl",
-                vec![],
-            )
-            .await
-            .unwrap();
+        let tls = count(
+            &store,
+            "SELECT COUNT(*) FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl",
+        )
+        .await;
         assert_eq!(tls, 1, "{query}: the connection is not TLS");
     }
     let e = open(format!(
@@ -351,11 +349,7 @@ async fn a_store_corrupted_while_serving_is_not_ready_and_takes_no_writes() {
     // And it is refused at the next start.
     let mut o = options(path.display().to_string());
     o.no_auth = true;
-    let e = start_rigged(o, Rig::scenarios())
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let e = refusal(o).await;
     assert!(e.contains("integrity check"), "{e}");
 }
 
@@ -369,11 +363,7 @@ async fn a_store_that_is_not_what_was_expected_is_refused() {
     let mut o = options(empty.display().to_string());
     o.no_auth = true;
     o.metrics_listen = None;
-    let e = start_rigged(o.clone(), Rig::scenarios())
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let e = refusal(o.clone()).await;
     assert!(
         e.contains("empty (0 bytes)") && e.contains("--init-store"),
         "{e}"
@@ -382,11 +372,7 @@ async fn a_store_that_is_not_what_was_expected_is_refused() {
     std::fs::write(&garbage, vec![0x5a; 8192]).unwrap();
     let mut g = o.clone();
     g.store = garbage.display().to_string();
-    let e = start_rigged(g, Rig::scenarios())
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let e = refusal(g).await;
     assert!(e.contains("garbage.db"), "{e}");
     let foreign = dir.join("foreign.db");
     rusqlite::Connection::open(&foreign)
@@ -395,24 +381,17 @@ async fn a_store_that_is_not_what_was_expected_is_refused() {
         .unwrap();
     let mut f = o.clone();
     f.store = foreign.display().to_string();
-    let e = start_rigged(f.clone(), Rig::scenarios())
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let e = refusal(f.clone()).await;
     assert!(e.contains("no ctxpack store"), "{e}");
+    // Told to initialise, the foreign file and the empty one start.
     f.init_store = true;
-    start_rigged(f, Rig::scenarios())
-        .await
-        .unwrap()
-        .shutdown()
-        .await
-        .unwrap();
     o.init_store = true;
-    start_rigged(o, Rig::scenarios())
-        .await
-        .unwrap()
-        .shutdown()
-        .await
-        .unwrap();
+    for told in [f, o] {
+        start_rigged(told, Rig::scenarios())
+            .await
+            .unwrap()
+            .shutdown()
+            .await
+            .unwrap();
+    }
 }

@@ -12,7 +12,7 @@ use common::{get, post, post_json};
 use ctxpack_service::client::Client;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,6 +23,16 @@ fn tempdir() -> PathBuf {
 
 fn ctxpack() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_ctxpack"))
+}
+
+/// `ctxpack ingest --store store what`, run to its end.
+fn ingest(store: &Path, what: &Path) -> std::process::Output {
+    ctxpack()
+        .args(["ingest", "--store"])
+        .arg(store)
+        .arg(what)
+        .output()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -38,12 +48,7 @@ async fn ingested_documents_answer_a_question() {
     std::fs::write(docs.join("weather.txt"), "Porto is sunny in June.\n").unwrap();
     std::fs::write(docs.join("image.png"), [0u8, 159, 146, 150]).unwrap();
     let store = dir.join("store.db");
-    let out = ctxpack()
-        .args(["ingest", "--store"])
-        .arg(&store)
-        .arg(&docs)
-        .output()
-        .unwrap();
+    let out = ingest(&store, &docs);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -52,23 +57,13 @@ async fn ingested_documents_answer_a_question() {
     );
     assert!(stdout.contains("ingested 2 files (3 chunks)"), "{stdout}");
     // Again: nothing changed.
-    let out = ctxpack()
-        .args(["ingest", "--store"])
-        .arg(&store)
-        .arg(&docs)
-        .output()
-        .unwrap();
+    let out = ingest(&store, &docs);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("ingested 0 files (0 chunks), 2 unchanged")
     );
     // A file given by name is read whatever its extension; a binary one is
     // refused, naming it.
-    let out = ctxpack()
-        .args(["ingest", "--store"])
-        .arg(&store)
-        .arg(docs.join("image.png"))
-        .output()
-        .unwrap();
+    let out = ingest(&store, &docs.join("image.png"));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("image.png"));
 
@@ -126,12 +121,7 @@ async fn sighup_reloads_the_configuration_without_dropping_a_request() {
     )
     .unwrap();
     let store_db = dir.join("store.db");
-    let out = ctxpack()
-        .args(["ingest", "--store"])
-        .arg(&store_db)
-        .arg(dir.join("doc.md"))
-        .output()
-        .unwrap();
+    let out = ingest(&store_db, &dir.join("doc.md"));
     assert!(out.status.success());
     let b = Arc::new(Behaviour::default());
     let up = store(true, b.clone(), "127.0.0.1:0".parse().unwrap()).await;

@@ -9,13 +9,18 @@
 mod common;
 
 use common::grpc_options as options;
-use common::{demo, get, get_with, post, post_json, serve, serve_on};
+use common::{assemble_demo, demo, get, get_with, post, post_json, serve, serve_on};
 use ctxpack_service::Rig;
-use ctxpack_service::client::Client;
+use ctxpack_service::client::{Answer, Client};
 use serde_json::{Value, json};
 
 fn body(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap()
+}
+
+/// The message of the error answer `r`; none fails the test.
+fn error_message(r: &Answer) -> String {
+    r.json()["error"]["message"].as_str().unwrap().to_owned()
 }
 
 fn o200k(text: &str) -> usize {
@@ -28,13 +33,7 @@ fn o200k(text: &str) -> usize {
 #[tokio::test(flavor = "multi_thread")]
 async fn assembles_lists_explains_and_serves_the_content() {
     let (running, c) = serve(options()).await;
-    let a = post_json(
-        &c,
-        "/factory/runs/run-1/attempts/a-1/context",
-        "acme",
-        &demo(),
-    )
-    .await;
+    let a = assemble_demo(&c).await;
     assert_eq!(a.status, 201, "{}", a.text());
     let reply = a.json();
     let id = reply["contextSnapshotId"].as_str().unwrap().to_owned();
@@ -184,12 +183,7 @@ async fn a_tenant_never_sees_another_tenants_snapshots() {
     )
     .await;
     assert_eq!(r.status, 400);
-    assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("request.context.tenant-id")
-    );
+    assert!(error_message(&r).starts_with("request.context.tenant-id"));
     // Every endpoint wants a tenant.
     for (m, p) in [
         ("POST", path.to_owned()),
@@ -199,12 +193,7 @@ async fn a_tenant_never_sees_another_tenants_snapshots() {
     ] {
         let r = c.send(m, &p, None, body(&demo())).await.unwrap();
         assert_eq!(r.status, 400, "{m} {p}");
-        assert!(
-            r.json()["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("x-tenant-id")
-        );
+        assert!(error_message(&r).contains("x-tenant-id"));
     }
     running.shutdown().await.unwrap();
 }
@@ -260,7 +249,7 @@ async fn bad_input_is_refused_naming_the_field_and_oversized_bodies_too() {
     for (v, want) in cases {
         let r = post_json(&c, path, "acme", &v).await;
         assert_eq!(r.status, 400, "{want}: {}", r.text());
-        let m = r.json()["error"]["message"].as_str().unwrap().to_owned();
+        let m = error_message(&r);
         assert!(m.starts_with(want), "{m}\nwanted {want}");
         assert!(!m.contains(" at line "), "{m}");
     }
@@ -278,12 +267,7 @@ async fn bad_input_is_refused_naming_the_field_and_oversized_bodies_too() {
     )
     .await;
     assert_eq!(r.status, 400);
-    assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("attemptId")
-    );
+    assert!(error_message(&r).starts_with("attemptId"));
     // Nothing of it was recorded.
     assert_eq!(running.service.store.census().await.unwrap().snapshots, 0);
     running.shutdown().await.unwrap();
@@ -333,13 +317,7 @@ async fn a_failing_source_degrades_the_snapshot() {
     let mut rig = Rig::scenarios();
     rig.faults.fail.insert("sources.retrieve".into(), 1.0);
     let (running, c) = serve_on(options(), rig).await;
-    let r = post_json(
-        &c,
-        "/factory/runs/run-1/attempts/a-1/context",
-        "acme",
-        &demo(),
-    )
-    .await;
+    let r = assemble_demo(&c).await;
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(r.json()["status"], json!(["degraded"]));
     let id = r.json()["contextSnapshotId"].as_str().unwrap().to_owned();
@@ -373,14 +351,7 @@ async fn a_failing_source_degrades_the_snapshot() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_deleted_source_marks_its_snapshots_without_changing_them() {
     let (running, c) = serve(options()).await;
-    let r = post_json(
-        &c,
-        "/factory/runs/run-1/attempts/a-1/context",
-        "acme",
-        &demo(),
-    )
-    .await
-    .json();
+    let r = assemble_demo(&c).await.json();
     let id = r["contextSnapshotId"].as_str().unwrap();
     let detail = |c: Client| async move {
         get(&c, &format!("/factory/context-snapshots/{id}"), "acme")

@@ -227,23 +227,17 @@ async fn exercise(store: &Store) {
     again.snapshot.attempt_id = Some("2".into());
     again.snapshot.id = format!("{}-again", r0.snapshot.id);
     assert_eq!(store.record(&again).await.unwrap(), Recorded::New);
+    let rows_with_r0s_content =
+        |sql: &'static str| store.count(sql, vec![Value::Text(r0.snapshot.content_hash.clone())]);
     assert_eq!(
-        store
-            .count(
-                "SELECT COUNT(*) FROM context_contents WHERE content_hash = $1",
-                vec![Value::Text(r0.snapshot.content_hash.clone())],
-            )
+        rows_with_r0s_content("SELECT COUNT(*) FROM context_contents WHERE content_hash = $1")
             .await
             .unwrap(),
         1
     );
     // The content is never in the snapshot row.
     assert_eq!(
-        store
-            .count(
-                "SELECT COUNT(*) FROM context_snapshots WHERE content_ref = $1",
-                vec![Value::Text(r0.snapshot.content_hash.clone())],
-            )
+        rows_with_r0s_content("SELECT COUNT(*) FROM context_snapshots WHERE content_ref = $1")
             .await
             .unwrap(),
         2
@@ -331,13 +325,11 @@ async fn sqlite_store() {
         .await
         .unwrap();
     assert!(store.census().await.unwrap().snapshots > 30);
-    let mode = store
-        .count(
-            "SELECT COUNT(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let mode = common::count(
+        &store,
+        "SELECT COUNT(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'",
+    )
+    .await;
     assert_eq!(mode, 1, "the database is in WAL mode");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -355,13 +347,7 @@ async fn postgres_store() {
     let opened = futures_join(&fresh).await;
     assert!(opened.iter().all(Result::is_ok), "{opened:?}");
     drop(store);
-    client
-        .batch_execute(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            fresh.rsplit_once('/').unwrap().1
-        ))
-        .await
-        .unwrap();
+    common::drop_postgres(&client, &fresh).await;
 }
 
 async fn futures_join(url: &str) -> Vec<Result<(), ctxpack_service::StartError>> {

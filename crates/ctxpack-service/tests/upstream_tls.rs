@@ -182,27 +182,24 @@ async fn upstreams_over_tls_check_the_store_and_show_a_client_certificate() {
         (1, 1)
     );
 
-    // No client certificate: the store refuses the handshake. Over gRPC
-    // retrieval degrades; over HTTPS the policy fails the assembly.
-    let (status, reply, detail) = run(("ca.pem", false), good).await;
-    assert_eq!(
-        (status, &reply["status"]),
-        (201, &json!(["degraded"])),
-        "{detail}"
-    );
-    let (status, reply, _) = run(good, ("ca.pem", false)).await;
-    assert_eq!(status, 422, "{reply}");
-
-    // A store whose certificate the configured roots did not sign is not
-    // trusted, over either protocol.
-    let (status, reply, detail) = run(("other-ca.pem", true), good).await;
-    assert_eq!(
-        (status, &reply["status"]),
-        (201, &json!(["degraded"])),
-        "{detail}"
-    );
-    let (status, reply, _) = run(good, ("other-ca.pem", true)).await;
-    assert_eq!(status, 422, "{reply}");
+    // Each upstream refused in turn: over gRPC retrieval degrades; over
+    // HTTPS the policy fails the assembly.
+    for bad in [
+        // No client certificate: the store refuses the handshake.
+        ("ca.pem", false),
+        // A store whose certificate the configured roots did not sign is
+        // not trusted.
+        ("other-ca.pem", true),
+    ] {
+        let (status, reply, detail) = run(bad, good).await;
+        assert_eq!(
+            (status, &reply["status"]),
+            (201, &json!(["degraded"])),
+            "{bad:?}: {detail}"
+        );
+        let (status, reply, _) = run(good, bad).await;
+        assert_eq!(status, 422, "{bad:?}: {reply}");
+    }
 
     // Only the trusted, identified calls reached the stores' code: the
     // first assembly's two, and the retrievals before the two failed

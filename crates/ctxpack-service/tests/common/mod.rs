@@ -1,12 +1,14 @@
 //! Helpers the service's test files share: temporary directories and
 //! databases, the options a test service starts with, starting it, the
 //! bundled request, and sending it requests (`get`, `post`, `post_json`,
-//! `get_with`). The test stores the upstream tests call are in `stores`.
+//! `get_with`, `assemble_demo`). The test stores the upstream tests call
+//! are in `stores`.
 
 #[allow(dead_code)]
 pub mod stores;
 
 use ctxpack_service::client::{Answer, Client};
+use ctxpack_service::snapshots::Store;
 use ctxpack_service::{Options, Rig, Running, demo_path, start_rigged};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -57,6 +59,25 @@ pub async fn fresh_postgres(what: &str) -> Option<(String, tokio_postgres::Clien
     Some((format!("{}/{db}", url.rsplit_once('/').unwrap().0), admin))
 }
 
+/// Drops the database [`fresh_postgres`] made at `url`, with `admin`, its
+/// server's client.
+#[allow(dead_code, clippy::unwrap_used)]
+pub async fn drop_postgres(admin: &tokio_postgres::Client, url: &str) {
+    admin
+        .batch_execute(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            url.rsplit_once('/').unwrap().1
+        ))
+        .await
+        .unwrap();
+}
+
+/// What `sql`, a `SELECT COUNT(*)` with no parameters, counts in `store`.
+#[allow(dead_code, clippy::unwrap_used)]
+pub async fn count(store: &Store, sql: &'static str) -> u64 {
+    store.count(sql, vec![]).await.unwrap()
+}
+
 /// A test service's options: HTTP on a free loopback port, no gRPC, two
 /// instances, the fixture's settings file (`tests/fixture/ctxpack.toml`),
 /// the store `store`, no authentication.
@@ -70,6 +91,16 @@ pub fn options(store: String) -> Options {
         config: Some(demo_path("tests/fixture/ctxpack.toml")),
         no_auth: true,
         ..Options::default()
+    }
+}
+
+/// Why the service does not start with `o` on the scenario fixture: its
+/// error, as text. It starting fails the test.
+#[allow(dead_code)]
+pub async fn refusal(o: Options) -> String {
+    match start_rigged(o, Rig::scenarios()).await {
+        Ok(_) => panic!("the service started, and should not have"),
+        Err(e) => e.to_string(),
     }
 }
 
@@ -118,6 +149,17 @@ pub fn full_options(store: String) -> Options {
     }
 }
 
+/// [`full_options`] on a fresh SQLite store in a directory named for
+/// `what`, with no authentication.
+#[allow(dead_code)]
+pub fn unauthenticated_options(what: &str) -> Options {
+    let store = tempdir(what).join("store.db");
+    Options {
+        no_auth: true,
+        ..full_options(store.display().to_string())
+    }
+}
+
 /// The bundled request (`tests/fixture/request.json`), as JSON.
 #[allow(dead_code, clippy::unwrap_used)]
 pub fn demo() -> Value {
@@ -148,4 +190,17 @@ pub async fn post_json(c: &Client, path: &str, tenant: &str, body: &Value) -> An
 #[allow(dead_code, clippy::unwrap_used)]
 pub async fn get_with(c: &Client, path: &str, headers: &[(&str, &str)]) -> Answer {
     c.request("GET", path, headers, Vec::new()).await.unwrap()
+}
+
+/// `POST` the bundled request as `acme` to run `run-1`, attempt `a-1`: the
+/// answer.
+#[allow(dead_code)]
+pub async fn assemble_demo(c: &Client) -> Answer {
+    post_json(
+        c,
+        "/factory/runs/run-1/attempts/a-1/context",
+        "acme",
+        &demo(),
+    )
+    .await
 }
