@@ -102,6 +102,40 @@ def test_bad_input_names_the_field():
         cp.Builder().assemble({"conversation": []})
     with pytest.raises(TypeError, match=r"`request`: AssembleRequest has no field 'keep_lats'"):
         cp.Builder().assemble({"tokenizer": "o200k-base", "keep_lats": 3})
+    # Named as a Python caller writes the field, in a dict or a class.
+    with pytest.raises(TypeError, match=r"^`request.keep_last`: -1 is out of range for u32$"):
+        cp.Builder().assemble({"tokenizer": "o200k-base", "keep_last": -1})
+    with pytest.raises(TypeError, match=r"^`request.entry_overhead`: expected u32"):
+        cp.Builder().assemble(request(entry_overhead="2"))
+
+
+def test_a_lender_that_cannot_lend_is_refused_before_anything_runs():
+    class Misspelt:
+        def retreive(self, context, query, limit):
+            return []
+
+    with pytest.raises(TypeError, match=r"^sources.retreive: ctxpack calls sources.retrieve\(\), which "
+                                        r"Misspelt does not have — a misspelling\?$"):
+        cp.Builder(RAG).assemble(request(), sources=Misspelt())
+    with pytest.raises(TypeError, match=r"^sources: a function cannot lend retrieve, expand_graph, "
+                                        r"recall_memory, repository_state; pass an object"):
+        cp.Builder(RAG).assemble(request(), sources=lambda context, query, limit: [])
+
+    class Summaries:
+        def sumarise(self, requests, tokenizer):
+            return []
+
+    with pytest.raises(TypeError, match=r"^summarizer.sumarise: ctxpack calls summarizer.summarize\(\)"):
+        cp.Builder().assemble(request(), summarizer=Summaries())
+
+    # A near name beside the real one is the lender's own business; a
+    # function lends an interface of one function (the policy).
+    class Both(Docs):
+        def retrieved(self):
+            return 0
+
+    pack = cp.Builder(RAG).assemble(request(), sources=Both(), policy=lambda context, items: ["allow"] * len(items))
+    assert pack.snapshot.status == [cp.SnapshotStatus.COMPLETE]
 
 
 def test_a_plain_trim_needs_the_conversation_a_budget_and_a_tokenizer():

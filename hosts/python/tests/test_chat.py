@@ -110,6 +110,18 @@ def test_trim_refuses_what_it_would_not_honour():
         trim_messages(messages, max_tokens=10, start_on="ai")
 
 
+def test_trim_names_the_argument_a_mistake_is_in():
+    messages = [HumanMessage(content="hi")]
+    with pytest.raises(TypeError, match=r"^`max_tokens`: -5 is out of range for u32$"):
+        trim_messages(messages, max_tokens=-5)
+    with pytest.raises(TypeError, match=r"^`max_tokens`: expected u32, got str '10'$"):
+        trim_messages(messages, max_tokens="10")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^`entry_overhead`: -1 is out of range"):
+        trim_messages(messages, max_tokens=10, entry_overhead=-1)
+    with pytest.raises(TypeError, match=r"^`token_counter`: 'gpt-4o' is not a case of Tokenizer"):
+        trim_messages(messages, max_tokens=10, token_counter="gpt-4o")
+
+
 OPENAI = [
     {"role": "system", "content": "You are terse."},
     {"role": "user", "content": [{"type": "text", "text": "Weather in Porto"}, {"type": "text", "text": "and Lisbon?"}]},

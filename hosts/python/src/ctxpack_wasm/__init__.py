@@ -225,6 +225,45 @@ def _refuse_unused(profile: str, sources: Any) -> None:
             raise CtxpackError(error)
 
 
+def _refuse_misspelt(lenders: dict) -> None:
+    """A lender that cannot lend what it is given for is a mistake that
+    would pass silently (every call "not provided", a degraded pack):
+    refused before anything runs. A function where the interface has
+    several functions, or a method whose name is one or two letters from
+    a callback's (``retreive``), raises ``TypeError`` naming both."""
+    for interface, lender in lenders.items():
+        if lender is None or lender is allow_all:
+            continue
+        methods = [k.method for k in CALLS.values() if k.interface == interface]
+        if len(methods) > 1 and inspect.isroutine(lender):
+            raise TypeError(f"{interface}: a function cannot lend {', '.join(methods)}; "
+                            "pass an object with those methods")
+        if inspect.isroutine(lender):
+            continue
+        missing = [m for m in methods if inspect.getattr_static(lender, m, None) is None]
+        for name in dir(lender):
+            near = [m for m in missing if not name.startswith("_") and _letters_apart(name, m) <= 2]
+            if near and callable(inspect.getattr_static(lender, name, None)):
+                raise TypeError(f"{interface}.{name}: ctxpack calls {interface}.{near[0]}(), which "
+                                f"{type(lender).__name__} does not have — a misspelling?")
+
+
+def _letters_apart(a: str, b: str) -> int:
+    """Edits (a letter put in, left out, changed, or two swapped) from
+    ``a`` to ``b``."""
+    prev2: list = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i]
+        for j, cb in enumerate(b, 1):
+            d = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                d = min(d, prev2[j - 2] + 1)
+            row.append(d)
+        prev2, prev = prev, row
+    return prev[-1]
+
+
 # --- the host's side of each step ------------------------------------------
 
 class HostError(Exception):
@@ -528,6 +567,7 @@ class Builder(_Held):
     def _start(self, request: Any, router: Optional[Router], sources: Any, policy: Any,
                summarizer: Any) -> Generator[list, list, str]:
         _refuse_unused(self.profile, sources)
+        _refuse_misspelt({"sources": sources, "policy": policy, "summarizer": summarizer})
         text, context = _request(request)
         inst = self._inst
         if router is None:

@@ -222,7 +222,7 @@ def encode(value: Any, ty: Any, path: str) -> Any:
     for f, k, t in fields:
         v = get(f, k)
         if v is not UNSET:
-            out[k] = encode(v, t, f"{path}.{k}")
+            out[k] = encode(v, t, f"{path}.{f}")  # named as a Python caller writes it
     return out
 
 

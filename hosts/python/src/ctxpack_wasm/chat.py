@@ -21,6 +21,7 @@ import json
 from typing import Any, Iterable, Literal, Optional, Sequence, Union
 
 from . import Builder
+from ._codec import encode
 from .types import AssembleRequest, ContextPack, ConversationTurn, Role
 
 __all__ = [
@@ -261,6 +262,11 @@ def trim_messages(
     if callable(token_counter):
         raise TypeError("token_counter: ctxpack counts exactly with its own tokenizers; "
                         "give 'o200k-base', 'cl100k-base' or Tokenizer.chars_per_token(n)")
+    # Checked here, so that a mistake names the argument the caller wrote
+    # (`max_tokens`), not the request field it becomes (`request.budget`).
+    encode(max_tokens, "u32", "max_tokens")
+    encode(entry_overhead, "u32", "entry_overhead")
+    encode(token_counter, ["ref", "Tokenizer"], "token_counter")
     starts = [start_on] if isinstance(start_on, str) else list(start_on or [])
     if any(s not in ("human", "user") for s in starts):
         raise ValueError(f"start_on: only a user turn ('human') can begin the kept messages, got {start_on!r}")
