@@ -219,7 +219,8 @@ export async function trim(messages, options, makeBuilder) {
     maxTokens, tokenCounter = 'o200k-base', strategy = 'last', allowPartial = false,
     startOn = null, includeSystem = false, entryOverhead = 0, endOn, textSplitter, builder,
   } = options;
-  if (!Number.isInteger(maxTokens)) throw refuse('options.maxTokens', 'expected a whole number of tokens');
+  if (!isU32(maxTokens)) throw refuse('options.maxTokens', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(maxTokens)}`);
+  if (!isU32(entryOverhead)) throw refuse('options.entryOverhead', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(entryOverhead)}`);
   if (strategy !== 'last') throw refuse('options.strategy', "ctxpack keeps the newest messages ('last') only");
   if (allowPartial) throw refuse('options.allowPartial', 'ctxpack keeps or drops a message whole');
   if (endOn != null || textSplitter != null) throw refuse(endOn != null ? 'options.endOn' : 'options.textSplitter', 'not supported');
@@ -238,9 +239,33 @@ export async function trim(messages, options, makeBuilder) {
     head = rest.slice(0, 1);
     rest = rest.slice(1);
   }
-  const pack = await (builder ?? await makeBuilder()).assemble({
-    conversation: conversationOf(rest), budget: maxTokens, tokenizer: tokenCounter,
-    systemPrompt, entryOverhead, conversationStart: starts.length > 0 ? 'user-turn' : 'any-turn',
-  });
+  let pack;
+  try {
+    pack = await (builder ?? await makeBuilder()).assemble({
+      conversation: conversationOf(rest), budget: maxTokens, tokenizer: tokenCounter,
+      systemPrompt, entryOverhead, conversationStart: starts.length > 0 ? 'user-turn' : 'any-turn',
+    });
+  } catch (e) {
+    throw asArgument(e);
+  }
   return [...head, ...keptMessages(pack, rest)];
+}
+
+const U32_MAX = 0xffffffff;
+const isU32 = (v) => Number.isInteger(v) && v >= 0 && v <= U32_MAX;
+
+/** The request fields `trim` fills from its options, by option. */
+const OPTIONS = { 'request.tokenizer': 'options.tokenCounter', 'request.budget': 'options.maxTokens' };
+
+/**
+ * A refusal of a request field `trim` filled from an option, as a
+ * refusal of that option (`options.tokenCounter`, not
+ * `request.tokenizer`): the caller never wrote the request.
+ */
+function asArgument(e) {
+  const field = e?.error?.invalidField?.field;
+  const from = typeof field === 'string'
+    ? Object.keys(OPTIONS).find((k) => field === k || field.startsWith(`${k}.`))
+    : undefined;
+  return from === undefined ? e : refuse(OPTIONS[from] + field.slice(from.length), e.error.invalidField.message);
 }

@@ -155,6 +155,13 @@ const DEFAULTS = {
 
 const isThenable = (v) => v != null && typeof v.then === 'function';
 
+/**
+ * What a callback throws that is a mistake in its code, not its store
+ * failing (`undefined.id`, a misspelt variable): thrown at the caller as
+ * it was thrown, never recorded as a degraded source.
+ */
+const isMistake = (e) => e instanceof TypeError || e instanceof ReferenceError;
+
 function failureOf(capability, e) {
   const message = e instanceof HostError ? e.message
     : e instanceof Error ? `${e.name}: ${e.message}` : String(e);
@@ -168,13 +175,15 @@ function failureOf(capability, e) {
 function settle(calls) {
   const results = calls.map(([capability, thunk]) => {
     if (thunk === null) return { err: { capability, message: NOT_PROVIDED } };
+    const failed = (e) => {
+      if (isMistake(e)) throw e;
+      return failureOf(capability, e);
+    };
     try {
       const v = thunk();
-      return isThenable(v)
-        ? Promise.resolve(v).then((ok) => ({ ok }), (e) => failureOf(capability, e))
-        : { ok: v };
+      return isThenable(v) ? Promise.resolve(v).then((ok) => ({ ok }), failed) : { ok: v };
     } catch (e) {
-      return failureOf(capability, e);
+      return failed(e);
     }
   });
   return results.some(isThenable) ? Promise.all(results) : results;
@@ -273,6 +282,49 @@ function profileOf(config) {
 }
 
 /**
+ * Callbacks that cannot be lent are a mistake that would pass silently
+ * (every call "not provided", a degraded pack): a function where an object
+ * of callbacks is wanted, or a method one or two letters from a callback's
+ * name (`retreive`) while that callback is missing, throws a TypeError
+ * naming both.
+ */
+function refuseMisspelt(callbacks) {
+  if (callbacks == null) return;
+  const known = Object.keys(CALLS);
+  if (typeof callbacks === 'function') {
+    throw new TypeError(`callbacks: a function cannot lend ${known.join(', ')}; pass an object with those methods`);
+  }
+  const missing = known.filter((name) => typeof callbacks[name] !== 'function');
+  const names = new Set();
+  for (let o = callbacks; o != null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+    for (const name of Object.getOwnPropertyNames(o)) names.add(name);
+  }
+  for (const name of names) {
+    const near = missing.find((m) => lettersApart(name, m) <= 2);
+    if (near !== undefined && name !== 'constructor' && typeof callbacks[name] === 'function') {
+      throw new TypeError(`callbacks.${name}: ctxpack calls callbacks.${near}(), which this object does not have — a misspelling?`);
+    }
+  }
+}
+
+/** Edits (a letter put in, left out, changed, or two swapped) from `a` to `b`. */
+function lettersApart(a, b) {
+  let before = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      let d = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2] + 1);
+      row.push(d);
+    }
+    before = prev;
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+/**
  * Lending a source the builder's profile never calls is a mistake (it
  * would silently never be asked): refused, naming the profiles that do.
  */
@@ -342,12 +394,14 @@ export class Builder {
     await init();
     const text = json(config, 'config');
     const builder = new Builder(call(() => new RawBuilder(text)), callbacks, profileOf(config));
+    refuseMisspelt(callbacks);
     refuseUnused(builder.profile, callbacks);
     return builder;
   }
 
   /** Runs the assembly `start` gives to its outcome (see `drive`). */
   async #run(start, request, callbacks, apart) {
+    refuseMisspelt(callbacks ?? this.callbacks);
     refuseUnused(this.profile, callbacks ?? this.callbacks);
     const text = json(request, 'request');
     const raw = call(() => start(text));

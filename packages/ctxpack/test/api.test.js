@@ -91,7 +91,7 @@ test('a throwing or rejecting source degrades the assembly, a HostError keeps it
   const builder = await Builder.create(FULL, {
     retrieve: async () => [KB],
     expandGraph: () => { throw new HostError('graph store unreachable'); },
-    recallMemory: async () => { throw new TypeError('bad memory'); },
+    recallMemory: async () => { throw new RangeError('bad memory'); },
     repositoryState: () => Promise.reject(new Error('index rebuilding')),
   });
   const pack = await builder.assemble(REQUEST);
@@ -100,8 +100,36 @@ test('a throwing or rejecting source degrades the assembly, a HostError keeps it
   const outcome = Object.fromEntries(pack.snapshot.sourceCalls.map((c) => [c.capability, c.outcome]));
   assert.deepEqual(outcome['sources.retrieve'], { answered: 1 });
   assert.deepEqual(outcome['sources.expand-graph'], { failed: 'graph store unreachable' });
-  assert.deepEqual(outcome['sources.recall-memory'], { failed: 'TypeError: bad memory' });
+  assert.deepEqual(outcome['sources.recall-memory'], { failed: 'RangeError: bad memory' });
   assert.deepEqual(outcome['sources.repository-state'], { failed: 'Error: index rebuilding' });
+});
+
+test('a mistake in a callback is thrown at the caller, not recorded as its store failing', async () => {
+  for (const mistake of [
+    () => undefined.id, // TypeError
+    async () => [KB].map((c) => c.missing.reference), // TypeError, rejected
+    () => notDefined, // eslint-disable-line no-undef -- ReferenceError
+  ]) {
+    const builder = await Builder.create(FULL, { retrieve: mistake });
+    await assert.rejects(builder.assemble(REQUEST), (e) => e instanceof TypeError || e instanceof ReferenceError);
+    // The builder goes on after a mistake.
+    const pack = await builder.assemble(REQUEST, { retrieve: () => [KB] });
+    assert.equal(reasonOf(pack, 'kb-1'), 'within-budget');
+  }
+});
+
+test('callbacks that cannot be lent are refused before anything runs', async () => {
+  await assert.rejects(Builder.create(FULL, { retreive: () => [KB] }),
+    { name: 'TypeError', message: 'callbacks.retreive: ctxpack calls callbacks.retrieve(), which this object does not have — a misspelling?' });
+  class Store {
+    summarise() { return []; }
+  }
+  const builder = await Builder.create(FULL, { retrieve: () => [KB] });
+  await assert.rejects(builder.assemble(REQUEST, new Store()), /callbacks\.summarise: ctxpack calls callbacks\.summarize\(\)/);
+  await assert.rejects(Builder.create(FULL, () => [KB]), /^TypeError: callbacks: a function cannot lend retrieve, expandGraph/);
+  // A near name beside the callback itself is the object's own business.
+  const both = await Builder.create(FULL, { retrieve: () => [KB], retrieved: () => 0 });
+  assert.equal(reasonOf(await both.assemble(REQUEST), 'kb-1'), 'within-budget');
 });
 
 test('a source the callbacks lack is one this host does not provide', async () => {
