@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import build_meta as _setuptools
@@ -45,8 +46,11 @@ def _build(root: Path) -> Path:
         # rust-toolchain.toml names the toolchain and the wasm target.
         subprocess.run(["rustup", "toolchain", "install"], cwd=root, check=True,
                        stdout=subprocess.DEVNULL)
+    # cargo's progress goes to stderr, which `pip wheel -v` / `pip install
+    # -v` shows: a first build compiles the component for minutes.
+    print("ctxpack: building the component with cargo (minutes the first time)", file=sys.stderr)
     done = subprocess.run(
-        ["cargo", "build", "-q", "-p", "ctxpack-artifacts", "--message-format=json"],
+        ["cargo", "build", "-p", "ctxpack-artifacts", "--message-format=json"],
         cwd=root, check=True, stdout=subprocess.PIPE, text=True,
     )
     for line in done.stdout.splitlines():
