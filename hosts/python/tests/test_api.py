@@ -109,6 +109,18 @@ def test_bad_input_names_the_field():
         cp.Builder().assemble(request(entry_overhead="2"))
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes")
+def test_a_mistake_in_a_callback_says_which_callback_raised_it():
+    class Broken:
+        def retrieve(self, context, query, limit):
+            return None.foo  # type: ignore[attr-defined]
+
+    with pytest.raises(AttributeError) as raised:
+        cp.Builder(RAG).assemble(request(), sources=Broken())
+    assert raised.value.__notes__ == ["raised by the callback retrieve() (sources.retrieve): an AttributeError "
+                                      "is a mistake in it, not its store failing"]
+
+
 def test_a_lender_that_cannot_lend_is_refused_before_anything_runs():
     class Misspelt:
         def retreive(self, context, query, limit):

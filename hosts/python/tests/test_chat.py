@@ -112,11 +112,13 @@ def test_trim_refuses_what_it_would_not_honour():
 
 def test_trim_names_the_argument_a_mistake_is_in():
     messages = [HumanMessage(content="hi")]
-    with pytest.raises(TypeError, match=r"^`max_tokens`: -5 is out of range for u32$"):
+    with pytest.raises(TypeError, match=r"^`max_tokens`: expected a whole number of tokens up to 4294967295, got -5$"):
         trim_messages(messages, max_tokens=-5)
-    with pytest.raises(TypeError, match=r"^`max_tokens`: expected u32, got str '10'$"):
+    with pytest.raises(TypeError, match=r"^`max_tokens`: expected a whole number of tokens up to 4294967295, got '10'$"):
         trim_messages(messages, max_tokens="10")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"^`entry_overhead`: -1 is out of range"):
+    with pytest.raises(TypeError, match=r"`max_tokens`: .* got True$"):
+        trim_messages(messages, max_tokens=True)
+    with pytest.raises(TypeError, match=r"^`entry_overhead`: expected a whole number of tokens up to 4294967295, got -1$"):
         trim_messages(messages, max_tokens=10, entry_overhead=-1)
     with pytest.raises(TypeError, match=r"^`token_counter`: 'gpt-4o' is not a case of Tokenizer"):
         trim_messages(messages, max_tokens=10, token_counter="gpt-4o")

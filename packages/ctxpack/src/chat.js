@@ -215,6 +215,7 @@ export async function toLangChain(pack, messages) {
  * `strategy: 'first'`, `allowPartial`, `endOn`, `textSplitter`.
  */
 export async function trim(messages, options, makeBuilder) {
+  refuseUnknownOptions(options);
   const {
     maxTokens, tokenCounter = 'o200k-base', strategy = 'last', allowPartial = false,
     startOn = null, includeSystem = false, entryOverhead = 0, endOn, textSplitter, builder,
@@ -249,6 +250,29 @@ export async function trim(messages, options, makeBuilder) {
     throw asArgument(e);
   }
   return [...head, ...keptMessages(pack, rest)];
+}
+
+/** The options `trim` reads (LangChain.js's names, and `builder`). */
+const TRIM_OPTIONS = [
+  'maxTokens', 'tokenCounter', 'strategy', 'allowPartial', 'startOn', 'includeSystem',
+  'entryOverhead', 'endOn', 'textSplitter', 'builder',
+];
+
+/**
+ * An option `trim` does not read would be ignored in silence (the
+ * Python spelling `include_system` kept no system message): refused,
+ * naming the option it looks like.
+ */
+function refuseUnknownOptions(options) {
+  if (options === null || typeof options !== 'object') {
+    throw refuse('options', `expected an object of options, got ${options === null ? 'null' : typeof options}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (TRIM_OPTIONS.includes(key)) continue;
+    const camel = key.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+    const hint = TRIM_OPTIONS.includes(camel) ? `; did you mean \`${camel}\`?` : '';
+    throw refuse(`options.${key}`, `not an option of trimMessages (${TRIM_OPTIONS.join(', ')})${hint}`);
+  }
 }
 
 const U32_MAX = 0xffffffff;

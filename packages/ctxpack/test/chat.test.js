@@ -80,7 +80,11 @@ test('trimMessages refuses what it would not honour', async () => {
   await assert.rejects(trimMessages(messages, { maxTokens: 10, allowPartial: true }), /options\.allowPartial/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, tokenCounter: (m) => m.length }), /options\.tokenCounter/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, startOn: 'ai' }), /options\.startOn/);
-  // A mistake names the option the caller wrote, not the request field it becomes.
+  // An option trimMessages does not read is refused, not ignored.
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, include_system: true }),
+    /^TypeError: `options\.include_system`: not an option of trimMessages \(.*\); did you mean `includeSystem`\?$/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, windowSize: 3 }), /`options\.windowSize`: not an option/);
+    // A mistake names the option the caller wrote, not the request field it becomes.
   await assert.rejects(trimMessages(messages, { maxTokens: -5 }), /^TypeError: `options\.maxTokens`: expected a whole number of tokens up to 4294967295, got -5$/);
   await assert.rejects(trimMessages(messages, { maxTokens: 2 ** 40 }), /`options\.maxTokens`/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, entryOverhead: -1 }), /`options\.entryOverhead`/);

@@ -418,8 +418,10 @@ _MISTAKES = (TypeError, NameError, AttributeError)
 def _mistake(known: Any, e: BaseException) -> BaseException:
     """``e``, raised by the callback of ``known``, to raise at the caller."""
     if sys.version_info >= (3, 11):
-        e.add_note(f"raised by the callback {known.method}() ({known.capability}): a "
-                   f"{type(e).__name__} is a mistake in it, not its store failing")
+        name = type(e).__name__
+        article = "an" if name[:1] in "AEIOU" else "a"
+        e.add_note(f"raised by the callback {known.method}() ({known.capability}): {article} "
+                   f"{name} is a mistake in it, not its store failing")
     return e
 
 

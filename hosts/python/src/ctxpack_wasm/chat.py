@@ -232,6 +232,9 @@ def to_langchain(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
     return list(convert_to_messages(to_openai(pack, messages)))
 
 
+_U32_MAX = 0xFFFF_FFFF
+
+
 def trim_messages(
     messages: Sequence[Any],
     *,
@@ -264,8 +267,9 @@ def trim_messages(
                         "give 'o200k-base', 'cl100k-base' or Tokenizer.chars_per_token(n)")
     # Checked here, so that a mistake names the argument the caller wrote
     # (`max_tokens`), not the request field it becomes (`request.budget`).
-    encode(max_tokens, "u32", "max_tokens")
-    encode(entry_overhead, "u32", "entry_overhead")
+    for name, tokens in (("max_tokens", max_tokens), ("entry_overhead", entry_overhead)):
+        if type(tokens) is not int or not 0 <= tokens <= _U32_MAX:
+            raise TypeError(f"`{name}`: expected a whole number of tokens up to {_U32_MAX}, got {tokens!r}")
     encode(token_counter, ["ref", "Tokenizer"], "token_counter")
     starts = [start_on] if isinstance(start_on, str) else list(start_on or [])
     if any(s not in ("human", "user") for s in starts):
