@@ -9,7 +9,7 @@
 import { CALLS } from '../../packages/ctxpack/src/calls.js';
 
 /** `expandGraph` → `expand-graph`. */
-const kebab = (s) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+export const kebab = (s) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /** JSON with its null fields left out (an absent option is either). */
 export function withoutNulls(v) {

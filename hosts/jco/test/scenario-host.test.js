@@ -10,7 +10,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { HostError } from '../host.js';
 import { ScenarioHost } from '../../../tests/js/scenario-host.js';
-import { canonical, withoutNulls } from '../../../tests/js/replay-host.js';
+import { canonical, kebab, withoutNulls } from '../../../tests/js/replay-host.js';
 import { CALLS } from '../../../packages/ctxpack/src/calls.js';
 import { generated, recording, root } from './scenario-host.js';
 
@@ -20,7 +20,7 @@ const camel = (s) => s.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase());
 function answer(host, call, context) {
   const [[name, args]] = Object.entries(call);
   const known = CALLS[camel(name)];
-  const values = known.params.map((p) => args[p.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)]);
+  const values = known.params.map((p) => args[kebab(p)]);
   try {
     return { ok: host[camel(name)](...(known.context ? [context, ...values] : values)) };
   } catch (e) {
