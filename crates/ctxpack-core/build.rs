@@ -23,18 +23,20 @@
 //! order do not), and nothing is hashed at start.
 
 use regex_syntax::hir::{Class, HirKind};
-use std::collections::HashSet;
 use std::error::Error;
 use std::fmt::Write as _;
 use std::path::Path;
 
 #[path = "build/fold.rs"]
 mod fold;
+#[path = "src/encoding/layout.rs"]
+mod layout;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
 fn main() -> Res<()> {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/encoding/layout.rs");
     let out_dir = std::env::var("OUT_DIR")?;
     let out = Path::new(&out_dir);
     write_classes(out)?;
@@ -48,147 +50,57 @@ fn main() -> Res<()> {
     Ok(())
 }
 
-/// One token in this many of each length is a fence (see `Table::rank`).
-const FENCE: usize = 16;
-
-/// Writes `<name>.bin` (the tables) and `<name>.rs` (where each part of
-/// them starts), checking the token count against the encoding's own.
+/// Writes `<name>.bin` (the tables, laid out by `src/encoding/layout.rs`,
+/// which the core also runs on a tokenizer file loaded at run time) and
+/// `<name>.rs` (where each part of them starts), checking the token count
+/// against the encoding's own.
 fn write_encoding(out: &Path, name: &str, bpe: &tiktoken_rs::CoreBPE, expected: usize) -> Res<()> {
     let tokens = ordinary_tokens(bpe);
     if tokens.len() != expected {
         return Err(format!("{name}: read {} tokens, expected {expected}", tokens.len()).into());
     }
-    let unique: HashSet<&[u8]> = tokens.iter().map(|(b, _)| b.as_slice()).collect();
-    if unique.len() != tokens.len() {
-        return Err(format!("{name}: two ranks share their bytes").into());
-    }
-    let max_rank = tokens.iter().map(|&(_, r)| r).max().unwrap_or(0);
-    let rank_bits = 32 - max_rank.leading_zeros();
-    let max_len = tokens.iter().map(|(b, _)| b.len()).max().unwrap_or(0);
-
-    let mut single = vec![u32::MAX; 256];
-    let mut pairs = vec![u32::MAX; 1 << 16];
-    let mut by_len: Vec<Vec<(&[u8], u32)>> = vec![Vec::new(); max_len + 1];
-    for (bytes, rank) in &tokens {
-        match bytes.len() {
-            1 => single[usize::from(bytes[0])] = *rank,
-            2 => pairs[usize::from(bytes[0]) << 8 | usize::from(bytes[1])] = *rank,
-            n => by_len[n].push((bytes, *rank)),
-        }
-    }
-    if single.contains(&u32::MAX) {
-        return Err(format!("{name}: a byte has no token of its own").into());
-    }
-
-    let mut data = Vec::new();
-    for r in single.iter().chain(&pairs) {
-        data.extend_from_slice(&r.to_le_bytes());
-    }
-    let records_at = data.len();
-    // Per length: where its records start (from `records_at`), how many,
-    // and the index of its first rank in the packed ranks.
-    let mut classes = vec![(0usize, 0usize, 0usize); max_len + 1];
-    let mut ranks = Vec::new();
-    for (len, class) in by_len.iter_mut().enumerate().skip(3) {
-        class.sort_unstable();
-        classes[len] = (data.len() - records_at, class.len(), ranks.len());
-        // Every `FENCE`th token first, then the others in the order they
-        // came: a search goes through the fences, close together, then
-        // the few tokens between two of them.
-        let fences = class.iter().step_by(FENCE);
-        let between = class
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| i % FENCE != 0)
-            .map(|(_, t)| t);
-        for (bytes, rank) in fences.chain(between) {
-            data.extend_from_slice(bytes);
-            ranks.push(*rank);
-        }
-    }
-    // Room to read eight bytes at the last record.
-    data.extend_from_slice(&[0; 8]);
-    let ranks_at = data.len();
-    pack(&mut data, &ranks, rank_bits);
-    // Room to read four bytes at the last rank.
-    data.extend_from_slice(&[0; 4]);
-    std::fs::write(out.join(format!("{name}.bin")), &data)?;
-    let table = Table {
-        records_at,
-        ranks_at,
-        rank_bits,
-        tokens: tokens.len(),
-        lengths: classes,
-    };
-    std::fs::write(out.join(format!("{name}.rs")), table.source(name)?)?;
+    let laid = layout::lay_out(&tokens).map_err(|e| format!("{name}: {e}"))?;
+    std::fs::write(out.join(format!("{name}.bin")), &laid.data)?;
+    std::fs::write(out.join(format!("{name}.rs")), source(name, &laid)?)?;
     Ok(())
 }
 
-/// `ranks`, `bits` each, packed little-endian after `data`.
-fn pack(data: &mut Vec<u8>, ranks: &[u32], bits: u32) {
-    let mut acc = 0u64;
-    let mut held = 0;
-    for &r in ranks {
-        acc |= u64::from(r) << held;
-        held += bits;
-        while held >= 8 {
-            data.push(acc as u8);
-            acc >>= 8;
-            held -= 8;
-        }
-    }
-    if held > 0 {
-        data.push(acc as u8);
-    }
-}
-
-/// Where an encoding's parts lie in its data, for the `Table` the core
-/// reads.
-struct Table {
-    records_at: usize,
-    ranks_at: usize,
-    rank_bits: u32,
-    tokens: usize,
-    /// Per length: where its records start, how many, its first rank.
-    lengths: Vec<(usize, usize, usize)>,
-}
-
-impl Table {
-    /// The `Table` literal `src/encoding/table.rs` includes.
-    fn source(&self, name: &str) -> Res<String> {
-        let Table {
-            records_at,
-            ranks_at,
-            rank_bits,
-            tokens,
-            lengths,
-        } = self;
-        let mut rs = String::new();
+/// The `Table` expression of an encoding laid out as `laid`, its data
+/// included from `<name>.bin`.
+fn source(name: &str, laid: &layout::Laid) -> Res<String> {
+    let layout::Laid {
+        records_at,
+        ranks_at,
+        rank_bits,
+        tokens,
+        lengths,
+        ..
+    } = laid;
+    let mut rs = String::new();
+    writeln!(
+        rs,
+        "// Generated by build.rs from tiktoken-rs's {name}_base."
+    )?;
+    writeln!(rs, "Table {{")?;
+    writeln!(
+        rs,
+        "    data: std::borrow::Cow::Borrowed(include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{name}.bin\"))),"
+    )?;
+    writeln!(rs, "    records_at: {records_at},")?;
+    writeln!(rs, "    ranks_at: {ranks_at},")?;
+    writeln!(rs, "    rank_bits: {rank_bits},")?;
+    writeln!(rs, "    fence: {},", layout::FENCE)?;
+    writeln!(rs, "    tokens: {tokens},")?;
+    writeln!(rs, "    lengths: std::borrow::Cow::Borrowed(&[")?;
+    for (start, count, first_rank) in lengths {
         writeln!(
             rs,
-            "// Generated by build.rs from tiktoken-rs's {name}_base."
+            "        Length {{ start: {start}, count: {count}, first_rank: {first_rank} }},"
         )?;
-        writeln!(rs, "Table {{")?;
-        writeln!(
-            rs,
-            "    data: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{name}.bin\")),"
-        )?;
-        writeln!(rs, "    records_at: {records_at},")?;
-        writeln!(rs, "    ranks_at: {ranks_at},")?;
-        writeln!(rs, "    rank_bits: {rank_bits},")?;
-        writeln!(rs, "    fence: {FENCE},")?;
-        writeln!(rs, "    tokens: {tokens},")?;
-        writeln!(rs, "    lengths: &[")?;
-        for (start, count, first_rank) in lengths {
-            writeln!(
-                rs,
-                "        Length {{ start: {start}, count: {count}, first_rank: {first_rank} }},"
-            )?;
-        }
-        writeln!(rs, "    ],")?;
-        writeln!(rs, "}}")?;
-        Ok(rs)
     }
+    writeln!(rs, "    ]),")?;
+    writeln!(rs, "}}")?;
+    Ok(rs)
 }
 
 /// Every ordinary token's bytes and rank. Ranks are dense from 0; the

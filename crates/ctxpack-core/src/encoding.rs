@@ -27,11 +27,15 @@
 
 mod backtrack;
 mod index;
+mod layout;
+mod load;
 mod merge;
+mod pattern;
 mod table;
 mod unicode;
 
 use index::{Index, Indexed};
+pub(crate) use pattern::Pattern;
 use rustc_hash::FxHashMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,20 +47,12 @@ pub(crate) use table::Table;
 /// A token's rank in its encoding.
 pub(crate) type Rank = u32;
 
-/// The pre-tokenising pattern an encoding splits text with. (A build
-/// without one of the encodings keeps its pattern, unused.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(all(feature = "o200k", feature = "cl100k")), allow(dead_code))]
-pub(crate) enum Pattern {
-    O200k,
-    Cl100k,
-}
-
 /// The o200k encoding (`o200k-base`).
 #[cfg(feature = "o200k")]
 pub(crate) static O200K: Encoding = Encoding {
     table: include!(concat!(env!("OUT_DIR"), "/o200k.rs")),
-    pattern: Pattern::O200k,
+    pattern: Pattern::O200K,
+    specials: None,
     memory: Mutex::new(None),
     index: OnceLock::new(),
     merged: AtomicUsize::new(0),
@@ -66,7 +62,8 @@ pub(crate) static O200K: Encoding = Encoding {
 #[cfg(feature = "cl100k")]
 pub(crate) static CL100K: Encoding = Encoding {
     table: include!(concat!(env!("OUT_DIR"), "/cl100k.rs")),
-    pattern: Pattern::Cl100k,
+    pattern: Pattern::CL100K,
+    specials: None,
     memory: Mutex::new(None),
     index: OnceLock::new(),
     merged: AtomicUsize::new(0),
@@ -91,6 +88,9 @@ const BACKTRACK_FROM: usize = 32;
 pub(crate) struct Encoding {
     table: Table,
     pattern: Pattern,
+    /// Texts counted as one token wherever they occur, matched before the
+    /// text is split (a Hugging Face file's added tokens), if any.
+    specials: Option<Specials>,
     memory: Mutex<Option<Memory>>,
     index: OnceLock<Index>,
     /// Bytes merged from the static tables so far (up to the index).
@@ -174,14 +174,86 @@ fn short_key(piece: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(b))
 }
 
+/// An encoding's special tokens, matched in text as the `tokenizers`
+/// library matches its added tokens: leftmost, and the longest there.
+struct Specials {
+    finder: aho_corasick::AhoCorasick,
+    /// Whether a special token holds a space after a character that is
+    /// not whitespace: the text could then not be cut at such a space
+    /// (see [`splits_at`]) without cutting a token in two.
+    spaced: bool,
+}
+
+/// An encoding read from a tokenizer file, and what it was.
+pub(crate) struct Loaded {
+    pub(crate) encoding: Encoding,
+    /// `tiktoken`, `tekken` or `tokenizer.json`.
+    pub(crate) kind: &'static str,
+    /// Its ordinary tokens.
+    pub(crate) tokens: usize,
+    /// Its special tokens, matched in text.
+    pub(crate) specials: usize,
+}
+
 impl Encoding {
+    /// Reads a tokenizer file (see [`load`] for the kinds it reads);
+    /// `pattern` names the pattern of a tiktoken rank file. The error
+    /// says what in the file is not supported.
+    pub(crate) fn load(file: &[u8], pattern: Option<&str>) -> Result<Loaded, String> {
+        let read = load::read(file, pattern)?;
+        let tokens = read.tokens.len();
+        let table = Table::from(layout::lay_out(&read.tokens)?);
+        let specials = read.specials.len();
+        let spaced = read.specials.iter().any(|s| {
+            s.char_indices().any(|(i, c)| {
+                c == ' '
+                    && s[..i]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|p| !p.is_whitespace())
+            })
+        });
+        let finder = (!read.specials.is_empty())
+            .then(|| {
+                aho_corasick::AhoCorasick::builder()
+                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                    .build(&read.specials)
+            })
+            .transpose()
+            .map_err(|e| format!("the special tokens: {e}"))?;
+        Ok(Loaded {
+            encoding: Encoding {
+                table,
+                pattern: read.pattern,
+                specials: finder.map(|finder| Specials { finder, spaced }),
+                memory: Mutex::new(None),
+                index: OnceLock::new(),
+                merged: AtomicUsize::new(0),
+            },
+            kind: read.kind,
+            tokens,
+            specials,
+        })
+    }
+
+    /// Whether the text may be cut at any space between two characters
+    /// that are not whitespace and counted piece by piece (see
+    /// [`splits_at`]): true unless a special token holds such a space.
+    pub(crate) fn cuts_at_spaces(&self) -> bool {
+        !self.specials.as_ref().is_some_and(|s| s.spaced)
+    }
+
     /// The tokens of `text`, exactly as tiktoken's `encode_ordinary` would
     /// count them.
     pub(crate) fn count(&self, text: &str) -> usize {
         let mut memory = self.memory.try_lock().ok();
         let mut memory = memory.as_deref_mut().map(|m| m.get_or_insert_default());
         let mut total = 0;
-        self.pieces(text, |piece| {
+        self.each_piece(text, |piece, special| {
+            if special {
+                total += 1;
+                return;
+            }
             // Most pieces are short and seen before: their count is one
             // lookup away.
             if let Some(m) = memory.as_deref_mut()
@@ -200,9 +272,9 @@ impl Encoding {
     pub(crate) fn token_ends(&self, text: &str) -> Vec<usize> {
         let mut ends = Vec::new();
         let mut at = 0;
-        self.pieces(text, |piece| {
+        self.each_piece(text, |piece, special| {
             let from = ends.len();
-            if self.is_token(piece) {
+            if special || self.is_token(piece) {
                 ends.push(piece.len());
             } else {
                 self.merge(piece, None, Some(&mut ends));
@@ -280,6 +352,28 @@ impl Encoding {
         }
     }
 
+    /// Calls `each` with the pieces of `text` in order: the special tokens
+    /// in it, if the encoding has any, each a piece that is one token, and
+    /// the pieces of the text between them, split as texts of their own
+    /// (as the `tokenizers` library splits around its added tokens).
+    /// `each` is told whether its piece is a special token.
+    fn each_piece(&self, text: &str, mut each: impl FnMut(&[u8], bool)) {
+        let Some(specials) = &self.specials else {
+            return self.pieces(text, |piece| each(piece, false));
+        };
+        let mut from = 0;
+        for found in specials.finder.find_iter(text) {
+            if found.start() > from {
+                self.pieces(&text[from..found.start()], |piece| each(piece, false));
+            }
+            each(&text.as_bytes()[found.range()], true);
+            from = found.end();
+        }
+        if from < text.len() {
+            self.pieces(&text[from..], |piece| each(piece, false));
+        }
+    }
+
     /// Calls `each` with the pieces of `text` in order. Pieces never reach
     /// across a space between two non-whitespace characters (see
     /// `tokenizer::count_in_chunks`), so the text splits there into ASCII
@@ -302,10 +396,7 @@ impl Encoding {
             let stretch = &text[cut..end];
             let mut from = 0;
             while from < stretch.len() {
-                let to = match self.pattern {
-                    Pattern::O200k => unicode::o200k_piece(stretch, from),
-                    Pattern::Cl100k => unicode::cl100k_piece(stretch, from),
-                };
+                let to = unicode::piece(self.pattern, stretch, from);
                 each(&stretch.as_bytes()[from..to]);
                 from = to;
             }
@@ -316,10 +407,7 @@ impl Encoding {
     fn ascii_pieces(&self, text: &[u8], each: &mut impl FnMut(&[u8])) {
         let mut at = 0;
         while at < text.len() {
-            let end = match self.pattern {
-                Pattern::O200k => o200k_piece(text, at),
-                Pattern::Cl100k => cl100k_piece(text, at),
-            };
+            let end = self.pattern.ascii_piece(text, at);
             each(&text[at..end]);
             at = end;
         }
@@ -333,154 +421,6 @@ fn split_before(text: &str, from: usize, to: usize) -> usize {
         .rev()
         .find(|&i| splits_at(text, i))
         .unwrap_or(from)
-}
-
-fn is_letter(b: u8) -> bool {
-    b.is_ascii_alphabetic()
-}
-
-/// `\s` on ASCII: tab, newline, vertical tab, form feed, return, space.
-fn is_space(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
-}
-
-fn is_newline(b: u8) -> bool {
-    b == b'\r' || b == b'\n'
-}
-
-/// `[^\r\n\p{L}\p{N}]`: may lead a word.
-fn is_lead(b: u8) -> bool {
-    !is_newline(b) && !b.is_ascii_alphanumeric()
-}
-
-/// `[^\s\p{L}\p{N}]`: punctuation and other symbols.
-fn is_symbol(b: u8) -> bool {
-    !is_space(b) && !b.is_ascii_alphanumeric()
-}
-
-fn run(text: &[u8], from: usize, class: impl Fn(u8) -> bool) -> usize {
-    from + text[from..].iter().take_while(|&&b| class(b)).count()
-}
-
-/// `(?i:'s|'t|'re|'ve|'m|'ll|'d)` at `at`: where it ends, if it matches.
-fn contraction(text: &[u8], at: usize) -> Option<usize> {
-    if text.get(at) != Some(&b'\'') {
-        return None;
-    }
-    let one = text.get(at + 1).map(u8::to_ascii_lowercase);
-    if matches!(one, Some(b's' | b't' | b'm' | b'd')) {
-        return Some(at + 2);
-    }
-    let two = text.get(at + 2).map(u8::to_ascii_lowercase);
-    match (one, two) {
-        (Some(b'r'), Some(b'e')) | (Some(b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => {
-            Some(at + 3)
-        }
-        _ => None,
-    }
-}
-
-/// The two alternatives both patterns have after their words, where they
-/// match at `at`: `\p{N}{1,3}`, then ` ?[^\s\p{L}\p{N}]+` followed by any
-/// run of bytes `trailing` takes (`[\r\n/]` for o200k, `[\r\n]` for
-/// cl100k).
-fn number_or_symbols(text: &[u8], at: usize, trailing: impl Fn(u8) -> bool) -> Option<usize> {
-    let c = text[at];
-    if c.is_ascii_digit() {
-        return Some(run(text, at, |b| b.is_ascii_digit()).min(at + 3));
-    }
-    let from = if is_symbol(c) {
-        at
-    } else if c == b' ' && text.get(at + 1).copied().is_some_and(is_symbol) {
-        at + 1
-    } else {
-        return None;
-    };
-    Some(run(text, run(text, from, is_symbol), trailing))
-}
-
-/// The end of the whitespace piece at `at` for the alternatives both
-/// patterns end with, once a whitespace run through the end has been
-/// dealt with: `\s*[\r\n]+` (o200k) or `\s*[\r\n]` (cl100k) take the run
-/// up to its last newline; `\s+(?!\S)` takes all but its last character;
-/// a lone whitespace character is a piece of its own.
-fn whitespace(text: &[u8], at: usize, end_of_run: usize) -> usize {
-    if let Some(nl) = text[at..end_of_run].iter().rposition(|&b| is_newline(b)) {
-        return at + nl + 1;
-    }
-    if end_of_run - at >= 2 {
-        end_of_run - 1
-    } else {
-        end_of_run
-    }
-}
-
-/// The end of the o200k piece that starts at `at` in ASCII `text`:
-///
-/// ```text
-/// [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
-/// |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
-/// |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
-/// ```
-fn o200k_piece(text: &[u8], at: usize) -> usize {
-    let c = text[at];
-    let next = text.get(at + 1).copied();
-    // The two word alternatives: an optional lead, capitals, then small
-    // letters. The first needs a small letter; when it fails the second
-    // takes the capitals alone, so both end after the small letters.
-    let word = if is_letter(c) {
-        Some(at)
-    } else if is_lead(c) && next.is_some_and(is_letter) {
-        Some(at + 1)
-    } else {
-        None
-    };
-    if let Some(from) = word {
-        let end = run(text, run(text, from, |b| b.is_ascii_uppercase()), |b| {
-            b.is_ascii_lowercase()
-        });
-        return contraction(text, end).unwrap_or(end);
-    }
-    if let Some(end) = number_or_symbols(text, at, |b| is_newline(b) || b == b'/') {
-        return end;
-    }
-    // Whitespace. `\s+(?!\S)` takes a run that reaches the end whole,
-    // unless a newline in it is claimed first by `\s*[\r\n]+`.
-    let end_of_run = run(text, at, is_space);
-    if end_of_run == text.len() && !text[at..].iter().any(|&b| is_newline(b)) {
-        return end_of_run;
-    }
-    whitespace(text, at, end_of_run)
-}
-
-/// The end of the cl100k piece that starts at `at` in ASCII `text`:
-///
-/// ```text
-/// '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+
-/// | ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
-/// ```
-fn cl100k_piece(text: &[u8], at: usize) -> usize {
-    let c = text[at];
-    let next = text.get(at + 1).copied();
-    if let Some(end) = contraction(text, at) {
-        return end;
-    }
-    // The possessive lead never gives its character back.
-    if is_letter(c) {
-        return run(text, at, is_letter);
-    }
-    if is_lead(c) && next.is_some_and(is_letter) {
-        return run(text, at + 1, is_letter);
-    }
-    if let Some(end) = number_or_symbols(text, at, is_newline) {
-        return end;
-    }
-    // `\s++$` takes a run that reaches the end whole.
-    let end_of_run = run(text, at, is_space);
-    if end_of_run == text.len() {
-        return end_of_run;
-    }
-    whitespace(text, at, end_of_run)
 }
 
 /// Whether `text` splits at byte `i` whatever comes around it: a space

@@ -80,7 +80,7 @@
 //!   [`SkillDispatch`], [`FallbackDispatch`], [`RequestContext`],
 //!   [`context_from_pack`].
 //! - Counting as the budget counts: [`Tokenizers`], [`TokenCounter`],
-//!   [`Count`].
+//!   [`Count`]; a model's own tokenizer file: [`LoadedTokenizer`].
 //!
 //! # Features
 //!
@@ -154,7 +154,7 @@ pub use snapshot::{
     CompressionOutcome, Counted, FenceReport, Origin, Reason, Run, SectionCompression, Shortfall,
     Snapshot, SnapshotEntry, SnapshotStatus, SourceCall, SourceOutcome,
 };
-pub use tokenizer::{Count, TokenCounter, Tokenizers};
+pub use tokenizer::{Count, LoadedTokenizer, TokenCounter, Tokenizers};
 pub use types::{
     AgentContext, AssembleRequest, Candidate, ConversationStart, ConversationTurn, KEEP_EVERY_TURN,
     Layer, Provenance, Role, Section, StageSummary, SummaryRequest, Tokenizer, TrustTier,

@@ -101,7 +101,7 @@ pub trait TokenCounter {
 /// Exact counts with a tiktoken encoding. Special-token markers in the text
 /// (such as `<|endoftext|>`) count as ordinary text: content is never allowed
 /// to smuggle control tokens in.
-pub(crate) struct Exact<'a>(&'a Encoding);
+pub(crate) struct Exact<'a>(pub(crate) &'a Encoding);
 
 impl TokenCounter for Exact<'_> {
     fn count(&self, text: &str) -> u32 {
@@ -109,10 +109,13 @@ impl TokenCounter for Exact<'_> {
     }
 
     fn additive_at_splits(&self) -> bool {
-        true
+        self.0.cuts_at_spaces()
     }
 
     fn count_up_to(&self, text: &str, limit: u32) -> Count {
+        if !self.0.cuts_at_spaces() {
+            return Count::Exact(self.count(text));
+        }
         count_in_chunks(text, limit, (MIN_CHUNK, BYTES_PER_TOKEN), |chunk| {
             self.0.count(chunk)
         })
@@ -134,6 +137,9 @@ impl TokenCounter for Exact<'_> {
     /// taken over every reachable turn at every assembly, counts cached or
     /// not.
     fn at_least(&self, text: &str) -> u32 {
+        if !self.0.cuts_at_spaces() {
+            return 0;
+        }
         let bytes = text.as_bytes();
         let gap = |b: u8| (b == b' ') | (b == b'\t');
         let starts_in = |before: &[u8], at: &[u8]| -> u8 {
@@ -166,6 +172,9 @@ impl TokenCounter for Exact<'_> {
             .saturating_mul(BYTES_PER_TOKEN)
             .max(MIN_CHUNK);
         let text = loop {
+            if !self.0.cuts_at_spaces() {
+                break text;
+            }
             let end = split_after(text, want);
             let prefix = &text[..end];
             if end == text.len() || self.0.count(prefix) > max as usize {
@@ -294,6 +303,79 @@ pub(crate) fn clamp(n: u64) -> u32 {
 /// A length or a number of items as a `u32`, at most `u32::MAX`.
 pub(crate) fn clamp_len(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A tokenizer read from the file a model ships, counting exactly as its
+/// reference implementation does: a Hugging Face `tokenizer.json` with a
+/// byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, Phi-4, …), Mistral's
+/// `tekken.json`, or a tiktoken rank file with its pattern named. The
+/// core reads the bytes; the host reads the file.
+///
+/// ```no_run
+/// use ctxpack_core::{LoadedTokenizer, TokenCounter};
+/// let file = std::fs::read("tokenizer.json").unwrap();
+/// let llama = LoadedTokenizer::from_file(&file, None).unwrap();
+/// assert_eq!(llama.count("Hello, world!"), 4);
+/// ```
+///
+/// A file counting does not follow (a SentencePiece-style or Unigram
+/// model, a normalizer, an unknown pattern) is refused, naming what.
+pub struct LoadedTokenizer {
+    encoding: Encoding,
+    kind: &'static str,
+    tokens: usize,
+    specials: usize,
+}
+
+impl LoadedTokenizer {
+    /// Reads `file`. `pattern` names the pattern of a tiktoken rank file,
+    /// which names none (`o200k`, `cl100k`, `llama3`, `qwen`, `qwen3.5`,
+    /// `tekken`, or the regular expression itself), and is absent for the
+    /// JSON files, which carry their own.
+    pub fn from_file(file: &[u8], pattern: Option<&str>) -> Result<Self, Error> {
+        let loaded = Encoding::load(file, pattern)
+            .map_err(|message| Error::invalid("tokenizer-file", message))?;
+        Ok(LoadedTokenizer {
+            encoding: loaded.encoding,
+            kind: loaded.kind,
+            tokens: loaded.tokens,
+            specials: loaded.specials,
+        })
+    }
+
+    /// The kind of file read: `tokenizer.json`, `tekken` or `tiktoken`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// Its ordinary tokens.
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// Its special tokens, each counted as one token wherever the text
+    /// spells it (as the `tokenizers` library counts added tokens).
+    pub fn specials(&self) -> usize {
+        self.specials
+    }
+}
+
+impl TokenCounter for LoadedTokenizer {
+    fn count(&self, text: &str) -> u32 {
+        Exact(&self.encoding).count(text)
+    }
+    fn count_up_to(&self, text: &str, limit: u32) -> Count {
+        Exact(&self.encoding).count_up_to(text, limit)
+    }
+    fn at_least(&self, text: &str) -> u32 {
+        Exact(&self.encoding).at_least(text)
+    }
+    fn truncate(&self, text: &str, max: u32) -> String {
+        Exact(&self.encoding).truncate(text, max)
+    }
+    fn additive_at_splits(&self) -> bool {
+        Exact(&self.encoding).additive_at_splits()
+    }
 }
 
 /// Access to the tokenizers. The exact encodings' tables are static: there

@@ -14,9 +14,11 @@ use super::table::Table;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Slots of the table of tokens of three to seven bytes (some 127k of
-/// them in o200k).
+/// them in o200k): at least this many, and at least twice as many as the
+/// tokens (a loaded file may have more).
 const SHORT_SLOTS: usize = 1 << 18;
-/// Slots of the table of tokens of eight to sixteen bytes (some 64k).
+/// Slots of the table of tokens of eight to sixteen bytes (some 64k), in
+/// the same way.
 const MEDIUM_SLOTS: usize = 1 << 17;
 /// Slots of the table of token lengths by their first three bytes.
 const START_SLOTS: usize = 1 << 16;
@@ -154,11 +156,21 @@ impl Index {
     /// The index of `table`'s tokens.
     pub(crate) fn build(table: &Table) -> Index {
         let mut ranks = 0;
-        table.each(|_, rank| ranks = ranks.max(rank as usize + 1));
+        let (mut shorts, mut mediums) = (0usize, 0usize);
+        table.each(|bytes, rank| {
+            ranks = ranks.max(rank as usize + 1);
+            match bytes.len() {
+                3..=7 => shorts += 1,
+                8..=16 => mediums += 1,
+                _ => {}
+            }
+        });
+        let short_slots = SHORT_SLOTS.max((2 * shorts).next_power_of_two());
+        let medium_slots = MEDIUM_SLOTS.max((2 * mediums).next_power_of_two());
         let mut index = Index {
-            short: vec![0; SHORT_SLOTS].into_boxed_slice(),
-            short_ranks: vec![0; SHORT_SLOTS].into_boxed_slice(),
-            medium: vec![Medium::default(); MEDIUM_SLOTS].into_boxed_slice(),
+            short: vec![0; short_slots].into_boxed_slice(),
+            short_ranks: vec![0; short_slots].into_boxed_slice(),
+            medium: vec![Medium::default(); medium_slots].into_boxed_slice(),
             starts: vec![0; START_SLOTS].into_boxed_slice(),
             starts4: vec![0; START4_SLOTS].into_boxed_slice(),
             splits: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
@@ -169,9 +181,9 @@ impl Index {
                 0..=2 => {}
                 3..=7 => {
                     let key = short_key(bytes);
-                    let mut at = slot(key, SHORT_SLOTS);
+                    let mut at = slot(key, short_slots);
                     while index.short[at] != 0 {
-                        at = (at + 1) & (SHORT_SLOTS - 1);
+                        at = (at + 1) & (short_slots - 1);
                     }
                     index.short[at] = key;
                     index.short_ranks[at] = rank;
@@ -180,9 +192,9 @@ impl Index {
                 }
                 8..=16 => {
                     let (key, len) = medium_key(bytes);
-                    let mut at = slot(fold(key), MEDIUM_SLOTS);
+                    let mut at = slot(fold(key), medium_slots);
                     while index.medium[at].len != 0 {
-                        at = (at + 1) & (MEDIUM_SLOTS - 1);
+                        at = (at + 1) & (medium_slots - 1);
                     }
                     index.medium[at] = Medium {
                         lo: key as u64,
@@ -216,7 +228,8 @@ impl Index {
                 if self.filter[word] & bits != bits {
                     return None;
                 }
-                let mut at = slot(key, SHORT_SLOTS);
+                let slots = self.short.len();
+                let mut at = slot(key, slots);
                 loop {
                     let k = self.short[at];
                     if k == key {
@@ -225,7 +238,7 @@ impl Index {
                     if k == 0 {
                         return None;
                     }
-                    at = (at + 1) & (SHORT_SLOTS - 1);
+                    at = (at + 1) & (slots - 1);
                 }
             }
             8..=16 => {
@@ -234,7 +247,8 @@ impl Index {
                 if self.filter[word] & bits != bits {
                     return None;
                 }
-                let mut at = slot(fold(key), MEDIUM_SLOTS);
+                let slots = self.medium.len();
+                let mut at = slot(fold(key), slots);
                 let (lo, hi) = (key as u64, (key >> 64) as u64);
                 loop {
                     let m = self.medium[at];
@@ -244,7 +258,7 @@ impl Index {
                     if m.len == 0 {
                         return None;
                     }
-                    at = (at + 1) & (MEDIUM_SLOTS - 1);
+                    at = (at + 1) & (slots - 1);
                 }
             }
             // Longer texts are looked up in the static tables, if a token

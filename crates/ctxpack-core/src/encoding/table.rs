@@ -1,13 +1,18 @@
-//! An encoding's tokens as static data, read in place (built by
-//! `build.rs`, which describes the layout): a lookup is a direct index for
-//! one or two bytes and a binary search among the tokens of the same
-//! length for longer ones. Nothing is built at start.
+//! An encoding's tokens as tables read in place (laid out by
+//! [`super::layout`]: static data built by `build.rs` for the built-in
+//! encodings, which describes the layout, or owned for a loaded file): a
+//! lookup is a direct index for one or two bytes and a binary search
+//! among the tokens of the same length for longer ones. Nothing is built
+//! at start.
 
 use super::Rank;
+use super::layout::Laid;
+use std::borrow::Cow;
 
 /// The tokens of one length: where their records start (from
 /// `Table::records_at`), how many there are, and the index of the first
 /// one's rank in the packed ranks.
+#[derive(Clone, Debug)]
 pub(crate) struct Length {
     pub(crate) start: usize,
     pub(crate) count: usize,
@@ -16,7 +21,7 @@ pub(crate) struct Length {
 
 /// One encoding's tables.
 pub(crate) struct Table {
-    pub(crate) data: &'static [u8],
+    pub(crate) data: Cow<'static, [u8]>,
     pub(crate) records_at: usize,
     pub(crate) ranks_at: usize,
     pub(crate) rank_bits: u32,
@@ -26,7 +31,29 @@ pub(crate) struct Table {
     #[allow(dead_code, reason = "the tests check it")]
     pub(crate) tokens: usize,
     /// Indexed by length; lengths 0 to 2 are empty (looked up directly).
-    pub(crate) lengths: &'static [Length],
+    pub(crate) lengths: Cow<'static, [Length]>,
+}
+
+impl From<Laid> for Table {
+    fn from(laid: Laid) -> Table {
+        Table {
+            data: Cow::Owned(laid.data),
+            records_at: laid.records_at,
+            ranks_at: laid.ranks_at,
+            rank_bits: laid.rank_bits,
+            fence: super::layout::FENCE,
+            tokens: laid.tokens,
+            lengths: laid
+                .lengths
+                .into_iter()
+                .map(|(start, count, first_rank)| Length {
+                    start,
+                    count,
+                    first_rank,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Where the two-byte tokens' ranks start: after the 256 single bytes'.

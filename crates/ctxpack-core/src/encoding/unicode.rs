@@ -1,10 +1,13 @@
-//! The o200k and cl100k pre-tokenising patterns over any text, by the
+//! The pre-tokenising patterns ([`super::pattern`]) over any text, by the
 //! Unicode classes of its characters (static tables from `build.rs`).
 //!
 //! Each function below follows its pattern's alternatives in order and, in
 //! each, the choices a backtracking matcher tries in the order it tries
 //! them, so it ends a piece where tiktoken's expression engine does. The
-//! ASCII scanners in the parent module do the same for ASCII text, faster.
+//! ASCII scanner in [`super::pattern`] does the same for ASCII text,
+//! faster.
+
+use super::pattern::Pattern;
 
 include!(concat!(env!("OUT_DIR"), "/classes.rs"));
 
@@ -66,10 +69,6 @@ impl Class {
     fn space(self) -> bool {
         matches!(self, Class::Newline | Class::Space)
     }
-    /// `[^\s\p{L}\p{N}]`.
-    fn symbol(self) -> bool {
-        matches!(self, Class::Mark | Class::Other)
-    }
 }
 
 /// A text read character by character from byte positions.
@@ -123,10 +122,10 @@ impl Text<'_> {
         }
         None
     }
-    /// `\p{N}{1,3}` at `at`.
-    fn number(&self, at: usize) -> Option<usize> {
+    /// `\p{N}{1,digits}` at `at`.
+    fn number(&self, at: usize, digits: usize) -> Option<usize> {
         let mut end = at;
-        for c in self.0[at..].chars().take(3) {
+        for c in self.0[at..].chars().take(digits) {
             if class(c) != Class::Number {
                 break;
             }
@@ -134,17 +133,22 @@ impl Text<'_> {
         }
         (end > at).then_some(end)
     }
-    /// ` ?[^\s\p{L}\p{N}]+` followed by the run `trailing` takes, at `at`.
-    fn symbols(&self, at: usize, trailing: impl Fn(char) -> bool) -> Option<usize> {
-        let from = if self.class_at(at).is_some_and(Class::symbol) {
+    /// ` ?[^\s\p{L}\p{N}]+` (the characters `symbol` takes) followed by
+    /// the run `trailing` takes, at `at`.
+    fn symbols(
+        &self,
+        at: usize,
+        symbol: impl Fn(Class) -> bool,
+        trailing: impl Fn(char) -> bool,
+    ) -> Option<usize> {
+        let from = if self.class_at(at).is_some_and(&symbol) {
             at
-        } else if self.char_at(at) == Some(' ') && self.class_at(at + 1).is_some_and(Class::symbol)
-        {
+        } else if self.char_at(at) == Some(' ') && self.class_at(at + 1).is_some_and(&symbol) {
             at + 1
         } else {
             return None;
         };
-        let end = self.run(from, Class::symbol);
+        let end = self.run(from, symbol);
         let tail = self.0[end..]
             .chars()
             .take_while(|&c| trailing(c))
@@ -170,15 +174,46 @@ impl Text<'_> {
     }
 }
 
-/// The end of the o200k piece that starts at `at` (see the ASCII scanner
-/// `o200k_piece` in the parent module for the pattern).
-pub(crate) fn o200k_piece(text: &str, at: usize) -> usize {
+/// The end of the piece of `pattern` that starts at `at` (see
+/// [`super::pattern`] for the patterns).
+pub(crate) fn piece(pattern: Pattern, text: &str, at: usize) -> usize {
     let t = Text(text);
     let Some(first) = t.class_at(at) else {
         return text.len();
     };
+    let word = match pattern.cased {
+        true => cased_word(pattern, &t, at, first),
+        false => letters(pattern, &t, at, first),
+    };
+    if let Some(end) = word {
+        return end;
+    }
+    if let Some(end) = t.number(at, pattern.digits) {
+        return end;
+    }
+    let symbol = |c: Class| c == Class::Other || (c == Class::Mark && !pattern.marks_in_words);
+    let trailing = |c: char| matches!(c, '\r' | '\n') || (pattern.slash && c == '/');
+    if let Some(end) = t.symbols(at, symbol, trailing) {
+        return end;
+    }
+    // `\s++$`, where the pattern has it; then the other whitespace
+    // alternatives.
+    let end = t.run(at, Class::space);
+    if pattern.trailing_whole && end == text.len() {
+        return end;
+    }
+    t.whitespace(at, true)
+}
+
+/// The cased word alternatives (o200k's) at `at`, if one matches, with
+/// the contraction after it where the pattern has them.
+fn cased_word(pattern: Pattern, t: &Text, at: usize, first: Class) -> Option<usize> {
     let after_lead = first.lead().then(|| t.after(at));
     let starts = || after_lead.into_iter().chain([at]);
+    let contraction = |end: usize| match pattern.contractions {
+        true => t.contraction(end).unwrap_or(end),
+        false => end,
+    };
     // `lead? upper* lower+ contraction?`: the capitals' run gives back
     // characters until a small letter follows; the first such place
     // (from the longest run down) is where the small letters start.
@@ -195,55 +230,38 @@ pub(crate) fn o200k_piece(text: &str, at: usize) -> usize {
             k = t.before(k);
         };
         if let Some(k) = lower_from {
-            let end = t.run(k, Class::lower_ish);
-            return t.contraction(end).unwrap_or(end);
+            return Some(contraction(t.run(k, Class::lower_ish)));
         }
     }
     // `lead? upper+ lower* contraction?`
     for start in starts() {
         if t.class_at(start).is_some_and(Class::upper_ish) {
-            let end = t.run(t.run(start, Class::upper_ish), Class::lower_ish);
-            return t.contraction(end).unwrap_or(end);
+            return Some(contraction(
+                t.run(t.run(start, Class::upper_ish), Class::lower_ish),
+            ));
         }
     }
-    if let Some(end) = t.number(at) {
-        return end;
-    }
-    if let Some(end) = t.symbols(at, |c| matches!(c, '\r' | '\n' | '/')) {
-        return end;
-    }
-    t.whitespace(at, true)
+    None
 }
 
-/// The end of the cl100k piece that starts at `at` (see `cl100k_piece` in
-/// the parent module for the pattern).
-pub(crate) fn cl100k_piece(text: &str, at: usize) -> usize {
-    let t = Text(text);
-    let Some(first) = t.class_at(at) else {
-        return text.len();
-    };
-    if let Some(end) = t.contraction(at) {
-        return end;
+/// The contractions and the run-of-letters alternatives (cl100k's) at
+/// `at`, if one matches: `[^\r\n\p{L}\p{N}]?\p{L}+` (or `[\p{L}\p{M}]+`).
+/// Whether the lead is possessive or not makes no difference: given back,
+/// it leaves a character that is no letter either (a mark, where marks
+/// are letters, starts the same run).
+fn letters(pattern: Pattern, t: &Text, at: usize, first: Class) -> Option<usize> {
+    if pattern.contractions
+        && let Some(end) = t.contraction(at)
+    {
+        return Some(end);
     }
-    // `[^\r\n\p{L}\p{N}]?+\p{L}++`: the lead is never given back, and
-    // without it a lead character is no letter either.
-    if first.letter() {
-        return t.run(at, Class::letter);
+    let letter = |c: Class| c.letter() || (pattern.marks_in_words && c == Class::Mark);
+    if letter(first) {
+        return Some(t.run(at, letter));
     }
     let next = t.after(at);
-    if first.lead() && t.class_at(next).is_some_and(Class::letter) {
-        return t.run(next, Class::letter);
+    if first.lead() && t.class_at(next).is_some_and(letter) {
+        return Some(t.run(next, letter));
     }
-    if let Some(end) = t.number(at) {
-        return end;
-    }
-    if let Some(end) = t.symbols(at, |c| matches!(c, '\r' | '\n')) {
-        return end;
-    }
-    // `\s++$`, then as o200k.
-    let end = t.run(at, Class::space);
-    if end == text.len() {
-        return end;
-    }
-    t.whitespace(at, false)
+    None
 }

@@ -1,0 +1,284 @@
+//! Encodings loaded from tokenizer files: every pattern held to
+//! tiktoken-rs's regular expression engine, a rank file to the built-in
+//! tables, and the files users have to their reference implementations.
+
+use super::*;
+use rustc_hash::FxHashMap as HashMap;
+use std::path::Path;
+
+/// A tiktoken rank file of `table`'s tokens.
+fn rank_file(table: &Table) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut tokens = Vec::new();
+    table.each(|bytes, rank| tokens.push((bytes.to_vec(), rank)));
+    tokens.sort_by_key(|&(_, rank)| rank);
+    let mut file = Vec::new();
+    for (bytes, rank) in tokens {
+        for chunk in bytes.chunks(3) {
+            let mut b = [0u8; 3];
+            b[..chunk.len()].copy_from_slice(chunk);
+            let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    file.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]);
+                } else {
+                    file.push(b'=');
+                }
+            }
+        }
+        file.extend_from_slice(format!(" {rank}\n").as_bytes());
+    }
+    file
+}
+
+/// The built-in table to borrow tokens from.
+fn a_table() -> &'static Table {
+    both()[0].0.table()
+}
+
+#[test]
+fn every_pattern_splits_as_tiktokens_regex_engine_does() {
+    let file = rank_file(a_table());
+    let mut ranks = HashMap::default();
+    a_table().each(|bytes, rank| {
+        ranks.insert(bytes.to_vec(), rank);
+    });
+    let ascii = ascii_classes();
+    let mut classes: Vec<&[char]> = ascii.iter().map(Vec::as_slice).collect();
+    let unicode = [
+        chars("ÀÉΣДǅǈàéσдßʰᵃ々東京日本語한국어عربيةไ"),
+        chars("\u{300}\u{301}\u{308}\u{903}\u{94d}\u{20dd}\u{fe0f}"),
+        chars("٠١٢३४ⅧⅫ²½①"),
+        chars("\u{a0}\u{85}\u{1680}\u{2003}\u{2028}\u{3000}"),
+        chars("ſ\u{212a}'"),
+        chars("€©™—…«»🙂👍🏽\u{200d}\u{200b}"),
+    ];
+    classes.extend(unicode.iter().map(Vec::as_slice));
+    let texts = texts(&classes, 3_000, 0x5851_f42d_4c95_7f2d);
+    for (name, pattern) in Pattern::NAMED {
+        let spelt = pattern.spelling();
+        assert_eq!(Pattern::recognise(&spelt), Some(pattern), "{name}");
+        let bpe = CoreBPE::new(ranks.clone(), HashMap::default(), &spelt).expect(name);
+        let loaded = Encoding::load(&file, Some(name)).expect(name).encoding;
+        for (i, text) in texts.iter().enumerate() {
+            let want = bpe.encode_ordinary(text);
+            assert_eq!(tokens(&loaded, text), want, "{name} #{i} {text:?}");
+            assert_eq!(loaded.count(text), want.len(), "{name} #{i} {text:?}");
+        }
+    }
+}
+
+#[test]
+fn tiktokens_own_spellings_are_recognised() {
+    // tiktoken-rs spells cl100k's inline, as tiktoken does.
+    let cl100k = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+    assert_eq!(
+        Pattern::recognise(tiktoken_rs::O200K_BASE_PAT_STR),
+        Some(Pattern::O200K)
+    );
+    assert_eq!(Pattern::recognise(cl100k), Some(Pattern::CL100K));
+}
+
+#[test]
+fn a_rank_file_of_a_built_in_encoding_counts_as_it_does() {
+    for (builtin, _) in both() {
+        let name = if builtin.pattern == Pattern::O200K {
+            "o200k"
+        } else {
+            "cl100k"
+        };
+        let loaded = Encoding::load(&rank_file(builtin.table()), Some(name)).unwrap();
+        assert_eq!((loaded.kind, loaded.specials), ("tiktoken", 0));
+        assert_eq!(loaded.tokens, builtin.table().tokens);
+        let classes = ascii_classes();
+        let classes: Vec<&[char]> = classes.iter().map(Vec::as_slice).collect();
+        for text in texts(&classes, 2_000, 11) {
+            assert_eq!(
+                loaded.encoding.count(&text),
+                builtin.count(&text),
+                "{text:?}"
+            );
+        }
+        // Past the index, and on one long word.
+        let long = "ab".repeat(40_000);
+        assert_eq!(loaded.encoding.count(&long), builtin.count(&long));
+    }
+}
+
+/// The refusal of `file` (with `pattern`), which must name `names`.
+fn refused(file: &str, pattern: Option<&str>, names: &str) {
+    match Encoding::load(file.as_bytes(), pattern) {
+        Ok(_) => panic!("loaded: {file}"),
+        Err(e) => assert!(e.contains(names), "{e:?} does not name {names:?}"),
+    }
+}
+
+#[test]
+fn what_is_not_followed_is_refused_naming_it() {
+    refused("IQ== 0\n", None, "names no pattern");
+    refused("IQ== 0\n", Some("gpt2"), "it knows o200k, cl100k, llama3");
+    refused(
+        "IQ== 0\n!! 1\n",
+        Some("o200k"),
+        "line 2: the bytes are not base64",
+    );
+    refused(
+        "IQ== zero\n",
+        Some("o200k"),
+        "line 1: the rank is not a whole number",
+    );
+    refused("IQ== 0\n", Some("o200k"), "has no token of its own");
+    refused("{\"model\": {}}", Some("o200k"), "carries its own pattern");
+    refused("{\"vocab\": []}", None, "neither a tokenizer.json");
+    let hf = |model: &str, normalizer: &str, pre: &str| {
+        format!(
+            r#"{{"normalizer": {normalizer}, "pre_tokenizer": {pre}, "model": {model}, "added_tokens": []}}"#
+        )
+    };
+    let bpe = r#"{"type": "BPE", "vocab": {}, "merges": []}"#;
+    let split = |regex: &str| {
+        format!(
+            r#"{{"type": "Sequence", "pretokenizers": [{{"type": "Split", "pattern": {{"Regex": {}}}, "behavior": "Isolated", "invert": false}}, {{"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}}]}}"#,
+            serde_json::to_string(regex).unwrap()
+        )
+    };
+    let llama = split(&Pattern::LLAMA3.spelling());
+    refused(
+        &hf(r#"{"type": "Unigram", "vocab": []}"#, "null", &llama),
+        None,
+        "model.type \"Unigram\"",
+    );
+    refused(
+        &hf(r#"{"type": "WordPiece", "vocab": {}}"#, "null", &llama),
+        None,
+        "WordPiece",
+    );
+    refused(
+        &hf(
+            r#"{"type": "BPE", "byte_fallback": true, "vocab": {}}"#,
+            "null",
+            &llama,
+        ),
+        None,
+        "model.byte_fallback",
+    );
+    refused(
+        &hf(bpe, r#"{"type": "NFKC"}"#, &llama),
+        None,
+        "normalizer: a NFKC",
+    );
+    refused(
+        &hf(bpe, "null", &split(r"\p{N}{1,3}")),
+        None,
+        "is not one ctxpack splits text by",
+    );
+    refused(
+        &hf(
+            bpe,
+            "null",
+            r#"{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true}"#,
+        ),
+        None,
+        "[ByteLevel] is not supported",
+    );
+    refused(
+        &hf(bpe, "null", r#"{"type": "Metaspace"}"#),
+        None,
+        "[Metaspace] is not supported",
+    );
+}
+
+#[test]
+fn a_hugging_face_file_whose_merges_are_not_by_rank_is_refused() {
+    let pre = format!(
+        r#"{{"type": "Sequence", "pretokenizers": [{{"type": "Split", "pattern": {{"Regex": {}}}, "behavior": "Isolated", "invert": false}}, {{"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}}]}}"#,
+        serde_json::to_string(&Pattern::LLAMA3.spelling()).unwrap()
+    );
+    // The 256 bytes in GPT-2's alphabet, then "ab" (256) and "bc" (257).
+    let mut vocab: Vec<String> = Vec::new();
+    let mut next = 0x100;
+    for b in 0..=255u8 {
+        let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+        let c = if printable {
+            char::from(b)
+        } else {
+            next += 1;
+            char::from_u32(next - 1).unwrap()
+        };
+        vocab.push(format!("{:?}: {b}", c.to_string()));
+    }
+    let file = |merges: &str, extra: &str| {
+        format!(
+            r#"{{"normalizer": null, "pre_tokenizer": {pre}, "model": {{"type": "BPE", "vocab": {{{}, "ab": 256, "bc": 257{extra}}}, "merges": [{merges}]}}, "added_tokens": [{{"id": 300, "content": "<|x|>", "special": true}}]}}"#,
+            vocab.join(", ")
+        )
+    };
+    let fine = Encoding::load(file(r#""a b", "b c""#, "").as_bytes(), None).unwrap();
+    assert_eq!(
+        (fine.kind, fine.tokens, fine.specials),
+        ("tokenizer.json", 258, 1)
+    );
+    assert_eq!(fine.encoding.count("abc<|x|>abc"), 5);
+    refused(
+        &file(r#""b c", "a b""#, ""),
+        None,
+        "not in the order of the ranks",
+    );
+    refused(&file(r#""a b""#, ""), None, "no merge makes \"bc\"");
+    refused(
+        &file(r#""a b", "b c""#, r#", "abc": 258"#),
+        None,
+        "no merge makes \"abc\"",
+    );
+    refused(
+        &file(r#""a b", "b c", ["a", "bc"]"#, r#", "abc": 258"#),
+        None,
+        "\"ab\" and \"c\" are not merged",
+    );
+}
+
+/// The reference counts `tests/tokenizers/fetch` writes, if it has run
+/// (`CTXPACK_TOKENIZERS` names its directory; with
+/// `CTXPACK_REQUIRE_TOKENIZERS=1` the test fails without it).
+#[test]
+fn loaded_files_count_as_their_reference_implementations() {
+    let Some(dir) = std::env::var_os("CTXPACK_TOKENIZERS") else {
+        assert!(
+            std::env::var_os("CTXPACK_REQUIRE_TOKENIZERS").is_none(),
+            "CTXPACK_TOKENIZERS is not set: run tests/tokenizers/fetch"
+        );
+        eprintln!("no reference counts: run tests/tokenizers/fetch and set CTXPACK_TOKENIZERS");
+        return;
+    };
+    let mut seen = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(Path::new(&dir))
+        .unwrap()
+        .flatten()
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).unwrap();
+        let file = std::fs::read(record["file"].as_str().unwrap()).unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let loaded = Encoding::load(&file, record["pattern"].as_str())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let e = &loaded.encoding;
+        let counter = crate::tokenizer::Exact(e);
+        let cases = record["cases"].as_array().unwrap();
+        for (i, case) in cases.iter().enumerate() {
+            let text = case["text"].as_str().unwrap();
+            let want = case["tokens"].as_u64().unwrap() as usize;
+            assert_eq!(e.count(text), want, "{name} #{i} {text:?}");
+            assert_eq!(e.token_ends(text).len(), want, "{name} #{i} {text:?}");
+            assert_eq!(
+                crate::tokenizer::TokenCounter::count_up_to(&counter, text, u32::MAX),
+                crate::tokenizer::Count::Exact(want as u32),
+                "{name} #{i} in chunks"
+            );
+        }
+        eprintln!("{name}: {} texts agree", cases.len());
+        seen += 1;
+    }
+    assert!(seen >= 4, "{seen} reference files in {dir:?}");
+}
