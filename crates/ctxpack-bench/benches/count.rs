@@ -16,7 +16,10 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxpack_bench::texts;
-use ctxpack_core::{AgentContext, AssembleRequest, BuilderConfig, Profile, Tokenizer, Tokenizers};
+use ctxpack_core::{
+    AgentContext, AssembleRequest, BuilderConfig, LoadedTokenizer, Profile, TokenCounter,
+    Tokenizer, Tokenizers,
+};
 use ctxpack_host::component::{Instance, Runtime};
 use ctxpack_scenario::stores::InMemoryHost;
 use std::hint::black_box;
@@ -135,5 +138,85 @@ fn counting(c: &mut Criterion) {
     group(c, "six-scripts-1mb-first-count", mixed, true);
 }
 
-criterion_group!(benches, counting);
+/// o200k as a tiktoken rank file, written from tiktoken-rs's own copy.
+fn o200k_rank_file() -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let mut file = Vec::new();
+    for rank in 0..199_998u32 {
+        let bytes = bpe.decode_bytes(&[rank]).unwrap();
+        for chunk in bytes.chunks(3) {
+            let mut b = [0u8; 3];
+            b[..chunk.len()].copy_from_slice(chunk);
+            let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+            for i in 0..4 {
+                let sextet = if i <= chunk.len() {
+                    (n >> (18 - 6 * i)) & 63
+                } else {
+                    64
+                };
+                file.push(ALPHABET[sextet as usize]);
+            }
+        }
+        file.extend_from_slice(format!(" {rank}\n").as_bytes());
+    }
+    file
+}
+
+/// A tokenizer file loaded at run time beside the built-in tables: o200k
+/// as a rank file (the same tokens, so the same counts), and, when
+/// `tests/tokenizers/fetch` has run (`CTXPACK_TOKENIZERS`), the files
+/// users have; and the time to load each.
+fn loaded(c: &mut Criterion) {
+    const MB: usize = 1 << 20;
+    let mut files = vec![(
+        "o200k-rank-file".to_owned(),
+        o200k_rank_file(),
+        Some("o200k"),
+    )];
+    if let Some(dir) = std::env::var_os("CTXPACK_TOKENIZERS") {
+        for name in ["llama3", "qwen3", "tekken"] {
+            let path = std::path::Path::new(&dir).join(format!("{name}.json"));
+            let record: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+            let file = std::fs::read(record["file"].as_str().unwrap()).unwrap();
+            let pattern = record["pattern"]
+                .as_str()
+                .map(|p| -> &'static str { p.to_owned().leak() });
+            files.push((name.to_owned(), file, pattern));
+        }
+    }
+    let builtin = Tokenizers.counter(Tokenizer::O200kBase).unwrap();
+    let inputs = [
+        ("prose-1mb", texts::prose(MB, 1)),
+        ("code-1mb", texts::code(MB)),
+        ("random-word-1mb", texts::random_word(MB, 2)),
+    ];
+    for (name, file, pattern) in &files {
+        let mut group = c.benchmark_group(format!("load/{name}"));
+        group.sample_size(10);
+        group.bench_function("ctxpack", |b| {
+            b.iter(|| black_box(LoadedTokenizer::from_file(file, *pattern).unwrap()))
+        });
+        group.finish();
+        let tokenizer = LoadedTokenizer::from_file(file, *pattern).unwrap();
+        for (input, text) in &inputs {
+            let mut group = c.benchmark_group(format!("count-loaded/{input}"));
+            group.sample_size(10);
+            group.throughput(Throughput::Bytes(text.len() as u64));
+            group.bench_function(name.as_str(), |b| {
+                b.iter(|| black_box(tokenizer.count(text)))
+            });
+            if name == "o200k-rank-file" {
+                assert_eq!(tokenizer.count(text), builtin.count(text));
+                group.bench_function("o200k-built-in", |b| {
+                    b.iter(|| black_box(builtin.count(text)))
+                });
+            }
+            group.finish();
+        }
+    }
+}
+
+criterion_group!(benches, counting, loaded);
 criterion_main!(benches);
