@@ -45,7 +45,7 @@ pub fn framed_parts(e: &ctxpack_core::PackEntry, origin: Origin) -> Vec<&str> {
 /// Tokens of `text` as a user's model counts them, found apart from
 /// ctxpack's own counters: tiktoken-rs's encoder for the exact encodings
 /// (special-token markers as ordinary text), characters for the estimator.
-pub fn recount(tokenizer: Tokenizer, text: &str) -> u64 {
+pub fn recount(tokenizer: &Tokenizer, text: &str) -> u64 {
     match tokenizer {
         Tokenizer::O200kBase => tiktoken_rs::o200k_base_singleton()
             .encode_ordinary(text)
@@ -53,7 +53,8 @@ pub fn recount(tokenizer: Tokenizer, text: &str) -> u64 {
         Tokenizer::Cl100kBase => tiktoken_rs::cl100k_base_singleton()
             .encode_ordinary(text)
             .len() as u64,
-        Tokenizer::CharsPerToken(n) => (text.chars().count() as u64).div_ceil(u64::from(n)),
+        Tokenizer::CharsPerToken(n) => (text.chars().count() as u64).div_ceil(u64::from(*n)),
+        Tokenizer::Named(name) => panic!("{name:?}: no independent recount of a named tokenizer"),
     }
 }
 
@@ -74,10 +75,10 @@ pub fn sent(request: &ctxpack_core::AssembleRequest, pack: &ContextPack) -> Sent
     let contents: u64 = pack
         .messages
         .iter()
-        .map(|m| recount(request.tokenizer, &m.content))
+        .map(|m| recount(&request.tokenizer, &m.content))
         .sum();
     Sent {
-        text: recount(request.tokenizer, &pack.text),
+        text: recount(&request.tokenizer, &pack.text),
         contents,
         messages: contents + u64::from(request.entry_overhead) * pack.messages.len() as u64,
     }
@@ -232,7 +233,7 @@ pub fn check(
     );
     // Counts are exact: recount every included text (a host text's frame
     // and body apart, as the budget charges them).
-    let counter = tokenizers.counter(request.tokenizer).unwrap();
+    let counter = tokenizers.counter(&request.tokenizer).unwrap();
     let origins = crate::fence::origins(pack);
     for (e, &origin) in pack.entries.iter().zip(&origins) {
         let recount: u32 = framed_parts(e, origin)
@@ -482,7 +483,7 @@ pub fn check(
         .collect::<Vec<_>>()
         .join("\n\n");
     let l0_cost =
-        l0_own.max(recount(request.tokenizer, &l0_text)) + u64::from(overhead) * l0.len() as u64;
+        l0_own.max(recount(&request.tokenizer, &l0_text)) + u64::from(overhead) * l0.len() as u64;
     assert_eq!(u64::from(snap.stable_prefix_tokens), l0_cost, "{name}");
     // The kept conversation is valid: no tool result without its call, no
     // call without its results.

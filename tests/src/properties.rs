@@ -103,7 +103,7 @@ pub fn check(name: &str, s: &Scenario, outcome: &Outcome) {
             None => return,
         },
     };
-    invariants::check(name, &s.request, pack, &Tokenizers);
+    invariants::check(name, &s.request, pack, &Tokenizers::new());
     let denied: Vec<&String> = s
         .host
         .policy

@@ -174,7 +174,7 @@ fn tally(outcome: &ctxpack_scenario::Outcome) -> std::collections::BTreeMap<Stri
 
 #[test]
 fn every_pack_keeps_the_invariants() {
-    let tokenizers = Tokenizers;
+    let tokenizers = Tokenizers::new();
     for (name, s) in scenarios() {
         match &run_native(&s).reply {
             Reply::Failed(f) => check_failure(&name, &s.request, f),

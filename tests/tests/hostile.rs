@@ -23,7 +23,8 @@ fn runtime() -> &'static Runtime {
 }
 
 fn tokenizers() -> &'static Tokenizers {
-    &Tokenizers
+    static BUILT_IN: Tokenizers = Tokenizers::new();
+    &BUILT_IN
 }
 
 /// Runs `s` natively and under wasmtime; asserts they agree and, for a

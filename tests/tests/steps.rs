@@ -202,7 +202,7 @@ fn every_scenario_driven_by_hand_equals_the_synchronous_assembly() {
 
 #[test]
 fn a_failure_at_every_step_gives_the_same_outcome_on_both_engines() {
-    let tokenizers = Tokenizers;
+    let tokenizers = Tokenizers::new();
     let mut seen = std::collections::BTreeSet::new();
     for (name, s) in scenarios() {
         let Some([(_, steps), _]) = both(&s, Driving::default()) else {

@@ -201,7 +201,8 @@ pub fn conversions(wit: &Wit) -> String {
 /// Kinds: `str` (a string), `strs` (a list of strings), `copy` (a number
 /// or a flag), `candidates` (a list of candidates: the core lends
 /// references, as it reviews a subset of what it holds), `records` (a
-/// list of another record), `value` (an enum, variant or record by value).
+/// list of another record), `value` (an enum, variant or record: the
+/// guest lends it, the wasmtime host converts it).
 fn parameter(wit: &Wit, ty: &Ty) -> Result<(&'static str, String, String), String> {
     let binding = |name: &str| -> Result<(String, String), String> {
         let def = wit

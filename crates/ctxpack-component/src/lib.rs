@@ -230,6 +230,19 @@ impl<'a> Lend<'a> for ctx::SummaryRequest {
     }
 }
 
+impl<'a> Lend<'a> for ctx::Tokenizer {
+    type Param = wit::TokenizerParam<'a>;
+
+    fn lend(&'a self) -> wit::TokenizerParam<'a> {
+        match self {
+            ctx::Tokenizer::O200kBase => wit::TokenizerParam::O200kBase,
+            ctx::Tokenizer::Cl100kBase => wit::TokenizerParam::Cl100kBase,
+            ctx::Tokenizer::CharsPerToken(n) => wit::TokenizerParam::CharsPerToken(*n),
+            ctx::Tokenizer::Named(name) => wit::TokenizerParam::Named(name),
+        }
+    }
+}
+
 /// The guest's side of every import, expanded from the WIT's list
 /// ([`ctxpack_wit::wit_capabilities!`]): a call of the step protocol as the
 /// WIT spells it, and the core's [`ctx::Host`] answered by the imports.
@@ -274,14 +287,14 @@ macro_rules! guest_arms {
     (@to copy $p:ident) => { *$p };
     (@to candidates $p:ident) => { $p.to_vec().convert() };
     (@to records $p:ident) => { $p.to_vec().convert() };
-    (@to value $p:ident) => { $p.convert() };
+    (@to value $p:ident) => { $p.clone().convert() };
     // A parameter of the core's `Host`, held in the bindings' borrowed form…
     (@lend str $p:ident) => { $p };
     (@lend strs $p:ident) => { $p.iter().map(String::as_str).collect::<Vec<&str>>() };
     (@lend copy $p:ident) => { $p };
     (@lend candidates $p:ident) => { $p.iter().map(|c| c.lend()).collect::<Vec<_>>() };
     (@lend records $p:ident) => { $p.iter().map(Lend::lend).collect::<Vec<_>>() };
-    (@lend value $p:ident) => { $p.convert() };
+    (@lend value $p:ident) => { $p.lend() };
     // … and passed to the import.
     (@arg str $p:ident) => { $p };
     (@arg strs $p:ident) => { &$p };

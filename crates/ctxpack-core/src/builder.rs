@@ -41,8 +41,8 @@ impl Builder {
         // Numbers as every host spells them (−0 is 0).
         let config = config.canonical();
         validate::config(&config)?;
-        let tokenizers = Tokenizers;
-        for &t in &config.preload {
+        let tokenizers = Tokenizers::with_files(&config.tokenizers, "config.tokenizers")?;
+        for t in &config.preload {
             tokenizers.counter(t)?;
         }
         Ok(Builder {
@@ -99,10 +99,10 @@ impl Builder {
         channel: &assembly::Channel,
     ) -> Result<ContextPack, Failure> {
         // 1. validate: the first bad field is named.
-        validate::tokenizer(request.tokenizer, "request.tokenizer")?;
+        validate::tokenizer(&request.tokenizer, "request.tokenizer")?;
         let budget = validate::budget(request, &self.plan)?;
         validate::request(request)?;
-        let counter = self.tokenizers.counter(request.tokenizer)?;
+        let counter = self.tokenizers.counter(&request.tokenizer)?;
         // Assemblies on one builder share its counts; one that finds the
         // cache in use by another (on another thread, or waiting for its
         // host) counts without it rather than wait (the counts, and so the
@@ -117,7 +117,7 @@ impl Builder {
             Some(cache) => cache,
             None => &mut spare,
         };
-        let meter = Meter::new(counter.as_ref(), request.tokenizer, cache);
+        let meter = Meter::new(counter.as_ref(), &request.tokenizer, cache);
         self.run(request, channel, &meter, budget).await
     }
 
@@ -173,7 +173,7 @@ impl Builder {
             budget,
             charge,
             meter,
-            request.tokenizer,
+            request.tokenizer.clone(),
             channel,
         );
         let (l1, l2) = (std::mem::take(&mut own.l1), std::mem::take(&mut own.l2));

@@ -124,7 +124,7 @@ impl Call<'_> {
             Call::Summarize {
                 requests,
                 tokenizer,
-            } => Answer::Summaries(host.summarize(requests, *tokenizer)),
+            } => Answer::Summaries(host.summarize(requests, tokenizer.clone())),
         }
     }
 

@@ -160,7 +160,7 @@ pub(crate) async fn summarise(
     } else {
         let requests = requests(&over, pool, b.meter, b.overhead);
         let asked = requests.len();
-        let answer = b.channel.summaries(requests, b.tokenizer).await;
+        let answer = b.channel.summaries(requests, b.tokenizer.clone()).await;
         let (compressed, call) = apply(&mut over, pool, b.meter, b.overhead, answer, asked);
         calls.push(call);
         compressed

@@ -16,6 +16,10 @@ pub struct BuilderConfig {
     /// are static; there is nothing left to build ahead.)
     #[serde(default)]
     pub preload: Vec<Tokenizer>,
+    /// Tokenizer files the model ships, read once when the builder is
+    /// made; a request names one as `Tokenizer::Named`.
+    #[serde(default)]
+    pub tokenizers: Vec<TokenizerFile>,
     /// Which host sources the builder asks for candidates.
     #[serde(default)]
     pub profile: Profile,
@@ -50,12 +54,42 @@ impl std::fmt::Debug for BuilderConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BuilderConfig")
             .field("preload", &self.preload)
+            .field("tokenizers", &self.tokenizers)
             .field("profile", &self.profile)
             .field("near_duplicate_threshold", &self.near_duplicate_threshold)
             .field("ranking", &self.ranking)
             .field("plan", &self.plan)
             .field("count_cache_entries", &self.count_cache_entries)
             .field("fence_key", &self.fence_key.as_ref().map(|_| "(secret)"))
+            .finish()
+    }
+}
+
+/// A tokenizer file a builder reads (see [`crate::LoadedTokenizer`] for
+/// the kinds it reads). Its `Debug` form shows the name, the pattern and
+/// the text's length, not the text.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct TokenizerFile {
+    /// The name requests count with it under: `{"named": "llama-3"}`.
+    pub name: String,
+    /// The file's text: a Hugging Face `tokenizer.json` with a byte-level
+    /// BPE model, Mistral's `tekken.json`, or a tiktoken rank file (each
+    /// is UTF-8 text).
+    pub text: String,
+    /// A tiktoken rank file's pattern, which the file does not name:
+    /// `o200k`, `cl100k`, `llama3`, `qwen`, `qwen3.5`, `tekken`, or its
+    /// regular expression. None for the JSON files, which carry theirs.
+    #[serde(default)]
+    pub pattern: Option<String>,
+}
+
+impl std::fmt::Debug for TokenizerFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenizerFile")
+            .field("name", &self.name)
+            .field("text", &format_args!("({} bytes)", self.text.len()))
+            .field("pattern", &self.pattern)
             .finish()
     }
 }
@@ -238,6 +272,7 @@ impl Default for BuilderConfig {
     fn default() -> Self {
         BuilderConfig {
             preload: Vec::new(),
+            tokenizers: Vec::new(),
             profile: Profile::default(),
             near_duplicate_threshold: default_near_threshold(),
             ranking: Ranking::default(),

@@ -304,6 +304,36 @@ impl Encoding {
         }
     }
 
+    /// A tiktoken rank file of the encoding's tokens (for tests that load
+    /// one).
+    #[cfg(test)]
+    pub(crate) fn rank_file(&self) -> Vec<u8> {
+        const ALPHABET: &[u8] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
+        let mut tokens = Vec::new();
+        self.table
+            .each(|bytes, rank| tokens.push((bytes.to_vec(), rank)));
+        tokens.sort_by_key(|&(_, rank)| rank);
+        let mut file = Vec::new();
+        for (bytes, rank) in tokens {
+            for chunk in bytes.chunks(3) {
+                let mut b = [0u8; 3];
+                b[..chunk.len()].copy_from_slice(chunk);
+                let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+                for i in 0..4 {
+                    let sextet = if i <= chunk.len() {
+                        (n >> (18 - 6 * i)) & 63
+                    } else {
+                        64
+                    };
+                    file.push(ALPHABET[sextet as usize]);
+                }
+            }
+            file.extend_from_slice(format!(" {rank}\n").as_bytes());
+        }
+        file
+    }
+
     /// The encoding's static tables.
     #[cfg(test)]
     pub(crate) fn table(&self) -> &Table {

@@ -454,7 +454,7 @@ mod tests {
     fn a_host_count_stands_for_the_body_and_the_frame_is_counted() {
         let counter = Recording::new(CharsPerToken::new(1).unwrap());
         let mut cache = CountCache::new(0);
-        let meter = Meter::new(&counter, Tokenizer::CharsPerToken(1), &mut cache);
+        let meter = Meter::new(&counter, &Tokenizer::CharsPerToken(1), &mut cache);
         let head = "[source: doc:1]\n";
         let mut item = host_item("twelve chars", TrustTier::Trusted, Some(40));
         assert_eq!(

@@ -134,7 +134,7 @@ pub use call::{Answer, Call};
 pub use capability::Capability;
 pub use config::{
     BuilderConfig, FullSettings, Plan, Profile, RagMemorySettings, RagSettings, Ranking,
-    SectionShare,
+    SectionShare, TokenizerFile,
 };
 pub use diff::{Change, ChangeKind, EntryState, SnapshotDiff, diff};
 pub use digest::{content_id, text_hash};

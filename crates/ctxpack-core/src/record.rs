@@ -49,7 +49,7 @@ fn blank(request: &AssembleRequest, budget: u32, profile: Profile, plan: &Plan) 
         run_id: ctx.run_id.clone(),
         attempt_id: ctx.attempt_id.clone(),
         scopes: ctx.scopes.clone(),
-        tokenizer: request.tokenizer,
+        tokenizer: request.tokenizer.clone(),
         token_budget: budget,
         tokens_used: 0,
         text_tokens: 0,

@@ -9,6 +9,8 @@ use crate::tokenizer::{CharsPerToken, Meter, Recording};
 mod conversation;
 mod hosts;
 mod modules;
+#[cfg(any(feature = "o200k", feature = "cl100k"))]
+mod tokenizer_files;
 
 fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
     ConversationTurn {
@@ -46,7 +48,7 @@ fn run_with(
     counter: &dyn crate::tokenizer::TokenCounter,
     cache: &mut crate::tokenizer::CountCache,
 ) -> Result<ContextPack, Error> {
-    let m = Meter::new(counter, r.tokenizer, cache);
+    let m = Meter::new(counter, &r.tokenizer, cache);
     crate::validate::request(r)?;
     let builder = Builder::new(BuilderConfig::default()).unwrap();
     let budget = r.budget.unwrap();
@@ -104,11 +106,10 @@ fn only_turns_the_budget_can_reach_are_rendered() {
     let turns: Vec<ConversationTurn> = (0..1000)
         .map(|i| turn(Role::User, &format!("turn {i} says a few words"), None))
         .collect();
-    let counter = crate::tokenizer::Tokenizers
-        .counter(Tokenizer::O200kBase)
-        .unwrap();
+    let tokenizers = crate::tokenizer::Tokenizers::new();
+    let counter = tokenizers.counter(&Tokenizer::O200kBase).unwrap();
     let mut cache = crate::tokenizer::CountCache::new(0);
-    let meter = Meter::new(&*counter, Tokenizer::O200kBase, &mut cache);
+    let meter = Meter::new(&*counter, &Tokenizer::O200kBase, &mut cache);
     let mut r = request(100);
     r.conversation = turns.clone();
     let mut l1 = crate::layer::own(&r, &meter).l1;

@@ -13,6 +13,7 @@
     allow(unused_imports, unused_variables, unreachable_code, dead_code)
 )]
 
+use crate::config::TokenizerFile;
 use crate::encoding::{Encoding, split_after};
 use crate::error::Error;
 use crate::types::Tokenizer;
@@ -333,14 +334,9 @@ impl LoadedTokenizer {
     /// `tekken`, or the regular expression itself), and is absent for the
     /// JSON files, which carry their own.
     pub fn from_file(file: &[u8], pattern: Option<&str>) -> Result<Self, Error> {
-        let loaded = Encoding::load(file, pattern)
-            .map_err(|message| Error::invalid("tokenizer-file", message))?;
-        Ok(LoadedTokenizer {
-            encoding: loaded.encoding,
-            kind: loaded.kind,
-            tokens: loaded.tokens,
-            specials: loaded.specials,
-        })
+        Encoding::load(file, pattern)
+            .map(LoadedTokenizer::from)
+            .map_err(|message| Error::invalid("tokenizer-file", message))
     }
 
     /// The kind of file read: `tokenizer.json`, `tekken` or `tiktoken`.
@@ -357,6 +353,17 @@ impl LoadedTokenizer {
     /// spells it (as the `tokenizers` library counts added tokens).
     pub fn specials(&self) -> usize {
         self.specials
+    }
+}
+
+impl From<crate::encoding::Loaded> for LoadedTokenizer {
+    fn from(loaded: crate::encoding::Loaded) -> Self {
+        LoadedTokenizer {
+            encoding: loaded.encoding,
+            kind: loaded.kind,
+            tokens: loaded.tokens,
+            specials: loaded.specials,
+        }
     }
 }
 
@@ -378,35 +385,82 @@ impl TokenCounter for LoadedTokenizer {
     }
 }
 
-/// Access to the tokenizers. The exact encodings' tables are static: there
-/// is nothing to build or share.
+/// Access to the tokenizers: the built-in encodings, whose tables are
+/// static (there is nothing to build or share), the estimator, and the
+/// tokenizer files a builder was given, read once, by name.
 #[derive(Default)]
-pub struct Tokenizers;
+pub struct Tokenizers {
+    loaded: Vec<(String, LoadedTokenizer)>,
+}
 
 impl Tokenizers {
+    /// The built-in tokenizers alone.
+    pub const fn new() -> Self {
+        Tokenizers { loaded: Vec::new() }
+    }
+
+    /// The built-in tokenizers and `files`, each read (the first bad file
+    /// is refused naming its place in `field`, a list of files).
+    pub fn with_files(files: &[TokenizerFile], field: &str) -> Result<Self, Error> {
+        let mut loaded: Vec<(String, LoadedTokenizer)> = Vec::with_capacity(files.len());
+        for (i, file) in files.iter().enumerate() {
+            let at = |what: &str| format!("{field}[{i}].{what}");
+            if file.name.trim().is_empty() {
+                return Err(Error::invalid(at("name"), "must not be empty"));
+            }
+            if loaded.iter().any(|(name, _)| *name == file.name) {
+                return Err(Error::invalid(
+                    at("name"),
+                    format!("{:?} names an earlier file too", file.name),
+                ));
+            }
+            let tokenizer = Encoding::load(file.text.as_bytes(), file.pattern.as_deref())
+                .map(LoadedTokenizer::from)
+                .map_err(|message| Error::invalid(at("text"), message))?;
+            loaded.push((file.name.clone(), tokenizer));
+        }
+        Ok(Tokenizers { loaded })
+    }
+
     /// A counter for `tokenizer`, or the refusal of an encoding this build
-    /// left out.
-    pub fn counter(&self, tokenizer: Tokenizer) -> Result<Box<dyn TokenCounter + '_>, Error> {
-        let encoding: &'static Encoding = match tokenizer {
+    /// left out or a name no file was given under.
+    pub fn counter(&self, tokenizer: &Tokenizer) -> Result<Box<dyn TokenCounter + '_>, Error> {
+        let encoding: &Encoding = match tokenizer {
             #[cfg(feature = "o200k")]
             Tokenizer::O200kBase => &crate::encoding::O200K,
             #[cfg(feature = "cl100k")]
             Tokenizer::Cl100kBase => &crate::encoding::CL100K,
-            Tokenizer::CharsPerToken(n) => return Ok(Box::new(CharsPerToken::new(n)?)),
+            Tokenizer::CharsPerToken(n) => return Ok(Box::new(CharsPerToken::new(*n)?)),
+            Tokenizer::Named(name) => &self.named(name)?.encoding,
             #[allow(unreachable_patterns)]
             left_out => return Err(left_out_of_this_build(left_out)),
         };
         Ok(Box::new(Exact(encoding)))
     }
+
+    /// The file given under `name`, or the refusal naming the ones there are.
+    fn named(&self, name: &str) -> Result<&LoadedTokenizer, Error> {
+        if let Some((_, t)) = self.loaded.iter().find(|(n, _)| n == name) {
+            return Ok(t);
+        }
+        let names: Vec<&str> = self.loaded.iter().map(|(n, _)| n.as_str()).collect();
+        let given = match names.as_slice() {
+            [] => "it was given no tokenizer files (builder-config `tokenizers`)".to_owned(),
+            _ => format!("it was given {}", names.join(", ")),
+        };
+        Err(Error::TokenizerUnavailable(format!(
+            "{name:?}: this builder has no tokenizer file by that name; {given}"
+        )))
+    }
 }
 
 /// The refusal of an encoding this build was compiled without (cargo
 /// features `o200k`, `cl100k`).
-fn left_out_of_this_build(tokenizer: Tokenizer) -> Error {
+fn left_out_of_this_build(tokenizer: &Tokenizer) -> Error {
     let (name, feature) = match tokenizer {
         Tokenizer::O200kBase => ("o200k-base", "o200k"),
         Tokenizer::Cl100kBase => ("cl100k-base", "cl100k"),
-        Tokenizer::CharsPerToken(_) => ("chars-per-token", "none"),
+        Tokenizer::CharsPerToken(_) | Tokenizer::Named(_) => ("chars-per-token", "none"),
     };
     Error::TokenizerUnavailable(format!(
         "{name}: this build of ctxpack was compiled without it (cargo feature `{feature}`)"

@@ -40,7 +40,7 @@ pub struct AgentContext {
 }
 
 /// How text is turned into tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tokenizer {
     /// Exact `o200k_base` counts.
@@ -49,6 +49,9 @@ pub enum Tokenizer {
     Cl100kBase,
     /// One token per this many characters, rounded up (an estimate).
     CharsPerToken(u32),
+    /// Exact counts with a tokenizer file the builder was given
+    /// ([`crate::BuilderConfig::tokenizers`]), by its name.
+    Named(String),
 }
 
 /// A layer of the pack.

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 /// Checks a builder's configuration.
 pub(crate) fn config(config: &BuilderConfig) -> Result<(), Error> {
-    for (i, &t) in config.preload.iter().enumerate() {
+    for (i, t) in config.preload.iter().enumerate() {
         tokenizer(t, &format!("config.preload[{i}]"))?;
     }
     let t = config.near_duplicate_threshold;
@@ -45,12 +45,15 @@ pub(crate) fn config(config: &BuilderConfig) -> Result<(), Error> {
 }
 
 /// Checks a tokenizer given at `path`.
-pub(crate) fn tokenizer(tokenizer: Tokenizer, path: &str) -> Result<(), Error> {
+pub(crate) fn tokenizer(tokenizer: &Tokenizer, path: &str) -> Result<(), Error> {
     match tokenizer {
         Tokenizer::CharsPerToken(0) => Err(Error::invalid(
             format!("{path}.chars-per-token"),
             "must be at least 1",
         )),
+        Tokenizer::Named(name) if name.trim().is_empty() => {
+            Err(Error::invalid(format!("{path}.named"), "must not be empty"))
+        }
         _ => Ok(()),
     }
 }
@@ -132,7 +135,7 @@ pub(crate) fn budget(request: &AssembleRequest, plan: &Plan) -> Result<u32, Erro
 
 /// Checks `request`, naming the first offending field.
 pub fn request(request: &AssembleRequest) -> Result<(), Error> {
-    tokenizer(request.tokenizer, "request.tokenizer")?;
+    tokenizer(&request.tokenizer, "request.tokenizer")?;
     if request.context.session_id.as_deref() == Some("") {
         return Err(Error::invalid(
             "request.context.session-id",

@@ -111,7 +111,7 @@ macro_rules! recorder_arms {
     (@call copy $p:ident) => { $p };
     (@call candidates $p:ident) => { Cow::Owned($p.iter().map(|c| (*c).clone()).collect()) };
     (@call records $p:ident) => { Cow::Borrowed($p) };
-    (@call value $p:ident) => { $p };
+    (@call value $p:ident) => { $p.clone() };
 }
 
 ctxpack_wit::wit_capabilities!(recorder_arms);

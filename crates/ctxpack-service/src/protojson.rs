@@ -380,7 +380,11 @@ mod tests {
             let m = to_message(&verdict, &message("Verdict"), "v").unwrap();
             assert_eq!(from_message(&m, "v").unwrap(), verdict);
         }
-        for tokenizer in [json!("o200k-base"), json!({"chars-per-token": 4})] {
+        for tokenizer in [
+            json!("o200k-base"),
+            json!({"chars-per-token": 4}),
+            json!({"named": "llama-3"}),
+        ] {
             let m = to_message(&tokenizer, &message("Tokenizer"), "t").unwrap();
             assert_eq!(from_message(&m, "t").unwrap(), tokenizer);
         }

@@ -15,12 +15,12 @@
 #[macro_export]
 macro_rules! wit_conversions {
     ($($root:ident)::+) => {
-        $crate::wit_conversions!(@ $($root)::+; AgentContext, Candidate, Provenance, SummaryRequest);
+        $crate::wit_conversions!(@ $($root)::+; AgentContext, Candidate, Provenance, SummaryRequest, Tokenizer);
     };
     ($($root:ident)::+, borrowing) => {
-        $crate::wit_conversions!(@ $($root)::+; AgentContextResult, CandidateResult, ProvenanceResult, SummaryRequestResult);
+        $crate::wit_conversions!(@ $($root)::+; AgentContextResult, CandidateResult, ProvenanceResult, SummaryRequestResult, TokenizerResult);
     };
-    (@ $($root:ident)::+; $AgentContext:ident, $Candidate:ident, $Provenance:ident, $SummaryRequest:ident) => {
+    (@ $($root:ident)::+; $AgentContext:ident, $Candidate:ident, $Provenance:ident, $SummaryRequest:ident, $Tokenizer:ident) => {
         #[allow(unused_imports)]
         mod ctxpack_wit_conversions {
             use ::ctxpack_core as ctx;
@@ -30,7 +30,8 @@ macro_rules! wit_conversions {
 
             $crate::__shaped_conversions!();
             $crate::__record!(ctx::AgentContext, wit::$AgentContext, { session_id, trace_id, user_id, tenant_id, project_id, run_id, attempt_id, scopes });
-            $crate::__cases!(ctx::Tokenizer, wit::Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken]);
+            $crate::__cases!(ctx::Tokenizer, wit::$Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken, Named]);
+            $crate::__record!(ctx::TokenizerFile, wit::TokenizerFile, { name, text, pattern });
             $crate::__cases!(ctx::Layer, wit::Layer, [L0, L1, L2] []);
             $crate::__cases!(ctx::Section, wit::Section, [SystemPrompt, WorkflowStatus, MandatoryInstructions, CurrentTask, ConversationState, CurrentDiff, ToolResults, RepositoryState, RelevantKnowledge, GraphNeighbours, EpisodicMemory, SupportingContext, StageSummaries] []);
             $crate::__cases!(ctx::TrustTier, wit::TrustTier, [System, Trusted, Unverified, Untrusted] []);
@@ -70,7 +71,7 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::Change, wit::Change, { id, origin, kind, before, after });
             $crate::__record!(ctx::SnapshotDiff, wit::SnapshotDiff, { before_id, after_id, status_before, status_after, tokens_before, tokens_after, changes, unchanged });
             $crate::__record!(ctx::HostError, wit::HostError, { capability, message });
-            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload, profile, near_duplicate_threshold, ranking, plan, count_cache_entries, fence_key });
+            $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload, tokenizers, profile, near_duplicate_threshold, ranking, plan, count_cache_entries, fence_key });
             $crate::__record!(ctx::Plan, wit::Plan, { default_budget, model_window, safety_margin, shares, compress, min_summary_tokens, cut_step });
             $crate::__record!(ctx::SectionShare, wit::SectionShare, { section, share });
             $crate::__record!(ctx::Ranking, wit::Ranking, { trust_system, trust_trusted, trust_unverified, trust_untrusted, recency });

@@ -46,13 +46,35 @@ export interface AgentContextInit {
 export type Tokenizer =
   | "o200k-base"
   | "cl100k-base"
-  | { charsPerToken: number };
+  | { charsPerToken: number }
+  | { named: string };
 
 /** How text is turned into tokens. A budget is always counted in the tokens of the tokenizer the request names. (as the package accepts it) */
 export type TokenizerInit =
   | "o200k-base"
   | "cl100k-base"
-  | { charsPerToken: number };
+  | { charsPerToken: number }
+  | { named: string };
+
+/** A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, Phi-4, ...), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what. (as the package gives it) */
+export interface TokenizerFile {
+  /** The name requests count with it under (`tokenizer.named`). */
+  name: string;
+  /** The file's text (each kind is UTF-8 text). */
+  text: string;
+  /** A tiktoken rank file's pattern, which the file does not name: `o200k`, `cl100k`, `llama3`, `qwen`, `qwen3.5`, `tekken`, or its regular expression. None for the JSON files, which carry theirs. */
+  pattern: string | null;
+}
+
+/** A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, Phi-4, ...), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what. (as the package accepts it) */
+export interface TokenizerFileInit {
+  /** The name requests count with it under (`tokenizer.named`). */
+  name: string;
+  /** The file's text (each kind is UTF-8 text). */
+  text: string;
+  /** A tiktoken rank file's pattern, which the file does not name: `o200k`, `cl100k`, `llama3`, `qwen`, `qwen3.5`, `tekken`, or its regular expression. None for the JSON files, which carry theirs. */
+  pattern?: string | null;
+}
 
 /** The three layers of a pack, in the order they give way under pressure (L2 first, then L1; L0 never). */
 export type Layer = "l0" | "l1" | "l2";
@@ -1012,6 +1034,8 @@ export interface HostErrorInit {
 export interface BuilderConfig {
   /** Tokenizers the builder must have: checked at `create`, so a component built without one refuses the builder at once. (Their tables are static data; there is nothing left to build ahead.) */
   preload: Tokenizer[];
+  /** Tokenizer files, each read once here; a request counts with one by naming it. A file that cannot be read refuses the builder. */
+  tokenizers: TokenizerFile[];
   /** What the builder gathers from the host. */
   profile: Profile;
   /** Estimated Jaccard similarity (of three-word shingles) at which a host candidate is a near-duplicate of a higher-ranked one, in (0, 1]; 1 keeps exact duplicate detection only. 0.8 catches a few words edited in a 300-token chunk. */
@@ -1030,6 +1054,8 @@ export interface BuilderConfig {
 export interface BuilderConfigInit {
   /** Tokenizers the builder must have: checked at `create`, so a component built without one refuses the builder at once. (Their tables are static data; there is nothing left to build ahead.) */
   preload?: TokenizerInit[];
+  /** Tokenizer files, each read once here; a request counts with one by naming it. A file that cannot be read refuses the builder. */
+  tokenizers?: TokenizerFileInit[];
   /** What the builder gathers from the host. */
   profile?: ProfileInit;
   /** Estimated Jaccard similarity (of three-word shingles) at which a host candidate is a near-duplicate of a higher-ranked one, in (0, 1]; 1 keeps exact duplicate detection only. 0.8 catches a few words edited in a 300-token chunk. */

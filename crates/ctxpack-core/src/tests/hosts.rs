@@ -126,13 +126,13 @@ fn left_out_is_refused_naming_it(tokenizer: Tokenizer, name: &str, feature: &str
         );
     };
     named(
-        &crate::tokenizer::Tokenizers
-            .counter(tokenizer)
+        &crate::tokenizer::Tokenizers::new()
+            .counter(&tokenizer)
             .err()
             .unwrap(),
     );
     let config = crate::BuilderConfig {
-        preload: vec![tokenizer],
+        preload: vec![tokenizer.clone()],
         ..crate::BuilderConfig::default()
     };
     named(&crate::Builder::new(config).err().unwrap());

@@ -26,7 +26,15 @@ pub(crate) struct CountCache {
     older: HashMap<CacheKey, u32>,
 }
 
-type CacheKey = (Tokenizer, usize, u64, u64);
+/// The tokenizer (see [`tokenizer_key`]), the text's length and its hash.
+type CacheKey = (u64, usize, u64, u64);
+
+/// A tokenizer as a number for the cache's keys: a hash of it (a name
+/// hashes with its variant, so no name stands for a built-in encoding).
+fn tokenizer_key(tokenizer: &Tokenizer) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(tokenizer)
+}
 
 impl CountCache {
     /// A cache of at most `capacity` entries (0 keeps nothing).
@@ -44,7 +52,7 @@ impl CountCache {
         self.newer.len() + self.older.len()
     }
 
-    fn key(tokenizer: Tokenizer, text: &str) -> CacheKey {
+    fn key(tokenizer: u64, text: &str) -> CacheKey {
         let (a, b) = crate::digest::hash128(text.as_bytes());
         (tokenizer, text.len(), a, b)
     }
@@ -73,7 +81,8 @@ impl CountCache {
 /// A counter for one assembly, with the builder's cache in front of it.
 pub(crate) struct Meter<'a> {
     counter: &'a dyn TokenCounter,
-    tokenizer: Tokenizer,
+    /// The tokenizer's [`tokenizer_key`].
+    tokenizer: u64,
     cache: RefCell<&'a mut CountCache>,
     /// The long texts this assembly counted, when the builder keeps no
     /// counts of its own: a text is measured, fitted and rendered, and is
@@ -91,12 +100,12 @@ const REMEMBER_AT_MOST: usize = 64;
 impl<'a> Meter<'a> {
     pub(crate) fn new(
         counter: &'a dyn TokenCounter,
-        tokenizer: Tokenizer,
+        tokenizer: &Tokenizer,
         cache: &'a mut CountCache,
     ) -> Self {
         Meter {
             counter,
-            tokenizer,
+            tokenizer: tokenizer_key(tokenizer),
             cache: RefCell::new(cache),
             counted: RefCell::new(Vec::new()),
         }

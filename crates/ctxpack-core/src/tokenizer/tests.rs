@@ -1,3 +1,5 @@
+static BUILT_IN: Tokenizers = Tokenizers::new();
+
 use super::*;
 
 #[test]
@@ -13,13 +15,13 @@ fn estimator_rounds_up_and_counts_scalar_values() {
 
 #[test]
 fn truncation_keeps_whole_tokens_and_characters() {
-    let t = Tokenizers;
+    let t = Tokenizers::new();
     for tok in [
         Tokenizer::O200kBase,
         Tokenizer::Cl100kBase,
         Tokenizer::CharsPerToken(3),
     ] {
-        let c = t.counter(tok).unwrap();
+        let c = t.counter(&tok).unwrap();
         let text = "Naïve café owners in 東京 sell ümlauts — 12,400 of them! 🙂🙂🙂 done.";
         for max in 0..c.count(text) + 2 {
             let cut = c.truncate(text, max);
@@ -45,9 +47,9 @@ fn estimator_rejects_zero_naming_the_field() {
 
 #[test]
 fn exact_encodings_differ_and_match_known_counts() {
-    let t = Tokenizers;
-    let o = t.counter(Tokenizer::O200kBase).unwrap();
-    let c = t.counter(Tokenizer::Cl100kBase).unwrap();
+    let t = Tokenizers::new();
+    let o = t.counter(&Tokenizer::O200kBase).unwrap();
+    let c = t.counter(&Tokenizer::Cl100kBase).unwrap();
     assert_eq!(o.count("hello world"), 2);
     assert_eq!(c.count("hello world"), 2);
     // Special markers are ordinary text, never one control token.
@@ -155,9 +157,9 @@ fn counting_in_chunks_is_exact_wherever_the_chunks_end() {
 
 #[test]
 fn the_cheap_lower_bound_never_passes_the_count() {
-    let t = Tokenizers;
+    let t = Tokenizers::new();
     for tok in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
-        let c = t.counter(tok).unwrap();
+        let c = t.counter(&tok).unwrap();
         for text in awkward_texts() {
             let (floor, n) = (c.at_least(&text), c.count(&text));
             assert!(floor <= n, "{tok:?} {floor} > {n}: {text:?}");
@@ -175,7 +177,7 @@ fn the_cheap_lower_bound_never_passes_the_count() {
 #[test]
 fn runs_of_whitespace_alone_are_not_counted() {
     for tok in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
-        let c = Tokenizers.counter(tok).unwrap();
+        let c = BUILT_IN.counter(&tok).unwrap();
         for text in [
             "\n \n",
             "\r\n \r\n \r\n",
@@ -204,8 +206,8 @@ fn runs_of_whitespace_alone_are_not_counted() {
 /// start and end.
 #[test]
 fn the_lower_bound_counts_the_runs_between_spaces() {
-    let t = Tokenizers;
-    let c = t.counter(Tokenizer::O200kBase).unwrap();
+    let t = Tokenizers::new();
+    let c = t.counter(&Tokenizer::O200kBase).unwrap();
     let mut x = 3u64;
     for len in 0..300 {
         for _ in 0..4 {
@@ -226,8 +228,8 @@ fn the_lower_bound_counts_the_runs_between_spaces() {
 
 #[test]
 fn counting_up_to_a_limit_stops_early_on_long_text() {
-    let t = Tokenizers;
-    let c = t.counter(Tokenizer::O200kBase).unwrap();
+    let t = Tokenizers::new();
+    let c = t.counter(&Tokenizer::O200kBase).unwrap();
     let text = "word ".repeat(200_000);
     let calls = std::cell::Cell::new(0usize);
     let got = count_in_chunks(&text, 10, (MIN_CHUNK, BYTES_PER_TOKEN), |chunk| {
@@ -265,9 +267,9 @@ fn a_tally_counts_the_joined_text_exactly() {
         Tokenizer::Cl100kBase,
         Tokenizer::CharsPerToken(3),
     ] {
-        let c = Tokenizers.counter(tok).unwrap();
+        let c = BUILT_IN.counter(&tok).unwrap();
         let mut cache = CountCache::new(0);
-        let meter = Meter::new(c.as_ref(), tok, &mut cache);
+        let meter = Meter::new(c.as_ref(), &tok, &mut cache);
         let mut x = 7u64;
         for k in 0..300 {
             let n = 1 + k % 7;
@@ -302,7 +304,7 @@ fn empty_text_truncates_and_splits_without_panicking() {
     assert_eq!(split_after("", 5), 0);
     assert_eq!(split_after("ab", 9), 2);
     for tok in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
-        let c = Tokenizers.counter(tok).unwrap();
+        let c = BUILT_IN.counter(&tok).unwrap();
         for max in [0, 1, 5] {
             assert_eq!(c.truncate("", max), "");
         }
@@ -311,11 +313,11 @@ fn empty_text_truncates_and_splits_without_panicking() {
 
 #[test]
 fn the_cache_answers_repeats_and_stays_bounded() {
-    let t = Tokenizers;
-    let c = t.counter(Tokenizer::O200kBase).unwrap();
+    let t = Tokenizers::new();
+    let c = t.counter(&Tokenizer::O200kBase).unwrap();
     let mut cache = CountCache::new(10);
     {
-        let m = Meter::new(c.as_ref(), Tokenizer::O200kBase, &mut cache);
+        let m = Meter::new(c.as_ref(), &Tokenizer::O200kBase, &mut cache);
         assert_eq!(m.count("hello world"), 2);
         // Two words are more than one token, without encoding.
         assert_eq!(m.count_up_to("hello world", 1), Count::Over(1));
@@ -327,7 +329,7 @@ fn the_cache_answers_repeats_and_stays_bounded() {
     assert!(cache.len() <= 10, "{}", cache.len());
     let mut none = CountCache::new(0);
     {
-        let m = Meter::new(c.as_ref(), Tokenizer::O200kBase, &mut none);
+        let m = Meter::new(c.as_ref(), &Tokenizer::O200kBase, &mut none);
         assert_eq!(m.count("hello world"), 2);
     }
     assert_eq!(none.len(), 0);
@@ -348,12 +350,12 @@ impl TokenCounter for Counting<'_> {
 
 #[test]
 fn without_a_cache_an_assembly_counts_a_long_text_once() {
-    let c = Tokenizers.counter(Tokenizer::O200kBase).unwrap();
+    let c = BUILT_IN.counter(&Tokenizer::O200kBase).unwrap();
     let counting = Counting(c.as_ref(), std::cell::Cell::new(0));
     let long = "a long text, counted once per assembly. ".repeat(200);
     let short = "short";
     let mut none = CountCache::new(0);
-    let m = Meter::new(&counting, Tokenizer::O200kBase, &mut none);
+    let m = Meter::new(&counting, &Tokenizer::O200kBase, &mut none);
     let n = c.count(&long);
     for _ in 0..5 {
         assert_eq!(m.count(&long), n);

@@ -49,6 +49,22 @@ class Tokenizer(Variant):
         """A cheap estimate: one token per this many characters (Unicode scalar values), rounded up. Must be at least 1."""
         return cls("chars-per-token", value)
 
+    @classmethod
+    def named(cls, value: str) -> "Tokenizer":
+        """Exact counts with a tokenizer file the builder was given (`builder-config.tokenizers`), by the name it was given under."""
+        return cls("named", value)
+
+
+@dataclass(kw_only=True, slots=True)
+class TokenizerFile(Record):
+    """A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, Phi-4, ...), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what."""
+    name: str
+    """The name requests count with it under (`tokenizer.named`)."""
+    text: str
+    """The file's text (each kind is UTF-8 text)."""
+    pattern: Optional[str] = None
+    """A tiktoken rank file's pattern, which the file does not name: `o200k`, `cl100k`, `llama3`, `qwen`, `qwen3.5`, `tekken`, or its regular expression. None for the JSON files, which carry theirs."""
+
 
 class Layer(str, enum.Enum):
     """The three layers of a pack, in the order they give way under pressure (L2 first, then L1; L0 never)."""
@@ -762,6 +778,8 @@ class BuilderConfig(Record):
     """What a builder is constructed from, once per instance."""
     preload: List[Union["Tokenizer", Literal["o200k-base", "cl100k-base"]]] = field(default_factory=list)
     """Tokenizers the builder must have: checked at `create`, so a component built without one refuses the builder at once. (Their tables are static data; there is nothing left to build ahead.)"""
+    tokenizers: List["TokenizerFile"] = field(default_factory=list)
+    """Tokenizer files, each read once here; a request counts with one by naming it. A file that cannot be read refuses the builder."""
     profile: Union["Profile", Literal["passthrough"]] = UNSET
     """What the builder gathers from the host."""
     near_duplicate_threshold: float = UNSET
@@ -1155,6 +1173,7 @@ __all__ = [
     "SummarizeRequest",
     "SummaryRequest",
     "Tokenizer",
+    "TokenizerFile",
     "TrustTier",
     "Verdict",
     "WorkflowStatus",
@@ -1170,7 +1189,12 @@ def _d_Tokenizer(o):
     ((tag, v),) = o.items()
     if tag == "chars-per-token":
         return Tokenizer(tag, v)
+    if tag == "named":
+        return Tokenizer(tag, v)
     return Tokenizer(tag, v)
+def _d_TokenizerFile(o):
+    g = o.get
+    return TokenizerFile(name=o["name"], text=o["text"], pattern=g("pattern"))
 _d_Layer = Layer._value2member_map_.__getitem__
 _d_Section = Section._value2member_map_.__getitem__
 _d_TrustTier = TrustTier._value2member_map_.__getitem__
@@ -1330,7 +1354,7 @@ def _d_HostError(o):
     return HostError(capability=o["capability"], message=o["message"])
 def _d_BuilderConfig(o):
     g = o.get
-    return BuilderConfig(preload=[_d_Tokenizer(x) for x in (g("preload") or [])], profile=_d_Profile(o["profile"]), near_duplicate_threshold=o["near-duplicate-threshold"], ranking=_d_Ranking(o["ranking"]), plan=_d_Plan(o["plan"]), count_cache_entries=o["count-cache-entries"], fence_key=g("fence-key"))
+    return BuilderConfig(preload=[_d_Tokenizer(x) for x in (g("preload") or [])], tokenizers=[_d_TokenizerFile(x) for x in (g("tokenizers") or [])], profile=_d_Profile(o["profile"]), near_duplicate_threshold=o["near-duplicate-threshold"], ranking=_d_Ranking(o["ranking"]), plan=_d_Plan(o["plan"]), count_cache_entries=o["count-cache-entries"], fence_key=g("fence-key"))
 def _d_Plan(o):
     g = o.get
     return Plan(default_budget=o["default-budget"], model_window=g("model-window"), safety_margin=o["safety-margin"], shares=[_d_SectionShare(x) for x in (g("shares") or [])], compress=o["compress"], min_summary_tokens=o["min-summary-tokens"], cut_step=o["cut-step"])
@@ -1502,6 +1526,7 @@ _DECODE = {
     "SummarizeRequest": _d_SummarizeRequest,
     "SummaryRequest": _d_SummaryRequest,
     "Tokenizer": _d_Tokenizer,
+    "TokenizerFile": _d_TokenizerFile,
     "TrustTier": _d_TrustTier,
     "Verdict": _d_Verdict,
     "WorkflowStatus": _d_WorkflowStatus,
@@ -1509,7 +1534,8 @@ _DECODE = {
 
 _SCHEMA = {
     "AgentContext": ("record", AgentContext, [("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("user_id", "user-id", ['option', 'string']), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string'])]),
-    "Tokenizer": ("variant", Tokenizer, {"o200k-base": None, "cl100k-base": None, "chars-per-token": 'u32'}),
+    "Tokenizer": ("variant", Tokenizer, {"o200k-base": None, "cl100k-base": None, "chars-per-token": 'u32', "named": 'string'}),
+    "TokenizerFile": ("record", TokenizerFile, [("name", "name", 'string'), ("text", "text", 'string'), ("pattern", "pattern", ['option', 'string'])]),
     "Layer": ("enum", Layer),
     "Section": ("enum", Section),
     "TrustTier": ("enum", TrustTier),
@@ -1553,7 +1579,7 @@ _SCHEMA = {
     "FieldError": ("record", FieldError, [("field", "field", 'string'), ("message", "message", 'string')]),
     "MandatoryShortfall": ("record", MandatoryShortfall, [("mandatory_tokens", "mandatory-tokens", 'u64'), ("budget", "budget", 'u32')]),
     "HostError": ("record", HostError, [("capability", "capability", 'string'), ("message", "message", 'string')]),
-    "BuilderConfig": ("record", BuilderConfig, [("preload", "preload", ['list', ['ref', 'Tokenizer']]), ("profile", "profile", ['ref', 'Profile']), ("near_duplicate_threshold", "near-duplicate-threshold", 'f64'), ("ranking", "ranking", ['ref', 'Ranking']), ("plan", "plan", ['ref', 'Plan']), ("count_cache_entries", "count-cache-entries", 'u32'), ("fence_key", "fence-key", ['option', 'string'])]),
+    "BuilderConfig": ("record", BuilderConfig, [("preload", "preload", ['list', ['ref', 'Tokenizer']]), ("tokenizers", "tokenizers", ['list', ['ref', 'TokenizerFile']]), ("profile", "profile", ['ref', 'Profile']), ("near_duplicate_threshold", "near-duplicate-threshold", 'f64'), ("ranking", "ranking", ['ref', 'Ranking']), ("plan", "plan", ['ref', 'Plan']), ("count_cache_entries", "count-cache-entries", 'u32'), ("fence_key", "fence-key", ['option', 'string'])]),
     "Plan": ("record", Plan, [("default_budget", "default-budget", 'u32'), ("model_window", "model-window", ['option', 'u32']), ("safety_margin", "safety-margin", 'f64'), ("shares", "shares", ['list', ['ref', 'SectionShare']]), ("compress", "compress", 'bool'), ("min_summary_tokens", "min-summary-tokens", 'u32'), ("cut_step", "cut-step", 'u32')]),
     "SectionShare": ("record", SectionShare, [("section", "section", ['ref', 'Section']), ("share", "share", 'f64')]),
     "Ranking": ("record", Ranking, [("trust_system", "trust-system", 'f64'), ("trust_trusted", "trust-trusted", 'f64'), ("trust_unverified", "trust-unverified", 'f64'), ("trust_untrusted", "trust-untrusted", 'f64'), ("recency", "recency", 'f64')]),
