@@ -26,6 +26,7 @@
 //! every kind, and its test of two tokens to merging on 200,000 pairs.
 
 mod backtrack;
+mod file_json;
 mod index;
 mod layout;
 mod load;

@@ -21,10 +21,9 @@
 //! an added token that strips spaces) is refused, naming it.
 
 use super::Rank;
+use super::file_json::Json;
 use super::pattern::Pattern;
-use rustc_hash::{FxHashMap, FxHashSet};
-use serde::Deserialize;
-use serde::de::IgnoredAny;
+use rustc_hash::FxHashMap;
 
 /// A tokenizer file, read.
 pub(crate) struct Read {
@@ -65,22 +64,42 @@ pub(crate) fn read(file: &[u8], pattern: Option<&str>) -> Result<Read, String> {
             "the file carries its own pattern: give none (was given {given:?})"
         ));
     }
+    // One reading of the JSON, walked by hand (see [`Json`]).
     let text = std::str::from_utf8(file).map_err(|e| format!("not UTF-8: {e}"))?;
-    let kind: Kind = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    match kind {
-        Kind { model: Some(_), .. } => hugging_face(text),
-        Kind {
-            config: Some(_), ..
-        } => tekken(text),
-        _ => Err("neither a tokenizer.json (no `model`) nor a tekken.json (no `config`)".into()),
+    let json = Json::read(text)?;
+    if !json.get("model").is_null() {
+        hugging_face(&json)
+    } else if !json.get("config").is_null() {
+        tekken(&json)
+    } else {
+        Err("neither a tokenizer.json (no `model`) nor a tekken.json (no `config`)".into())
     }
 }
 
-/// The fields that tell the JSON files apart.
-#[derive(Deserialize)]
-struct Kind {
-    model: Option<IgnoredAny>,
-    config: Option<IgnoredAny>,
+/// `value` as a string, or the error naming `field` (written only then:
+/// these are asked once per token).
+fn string<'a>(value: &'a Json, field: std::fmt::Arguments) -> Result<&'a str, String> {
+    value
+        .as_str()
+        .ok_or_else(|| format!("{field}: expected a string"))
+}
+
+/// `value` as a whole number that fits `T`, or the error naming `field`.
+fn number<T: TryFrom<u64>>(value: &Json, field: std::fmt::Arguments) -> Result<T, String> {
+    value
+        .as_u64()
+        .and_then(|n| T::try_from(n).ok())
+        .ok_or_else(|| format!("{field}: expected a whole number"))
+}
+
+/// `value` as an array, or the error naming `field`.
+fn array<'a, 'j>(
+    value: &'a Json<'j>,
+    field: std::fmt::Arguments,
+) -> Result<&'a [Json<'j>], String> {
+    value
+        .as_array()
+        .ok_or_else(|| format!("{field}: expected a list"))
 }
 
 fn unknown_pattern(what: &str, regex: &str) -> String {
@@ -113,43 +132,36 @@ fn tiktoken(file: &[u8]) -> Result<Vec<(Vec<u8>, Rank)>, String> {
     Ok(tokens)
 }
 
-/// Mistral's `tekken.json`.
-#[derive(Deserialize)]
-struct Tekken {
-    config: TekkenConfig,
-    vocab: Vec<TekkenToken>,
-}
-
-#[derive(Deserialize)]
-struct TekkenConfig {
-    pattern: String,
-    default_vocab_size: usize,
-    default_num_special_tokens: usize,
-}
-
-#[derive(Deserialize)]
-struct TekkenToken {
-    rank: Rank,
-    token_bytes: String,
-}
-
-fn tekken(text: &str) -> Result<Read, String> {
-    let file: Tekken = serde_json::from_str(text).map_err(|e| format!("tekken.json: {e}"))?;
-    let config = &file.config;
-    let pattern = Pattern::recognise(&config.pattern)
-        .ok_or_else(|| unknown_pattern("config.pattern", &config.pattern))?;
-    let ordinary = config
-        .default_vocab_size
-        .checked_sub(config.default_num_special_tokens)
+/// Mistral's `tekken.json`: `config` (`pattern`, `default_vocab_size`,
+/// `default_num_special_tokens`) and `vocab` (`rank`, `token_bytes`).
+fn tekken(json: &Json) -> Result<Read, String> {
+    let config = json.get("config");
+    let regex = string(config.get("pattern"), format_args!("config.pattern"))?;
+    let pattern =
+        Pattern::recognise(regex).ok_or_else(|| unknown_pattern("config.pattern", regex))?;
+    let size: usize = number(
+        config.get("default_vocab_size"),
+        format_args!("config.default_vocab_size"),
+    )?;
+    let special: usize = number(
+        config.get("default_num_special_tokens"),
+        format_args!("config.default_num_special_tokens"),
+    )?;
+    let ordinary = size
+        .checked_sub(special)
         .ok_or("config.default_num_special_tokens is more than config.default_vocab_size")?;
-    let tokens = file
-        .vocab
+    let tokens = array(json.get("vocab"), format_args!("vocab"))?
         .iter()
         .take(ordinary)
-        .map(|t| {
-            let bytes = base64(&t.token_bytes)
-                .ok_or_else(|| format!("vocab rank {}: token_bytes is not base64", t.rank))?;
-            Ok((bytes, t.rank))
+        .enumerate()
+        .map(|(i, t)| {
+            let rank = number(t.get("rank"), format_args!("vocab[{i}].rank"))?;
+            let bytes = base64(string(
+                t.get("token_bytes"),
+                format_args!("vocab[{i}].token_bytes"),
+            )?)
+            .ok_or_else(|| format!("vocab[{i}].token_bytes: not base64"))?;
+            Ok((bytes, rank))
         })
         .collect::<Result<_, String>>()?;
     Ok(Read {
@@ -160,106 +172,66 @@ fn tekken(text: &str) -> Result<Read, String> {
     })
 }
 
-/// The parts of a Hugging Face `tokenizer.json` the counting follows.
-#[derive(Deserialize)]
-struct HuggingFace {
-    normalizer: Option<serde_json::Value>,
-    pre_tokenizer: Option<serde_json::Value>,
-    model: Model,
-    #[serde(default)]
-    added_tokens: Vec<Added>,
-}
-
-#[derive(Deserialize)]
-struct Model {
-    #[serde(default)]
-    byte_fallback: bool,
-    dropout: Option<f64>,
-    continuing_subword_prefix: Option<String>,
-    end_of_word_suffix: Option<String>,
-    vocab: FxHashMap<String, Rank>,
-    #[serde(default)]
-    merges: Vec<Merge>,
-}
-
-/// A merge, as older files write it (`"a b"`) or newer ones (`["a", "b"]`).
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Merge {
-    Joined(String),
-    Pair(String, String),
-}
-
-#[derive(Deserialize)]
-struct Added {
-    id: Rank,
-    content: String,
-    #[serde(default)]
-    single_word: bool,
-    #[serde(default)]
-    lstrip: bool,
-    #[serde(default)]
-    rstrip: bool,
-}
-
-/// A `tokenizer.json`'s model, by its type alone.
-#[derive(Deserialize)]
-struct ModelKind {
-    model: Typed,
-}
-
-#[derive(Deserialize)]
-struct Typed {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-}
-
-fn hugging_face(text: &str) -> Result<Read, String> {
-    let head: ModelKind = serde_json::from_str(text).map_err(|e| format!("tokenizer.json: {e}"))?;
-    if let Some(kind) = head.model.kind.filter(|k| k != "BPE") {
+/// A Hugging Face `tokenizer.json`: its `model` (a BPE with `vocab` and
+/// `merges`), `normalizer`, `pre_tokenizer` and `added_tokens`.
+fn hugging_face(json: &Json) -> Result<Read, String> {
+    let model = json.get("model");
+    if let Some(kind) = model.get("type").as_str().filter(|&k| k != "BPE") {
         return Err(format!(
             "model.type {kind:?}: ctxpack counts BPE models only"
         ));
     }
-    let file: HuggingFace =
-        serde_json::from_str(text).map_err(|e| format!("tokenizer.json: {e}"))?;
-    let model = &file.model;
     let refuse = |field: &str, what: &str| Err(format!("{field}: {what} is not supported"));
-    if model.byte_fallback {
+    if model.get("byte_fallback").is_true() {
         return refuse(
             "model.byte_fallback",
             "byte fallback (a SentencePiece-style BPE)",
         );
     }
-    if model.dropout.is_some_and(|d| d > 0.0) {
+    if model.get("dropout").is_nonzero() {
         return refuse("model.dropout", "dropout");
     }
-    if model.continuing_subword_prefix.is_some() || model.end_of_word_suffix.is_some() {
+    if model.get("continuing_subword_prefix").as_str().is_some()
+        || model.get("end_of_word_suffix").as_str().is_some()
+    {
         return refuse("model", "a subword prefix or suffix");
     }
-    match &file.normalizer {
-        None | Some(serde_json::Value::Null) => {}
-        Some(n) if is_empty_sequence(n, "normalizers") => {}
-        Some(n) => return refuse("normalizer", &describe(n)),
+    match json.get("normalizer") {
+        Json::Null => {}
+        n if is_empty_sequence(n, "normalizers") => {}
+        n => return refuse("normalizer", &describe(n)),
     }
-    let pattern = split_pattern(file.pre_tokenizer.as_ref())?;
-    let added: FxHashSet<&str> = file
-        .added_tokens
-        .iter()
-        .map(|a| a.content.as_str())
-        .collect();
-    for a in &file.added_tokens {
-        if a.lstrip || a.rstrip || a.single_word {
+    let pattern = split_pattern(json.get("pre_tokenizer"))?;
+    let added = match json.get("added_tokens") {
+        Json::Null => &[][..],
+        a => array(a, format_args!("added_tokens"))?,
+    };
+    let mut specials = Vec::with_capacity(added.len());
+    for (i, a) in added.iter().enumerate() {
+        if a.get("lstrip").is_true() || a.get("rstrip").is_true() || a.get("single_word").is_true()
+        {
             return refuse(
-                &format!("added_tokens (id {})", a.id),
+                &format!("added_tokens[{i}]"),
                 "an added token that strips spaces or matches whole words only",
             );
         }
+        specials
+            .push(string(a.get("content"), format_args!("added_tokens[{i}].content"))?.to_owned());
     }
+    let vocab = model
+        .get("vocab")
+        .as_object()
+        .ok_or("model.vocab: expected a map of tokens to ranks")?;
+    let mut special: Vec<&str> = specials.iter().map(String::as_str).collect();
+    special.sort_unstable();
+    let mut ranks: FxHashMap<&str, Rank> = FxHashMap::default();
+    ranks.reserve(vocab.len());
     let bytes_of = byte_alphabet();
-    let mut tokens = Vec::with_capacity(model.vocab.len());
-    for (token, &rank) in &model.vocab {
-        if added.contains(token.as_str()) {
+    let mut tokens = Vec::with_capacity(vocab.len());
+    for (token, rank) in vocab {
+        let rank: Rank = number(rank, format_args!("model.vocab[{token:?}]"))?;
+        ranks.insert(token, rank);
+        if special.binary_search(&token.as_ref()).is_ok() {
             continue;
         }
         let bytes = token
@@ -269,23 +241,28 @@ fn hugging_face(text: &str) -> Result<Read, String> {
             .ok_or_else(|| format!("model.vocab: {token:?} is not in the byte-level alphabet"))?;
         tokens.push((bytes, rank));
     }
-    check_merges(model)?;
+    let merges = match model.get("merges") {
+        Json::Null => &[][..],
+        m => array(m, format_args!("model.merges"))?,
+    };
+    check_merges(&ranks, merges)?;
     Ok(Read {
         kind: "tokenizer.json",
         tokens,
         pattern,
-        specials: file.added_tokens.into_iter().map(|a| a.content).collect(),
+        specials,
     })
 }
 
 /// Whether `value` is a `Sequence` with nothing in its `field`.
-fn is_empty_sequence(value: &serde_json::Value, field: &str) -> bool {
-    value["type"] == "Sequence" && value[field].as_array().is_some_and(Vec::is_empty)
+fn is_empty_sequence(value: &Json, field: &str) -> bool {
+    value.get("type").as_str() == Some("Sequence")
+        && value.get(field).as_array().is_some_and(<[Json]>::is_empty)
 }
 
 /// A component of a file, by its type, for a refusal.
-fn describe(value: &serde_json::Value) -> String {
-    match value["type"].as_str() {
+fn describe(value: &Json) -> String {
+    match value.get("type").as_str() {
         Some(kind) => format!("a {kind}"),
         None => "this".to_owned(),
     }
@@ -293,47 +270,56 @@ fn describe(value: &serde_json::Value) -> String {
 
 /// The pattern of a `Sequence` of one `Split` (isolating what its regular
 /// expression matches) and a `ByteLevel` that does not split again.
-fn split_pattern(pre: Option<&serde_json::Value>) -> Result<Pattern, String> {
-    let pre = pre.ok_or("pre_tokenizer: a byte-level BPE without one is not supported")?;
-    let parts = match pre["type"].as_str() {
-        Some("Sequence") => pre["pretokenizers"].as_array().cloned().unwrap_or_default(),
-        _ => vec![pre.clone()],
+fn split_pattern(pre: &Json) -> Result<Pattern, String> {
+    if pre.is_null() {
+        return Err("pre_tokenizer: a byte-level BPE without one is not supported".into());
+    }
+    let parts: Vec<&Json> = match pre.get("type").as_str() {
+        Some("Sequence") => pre
+            .get("pretokenizers")
+            .as_array()
+            .unwrap_or_default()
+            .iter()
+            .collect(),
+        _ => vec![pre],
     };
-    let [split, byte_level] = parts.as_slice() else {
+    let &[split, byte_level] = parts.as_slice() else {
         return Err(format!(
             "pre_tokenizer: {} is not supported: ctxpack reads a Sequence of one Split and a ByteLevel",
             describe_all(&parts)
         ));
     };
-    if split["type"] != "Split" || byte_level["type"] != "ByteLevel" {
+    if split.get("type").as_str() != Some("Split")
+        || byte_level.get("type").as_str() != Some("ByteLevel")
+    {
         return Err(format!(
             "pre_tokenizer: {} is not supported: ctxpack reads a Sequence of one Split and a ByteLevel",
             describe_all(&parts)
         ));
     }
-    if byte_level["use_regex"] == true {
+    if byte_level.get("use_regex").is_true() {
         return Err(
             "pre_tokenizer: a ByteLevel that splits again (use_regex) is not supported".into(),
         );
     }
-    if byte_level["add_prefix_space"] == true {
+    if byte_level.get("add_prefix_space").is_true() {
         return Err("pre_tokenizer: a ByteLevel that adds a prefix space is not supported".into());
     }
-    if split["behavior"] != "Isolated" || split["invert"] == true {
+    if split.get("behavior").as_str() != Some("Isolated") || split.get("invert").is_true() {
         return Err(
             "pre_tokenizer: a Split that does not isolate its matches is not supported".into(),
         );
     }
-    let regex = split["pattern"]["Regex"].as_str().ok_or(
+    let regex = split.get("pattern").get("Regex").as_str().ok_or(
         "pre_tokenizer: a Split on a string rather than a regular expression is not supported",
     )?;
     Pattern::recognise(regex).ok_or_else(|| unknown_pattern("pre_tokenizer's Split pattern", regex))
 }
 
-fn describe_all(parts: &[serde_json::Value]) -> String {
+fn describe_all(parts: &[&Json]) -> String {
     let kinds: Vec<String> = parts
         .iter()
-        .map(|p| p["type"].as_str().unwrap_or("?").to_owned())
+        .map(|p| p.get("type").as_str().unwrap_or("?").to_owned())
         .collect();
     format!("[{}]", kinds.join(", "))
 }
@@ -342,43 +328,57 @@ fn describe_all(parts: &[serde_json::Value]) -> String {
 /// the list is in the order of the ranks of what each merge makes, every
 /// token of more than one character is made by a merge, and no token can
 /// be made of two tokens ranked before it by a merge the list leaves out.
-fn check_merges(model: &Model) -> Result<(), String> {
-    let vocab = &model.vocab;
-    let mut made: FxHashSet<(&str, &str)> = FxHashSet::default();
-    let mut results: FxHashSet<Rank> = FxHashSet::default();
+fn check_merges(vocab: &FxHashMap<&str, Rank>, merges: &[Json]) -> Result<(), String> {
+    // Each merge by its two tokens' ranks, sorted to be searched; and
+    // which ranks a merge makes.
+    let mut made: Vec<u64> = Vec::with_capacity(merges.len());
+    let most = vocab.values().max().map_or(0, |&r| r as usize + 1);
+    let mut is_made = vec![false; most];
+    let rank_of = |t: &str, n: usize| {
+        vocab
+            .get(t)
+            .copied()
+            .ok_or_else(|| format!("model.merges[{n}]: {t:?} is not in model.vocab"))
+    };
     let mut last = 0;
     let mut joined = String::new();
-    for (n, merge) in model.merges.iter().enumerate() {
-        let (a, b) = match merge {
-            Merge::Joined(s) => s
-                .split_once(' ')
-                .ok_or_else(|| format!("model.merges[{n}]: expected two tokens"))?,
-            Merge::Pair(a, b) => (a.as_str(), b.as_str()),
+    for (n, merge) in merges.iter().enumerate() {
+        let pair = match merge {
+            Json::String(s) => s.split_once(' '),
+            Json::Array(pair) => match pair.as_slice() {
+                [Json::String(a), Json::String(b)] => Some((a.as_ref(), b.as_ref())),
+                _ => None,
+            },
+            _ => None,
         };
+        let (a, b) = pair.ok_or_else(|| format!("model.merges[{n}]: expected two tokens"))?;
         joined.clear();
         joined.push_str(a);
         joined.push_str(b);
-        let rank = *vocab
-            .get(joined.as_str())
-            .ok_or_else(|| format!("model.merges[{n}]: makes a token not in model.vocab"))?;
+        let rank = rank_of(&joined, n)?;
         if rank < last {
             return Err(not_by_rank(n));
         }
         last = rank;
-        made.insert((a, b));
-        results.insert(rank);
+        made.push(u64::from(rank_of(a, n)?) << 32 | u64::from(rank_of(b, n)?));
+        is_made[rank as usize] = true;
     }
-    for (token, &rank) in vocab {
+    made.sort_unstable();
+    for (&token, &rank) in vocab {
         let mut cuts = token.char_indices().map(|(i, _)| i).skip(1).peekable();
-        if cuts.peek().is_some() && !results.contains(&rank) {
+        if cuts.peek().is_some() && !is_made[rank as usize] {
             return Err(format!(
                 "model.merges: no merge makes {token:?}, which merging by rank would make"
             ));
         }
         for cut in cuts {
             let (a, b) = token.split_at(cut);
-            let before = |t: &str| vocab.get(t).is_some_and(|&r| r < rank);
-            if before(a) && before(b) && !made.contains(&(a, b)) {
+            let before = |t: &str| vocab.get(t).copied().filter(|&r| r < rank);
+            if let (Some(ra), Some(rb)) = (before(a), before(b))
+                && made
+                    .binary_search(&(u64::from(ra) << 32 | u64::from(rb)))
+                    .is_err()
+            {
                 return Err(format!(
                     "model.merges: {a:?} and {b:?} are not merged, which merging by rank would do"
                 ));
