@@ -75,6 +75,7 @@ __all__ = [
     "HostError",
     "Instance",
     "allow_all",
+    "read_tokenizer",
 ]
 
 Instance = _runtime.Instance
@@ -119,6 +120,25 @@ def explain_reason(reason: Any) -> str:
     else:
         what = str(value)
     return f"{doc.rstrip('.')}: {what}."
+
+
+def read_tokenizer(path: Any, *, name: str, pattern: Optional[str] = None) -> "_types.TokenizerFile":
+    """The tokenizer file a model ships, read from ``path``, for a
+    builder's ``tokenizers``; a request then counts with it as
+    ``Tokenizer.named(name)``, exactly as the file's reference
+    implementation counts::
+
+        llama = read_tokenizer("Llama-3.1-8B/tokenizer.json", name="llama-3.1")
+        builder = Builder(BuilderConfig(tokenizers=[llama]))
+        request.tokenizer = Tokenizer.named("llama-3.1")
+
+    A Hugging Face ``tokenizer.json`` with a byte-level BPE model (Llama
+    3.x, Qwen 2.5 and 3, Phi-4), Mistral's ``tekken.json``, or a tiktoken
+    rank file, whose ``pattern`` must then be named (``"llama3"``,
+    ``"qwen"``, ``"o200k"``, ...). The file is read when the builder is
+    made: one the counting does not follow is refused there, naming what."""
+    with open(path, encoding="utf-8") as f:
+        return _types.TokenizerFile(name=name, text=f.read(), pattern=pattern)
 
 
 def allow_all(context: AgentContext, items: list) -> list:

