@@ -214,6 +214,21 @@ struct ContextFile {
     compression_profile: Option<String>,
     /// A file holding the builder's fence key (its first line).
     fence_key_file: Option<PathBuf>,
+    /// The tokenizer files the models ship, by the name requests count
+    /// with (`{"named": NAME}`).
+    #[serde(default)]
+    tokenizer_files: Vec<TokenizerPath>,
+}
+
+/// `[[context.tokenizer-files]]`: a tokenizer file, read from `path`
+/// (relative to the settings file) and given to the builder as `name`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct TokenizerPath {
+    name: String,
+    path: PathBuf,
+    /// A tiktoken rank file's pattern.
+    pattern: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -376,6 +391,32 @@ fn builder(path: &Path, table: Option<&toml::Table>) -> Result<BuilderConfig, Se
 fn context(path: &Path, c: &ContextFile, builder: &mut BuilderConfig) -> Result<(), SettingsError> {
     if let Some(f) = &c.fence_key_file {
         builder.fence_key = Some(fence_key(path, f)?);
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for (i, t) in c.tokenizer_files.iter().enumerate() {
+        let text = std::fs::read_to_string(dir.join(&t.path)).map_err(|e| {
+            at(
+                path,
+                &format!("context.tokenizer-files[{i}].path"),
+                format!("{}: {e}", t.path.display()),
+            )
+        })?;
+        // Read now, so a file the counting does not follow is named by
+        // its key here rather than by the builder's field at start.
+        if let Err(e) =
+            ctxpack_core::LoadedTokenizer::from_file(text.as_bytes(), t.pattern.as_deref())
+        {
+            let message = match e {
+                ctxpack_core::Error::InvalidField { message, .. } => message,
+                other => other.to_string(),
+            };
+            return Err(at(path, &format!("context.tokenizer-files[{i}]"), message));
+        }
+        builder.tokenizers.push(ctxpack_core::TokenizerFile {
+            name: t.name.clone(),
+            text,
+            pattern: t.pattern.clone(),
+        });
     }
     if let Some(budget) = c.default_budget_tokens {
         if budget == 0 {

@@ -186,3 +186,48 @@ fn every_mistake_names_its_key() {
         assert!(err.contains(want), "{text:?}:\n  got  {err}\n  want {want}");
     }
 }
+
+#[test]
+fn tokenizer_files_are_read_relative_to_the_settings_and_named_when_wrong() {
+    let dir = std::env::temp_dir().join(format!("ctxpack-tokenizers-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("models")).unwrap();
+    let file = dir.join("ctxpack.toml");
+    // A rank file of the 256 single bytes: the smallest a file can be.
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let ranks: String = (0..=255u8)
+        .map(|b| {
+            let (hi, lo) = (usize::from(b >> 2), usize::from((b & 3) << 4));
+            format!(
+                "{}{}== {b}\n",
+                char::from(alphabet[hi]),
+                char::from(alphabet[lo])
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("models/bytes.tiktoken"), ranks).unwrap();
+    std::fs::write(
+        dir.join("models/bad.json"),
+        r#"{"model": {"type": "Unigram"}}"#,
+    )
+    .unwrap();
+    let toml = "[[context.tokenizer-files]]\nname = \"bytes\"\npath = \"models/bytes.tiktoken\"\npattern = \"llama3\"\n";
+    let s = Settings::parse(&file, toml).unwrap();
+    assert_eq!(s.builder.tokenizers.len(), 1);
+    assert_eq!(s.builder.tokenizers[0].name, "bytes");
+    assert_eq!(s.builder.tokenizers[0].pattern.as_deref(), Some("llama3"));
+    let bad = "[[context.tokenizer-files]]\nname = \"b\"\npath = \"models/bad.json\"\n";
+    let e = Settings::parse(&file, bad).unwrap_err();
+    assert_eq!(e.place, Place::Key("context.tokenizer-files[0]".into()));
+    assert!(e.message.contains("Unigram"), "{e}");
+    let missing = "[[context.tokenizer-files]]\nname = \"b\"\npath = \"models/none.json\"\n";
+    let e = Settings::parse(&file, missing).unwrap_err();
+    assert_eq!(
+        e.place,
+        Place::Key("context.tokenizer-files[0].path".into())
+    );
+    let no_pattern =
+        "[[context.tokenizer-files]]\nname = \"b\"\npath = \"models/bytes.tiktoken\"\n";
+    let e = Settings::parse(&file, no_pattern).unwrap_err();
+    assert!(e.message.contains("names no pattern"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
