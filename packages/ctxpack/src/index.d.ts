@@ -2,7 +2,7 @@
 import type {
   AgentContext, AssembleRequestInit, AssemblyFailure, BuilderConfigInit, Callbacks,
   ContextPack, ConversationTurnInit, CtxpackError as CtxpackErrorValue, Handling,
-  Reason, RoutingDecision, Snapshot, SnapshotDiff, TokenizerInit,
+  Reason, RoutingDecision, Snapshot, SnapshotDiff, TokenizerFileInit, TokenizerInit,
 } from './types.js';
 
 export * from './types.js';
@@ -59,6 +59,16 @@ export const PROFILES: Readonly<Record<string, readonly string[]>>;
 
 /** Why a candidate was taken or dropped, in words (the WIT's documentation). */
 export function explainReason(reason: Reason): string;
+
+/**
+ * The tokenizer file a model ships, for a BuilderConfig's `tokenizers`: its
+ * text or its bytes. A request counts with it as `{ named: name }`.
+ */
+export function tokenizerFile(
+  name: string,
+  file: string | ArrayBuffer | ArrayBufferView,
+  pattern?: string | null,
+): TokenizerFileInit;
 
 export type { AgentContext };
 

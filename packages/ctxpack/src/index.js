@@ -451,6 +451,33 @@ export class Builder {
 }
 
 /**
+ * The tokenizer file a model ships, for a BuilderConfig's `tokenizers`:
+ * its text, or its bytes as read (a Node Buffer, a fetched ArrayBuffer, a
+ * browser File's bytes). A request then counts with it as
+ * `{ named: name }`, exactly as the file's reference implementation does:
+ * a Hugging Face tokenizer.json with a byte-level BPE model (Llama 3.x,
+ * Qwen 2.5 and 3, Phi-4), Mistral's tekken.json, or a tiktoken rank file,
+ * whose `pattern` must be named ('llama3', 'qwen', 'o200k', …). The file
+ * is read when the builder is created: one the counting does not follow
+ * is refused there, naming what.
+ */
+export function tokenizerFile(name, file, pattern = null) {
+  if (typeof name !== 'string') throw new TypeError('tokenizerFile: `name` must be a string');
+  if (typeof file === 'string') return { name, text: file, pattern };
+  const bytes = file instanceof ArrayBuffer ? new Uint8Array(file) : file;
+  if (!ArrayBuffer.isView(bytes)) {
+    throw new TypeError('tokenizerFile: `file` must be the file\'s text or its bytes');
+  }
+  let text;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new TypeError(`tokenizerFile: \`file\` (${name}) is not UTF-8 text`);
+  }
+  return { name, text, pattern };
+}
+
+/**
  * What changed between two snapshots — entered, left, moved, changed
  * tokens — with each candidate's reason before and after.
  */
