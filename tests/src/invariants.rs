@@ -44,7 +44,9 @@ pub fn framed_parts(e: &ctxpack_core::PackEntry, origin: Origin) -> Vec<&str> {
 
 /// Tokens of `text` as a user's model counts them, found apart from
 /// ctxpack's own counters: tiktoken-rs's encoder for the exact encodings
-/// (special-token markers as ordinary text), characters for the estimator.
+/// (special-token markers as ordinary text), characters for the estimator,
+/// and for a named tokenizer file the counter [`crate::reference`] read
+/// from it.
 pub fn recount(tokenizer: &Tokenizer, text: &str) -> u64 {
     match tokenizer {
         Tokenizer::O200kBase => tiktoken_rs::o200k_base_singleton()
@@ -54,7 +56,9 @@ pub fn recount(tokenizer: &Tokenizer, text: &str) -> u64 {
             .encode_ordinary(text)
             .len() as u64,
         Tokenizer::CharsPerToken(n) => (text.chars().count() as u64).div_ceil(u64::from(*n)),
-        Tokenizer::Named(name) => panic!("{name:?}: no independent recount of a named tokenizer"),
+        Tokenizer::Named(name) => crate::reference::registered(name)
+            .unwrap_or_else(|| panic!("{name:?}: no reference counter registered"))
+            .count(text),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod fuzz;
 pub mod generate;
 pub mod invariants;
 pub mod properties;
+pub mod reference;
 
 /// The README's Rust samples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -79,6 +79,12 @@ pub fn hostile(seed: u64) -> Scenario {
 /// Checks `outcome` of `s`: the invariants of a pack or of a failure, and
 /// what the generated host answers say must hold.
 pub fn check(name: &str, s: &Scenario, outcome: &Outcome) {
+    check_with(name, s, outcome, &Tokenizers::new());
+}
+
+/// [`check`], counting with `tokenizers` (which must have the files the
+/// scenario's builder was given).
+pub fn check_with(name: &str, s: &Scenario, outcome: &Outcome, tokenizers: &Tokenizers) {
     let pack = match &outcome.reply {
         Reply::Failed(f) => {
             invariants::check_failure(name, &s.request, f);
@@ -103,7 +109,7 @@ pub fn check(name: &str, s: &Scenario, outcome: &Outcome) {
             None => return,
         },
     };
-    invariants::check(name, &s.request, pack, &Tokenizers::new());
+    invariants::check(name, &s.request, pack, tokenizers);
     let denied: Vec<&String> = s
         .host
         .policy

@@ -12,6 +12,8 @@
 
 use ctxpack_conformance::invariants::{self, Sent};
 use ctxpack_conformance::properties::{self, fixed_seeds, generated};
+use ctxpack_conformance::reference;
+use ctxpack_core::{Tokenizer, Tokenizers};
 use ctxpack_scenario::{Reply, run_native};
 
 /// Cases per property in every run.
@@ -170,4 +172,69 @@ fn the_hostile_cases_put_canaries_in_fences() {
         packs >= 50 && fenced >= 25 && canaries >= 100,
         "{packs} {fenced} {canaries}"
     );
+}
+
+/// With each tokenizer file a model ships given to the builder and named
+/// by the request, every invariant holds on generated requests, and what
+/// a user sends — the flat text, and each message with its overhead —
+/// recounted by the file's reference counter (tiktoken-rs over the file
+/// as read apart from ctxpack, itself first held to the counts of HF
+/// `tokenizers` and `tiktoken`) is within the budget. Without the files
+/// (`tests/tokenizers/fetch`) it checks nothing, unless
+/// `CTXPACK_REQUIRE_TOKENIZERS=1` makes that a failure.
+#[test]
+fn the_budget_holds_with_the_tokenizer_files_models_ship() {
+    let Some(references) = reference::all() else {
+        return;
+    };
+    for r in &references {
+        let name = &r.file.name;
+        for (i, (text, want)) in r.cases.iter().enumerate() {
+            assert_eq!(
+                r.counter.count(text),
+                *want,
+                "{name}: the reference counter, case {i}"
+            );
+        }
+        let tokenizers =
+            Tokenizers::with_files(std::slice::from_ref(&r.file), "tokenizers").unwrap();
+        // Each case reads the file again (a builder of its own): fewer for
+        // the largest file.
+        let cases = if r.file.text.len() > 4_000_000 {
+            40
+        } else {
+            120
+        };
+        let (mut packs, mut within_a_twentieth) = (0u64, 0u64);
+        for seed in fixed_seeds(0x70c3_f11e, cases) {
+            let mut s = generated(seed);
+            s.request.tokenizer = Tokenizer::Named(name.clone());
+            s.config.tokenizers = vec![r.file.clone()];
+            let outcome = run_native(&s);
+            let case = format!("{name}, seed {seed}");
+            properties::check_with(&case, &s, &outcome, &tokenizers);
+            let Some(pack) = outcome.reply.pack() else {
+                continue;
+            };
+            let Sent { text, messages, .. } = invariants::sent(&s.request, pack);
+            let budget = u64::from(pack.budget_limit);
+            assert!(
+                text.max(messages) <= budget,
+                "{case}: sent {text}/{messages} of {budget}"
+            );
+            assert_eq!(
+                u64::from(pack.snapshot.text_tokens),
+                text,
+                "{case}: text-tokens"
+            );
+            packs += 1;
+            if budget - text.max(messages) <= budget / 20 {
+                within_a_twentieth += 1;
+            }
+        }
+        eprintln!(
+            "{name}: {cases} generated requests, {packs} packs within their budget recounted by the reference, {within_a_twentieth} within 5% of it"
+        );
+        assert!(packs * 2 >= cases, "{name}: only {packs} packs");
+    }
 }

@@ -6,66 +6,12 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
+use ctxpack_conformance::reference;
 use ctxpack_core::{
     AgentContext, AssembleRequest, Builder, BuilderConfig, ContextPack, NoHost, Section, Tokenizer,
     TokenizerFile,
 };
 use ctxpack_host::Runtime;
-use std::path::Path;
-
-/// One reference file: the tokenizer file, its pattern, and each text
-/// with its reference count.
-struct Reference {
-    name: String,
-    file: TokenizerFile,
-    cases: Vec<(String, u32)>,
-}
-
-/// The reference files `tests/tokenizers/fetch` wrote, if it has run
-/// (`CTXPACK_TOKENIZERS`; with `CTXPACK_REQUIRE_TOKENIZERS=1` their
-/// absence fails).
-fn references() -> Vec<Reference> {
-    let Some(dir) = std::env::var_os("CTXPACK_TOKENIZERS") else {
-        assert!(
-            std::env::var_os("CTXPACK_REQUIRE_TOKENIZERS").is_none(),
-            "CTXPACK_TOKENIZERS is not set: run tests/tokenizers/fetch"
-        );
-        eprintln!("no reference counts: run tests/tokenizers/fetch and set CTXPACK_TOKENIZERS");
-        return Vec::new();
-    };
-    let mut paths: Vec<_> = std::fs::read_dir(Path::new(&dir))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let record: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(record["file"].as_str().unwrap()).unwrap();
-            let cases = record["cases"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| {
-                    let text = c["text"].as_str().unwrap().to_owned();
-                    (text, c["tokens"].as_u64().unwrap() as u32)
-                })
-                .collect();
-            Reference {
-                file: TokenizerFile {
-                    name: name.clone(),
-                    text,
-                    pattern: record["pattern"].as_str().map(str::to_owned),
-                },
-                name,
-                cases,
-            }
-        })
-        .collect()
-}
 
 /// A request whose mandatory instructions are `texts`, counted with the
 /// file named `name`, within a budget they all fit.
@@ -101,10 +47,9 @@ fn counted(pack: &ContextPack) -> Vec<(&str, u32)> {
 
 #[test]
 fn the_component_counts_with_a_file_as_its_reference_does() {
-    let references = references();
-    if references.is_empty() {
+    let Some(references) = reference::all() else {
         return;
-    }
+    };
     let runtime = Runtime::load_bundled().unwrap();
     for r in &references {
         let config = BuilderConfig {
@@ -125,38 +70,41 @@ fn the_component_counts_with_a_file_as_its_reference_does() {
             .map(|(t, _)| t.clone())
             .filter(|t| !t.trim().is_empty())
             .collect();
-        let want: Vec<u32> = r
+        let want: Vec<u64> = r
             .cases
             .iter()
             .filter(|(t, _)| !t.trim().is_empty())
             .map(|&(_, n)| n)
             .collect();
-        let request = request(&r.name, &texts);
+        let request = request(&r.file.name, &texts);
         let ours = native.assemble(&request, &mut NoHost).unwrap();
         let theirs = instance.assemble(&request).unwrap().unwrap();
         assert_eq!(
             serde_json::to_string(&ours).unwrap(),
             serde_json::to_string(&theirs).unwrap(),
             "{}: the component's pack differs",
-            r.name
+            r.file.name
         );
         let counted = counted(&theirs);
-        assert_eq!(counted.len(), texts.len(), "{}", r.name);
+        assert_eq!(counted.len(), texts.len(), "{}", r.file.name);
         let mut compared = 0;
         for ((text, tokens), (given, &reference)) in counted.iter().zip(texts.iter().zip(&want)) {
             // An instruction whose text the fence changed (a control
             // character removed) is not the text the reference counted.
             if text == given {
-                assert_eq!(*tokens, reference, "{}: {given:?}", r.name);
+                assert_eq!(u64::from(*tokens), reference, "{}: {given:?}", r.file.name);
                 compared += 1;
             }
         }
         assert!(
             compared * 10 >= texts.len() * 9,
             "{}: {compared} compared",
-            r.name
+            r.file.name
         );
-        eprintln!("{}: {compared} texts counted as the reference does", r.name);
+        eprintln!(
+            "{}: {compared} texts counted as the reference does",
+            r.file.name
+        );
     }
 }
 

