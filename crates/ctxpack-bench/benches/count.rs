@@ -182,6 +182,16 @@ fn loaded(c: &mut Criterion) {
         ("code-1mb", texts::code(MB)),
         ("random-word-1mb", texts::random_word(MB, 2)),
     ];
+    // The texts, for the peer (`bench/tokenizer_files.py`) to count the same.
+    if let Some(dir) = std::env::var_os("CTXPACK_BENCH_TEXTS") {
+        for (input, text) in &inputs {
+            std::fs::write(
+                std::path::Path::new(&dir).join(format!("{input}.txt")),
+                text,
+            )
+            .unwrap();
+        }
+    }
     for (name, file, pattern) in &files {
         let mut group = c.benchmark_group(format!("load/{name}"));
         group.sample_size(10);
