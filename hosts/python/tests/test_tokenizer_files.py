@@ -102,3 +102,20 @@ def test_a_rank_file_needs_its_pattern_and_a_name_must_be_given():
     )
     with pytest.raises(cp.CtxpackError, match=r'"qwen-3".*it was given qwen3'):
         builder.assemble(request)
+
+
+def test_a_whole_file_never_floods_an_error_or_a_repr(tmp_path):
+    text = '{"model": {"type": "BPE"}, "vocab": "' + "x" * 100_000 + '"}'
+    wrong = cp.TokenizerFile(name="big", text=text.encode())
+    with pytest.raises(TypeError) as e:
+        cp.Builder(cp.BuilderConfig(tokenizers=[wrong]))
+    message = str(e.value)
+    assert "`config.tokenizers[0].text`: expected string, got bytes" in message
+    assert len(message) < 400, len(message)
+    shown = repr(cp.TokenizerFile(name="big", text=text, pattern=None))
+    assert shown == f"TokenizerFile(name='big', text=<{len(text)} characters>, pattern=None)"
+    with pytest.raises(TypeError, match=r"a file's contents, not its path"):
+        cp.read_tokenizer(text + "\n", name="big")
+    path = tmp_path / "tokenizer.json"
+    path.write_text(text)
+    assert cp.read_tokenizer(path, name="big").text == text

@@ -137,8 +137,22 @@ def read_tokenizer(path: Any, *, name: str, pattern: Optional[str] = None) -> "_
     rank file, whose ``pattern`` must then be named (``"llama3"``,
     ``"qwen"``, ``"o200k"``, ...). The file is read when the builder is
     made: one the counting does not follow is refused there, naming what."""
+    if isinstance(path, (str, bytes)) and ("\n" in path if isinstance(path, str) else b"\n" in path):
+        raise TypeError(
+            "read_tokenizer: `path` is a file's contents, not its path; for contents use "
+            "TokenizerFile(name=..., text=...)"
+        )
     with open(path, encoding="utf-8") as f:
         return _types.TokenizerFile(name=name, text=f.read(), pattern=pattern)
+
+
+def _tokenizer_file_repr(self: "_types.TokenizerFile") -> str:
+    # The text is a whole tokenizer file: shown by its length.
+    return (f"TokenizerFile(name={self.name!r}, text=<{len(self.text)} characters>, "
+            f"pattern={self.pattern!r})")
+
+
+_types.TokenizerFile.__repr__ = _tokenizer_file_repr  # type: ignore[method-assign]
 
 
 def allow_all(context: AgentContext, items: list) -> list:

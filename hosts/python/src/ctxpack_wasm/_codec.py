@@ -146,6 +146,13 @@ _INTS = {"u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1), "s32": (-(2**31), 2**31 -
          "s64": (-(2**63), 2**63 - 1), "u8": (0, 255), "u16": (0, 65535)}
 
 
+def _shown(value: Any, most: int = 120) -> str:
+    """``repr(value)`` for an error message, cut to ``most`` characters: a
+    wrong value may be a whole tokenizer file."""
+    text = repr(value)
+    return text if len(text) <= most else f"{text[:most]}… ({len(text)} characters)"
+
+
 def encode(value: Any, ty: Any, path: str) -> Any:
     """`value` (a generated class, or the dict / str the JSON would hold)
     as JSON of WIT type `ty`; a value that does not fit raises
@@ -166,7 +173,7 @@ def encode(value: Any, ty: Any, path: str) -> Any:
                 if lo <= value <= hi:
                     return value
                 raise TypeError(f"`{path}`: {value} is out of range for {ty}")
-        raise TypeError(f"`{path}`: expected {ty}, got {type(value).__name__} {value!r}")
+        raise TypeError(f"`{path}`: expected {ty}, got {type(value).__name__} {_shown(value)}")
     kind = ty[0]
     if kind == "option":
         return None if value is None else encode(value, ty[1], path)
@@ -183,7 +190,7 @@ def encode(value: Any, ty: Any, path: str) -> Any:
         if isinstance(value, str) and value in entry[1]._value2member_map_:
             return value
         allowed = ", ".join(m.value for m in entry[1])
-        raise TypeError(f"`{path}`: expected one of {allowed}, got {value!r}")
+        raise TypeError(f"`{path}`: expected one of {allowed}, got {_shown(value)}")
     if entry[0] == "variant":
         cases = entry[2]
         if isinstance(value, entry[1]):
@@ -193,7 +200,7 @@ def encode(value: Any, ty: Any, path: str) -> Any:
         elif isinstance(value, dict) and len(value) == 1:
             ((tag, payload),) = value.items()
         else:
-            raise TypeError(f"`{path}`: expected {ty[1]}, a case name or {{case: value}}, got {value!r}")
+            raise TypeError(f"`{path}`: expected {ty[1]}, a case name or {{case: value}}, got {_shown(value)}")
         if (tag not in cases and isinstance(value, dict) and isinstance(tag, str)
                 and tag.replace("_", "-") in cases):
             tag = tag.replace("_", "-")  # a case written as a snake_case key (a name is a value)
