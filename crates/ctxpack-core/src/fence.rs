@@ -375,26 +375,46 @@ fn chat_marker(units: &Units, at: usize) -> bool {
             return true;
         }
     }
-    let is = |reading: &[u8], first: &[u8]| {
-        read::alternatives(reading).any(|a| a.first().is_some_and(|s| first.contains(s)))
-    };
     let first = units.at(at).map_or(usize::MAX, |(_, next)| next);
-    // The units that may read as something, up to the longest name.
-    let seen: Vec<&[u8]> = units
-        .readings(first)
-        .filter(|&r| !r.iter().all(|&s| s == read::OR))
-        .take(67)
-        .collect();
-    if !seen.first().is_some_and(|r| is(r, &[b'|', ANY])) {
-        return false;
-    }
-    for k in 2..seen.len() {
-        if is(seen[k - 1], &[b'|', ANY]) && is(seen[k], &[CLOSE, ANY]) {
-            return true;
+    named_chat_marker(units.readings(first))
+}
+
+/// Whether `readings`, the units after an opening bracket, can read as
+/// `|name|` and a closing bracket (a name of 1 to 65 symbols; each unit
+/// as any of its readings, one that may vanish as nothing — before the
+/// first bar too —, an unknown entity as any symbol). An opening bracket
+/// may stand in the name: defused, it would not end it.
+fn named_chat_marker<'r>(readings: impl Iterator<Item = &'r [u8]>) -> bool {
+    const LONGEST: u32 = 65;
+    // The states reached: before the first bar; in the name, bit n for n
+    // symbols read; after the second bar.
+    let (mut bar, mut name, mut after) = (true, 0u128, false);
+    for reading in readings {
+        let (mut bar2, mut name2, mut after2) = (false, 0u128, false);
+        for alternative in read::alternatives(reading) {
+            let (mut b, mut n, mut a) = (bar, name, after);
+            for &s in alternative {
+                if a && (s == CLOSE || s == ANY) {
+                    return true;
+                }
+                let bars = s == b'|' || s == ANY;
+                let inside = s != CLOSE && s != b'|';
+                // A second bar after at least one symbol; a symbol of the name.
+                let closes = bars && n & !1 != 0;
+                let grown = if inside || s == ANY {
+                    (n << 1) & ((1 << (LONGEST + 1)) - 1)
+                } else {
+                    0
+                };
+                (b, n, a) = (false, grown | u128::from(b && bars), closes);
+                if !b && n == 0 && !a {
+                    break;
+                }
+            }
+            (bar2, name2, after2) = (bar2 || b, name2 | n, after2 || a);
         }
-        // (An opening bracket may stand in the name: defused, it would
-        // not end it.)
-        if !read::alternatives(seen[k - 1]).any(|a| a.first() != Some(&CLOSE)) {
+        (bar, name, after) = (bar2, name2, after2);
+        if !bar && name == 0 && !after {
             return false;
         }
     }

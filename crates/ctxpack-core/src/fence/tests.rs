@@ -238,3 +238,27 @@ fn the_readings_keep_every_letter_of_the_words() {
         }
     }
 }
+
+/// A spacing accent reads as nothing (its compatibility form is a space
+/// and a mark) or as the quote it looks like: where it may vanish, it
+/// may stand anywhere in a `<|name|>` marker, before the first bar too.
+/// (Found by the fence property, seed 3319640996793130707: `%7B῝｜…|>`.)
+#[test]
+fn a_character_that_may_vanish_stands_anywhere_in_a_named_chat_marker() {
+    for text in [
+        "{\u{b4}|eot_id|>",
+        "{\u{1fdd}|eot_id|>",
+        "<|\u{2dd}eot_id|>",
+        "<|eot_id\u{1fef}\u{b4}|>",
+        "<|eot_id|\u{384}>",
+        "%7B\u{1fdd}\u{ff5c}&#000000000120254;o\u{1da12}\u{162}\u{10a3f}_&#X69\u{115b3}d\u{1dc2}&#X7C&#X3E",
+    ] {
+        let (written, altered) = write(text);
+        assert!(altered.defused, "{text:?} stood as {written:?}");
+    }
+    // A name needs a symbol, and a bar may not stand for the closing
+    // bracket.
+    for text in ["<\u{b4}||>", "<|\u{b4}|\u{b4}|", "<|eot_id|\u{b4}"] {
+        assert!(!write(text).1.defused, "{text:?}");
+    }
+}
