@@ -246,6 +246,45 @@ fn overhead(src: &mut Source) -> u32 {
     }
 }
 
+/// Built-in models counted with this build's encodings: name, tokenizer,
+/// window.
+const MODELS: &[(&str, Tokenizer, u32)] = &[
+    ("gpt-4o", Tokenizer::O200kBase, 128_000),
+    ("openai/gpt-oss-20b", Tokenizer::O200kBase, 131_072),
+    ("GPT-5-2025-08-07", Tokenizer::O200kBase, 400_000),
+    ("gpt-4", Tokenizer::Cl100kBase, 8_192),
+    ("gpt-3.5-turbo-0125", Tokenizer::Cl100kBase, 16_385),
+];
+
+/// Names a model for `request`, one its budget fits in, leaving out
+/// some of what the model's profile then gives: the tokenizer, the
+/// entry overhead, the budget.
+fn name_a_model(src: &mut Source, request: &mut AssembleRequest, plan: &Plan) {
+    let fits = |&&(_, _, window): &&(&str, Tokenizer, u32)| {
+        let window = plan.model_window.unwrap_or(window);
+        let limit = (f64::from(window) * (1.0 - plan.safety_margin)).floor() as u32;
+        request.budget.unwrap_or(plan.default_budget) <= limit
+    };
+    let fitting: Vec<_> = MODELS.iter().filter(fits).collect();
+    if fitting.is_empty() {
+        return;
+    }
+    let &(name, ref tokenizer, _) = fitting[src.below(fitting.len() as u32) as usize];
+    request.model = Some(name.to_owned());
+    if src.one_in(2) {
+        request.tokenizer = None;
+    } else if src.one_in(2) {
+        // A tokenizer of the request's own, whatever the model's.
+        request.tokenizer = Some(tokenizer.clone());
+    }
+    if src.one_in(2) {
+        request.entry_overhead = None;
+    }
+    if src.one_in(4) {
+        request.budget = None;
+    }
+}
+
 /// A conversation with well-formed and orphaned tool calls.
 fn conversation(src: &mut Source) -> Vec<ConversationTurn> {
     let n = match src.below(12) {
@@ -481,9 +520,10 @@ pub fn scenario(src: &mut Source) -> Scenario {
             },
         },
         query: text(src, 6),
-        tokenizer: src.pick(TOKENIZERS),
+        model: None,
+        tokenizer: Some(src.pick(TOKENIZERS)),
         budget: None,
-        entry_overhead: overhead(src),
+        entry_overhead: Some(overhead(src)),
         system_prompt: if src.one_in(5) {
             String::new()
         } else {
@@ -522,6 +562,9 @@ pub fn scenario(src: &mut Source) -> Scenario {
         plan: plan(src),
         ..BuilderConfig::default()
     };
+    if src.one_in(6) {
+        name_a_model(src, &mut request, &config.plan);
+    }
     Scenario {
         description: "generated".to_owned(),
         config,

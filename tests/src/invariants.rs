@@ -74,17 +74,70 @@ pub struct Sent {
     pub messages: u64,
 }
 
+/// The tokenizer and the entry overhead `pack` was counted in: the
+/// request's own, and where it left one out, its model's. The snapshot's
+/// record of the model is checked against the request: its name, and
+/// exactly the fields the request left out recorded as assumed.
+pub fn counting(
+    request: &ctxpack_core::AssembleRequest,
+    pack: &ContextPack,
+) -> (ctxpack_core::Tokenizer, u32) {
+    use ctxpack_core::Assumed;
+    let snap = &pack.snapshot;
+    let Some(name) = &request.model else {
+        assert!(snap.model.is_none(), "a model recorded that was not named");
+        let tokenizer = request
+            .tokenizer
+            .clone()
+            .expect("no tokenizer and no model");
+        return (tokenizer, request.entry_overhead.unwrap_or(0));
+    };
+    let used = snap
+        .model
+        .as_ref()
+        .expect("the model named is not recorded");
+    let profile = &used.profile;
+    let plain = |n: &str| n.trim().rsplit('/').next().unwrap_or("").to_lowercase();
+    assert!(
+        plain(name).starts_with(&plain(&profile.name)),
+        "{name:?} recorded as {:?}",
+        profile.name
+    );
+    let left_out = [
+        (request.tokenizer.is_none(), Assumed::Tokenizer),
+        (request.budget.is_none(), Assumed::Budget),
+        (request.entry_overhead.is_none(), Assumed::EntryOverhead),
+    ];
+    let assumed: Vec<Assumed> = left_out.iter().filter(|l| l.0).map(|l| l.1).collect();
+    assert_eq!(used.assumed, assumed, "{name:?}: what was assumed");
+    let tokenizer = request
+        .tokenizer
+        .clone()
+        .unwrap_or(profile.tokenizer.clone());
+    assert_eq!(snap.tokenizer, tokenizer, "{name:?}: the tokenizer used");
+    let overhead = request.entry_overhead.unwrap_or(profile.message_overhead);
+    if request.budget.is_none() {
+        let reserved = profile.context_window - profile.output_reserve;
+        assert!(
+            snap.token_budget <= reserved,
+            "{name:?}: the budget passes the reserve"
+        );
+    }
+    (tokenizer, overhead)
+}
+
 /// Recounts `pack` as it is sent (see [`recount`]).
 pub fn sent(request: &ctxpack_core::AssembleRequest, pack: &ContextPack) -> Sent {
+    let (tokenizer, overhead) = counting(request, pack);
     let contents: u64 = pack
         .messages
         .iter()
-        .map(|m| recount(&request.tokenizer, &m.content))
+        .map(|m| recount(&tokenizer, &m.content))
         .sum();
     Sent {
-        text: recount(&request.tokenizer, &pack.text),
+        text: recount(&tokenizer, &pack.text),
         contents,
-        messages: contents + u64::from(request.entry_overhead) * pack.messages.len() as u64,
+        messages: contents + u64::from(overhead) * pack.messages.len() as u64,
     }
 }
 
@@ -185,7 +238,7 @@ pub fn check(
     tokenizers: &Tokenizers,
 ) {
     let snap = &pack.snapshot;
-    let overhead = request.entry_overhead;
+    let (tokenizer, overhead) = counting(request, pack);
     if let Some(b) = request.budget {
         assert_eq!(pack.budget_limit, b, "{name}");
     }
@@ -237,7 +290,7 @@ pub fn check(
     );
     // Counts are exact: recount every included text (a host text's frame
     // and body apart, as the budget charges them).
-    let counter = tokenizers.counter(&request.tokenizer).unwrap();
+    let counter = tokenizers.counter(&tokenizer).unwrap();
     let origins = crate::fence::origins(pack);
     for (e, &origin) in pack.entries.iter().zip(&origins) {
         let recount: u32 = framed_parts(e, origin)
@@ -486,8 +539,7 @@ pub fn check(
         .map(|e| e.text.as_str())
         .collect::<Vec<_>>()
         .join("\n\n");
-    let l0_cost =
-        l0_own.max(recount(&request.tokenizer, &l0_text)) + u64::from(overhead) * l0.len() as u64;
+    let l0_cost = l0_own.max(recount(&tokenizer, &l0_text)) + u64::from(overhead) * l0.len() as u64;
     assert_eq!(u64::from(snap.stable_prefix_tokens), l0_cost, "{name}");
     // The kept conversation is valid: no tool result without its call, no
     // call without its results.

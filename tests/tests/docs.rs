@@ -199,3 +199,41 @@ fn the_book_and_builder_run_name_the_stages_in_one_order() {
         );
     }
 }
+
+/// The book's table of built-in model profiles is the code's.
+#[test]
+fn the_books_model_table_is_the_built_in_one() {
+    use ctxpack_core::{Tokenizer, built_in_models};
+    let page = read(&repo().join("docs/src/models.md"));
+    let rows: Vec<Vec<String>> = page
+        .lines()
+        .skip_while(|l| !l.starts_with("| model | tokenizer |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().replace(['`', ','], ""))
+                .collect()
+        })
+        .collect();
+    let want: Vec<Vec<String>> = built_in_models()
+        .into_iter()
+        .map(|m| {
+            let tokenizer = match m.tokenizer {
+                Tokenizer::O200kBase => "o200k-base".to_owned(),
+                Tokenizer::Cl100kBase => "cl100k-base".to_owned(),
+                Tokenizer::Named(file) => format!("file {file}"),
+                Tokenizer::CharsPerToken(n) => format!("{n} characters a token"),
+            };
+            vec![
+                m.name,
+                tokenizer,
+                m.context_window.to_string(),
+                m.output_reserve.to_string(),
+                m.message_overhead.to_string(),
+            ]
+        })
+        .collect();
+    assert_eq!(rows, want);
+}

@@ -22,9 +22,10 @@ fn request(name: &str, texts: &[String]) -> AssembleRequest {
             ..AgentContext::default()
         },
         query: String::new(),
-        tokenizer: Tokenizer::Named(name.into()),
+        model: None,
+        tokenizer: Some(Tokenizer::Named(name.into())),
         budget: Some(u32::MAX / 2),
-        entry_overhead: 0,
+        entry_overhead: None,
         system_prompt: String::new(),
         workflow: None,
         instructions: texts.to_vec(),

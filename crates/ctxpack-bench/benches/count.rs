@@ -38,9 +38,10 @@ fn request(text: &str) -> AssembleRequest {
             ..AgentContext::default()
         },
         query: String::new(),
-        tokenizer: Tokenizer::O200kBase,
+        model: None,
+        tokenizer: Some(Tokenizer::O200kBase),
         budget: Some(u32::MAX / 2),
-        entry_overhead: 0,
+        entry_overhead: None,
         system_prompt: String::new(),
         workflow: None,
         instructions: Vec::new(),

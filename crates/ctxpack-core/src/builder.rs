@@ -8,6 +8,7 @@ use crate::error::{Error, Failure};
 use crate::fence::FenceKey;
 use crate::host::Host;
 use crate::item::{Group, Item};
+use crate::model::{self, Models, Settled};
 use crate::pack::ContextPack;
 
 use crate::policy::{self, Husks};
@@ -25,6 +26,7 @@ use std::sync::{Mutex, TryLockError};
 /// tables are static: builders share them and nothing is built for them.
 pub struct Builder {
     tokenizers: Tokenizers,
+    pub(crate) models: Models,
     counts: Mutex<CountCache>,
     profile: Profile,
     near_duplicate_threshold: f64,
@@ -42,11 +44,13 @@ impl Builder {
         let config = config.canonical();
         validate::config(&config)?;
         let tokenizers = Tokenizers::with_files(&config.tokenizers, "config.tokenizers")?;
+        let models = Models::new(&config.models, &tokenizers.names(), "config.models")?;
         for t in &config.preload {
             tokenizers.counter(t)?;
         }
         Ok(Builder {
             tokenizers,
+            models,
             counts: Mutex::new(CountCache::new(config.count_cache_entries as usize)),
             profile: config.profile,
             near_duplicate_threshold: config.near_duplicate_threshold,
@@ -98,11 +102,16 @@ impl Builder {
         request: &AssembleRequest,
         channel: &assembly::Channel,
     ) -> Result<ContextPack, Failure> {
-        // 1. validate: the first bad field is named.
-        validate::tokenizer(&request.tokenizer, "request.tokenizer")?;
-        let budget = validate::budget(request, &self.plan)?;
+        // 1. validate: the first bad field is named; what the request
+        // leaves out is taken from the model it names.
         validate::request(request)?;
-        let counter = self.tokenizers.counter(&request.tokenizer)?;
+        let settled = self.models.settle(request)?;
+        let budget = settled.budget(&self.plan)?;
+        let counter = match (self.tokenizers.counter(&settled.tokenizer), &settled.model) {
+            (Ok(counter), _) => counter,
+            (Err(error), Some(model)) => return Err(model::missing_file(model, error).into()),
+            (Err(error), None) => return Err(error.into()),
+        };
         // Assemblies on one builder share its counts; one that finds the
         // cache in use by another (on another thread, or waiting for its
         // host) counts without it rather than wait (the counts, and so the
@@ -117,8 +126,8 @@ impl Builder {
             Some(cache) => cache,
             None => &mut spare,
         };
-        let meter = Meter::new(counter.as_ref(), &request.tokenizer, cache);
-        self.run(request, channel, &meter, budget).await
+        let meter = Meter::new(counter.as_ref(), &settled.tokenizer, cache);
+        self.run(request, channel, &meter, &settled, budget).await
     }
 
     /// The pipeline, on a valid request (stage 1, `validate`, is done),
@@ -129,14 +138,16 @@ impl Builder {
         request: &AssembleRequest,
         channel: &assembly::Channel,
         meter: &Meter<'_>,
+        settled: &Settled,
         budget: u32,
     ) -> Result<ContextPack, Failure> {
         // 2. layer: the request's own candidates. L0 is charged first, as
         // it renders; alone over the budget, the assembly fails before any
         // host is asked for anything.
-        let mut own = layer::own(request, meter);
+        let overhead = u64::from(settled.overhead);
+        let mut own = layer::own(request, meter, overhead);
         if let Some(error) = own.over(budget) {
-            return Err(self.failed(request, Decided::own(own), error, budget));
+            return Err(self.failed(request, settled, Decided::own(own), error, budget));
         }
 
         // 3. gather: each source the profile names, once.
@@ -159,7 +170,6 @@ impl Builder {
         // are rendered. Each entry after L0 is charged its overhead and the
         // blank line that joins it to the one before.
         let room = u64::from(budget) - own.l0_cost;
-        let overhead = u64::from(request.entry_overhead);
         let charge = overhead + u64::from(meter.count(render::SEPARATOR));
         let window = conversation::window(request, &mut own.l1, self.plan.cut_step);
         let turns = &request.conversation;
@@ -173,14 +183,15 @@ impl Builder {
             budget,
             charge,
             meter,
-            request.tokenizer.clone(),
+            settled.tokenizer.clone(),
             channel,
         );
         let (l1, l2) = (std::mem::take(&mut own.l1), std::mem::take(&mut own.l2));
         let shared = match Self::fill(&b, l1, l2, hosted, window, room).await {
             Ok(shared) => shared,
             Err(stopped) => {
-                return Err(self.stopped(request, own, calls, degraded, stopped, budget));
+                let failed = (calls, degraded, stopped);
+                return Err(self.stopped(request, settled, own, failed, budget));
             }
         };
         calls.extend(shared.calls);
@@ -194,13 +205,13 @@ impl Builder {
             shared.l1,
         );
         let rendered = render::settle(&mut layers, request, meter, overhead, u64::from(budget));
-        let rendered = self.start_conversation(request, &mut layers, meter, rendered);
+        let rendered = self.start_conversation(request, &mut layers, meter, overhead, rendered);
 
         // 11. record: the pack and its snapshot.
         let status = SnapshotStatus::of(degraded, layers.truncated(), false);
         let compressions = shared.compressions;
         let record = self.record(calls, status, budget, rendered, own.l0_cost, compressions);
-        Ok(record::pack(request, layers, record, &self.plan))
+        Ok(record::pack(request, settled, layers, record, &self.plan))
     }
 
     /// Stages 7 to 9 over what the budget decides: the fill's phases
@@ -290,9 +301,9 @@ impl Builder {
         request: &AssembleRequest,
         layers: &mut Layers,
         meter: &Meter<'_>,
+        overhead: u64,
         rendered: Rendered,
     ) -> Rendered {
-        let overhead = u64::from(request.entry_overhead);
         if request.conversation_start.unwrap_or_default() == ConversationStart::UserTurn
             && conversation::start_on_user(&request.conversation, &mut layers.l1)
         {
@@ -328,10 +339,9 @@ impl Builder {
     fn stopped(
         &self,
         request: &AssembleRequest,
+        settled: &Settled,
         own: layer::Own,
-        mut calls: Vec<SourceCall>,
-        degraded: bool,
-        stopped: Stopped,
+        (mut calls, degraded, stopped): (Vec<SourceCall>, bool, Stopped),
         budget: u32,
     ) -> Failure {
         calls.extend(stopped.calls);
@@ -347,7 +357,7 @@ impl Builder {
             calls,
             degraded,
         };
-        self.failed(request, decided, stopped.error, budget)
+        self.failed(request, settled, decided, stopped.error, budget)
     }
 
     /// The failure of an assembly that had begun: `error`, with the
@@ -355,13 +365,14 @@ impl Builder {
     fn failed(
         &self,
         request: &AssembleRequest,
+        settled: &Settled,
         decided: Decided,
         error: Error,
         budget: u32,
     ) -> Failure {
         let keyed = self.fence_key.is_some();
         record::failed(
-            request,
+            (request, settled),
             decided,
             error,
             &self.plan,

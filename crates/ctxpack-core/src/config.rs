@@ -3,7 +3,7 @@
 //! Every default is in [`crate::defaults`].
 
 use crate::defaults;
-use crate::types::{Section, Tokenizer, TrustTier};
+use crate::types::{ModelProfile, Section, Tokenizer, TrustTier};
 use serde::{Deserialize, Serialize};
 
 /// What a builder is constructed from. Its `Debug` form does not show the
@@ -20,6 +20,10 @@ pub struct BuilderConfig {
     /// made; a request names one as `Tokenizer::Named`.
     #[serde(default)]
     pub tokenizers: Vec<TokenizerFile>,
+    /// Model profiles added to the built-in ones (one of the same name
+    /// replaces it): what a request that names the model assumes.
+    #[serde(default)]
+    pub models: Vec<ModelProfile>,
     /// Which host sources the builder asks for candidates.
     #[serde(default)]
     pub profile: Profile,
@@ -55,6 +59,7 @@ impl std::fmt::Debug for BuilderConfig {
         f.debug_struct("BuilderConfig")
             .field("preload", &self.preload)
             .field("tokenizers", &self.tokenizers)
+            .field("models", &self.models)
             .field("profile", &self.profile)
             .field("near_duplicate_threshold", &self.near_duplicate_threshold)
             .field("ranking", &self.ranking)
@@ -179,8 +184,12 @@ impl Plan {
 
     /// The largest budget the model window allows, if the plan names one.
     pub fn window_limit(&self) -> Option<u32> {
-        self.model_window
-            .map(|w| (f64::from(w) * (1.0 - self.safety_margin)).floor() as u32)
+        self.model_window.map(|w| self.limit_of(w))
+    }
+
+    /// The largest budget a model window of `window` tokens allows.
+    pub(crate) fn limit_of(&self, window: u32) -> u32 {
+        (f64::from(window) * (1.0 - self.safety_margin)).floor() as u32
     }
 
     /// The share of `section` (0 when it has none).
@@ -273,6 +282,7 @@ impl Default for BuilderConfig {
         BuilderConfig {
             preload: Vec::new(),
             tokenizers: Vec::new(),
+            models: Vec::new(),
             profile: Profile::default(),
             near_duplicate_threshold: default_near_threshold(),
             ranking: Ranking::default(),

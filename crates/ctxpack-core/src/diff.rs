@@ -251,6 +251,7 @@ mod tests {
             attempt_id: None,
             scopes: vec![],
             tokenizer: Tokenizer::O200kBase,
+            model: None,
             token_budget: 100,
             tokens_used: entries
                 .iter()

@@ -113,6 +113,7 @@ mod host;
 mod item;
 pub mod json;
 mod layer;
+mod model;
 mod pack;
 mod policy;
 mod prefetch;
@@ -141,6 +142,7 @@ pub use digest::{content_id, text_hash};
 pub use error::{Error, Failure, HostError, NOT_PROVIDED};
 pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_from_pack, handle};
 pub use host::{Host, NoHost, Verdict};
+pub use model::built_in_models;
 pub use pack::{
     CompressionMetadata, ContextAssembled, ContextPack, Message, Metrics, PackEntry, ReasonCount,
     RequestContext, SectionTokens, Strategy,
@@ -156,9 +158,9 @@ pub use snapshot::{
 };
 pub use tokenizer::{Count, LoadedTokenizer, TokenCounter, Tokenizers};
 pub use types::{
-    AgentContext, AssembleRequest, Candidate, ConversationStart, ConversationTurn, KEEP_EVERY_TURN,
-    Layer, Provenance, Role, Section, StageSummary, SummaryRequest, Tokenizer, TrustTier,
-    WorkflowStatus,
+    AgentContext, AssembleRequest, Assumed, Candidate, ConversationStart, ConversationTurn,
+    KEEP_EVERY_TURN, Layer, ModelProfile, ModelUse, Provenance, Role, Section, StageSummary,
+    SummaryRequest, Tokenizer, TrustTier, WorkflowStatus,
 };
 pub use validate::request as validate_request;
 

@@ -8,6 +8,7 @@ use crate::config::{Plan, Profile};
 use crate::digest::{content_id, text_hash};
 use crate::error::{Error, Failure};
 use crate::item::{Decision, Item};
+use crate::model::Settled;
 use crate::pack::{
     CompressionMetadata, ContextAssembled, ContextPack, Metrics, ReasonCount, SectionTokens,
     Strategy,
@@ -40,7 +41,12 @@ pub(crate) struct Record {
 /// A snapshot of `request` with nothing in it yet: the agent context, the
 /// tokenizer, the budget, the profile and the plan; no entries, calls or
 /// tokens, status `complete`.
-fn blank(request: &AssembleRequest, budget: u32, profile: Profile, plan: &Plan) -> Snapshot {
+fn blank(
+    (request, settled): (&AssembleRequest, &Settled),
+    budget: u32,
+    profile: Profile,
+    plan: &Plan,
+) -> Snapshot {
     let ctx = &request.context;
     Snapshot {
         id: String::new(),
@@ -49,7 +55,8 @@ fn blank(request: &AssembleRequest, budget: u32, profile: Profile, plan: &Plan) 
         run_id: ctx.run_id.clone(),
         attempt_id: ctx.attempt_id.clone(),
         scopes: ctx.scopes.clone(),
-        tokenizer: request.tokenizer.clone(),
+        tokenizer: settled.tokenizer.clone(),
+        model: settled.model.clone(),
         token_budget: budget,
         tokens_used: 0,
         text_tokens: 0,
@@ -240,6 +247,7 @@ fn compression(layers: &Layers) -> CompressionMetadata {
 /// The pack of the decided items in `layers`, with its snapshot.
 pub(crate) fn pack(
     request: &AssembleRequest,
+    settled: &Settled,
     mut layers: Layers,
     record: Record,
     plan: &Plan,
@@ -287,10 +295,10 @@ pub(crate) fn pack(
             compressions: record.compressions,
             fence,
             entries: snapshot_entries,
-            ..blank(request, record.budget, record.profile, plan)
+            ..blank((request, settled), record.budget, record.profile, plan)
         },
     };
-    complete(&mut pack, request.entry_overhead);
+    complete(&mut pack, settled.overhead);
     pack
 }
 
@@ -413,7 +421,7 @@ impl Decided {
 /// reasons admission and review gave them. What was not decided, and what
 /// was decided in, is `assembly-failed`; nothing is included.
 pub(crate) fn failed(
-    request: &AssembleRequest,
+    (request, settled): (&AssembleRequest, &Settled),
     decided: Decided,
     error: Error,
     plan: &Plan,
@@ -456,7 +464,7 @@ pub(crate) fn failed(
             ..FenceReport::default()
         },
         entries,
-        ..blank(request, budget, profile, plan)
+        ..blank((request, settled), budget, profile, plan)
     };
     snapshot.id = content_id(&snapshot);
     Failure {

@@ -173,6 +173,10 @@ pub struct Snapshot {
     pub scopes: Vec<String>,
     /// Tokenizer.
     pub tokenizer: Tokenizer,
+    /// The model the request named: its profile, and which of the
+    /// request's values were taken from it. Not written when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::types::ModelUse>,
     /// Budget.
     pub token_budget: u32,
     /// Tokens used: every included entry's tokens and entry overhead, plus

@@ -8,6 +8,7 @@ use crate::tokenizer::{CharsPerToken, Meter, Recording};
 
 mod conversation;
 mod hosts;
+mod models;
 mod modules;
 #[cfg(any(feature = "o200k", feature = "cl100k"))]
 mod tokenizer_files;
@@ -28,9 +29,10 @@ fn request(budget: u32) -> AssembleRequest {
             ..AgentContext::default()
         },
         query: "q".into(),
-        tokenizer: Tokenizer::CharsPerToken(1),
+        model: None,
+        tokenizer: Some(Tokenizer::CharsPerToken(1)),
         budget: Some(budget),
-        entry_overhead: 0,
+        entry_overhead: None,
         system_prompt: "SYS".into(),
         workflow: None,
         instructions: vec![],
@@ -48,13 +50,13 @@ fn run_with(
     counter: &dyn crate::tokenizer::TokenCounter,
     cache: &mut crate::tokenizer::CountCache,
 ) -> Result<ContextPack, Error> {
-    let m = Meter::new(counter, &r.tokenizer, cache);
     crate::validate::request(r)?;
     let builder = Builder::new(BuilderConfig::default()).unwrap();
+    let settled = builder.models.settle(r)?;
+    let m = Meter::new(counter, &settled.tokenizer, cache);
     let budget = r.budget.unwrap();
-    let builder = &builder;
-    let m = &m;
-    Assembly::new(|channel| async move { builder.run(r, &channel, m, budget).await })
+    let (builder, m, settled) = (&builder, &m, &settled);
+    Assembly::new(|channel| async move { builder.run(r, &channel, m, settled, budget).await })
         .drive(&mut NoHost, &r.context)
         .map_err(|f| f.error)
 }
@@ -112,7 +114,7 @@ fn only_turns_the_budget_can_reach_are_rendered() {
     let meter = Meter::new(&*counter, &Tokenizer::O200kBase, &mut cache);
     let mut r = request(100);
     r.conversation = turns.clone();
-    let mut l1 = crate::layer::own(&r, &meter).l1;
+    let mut l1 = crate::layer::own(&r, &meter, 0).l1;
     assert!(l1.iter().all(|i| i.text.is_empty()));
     let window: Vec<Group> = (0..1000).rev().map(Group::One).collect();
     // Each turn's content is six runs, so at least six tokens, plus an
@@ -230,7 +232,7 @@ fn l1_is_charged_before_l2() {
 #[test]
 fn overhead_is_charged_per_entry() {
     let mut r = request(3 + 4 + 9 + 4 + 2);
-    r.entry_overhead = 4;
+    r.entry_overhead = Some(4);
     r.conversation = vec![turn(Role::User, "t0", None), turn(Role::User, "t1", None)];
     let p = run(&r).unwrap();
     // "SYS\n\n[user] t1": 14 tokens, and an overhead per entry.
@@ -282,7 +284,7 @@ fn what_the_joins_add_is_counted_and_the_pack_settled_within_the_budget() {
 #[test]
 fn an_enormous_overhead_is_refused_with_the_true_sum() {
     let mut r = request(u32::MAX);
-    r.entry_overhead = u32::MAX;
+    r.entry_overhead = Some(u32::MAX);
     r.instructions = vec!["four".into()];
     let err = run(&r).unwrap_err();
     // "SYS", a blank line and "four", and two overheads.

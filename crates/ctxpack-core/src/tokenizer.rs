@@ -422,6 +422,11 @@ impl Tokenizers {
         Ok(Tokenizers { loaded })
     }
 
+    /// The names the files were given under, in order.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        self.loaded.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
     /// A counter for `tokenizer`, or the refusal of an encoding this build
     /// left out or a name no file was given under.
     pub fn counter(&self, tokenizer: &Tokenizer) -> Result<Box<dyn TokenCounter + '_>, Error> {

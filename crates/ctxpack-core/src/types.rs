@@ -274,15 +274,24 @@ pub struct AssembleRequest {
     /// The raw query; empty when left out (a plain trim has none).
     #[serde(default)]
     pub query: String,
-    /// The tokenizer the budget is counted in.
-    pub tokenizer: Tokenizer,
-    /// Most tokens the pack may hold; the plan's default budget when left
-    /// out (the snapshot records the budget used).
+    /// The model the pack is for, by name (see [`crate::ModelProfile`]):
+    /// what the request leaves out of the tokenizer, the budget and the
+    /// entry overhead is taken from its profile. Not written when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The tokenizer the budget is counted in; the model's when left out
+    /// (one of the two is required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<Tokenizer>,
+    /// Most tokens the pack may hold; when left out, the model's window
+    /// less its output reserve, or else the plan's default budget (the
+    /// snapshot records the budget used).
     #[serde(default)]
     pub budget: Option<u32>,
-    /// Tokens charged on top of each included entry; 0 when left out.
-    #[serde(default)]
-    pub entry_overhead: u32,
+    /// Tokens charged on top of each included entry; when left out, the
+    /// model's message overhead, or else 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_overhead: Option<u32>,
     /// System prompt (L0); empty when left out.
     #[serde(default)]
     pub system_prompt: String,
@@ -322,4 +331,51 @@ pub struct SummaryRequest {
     pub text: String,
     /// Most tokens the summary may have.
     pub target_tokens: u32,
+}
+
+/// A model a request can name: the values a request that names it
+/// assumes where it gives none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ModelProfile {
+    /// Its name, as a request gives it (matched without regard to case,
+    /// after any `owner/`; a dated name, `gpt-4o-2024-08-06`, finds
+    /// `gpt-4o`).
+    pub name: String,
+    /// The tokenizer its budget is counted in.
+    pub tokenizer: Tokenizer,
+    /// Its context window: the most tokens its prompt and its answer
+    /// together may hold.
+    pub context_window: u32,
+    /// Tokens kept for its answer: a request that gives no budget gets the
+    /// window less this (and never more than the plan's window limit).
+    pub output_reserve: u32,
+    /// Tokens its chat format adds to each message (the role's header and
+    /// the end-of-turn marker): the entry overhead of a request that gives
+    /// none.
+    pub message_overhead: u32,
+}
+
+/// A request field whose value was taken from the model's profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Assumed {
+    /// The profile's tokenizer.
+    Tokenizer,
+    /// The window less the output reserve (or the plan's window limit).
+    Budget,
+    /// The profile's message overhead.
+    EntryOverhead,
+}
+
+/// The model a snapshot's request named: its profile, and what was taken
+/// from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ModelUse {
+    /// The profile, as it was when the pack was assembled.
+    pub profile: ModelProfile,
+    /// The request's fields taken from it, in this order: tokenizer,
+    /// budget, entry overhead.
+    pub assumed: Vec<Assumed>,
 }

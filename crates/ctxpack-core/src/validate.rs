@@ -112,30 +112,21 @@ pub(crate) fn plan(plan: &Plan) -> Result<(), Error> {
     }
 }
 
-/// The request's budget, or the plan's default, checked against the model
-/// window less its safety margin.
-pub(crate) fn budget(request: &AssembleRequest, plan: &Plan) -> Result<u32, Error> {
-    let budget = request.budget.unwrap_or(plan.default_budget);
-    match plan.window_limit() {
-        Some(limit) if budget > limit => Err(Error::invalid(
-            if request.budget.is_some() {
-                "request.budget"
-            } else {
-                "config.plan.default-budget"
-            },
-            format!(
-                "{budget} is above the model window {} less its {}% safety margin ({limit})",
-                plan.model_window.unwrap_or(0),
-                plan.safety_margin * 100.0
-            ),
-        )),
-        _ => Ok(budget),
-    }
-}
-
 /// Checks `request`, naming the first offending field.
 pub fn request(request: &AssembleRequest) -> Result<(), Error> {
-    tokenizer(&request.tokenizer, "request.tokenizer")?;
+    if let Some(t) = &request.tokenizer {
+        tokenizer(t, "request.tokenizer")?;
+    }
+    if request
+        .model
+        .as_deref()
+        .is_some_and(|m| m.trim().is_empty())
+    {
+        return Err(Error::invalid(
+            "request.model",
+            "must not be empty (leave it out when the request names no model)",
+        ));
+    }
     if request.context.session_id.as_deref() == Some("") {
         return Err(Error::invalid(
             "request.context.session-id",

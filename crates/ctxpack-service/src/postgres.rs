@@ -22,6 +22,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("../migrations/postgres/0004_relay.sql")),
     (5, include_str!("../migrations/postgres/0005_requests.sql")),
     (6, include_str!("../migrations/postgres/0006_fence.sql")),
+    (7, include_str!("../migrations/postgres/0007_model.sql")),
 ];
 
 /// PostgreSQL.

@@ -211,7 +211,7 @@ async fn bad_input_is_refused_naming_the_field_and_oversized_bodies_too() {
                 v.as_object_mut().unwrap().remove("tokenizer");
                 v
             },
-            "request: missing field `tokenizer`",
+            "invalid field `request.tokenizer`: is required when the request names no model (`request.model`)",
         ),
         (
             {

@@ -90,7 +90,8 @@ test('driven with JSON, a request without keep-last considers every turn (not 0)
   // Left out altogether, the tokenizer is refused naming it.
   const { tokenizer: _, ...untokenized } = request;
   const refused = JSON.parse(await drive(b.start(JSON.stringify(untokenized)), {}, request.context));
-  assert.match(refused.failed.error['invalid-field'].message, /missing field `tokenizer`/);
+  assert.equal(refused.failed.error['invalid-field'].field, 'request.tokenizer');
+  assert.match(refused.failed.error['invalid-field'].message, /is required when the request names no model/);
 });
 
 test('async callbacks of one round run together', async () => {

@@ -94,11 +94,9 @@ def test_bad_input_names_the_field():
         cp.Builder({"plan": {"cut_step": 0}})
     # A field the core requires is required where the record is made, and
     # refused naming it in a dict.
-    with pytest.raises(TypeError, match="tokenizer"):
-        cp.AssembleRequest(conversation=[])  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="trust"):
         cp.Candidate(id="x", section="relevant-knowledge", text="t")  # type: ignore[call-arg]
-    with pytest.raises(cp.AssemblyFailed, match=r"missing field `tokenizer`$"):
+    with pytest.raises(cp.CtxpackError, match=r"`request.tokenizer`: is required when the request names no model"):
         cp.Builder().assemble({"conversation": []})
     with pytest.raises(TypeError, match=r"`request`: AssembleRequest has no field 'keep_lats'"):
         cp.Builder().assemble({"tokenizer": "o200k-base", "keep_lats": 3})
@@ -394,3 +392,32 @@ def test_the_version_and_every_reason_in_words():
     assert cp.explain_reason("before-user-turn").startswith("Dropped: the kept conversation begins with a user turn")
     shortfall = cp.Reason.over_budget(cp.Shortfall(needed=5, remaining=2))
     assert cp.explain_reason(shortfall) == "Dropped: it needed more tokens than remained: needed 5, 2 remained."
+
+
+def test_a_request_that_names_its_model_takes_what_it_leaves_out_from_the_profile():
+    turns = [cp.ConversationTurn(role="user", content="What is the refund window?")]
+    pack = cp.Builder().assemble(cp.AssembleRequest(
+        model="gpt-4o-mini-2024-07-18", system_prompt="Answer briefly.", conversation=turns))
+    model = pack.snapshot.model
+    assert model.profile.name == "gpt-4o-mini"
+    assert model.assumed == [cp.Assumed.TOKENIZER, cp.Assumed.BUDGET, cp.Assumed.ENTRY_OVERHEAD]
+    assert pack.snapshot.tokenizer == "o200k-base"
+    assert pack.snapshot.token_budget == 128_000 - 16_384
+    # Three tokens a message on top of the contents, as OpenAI's chat format.
+    plain = cp.Builder().assemble(cp.AssembleRequest(
+        tokenizer="o200k-base", system_prompt="Answer briefly.", conversation=turns))
+    assert pack.snapshot.message_tokens == plain.snapshot.message_tokens + 3 * len(pack.messages)
+    assert plain.snapshot.model is None
+
+    # A profile of one's own, and a name no profile has.
+    house = cp.ModelProfile(name="house-7b", tokenizer=cp.Tokenizer.chars_per_token(4),
+                            context_window=4096, output_reserve=1024, message_overhead=4)
+    pack = cp.Builder({"models": [house]}).assemble(cp.AssembleRequest(model="acme/House-7B", conversation=turns))
+    assert pack.snapshot.model.profile == house
+    assert pack.snapshot.token_budget == 3072
+    with pytest.raises(cp.CtxpackError, match=r"`request.model`: \"llama-3-8b\" is not a model this builder knows; nearest: llama-3-8b-instruct"):
+        cp.Builder().assemble(cp.AssembleRequest(model="llama-3-8b", conversation=turns))
+    with pytest.raises(cp.CtxpackError, match=r"tokenizer file \"llama3\" \(Llama 3's tokenizer.json"):
+        cp.Builder().assemble(cp.AssembleRequest(model="meta-llama/Llama-3.1-8B-Instruct", conversation=turns))
+    with pytest.raises(cp.CtxpackError, match=r"`request.tokenizer`: is required when the request names no model"):
+        cp.Builder().assemble(cp.AssembleRequest(conversation=turns))

@@ -279,3 +279,21 @@ def test_the_llamaindex_postprocessor_packs_retrieved_nodes_with_the_snapshot():
     # As LlamaIndex calls it.
     again = post.postprocess_nodes(nodes, query_bundle=QueryBundle(query_str="refunds"))
     assert [n.node.node_id for n in again] == [n.node.node_id for n in kept_nodes]
+
+
+def test_trim_for_a_model_counts_in_its_tokenizer_with_its_overhead():
+    messages = [HumanMessage(content=f"question {i} about the weather in Porto") if i % 2 == 0
+                else AIMessage(content=f"answer {i}: sunny, 21 degrees") for i in range(40)]
+    for budget in (40, 97, 250):
+        by_model = trim_messages(messages, max_tokens=budget, model="openai/gpt-4o-2024-08-06")
+        by_hand = trim_messages(messages, max_tokens=budget, token_counter="o200k-base", entry_overhead=3)
+        assert by_model == by_hand
+        # Each message's overhead is charged: fewer are kept than with none.
+        assert len(by_model) < len(trim_messages(messages, max_tokens=budget))
+    # The caller's own values still win over the model's.
+    assert trim_messages(messages, max_tokens=97, model="gpt-4o", entry_overhead=0) == \
+        trim_messages(messages, max_tokens=97)
+    with pytest.raises(ValueError, match=r"^`model`: \"gpt-4-o\" is not a model this builder knows; nearest: gpt-4o"):
+        trim_messages(messages, max_tokens=97, model="gpt-4-o")
+    with pytest.raises(TypeError, match=r"^`model`: expected a model's name, got 4$"):
+        trim_messages(messages, max_tokens=97, model=4)  # type: ignore[arg-type]

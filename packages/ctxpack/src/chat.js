@@ -206,8 +206,11 @@ export async function toLangChain(pack, messages) {
  * `trimMessages` makes a default Builder): the newest messages that fit
  * `maxTokens`, returned unchanged
  * and in order, a tool call never apart from its results. `tokenCounter`
- * is a tokenizer ctxpack counts exactly (`'o200k-base'`, `'cl100k-base'`,
- * `{ charsPerToken: n }`), not a function. `startOn: 'human'` makes the
+ * is a tokenizer ctxpack counts exactly (`'o200k-base'`, the default,
+ * `'cl100k-base'`, `{ named: file }`, `{ charsPerToken: n }`), not a
+ * function. `model` names the model the messages are for (`'gpt-4o'`,
+ * `'qwen3-8b'`): its tokenizer and its chat format's `entryOverhead` are
+ * then the defaults. `startOn: 'human'` makes the
  * kept messages begin on a user turn; `includeSystem` keeps a first
  * system message whatever happens. Counted as ctxpack renders the
  * conversation: each message as `[role] content` and the blank line before
@@ -217,11 +220,14 @@ export async function toLangChain(pack, messages) {
 export async function trim(messages, options, makeBuilder) {
   refuseUnknownOptions(options);
   const {
-    maxTokens, tokenCounter = 'o200k-base', strategy = 'last', allowPartial = false,
-    startOn = null, includeSystem = false, entryOverhead = 0, endOn, textSplitter, builder,
+    maxTokens, model, strategy = 'last', allowPartial = false,
+    startOn = null, includeSystem = false, entryOverhead, endOn, textSplitter, builder,
   } = options;
+  // Without a model, o200k; with one, the model's tokenizer and overhead.
+  const tokenCounter = options.tokenCounter ?? (model == null ? 'o200k-base' : undefined);
   if (!isU32(maxTokens)) throw refuse('options.maxTokens', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(maxTokens)}`);
-  if (!isU32(entryOverhead)) throw refuse('options.entryOverhead', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(entryOverhead)}`);
+  if (model != null && typeof model !== 'string') throw refuse('options.model', `expected a model's name, got ${JSON.stringify(model)}`);
+  if (entryOverhead !== undefined && !isU32(entryOverhead)) throw refuse('options.entryOverhead', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(entryOverhead)}`);
   if (strategy !== 'last') throw refuse('options.strategy', "ctxpack keeps the newest messages ('last') only");
   if (allowPartial) throw refuse('options.allowPartial', 'ctxpack keeps or drops a message whole');
   if (endOn != null || textSplitter != null) throw refuse(endOn != null ? 'options.endOn' : 'options.textSplitter', 'not supported');
@@ -243,7 +249,7 @@ export async function trim(messages, options, makeBuilder) {
   let pack;
   try {
     pack = await (builder ?? await makeBuilder()).assemble({
-      conversation: conversationOf(rest), budget: maxTokens, tokenizer: tokenCounter,
+      conversation: conversationOf(rest), budget: maxTokens, tokenizer: tokenCounter, model,
       systemPrompt, entryOverhead, conversationStart: starts.length > 0 ? 'user-turn' : 'any-turn',
     });
   } catch (e) {
@@ -254,7 +260,7 @@ export async function trim(messages, options, makeBuilder) {
 
 /** The options `trim` reads (LangChain.js's names, and `builder`). */
 const TRIM_OPTIONS = [
-  'maxTokens', 'tokenCounter', 'strategy', 'allowPartial', 'startOn', 'includeSystem',
+  'maxTokens', 'tokenCounter', 'model', 'strategy', 'allowPartial', 'startOn', 'includeSystem',
   'entryOverhead', 'endOn', 'textSplitter', 'builder',
 ];
 
@@ -279,7 +285,11 @@ const U32_MAX = 0xffffffff;
 const isU32 = (v) => Number.isInteger(v) && v >= 0 && v <= U32_MAX;
 
 /** The request fields `trim` fills from its options, by option. */
-const OPTIONS = { 'request.tokenizer': 'options.tokenCounter', 'request.budget': 'options.maxTokens' };
+const OPTIONS = {
+  'request.tokenizer': 'options.tokenCounter',
+  'request.budget': 'options.maxTokens',
+  'request.model': 'options.model',
+};
 
 /**
  * A refusal of a request field `trim` filled from an option, as a

@@ -109,6 +109,8 @@ export function toLangChain(pack: ContextPack, messages?: readonly MessageLike[]
 export function trimMessages<M extends MessageLike>(messages: readonly M[], options: {
   maxTokens: number;
   tokenCounter?: TokenizerInit;
+  /** The model the messages are for: its tokenizer and per-message overhead are the defaults. */
+  model?: string;
   strategy?: 'last';
   allowPartial?: false;
   startOn?: 'human' | 'user' | null;

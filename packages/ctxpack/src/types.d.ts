@@ -56,6 +56,53 @@ export type TokenizerInit =
   | { charsPerToken: number }
   | { named: string };
 
+/** A model a request can name (`assemble-request.model`): the values a request that names it takes where it gives none. (as the package gives it) */
+export interface ModelProfile {
+  /** Its name. A request's is matched without regard to case, after any `owner/`; a dated name (`gpt-4o-2024-08-06`) finds the undated one. */
+  name: string;
+  /** The tokenizer its budget is counted in. */
+  tokenizer: Tokenizer;
+  /** Its context window: the most tokens its prompt and its answer together may hold. */
+  contextWindow: number;
+  /** Tokens kept for its answer: a request that gives no budget gets the window less this. Less than the window. */
+  outputReserve: number;
+  /** Tokens its chat format adds to each message (the role's header and the end-of-turn marker): the entry overhead of a request that gives none. */
+  messageOverhead: number;
+}
+
+/** A model a request can name (`assemble-request.model`): the values a request that names it takes where it gives none. (as the package accepts it) */
+export interface ModelProfileInit {
+  /** Its name. A request's is matched without regard to case, after any `owner/`; a dated name (`gpt-4o-2024-08-06`) finds the undated one. */
+  name: string;
+  /** The tokenizer its budget is counted in. */
+  tokenizer: TokenizerInit;
+  /** Its context window: the most tokens its prompt and its answer together may hold. */
+  contextWindow: number;
+  /** Tokens kept for its answer: a request that gives no budget gets the window less this. Less than the window. */
+  outputReserve: number;
+  /** Tokens its chat format adds to each message (the role's header and the end-of-turn marker): the entry overhead of a request that gives none. */
+  messageOverhead: number;
+}
+
+/** A request's field whose value was taken from its model's profile. */
+export type Assumed = "tokenizer" | "budget" | "entry-overhead";
+
+/** The model a request named: its profile, and what was taken from it. (as the package gives it) */
+export interface ModelUse {
+  /** The profile, as it was when the pack was assembled. */
+  profile: ModelProfile;
+  /** The request's fields taken from it, in the order tokenizer, budget, entry overhead. */
+  assumed: Assumed[];
+}
+
+/** The model a request named: its profile, and what was taken from it. (as the package accepts it) */
+export interface ModelUseInit {
+  /** The profile, as it was when the pack was assembled. */
+  profile: ModelProfileInit;
+  /** The request's fields taken from it, in the order tokenizer, budget, entry overhead. */
+  assumed: Assumed[];
+}
+
 /** A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, Phi-4, ...), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what. (as the package gives it) */
 export interface TokenizerFile {
   /** The name requests count with it under (`tokenizer.named`). */
@@ -221,12 +268,14 @@ export interface AssembleRequest {
   context: AgentContext;
   /** The user's query, raw (in JSON, empty when left out: a plain trim of a conversation has none). */
   query: string;
-  /** The tokenizer whose tokens the budget is counted in. */
-  tokenizer: Tokenizer;
-  /** Most tokens the pack may hold, counted per entry; the plan's default budget when absent (the snapshot records the one used). */
+  /** The model the pack is for, by name (`gpt-4o`, `qwen3-8b`, `llama-3.1-8b-instruct`, or one of `builder-config.models`): what the request leaves out of `tokenizer`, `budget` and `entry-overhead` is taken from its profile, and the snapshot says what was. */
+  model: string | null;
+  /** The tokenizer whose tokens the budget is counted in; the model's when absent (one of the two is required). */
+  tokenizer: Tokenizer | null;
+  /** Most tokens the pack may hold, counted per entry. When absent: the model's window less its output reserve (within the plan's safety margin), else the plan's default budget (the snapshot records the one used). */
   budget: number | null;
-  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt; in JSON, 0 when left out). */
-  entryOverhead: number;
+  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). When absent: the model's message overhead, else 0. */
+  entryOverhead: number | null;
   /** The system prompt (L0; in JSON, empty when left out). */
   systemPrompt: string;
   /** The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>". */
@@ -251,12 +300,14 @@ export interface AssembleRequestInit {
   context?: AgentContextInit;
   /** The user's query, raw (in JSON, empty when left out: a plain trim of a conversation has none). */
   query?: string;
-  /** The tokenizer whose tokens the budget is counted in. */
-  tokenizer: TokenizerInit;
-  /** Most tokens the pack may hold, counted per entry; the plan's default budget when absent (the snapshot records the one used). */
+  /** The model the pack is for, by name (`gpt-4o`, `qwen3-8b`, `llama-3.1-8b-instruct`, or one of `builder-config.models`): what the request leaves out of `tokenizer`, `budget` and `entry-overhead` is taken from its profile, and the snapshot says what was. */
+  model?: string | null;
+  /** The tokenizer whose tokens the budget is counted in; the model's when absent (one of the two is required). */
+  tokenizer?: TokenizerInit | null;
+  /** Most tokens the pack may hold, counted per entry. When absent: the model's window less its output reserve (within the plan's safety margin), else the plan's default budget (the snapshot records the one used). */
   budget?: number | null;
-  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt; in JSON, 0 when left out). */
-  entryOverhead?: number;
+  /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). When absent: the model's message overhead, else 0. */
+  entryOverhead?: number | null;
   /** The system prompt (L0; in JSON, empty when left out). */
   systemPrompt?: string;
   /** The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>". */
@@ -603,6 +654,8 @@ export interface Snapshot {
   scopes: string[];
   /** The tokenizer counts were made in. */
   tokenizer: Tokenizer;
+  /** The model the request named, and what was taken from its profile (in JSON, left out when none). */
+  model: ModelUse | null;
   /** The budget. */
   tokenBudget: number;
   /** Tokens the pack is charged: every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more. Never less than `text-tokens` or `message-tokens`, never more than the budget. */
@@ -653,6 +706,8 @@ export interface SnapshotInit {
   scopes: string[];
   /** The tokenizer counts were made in. */
   tokenizer: TokenizerInit;
+  /** The model the request named, and what was taken from its profile (in JSON, left out when none). */
+  model?: ModelUseInit | null;
   /** The budget. */
   tokenBudget: number;
   /** Tokens the pack is charged: every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more. Never less than `text-tokens` or `message-tokens`, never more than the budget. */
@@ -1036,6 +1091,8 @@ export interface BuilderConfig {
   preload: Tokenizer[];
   /** Tokenizer files, each read once here; a request counts with one by naming it. A file that cannot be read refuses the builder. */
   tokenizers: TokenizerFile[];
+  /** Model profiles added to the built-in ones (one of the same name replaces it); each is checked here. */
+  models: ModelProfile[];
   /** What the builder gathers from the host. */
   profile: Profile;
   /** Estimated Jaccard similarity (of three-word shingles) at which a host candidate is a near-duplicate of a higher-ranked one, in (0, 1]; 1 keeps exact duplicate detection only. 0.8 catches a few words edited in a 300-token chunk. */
@@ -1056,6 +1113,8 @@ export interface BuilderConfigInit {
   preload?: TokenizerInit[];
   /** Tokenizer files, each read once here; a request counts with one by naming it. A file that cannot be read refuses the builder. */
   tokenizers?: TokenizerFileInit[];
+  /** Model profiles added to the built-in ones (one of the same name replaces it); each is checked here. */
+  models?: ModelProfileInit[];
   /** What the builder gathers from the host. */
   profile?: ProfileInit;
   /** Estimated Jaccard similarity (of three-word shingles) at which a host candidate is a near-duplicate of a higher-ranked one, in (0, 1]; 1 keeps exact duplicate detection only. 0.8 catches a few words edited in a 300-token chunk. */

@@ -43,13 +43,14 @@ test('a wrong field is an error naming it, never a silent default', async () => 
     return true;
   });
   const { tokenizer: _, ...noTokenizer } = REQUEST;
-  await assert.rejects(builder.assemble(noTokenizer), /missing field `tokenizer`/);
+  await assert.rejects(builder.assemble(noTokenizer), (e) => e.error.invalidField.field === 'request.tokenizer'
+    && /is required when the request names no model/.test(e.message));
   await assert.rejects(Builder.create({ plan: { defaultBudget: -1 } }),
     (e) => e instanceof CtxpackError && e.error.invalidField.field === 'config.plan.defaultBudget');
   await assert.rejects(Builder.create([]), (e) => e.error.invalidField.field === 'config');
   await assert.rejects(builder.assemble(null), (e) => e.error.invalidField.field === 'request');
   // No request at all: the core names what is missing, not a TypeError.
-  await assert.rejects(builder.assemble(), (e) => e instanceof AssemblyFailed && /missing field `tokenizer`/.test(e.message));
+  await assert.rejects(builder.assemble(), (e) => e instanceof AssemblyFailed && /`request.tokenizer`: is required/.test(e.message));
   // The builder is still good after all that.
   const pack = await builder.assemble(REQUEST);
   assert.equal(pack.snapshot.status[0], 'complete');
@@ -274,4 +275,26 @@ test('a source the profile never calls is refused, naming the profiles that woul
     { retrieve, recallMemory: retrieve, review: (_c, items) => items.map(() => 'allow') });
   assert.equal(memory.profile, 'rag-memory');
   assert.equal((await memory.assemble(REQUEST)).snapshot.status[0], 'complete');
+});
+
+test('a request that names its model takes what it leaves out from the profile', async () => {
+  const builder = await Builder.create({});
+  const conversation = [{ role: 'user', content: 'What is the refund window?' }];
+  const pack = await builder.assemble({ model: 'openai/gpt-4o-2024-08-06', systemPrompt: 'Be brief.', conversation });
+  assert.equal(pack.snapshot.model.profile.name, 'gpt-4o');
+  assert.deepEqual(pack.snapshot.model.assumed, ['tokenizer', 'budget', 'entry-overhead']);
+  assert.equal(pack.snapshot.tokenizer, 'o200k-base');
+  assert.equal(pack.snapshot.tokenBudget, 128000 - 16384);
+  const plain = await builder.assemble({ tokenizer: 'o200k-base', systemPrompt: 'Be brief.', conversation });
+  assert.equal(pack.snapshot.messageTokens, plain.snapshot.messageTokens + 3 * pack.messages.length);
+  assert.equal(plain.snapshot.model, undefined);
+  // One's own profile; a name no profile has; a file the builder lacks.
+  const house = { name: 'house-7b', tokenizer: { charsPerToken: 4 }, contextWindow: 4096, outputReserve: 1024, messageOverhead: 4 };
+  const own = await (await Builder.create({ models: [house] })).assemble({ model: 'House-7B', conversation });
+  assert.deepEqual(own.snapshot.model.profile, house);
+  assert.equal(own.snapshot.tokenBudget, 3072);
+  await assert.rejects(builder.assemble({ model: 'gpt-4-o', conversation }),
+    (e) => e.error.invalidField.field === 'request.model' && /nearest: gpt-4o, gpt-4\.1, gpt-4$/.test(e.error.invalidField.message.replace(/ \(add.*$/, '')));
+  await assert.rejects(builder.assemble({ model: 'qwen3-8b', conversation }),
+    (e) => e instanceof CtxpackError && /tokenizer file "qwen3" \(Qwen 2\.5 and 3's tokenizer\.json/.test(e.message));
 });

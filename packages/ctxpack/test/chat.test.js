@@ -174,3 +174,20 @@ test('LangChain messages in and out unchanged; Anthropic refuses an assistant fi
   assert.throws(() => toAnthropic(anyTurn, plainChat), /first message to be the user's/);
   assert.equal(toAnthropic(await packOf(plainChat, 62), plainChat).messages[0].role, 'user');
 });
+
+test('trimMessages for a model counts in its tokenizer with its overhead', async () => {
+  const messages = Array.from({ length: 40 }, (_, i) => (i % 2 === 0
+    ? new HumanMessage(`question ${i} about the weather in Porto`)
+    : new AIMessage(`answer ${i}: sunny, 21 degrees`)));
+  for (const maxTokens of [40, 97, 250]) {
+    const byModel = await trimMessages(messages, { maxTokens, model: 'openai/gpt-4o-2024-08-06' });
+    const byHand = await trimMessages(messages, { maxTokens, tokenCounter: 'o200k-base', entryOverhead: 3 });
+    assert.deepEqual(byModel, byHand);
+    assert.ok(byModel.length < (await trimMessages(messages, { maxTokens })).length);
+  }
+  assert.deepEqual(await trimMessages(messages, { maxTokens: 97, model: 'gpt-4o', entryOverhead: 0 }),
+    await trimMessages(messages, { maxTokens: 97 }));
+  await assert.rejects(trimMessages(messages, { maxTokens: 97, model: 'gpt-4-o' }),
+    (e) => e.error.invalidField.field === 'options.model' && /nearest: gpt-4o/.test(e.message));
+  await assert.rejects(trimMessages(messages, { maxTokens: 97, model: 4 }), /`options\.model`: expected a model's name, got 4/);
+});

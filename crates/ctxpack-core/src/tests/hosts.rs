@@ -142,7 +142,7 @@ fn left_out_is_refused_naming_it(tokenizer: Tokenizer, name: &str, feature: &str
             "conversation": [], "keep-last": 1}"#,
     )
     .unwrap();
-    request.tokenizer = tokenizer;
+    request.tokenizer = Some(tokenizer);
     let builder = crate::Builder::new(crate::BuilderConfig::default()).unwrap();
     let failure = builder.assemble(&request, &mut crate::NoHost).unwrap_err();
     named(&failure.error);

@@ -84,7 +84,7 @@ fn conversation_request(tokenizer: crate::Tokenizer) -> crate::AssembleRequest {
         })).collect::<Vec<_>>(),
     });
     let mut request: crate::AssembleRequest = serde_json::from_value(request).unwrap();
-    request.tokenizer = tokenizer;
+    request.tokenizer = Some(tokenizer);
     request
 }
 

@@ -249,6 +249,7 @@ pub fn detail_json(d: &Detail) -> Value {
         "status": s.status,
         "failure": s.failure,
         "tokenizer": s.tokenizer,
+        "model": camel_keys(serde_json::to_value(&s.model).unwrap_or(Value::Null)),
         "tokenBudget": s.token_budget,
         "tokensUsed": s.tokens_used,
         "textTokens": s.text_tokens,

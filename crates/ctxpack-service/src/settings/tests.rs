@@ -231,3 +231,17 @@ fn tokenizer_files_are_read_relative_to_the_settings_and_named_when_wrong() {
     assert!(e.message.contains("names no pattern"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn model_profiles_are_read_from_the_builders_table() {
+    let file = std::env::temp_dir().join("ctxpack.toml");
+    let toml = "[[builder.models]]\nname = \"house-7b\"\ntokenizer = \"o200k-base\"\ncontext-window = 32768\noutput-reserve = 4096\nmessage-overhead = 5\n";
+    let s = Settings::parse(&file, toml).unwrap();
+    assert_eq!(s.builder.models.len(), 1);
+    assert_eq!(s.builder.models[0].name, "house-7b");
+    assert_eq!(s.builder.models[0].context_window, 32_768);
+    let typo = toml.replace("output-reserve", "output-reserved");
+    let e = Settings::parse(&file, &typo).unwrap_err();
+    assert_eq!(e.place, Place::Key("builder.models[0].output-reserved".into()));
+    assert!(e.message.contains("output-reserved"), "{e}");
+}

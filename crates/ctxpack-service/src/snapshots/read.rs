@@ -60,7 +60,7 @@ pub struct Detail {
 }
 
 /// The columns of `context_snapshots` a snapshot is read back from.
-const SNAPSHOT: [&str; 26] = [
+const SNAPSHOT: [&str; 27] = [
     "context_snapshot_id",
     "tenant_id",
     "project_id",
@@ -79,6 +79,7 @@ const SNAPSHOT: [&str; 26] = [
     "trace_id",
     "scopes",
     "tokenizer",
+    "model",
     "text_tokens",
     "message_tokens",
     "stable_prefix_tokens",
@@ -233,6 +234,7 @@ impl Store {
             attempt_id: Some(r.text("attempt_id")?),
             scopes: r.parse("scopes")?,
             tokenizer: r.parse("tokenizer")?,
+            model: r.opt_parse("model")?,
             token_budget: r.uint("token_budget")?,
             tokens_used: r.uint("tokens_used")?,
             text_tokens: r.uint("text_tokens")?,

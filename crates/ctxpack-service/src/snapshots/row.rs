@@ -114,6 +114,13 @@ impl<'a> Row<'a> {
         parse(&self.text(column)?, self.id)
     }
 
+    /// `column`, JSON text or NULL, read as a `T` or none.
+    pub fn opt_parse<T: DeserializeOwned>(&self, column: &str) -> Result<Option<T>, StoreError> {
+        self.opt_text(column)?
+            .map(|text| parse(&text, self.id))
+            .transpose()
+    }
+
     /// `column`, a unit enum's name, read as a `T`.
     pub fn unname<T: DeserializeOwned>(&self, column: &str) -> Result<T, StoreError> {
         let s = self.text(column)?;

