@@ -401,7 +401,7 @@ def test_a_request_that_names_its_model_takes_what_it_leaves_out_from_the_profil
     model = pack.snapshot.model
     assert model.profile.name == "gpt-4o-mini"
     assert model.assumed == [cp.Assumed.TOKENIZER, cp.Assumed.BUDGET, cp.Assumed.ENTRY_OVERHEAD]
-    assert pack.snapshot.tokenizer == "o200k-base"
+    assert pack.snapshot.tokenizer == cp.Tokenizer.o200k_base()
     assert pack.snapshot.token_budget == 128_000 - 16_384
     # Three tokens a message on top of the contents, as OpenAI's chat format.
     plain = cp.Builder().assemble(cp.AssembleRequest(

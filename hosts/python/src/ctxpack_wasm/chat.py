@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Literal, Optional, Sequence, Union
 
-from . import AssemblyFailed, Builder, CtxpackError
+from . import AssemblyFailed, Builder
 from ._codec import encode
 from .types import AssembleRequest, ContextPack, ConversationTurn, Role
 
@@ -299,10 +299,11 @@ def trim_messages(
     )
     try:
         pack = (builder or Builder()).assemble(request)
-    except CtxpackError as e:
+    except Exception as e:
         # The model is the caller's argument: a refusal names it so.
-        error = e.failure.error if isinstance(e, AssemblyFailed) else e.error
-        if error.tag == "invalid-field" and getattr(error.value, "field", None) == "request.model":
+        error = e.failure.error if isinstance(e, AssemblyFailed) else None
+        if error is not None and error.tag == "invalid-field" \
+                and getattr(error.value, "field", None) == "request.model":
             raise ValueError(f"`model`: {error.value.message}") from None
         raise
     return head + kept(pack, messages)
