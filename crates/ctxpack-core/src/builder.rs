@@ -15,7 +15,7 @@ use crate::policy::{self, Husks};
 use crate::record::{self, Decided};
 use crate::render::{self, Layers, Rendered};
 use crate::snapshot::{SectionCompression, SnapshotStatus, SourceCall};
-use crate::tokenizer::{CountCache, Meter, Tokenizers};
+use crate::tokenizer::{CountCache, Meter, TokenCounter, Tokenizers};
 use crate::types::{AssembleRequest, ConversationStart};
 use crate::{admit, compress, conversation, fence, gather, layer, rank, validate};
 use std::sync::{Mutex, TryLockError};
@@ -40,10 +40,26 @@ impl Builder {
     /// this build: one it left out is refused here rather than at the first
     /// assembly that asks for it.
     pub fn new(config: BuilderConfig) -> Result<Self, Error> {
+        Self::with_counters(config, Vec::new())
+    }
+
+    /// A builder from `config` that also counts with the application's own
+    /// counters, each under its name: a request counts with one as
+    /// `Tokenizer::Named(name)`, and a profile of `config.models` may name
+    /// one as its tokenizer. A counter need only count: cutting a text to
+    /// fit is then found by counting (see [`TokenCounter::truncate`]). A
+    /// name that is empty or taken is refused as `counters[i]`.
+    pub fn with_counters(
+        config: BuilderConfig,
+        counters: Vec<(String, Box<dyn TokenCounter + Send + Sync>)>,
+    ) -> Result<Self, Error> {
         // Numbers as every host spells them (−0 is 0).
         let config = config.canonical();
         validate::config(&config)?;
-        let tokenizers = Tokenizers::with_files(&config.tokenizers, "config.tokenizers")?;
+        let mut tokenizers = Tokenizers::with_files(&config.tokenizers, "config.tokenizers")?;
+        for (i, (name, counter)) in counters.into_iter().enumerate() {
+            tokenizers = tokenizers.with_counter(&name, counter, &format!("counters[{i}]"))?;
+        }
         let models = Models::new(&config.models, &tokenizers.names(), "config.models")?;
         for t in &config.preload {
             tokenizers.counter(t)?;

@@ -7,6 +7,7 @@ use crate::item::Group;
 use crate::tokenizer::{CharsPerToken, Meter, Recording};
 
 mod conversation;
+mod counters;
 mod hosts;
 mod models;
 mod modules;

@@ -87,7 +87,36 @@ pub trait TokenCounter {
 
     /// The longest prefix of `text` that ends on a token boundary (and a
     /// character boundary) and counts at most `max` tokens.
-    fn truncate(&self, text: &str, max: u32) -> String;
+    ///
+    /// The default finds it by counting, for a counter that cannot say
+    /// where its tokens end (a function of the user's, a provider's
+    /// count): a binary search over the text's character boundaries, at
+    /// most ⌈log₂ bytes⌉ + 1 counts. It takes a longer prefix never to
+    /// count fewer tokens; where that fails, the prefix it gives still
+    /// counts at most `max`.
+    fn truncate(&self, text: &str, max: u32) -> String {
+        if self.count(text) <= max {
+            return text.to_owned();
+        }
+        // The prefix ending at `fits` counts at most `max` (the empty one
+        // does); the one ending at `over` more.
+        let (mut fits, mut over) = (0, text.len());
+        loop {
+            let mut mid = fits + (over - fits) / 2;
+            while !text.is_char_boundary(mid) {
+                mid -= 1;
+            }
+            if mid <= fits {
+                break;
+            }
+            if self.count(&text[..mid]) <= max {
+                fits = mid;
+            } else {
+                over = mid;
+            }
+        }
+        text[..fits].to_owned()
+    }
 
     /// Whether the count of a text is the sum of the counts of its pieces
     /// cut at any space between two non-whitespace characters: true for
@@ -391,12 +420,38 @@ impl TokenCounter for LoadedTokenizer {
 #[derive(Default)]
 pub struct Tokenizers {
     loaded: Vec<(String, LoadedTokenizer)>,
+    /// Counters of the application's own (Rust), by name.
+    given: Vec<(String, Box<dyn TokenCounter + Send + Sync>)>,
+}
+
+/// A counter the application gave, lent for one assembly.
+struct Lent<'a>(&'a (dyn TokenCounter + Send + Sync));
+
+impl TokenCounter for Lent<'_> {
+    fn count(&self, text: &str) -> u32 {
+        self.0.count(text)
+    }
+    fn count_up_to(&self, text: &str, limit: u32) -> Count {
+        self.0.count_up_to(text, limit)
+    }
+    fn at_least(&self, text: &str) -> u32 {
+        self.0.at_least(text)
+    }
+    fn truncate(&self, text: &str, max: u32) -> String {
+        self.0.truncate(text, max)
+    }
+    fn additive_at_splits(&self) -> bool {
+        self.0.additive_at_splits()
+    }
 }
 
 impl Tokenizers {
     /// The built-in tokenizers alone.
     pub const fn new() -> Self {
-        Tokenizers { loaded: Vec::new() }
+        Tokenizers {
+            loaded: Vec::new(),
+            given: Vec::new(),
+        }
     }
 
     /// The built-in tokenizers and `files`, each read (the first bad file
@@ -419,12 +474,43 @@ impl Tokenizers {
                 .map_err(|message| Error::invalid(at("text"), message))?;
             loaded.push((file.name.clone(), tokenizer));
         }
-        Ok(Tokenizers { loaded })
+        Ok(Tokenizers {
+            loaded,
+            given: Vec::new(),
+        })
+    }
+
+    /// These and `counter`, a counter of the application's own, under
+    /// `name` (a request counts with it as `Tokenizer::Named(name)`): an
+    /// empty name, or one a file or another counter took, is refused
+    /// naming `field`.
+    pub fn with_counter(
+        mut self,
+        name: &str,
+        counter: Box<dyn TokenCounter + Send + Sync>,
+        field: &str,
+    ) -> Result<Self, Error> {
+        if name.trim().is_empty() {
+            return Err(Error::invalid(field, "must not be empty"));
+        }
+        if self.names().contains(&name) {
+            return Err(Error::invalid(
+                field,
+                format!("{name:?} names a tokenizer the builder has already"),
+            ));
+        }
+        self.given.push((name.to_owned(), counter));
+        Ok(self)
     }
 
     /// The names the files were given under, in order.
     pub(crate) fn names(&self) -> Vec<&str> {
-        self.loaded.iter().map(|(n, _)| n.as_str()).collect()
+        let given = self.given.iter().map(|(n, _)| n.as_str());
+        self.loaded
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain(given)
+            .collect()
     }
 
     /// A counter for `tokenizer`, or the refusal of an encoding this build
@@ -436,7 +522,10 @@ impl Tokenizers {
             #[cfg(feature = "cl100k")]
             Tokenizer::Cl100kBase => &crate::encoding::CL100K,
             Tokenizer::CharsPerToken(n) => return Ok(Box::new(CharsPerToken::new(*n)?)),
-            Tokenizer::Named(name) => &self.named(name)?.encoding,
+            Tokenizer::Named(name) => match self.given.iter().find(|(n, _)| n == name) {
+                Some((_, counter)) => return Ok(Box::new(Lent(counter.as_ref()))),
+                None => &self.named(name)?.encoding,
+            },
             #[allow(unreachable_patterns)]
             left_out => return Err(left_out_of_this_build(left_out)),
         };
@@ -448,7 +537,7 @@ impl Tokenizers {
         if let Some((_, t)) = self.loaded.iter().find(|(n, _)| n == name) {
             return Ok(t);
         }
-        let names: Vec<&str> = self.loaded.iter().map(|(n, _)| n.as_str()).collect();
+        let names = self.names();
         let given = match names.as_slice() {
             [] => "it was given no tokenizer files (builder-config `tokenizers`)".to_owned(),
             _ => format!("it was given {}", names.join(", ")),

@@ -188,6 +188,6 @@ test('trimMessages for a model counts in its tokenizer with its overhead', async
   assert.deepEqual(await trimMessages(messages, { maxTokens: 97, model: 'gpt-4o', entryOverhead: 0 }),
     await trimMessages(messages, { maxTokens: 97 }));
   await assert.rejects(trimMessages(messages, { maxTokens: 97, model: 'gpt-4-o' }),
-    (e) => e.error.invalidField.field === 'options.model' && /nearest: gpt-4o/.test(e.message));
+    (e) => e.field === 'options.model' && /nearest: gpt-4o/.test(e.message));
   await assert.rejects(trimMessages(messages, { maxTokens: 97, model: 4 }), /`options\.model`: expected a model's name, got 4/);
 });

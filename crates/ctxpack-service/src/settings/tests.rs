@@ -242,6 +242,9 @@ fn model_profiles_are_read_from_the_builders_table() {
     assert_eq!(s.builder.models[0].context_window, 32_768);
     let typo = toml.replace("output-reserve", "output-reserved");
     let e = Settings::parse(&file, &typo).unwrap_err();
-    assert_eq!(e.place, Place::Key("builder.models[0].output-reserved".into()));
+    assert_eq!(
+        e.place,
+        Place::Key("builder.models[0].output-reserved".into())
+    );
     assert!(e.message.contains("output-reserved"), "{e}");
 }
