@@ -29,7 +29,7 @@ mod backtrack;
 mod file_json;
 mod index;
 mod layout;
-mod load;
+pub(crate) mod load;
 mod merge;
 mod pattern;
 mod table;
@@ -200,7 +200,7 @@ impl Encoding {
     /// Reads a tokenizer file (see [`load`] for the kinds it reads);
     /// `pattern` names the pattern of a tiktoken rank file. The error
     /// says what in the file is not supported.
-    pub(crate) fn load(file: &[u8], pattern: Option<&str>) -> Result<Loaded, String> {
+    pub(crate) fn load(file: &[u8], pattern: Option<&str>) -> Result<Loaded, load::Unread> {
         let read = load::read(file, pattern)?;
         let tokens = read.tokens.len();
         let table = Table::from(layout::lay_out(&read.tokens)?);

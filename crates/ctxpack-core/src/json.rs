@@ -53,8 +53,26 @@ pub fn parse<T: DeserializeOwned>(text: &str, root: &str) -> Result<T, Error> {
         } else {
             format!("{root}.{path}")
         };
-        Error::invalid(field, e.into_inner().to_string())
+        let message = e.into_inner().to_string();
+        let message = match unknown_tokenizer(&field, &message) {
+            Some(hinted) => hinted,
+            None => message,
+        };
+        Error::invalid(field, message)
     })
+}
+
+/// The refusal of a tokenizer no case has (`"llama3"`, `"gpt-4o"`),
+/// with where a model's own is found: the WIT's words, then the way in.
+fn unknown_tokenizer(field: &str, message: &str) -> Option<String> {
+    let tokenizer = field.ends_with("tokenizer") || field.contains(".preload[");
+    if !tokenizer || !message.starts_with("unknown variant") {
+        return None;
+    }
+    let words = message.split(" at line ").next().unwrap_or(message);
+    Some(format!(
+        "{words}; a tokenizer file the builder was given is {{\"named\": NAME}}, and a model (\"gpt-4o\", \"qwen3-8b\") is named by the request's `model`"
+    ))
 }
 
 /// [`parse`] for the text of every call — requests and the host's answers,
@@ -374,6 +392,42 @@ mod tests {
 
     fn start() -> JsonAssembly {
         JsonAssembly::start(Rc::new(builder(RAG).unwrap()), REQUEST)
+    }
+
+    #[test]
+    fn a_tokenizer_no_case_has_is_refused_with_the_way_in() {
+        for (text, field) in [
+            (r#"{"tokenizer": "llama3"}"#, "request.tokenizer"),
+            (
+                r#"{"models": [{"tokenizer": "gpt-4o"}]}"#,
+                "config.models[0].tokenizer",
+            ),
+            (r#"{"preload": ["qwen"]}"#, "config.preload[0]"),
+        ] {
+            let root = field.split('.').next().unwrap();
+            let error = if root == "request" {
+                parse::<AssembleRequest>(text, root).unwrap_err()
+            } else {
+                parse::<BuilderConfig>(text, root).unwrap_err()
+            };
+            let Error::InvalidField {
+                field: named,
+                message,
+            } = error
+            else {
+                panic!("{text}")
+            };
+            assert_eq!(named, field);
+            assert!(message.starts_with("unknown variant `"), "{message}");
+            assert!(
+                message.ends_with("is named by the request's `model`"),
+                "{message}"
+            );
+            assert!(!message.contains(" at line "), "{message}");
+        }
+        // Another field's unknown variant keeps serde's words alone.
+        let error = parse::<AssembleRequest>(r#"{"conversation-start": "x"}"#, "request");
+        assert!(!error.unwrap_err().to_string().contains("model"));
     }
 
     fn field(e: Error) -> String {

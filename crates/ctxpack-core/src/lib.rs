@@ -114,6 +114,7 @@ mod item;
 pub mod json;
 mod layer;
 mod model;
+mod near;
 mod pack;
 mod policy;
 mod prefetch;

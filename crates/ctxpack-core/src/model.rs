@@ -9,6 +9,7 @@
 
 use crate::config::Plan;
 use crate::error::Error;
+use crate::near::nearest;
 use crate::types::{AssembleRequest, Assumed, ModelProfile, ModelUse, Tokenizer};
 use crate::validate;
 
@@ -366,44 +367,6 @@ fn undated(name: &str) -> impl Iterator<Item = &str> {
         let only = stamp.bytes().all(|b| b.is_ascii_digit() || b == b'-');
         (at > 0 && only && digits >= 4).then(|| &name[..at])
     })
-}
-
-/// The three names nearest `key`: those it begins (a name cut short),
-/// then by edit distance, in the table's order where as near.
-fn nearest(key: &str, names: &[String]) -> Vec<String> {
-    let distance = |n: &String| if n.starts_with(key) { 0 } else { edits(key, n) };
-    let mut scored: Vec<(usize, &String)> = names.iter().map(|n| (distance(n), n)).collect();
-    // The three smallest, each the first of its distance: a selection,
-    // not a sort (a sort is code the component would carry for this).
-    let mut out = Vec::with_capacity(3);
-    while out.len() < 3 && !scored.is_empty() {
-        let mut best = 0;
-        for (i, s) in scored.iter().enumerate() {
-            if s.0 < scored[best].0 {
-                best = i;
-            }
-        }
-        out.push(scored.remove(best).1.clone());
-    }
-    out
-}
-
-/// The Levenshtein distance between `a` and `b`, by characters.
-fn edits(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (diagonal + usize::from(ca != cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            diagonal = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

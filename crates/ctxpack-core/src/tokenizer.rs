@@ -14,6 +14,7 @@
 )]
 
 use crate::config::TokenizerFile;
+use crate::encoding::load::Unread;
 use crate::encoding::{Encoding, split_after};
 use crate::error::Error;
 use crate::types::Tokenizer;
@@ -365,7 +366,10 @@ impl LoadedTokenizer {
     pub fn from_file(file: &[u8], pattern: Option<&str>) -> Result<Self, Error> {
         Encoding::load(file, pattern)
             .map(LoadedTokenizer::from)
-            .map_err(|message| Error::invalid("tokenizer-file", message))
+            .map_err(|unread| match unread {
+                Unread::Pattern(message) => Error::invalid("tokenizer-file.pattern", message),
+                Unread::File(message) => Error::invalid("tokenizer-file", message),
+            })
     }
 
     /// The kind of file read: `tokenizer.json`, `tekken` or `tiktoken`.
@@ -463,6 +467,15 @@ impl Tokenizers {
             if file.name.trim().is_empty() {
                 return Err(Error::invalid(at("name"), "must not be empty"));
             }
+            if ["o200k-base", "cl100k-base"].contains(&file.name.as_str()) {
+                return Err(Error::invalid(
+                    at("name"),
+                    format!(
+                        "{:?} is a built-in tokenizer's name (a request counts with it as \"{}\"): give the file a name of its own",
+                        file.name, file.name
+                    ),
+                ));
+            }
             if loaded.iter().any(|(name, _)| *name == file.name) {
                 return Err(Error::invalid(
                     at("name"),
@@ -471,7 +484,10 @@ impl Tokenizers {
             }
             let tokenizer = Encoding::load(file.text.as_bytes(), file.pattern.as_deref())
                 .map(LoadedTokenizer::from)
-                .map_err(|message| Error::invalid(at("text"), message))?;
+                .map_err(|unread| match unread {
+                    Unread::Pattern(message) => Error::invalid(at("pattern"), message),
+                    Unread::File(message) => Error::invalid(at("text"), message),
+                })?;
             loaded.push((file.name.clone(), tokenizer));
         }
         Ok(Tokenizers {

@@ -406,11 +406,18 @@ fn context(path: &Path, c: &ContextFile, builder: &mut BuilderConfig) -> Result<
         if let Err(e) =
             ctxpack_core::LoadedTokenizer::from_file(text.as_bytes(), t.pattern.as_deref())
         {
-            let message = match e {
-                ctxpack_core::Error::InvalidField { message, .. } => message,
-                other => other.to_string(),
+            let key = format!("context.tokenizer-files[{i}]");
+            let (key, message) = match e {
+                // The pattern given (or missing) is named as its own key.
+                ctxpack_core::Error::InvalidField { field, message }
+                    if field.ends_with(".pattern") =>
+                {
+                    (format!("{key}.pattern"), message)
+                }
+                ctxpack_core::Error::InvalidField { message, .. } => (key, message),
+                other => (key, other.to_string()),
             };
-            return Err(at(path, &format!("context.tokenizer-files[{i}]"), message));
+            return Err(at(path, &key, message));
         }
         builder.tokenizers.push(ctxpack_core::TokenizerFile {
             name: t.name.clone(),

@@ -120,7 +120,8 @@ def test_trim_names_the_argument_a_mistake_is_in():
         trim_messages(messages, max_tokens=True)
     with pytest.raises(TypeError, match=r"^`entry_overhead`: expected a whole number of tokens up to 4294967295, got -1$"):
         trim_messages(messages, max_tokens=10, entry_overhead=-1)
-    with pytest.raises(TypeError, match=r"^`token_counter`: 'gpt-4o' is not a case of Tokenizer"):
+    with pytest.raises(TypeError, match=r"^`token_counter`: 'gpt-4o' is not a case of Tokenizer .*"
+                                        r"Tokenizer.named\(NAME\), and a model .* is named by the request's `model`$"):
         trim_messages(messages, max_tokens=10, token_counter="gpt-4o")
 
 

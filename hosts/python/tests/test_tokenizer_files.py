@@ -119,3 +119,8 @@ def test_a_whole_file_never_floods_an_error_or_a_repr(tmp_path):
     path = tmp_path / "tokenizer.json"
     path.write_text(text)
     assert cp.read_tokenizer(path, name="big").text == text
+    # Its bytes, as a download gives them, read alike; bytes that are not
+    # UTF-8 refused, briefly.
+    assert cp.read_tokenizer(path.read_bytes(), name="big") == cp.read_tokenizer(path, name="big")
+    with pytest.raises(ValueError, match=r"^read_tokenizer: the file's bytes are not UTF-8 \(invalid start byte at byte 1\)$"):
+        cp.read_tokenizer(b"{\xff" + b"x" * 100_000, name="big")

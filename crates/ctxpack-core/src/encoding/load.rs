@@ -37,21 +37,45 @@ pub(crate) struct Read {
     pub(crate) specials: Vec<String>,
 }
 
+/// Why a file was not read: the pattern given for it (or its absence),
+/// or the file itself. Either way, what is not followed is named.
+#[derive(Debug)]
+pub(crate) enum Unread {
+    /// The pattern given, or not given.
+    Pattern(String),
+    /// The file.
+    File(String),
+}
+
+impl From<String> for Unread {
+    fn from(message: String) -> Self {
+        Unread::File(message)
+    }
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unread::Pattern(m) | Unread::File(m) => f.write_str(m),
+        }
+    }
+}
+
 /// Reads `file`; `pattern` names the pattern (or spells its regular
 /// expression) of a tiktoken rank file, and must be absent for the
 /// others, which carry their own.
-pub(crate) fn read(file: &[u8], pattern: Option<&str>) -> Result<Read, String> {
+pub(crate) fn read(file: &[u8], pattern: Option<&str>) -> Result<Read, Unread> {
     let first = file.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'{') {
         let pattern = pattern.ok_or_else(|| {
-            format!(
+            Unread::Pattern(format!(
                 "a tiktoken rank file names no pattern: give one (one of {}, or its regular expression)",
                 Pattern::names()
-            )
+            ))
         })?;
         let pattern = Pattern::named(pattern)
             .or_else(|| Pattern::recognise(pattern))
-            .ok_or_else(|| unknown_pattern("the pattern given", pattern))?;
+            .ok_or_else(|| Unread::Pattern(unknown_given(pattern)))?;
         return Ok(Read {
             kind: "tiktoken",
             tokens: tiktoken(file)?,
@@ -60,20 +84,40 @@ pub(crate) fn read(file: &[u8], pattern: Option<&str>) -> Result<Read, String> {
         });
     }
     if let Some(given) = pattern {
-        return Err(format!(
+        return Err(Unread::Pattern(format!(
             "the file carries its own pattern: give none (was given {given:?})"
-        ));
+        )));
     }
     // One reading of the JSON, walked by hand (see [`Json`]).
     let text = std::str::from_utf8(file).map_err(|e| format!("not UTF-8: {e}"))?;
     let json = Json::read(text)?;
     if !json.get("model").is_null() {
-        hugging_face(&json)
+        Ok(hugging_face(&json)?)
     } else if !json.get("config").is_null() {
-        tekken(&json)
+        Ok(tekken(&json)?)
     } else {
-        Err("neither a tokenizer.json (no `model`) nor a tekken.json (no `config`)".into())
+        Err(
+            "neither a tokenizer.json (no `model`) nor a tekken.json (no `config`)"
+                .to_owned()
+                .into(),
+        )
     }
+}
+
+/// The refusal of a pattern given by a name (or a regular expression) no
+/// pattern has: a name is answered with the nearest.
+fn unknown_given(given: &str) -> String {
+    let regex = given.contains(['\\', '(', '[', '|', '?', '+', '*']);
+    if regex {
+        return unknown_pattern("the pattern given", given);
+    }
+    let names: Vec<&str> = Pattern::NAMED.iter().map(|(n, _)| *n).collect();
+    let shown: String = given.chars().take(40).collect();
+    format!(
+        "{shown:?} names no pattern ctxpack splits text by; nearest: {} (of {})",
+        crate::near::nearest(&given.to_ascii_lowercase(), &names).join(", "),
+        Pattern::names()
+    )
 }
 
 /// `value` as a string, or the error naming `field` (written only then:

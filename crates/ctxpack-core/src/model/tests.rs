@@ -85,16 +85,6 @@ fn an_unknown_name_is_refused_listing_the_nearest() {
 }
 
 #[test]
-fn edits_count_insertions_deletions_and_changes() {
-    assert_eq!(edits("", ""), 0);
-    assert_eq!(edits("abc", ""), 3);
-    assert_eq!(edits("", "ab"), 2);
-    assert_eq!(edits("kitten", "sitting"), 3);
-    assert_eq!(edits("gpt4o", "gpt-4o"), 1);
-    assert_eq!(edits("ünï", "uni"), 2);
-}
-
-#[test]
 fn what_the_request_leaves_out_is_the_models() {
     let models = Models::default();
     let settled = models.settle(&request(Some("qwen3-8b"))).unwrap();

@@ -182,5 +182,33 @@ fn a_builder_counts_with_a_file_it_was_given_by_name() {
         name: " ".into(),
         ..file
     };
-    assert!(refused(vec![blank]).contains("config.tokenizers[0].name"));
+    assert!(refused(vec![blank.clone()]).contains("config.tokenizers[0].name"));
+    // A pattern that is no pattern, or given to a file that carries its
+    // own, is the pattern's fault: named so, with the nearest names.
+    let misspelt = crate::TokenizerFile {
+        name: "mine".into(),
+        pattern: Some("O200K-base".into()),
+        ..blank.clone()
+    };
+    let e = refused(vec![misspelt]);
+    assert!(
+        e.contains("config.tokenizers[0].pattern") && e.contains("nearest: o200k,"),
+        "{e}"
+    );
+    let given_to_json = crate::TokenizerFile {
+        name: "mine".into(),
+        text: "{\"model\": {\"type\": \"BPE\"}}".into(),
+        pattern: Some("o200k".into()),
+    };
+    assert!(refused(vec![given_to_json]).contains("config.tokenizers[0].pattern"));
+    // A built-in tokenizer's name is not a file's.
+    let built_in_name = crate::TokenizerFile {
+        name: "o200k-base".into(),
+        ..blank
+    };
+    let e = refused(vec![built_in_name]);
+    assert!(
+        e.contains("config.tokenizers[0].name") && e.contains("built-in"),
+        "{e}"
+    );
 }

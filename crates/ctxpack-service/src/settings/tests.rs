@@ -229,6 +229,10 @@ fn tokenizer_files_are_read_relative_to_the_settings_and_named_when_wrong() {
         "[[context.tokenizer-files]]\nname = \"b\"\npath = \"models/bytes.tiktoken\"\n";
     let e = Settings::parse(&file, no_pattern).unwrap_err();
     assert!(e.message.contains("names no pattern"), "{e}");
+    assert_eq!(
+        e.place,
+        Place::Key("context.tokenizer-files[0].pattern".into())
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -123,24 +123,33 @@ def explain_reason(reason: Any) -> str:
 
 
 def read_tokenizer(path: Any, *, name: str, pattern: Optional[str] = None) -> "_types.TokenizerFile":
-    """The tokenizer file a model ships, read from ``path``, for a
+    """The tokenizer file a model ships, read from ``path`` (or given as
+    its bytes, as a download or a package's resource gives them), for a
     builder's ``tokenizers``; a request then counts with it as
-    ``Tokenizer.named(name)``, exactly as the file's reference
-    implementation counts::
+    ``Tokenizer.named(name)``, or names a model whose profile counts with
+    a file of that name (``"llama3"`` for Llama 3.x), exactly as the
+    file's reference implementation counts::
 
-        llama = read_tokenizer("Llama-3.1-8B/tokenizer.json", name="llama-3.1")
+        llama = read_tokenizer("Llama-3.1-8B/tokenizer.json", name="llama3")
         builder = Builder(BuilderConfig(tokenizers=[llama]))
-        request.tokenizer = Tokenizer.named("llama-3.1")
+        request.model = "meta-llama/Llama-3.1-8B-Instruct"  # or
+        request.tokenizer = Tokenizer.named("llama3")
 
     A Hugging Face ``tokenizer.json`` with a byte-level BPE model (Llama
     3.x, Qwen 2.5 and 3, Phi-4), Mistral's ``tekken.json``, or a tiktoken
     rank file, whose ``pattern`` must then be named (``"llama3"``,
     ``"qwen"``, ``"o200k"``, ...). The file is read when the builder is
     made: one the counting does not follow is refused there, naming what."""
-    if isinstance(path, (str, bytes)) and ("\n" in path if isinstance(path, str) else b"\n" in path):
+    if isinstance(path, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(path).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"read_tokenizer: the file's bytes are not UTF-8 ({e.reason} at byte {e.start})") from None
+        return _types.TokenizerFile(name=name, text=text, pattern=pattern)
+    if isinstance(path, str) and "\n" in path:
         raise TypeError(
             "read_tokenizer: `path` is a file's contents, not its path; for contents use "
-            "TokenizerFile(name=..., text=...)"
+            "TokenizerFile(name=..., text=...), or give its bytes"
         )
     with open(path, encoding="utf-8") as f:
         return _types.TokenizerFile(name=name, text=f.read(), pattern=pattern)

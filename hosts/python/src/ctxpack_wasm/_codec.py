@@ -205,7 +205,9 @@ def encode(value: Any, ty: Any, path: str) -> Any:
                 and tag.replace("_", "-") in cases):
             tag = tag.replace("_", "-")  # a case written as a snake_case key (a name is a value)
         if tag not in cases:
-            raise TypeError(f"`{path}`: {tag!r} is not a case of {ty[1]} ({', '.join(cases)})")
+            hint = ("; a tokenizer file the builder was given is Tokenizer.named(NAME), and a model "
+                    "('gpt-4o', 'qwen3-8b') is named by the request's `model`") if ty[1] == "Tokenizer" else ""
+            raise TypeError(f"`{path}`: {tag!r} is not a case of {ty[1]} ({', '.join(cases)}){hint}")
         if cases[tag] is None:
             if payload is not None:
                 raise TypeError(f"`{path}`: case {tag!r} has no payload")

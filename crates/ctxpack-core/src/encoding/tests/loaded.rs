@@ -88,14 +88,27 @@ fn a_rank_file_of_a_built_in_encoding_counts_as_it_does() {
 fn refused(file: &str, pattern: Option<&str>, names: &str) {
     match Encoding::load(file.as_bytes(), pattern) {
         Ok(_) => panic!("loaded: {file}"),
-        Err(e) => assert!(e.contains(names), "{e:?} does not name {names:?}"),
+        Err(e) => assert!(
+            e.to_string().contains(names),
+            "{e:?} does not name {names:?}"
+        ),
     }
 }
 
 #[test]
 fn what_is_not_followed_is_refused_naming_it() {
     refused("IQ== 0\n", None, "names no pattern");
-    refused("IQ== 0\n", Some("gpt2"), "it knows o200k, cl100k, llama3");
+    refused("IQ== 0\n", Some("gpt2"), "(of o200k, cl100k, llama3");
+    refused(
+        "IQ== 0\n",
+        Some("Llama-3"),
+        "\"Llama-3\" names no pattern ctxpack splits text by; nearest: llama3,",
+    );
+    refused(
+        "IQ== 0\n",
+        Some("(?i:'s)|\\p{L}+"),
+        "it knows o200k, cl100k, llama3",
+    );
     refused(
         "IQ== 0\n!! 1\n",
         Some("o200k"),
