@@ -3,7 +3,7 @@
 // fail or answer late.
 import {
   init, Builder, Router, diffSnapshots, AssemblyFailed, CtxpackError, HostError, explainReason,
-  PROFILES,
+  PROFILES, tokenizerFile,
 } from '/packages/ctxpack/src/index.js';
 import { CALLS } from '/packages/ctxpack/src/calls.js';
 import { camelKeys } from '/packages/ctxpack/test/scenario.js';
@@ -102,7 +102,8 @@ async function loadScenario(name) {
   $('source').value = text;
   const scenario = JSON.parse(text);
   const tok = scenario.request?.tokenizer;
-  $('tokenizer').value = typeof tok === 'string' ? tok : estimateOption(tok?.['chars-per-token'] ?? 4);
+  if (tok == null && scenario.request?.model != null) $('tokenizer').value = 'model';
+  else $('tokenizer').value = typeof tok === 'string' ? tok : estimateOption(tok?.['chars-per-token'] ?? 4);
   $('budget').value = scenario.request?.budget ?? '';
   $('about').hidden = typeof scenario.description !== 'string';
   $('about').innerHTML = $('about').hidden ? '' : `<b>This scenario:</b> <span class="said">${escapeHtml(scenario.description)}</span>`;
@@ -114,11 +115,42 @@ function readScenario() {
   const scenario = JSON.parse($('source').value);
   const request = camelKeys(scenario.request ?? {});
   const tok = $('tokenizer').value;
-  request.tokenizer = tok.startsWith('estimate:') ? { charsPerToken: Number(tok.slice('estimate:'.length)) } : tok;
+  const config = camelKeys(scenario.config ?? {});
+  if (tok === 'model') {
+    delete request.tokenizer;
+  } else if (tok.startsWith('file:')) {
+    // The file opened from disk, given to the builder under its name.
+    const { name, bytes } = state.tokenizerFile;
+    const pattern = $('tokenizer-pattern-label').hidden ? null : $('tokenizer-pattern').value;
+    config.tokenizers = [...(config.tokenizers ?? []), tokenizerFile(name, bytes, pattern)];
+    request.tokenizer = { named: name };
+  } else {
+    request.tokenizer = tok.startsWith('estimate:') ? { charsPerToken: Number(tok.slice('estimate:'.length)) } : tok;
+  }
   const budget = $('budget').value.trim();
   if (budget !== '' && !/^[1-9]\d*$/.test(budget)) throw new RangeError(`Budget: a whole number of tokens, 1 or more (or empty for the plan's default), not ${JSON.stringify(budget.slice(0, 20))}.`);
   request.budget = budget === '' ? null : Number(budget);
-  return { scenario, request, config: camelKeys(scenario.config ?? {}) };
+  return { scenario, request, config };
+}
+
+/**
+ * A tokenizer file opened from disk (a model's tokenizer.json,
+ * tekken.json or tiktoken rank file): kept as its bytes, offered in the
+ * menu by its name, with the pattern menu for a rank file, which names
+ * none. Assembling gives it to the builder; a file the counting does not
+ * follow is refused there, naming what.
+ */
+async function openTokenizerFile(file) {
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  state.tokenizerFile = { name: file.name, bytes };
+  const value = `file:${file.name}`;
+  const menu = $('tokenizer');
+  for (const o of [...menu.options]) if (o.value.startsWith('file:')) o.remove();
+  menu.add(new Option(`file: ${file.name}`, value), menu.options.length - 1);
+  menu.value = value;
+  const first = bytes.find((b) => b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09);
+  $('tokenizer-pattern-label').hidden = first === 0x7b;
+  await assemble();
 }
 
 async function routerOf(scenario) {
@@ -500,6 +532,23 @@ async function main() {
     if (key) sortBy(key, Number(dir));
   });
   $('budget').addEventListener('keydown', (e) => { if (e.key === 'Enter') assemble(); });
+  // The tokenizer menu's last item opens a file; the menu goes back to
+  // what it was until one is chosen.
+  let chosen = $('tokenizer').value;
+  $('tokenizer').addEventListener('change', () => {
+    if ($('tokenizer').value === 'open-file') {
+      $('tokenizer').value = chosen;
+      $('tokenizer-file').click();
+      return;
+    }
+    chosen = $('tokenizer').value;
+    if (!chosen.startsWith('file:')) $('tokenizer-pattern-label').hidden = true;
+  });
+  $('tokenizer-file').addEventListener('change', () => {
+    const [file] = $('tokenizer-file').files;
+    if (file) openTokenizerFile(file).then(() => { chosen = $('tokenizer').value; }, (e) => showError(e.message));
+  });
+  $('tokenizer-pattern').addEventListener('change', () => assemble());
   await init();
   await loadScenario(first);
   await assemble();

@@ -90,7 +90,7 @@ export function renderBudget(pack, snapshot) {
     const byReason = [...c.byReason].map(([why, { tokens }]) => fig(droppedLabel(why), tokens));
     legend.insertAdjacentHTML('beforeend', `<li><i class="gone"></i>${fig(label, dropped, plural(dropped, 'token'))}${byReason.length > 1 ? ` (${byReason.join(', ')})` : ''}${dropped > scale ? ' (the bar stops at the budget)' : ''}</li>`);
   }
-  const tokenizer = snapshot.tokenizer?.charsPerToken ? fig('estimate', snapshot.tokenizer.charsPerToken, `${plural(snapshot.tokenizer.charsPerToken, 'char')} a token`) : `tokenizer <span class="name">${escapeHtml(snapshot.tokenizer)}</span>`;
+  const tokenizer = tokenizerSaid(snapshot);
   // The candidates as the snapshot counts them; the table below counts the
   // same (a run of turns counts each member).
   const counted = [
@@ -155,4 +155,22 @@ function renderCompressions(snapshot) {
     li.innerHTML = `<b>${s.section}</b>, over its share: ${what ? what() : escapeHtml(kind)}`;
     list.append(li);
   }
+}
+
+/**
+ * The tokenizer the pack was counted in, as the header says it: a built-in
+ * one by name, a file by the name it was given, an estimate by its rate;
+ * and the model the request named, with what was taken from its profile.
+ */
+export function tokenizerSaid(snapshot) {
+  const t = snapshot.tokenizer;
+  const said = t?.charsPerToken
+    ? fig('estimate', t.charsPerToken, `${plural(t.charsPerToken, 'char')} a token`)
+    : t?.named != null
+      ? `tokenizer file <span class="name">${escapeHtml(t.named)}</span>`
+      : `tokenizer <span class="name">${escapeHtml(t)}</span>`;
+  const model = snapshot.model;
+  if (!model) return said;
+  const assumed = model.assumed.length === 0 ? '' : ` (its ${model.assumed.join(', ')})`;
+  return `model <span class="name">${escapeHtml(model.profile.name)}</span>${escapeHtml(assumed)} · ${said}`;
 }

@@ -22,6 +22,11 @@ pub struct Readme;
 #[doc = include_str!("../../docs/src/steps.md")]
 pub struct BookSteps;
 
+/// The book's model page's Rust samples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/src/models.md")]
+pub struct BookModels;
+
 use ctxpack_scenario::{Outcome, Scenario, scenario};
 use std::path::{Path, PathBuf};
 

@@ -438,6 +438,51 @@ test('the cases a new user was confused by', async () => {
   await page.close();
 });
 
+test('a tokenizer file opened from disk counts the pack; one it cannot follow is refused by name', async () => {
+  // A rank file of the 256 single bytes: one token a byte, under the
+  // pattern the page asks for.
+  const dir = path.join(out, 'tokenizer-files');
+  mkdirSync(dir, { recursive: true });
+  const ranks = Array.from({ length: 256 }, (_, b) => `${Buffer.from([b]).toString('base64')} ${b}\n`).join('');
+  writeFileSync(path.join(dir, 'bytes.tiktoken'), ranks);
+  writeFileSync(path.join(dir, 'unigram.json'), '{"model": {"type": "Unigram"}}');
+  const page = await open('?scenario=chat-starts-on-user-turn');
+  assert.equal(await page.isHidden('#tokenizer-pattern-label'), true);
+  let runs = await page.evaluate(() => window.ctxpackPlayground.runs);
+  await page.setInputFiles('#tokenizer-file', path.join(dir, 'bytes.tiktoken'));
+  await page.waitForFunction((n) => window.ctxpackPlayground.runs > n, runs);
+  assert.equal(await page.inputValue('#tokenizer'), 'file:bytes.tiktoken');
+  assert.equal(await page.isVisible('#tokenizer-pattern-label'), true);
+  const { pack, snapshot, error } = await page.evaluate(() => window.ctxpackPlayground.last);
+  assert.equal(error, null);
+  assert.deepEqual(snapshot.tokenizer, { named: 'bytes.tiktoken' });
+  assert.equal(snapshot.textTokens, Buffer.byteLength(pack.text));
+  assert.ok(snapshot.textTokens <= snapshot.tokenBudget);
+  assert.match(await page.textContent('#budget-numbers'), /tokenizer file bytes\.tiktoken$/);
+  // A request that names its model, counted in the model's tokenizer:
+  // the header says which, and what was taken from its profile (the
+  // scenario gives its own entry overhead, and the page the budget).
+  const source = JSON.parse(await page.inputValue('#source'));
+  source.request.model = 'gpt-4o';
+  delete source.request.tokenizer;
+  await page.evaluate((text) => { document.getElementById('source').value = text; }, JSON.stringify(source));
+  await page.selectOption('#tokenizer', 'model');
+  await assembleAndWait(page);
+  assert.match(await page.textContent('#budget-numbers'), /model gpt-4o \(its tokenizer\) · tokenizer o200k-base$/);
+  // A file the counting does not follow: the builder is refused, naming
+  // the file's field and what.
+  runs = await page.evaluate(() => window.ctxpackPlayground.runs);
+  await page.setInputFiles('#tokenizer-file', path.join(dir, 'unigram.json'));
+  await page.waitForFunction((n) => window.ctxpackPlayground.runs > n, runs);
+  assert.equal(await page.isHidden('#tokenizer-pattern-label'), true);
+  assert.match(await page.textContent('#error'), /config\.tokenizers\[0\]\.text.*Unigram/);
+  // Back to a built-in one: the pattern menu stays hidden.
+  await page.selectOption('#tokenizer', 'o200k-base');
+  assert.equal(await page.isHidden('#tokenizer-pattern-label'), true);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('the controls: sorting on a phone, an empty filter, the budget field, a routed request', async () => {
   const page = await browser.newPage({ viewport: { width: 390, height: 900 } });
   const errors = [];
