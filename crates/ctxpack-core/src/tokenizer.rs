@@ -559,7 +559,8 @@ impl Tokenizers {
             _ => format!("it was given {}", names.join(", ")),
         };
         Err(Error::TokenizerUnavailable(format!(
-            "{name:?}: this builder has no tokenizer file by that name; {given}"
+            "{}: this builder has no tokenizer file by that name; {given}",
+            crate::near::shown(name)
         )))
     }
 }

@@ -296,5 +296,8 @@ def test_trim_for_a_model_counts_in_its_tokenizer_with_its_overhead():
         trim_messages(messages, max_tokens=97)
     with pytest.raises(ValueError, match=r"^`model`: \"gpt-4-o\" is not a model this builder knows; nearest: gpt-4o"):
         trim_messages(messages, max_tokens=97, model="gpt-4-o")
+    # Over the model's window, the argument is named, not the request's field.
+    with pytest.raises(ValueError, match=r"^`max_tokens`: 1000000 is above the model window 128000"):
+        trim_messages(messages, max_tokens=10**6, model="gpt-4o")
     with pytest.raises(TypeError, match=r"^`model`: expected a model's name, got 4$"):
         trim_messages(messages, max_tokens=97, model=4)  # type: ignore[arg-type]

@@ -122,5 +122,10 @@ def test_a_whole_file_never_floods_an_error_or_a_repr(tmp_path):
     # Its bytes, as a download gives them, read alike; bytes that are not
     # UTF-8 refused, briefly.
     assert cp.read_tokenizer(path.read_bytes(), name="big") == cp.read_tokenizer(path, name="big")
-    with pytest.raises(ValueError, match=r"^read_tokenizer: the file's bytes are not UTF-8 \(invalid start byte at byte 1\)$"):
+    with pytest.raises(ValueError, match=r"^read_tokenizer: the file's bytes are not UTF-8 \(invalid start byte at byte 1\): "
+                                         r"every file ctxpack reads is text \(a SentencePiece .model is binary, and not read\)$"):
         cp.read_tokenizer(b"{\xff" + b"x" * 100_000, name="big")
+    binary = tmp_path / "tokenizer.model"
+    binary.write_bytes(b"\n\x0e\xce\x00" * 10)
+    with pytest.raises(ValueError, match=r"SentencePiece .model is binary"):
+        cp.read_tokenizer(binary, name="v7")

@@ -472,7 +472,7 @@ export function tokenizerFile(name, file, pattern = null) {
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
-    throw new TypeError(`tokenizerFile: \`file\` (${name}) is not UTF-8 text`);
+    throw new TypeError(`tokenizerFile: \`file\` (${name.slice(0, 60)}) is not UTF-8 text: every file ctxpack reads is text (a SentencePiece .model is binary, and not read)`);
   }
   return { name, text, pattern };
 }

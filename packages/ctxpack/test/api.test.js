@@ -294,7 +294,7 @@ test('a request that names its model takes what it leaves out from the profile',
   assert.deepEqual(own.snapshot.model.profile, house);
   assert.equal(own.snapshot.tokenBudget, 3072);
   await assert.rejects(builder.assemble({ model: 'gpt-4-o', conversation }),
-    (e) => e.error.invalidField.field === 'request.model' && /nearest: gpt-4o, gpt-4\.1, gpt-4$/.test(e.error.invalidField.message.replace(/ \(add.*$/, '')));
+    (e) => e.error.invalidField.field === 'request.model' && /nearest: gpt-4o, gpt-4o-mini, gpt-4\.1$/.test(e.error.invalidField.message.replace(/ \(add.*$/, '')));
   await assert.rejects(builder.assemble({ model: 'qwen3-8b', conversation }),
     (e) => e instanceof CtxpackError && /tokenizer file "qwen3" \(Qwen 2\.5 and 3's tokenizer\.json/.test(e.message));
 });

