@@ -1,12 +1,15 @@
 //! The router on the host example's routes and its labelled queries: a
-//! router compiled from the YAML once, then every query routed. Routing
-//! runs once per request, before any assembly; the figures are in
-//! `bench/README.md`.
+//! router compiled from the YAML once, then every query routed, natively
+//! and through the component under wasmtime (where the regex crate is
+//! built without its lazy DFA, one-pass and backtracking engines; natively
+//! the peers' dependencies bring them back). Routing runs once per
+//! request, before any assembly; the figures are in `bench/README.md`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ctxpack_core::{ConfigFormat, Router};
+use ctxpack_core::{BuilderConfig, ConfigFormat, NoHost, Router};
+use ctxpack_host::component::Runtime;
 use std::hint::black_box;
 use std::path::Path;
 
@@ -33,6 +36,19 @@ fn route(c: &mut Criterion) {
         b.iter(|| {
             for q in &queries {
                 black_box(router.route(black_box(q)));
+            }
+        })
+    });
+    let runtime = Runtime::load_bundled().expect("the bundled component loads");
+    let mut instance = runtime
+        .instantiate(NoHost, &BuilderConfig::default())
+        .unwrap()
+        .unwrap();
+    let router = instance.router(&yaml, ConfigFormat::Yaml).unwrap().unwrap();
+    group.bench_function(format!("component/all-{}-queries", queries.len()), |b| {
+        b.iter(|| {
+            for q in &queries {
+                black_box(instance.route(router, black_box(q)).unwrap());
             }
         })
     });
