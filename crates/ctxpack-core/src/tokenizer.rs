@@ -372,6 +372,12 @@ impl LoadedTokenizer {
             })
     }
 
+    /// The pattern it splits text by before merging: `o200k`, `cl100k`,
+    /// `llama3`, `qwen`, `qwen3.5` or `tekken`.
+    pub fn pattern(&self) -> &'static str {
+        self.encoding.pattern_name()
+    }
+
     /// The kind of file read: `tokenizer.json`, `tekken` or `tiktoken`.
     pub fn kind(&self) -> &'static str {
         self.kind
@@ -517,6 +523,12 @@ impl Tokenizers {
         }
         self.given.push((name.to_owned(), counter));
         Ok(self)
+    }
+
+    /// The pattern of the file given under `name`, if a file was.
+    pub(crate) fn pattern_of(&self, name: &str) -> Option<&'static str> {
+        let file = self.loaded.iter().find(|(n, _)| n == name);
+        file.map(|(_, t)| t.pattern())
     }
 
     /// The names the files were given under, in order.

@@ -102,6 +102,14 @@ impl Pattern {
             .map(|&(_, p)| p)
     }
 
+    /// This pattern's name in [`Pattern::NAMED`].
+    pub(crate) fn name(self) -> &'static str {
+        Pattern::NAMED
+            .iter()
+            .find(|(_, p)| *p == self)
+            .map_or("?", |(n, _)| n)
+    }
+
     /// The names of the known patterns, for a refusal.
     pub(crate) fn names() -> String {
         let names: Vec<&str> = Pattern::NAMED.iter().map(|(n, _)| *n).collect();

@@ -32,6 +32,11 @@ fn with(mut request: serde_json::Value, extra: serde_json::Value) -> serde_json:
 /// A rank file of the 256 bytes alone: one token per byte, under any
 /// pattern.
 fn bytes_file(name: &str) -> TokenizerFile {
+    bytes_file_split_by(name, "qwen")
+}
+
+/// [`bytes_file`] under `pattern`.
+fn bytes_file_split_by(name: &str, pattern: &str) -> TokenizerFile {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     // One byte in base64: its top six bits, its last two, and padding.
     let text: String = (0u8..=255)
@@ -46,7 +51,7 @@ fn bytes_file(name: &str) -> TokenizerFile {
     TokenizerFile {
         name: name.into(),
         text,
-        pattern: Some("qwen".into()),
+        pattern: Some(pattern.into()),
     }
 }
 
@@ -191,7 +196,7 @@ fn a_model_counts_with_the_file_given_under_its_tokenizers_name() {
         tokenizers: vec![bytes_file("qwen3")],
         ..BuilderConfig::default()
     };
-    let pack = assemble(config, request).unwrap();
+    let pack = assemble(config, request.clone()).unwrap();
     assert_eq!(pack.snapshot.tokenizer, Tokenizer::Named("qwen3".into()));
     // One token a byte, and ChatML's five a message.
     let sent: usize = pack.messages.iter().map(|m| m.content.len() + 5).sum();
@@ -228,4 +233,25 @@ fn an_unknown_model_and_a_request_with_neither_are_refused_by_field() {
         panic!("{error}")
     };
     assert_eq!(field, "request.model");
+}
+
+#[test]
+fn another_models_file_under_a_profiles_name_is_refused() {
+    // A file split by Mistral's pattern, given as Qwen's.
+    let config = BuilderConfig {
+        tokenizers: vec![bytes_file_split_by("qwen3", "tekken")],
+        ..BuilderConfig::default()
+    };
+    let request = with(
+        chat(),
+        serde_json::json!({ "model": "qwen3-8b", "budget": 120 }),
+    );
+    let error = assemble(config.clone(), request.clone()).unwrap_err();
+    assert!(matches!(error, Error::TokenizerUnavailable(_)));
+    let message = error.to_string();
+    assert!(message.contains("model \"qwen3-8b\" counts with the tokenizer file \"qwen3\", but the file given under that name splits text by the tekken pattern, not qwen's"), "{message}");
+    // Named by the request itself, it is the caller's choice.
+    let mut own = request;
+    own["tokenizer"] = serde_json::json!({ "named": "qwen3" });
+    assert!(assemble(config, own).is_ok());
 }
