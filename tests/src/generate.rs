@@ -18,7 +18,7 @@ use ctxpack_core::{
     SectionShare, StageSummary, Tokenizer, TrustTier, WorkflowStatus,
 };
 use ctxpack_scenario::Scenario;
-use ctxpack_scenario::stores::{Answer, HostAnswers, PolicyRules, SummarizerRule};
+use ctxpack_scenario::stores::{Answer, CounterRule, HostAnswers, PolicyRules, SummarizerRule};
 
 mod attack;
 pub use attack::{CANARY, fence_scenario, marker_spelling};
@@ -285,6 +285,20 @@ fn name_a_model(src: &mut Source, request: &mut AssembleRequest, plan: &Plan) {
     }
 }
 
+/// Counts `request` with the host's counter (the scenario host's, a
+/// word a token), which now and then fails or answers too few counts.
+fn count_by_the_host(src: &mut Source, request: &mut AssembleRequest, host: &mut HostAnswers) {
+    request.tokenizer = Some(Tokenizer::Host(
+        src.pick(&["words", "claude-sonnet-4-5"]).to_owned(),
+    ));
+    host.counter = match src.below(12) {
+        0 => None,
+        1 => Some(CounterRule::Error("quota exceeded".to_owned())),
+        2 => Some(CounterRule::TooFew),
+        _ => Some(CounterRule::Words),
+    };
+}
+
 /// A conversation with well-formed and orphaned tool calls.
 fn conversation(src: &mut Source) -> Vec<ConversationTurn> {
     let n = match src.below(12) {
@@ -495,6 +509,7 @@ pub fn scenario(src: &mut Source) -> Scenario {
         repository_state: answer(src, ids),
         policy: policy(src, ids),
         summarizer: summarizer(src),
+        counter: None,
     };
     if src.one_in(10)
         && let Some(Answer::Items(items)) = &mut host.retrieve
@@ -564,6 +579,9 @@ pub fn scenario(src: &mut Source) -> Scenario {
     };
     if src.one_in(6) {
         name_a_model(src, &mut request, &config.plan);
+    }
+    if src.one_in(8) {
+        count_by_the_host(src, &mut request, &mut host);
     }
     Scenario {
         description: "generated".to_owned(),

@@ -59,6 +59,29 @@ pub fn recount(tokenizer: &Tokenizer, text: &str) -> u64 {
         Tokenizer::Named(name) => crate::reference::registered(name)
             .unwrap_or_else(|| panic!("{name:?}: no reference counter registered"))
             .count(text),
+        // The scenario host's counter, a word a token.
+        Tokenizer::Host(_) => u64::from(ctxpack_scenario::words(text)),
+    }
+}
+
+/// The scenario host's counter, as a `TokenCounter`: a word a token.
+struct HostWords;
+
+impl ctxpack_core::TokenCounter for HostWords {
+    fn count(&self, text: &str) -> u32 {
+        ctxpack_scenario::words(text)
+    }
+}
+
+/// ctxpack's counter for `tokenizer`, or for the host's, the scenario
+/// host's.
+pub fn counter_for<'t>(
+    tokenizers: &'t ctxpack_core::Tokenizers,
+    tokenizer: &Tokenizer,
+) -> Box<dyn ctxpack_core::TokenCounter + 't> {
+    match tokenizer {
+        Tokenizer::Host(_) => Box::new(HostWords),
+        other => tokenizers.counter(other).unwrap(),
     }
 }
 
@@ -290,7 +313,7 @@ pub fn check(
     );
     // Counts are exact: recount every included text (a host text's frame
     // and body apart, as the budget charges them).
-    let counter = tokenizers.counter(&tokenizer).unwrap();
+    let counter = counter_for(tokenizers, &tokenizer);
     let origins = crate::fence::origins(pack);
     for (e, &origin) in pack.entries.iter().zip(&origins) {
         let recount: u32 = framed_parts(e, origin)

@@ -225,6 +225,7 @@ fn the_books_model_table_is_the_built_in_one() {
                 Tokenizer::Cl100kBase => "cl100k-base".to_owned(),
                 Tokenizer::Named(file) => format!("file {file}"),
                 Tokenizer::CharsPerToken(n) => format!("{n} characters a token"),
+                Tokenizer::Host(_) => "the host".to_owned(),
             };
             vec![
                 m.name,

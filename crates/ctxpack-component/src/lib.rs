@@ -239,6 +239,7 @@ impl<'a> Lend<'a> for ctx::Tokenizer {
             ctx::Tokenizer::Cl100kBase => wit::TokenizerParam::Cl100kBase,
             ctx::Tokenizer::CharsPerToken(n) => wit::TokenizerParam::CharsPerToken(*n),
             ctx::Tokenizer::Named(name) => wit::TokenizerParam::Named(name),
+            ctx::Tokenizer::Host(name) => wit::TokenizerParam::Host(name),
         }
     }
 }

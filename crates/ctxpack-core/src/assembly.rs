@@ -29,6 +29,7 @@ use crate::call::{Answer, Call};
 use crate::error::{Error, Failure, HostError};
 use crate::host::{Host, Verdict};
 use crate::pack::ContextPack;
+use crate::tokenizer::HostCounts;
 
 use crate::types::{AgentContext, Candidate, SummaryRequest, Tokenizer};
 use std::borrow::Cow;
@@ -64,9 +65,116 @@ struct Asked {
 pub(crate) struct Channel {
     asked: RefCell<Option<Asked>>,
     answer: RefCell<Option<Vec<(Call<'static>, Answer)>>>,
+    /// Set when the pipeline counts with the host: it runs in passes.
+    replay: RefCell<Option<Replay>>,
+}
+
+/// What a pipeline that runs in passes (see `Builder::counted_by_host`)
+/// was answered, to answer the next pass again without asking.
+struct Replay {
+    counts: Rc<HostCounts>,
+    /// Every round answered, in order.
+    answered: Vec<Vec<(Call<'static>, Answer)>>,
+    /// The rounds this pass was answered so far.
+    at: usize,
+    /// Set when a pass reached a step with counts still wanted: the pass
+    /// is over, and the counts are asked.
+    stopped: bool,
 }
 
 impl Channel {
+    /// From now on the pipeline runs in passes counted by `counts`.
+    pub(crate) fn replaying(&self, counts: Rc<HostCounts>) {
+        *self.replay.borrow_mut() = Some(Replay {
+            counts,
+            answered: Vec::new(),
+            at: 0,
+            stopped: false,
+        });
+    }
+
+    /// Runs `pass` until it is done (`Some`) or reaches a step while the
+    /// host has counts to give (`None`): it is then dropped, and the next
+    /// pass is answered from the start again.
+    pub(crate) async fn until_counts_wanted<T>(
+        &self,
+        mut pass: Pin<&mut impl Future<Output = T>>,
+    ) -> Option<T> {
+        if let Some(replay) = self.replay.borrow_mut().as_mut() {
+            replay.at = 0;
+            replay.stopped = false;
+        }
+        std::future::poll_fn(|cx| match pass.as_mut().poll(cx) {
+            Poll::Ready(outcome) => Poll::Ready(Some(outcome)),
+            Poll::Pending if self.stop_taken() => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        })
+        .await
+    }
+
+    fn stop_taken(&self) -> bool {
+        self.replay
+            .borrow_mut()
+            .as_mut()
+            .is_some_and(|r| std::mem::take(&mut r.stopped))
+    }
+
+    /// Asks the host's counter for the tokens of `texts`.
+    pub(crate) async fn count_tokens(
+        &self,
+        tokenizer: &str,
+        texts: Vec<String>,
+    ) -> Result<Vec<u32>, HostError> {
+        let call = Call::CountTokens {
+            tokenizer: Cow::Owned(tokenizer.to_owned()),
+            texts: Cow::Owned(texts),
+        };
+        let ask = Ask {
+            channel: self,
+            asked: Some(Asked::of(vec![call])),
+            replayed: false,
+        };
+        match ask.await.pop() {
+            Some((_, Answer::Counts(counts))) => counts,
+            _ => unreachable_answer(),
+        }
+    }
+
+    /// For a pass: the answers this round had in an earlier pass, if it
+    /// was asked there; or, if this pass used a count the host has not
+    /// given, the end of the pass (`Err`); or nothing: ask the host.
+    fn replayed(
+        &self,
+        calls: &[Call<'static>],
+    ) -> Result<Option<Vec<(Call<'static>, Answer)>>, ()> {
+        let mut replay = self.replay.borrow_mut();
+        let Some(replay) = replay.as_mut() else {
+            return Ok(None);
+        };
+        if let Some(round) = replay.answered.get(replay.at) {
+            // A pass asks what the one before asked, as long as it counts
+            // the same: it always does (see `Builder::counted_by_host`).
+            if round.len() == calls.len() && round.iter().zip(calls).all(|((c, _), d)| c == d) {
+                replay.at += 1;
+                return Ok(Some(round.clone()));
+            }
+            replay.answered.truncate(replay.at);
+        }
+        if replay.counts.wants() {
+            replay.stopped = true;
+            return Err(());
+        }
+        Ok(None)
+    }
+
+    /// Keeps a round's answers for the passes to come.
+    fn keep(&self, answered: &[(Call<'static>, Answer)]) {
+        if let Some(replay) = self.replay.borrow_mut().as_mut() {
+            replay.answered.push(answered.to_vec());
+            replay.at += 1;
+        }
+    }
+
     /// Asks the host for the answers to one round of source calls.
     pub(crate) async fn sources(
         &self,
@@ -122,11 +230,18 @@ impl Channel {
 
     /// Asks a round of calls; each comes back with its answer.
     fn ask(&self, calls: Vec<Call<'static>>) -> Ask<'_> {
-        let answers = calls.iter().map(|_| None).collect();
         Ask {
             channel: self,
-            asked: Some(Asked { calls, answers }),
+            asked: Some(Asked::of(calls)),
+            replayed: true,
         }
+    }
+}
+
+impl Asked {
+    fn of(calls: Vec<Call<'static>>) -> Self {
+        let answers = calls.iter().map(|_| None).collect();
+        Asked { calls, answers }
     }
 }
 
@@ -142,6 +257,9 @@ fn unreachable_answer() -> ! {
 struct Ask<'c> {
     channel: &'c Channel,
     asked: Option<Asked>,
+    /// Whether a pass answers it from an earlier one's answers (every
+    /// round but the counts).
+    replayed: bool,
 }
 
 impl Future for Ask<'_> {
@@ -149,11 +267,25 @@ impl Future for Ask<'_> {
 
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         if let Some(asked) = self.asked.take() {
+            if self.replayed {
+                match self.channel.replayed(&asked.calls) {
+                    Ok(Some(answered)) => return Poll::Ready(answered),
+                    // The pass is over: it is dropped unanswered.
+                    Err(()) => return Poll::Pending,
+                    Ok(None) => {}
+                }
+            }
             *self.channel.asked.borrow_mut() = Some(asked);
             return Poll::Pending;
         }
-        match self.channel.answer.borrow_mut().take() {
-            Some(answer) => Poll::Ready(answer),
+        let answer = self.channel.answer.borrow_mut().take();
+        match answer {
+            Some(answer) => {
+                if self.replayed {
+                    self.channel.keep(&answer);
+                }
+                Poll::Ready(answer)
+            }
             None => Poll::Pending,
         }
     }

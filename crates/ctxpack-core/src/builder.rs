@@ -11,14 +11,21 @@ use crate::item::{Group, Item};
 use crate::model::{self, Models, Settled};
 use crate::pack::ContextPack;
 
+use crate::capability::Capability;
 use crate::policy::{self, Husks};
 use crate::record::{self, Decided};
 use crate::render::{self, Layers, Rendered};
 use crate::snapshot::{SectionCompression, SnapshotStatus, SourceCall};
-use crate::tokenizer::{CountCache, Meter, TokenCounter, Tokenizers};
+use crate::tokenizer::{CountCache, HostCounts, Meter, TokenCounter, Tokenizers};
 use crate::types::{AssembleRequest, ConversationStart, Tokenizer};
 use crate::{admit, compress, conversation, fence, gather, layer, rank, validate};
+use std::rc::Rc;
 use std::sync::{Mutex, TryLockError};
+
+/// The most rounds of `counter.count-tokens` an assembly asks: far more
+/// than a host whose counts grow with the text needs (a few per step,
+/// and ⌈log₁₆ bytes⌉ + 1 for a cut).
+const MOST_COUNT_ROUNDS: u32 = 256;
 
 /// A context builder. Build it once and reuse it: it keeps the token counts
 /// it has made (up to `count-cache-entries`), so a conversation
@@ -128,6 +135,11 @@ impl Builder {
         {
             model::check_file(model, file, pattern)?;
         }
+        if let Tokenizer::Host(name) = &settled.tokenizer {
+            return self
+                .counted_by_host(name, request, channel, &settled, budget)
+                .await;
+        }
         let counter = match (self.tokenizers.counter(&settled.tokenizer), &settled.model) {
             (Ok(counter), _) => counter,
             (Err(error), Some(model)) => return Err(model::missing_file(model, error).into()),
@@ -149,6 +161,65 @@ impl Builder {
         };
         let meter = Meter::new(counter.as_ref(), &settled.tokenizer, cache);
         self.run(request, channel, &meter, &settled, budget).await
+    }
+
+    /// The pipeline, counting with the host (`Tokenizer::Host(name)`): a
+    /// pass runs until it needs a count the host has not given and then
+    /// reaches a step (or its end); the host is asked, in one round, for
+    /// every text the pass needed, and the pipeline runs again from the
+    /// start. What the host answered before is answered again from the
+    /// channel's record without asking, so each source, review and
+    /// summary is still asked once: a step is only ever asked by a pass
+    /// whose every count was the host's, which the next pass, counting
+    /// the same, repeats exactly.
+    async fn counted_by_host(
+        &self,
+        name: &str,
+        request: &AssembleRequest,
+        channel: &assembly::Channel,
+        settled: &Settled,
+        budget: u32,
+    ) -> Result<ContextPack, Failure> {
+        let counts = Rc::new(HostCounts::default());
+        channel.replaying(Rc::clone(&counts));
+        let mut rounds = 0;
+        loop {
+            let outcome = {
+                // The host's counts are the host's: they are not kept
+                // for other assemblies, whose host may count otherwise.
+                let mut none = CountCache::new(0);
+                let meter = Meter::new(counts.as_ref(), &settled.tokenizer, &mut none);
+                let pass = std::pin::pin!(self.run(request, channel, &meter, settled, budget));
+                channel.until_counts_wanted(pass).await
+            };
+            match outcome {
+                Some(outcome) if !counts.wants() => return outcome,
+                _ if rounds == MOST_COUNT_ROUNDS => {
+                    return Err(Error::HostFailed {
+                        capability: Capability::CountTokens.name().into(),
+                        message: format!(
+                            "the assembly still needed counts after {MOST_COUNT_ROUNDS} rounds: a host whose counts do not grow with the text?"
+                        ),
+                    }
+                    .into());
+                }
+                _ => {}
+            }
+            rounds += 1;
+            let texts = counts.take_missing();
+            let counted = channel.count_tokens(name, texts.clone()).await;
+            match counted {
+                Ok(n) if n.len() == texts.len() => counts.learn(texts, &n),
+                Ok(n) => {
+                    return Err(Error::HostFailed {
+                        capability: Capability::CountTokens.name().into(),
+                        message: format!("answered {} counts for {} texts", n.len(), texts.len()),
+                    }
+                    .into());
+                }
+                Err(e) => return Err(Error::from(e).into()),
+            }
+        }
     }
 
     /// The pipeline, on a valid request (stage 1, `validate`, is done),

@@ -69,6 +69,13 @@ pub enum Call<'a> {
         /// The tokenizer the targets are counted in.
         tokenizer: Tokenizer,
     },
+    /// `counter.count-tokens`: one count per text, in order.
+    CountTokens {
+        /// The name the request's `Tokenizer::Host` gives.
+        tokenizer: Cow<'a, str>,
+        /// The texts to count.
+        texts: Cow<'a, [String]>,
+    },
 }
 
 /// The host's answer to one [`Call`]: what the import returns, or its
@@ -82,6 +89,8 @@ pub enum Answer {
     Verdicts(Result<Vec<Verdict>, HostError>),
     /// To [`Call::Summarize`]: one summary per request, in order.
     Summaries(Result<Vec<String>, HostError>),
+    /// To [`Call::CountTokens`]: one count per text, in order.
+    Counts(Result<Vec<u32>, HostError>),
 }
 
 impl Call<'_> {
@@ -94,6 +103,7 @@ impl Call<'_> {
             Call::RepositoryState {} => Capability::RepositoryState,
             Call::Review { .. } => Capability::Review,
             Call::Summarize { .. } => Capability::Summarize,
+            Call::CountTokens { .. } => Capability::CountTokens,
         }
     }
 
@@ -125,6 +135,9 @@ impl Call<'_> {
                 requests,
                 tokenizer,
             } => Answer::Summaries(host.summarize(requests, tokenizer.clone())),
+            Call::CountTokens { tokenizer, texts } => {
+                Answer::Counts(host.count_tokens(tokenizer, texts))
+            }
         }
     }
 
@@ -134,6 +147,7 @@ impl Call<'_> {
             Kind::Candidates => Answer::Candidates(Err(error)),
             Kind::Verdicts => Answer::Verdicts(Err(error)),
             Kind::Summaries => Answer::Summaries(Err(error)),
+            Kind::Counts => Answer::Counts(Err(error)),
         }
     }
 
@@ -146,6 +160,7 @@ impl Call<'_> {
             | Call::RepositoryState {} => Kind::Candidates,
             Call::Review { .. } => Kind::Verdicts,
             Call::Summarize { .. } => Kind::Summaries,
+            Call::CountTokens { .. } => Kind::Counts,
         }
     }
 
@@ -186,6 +201,10 @@ impl Call<'_> {
                 requests: own(requests),
                 tokenizer,
             },
+            Call::CountTokens { tokenizer, texts } => Call::CountTokens {
+                tokenizer: own(tokenizer),
+                texts: own(texts),
+            },
         }
     }
 
@@ -203,6 +222,7 @@ impl Call<'_> {
             Kind::Candidates => Answer::Candidates(result(de)?),
             Kind::Verdicts => Answer::Verdicts(result(de)?),
             Kind::Summaries => Answer::Summaries(result(de)?),
+            Kind::Counts => Answer::Counts(result(de)?),
         })
     }
 }
@@ -213,6 +233,7 @@ enum Kind {
     Candidates,
     Verdicts,
     Summaries,
+    Counts,
 }
 
 impl Answer {
@@ -221,6 +242,7 @@ impl Answer {
             Answer::Candidates(_) => Kind::Candidates,
             Answer::Verdicts(_) => Kind::Verdicts,
             Answer::Summaries(_) => Kind::Summaries,
+            Answer::Counts(_) => Kind::Counts,
         }
     }
 
@@ -230,6 +252,7 @@ impl Answer {
             Answer::Candidates(_) => "candidates",
             Answer::Verdicts(_) => "verdicts",
             Answer::Summaries(_) => "summaries",
+            Answer::Counts(_) => "counts",
         }
     }
 }
@@ -250,6 +273,7 @@ impl Serialize for Answer {
             Answer::Candidates(r) => result(s, r),
             Answer::Verdicts(r) => result(s, r),
             Answer::Summaries(r) => result(s, r),
+            Answer::Counts(r) => result(s, r),
         }
     }
 }

@@ -17,17 +17,20 @@ pub enum Capability {
     Review,
     /// `summarizer.summarize`.
     Summarize,
+    /// `counter.count-tokens`.
+    CountTokens,
 }
 
 impl Capability {
     /// Every capability, in the order the WIT lists them.
-    pub const ALL: [Capability; 6] = [
+    pub const ALL: [Capability; 7] = [
         Capability::Retrieve,
         Capability::ExpandGraph,
         Capability::RecallMemory,
         Capability::RepositoryState,
         Capability::Review,
         Capability::Summarize,
+        Capability::CountTokens,
     ];
 
     /// Its name, the interface's and the function's: `sources.retrieve`.
@@ -39,6 +42,7 @@ impl Capability {
             Capability::RepositoryState => "sources.repository-state",
             Capability::Review => "policy.review",
             Capability::Summarize => "summarizer.summarize",
+            Capability::CountTokens => "counter.count-tokens",
         }
     }
 
@@ -51,6 +55,7 @@ impl Capability {
             Capability::RepositoryState => "repository-state",
             Capability::Review => "review",
             Capability::Summarize => "summarize",
+            Capability::CountTokens => "count-tokens",
         }
     }
 

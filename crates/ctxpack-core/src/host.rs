@@ -82,6 +82,15 @@ pub trait Host {
     ) -> Result<Vec<String>, HostError> {
         Err(HostError::not_provided(Capability::Summarize.name()))
     }
+
+    /// The tokens of each text, in order, as the tokenizer the request
+    /// names `tokenizer` (its `Tokenizer::Host`) counts them. Asked in
+    /// rounds, each with every text the assembly needs that it has not
+    /// counted yet. Counts are taken as they are (see
+    /// [`Tokenizer::Host`]).
+    fn count_tokens(&mut self, _tokenizer: &str, _texts: &[String]) -> Result<Vec<u32>, HostError> {
+        Err(HostError::not_provided(Capability::CountTokens.name()))
+    }
 }
 
 /// A host that lends nothing: every call fails, naming the import. Use it

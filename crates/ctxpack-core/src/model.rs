@@ -22,6 +22,10 @@ enum Counts {
     /// The name of the file, where a user finds it, and the pattern its
     /// model's files split text by, where it is known.
     File(&'static str, &'static str, Option<&'static str>),
+    /// Counted by the host (`Tokenizer::Host`), under the model's name:
+    /// the provider's token counting (Anthropic's `count_tokens`,
+    /// Gemini's `countTokens`) is the only exact count.
+    Host,
 }
 
 const LLAMA3: Counts = Counts::File(
@@ -72,7 +76,9 @@ const PHI4: Counts = Counts::File(
 /// template adds around one message's content, in its own tokens: OpenAI's
 /// chat format 3 (`<|im_start|>`, the role, the separator), Harmony 4,
 /// Llama 3 and 4, ChatML (Qwen) and Gemma 5, Phi-4 4, Mistral and
-/// DeepSeek 2.
+/// DeepSeek 2. A model counted by the host (Claude, Gemini) has none: the
+/// host's count of a text is taken as it is, with whatever the host counts
+/// around it.
 #[rustfmt::skip]
 const BUILT_IN: &[(&str, Counts, u32, u32, u32)] = &[
     ("gpt-4o", Counts::O200k, 128_000, 16_384, 3),
@@ -124,6 +130,19 @@ const BUILT_IN: &[(&str, Counts, u32, u32, u32)] = &[
     ("deepseek-v3", DEEPSEEK, 131_072, 8_192, 2),
     ("deepseek-r1", DEEPSEEK, 131_072, 8_192, 2),
     ("phi-4", PHI4, 16_384, 4_096, 4),
+    ("claude-opus-4-5", Counts::Host, 200_000, 64_000, 0),
+    ("claude-sonnet-4-5", Counts::Host, 200_000, 64_000, 0),
+    ("claude-haiku-4-5", Counts::Host, 200_000, 64_000, 0),
+    ("claude-opus-4-1", Counts::Host, 200_000, 32_000, 0),
+    ("claude-opus-4", Counts::Host, 200_000, 32_000, 0),
+    ("claude-sonnet-4", Counts::Host, 200_000, 64_000, 0),
+    ("claude-3-7-sonnet", Counts::Host, 200_000, 64_000, 0),
+    ("claude-3-5-haiku", Counts::Host, 200_000, 8_192, 0),
+    ("gemini-3-pro-preview", Counts::Host, 1_048_576, 65_536, 0),
+    ("gemini-2.5-pro", Counts::Host, 1_048_576, 65_536, 0),
+    ("gemini-2.5-flash", Counts::Host, 1_048_576, 65_536, 0),
+    ("gemini-2.5-flash-lite", Counts::Host, 1_048_576, 65_536, 0),
+    ("gemini-2.0-flash", Counts::Host, 1_048_576, 8_192, 0),
 ];
 
 /// The profiles a builder knows: the built-in table and its own.
@@ -320,7 +339,7 @@ impl Models {
         let why = if key == "o200k-base" || key == "cl100k-base" {
             " (it is a tokenizer: give it as the request's `tokenizer`)"
         } else if key.starts_with("claude") || key.starts_with("gemini") {
-            " (Claude and Gemini count only through their providers' APIs, and have no profile yet: give a `tokenizer`, an estimate such as {\"chars-per-token\": 3}, or a profile of your own)"
+            " (Claude and Gemini count through their providers' APIs: a request counts with the host's counter as {\"tokenizer\": {\"host\": \"<model>\"}}, or a profile of your own names it)"
         } else {
             " (add a profile in the builder's `models`)"
         };
@@ -405,6 +424,7 @@ fn row(&(name, counts, window, reserve, overhead): &(&str, Counts, u32, u32, u32
             Counts::O200k => Tokenizer::O200kBase,
             Counts::Cl100k => Tokenizer::Cl100kBase,
             Counts::File(file, ..) => Tokenizer::Named(file.to_owned()),
+            Counts::Host => Tokenizer::Host(name.to_owned()),
         },
         context_window: window,
         output_reserve: reserve,

@@ -8,6 +8,8 @@ use crate::tokenizer::{CharsPerToken, Meter, Recording};
 
 mod conversation;
 mod counters;
+#[cfg(feature = "o200k")]
+mod host_counts;
 mod hosts;
 mod models;
 mod modules;

@@ -19,7 +19,9 @@ use crate::encoding::{Encoding, split_after};
 use crate::error::Error;
 use crate::types::Tokenizer;
 
+mod host;
 mod meter;
+pub(crate) use host::HostCounts;
 pub(crate) use meter::{CountCache, Meter, Tally};
 
 /// A token count that may have stopped early.
@@ -554,6 +556,12 @@ impl Tokenizers {
                 Some((_, counter)) => return Ok(Box::new(Lent(counter.as_ref()))),
                 None => &self.named(name)?.encoding,
             },
+            Tokenizer::Host(name) => {
+                return Err(Error::TokenizerUnavailable(format!(
+                    "{}: counted by the host, which only an assembly asks",
+                    crate::near::shown(name)
+                )));
+            }
             #[allow(unreachable_patterns)]
             left_out => return Err(left_out_of_this_build(left_out)),
         };
@@ -583,7 +591,9 @@ fn left_out_of_this_build(tokenizer: &Tokenizer) -> Error {
     let (name, feature) = match tokenizer {
         Tokenizer::O200kBase => ("o200k-base", "o200k"),
         Tokenizer::Cl100kBase => ("cl100k-base", "cl100k"),
-        Tokenizer::CharsPerToken(_) | Tokenizer::Named(_) => ("chars-per-token", "none"),
+        Tokenizer::CharsPerToken(_) | Tokenizer::Named(_) | Tokenizer::Host(_) => {
+            ("chars-per-token", "none")
+        }
     };
     Error::TokenizerUnavailable(format!(
         "{name}: this build of ctxpack was compiled without it (cargo feature `{feature}`)"

@@ -52,6 +52,12 @@ pub enum Tokenizer {
     /// Exact counts with a tokenizer file the builder was given
     /// ([`crate::BuilderConfig::tokenizers`]), by its name.
     Named(String),
+    /// Counted by the host's `counter.count-tokens`, which is given this
+    /// name (the model's, `claude-sonnet-4-5`) with the texts to count:
+    /// for a model whose tokenizer is not public, or a function of the
+    /// user's. Exact as the host's counts are, which are taken as they
+    /// are (see [`crate::Host::count_tokens`]).
+    Host(String),
 }
 
 /// A layer of the pack.

@@ -54,6 +54,9 @@ pub(crate) fn tokenizer(tokenizer: &Tokenizer, path: &str) -> Result<(), Error> 
         Tokenizer::Named(name) if name.trim().is_empty() => {
             Err(Error::invalid(format!("{path}.named"), "must not be empty"))
         }
+        Tokenizer::Host(name) if name.trim().is_empty() => {
+            Err(Error::invalid(format!("{path}.host"), "must not be empty"))
+        }
         _ => Ok(()),
     }
 }

@@ -20,7 +20,7 @@ pub mod stores;
 
 pub use record::{Recorded, Recorder};
 pub use scenario::{Outcome, Reply, RouterSpec, Scenario};
-pub use stores::{HostAnswers, InMemoryHost};
+pub use stores::{CounterRule, HostAnswers, InMemoryHost, words};
 
 use ctxpack_core::ConfigFormat;
 use ctxpack_host::{Runtime, WasmError};

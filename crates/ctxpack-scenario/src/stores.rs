@@ -81,6 +81,33 @@ pub struct HostAnswers {
     /// `summarizer.summarize`.
     #[serde(default)]
     pub summarizer: Option<SummarizerRule>,
+    /// `counter.count-tokens`.
+    #[serde(default)]
+    pub counter: Option<CounterRule>,
+}
+
+/// How the host counts tokens (a request's `tokenizer: {"host": …}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum CounterRule {
+    /// One token a word: a run of characters between ASCII spaces, tabs
+    /// and line breaks (see [`words`]).
+    Words,
+    /// Fail with this message.
+    Error(String),
+    /// Answer one count fewer than asked (a broken counter).
+    TooFew,
+}
+
+/// The scenario host's count: one token a run of characters between
+/// ASCII spaces, tabs, line feeds and carriage returns — a rule every
+/// host package's scenario host counts alike.
+pub fn words(text: &str) -> u32 {
+    let n = text
+        .split([' ', '\t', '\n', '\r'])
+        .filter(|w| !w.is_empty())
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// In-memory stores answering from [`HostAnswers`], with call counts.
@@ -213,6 +240,17 @@ impl Host for InMemoryHost {
             })
             .chain(std::iter::repeat(Verdict::Allow));
         Ok(verdicts.take(answered).collect())
+    }
+
+    fn count_tokens(&mut self, _: &str, texts: &[String]) -> Result<Vec<u32>, HostError> {
+        let name = Capability::CountTokens.name();
+        *self.calls.entry(name).or_default() += 1;
+        match &self.answers.counter {
+            None => Err(HostError::not_provided(name)),
+            Some(CounterRule::Error(message)) => Err(HostError::new(name, message.clone())),
+            Some(CounterRule::Words) => Ok(texts.iter().map(|t| words(t)).collect()),
+            Some(CounterRule::TooFew) => Ok(texts.iter().skip(1).map(|t| words(t)).collect()),
+        }
     }
 
     fn summarize(

@@ -30,7 +30,7 @@ macro_rules! wit_conversions {
 
             $crate::__shaped_conversions!();
             $crate::__record!(ctx::AgentContext, wit::$AgentContext, { session_id, trace_id, user_id, tenant_id, project_id, run_id, attempt_id, scopes });
-            $crate::__cases!(ctx::Tokenizer, wit::$Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken, Named]);
+            $crate::__cases!(ctx::Tokenizer, wit::$Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken, Named, Host]);
             $crate::__record!(ctx::ModelProfile, wit::ModelProfile, { name, tokenizer, context_window, output_reserve, message_overhead });
             $crate::__cases!(ctx::Assumed, wit::Assumed, [Tokenizer, Budget, EntryOverhead] []);
             $crate::__record!(ctx::ModelUse, wit::ModelUse, { profile, assumed });
@@ -128,6 +128,9 @@ macro_rules! wit_capabilities {
             summarizer {
                 summarize Summarize [SummarizeRequest] () { requests: records [Vec<imports::types::SummaryRequest>] [&[::ctxpack_core::SummaryRequest]], tokenizer: value [imports::types::Tokenizer] [::ctxpack_core::Tokenizer] } -> [Vec<String>] [Vec<String>];
             }
+            counter {
+                count_tokens CountTokens [CountTokensRequest] () { tokenizer: str [String] [&str], texts: strs [Vec<String>] [&[String]] } -> [Vec<u32>] [Vec<u32>];
+            }
         }
     };
 }
@@ -138,6 +141,6 @@ macro_rules! wit_capabilities {
 #[macro_export]
 macro_rules! wit_answers {
     () => {
-        $crate::__cases!(ctx::Answer, exported::Answer, [] [Candidates, Verdicts, Summaries]);
+        $crate::__cases!(ctx::Answer, exported::Answer, [] [Candidates, Verdicts, Summaries, Counts]);
     };
 }

@@ -9,6 +9,7 @@ export const CALLS = {
   repositoryState: { capability: 'sources.repository-state', context: true, params: [] },
   review: { capability: 'policy.review', context: true, params: ['items'] },
   summarize: { capability: 'summarizer.summarize', context: false, params: ['requests', 'tokenizer'] },
+  countTokens: { capability: 'counter.count-tokens', context: false, params: ['tokenizer', 'texts'] },
 };
 
 // The sources each profile may call (with its settings at their

@@ -47,14 +47,16 @@ export type Tokenizer =
   | "o200k-base"
   | "cl100k-base"
   | { charsPerToken: number }
-  | { named: string };
+  | { named: string }
+  | { host: string };
 
 /** How text is turned into tokens. A budget is always counted in the tokens of the tokenizer the request names. (as the package accepts it) */
 export type TokenizerInit =
   | "o200k-base"
   | "cl100k-base"
   | { charsPerToken: number }
-  | { named: string };
+  | { named: string }
+  | { host: string };
 
 /** A model a request can name (`assemble-request.model`): the values a request that names it takes where it gives none. (as the package gives it) */
 export interface ModelProfile {
@@ -1540,6 +1542,22 @@ export interface ReviewRequestInit {
   items: CandidateInit[];
 }
 
+/** The arguments of `counter.count-tokens`. (as the package gives it) */
+export interface CountTokensRequest {
+  /** The name the request's `tokenizer.host` gives. */
+  tokenizer: string;
+  /** The texts to count. */
+  texts: string[];
+}
+
+/** The arguments of `counter.count-tokens`. (as the package accepts it) */
+export interface CountTokensRequestInit {
+  /** The name the request's `tokenizer.host` gives. */
+  tokenizer: string;
+  /** The texts to count. */
+  texts: string[];
+}
+
 /** The arguments of `summarizer.summarize`. (as the package gives it) */
 export interface SummarizeRequest {
   /** One text per section, each to summarise within its target. */
@@ -1563,7 +1581,8 @@ export type Call =
   | { recallMemory: RecallMemoryRequest }
   | "repository-state"
   | { review: ReviewRequest }
-  | { summarize: SummarizeRequest };
+  | { summarize: SummarizeRequest }
+  | { countTokens: CountTokensRequest };
 
 /** One call of a step: the import of the same name, with its arguments but the context (the request's). (as the package accepts it) */
 export type CallInit =
@@ -1572,7 +1591,8 @@ export type CallInit =
   | { recallMemory: RecallMemoryRequestInit }
   | "repository-state"
   | { review: ReviewRequestInit }
-  | { summarize: SummarizeRequestInit };
+  | { summarize: SummarizeRequestInit }
+  | { countTokens: CountTokensRequestInit };
 
 /** A value, or a Promise of it. */
 export type Awaitable<T> = T | PromiseLike<T>;
@@ -1590,4 +1610,5 @@ export interface Callbacks {
   repositoryState?(context: AgentContextInit): Awaitable<CandidateInit[]>;
   review?(context: AgentContextInit, items: Candidate[]): Awaitable<VerdictInit[]>;
   summarize?(requests: SummaryRequest[], tokenizer: Tokenizer): Awaitable<string[]>;
+  countTokens?(tokenizer: string, texts: string[]): Awaitable<number[]>;
 }

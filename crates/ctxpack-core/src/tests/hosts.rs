@@ -185,6 +185,10 @@ fn every_capability_is_a_call_keyed_by_its_function_and_a_host_lends_none_by_def
             requests: Vec::new().into(),
             tokenizer: Tokenizer::O200kBase,
         },
+        Call::CountTokens {
+            tokenizer: "claude-sonnet-4-5".into(),
+            texts: Vec::new().into(),
+        },
     ];
     let imports: Vec<Capability> = calls.iter().map(Call::import).collect();
     assert_eq!(imports, Capability::ALL);

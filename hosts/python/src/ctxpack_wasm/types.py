@@ -54,6 +54,11 @@ class Tokenizer(Variant):
         """Exact counts with a tokenizer file the builder was given (`builder-config.tokenizers`), by the name it was given under."""
         return cls("named", value)
 
+    @classmethod
+    def host(cls, value: str) -> "Tokenizer":
+        """Counted by the host's `counter.count-tokens`, which is given this name (the model's: `claude-sonnet-4-5`) with the texts."""
+        return cls("host", value)
+
 
 @dataclass(kw_only=True, slots=True)
 class ModelProfile(Record):
@@ -1099,6 +1104,15 @@ class ReviewRequest(Record):
 
 
 @dataclass(kw_only=True, slots=True)
+class CountTokensRequest(Record):
+    """The arguments of `counter.count-tokens`."""
+    tokenizer: str = UNSET
+    """The name the request's `tokenizer.host` gives."""
+    texts: List[str] = field(default_factory=list)
+    """The texts to count."""
+
+
+@dataclass(kw_only=True, slots=True)
 class SummarizeRequest(Record):
     """The arguments of `summarizer.summarize`."""
     requests: List["SummaryRequest"] = field(default_factory=list)
@@ -1140,6 +1154,11 @@ class Call(Variant):
         """summarize"""
         return cls("summarize", value)
 
+    @classmethod
+    def count_tokens(cls, value: "CountTokensRequest") -> "Call":
+        """count-tokens"""
+        return cls("count-tokens", value)
+
 
 __all__ = [
     "UNSET",
@@ -1159,6 +1178,7 @@ __all__ = [
     "ContextPack",
     "ConversationStart",
     "ConversationTurn",
+    "CountTokensRequest",
     "Counted",
     "CtxpackError",
     "Dispatch",
@@ -1230,6 +1250,8 @@ def _d_Tokenizer(o):
     if tag == "chars-per-token":
         return Tokenizer(tag, v)
     if tag == "named":
+        return Tokenizer(tag, v)
+    if tag == "host":
         return Tokenizer(tag, v)
     return Tokenizer(tag, v)
 def _d_ModelProfile(o):
@@ -1486,6 +1508,9 @@ def _d_RecallMemoryRequest(o):
 def _d_ReviewRequest(o):
     g = o.get
     return ReviewRequest(items=[_d_Candidate(x) for x in (g("items") or [])])
+def _d_CountTokensRequest(o):
+    g = o.get
+    return CountTokensRequest(tokenizer=o["tokenizer"], texts=(g("texts") or []))
 def _d_SummarizeRequest(o):
     g = o.get
     return SummarizeRequest(requests=[_d_SummaryRequest(x) for x in (g("requests") or [])], tokenizer=_d_Tokenizer(o["tokenizer"]))
@@ -1503,6 +1528,8 @@ def _d_Call(o):
         return Call(tag, _d_ReviewRequest(v))
     if tag == "summarize":
         return Call(tag, _d_SummarizeRequest(v))
+    if tag == "count-tokens":
+        return Call(tag, _d_CountTokensRequest(v))
     return Call(tag, v)
 
 _DECODE = {
@@ -1522,6 +1549,7 @@ _DECODE = {
     "ContextPack": _d_ContextPack,
     "ConversationStart": _d_ConversationStart,
     "ConversationTurn": _d_ConversationTurn,
+    "CountTokensRequest": _d_CountTokensRequest,
     "Counted": _d_Counted,
     "CtxpackError": _d_CtxpackError,
     "Dispatch": _d_Dispatch,
@@ -1584,7 +1612,7 @@ _DECODE = {
 
 _SCHEMA = {
     "AgentContext": ("record", AgentContext, [("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("user_id", "user-id", ['option', 'string']), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string'])]),
-    "Tokenizer": ("variant", Tokenizer, {"o200k-base": None, "cl100k-base": None, "chars-per-token": 'u32', "named": 'string'}),
+    "Tokenizer": ("variant", Tokenizer, {"o200k-base": None, "cl100k-base": None, "chars-per-token": 'u32', "named": 'string', "host": 'string'}),
     "ModelProfile": ("record", ModelProfile, [("name", "name", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("context_window", "context-window", 'u32'), ("output_reserve", "output-reserve", 'u32'), ("message_overhead", "message-overhead", 'u32')]),
     "Assumed": ("enum", Assumed),
     "ModelUse": ("record", ModelUse, [("profile", "profile", ['ref', 'ModelProfile']), ("assumed", "assumed", ['list', ['ref', 'Assumed']])]),
@@ -1655,8 +1683,9 @@ _SCHEMA = {
     "ExpandGraphRequest": ("record", ExpandGraphRequest, [("item_ids", "item-ids", ['list', 'string']), ("depth", "depth", 'u32')]),
     "RecallMemoryRequest": ("record", RecallMemoryRequest, [("user_id", "user-id", 'string'), ("query", "query", 'string'), ("limit", "limit", 'u32')]),
     "ReviewRequest": ("record", ReviewRequest, [("items", "items", ['list', ['ref', 'Candidate']])]),
+    "CountTokensRequest": ("record", CountTokensRequest, [("tokenizer", "tokenizer", 'string'), ("texts", "texts", ['list', 'string'])]),
     "SummarizeRequest": ("record", SummarizeRequest, [("requests", "requests", ['list', ['ref', 'SummaryRequest']]), ("tokenizer", "tokenizer", ['ref', 'Tokenizer'])]),
-    "Call": ("variant", Call, {"retrieve": ['ref', 'RetrieveRequest'], "expand-graph": ['ref', 'ExpandGraphRequest'], "recall-memory": ['ref', 'RecallMemoryRequest'], "repository-state": None, "review": ['ref', 'ReviewRequest'], "summarize": ['ref', 'SummarizeRequest']}),
+    "Call": ("variant", Call, {"retrieve": ['ref', 'RetrieveRequest'], "expand-graph": ['ref', 'ExpandGraphRequest'], "recall-memory": ['ref', 'RecallMemoryRequest'], "repository-state": None, "review": ['ref', 'ReviewRequest'], "summarize": ['ref', 'SummarizeRequest'], "count-tokens": ['ref', 'CountTokensRequest']}),
 }
 
 # The codec reads the tables from here: it never imports this module.
