@@ -352,7 +352,7 @@ def test_a_step_the_package_does_not_know_is_an_error_not_a_guess():
         def step(self, store, assembly, answer):
             return self.text
 
-    host = cp._Host(None, None, None, cp.AgentContext(trace_id="t"))
+    host = cp._Host(None, None, None, None, cp.AgentContext(trace_id="t"))
     asking = Asking()
     asking.text = '{"rerank": {"section": "relevant-knowledge", "items": []}}'
     with pytest.raises(RuntimeError, match="step this package does not know: 'rerank'"):

@@ -11,6 +11,7 @@ import random
 import pytest
 from langchain_core.messages import (
     AIMessage,
+    BaseMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
@@ -104,8 +105,6 @@ def test_trim_refuses_what_it_would_not_honour():
         trim_messages(messages, max_tokens=10, strategy="first")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="allow_partial"):
         trim_messages(messages, max_tokens=10, allow_partial=True)
-    with pytest.raises(TypeError, match="token_counter"):
-        trim_messages(messages, max_tokens=10, token_counter=len)
     with pytest.raises(ValueError, match="start_on"):
         trim_messages(messages, max_tokens=10, start_on="ai")
 
@@ -123,6 +122,123 @@ def test_trim_names_the_argument_a_mistake_is_in():
     with pytest.raises(TypeError, match=r"^`token_counter`: 'gpt-4o' is not a case of Tokenizer .*"
                                         r"Tokenizer.named\(NAME\), and a model .* is named by the request's `model`$"):
         trim_messages(messages, max_tokens=10, token_counter="gpt-4o")
+
+
+# LangChain's own test (libs/core/tests/unit_tests/messages/test_utils.py),
+# with its messages and counter, run against ctxpack's drop-in.
+_MESSAGES_TO_TRIM = [
+    SystemMessage("This is a 4 token text."),
+    HumanMessage("This is a 4 token text.", id="first"),
+    AIMessage(
+        [
+            {"type": "text", "text": "This is the FIRST 4 token block."},
+            {"type": "text", "text": "This is the SECOND 4 token block."},
+        ],
+        id="second",
+    ),
+    HumanMessage("This is a 4 token text.", id="third"),
+    AIMessage("This is a 4 token text.", id="fourth"),
+]
+_MESSAGES_TO_TRIM_COPY = [m.model_copy(deep=True) for m in _MESSAGES_TO_TRIM]
+
+
+def dummy_token_counter(messages: list[BaseMessage]) -> int:
+    # 3 tokens before a message, 3 after, 4 a text (or block).
+    count = 0
+    for msg in messages:
+        if isinstance(msg.content, str):
+            count += 3 + 4 + 3
+        if isinstance(msg.content, list):
+            count += 3 + len(msg.content) * 4 + 3
+    return count
+
+
+def test_trim_messages_last_30_include_system() -> None:
+    expected = [
+        SystemMessage("This is a 4 token text."),
+        HumanMessage("This is a 4 token text.", id="third"),
+        AIMessage("This is a 4 token text.", id="fourth"),
+    ]
+
+    actual = trim_messages(
+        _MESSAGES_TO_TRIM,
+        max_tokens=30,
+        include_system=True,
+        token_counter=dummy_token_counter,
+        strategy="last",
+    )
+    assert actual == expected
+    assert _MESSAGES_TO_TRIM == _MESSAGES_TO_TRIM_COPY
+
+
+def test_a_callable_counter_keeps_what_langchain_keeps_at_every_budget():
+    """LangChain's counters in each of their forms: a list counter, one
+    counting a message (annotated BaseMessage), `len` (messages, not
+    tokens), and a chat model's get_num_tokens_from_messages adding 3 once
+    per list as OpenAI's do."""
+    def words(messages: list) -> int:
+        return sum(len(str(m.content).split()) + 4 for m in messages)
+
+    def one(message: BaseMessage) -> int:
+        return len(str(message.content)) // 3 + 2
+    # This file's annotations are strings; LangChain looks for the class.
+    one.__annotations__["message"] = BaseMessage
+
+    class Model:
+        def get_num_tokens_from_messages(self, messages: list) -> int:
+            return 3 + sum(len(str(m.content).split()) + 3 for m in messages)
+
+    rng = random.Random(11)
+    builder = cp.Builder()
+    for counter in (words, one, len, Model()):
+        langchain_counter = counter.get_num_tokens_from_messages if isinstance(counter, Model) else counter
+        count_list = (lambda ms: sum(map(one, ms))) if counter is one else langchain_counter
+        for _ in range(60):
+            messages = chat(rng, rng.randint(1, 12))
+            include_system = rng.random() < 0.5
+            if include_system:
+                messages.insert(0, SystemMessage(content="Be brief. " * rng.randint(1, 3)))
+            max_tokens = rng.randint(0, 120)
+            start_on = rng.choice([None, "human"])
+            if include_system and count_list(messages[:1]) > max_tokens:
+                continue  # LangChain keeps a system message over the budget; ctxpack refuses
+            theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=langchain_counter,
+                                    strategy="last", start_on=start_on, include_system=include_system)
+            ours = trim_messages(messages, max_tokens=max_tokens, token_counter=counter, builder=builder,
+                                 start_on=start_on, include_system=include_system)
+            assert not ours or count_list(ours) <= max_tokens
+            if include_system and isinstance(counter, Model):
+                # LangChain takes the list's 3 off twice (once counting the
+                # system message, once the rest): ctxpack charges them once,
+                # so it keeps what LangChain keeps given 3 tokens more.
+                theirs = langchain_trim(messages, max_tokens=max_tokens + 3, token_counter=langchain_counter,
+                                        strategy="last", start_on=start_on, include_system=True)
+            assert [id(m) for m in ours] == [id(m) for m in theirs], (counter, max_tokens, start_on)
+
+
+def test_a_callable_counter_gets_dicts_as_they_were_given():
+    seen = []
+
+    def counter(messages: list) -> int:
+        seen.extend(messages)
+        return sum(len(m["content"]) for m in messages)
+
+    messages = [{"role": "user", "content": "abcdef"}, {"role": "assistant", "content": "ghij"},
+                {"role": "user", "content": "kl"}]
+    assert trim_messages(messages, max_tokens=6, token_counter=counter) == messages[1:]
+    assert seen and all(any(m is given for given in messages) for m in seen)
+
+
+def test_a_callable_counter_that_fails_or_answers_nonsense_is_raised_at_the_caller():
+    messages = [HumanMessage(content="hi")]
+
+    def broken(_messages: list) -> int:
+        raise RuntimeError("the counting service is down")
+
+    with pytest.raises(RuntimeError, match="the counting service is down"):
+        trim_messages(messages, max_tokens=10, token_counter=broken)
+    with pytest.raises(TypeError, match=r"`token_counter`: expected a whole number of tokens, got 2\.5"):
+        trim_messages(messages, max_tokens=10, token_counter=lambda ms: 2.5)
 
 
 OPENAI = [

@@ -71,7 +71,8 @@ def run(path: Path) -> tuple[str, dict]:
             router = cp.Router(text, kind, instance=builder._inst)
         sources = host.lend(cp.PROFILES.get(builder.profile, ()))
         text = builder.assemble_json(
-            scenario["request"], router=router, sources=sources, policy=host, summarizer=host
+            scenario["request"], router=router, sources=sources, policy=host, summarizer=host,
+            counter=host,
         )
     except cp.CtxpackError as e:
         text = refused(e)

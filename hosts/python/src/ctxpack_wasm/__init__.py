@@ -331,8 +331,10 @@ class _Host:
     calls, is turned into a thunk that makes it and a function that turns
     its answer into the JSON answer."""
 
-    def __init__(self, sources: Any, policy: Any, summarizer: Any, context: AgentContext) -> None:
-        self.lenders = {"sources": sources, "policy": policy, "summarizer": summarizer}
+    def __init__(self, sources: Any, policy: Any, summarizer: Any, counter: Any,
+                 context: AgentContext) -> None:
+        self.lenders = {"sources": sources, "policy": policy, "summarizer": summarizer,
+                        "counter": counter}
         self.context = context
 
     def call(self, call: Any) -> tuple[Any, Optional[Callable[[], Any]]]:
@@ -443,11 +445,11 @@ def _callback(lenders: dict, known: Any) -> Optional[Callable[..., Any]]:
     return f
 
 
-def _refuse_async(sources: Any, policy: Any, summarizer: Any) -> None:
+def _refuse_async(sources: Any, policy: Any, summarizer: Any, counter: Any = None) -> None:
     """The synchronous API cannot await: an ``async def`` callback is
     refused before anything runs, whether or not this assembly would call
     it."""
-    lenders = {"sources": sources, "policy": policy, "summarizer": summarizer}
+    lenders = {"sources": sources, "policy": policy, "summarizer": summarizer, "counter": counter}
     for known in CALLS.values():
         f = _callback(lenders, known)
         if f is not None and inspect.iscoroutinefunction(f):
@@ -612,9 +614,10 @@ class Builder(_Held):
         self._handle = result
 
     def _start(self, request: Any, router: Optional[Router], sources: Any, policy: Any,
-               summarizer: Any) -> Generator[list, list, str]:
+               summarizer: Any, counter: Any) -> Generator[list, list, str]:
         _refuse_unused(self.profile, sources)
-        _refuse_misspelt({"sources": sources, "policy": policy, "summarizer": summarizer})
+        _refuse_misspelt({"sources": sources, "policy": policy, "summarizer": summarizer,
+                          "counter": counter})
         text, context = _request(request)
         inst = self._inst
         if router is None:
@@ -623,40 +626,40 @@ class Builder(_Held):
             if router._inst is not inst:
                 raise ValueError("the router and the builder belong to different instances")
             assembly = inst.handle(inst.store, self._handle, router._handle, text)
-        return _steps(inst, assembly, _Host(sources, policy, summarizer, context))
+        return _steps(inst, assembly, _Host(sources, policy, summarizer, counter, context))
 
     def assemble(self, request: Any, *, sources: Any = None, policy: Any = allow_all,
-                 summarizer: Any = None) -> ContextPack:
+                 summarizer: Any = None, counter: Any = None) -> ContextPack:
         """A pack for `request` (an :class:`AssembleRequest` or a dict of
         its fields). Raises :class:`AssemblyFailed` when there is none."""
-        _refuse_async(sources, policy, summarizer)
-        return _outcome(_run_sync(self._start(request, None, sources, policy, summarizer)))
+        _refuse_async(sources, policy, summarizer, counter)
+        return _outcome(_run_sync(self._start(request, None, sources, policy, summarizer, counter)))
 
     async def assemble_async(self, request: Any, *, sources: Any = None, policy: Any = allow_all,
-                             summarizer: Any = None) -> ContextPack:
+                             summarizer: Any = None, counter: Any = None) -> ContextPack:
         """:meth:`assemble`, awaiting callbacks that are coroutines."""
-        return _outcome(await _run_async(self._start(request, None, sources, policy, summarizer)))
+        return _outcome(await _run_async(self._start(request, None, sources, policy, summarizer, counter)))
 
     def handle(self, router: Router, request: Any, *, sources: Any = None, policy: Any = allow_all,
-               summarizer: Any = None) -> Handling:
+               summarizer: Any = None, counter: Any = None) -> Handling:
         """Route `request.query`: a confident route goes straight to its
         skill, calling nothing; anything else is assembled and dispatched to
         the fallback skill."""
-        _refuse_async(sources, policy, summarizer)
-        return _outcome(_run_sync(self._start(request, router, sources, policy, summarizer)))
+        _refuse_async(sources, policy, summarizer, counter)
+        return _outcome(_run_sync(self._start(request, router, sources, policy, summarizer, counter)))
 
     async def handle_async(self, router: Router, request: Any, *, sources: Any = None,
-                           policy: Any = allow_all, summarizer: Any = None) -> Handling:
+                           policy: Any = allow_all, summarizer: Any = None, counter: Any = None) -> Handling:
         """:meth:`handle`, awaiting callbacks that are coroutines."""
-        return _outcome(await _run_async(self._start(request, router, sources, policy, summarizer)))
+        return _outcome(await _run_async(self._start(request, router, sources, policy, summarizer, counter)))
 
     def assemble_json(self, request: Any, *, router: Optional[Router] = None, sources: Any = None,
-                      policy: Any = allow_all, summarizer: Any = None) -> str:
+                      policy: Any = allow_all, summarizer: Any = None, counter: Any = None) -> str:
         """The outcome as the component wrote it: ``{"pack": …}``,
         ``{"handled": …}`` or ``{"failed": …}`` (to store or forward as
         it is, without the Python classes)."""
-        _refuse_async(sources, policy, summarizer)
-        return _run_sync(self._start(request, router, sources, policy, summarizer))
+        _refuse_async(sources, policy, summarizer, counter)
+        return _run_sync(self._start(request, router, sources, policy, summarizer, counter))
 
 
 def diff_snapshots(before: Any, after: Any, *, instance: Optional[Instance] = None) -> SnapshotDiff:

@@ -17,12 +17,13 @@ given or asked for.
 
 from __future__ import annotations
 
+import inspect
 import json
-from typing import Any, Iterable, Literal, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
 
 from . import AssemblyFailed, Builder
 from ._codec import encode
-from .types import AssembleRequest, ContextPack, ConversationTurn, Role
+from .types import AssembleRequest, ContextPack, ConversationTurn, Role, Tokenizer
 
 __all__ = [
     "conversation",
@@ -239,6 +240,128 @@ _U32_MAX = 0xFFFF_FFFF
 _ARGUMENTS = {"request.model": "model", "request.budget": "max_tokens", "request.tokenizer": "token_counter"}
 
 
+def _counts_messages(token_counter: Any) -> bool:
+    """Whether ``token_counter`` counts messages as LangChain's does: a
+    function, or a chat model (``get_num_tokens_from_messages``)."""
+    return hasattr(token_counter, "get_num_tokens_from_messages") or (
+        callable(token_counter) and not isinstance(token_counter, (str, Tokenizer)))
+
+
+def _list_counter(token_counter: Any) -> Callable[[list[Any]], Any]:
+    """``token_counter`` as LangChain calls it: on a list of messages. A
+    model counts with ``get_num_tokens_from_messages``; a function whose
+    first parameter is annotated ``BaseMessage`` counts one message, and
+    the list's count is the sum."""
+    model_count = getattr(token_counter, "get_num_tokens_from_messages", None)
+    if model_count is not None:
+        return model_count  # type: ignore[no-any-return]
+    try:
+        first = next(iter(inspect.signature(token_counter).parameters.values()), None)
+    except (TypeError, ValueError):  # a builtin without a signature
+        first = None
+    if first is not None and first.annotation is not inspect.Parameter.empty:
+        # Written `BaseMessage`, or the string under `from __future__
+        # import annotations` (which LangChain itself takes for a list).
+        names = {"BaseMessage"}
+        try:
+            from langchain_core.messages import BaseMessage  # the extra
+
+            one_message = first.annotation in (BaseMessage, *names)
+        except ImportError:  # without LangChain, only the name
+            one_message = first.annotation in names
+        if one_message:
+            return lambda messages: sum(token_counter(m) for m in messages)
+    return token_counter  # type: ignore[no-any-return]
+
+
+class _CountedAsMessages:
+    """A ``token_counter`` that counts messages, lent as the host's counter.
+
+    The core asks for the count of texts: a message as it is rendered
+    (``[role] content``), its content alone, the system prompt, the blank
+    line that joins two (never sent: no tokens) and the whole rendered
+    conversation. Each is counted as the messages it stands for — the
+    caller's own, as they were given —, the whole text as the list of its
+    messages. A text that is none of these (none is asked when nothing is
+    cut) is counted as one user message holding it.
+
+    A counter may add a count once per list (OpenAI's models add 3 for
+    the reply's priming): that count, the empty list's, is ``base``, taken
+    off every count here and off the budget once, so that counts add up
+    as the list's do."""
+
+    def __init__(self, token_counter: Any, messages: Sequence[Any], turns: Sequence[ConversationTurn],
+                 system: Optional[Any]) -> None:
+        self.count_list = _list_counter(token_counter)
+        self.langchain = any(_is_langchain(m) for m in messages) or _is_langchain(system)
+        self.by_text: dict[str, Any] = {}
+        if system is not None:
+            self.by_text[conversation([system])[0].content] = system
+        for m, t in zip(messages, turns):
+            role = t.role.value if isinstance(t.role, Role) else t.role
+            self.by_text.setdefault(f"[{role}] {t.content}", m)
+        for m, t in zip(messages, turns):
+            self.by_text.setdefault(t.content, m)
+        # The most blank-line-separated parts one message's text spans.
+        self.widest = max((k.count("\n\n") + 1 for k in self.by_text), default=1)
+        self.failure: Optional[BaseException] = None
+        try:
+            base = self.count_list([])
+        except Exception:  # a counter that cannot count no messages adds nothing for them
+            base = 0
+        self.base: int = base if type(base) is int and base >= 0 else 0
+
+    def __call__(self, _tokenizer: str, texts: list[str]) -> list[int]:
+        try:
+            return [self.count(t) for t in texts]
+        except Exception as e:
+            # Kept, so that trim_messages raises it as the caller's counter
+            # raised it (the assembly only records a failed call).
+            self.failure = e
+            raise
+
+    def count(self, text: str) -> int:
+        if not text.strip():
+            return 0
+        n = self.count_list(self.messages_of(text))
+        if type(n) is not int or n < 0:
+            raise TypeError(f"`token_counter`: expected a whole number of tokens, got {n!r}")
+        return max(n - self.base, 0)
+
+    def messages_of(self, text: str) -> list[Any]:
+        """The messages ``text`` renders, in order (one made up when it
+        renders none: a cut text)."""
+        one = self.by_text.get(text)
+        if one is not None:
+            return [one]
+        parts = text.split("\n\n")
+        # back[j]: where the last message of texts joining to parts[:j]
+        # begins, and that message.
+        back: list[Optional[tuple[int, Any]]] = [(0, None)]
+        back += [None] * len(parts)
+        for i in range(len(parts)):
+            if back[i] is None:
+                continue
+            for j in range(i + 1, min(len(parts), i + self.widest) + 1):
+                m = self.by_text.get("\n\n".join(parts[i:j]))
+                if m is not None and back[j] is None:
+                    back[j] = (i, m)
+        if back[len(parts)] is not None:
+            out, j = [], len(parts)
+            while j > 0:
+                step = back[j]
+                if step is None:  # cannot be: each step back was reached
+                    break
+                j, m = step
+                out.append(m)
+            return out[::-1]
+        if self.langchain:
+            from langchain_core.messages import HumanMessage  # the extra
+
+            return [HumanMessage(content=text)]
+        return [{"role": "user", "content": text}]
+
+
 def trim_messages(
     messages: Sequence[Any],
     *,
@@ -261,19 +384,27 @@ def trim_messages(
     the model the messages are for (``"gpt-4o"``, ``"qwen3-8b"``): its
     tokenizer and its chat format's ``entry_overhead`` are then the
     defaults.
+    ``token_counter`` may also be LangChain's: a function counting a list
+    of messages (or, annotated ``BaseMessage``, one message), or a chat
+    model with ``get_num_tokens_from_messages``. It is called with your
+    messages as you gave them, and the kept messages are those whose list
+    it counts within ``max_tokens`` (the system message, with
+    ``include_system``, among them); ``entry_overhead`` is then 0 unless
+    given, since such a counter counts a message's overhead itself.
     ``start_on="human"`` (or ``"user"``) makes the kept messages begin on a
     user turn; ``include_system`` keeps a first system message whatever
-    happens. Counted as ctxpack renders the conversation: each message as
-    ``[role] content``, joined by blank lines, plus ``entry_overhead`` per
-    message. Not supported (an error, never ignored): ``strategy="first"``,
-    ``allow_partial``, ``end_on`` and ``text_splitter``."""
+    happens. Counted by a tokenizer as ctxpack renders the conversation:
+    each message as ``[role] content``, joined by blank lines, plus
+    ``entry_overhead`` per message. Not supported (an error, never
+    ignored): ``strategy="first"``, ``allow_partial``, ``end_on`` and
+    ``text_splitter``."""
     if strategy != "last":
         raise ValueError("strategy: ctxpack keeps the newest messages ('last') only")
     if allow_partial:
         raise ValueError("allow_partial: ctxpack keeps or drops a message whole")
-    if callable(token_counter):
-        raise TypeError("token_counter: ctxpack counts exactly with its own tokenizers; "
-                        "give 'o200k-base', 'cl100k-base' or Tokenizer.chars_per_token(n)")
+    counts_messages = _counts_messages(token_counter)
+    if counts_messages and entry_overhead is None:
+        entry_overhead = 0
     # Checked here, so that a mistake names the argument the caller wrote
     # (`max_tokens`), not the request field it becomes (`request.budget`).
     for name, tokens in (("max_tokens", max_tokens), ("entry_overhead", entry_overhead)):
@@ -283,10 +414,11 @@ def trim_messages(
             raise TypeError(f"`{name}`: expected a whole number of tokens up to {_U32_MAX}, got {tokens!r}")
     if model is not None and not isinstance(model, str):
         raise TypeError(f"`model`: expected a model's name, got {model!r}")
-    if token_counter is None and model is None:
-        token_counter = "o200k-base"
-    if token_counter is not None:
-        encode(token_counter, ["ref", "Tokenizer"], "token_counter")
+    tokenizer = Tokenizer.host("token_counter") if counts_messages else token_counter
+    if tokenizer is None and model is None:
+        tokenizer = "o200k-base"
+    if tokenizer is not None and not counts_messages:
+        encode(tokenizer, ["ref", "Tokenizer"], "token_counter")
     starts = [start_on] if isinstance(start_on, str) else list(start_on or [])
     if any(s not in ("human", "user") for s in starts):
         raise ValueError(f"start_on: only a user turn ('human') can begin the kept messages, got {start_on!r}")
@@ -296,14 +428,20 @@ def trim_messages(
     if include_system and messages and conversation(messages[:1])[0].role == Role.SYSTEM:
         head, messages = messages[:1], messages[1:]
         system = conversation(head)[0].content
+    turns = conversation(messages)
+    counter = _CountedAsMessages(token_counter, messages, turns, head[0] if head else None) \
+        if counts_messages else None
     request = AssembleRequest(
-        conversation=conversation(messages), budget=max_tokens, tokenizer=token_counter,
+        conversation=turns, budget=max(max_tokens - counter.base, 0) if counter else max_tokens,
+        tokenizer=tokenizer,
         model=model, system_prompt=system, entry_overhead=entry_overhead,
         conversation_start="user-turn" if starts else "any-turn",
     )
     try:
-        pack = (builder or Builder()).assemble(request)
+        pack = (builder or Builder()).assemble(request, counter=counter)
     except Exception as e:
+        if counter is not None and counter.failure is not None:
+            raise counter.failure from None
         # A refusal of a field filled from an argument names the argument
         # the caller wrote (`max_tokens`, not `request.budget`).
         error = e.failure.error if isinstance(e, AssemblyFailed) else None
