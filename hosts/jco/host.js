@@ -80,7 +80,7 @@ export class HostError extends Error {}
 /**
  * The typed imports for `host` (an object with any of `retrieve`,
  * `expandGraph`, `recallMemory`, `repositoryState`, `review`,
- * `summarize`). A callback that throws fails that call; a missing one is
+ * `summarize`, `countTokens`). A callback that throws fails that call; a missing one is
  * not provided. (Typed imports are called synchronously.)
  */
 export function typedImports(host) {

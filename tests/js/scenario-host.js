@@ -11,6 +11,14 @@ const bytes = (s) => enc.encode(s).length;
 
 const NOT_PROVIDED = 'not provided by this host';
 
+/**
+ * The scenario host's count: one token a run of characters between ASCII
+ * spaces, tabs, line feeds and carriage returns (stores.rs `words`).
+ */
+export function words(text) {
+  return text.split(/[ \t\n\r]/).filter(Boolean).length;
+}
+
 /** The leading words that fit in `max` bytes of UTF-8. */
 export function leadingWords(text, max) {
   let out = '';
@@ -80,13 +88,14 @@ export class ScenarioHost {
   /**
    * This host as a builder's callbacks when its profile calls `sources`
    * (capabilities, the package's `PROFILES[builder.profile]`): the policy,
-   * the summariser and those sources — a source the profile never calls
+   * the summariser, the counter and those sources — a source the profile never calls
    * is refused by the package.
    */
   lend(sources) {
     const lent = {
       review: (...args) => this.review(...args),
       summarize: (...args) => this.summarize(...args),
+      countTokens: (...args) => this.countTokens(...args),
     };
     for (const [name, capability] of SOURCES) {
       if (sources.includes(capability)) lent[name] = (...args) => this[name](...args);
@@ -133,5 +142,15 @@ export class ScenarioHost {
       return requests.map(() => value);
     });
   }
-}
 
+  countTokens(_tokenizer, texts) {
+    this.count('counter.count-tokens');
+    return this.later(() => {
+      const rule = this.answers.counter;
+      if (rule == null) throw new this.HostError(NOT_PROVIDED);
+      if (rule === 'words') return texts.map(words);
+      if (rule === 'too-few') return texts.slice(1).map(words);
+      throw new this.HostError(rule.error);
+    });
+  }
+}

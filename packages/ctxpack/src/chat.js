@@ -207,8 +207,12 @@ export async function toLangChain(pack, messages) {
  * `maxTokens`, returned unchanged
  * and in order, a tool call never apart from its results. `tokenCounter`
  * is a tokenizer ctxpack counts exactly (`'o200k-base'`, the default,
- * `'cl100k-base'`, `{ named: file }`, `{ charsPerToken: n }`), not a
- * function. `model` names the model the messages are for (`'gpt-4o'`,
+ * `'cl100k-base'`, `{ named: file }`, `{ charsPerToken: n }`), or
+ * LangChain.js's: a function of a list of messages (its count, or a
+ * Promise of it), or a model with `getNumTokens(content)` (a message's
+ * count, summed); it is called with your messages as you gave them, the
+ * kept ones count within `maxTokens` as it counts them, and
+ * `entryOverhead` is then 0 unless given. `model` names the model the messages are for (`'gpt-4o'`,
  * `'qwen3-8b'`): its tokenizer and its chat format's `entryOverhead` are
  * then the defaults. `startOn: 'human'` makes the
  * kept messages begin on a user turn; `includeSystem` keeps a first
@@ -231,9 +235,7 @@ export async function trim(messages, options, makeBuilder) {
   if (strategy !== 'last') throw refuse('options.strategy', "ctxpack keeps the newest messages ('last') only");
   if (allowPartial) throw refuse('options.allowPartial', 'ctxpack keeps or drops a message whole');
   if (endOn != null || textSplitter != null) throw refuse(endOn != null ? 'options.endOn' : 'options.textSplitter', 'not supported');
-  if (typeof tokenCounter === 'function') {
-    throw refuse('options.tokenCounter', "ctxpack counts exactly with its own tokenizers: give 'o200k-base', 'cl100k-base' or { charsPerToken: n }");
-  }
+  const countsMessages = typeof tokenCounter === 'function' || typeof tokenCounter?.getNumTokens === 'function';
   const starts = startOn == null ? [] : [startOn].flat();
   if (starts.some((s) => s !== 'human' && s !== 'user')) {
     throw refuse('options.startOn', `only a user turn ('human') can begin the kept messages, got ${JSON.stringify(startOn)}`);
@@ -246,16 +248,126 @@ export async function trim(messages, options, makeBuilder) {
     head = rest.slice(0, 1);
     rest = rest.slice(1);
   }
+  const turns = conversationOf(rest);
+  const counter = countsMessages ? new CountedAsMessages(tokenCounter, rest, turns, head[0]) : null;
+  const base = counter === null ? 0 : await counter.countBase();
   let pack;
   try {
     pack = await (builder ?? await makeBuilder()).assemble({
-      conversation: conversationOf(rest), budget: maxTokens, tokenizer: tokenCounter, model,
-      systemPrompt, entryOverhead, conversationStart: starts.length > 0 ? 'user-turn' : 'any-turn',
-    });
+      conversation: turns,
+      budget: Math.max(maxTokens - base, 0),
+      tokenizer: counter === null ? tokenCounter : { host: 'tokenCounter' },
+      model,
+      systemPrompt,
+      entryOverhead: counter !== null && entryOverhead === undefined ? 0 : entryOverhead,
+      conversationStart: starts.length > 0 ? 'user-turn' : 'any-turn',
+    }, counter === null ? undefined : { countTokens: (_t, texts) => counter.countTokens(texts) });
   } catch (e) {
+    if (counter?.failure != null) throw counter.failure;
     throw asArgument(e);
   }
   return [...head, ...keptMessages(pack, rest)];
+}
+
+/**
+ * A LangChain.js `tokenCounter` (a function of a list of messages, or a
+ * model's `getNumTokens`), lent as the host's counter. The core asks for
+ * the count of texts: a message as it is rendered (`[role] content`), its
+ * content alone, the system prompt, the blank line that joins two (never
+ * sent: no tokens) and the whole rendered conversation. Each is counted
+ * as the messages it stands for, the caller's own, as they were given;
+ * the whole text as the list of its messages; any other text (none is
+ * asked when nothing is cut) as one user message holding it. A count a
+ * counter adds once per list (the empty list's, `base`) is taken off
+ * every count and off the budget once, so that counts add up as the
+ * list's do.
+ */
+class CountedAsMessages {
+  constructor(tokenCounter, messages, turns, system) {
+    this.countList = typeof tokenCounter === 'function'
+      ? async (list) => tokenCounter(list)
+      : async (list) => {
+        const counts = await Promise.all(list.map((m) => tokenCounter.getNumTokens(m.content)));
+        return counts.reduce((a, b) => a + b, 0);
+      };
+    this.langchain = messages.some((m) => langchainType(m) !== undefined);
+    this.byText = new Map();
+    if (system !== undefined) this.byText.set(conversationOf([system])[0].content, system);
+    turns.forEach((t, i) => {
+      const rendered = `[${t.role}] ${t.content}`;
+      if (!this.byText.has(rendered)) this.byText.set(rendered, messages[i]);
+    });
+    turns.forEach((t, i) => {
+      if (!this.byText.has(t.content)) this.byText.set(t.content, messages[i]);
+    });
+    // The most blank-line-separated parts one message's text spans.
+    this.widest = Math.max(1, ...Array.from(this.byText.keys(), (k) => k.split('\n\n').length));
+    this.base = 0;
+    this.failure = null;
+  }
+
+  /** The count of no messages (a counter that cannot give it adds nothing). */
+  async countBase() {
+    try {
+      const n = await this.countList([]);
+      this.base = Number.isInteger(n) && n >= 0 ? n : 0;
+    } catch {
+      this.base = 0;
+    }
+    return this.base;
+  }
+
+  async countTokens(texts) {
+    try {
+      return await Promise.all(texts.map((t) => this.count(t)));
+    } catch (e) {
+      // Kept, so that trimMessages throws it as the caller's counter
+      // threw it (the assembly only records a failed call).
+      this.failure = e;
+      throw e;
+    }
+  }
+
+  async count(text) {
+    if (text.trim() === '') return 0;
+    const n = await this.countList(this.messagesOf(text) ?? [await this.madeUp(text)]);
+    if (!Number.isInteger(n) || n < 0) {
+      throw refuse('options.tokenCounter', `expected a whole number of tokens, got ${JSON.stringify(n)}`);
+    }
+    return Math.max(n - this.base, 0);
+  }
+
+  /** The messages `text` renders, in order; null when it renders none (a cut text). */
+  messagesOf(text) {
+    const one = this.byText.get(text);
+    if (one !== undefined) return [one];
+    const parts = text.split('\n\n');
+    // back[j]: where the last message of texts joining to parts[:j] begins, and that message.
+    const back = new Array(parts.length + 1).fill(null);
+    back[0] = [0, null];
+    for (let i = 0; i < parts.length; i += 1) {
+      if (back[i] === null) continue;
+      for (let j = i + 1; j <= Math.min(parts.length, i + this.widest); j += 1) {
+        const m = this.byText.get(parts.slice(i, j).join('\n\n'));
+        if (m !== undefined && back[j] === null) back[j] = [i, m];
+      }
+    }
+    if (back[parts.length] !== null) {
+      const out = [];
+      for (let j = parts.length; j > 0; j = back[j][0]) out.push(back[j][1]);
+      return out.reverse();
+    }
+    return null;
+  }
+
+  /** One user message holding `text`, of the caller's kind. */
+  async madeUp(text) {
+    if (!this.langchain) return { role: 'user', content: text };
+    const { HumanMessage } = await import(
+      /* @vite-ignore */ /* webpackIgnore: true */ LANGCHAIN_MESSAGES
+    );
+    return new HumanMessage(text);
+  }
 }
 
 /** The options `trim` reads (LangChain.js's names, and `builder`). */

@@ -108,7 +108,12 @@ export function toLangChain(pack: ContextPack, messages?: readonly MessageLike[]
 /** LangChain.js's `trimMessages`, packed by ctxpack: the newest messages that fit, unchanged. */
 export function trimMessages<M extends MessageLike>(messages: readonly M[], options: {
   maxTokens: number;
-  tokenCounter?: TokenizerInit;
+  /**
+   * A tokenizer ctxpack counts with, or LangChain.js's counter: a function
+   * of a list of messages, or a model with `getNumTokens(content)`.
+   */
+  tokenCounter?: TokenizerInit | ((messages: M[]) => number | Promise<number>)
+    | { getNumTokens(content: unknown): number | Promise<number> };
   /** The model the messages are for: its tokenizer and per-message overhead are the defaults. */
   model?: string;
   strategy?: 'last';

@@ -386,8 +386,10 @@ export class Builder {
    * `config` is a BuilderConfig (`{}` or nothing: every default);
    * `callbacks` is an object with any of retrieve, expandGraph,
    * recallMemory, repositoryState, review (by default every item is
-   * allowed) and summarize. A callback it lacks is a source this host does
-   * not provide; one the configuration's profile never calls is refused.
+   * allowed), summarize and countTokens (the counter of a request whose
+   * tokenizer is `{host: name}`, or whose model's profile counts with the
+   * host: `countTokens(tokenizer, texts)` answers one count per text). A
+   * callback it lacks is a source this host does not provide; one the configuration's profile never calls is refused.
    * Throws a CtxpackError naming a wrong field.
    */
   static async create(config, callbacks) {

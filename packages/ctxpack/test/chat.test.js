@@ -78,7 +78,6 @@ test('trimMessages refuses what it would not honour', async () => {
   const messages = [new HumanMessage('hi')];
   await assert.rejects(trimMessages(messages, { maxTokens: 10, strategy: 'first' }), /options\.strategy/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, allowPartial: true }), /options\.allowPartial/);
-  await assert.rejects(trimMessages(messages, { maxTokens: 10, tokenCounter: (m) => m.length }), /options\.tokenCounter/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, startOn: 'ai' }), /options\.startOn/);
   // An option trimMessages does not read is refused, not ignored.
   await assert.rejects(trimMessages(messages, { maxTokens: 10, include_system: true }),
@@ -90,6 +89,76 @@ test('trimMessages refuses what it would not honour', async () => {
   await assert.rejects(trimMessages(messages, { maxTokens: 10, entryOverhead: -1 }), /`options\.entryOverhead`/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, tokenCounter: 'gpt-4o' }), /^TypeError: `options\.tokenCounter`: unknown variant `gpt-4o`/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, tokenCounter: { charsPerToken: 0 } }), /`options\.tokenCounter\.charsPerToken`/);
+});
+
+// LangChain's own case (its test_trim_messages_last_30_include_system),
+// with its messages and counter: 3 tokens before a message, 3 after, 4 a
+// text or block.
+const dummyTokenCounter = (messages) => messages.reduce((n, m) => n + 3
+  + (typeof m.content === 'string' ? 4 : m.content.length * 4) + 3, 0);
+
+test('a function as tokenCounter: LangChain\'s last 30, system included', async () => {
+  const messages = [
+    new SystemMessage('This is a 4 token text.'),
+    new HumanMessage({ content: 'This is a 4 token text.', id: 'first' }),
+    new AIMessage({
+      content: [
+        { type: 'text', text: 'This is the FIRST 4 token block.' },
+        { type: 'text', text: 'This is the SECOND 4 token block.' },
+      ],
+      id: 'second',
+    }),
+    new HumanMessage({ content: 'This is a 4 token text.', id: 'third' }),
+    new AIMessage({ content: 'This is a 4 token text.', id: 'fourth' }),
+  ];
+  const ours = await trimMessages(messages, {
+    maxTokens: 30, includeSystem: true, tokenCounter: dummyTokenCounter, strategy: 'last',
+  });
+  assert.deepEqual(ours, [messages[0], messages[3], messages[4]]);
+});
+
+test('a function or a model as tokenCounter keeps what LangChain.js keeps at every budget', async () => {
+  const words = (ms) => ms.reduce((n, m) => n + String(m.content).split(' ').filter(Boolean).length + 4, 0);
+  const perList = async (ms) => 3 + ms.reduce((n, m) => n + [...String(m.content)].length, 0);
+  const model = { getNumTokens: async (content) => Math.ceil(String(content).length / 3) + 1 };
+  const r = rng(11);
+  const builder = await Builder.create();
+  for (const counter of [words, perList, model]) {
+    const countList = typeof counter === 'function' ? counter
+      : async (ms) => (await Promise.all(ms.map((m) => counter.getNumTokens(m.content)))).reduce((a, b) => a + b, 0);
+    for (let c = 0; c < 60; c += 1) {
+      const includeSystem = below(r, 2) === 1;
+      const messages = [
+        ...(includeSystem ? [new SystemMessage('Be brief. '.repeat(1 + below(r, 3)))] : []),
+        ...chat(r, 1 + below(r, 12)),
+      ];
+      const maxTokens = below(r, 121);
+      // (LangChain.js loses the system message to startOn: not compared.)
+      const startOn = includeSystem ? undefined : [undefined, 'human'][below(r, 2)];
+      if (includeSystem && await countList(messages.slice(0, 1)) > maxTokens) continue;
+      const options = { maxTokens, strategy: 'last', startOn, includeSystem };
+      const ours = await trimMessages(messages, { ...options, builder, tokenCounter: counter });
+      const theirs = await langchainTrim(messages, { ...options, tokenCounter: counter });
+      const spell = (ms) => ms.map((m) => [m._getType(), m.content]);
+      assert.deepEqual(spell(ours), spell(theirs), JSON.stringify({ c, maxTokens, startOn, includeSystem }));
+      assert.ok(ours.length === 0 || await countList(ours) <= maxTokens);
+    }
+  }
+});
+
+test('a tokenCounter gets dicts as given, and its failure is thrown as it threw', async () => {
+  const seen = [];
+  const messages = [{ role: 'user', content: 'abcdef' }, { role: 'assistant', content: 'ghij' }, { role: 'user', content: 'kl' }];
+  const counter = (ms) => {
+    seen.push(...ms);
+    return ms.reduce((n, m) => n + m.content.length, 0);
+  };
+  assert.deepEqual(await trimMessages(messages, { maxTokens: 6, tokenCounter: counter }), messages.slice(1));
+  assert.ok(seen.length > 0 && seen.every((m) => messages.includes(m)));
+  const down = new Error('the counting service is down');
+  await assert.rejects(trimMessages(messages, { maxTokens: 6, tokenCounter: () => { throw down; } }), (e) => e === down);
+  await assert.rejects(trimMessages(messages, { maxTokens: 6, tokenCounter: () => 2.5 }),
+    /`options\.tokenCounter`: expected a whole number of tokens, got 2\.5/);
 });
 
 const OPENAI = [

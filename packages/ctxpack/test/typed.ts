@@ -1,7 +1,7 @@
 // Checked by `tsc` (never run): the README's use, typed, and mistakes the
 // types must catch (each `@ts-expect-error` fails the check if it is not
 // an error).
-import { Builder, Router, AssemblyFailed, HostError, diffSnapshots } from 'ctxpack';
+import { Builder, Router, AssemblyFailed, HostError, diffSnapshots, trimMessages } from 'ctxpack';
 import type { CandidateInit, ContextPack, Reason, Callbacks } from 'ctxpack';
 
 const kb: CandidateInit = {
@@ -46,4 +46,17 @@ export async function mistakes(): Promise<void> {
   // @ts-expect-error a verdict is 'allow', { redact } or { deny }
   const cb: Callbacks = { review: () => ['maybe'] };
   void wrong; void bad; void cb;
+}
+
+export async function counted(): Promise<number> {
+  const messages = [{ role: 'user', content: 'hi' }];
+  const byWords = (ms: { content: string }[]) => ms.reduce((n, m) => n + m.content.split(' ').length, 0);
+  const kept = await trimMessages(messages, { maxTokens: 10, tokenCounter: byWords });
+  const model = { getNumTokens: async (content: unknown) => String(content).length };
+  const alsoKept = await trimMessages(messages, { maxTokens: 10, tokenCounter: model });
+  const cb: Callbacks = { countTokens: (_tokenizer, texts) => texts.map((t) => t.length) };
+  // @ts-expect-error a counter answers a count per text, not one number
+  const wrong: Callbacks = { countTokens: () => 3 };
+  void cb; void wrong;
+  return kept.length + alsoKept.length;
 }
