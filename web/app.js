@@ -97,12 +97,24 @@ function estimateOption(chars) {
   return value;
 }
 
+/**
+ * The tokenizer menu's entry for the host's counter under `name` (the
+ * scenario's `host.counter` answers: a word a token), added when missing.
+ */
+function hostOption(name) {
+  const value = `host:${name}`;
+  const menu = $('tokenizer');
+  if (![...menu.options].some((o) => o.value === value)) menu.add(new Option(`counted by the host (${name})`, value));
+  return value;
+}
+
 async function loadScenario(name) {
   const text = await (await fetch(`/tests/scenarios/${name}`)).text();
   $('source').value = text;
   const scenario = JSON.parse(text);
   const tok = scenario.request?.tokenizer;
   if (tok == null && scenario.request?.model != null) $('tokenizer').value = 'model';
+  else if (tok?.host != null) $('tokenizer').value = hostOption(tok.host);
   else $('tokenizer').value = typeof tok === 'string' ? tok : estimateOption(tok?.['chars-per-token'] ?? 4);
   $('budget').value = scenario.request?.budget ?? '';
   $('about').hidden = typeof scenario.description !== 'string';
@@ -124,6 +136,8 @@ function readScenario() {
     const pattern = $('tokenizer-pattern-label').hidden ? null : $('tokenizer-pattern').value;
     config.tokenizers = [...(config.tokenizers ?? []), tokenizerFile(name, bytes, pattern)];
     request.tokenizer = { named: name };
+  } else if (tok.startsWith('host:')) {
+    request.tokenizer = { host: tok.slice('host:'.length) };
   } else {
     request.tokenizer = tok.startsWith('estimate:') ? { charsPerToken: Number(tok.slice('estimate:'.length)) } : tok;
   }

@@ -168,7 +168,9 @@ export function tokenizerSaid(snapshot) {
     ? fig('estimate', t.charsPerToken, `${plural(t.charsPerToken, 'char')} a token`)
     : t?.named != null
       ? `tokenizer file <span class="name">${escapeHtml(t.named)}</span>`
-      : `tokenizer <span class="name">${escapeHtml(t)}</span>`;
+      : t?.host != null
+        ? `counted by the host as <span class="name">${escapeHtml(t.host)}</span>`
+        : `tokenizer <span class="name">${escapeHtml(t)}</span>`;
   const model = snapshot.model;
   if (!model) return said;
   const assumed = model.assumed.length === 0 ? '' : ` (its ${model.assumed.join(', ')})`;
