@@ -70,7 +70,8 @@ function callbacks(scenario, builder) {
           cell.innerHTML = Array.isArray(value) ? fig('answered', value.length, plural(value.length, 'item')) : 'answered';
           return value;
         } catch (e) {
-          cell.textContent = `failed: ${e.message}`;
+          // The store's own words, quoted (a "429" in them is no figure).
+          cell.innerHTML = `failed: <q class="said">${escapeHtml(e.message)}</q>`;
           throw e;
         }
       };
