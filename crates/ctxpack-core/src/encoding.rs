@@ -197,14 +197,14 @@ pub(crate) struct Loaded {
 }
 
 impl Encoding {
-    /// Reads a tokenizer file (see [`load`] for the kinds it reads);
-    /// `pattern` names the pattern of a tiktoken rank file. The error
-    /// says what in the file is not supported.
     /// The name of the pattern it splits text by (`llama3`, `qwen`, …).
     pub(crate) fn pattern_name(&self) -> &'static str {
         self.pattern.name()
     }
 
+    /// Reads a tokenizer file (see [`load`] for the kinds it reads);
+    /// `pattern` names the pattern of a tiktoken rank file. The error
+    /// says what in the file is not supported.
     pub(crate) fn load(file: &[u8], pattern: Option<&str>) -> Result<Loaded, load::Unread> {
         let read = load::read(file, pattern)?;
         let tokens = read.tokens.len();
