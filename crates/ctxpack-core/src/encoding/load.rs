@@ -9,16 +9,19 @@
 //!   `default_vocab_size - default_num_special_tokens`) by rank, and its
 //!   pattern;
 //! - a Hugging Face `tokenizer.json` with a byte-level BPE model (Llama
-//!   3.x, Qwen 2.5 and 3, Phi-4, …): the vocabulary through GPT-2's byte
-//!   alphabet, a `Split` pattern, and the added tokens, which are matched
-//!   in the text as the `tokenizers` library matches them.
+//!   3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4, …): the vocabulary through
+//!   GPT-2's byte alphabet, a `Split` pattern (or DeepSeek's three), and
+//!   the added tokens, which are matched in the text as the `tokenizers`
+//!   library matches them.
 //!
 //! ctxpack merges by rank, as tiktoken does. A Hugging Face file merges
-//! by its list of merges, so it is read only if that list orders the
-//! merges as the ranks do and lists every merge ranking would make: then
-//! both merge alike. Anything the counting does not follow (another
-//! model, a normalizer, byte fallback, another pre-tokenizer or pattern,
-//! an added token that strips spaces) is refused, naming it.
+//! by its list of merges: where that list orders the merges as the ranks
+//! do and lists every merge ranking would make, both merge alike and the
+//! rank tables count it; otherwise (DeepSeek V3's) the list itself is
+//! kept and merged by ([`super::pairs`]). Anything the counting does not
+//! follow (another model, a normalizer, byte fallback, another
+//! pre-tokenizer or pattern, an added token that strips spaces) is
+//! refused, naming it.
 
 use super::Rank;
 use super::file_json::Json;
@@ -35,6 +38,19 @@ pub(crate) struct Read {
     /// Texts counted as one token wherever they occur (the added tokens
     /// of a Hugging Face file).
     pub(crate) specials: Vec<String>,
+    /// A Hugging Face file's merges, in its order — each the ranks of its
+    /// two tokens and of the token it makes —, where merging by rank
+    /// would merge otherwise: the text is then merged by this list
+    /// ([`super::pairs`]).
+    pub(crate) merges: Option<Merges>,
+}
+
+/// A Hugging Face file's list of merges (see [`Read::merges`]).
+pub(crate) struct Merges {
+    pub(crate) list: Vec<(Rank, Rank, Rank)>,
+    /// `ignore_merges`: a piece that is a token is that token, merged or
+    /// not (Llama 3's files say so).
+    pub(crate) whole_first: bool,
 }
 
 /// Why a file was not read: the pattern given for it (or its absence),
@@ -81,6 +97,7 @@ pub(crate) fn read(file: &[u8], pattern: Option<&str>) -> Result<Read, Unread> {
             tokens: tiktoken(file)?,
             pattern,
             specials: Vec::new(),
+            merges: None,
         });
     }
     if let Some(given) = pattern {
@@ -213,6 +230,7 @@ fn tekken(json: &Json) -> Result<Read, String> {
         tokens,
         pattern,
         specials: Vec::new(),
+        merges: None,
     })
 }
 
@@ -289,12 +307,17 @@ fn hugging_face(json: &Json) -> Result<Read, String> {
         Json::Null => &[][..],
         m => array(m, format_args!("model.merges"))?,
     };
-    check_merges(&ranks, merges)?;
+    let list = read_merges(&ranks, merges)?;
+    let merges = (!merged_by_rank(&ranks, &list)?).then(|| Merges {
+        list,
+        whole_first: model.get("ignore_merges").is_true(),
+    });
     Ok(Read {
         kind: "tokenizer.json",
         tokens,
         pattern,
         specials,
+        merges,
     })
 }
 
@@ -312,8 +335,9 @@ fn describe(value: &Json) -> String {
     }
 }
 
-/// The pattern of a `Sequence` of one `Split` (isolating what its regular
-/// expression matches) and a `ByteLevel` that does not split again.
+/// The pattern of a `Sequence` of `Split`s (each isolating what its
+/// regular expression matches) and a `ByteLevel` that does not split
+/// again: one Split of a known pattern, or DeepSeek V3's three.
 fn split_pattern(pre: &Json) -> Result<Pattern, String> {
     if pre.is_null() {
         return Err("pre_tokenizer: a byte-level BPE without one is not supported".into());
@@ -327,19 +351,22 @@ fn split_pattern(pre: &Json) -> Result<Pattern, String> {
             .collect(),
         _ => vec![pre],
     };
-    let &[split, byte_level] = parts.as_slice() else {
-        return Err(format!(
-            "pre_tokenizer: {} is not supported: ctxpack reads a Sequence of one Split and a ByteLevel",
+    let unsupported = || {
+        format!(
+            "pre_tokenizer: {} is not supported: ctxpack reads a Sequence of one Split (or DeepSeek V3's three) and a ByteLevel",
             describe_all(&parts)
-        ));
+        )
     };
-    if split.get("type").as_str() != Some("Split")
+    let Some((&byte_level, splits)) = parts.split_last() else {
+        return Err(unsupported());
+    };
+    if splits.is_empty()
         || byte_level.get("type").as_str() != Some("ByteLevel")
+        || splits
+            .iter()
+            .any(|s| s.get("type").as_str() != Some("Split"))
     {
-        return Err(format!(
-            "pre_tokenizer: {} is not supported: ctxpack reads a Sequence of one Split and a ByteLevel",
-            describe_all(&parts)
-        ));
+        return Err(unsupported());
     }
     if byte_level.get("use_regex").is_true() {
         return Err(
@@ -349,15 +376,31 @@ fn split_pattern(pre: &Json) -> Result<Pattern, String> {
     if byte_level.get("add_prefix_space").is_true() {
         return Err("pre_tokenizer: a ByteLevel that adds a prefix space is not supported".into());
     }
-    if split.get("behavior").as_str() != Some("Isolated") || split.get("invert").is_true() {
-        return Err(
-            "pre_tokenizer: a Split that does not isolate its matches is not supported".into(),
-        );
+    let mut regexes = Vec::with_capacity(splits.len());
+    for split in splits {
+        if split.get("behavior").as_str() != Some("Isolated") || split.get("invert").is_true() {
+            return Err(
+                "pre_tokenizer: a Split that does not isolate its matches is not supported".into(),
+            );
+        }
+        regexes.push(split.get("pattern").get("Regex").as_str().ok_or(
+            "pre_tokenizer: a Split on a string rather than a regular expression is not supported",
+        )?);
     }
-    let regex = split.get("pattern").get("Regex").as_str().ok_or(
-        "pre_tokenizer: a Split on a string rather than a regular expression is not supported",
-    )?;
-    Pattern::recognise(regex).ok_or_else(|| unknown_pattern("pre_tokenizer's Split pattern", regex))
+    match regexes.as_slice() {
+        &[regex] => Pattern::recognise(regex)
+            .ok_or_else(|| unknown_pattern("pre_tokenizer's Split pattern", regex)),
+        several if several == Pattern::DEEPSEEK_SPLITS => Ok(Pattern::DEEPSEEK),
+        several => Err(format!(
+            "pre_tokenizer: {} Splits in a row are supported only as DeepSeek V3 spells them; these split by {}",
+            several.len(),
+            several
+                .iter()
+                .map(|r| format!("{:?}", r.chars().take(60).collect::<String>()))
+                .collect::<Vec<_>>()
+                .join(", then ")
+        )),
+    }
 }
 
 fn describe_all(parts: &[&Json]) -> String {
@@ -368,23 +411,19 @@ fn describe_all(parts: &[&Json]) -> String {
     format!("[{}]", kinds.join(", "))
 }
 
-/// Checks that merging by rank merges as `model`'s list of merges does:
-/// the list is in the order of the ranks of what each merge makes, every
-/// token of more than one character is made by a merge, and no token can
-/// be made of two tokens ranked before it by a merge the list leaves out.
-fn check_merges(vocab: &FxHashMap<&str, Rank>, merges: &[Json]) -> Result<(), String> {
-    // Each merge by its two tokens' ranks, sorted to be searched; and
-    // which ranks a merge makes.
-    let mut made: Vec<u64> = Vec::with_capacity(merges.len());
-    let most = vocab.values().max().map_or(0, |&r| r as usize + 1);
-    let mut is_made = vec![false; most];
+/// `model.merges`, as the ranks of each merge's two tokens and of the
+/// token it makes, in the file's order.
+fn read_merges(
+    vocab: &FxHashMap<&str, Rank>,
+    merges: &[Json],
+) -> Result<Vec<(Rank, Rank, Rank)>, String> {
     let rank_of = |t: &str, n: usize| {
         vocab
             .get(t)
             .copied()
             .ok_or_else(|| format!("model.merges[{n}]: {t:?} is not in model.vocab"))
     };
-    let mut last = 0;
+    let mut list = Vec::with_capacity(merges.len());
     let mut joined = String::new();
     for (n, merge) in merges.iter().enumerate() {
         let pair = match merge {
@@ -399,21 +438,41 @@ fn check_merges(vocab: &FxHashMap<&str, Rank>, merges: &[Json]) -> Result<(), St
         joined.clear();
         joined.push_str(a);
         joined.push_str(b);
-        let rank = rank_of(&joined, n)?;
+        list.push((rank_of(a, n)?, rank_of(b, n)?, rank_of(&joined, n)?));
+    }
+    Ok(list)
+}
+
+/// Whether merging by rank merges as the list of merges does (so that the
+/// faster tables count the file): the list is in the order of the ranks
+/// of what each merge makes, every token of more than one character is
+/// made by a merge, and no token can be made of two tokens ranked before
+/// it by a merge the list leaves out.
+fn merged_by_rank(
+    vocab: &FxHashMap<&str, Rank>,
+    list: &[(Rank, Rank, Rank)],
+) -> Result<bool, String> {
+    let most = vocab.values().max().map_or(0, |&r| r as usize + 1);
+    let mut is_made = vec![false; most];
+    let mut last = 0;
+    for &(_, _, rank) in list {
         if rank < last {
-            return Err(not_by_rank(n));
+            return Ok(false);
         }
         last = rank;
-        made.push(u64::from(rank_of(a, n)?) << 32 | u64::from(rank_of(b, n)?));
-        is_made[rank as usize] = true;
+        *is_made
+            .get_mut(rank as usize)
+            .ok_or("model.merges: a merge makes a token past the vocabulary")? = true;
     }
+    let mut made: Vec<u64> = list
+        .iter()
+        .map(|&(a, b, _)| u64::from(a) << 32 | u64::from(b))
+        .collect();
     made.sort_unstable();
     for (&token, &rank) in vocab {
         let mut cuts = token.char_indices().map(|(i, _)| i).skip(1).peekable();
         if cuts.peek().is_some() && !is_made[rank as usize] {
-            return Err(format!(
-                "model.merges: no merge makes {token:?}, which merging by rank would make"
-            ));
+            return Ok(false);
         }
         for cut in cuts {
             let (a, b) = token.split_at(cut);
@@ -423,19 +482,11 @@ fn check_merges(vocab: &FxHashMap<&str, Rank>, merges: &[Json]) -> Result<(), St
                     .binary_search(&(u64::from(ra) << 32 | u64::from(rb)))
                     .is_err()
             {
-                return Err(format!(
-                    "model.merges: {a:?} and {b:?} are not merged, which merging by rank would do"
-                ));
+                return Ok(false);
             }
         }
     }
-    Ok(())
-}
-
-fn not_by_rank(n: usize) -> String {
-    format!(
-        "model.merges[{n}]: the merges are not in the order of the ranks they make, which ctxpack merges by"
-    )
+    Ok(true)
 }
 
 /// GPT-2's byte-level alphabet, reversed: the character that stands for

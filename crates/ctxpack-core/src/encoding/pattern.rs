@@ -40,6 +40,11 @@ pub(crate) struct Pattern {
     pub(crate) slash: bool,
     /// `\s++$`: whitespace that reaches the end of the text is one piece.
     pub(crate) trailing_whole: bool,
+    /// DeepSeek V3's three Splits in a row: numbers (three digits at
+    /// most) and runs of CJK split off first, then the rest by its own
+    /// expression ([`super::unicode::split_first_piece`]); the other
+    /// fields do not apply.
+    pub(crate) split_first: bool,
 }
 
 impl Pattern {
@@ -51,6 +56,7 @@ impl Pattern {
         digits: 3,
         slash: true,
         trailing_whole: false,
+        split_first: false,
     };
     /// cl100k's, as tiktoken spells it now.
     pub(crate) const CL100K: Pattern = Pattern {
@@ -60,6 +66,7 @@ impl Pattern {
         digits: 3,
         slash: false,
         trailing_whole: true,
+        split_first: false,
     };
     /// Llama 3's: cl100k's older spelling.
     pub(crate) const LLAMA3: Pattern = Pattern {
@@ -84,6 +91,21 @@ impl Pattern {
         ..Pattern::O200K
     };
 
+    /// DeepSeek V3's (and R1's): see [`Pattern::split_first`]. Its
+    /// tokenizer.json spells it as three Splits ([`Pattern::DEEPSEEK_SPLITS`]),
+    /// so it is recognised there only, never as one expression.
+    pub(crate) const DEEPSEEK: Pattern = Pattern {
+        split_first: true,
+        ..Pattern::LLAMA3
+    };
+
+    /// DeepSeek V3's Splits, as its tokenizer.json spells them.
+    pub(crate) const DEEPSEEK_SPLITS: [&'static str; 3] = [
+        r"\p{N}{1,3}",
+        "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+    ];
+
     /// The patterns by name, as a tiktoken rank file is loaded with one.
     pub(crate) const NAMED: [(&'static str, Pattern); 6] = [
         ("o200k", Pattern::O200K),
@@ -102,8 +124,11 @@ impl Pattern {
             .map(|&(_, p)| p)
     }
 
-    /// This pattern's name in [`Pattern::NAMED`].
+    /// This pattern's name in [`Pattern::NAMED`] (or `deepseek-v3`).
     pub(crate) fn name(self) -> &'static str {
+        if self.split_first {
+            return "deepseek-v3";
+        }
         Pattern::NAMED
             .iter()
             .find(|(_, p)| *p == self)

@@ -275,6 +275,7 @@ fn every_character_has_the_class_regex_gives_it() {
         (Class::Number, r"^\p{N}$"),
         (Class::Newline, r"^[\r\n]$"),
         (Class::Space, r"^[\s&&[^\r\n]]$"),
+        (Class::Punct, r"^[\p{P}\p{S}]$"),
     ]
     .map(|(c, p)| (c, regex::Regex::new(p).unwrap()));
     let mut buf = [0; 4];

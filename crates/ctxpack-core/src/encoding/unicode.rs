@@ -29,10 +29,14 @@ pub(crate) enum Class {
     Newline,
     /// Whitespace other than `\r` and `\n`.
     Space,
+    /// `\p{P}`, `\p{S}`: apart from the rest only for DeepSeek V3.
+    Punct,
     Other,
 }
 
-const BY_INDEX: [Class; 8] = [
+/// The classes by their index in the table; an index past `Other` (there
+/// is none) is `Other` too, so that reading the table cannot fail.
+const BY_INDEX: [Class; 16] = [
     Class::Upper,
     Class::Lower,
     Class::Letter,
@@ -40,13 +44,21 @@ const BY_INDEX: [Class; 8] = [
     Class::Number,
     Class::Newline,
     Class::Space,
+    Class::Punct,
+    Class::Other,
+    Class::Other,
+    Class::Other,
+    Class::Other,
+    Class::Other,
+    Class::Other,
+    Class::Other,
     Class::Other,
 ];
 
 pub(crate) fn class(c: char) -> Class {
     let c = c as usize;
     let block = usize::from(BLOCK_OF[c / BLOCK]);
-    BY_INDEX[usize::from(CLASS_IN_BLOCK[block * BLOCK + c % BLOCK] & 7)]
+    BY_INDEX[usize::from(CLASS_IN_BLOCK[block * BLOCK + c % BLOCK] & 15)]
 }
 
 impl Class {
@@ -55,7 +67,10 @@ impl Class {
     }
     /// `[^\r\n\p{L}\p{N}]`: what may lead a word.
     fn lead(self) -> bool {
-        matches!(self, Class::Mark | Class::Space | Class::Other)
+        matches!(
+            self,
+            Class::Mark | Class::Space | Class::Punct | Class::Other
+        )
     }
     /// `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`.
     fn upper_ish(self) -> bool {
@@ -191,7 +206,9 @@ pub(crate) fn piece(pattern: Pattern, text: &str, at: usize) -> usize {
     if let Some(end) = t.number(at, pattern.digits) {
         return end;
     }
-    let symbol = |c: Class| c == Class::Other || (c == Class::Mark && !pattern.marks_in_words);
+    let symbol = |c: Class| {
+        matches!(c, Class::Punct | Class::Other) || (c == Class::Mark && !pattern.marks_in_words)
+    };
     let trailing = |c: char| matches!(c, '\r' | '\n') || (pattern.slash && c == '/');
     if let Some(end) = t.symbols(at, symbol, trailing) {
         return end;
@@ -264,4 +281,111 @@ fn letters(pattern: Pattern, t: &Text, at: usize, first: Class) -> Option<usize>
         return Some(t.run(next, letter));
     }
     None
+}
+
+/// DeepSeek V3's second Split: `[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]`
+/// (CJK ideographs, hiragana, katakana).
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{4e00}'..='\u{9fa5}' | '\u{3040}'..='\u{309f}' | '\u{30a0}'..='\u{30ff}')
+}
+
+/// The end of DeepSeek V3's piece that starts at `at` ([`Pattern::split_first`]).
+///
+/// Its pre-tokenizer is three Splits in a row, each isolating what its
+/// expression matches and keeping the text between matches as pieces too:
+/// `\p{N}{1,3}`; then runs of CJK; then, within each stretch the first two
+/// leave, [`third_split`]'s expression. A number's piece is its next three
+/// digits at most (the third expression matches none of a number); other
+/// text is read as the third Split reads the stretch it is in — up to the
+/// next number, or where CJK begins or ends —, found as it goes, so that
+/// no stretch is scanned twice.
+pub(crate) fn split_first_piece(text: &str, at: usize) -> usize {
+    let t = Text(text);
+    let Some(c) = t.char_at(at) else {
+        return text.len();
+    };
+    if class(c) == Class::Number {
+        return t.number(at, 3).unwrap_or(text.len());
+    }
+    let cjk = is_cjk(c);
+    // The character at `p`, if it is in the stretch `at` is in.
+    let stretch = |p: usize| {
+        t.char_at(p)
+            .filter(|&d| class(d) != Class::Number && is_cjk(d) == cjk)
+    };
+    if let Some(end) = third_split(&t, at, &stretch) {
+        return end;
+    }
+    // Between matches: a piece up to where the next match starts, or the
+    // stretch ends.
+    let mut p = at + c.len_utf8();
+    while stretch(p).is_some() && third_split(&t, p, &stretch).is_none() {
+        p = t.after(p);
+    }
+    p
+}
+
+/// DeepSeek V3's third Split at `p`, in the stretch `stretch` gives the
+/// characters of: where its match ends, if one starts at `p`.
+///
+/// ```text
+/// [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+
+/// |[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*
+/// |\s*[\r\n]+|\s+(?!\S)|\s+
+/// ```
+fn third_split(t: &Text, p: usize, stretch: &impl Fn(usize) -> Option<char>) -> Option<usize> {
+    let c = stretch(p)?;
+    let after = p + c.len_utf8();
+    let next = stretch(after);
+    let run = |from: usize, is: &dyn Fn(char) -> bool| {
+        let mut end = from;
+        while let Some(d) = stretch(end).filter(|&d| is(d)) {
+            end += d.len_utf8();
+        }
+        end
+    };
+    let ascii_letter = |d: char| d.is_ascii_alphabetic();
+    let word = |d: char| class(d).letter() || class(d) == Class::Mark;
+    let punct = |d: char| class(d) == Class::Punct;
+    let space = |d: char| class(d).space();
+    // An ASCII punctuation mark and the ASCII letters after it.
+    if c.is_ascii_punctuation() && next.is_some_and(ascii_letter) {
+        return Some(run(after, &ascii_letter));
+    }
+    // A word, after a character that is no letter, punctuation, symbol
+    // or line break; given back, the lead leaves a word that ends at the
+    // same place (a mark starts the same run).
+    let lead = !matches!(c, '\r' | '\n') && !class(c).letter() && !punct(c);
+    if lead && next.is_some_and(word) {
+        return Some(run(after, &word));
+    }
+    if word(c) {
+        return Some(run(p, &word));
+    }
+    // Punctuation and symbols, after a space, and the line breaks after.
+    let from = if punct(c) {
+        Some(p)
+    } else if c == ' ' && next.is_some_and(punct) {
+        Some(after)
+    } else {
+        None
+    };
+    if let Some(from) = from {
+        return Some(run(run(from, &punct), &|d| matches!(d, '\r' | '\n')));
+    }
+    if !space(c) {
+        return None;
+    }
+    // Whitespace: up to its last line break; else all of it where the
+    // stretch ends after it (`(?!\S)` at the end of the Split's text),
+    // all but its last character before something else, or one.
+    let end = run(p, &space);
+    if let Some(nl) = t.0[p..end].rfind(['\r', '\n']) {
+        return Some(p + nl + 1);
+    }
+    if stretch(end).is_none() {
+        return Some(end);
+    }
+    let last = t.before(end);
+    Some(if last > p { last } else { end })
 }

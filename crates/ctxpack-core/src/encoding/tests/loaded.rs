@@ -181,7 +181,7 @@ fn what_is_not_followed_is_refused_naming_it() {
 }
 
 #[test]
-fn a_hugging_face_file_whose_merges_are_not_by_rank_is_refused() {
+fn a_hugging_face_file_whose_merges_are_not_by_rank_merges_by_its_list() {
     let pre = format!(
         r#"{{"type": "Sequence", "pretokenizers": [{{"type": "Split", "pattern": {{"Regex": {}}}, "behavior": "Isolated", "invert": false}}, {{"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}}]}}"#,
         serde_json::to_string(&Pattern::LLAMA3.spelling()).unwrap()
@@ -199,32 +199,47 @@ fn a_hugging_face_file_whose_merges_are_not_by_rank_is_refused() {
         };
         vocab.push(format!("{:?}: {b}", c.to_string()));
     }
-    let file = |merges: &str, extra: &str| {
+    let file_with = |merges: &str, extra: &str, whole_first: bool| {
         format!(
-            r#"{{"normalizer": null, "pre_tokenizer": {pre}, "model": {{"type": "BPE", "vocab": {{{}, "ab": 256, "bc": 257{extra}}}, "merges": [{merges}]}}, "added_tokens": [{{"id": 300, "content": "<|x|>", "special": true}}]}}"#,
+            r#"{{"normalizer": null, "pre_tokenizer": {pre}, "model": {{"type": "BPE", "ignore_merges": {whole_first}, "vocab": {{{}, "ab": 256, "bc": 257{extra}}}, "merges": [{merges}]}}, "added_tokens": [{{"id": 300, "content": "<|x|>", "special": true}}]}}"#,
             vocab.join(", ")
         )
     };
+    let file = |merges: &str, extra: &str| file_with(merges, extra, false);
     let fine = Encoding::load(file(r#""a b", "b c""#, "").as_bytes(), None).unwrap();
     assert_eq!(
         (fine.kind, fine.tokens, fine.specials),
         ("tokenizer.json", 258, 1)
     );
     assert_eq!(fine.encoding.count("abc<|x|>abc"), 5);
-    refused(
-        &file(r#""b c", "a b""#, ""),
-        None,
-        "not in the order of the ranks",
+    // Where ranks would merge otherwise, the list is merged by, as the
+    // `tokenizers` library merges: the pair listed first, leftmost first.
+    let ends = |merges: &str, extra: &str, text: &str| {
+        let loaded = Encoding::load(file(merges, extra).as_bytes(), None).unwrap();
+        let ends = loaded.encoding.token_ends(text);
+        assert_eq!(loaded.encoding.count(text), ends.len(), "{merges} {text}");
+        ends
+    };
+    // Listed out of rank order: "b c" before "a b".
+    assert_eq!(ends(r#""b c", "a b""#, "", "abc"), [1, 3]);
+    // "bc" is a token no merge makes: it is never made, even whole.
+    assert_eq!(ends(r#""a b""#, "", "bc"), [1, 2]);
+    assert_eq!(ends(r#""a b""#, "", "abcbc"), [2, 3, 4, 5]);
+    // "abc" is a token, but no merge joins "ab" and "c".
+    assert_eq!(ends(r#""a b", "b c""#, r#", "abc": 258"#, "abc"), [2, 3]);
+    assert_eq!(
+        ends(r#""a b", "b c", ["a", "bc"]"#, r#", "abc": 258"#, "abc"),
+        [2, 3]
     );
-    refused(&file(r#""a b""#, ""), None, "no merge makes \"bc\"");
-    refused(
-        &file(r#""a b", "b c""#, r#", "abc": 258"#),
-        None,
-        "no merge makes \"abc\"",
+    assert_eq!(
+        ends(r#""b c", "a b", ["a", "bc"]"#, r#", "abc": 258"#, "abcabc<|x|>"),
+        [3, 6, 11]
     );
-    refused(
-        &file(r#""a b", "b c", ["a", "bc"]"#, r#", "abc": 258"#),
-        None,
-        "\"ab\" and \"c\" are not merged",
-    );
+    // With `ignore_merges`, a piece that is a token is that token.
+    let whole = Encoding::load(file_with(r#""a b""#, "", true).as_bytes(), None).unwrap();
+    assert_eq!(whole.encoding.token_ends("bc"), [2]);
+    assert_eq!(whole.encoding.count("abcbc"), 4);
+    // A byte with no token cannot start a byte-level merge.
+    let holed = file(r#""b c", "a b""#, "").replace(r#""!": 33, "#, "");
+    refused(&holed, None, "byte 0x21 has no token of its own");
 }
