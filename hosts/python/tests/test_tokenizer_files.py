@@ -36,23 +36,24 @@ def conversation(n: int) -> list:
     ]
 
 
-def test_a_llama_3_pack_holds_its_budget_counted_by_the_reference():
+@pytest.mark.parametrize("name", ["llama3", "gemma3", "deepseek-v3"])
+def test_a_pack_holds_its_budget_counted_by_the_reference(name: str):
     from tokenizers import Tokenizer as Reference
 
-    record = reference("llama3")
-    llama = cp.read_tokenizer(record["file"], name="llama-3.1")
-    assert llama.name == "llama-3.1" and llama.text.startswith("{")
+    record = reference(name)
+    given = cp.read_tokenizer(record["file"], name=f"my-{name}")
+    assert given.name == f"my-{name}" and given.text.startswith("{")
     hf = Reference.from_file(record["file"])
 
     def count(text: str) -> int:
         return len(hf.encode(text, add_special_tokens=False).ids)
 
-    builder = cp.Builder(cp.BuilderConfig(tokenizers=[llama]))
+    builder = cp.Builder(cp.BuilderConfig(tokenizers=[given]))
     for budget in (60, 150, 400):
         request = cp.AssembleRequest(
             context=cp.AgentContext(trace_id="t", session_id="s"),
             query="q",
-            tokenizer=cp.Tokenizer.named("llama-3.1"),
+            tokenizer=cp.Tokenizer.named(f"my-{name}"),
             budget=budget,
             entry_overhead=4,
             system_prompt="You are terse.",
@@ -60,7 +61,7 @@ def test_a_llama_3_pack_holds_its_budget_counted_by_the_reference():
             keep_last=16,
         )
         pack = builder.assemble(request)
-        assert pack.snapshot.tokenizer == cp.Tokenizer.named("llama-3.1")
+        assert pack.snapshot.tokenizer == cp.Tokenizer.named(f"my-{name}")
         # The flat text, and the messages each with the overhead, as the
         # reference counts them.
         assert count(pack.text) <= budget
@@ -68,6 +69,39 @@ def test_a_llama_3_pack_holds_its_budget_counted_by_the_reference():
         assert sent <= budget, (budget, sent)
         assert pack.snapshot.text_tokens == count(pack.text)
         assert 0 < len(pack.messages) < 17
+
+
+def test_a_gemma_3_model_counts_with_its_file_and_claude_with_a_callback():
+    """The user's two other ways in: the model's name finds the file given
+    under its profile's name, and a model whose tokenizer is not public
+    counts through a function (here the Gemma file's own count stands in
+    for the provider's)."""
+    from tokenizers import Tokenizer as Reference
+
+    record = reference("gemma3")
+    hf = Reference.from_file(record["file"])
+
+    def count(text: str) -> int:
+        return len(hf.encode(text, add_special_tokens=False).ids)
+
+    gemma = cp.Builder(cp.BuilderConfig(tokenizers=[cp.read_tokenizer(record["file"], name="gemma3")]))
+    asked: list = []
+
+    def provider(tokenizer: str, texts: list) -> list:
+        asked.append(tokenizer)
+        return [count(t) for t in texts]
+
+    for model, builder, counter in (("google/gemma-3-12b-it", gemma, None),
+                                    ("claude-sonnet-4-5-20250929", cp.Builder(), provider)):
+        request = cp.AssembleRequest(
+            context=cp.AgentContext(trace_id="t"), query="q", model=model, budget=150,
+            system_prompt="You are terse.", conversation=conversation(16), keep_last=16)
+        pack = builder.assemble(request, counter=counter)
+        overhead = pack.snapshot.model.profile.message_overhead
+        assert count(pack.text) <= 150
+        assert sum(count(m.content) + overhead for m in pack.messages) <= 150
+        assert 0 < len(pack.messages) < 17
+    assert asked and set(asked) == {"claude-sonnet-4-5"}
 
 
 def test_each_text_counts_as_the_reference_counted_it():

@@ -105,7 +105,7 @@ export interface ModelUseInit {
   assumed: Assumed[];
 }
 
-/** A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4, ...), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what. (as the package gives it) */
+/** A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a BPE model, byte-level (Llama 3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4, ...) or SentencePiece-style (Gemma 3), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what. (as the package gives it) */
 export interface TokenizerFile {
   /** The name requests count with it under (`tokenizer.named`). */
   name: string;
@@ -115,7 +115,7 @@ export interface TokenizerFile {
   pattern: string | null;
 }
 
-/** A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4, ...), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what. (as the package accepts it) */
+/** A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a BPE model, byte-level (Llama 3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4, ...) or SentencePiece-style (Gemma 3), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what. (as the package accepts it) */
 export interface TokenizerFileInit {
   /** The name requests count with it under (`tokenizer.named`). */
   name: string;

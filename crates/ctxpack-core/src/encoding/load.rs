@@ -12,7 +12,8 @@
 //!   3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4, …): the vocabulary through
 //!   GPT-2's byte alphabet, a `Split` pattern (or DeepSeek's three), and
 //!   the added tokens, which are matched in the text as the `tokenizers`
-//!   library matches them.
+//!   library matches them; or with a SentencePiece-style BPE (Gemma 3:
+//!   byte fallback, spaces written `▁`, no split).
 //!
 //! ctxpack merges by rank, as tiktoken does. A Hugging Face file merges
 //! by its list of merges: where that list orders the merges as the ranks
@@ -51,6 +52,11 @@ pub(crate) struct Merges {
     /// `ignore_merges`: a piece that is a token is that token, merged or
     /// not (Llama 3's files say so).
     pub(crate) whole_first: bool,
+    /// A SentencePiece-style BPE's tokens of one character (a space is
+    /// `▁`): a piece starts as these, and as its bytes' `<0xNN>` tokens
+    /// where a character has none. `None`: a byte-level BPE, which starts
+    /// from the bytes.
+    pub(crate) chars: Option<FxHashMap<char, Rank>>,
 }
 
 /// Why a file was not read: the pattern given for it (or its absence),
@@ -245,10 +251,7 @@ fn hugging_face(json: &Json) -> Result<Read, String> {
     }
     let refuse = |field: &str, what: &str| Err(format!("{field}: {what} is not supported"));
     if model.get("byte_fallback").is_true() {
-        return refuse(
-            "model.byte_fallback",
-            "byte fallback (a SentencePiece-style BPE)",
-        );
+        return sentence_piece(json);
     }
     if model.get("dropout").is_nonzero() {
         return refuse("model.dropout", "dropout");
@@ -311,6 +314,7 @@ fn hugging_face(json: &Json) -> Result<Read, String> {
     let merges = (!merged_by_rank(&ranks, &list)?).then(|| Merges {
         list,
         whole_first: model.get("ignore_merges").is_true(),
+        chars: None,
     });
     Ok(Read {
         kind: "tokenizer.json",
@@ -409,6 +413,115 @@ fn describe_all(parts: &[&Json]) -> String {
         .map(|p| p.get("type").as_str().unwrap_or("?").to_owned())
         .collect();
     format!("[{}]", kinds.join(", "))
+}
+
+/// A SentencePiece-style BPE in a Hugging Face file (Gemma 2 and 3):
+/// spaces written `▁` (its normalizer's one `Replace`), no split (a
+/// `Split` on spaces after they are gone splits nothing), the text merged
+/// from its characters by the list of merges, a character without a token
+/// as its bytes' `<0xNN>` tokens. Added tokens are matched in the text
+/// first, as for a byte-level file.
+fn sentence_piece(json: &Json) -> Result<Read, String> {
+    let model = json.get("model");
+    let refuse = |field: &str, what: &str| Err(format!("{field}: {what} is not supported"));
+    if model.get("dropout").is_nonzero() {
+        return refuse("model.dropout", "dropout");
+    }
+    if model.get("ignore_merges").is_true() {
+        return refuse("model.ignore_merges", "ignore_merges with byte fallback");
+    }
+    if model.get("continuing_subword_prefix").as_str().is_some()
+        || model.get("end_of_word_suffix").as_str().is_some()
+    {
+        return refuse("model", "a subword prefix or suffix");
+    }
+    let normalizer = json.get("normalizer");
+    let replaces_spaces = normalizer.get("type").as_str() == Some("Replace")
+        && normalizer.get("pattern").get("String").as_str() == Some(" ")
+        && normalizer.get("content").as_str() == Some("\u{2581}");
+    if !replaces_spaces {
+        return refuse(
+            "normalizer",
+            &format!(
+                "{} with byte fallback (ctxpack reads a Replace of \" \" by \"\u{2581}\", as Gemma's files have)",
+                describe(normalizer)
+            ),
+        );
+    }
+    let pre = json.get("pre_tokenizer");
+    let splits_nothing = pre.is_null()
+        || (pre.get("type").as_str() == Some("Split")
+            && pre.get("pattern").get("String").as_str() == Some(" "));
+    if !splits_nothing {
+        return refuse(
+            "pre_tokenizer",
+            &format!("{} with byte fallback", describe(pre)),
+        );
+    }
+    let mut specials = Vec::new();
+    if let Json::Array(added) = json.get("added_tokens") {
+        for (i, a) in added.iter().enumerate() {
+            if a.get("lstrip").is_true()
+                || a.get("rstrip").is_true()
+                || a.get("single_word").is_true()
+                || a.get("normalized").is_true()
+            {
+                return refuse(
+                    &format!("added_tokens[{i}]"),
+                    "an added token that strips spaces, matches whole words only or is matched after normalizing",
+                );
+            }
+            specials.push(
+                string(a.get("content"), format_args!("added_tokens[{i}].content"))?.to_owned(),
+            );
+        }
+    }
+    let vocab = model
+        .get("vocab")
+        .as_object()
+        .ok_or("model.vocab: expected a map of tokens to ranks")?;
+    let mut ranks: FxHashMap<&str, Rank> = FxHashMap::default();
+    ranks.reserve(vocab.len());
+    let mut chars: FxHashMap<char, Rank> = FxHashMap::default();
+    let mut tokens = Vec::with_capacity(256);
+    for (token, rank) in vocab {
+        let rank: Rank = number(rank, format_args!("model.vocab[{token:?}]"))?;
+        ranks.insert(token, rank);
+        let mut cs = token.chars();
+        if let (Some(c), None) = (cs.next(), cs.next()) {
+            chars.insert(c, rank);
+        }
+        // `<0xNN>`: the byte a character without a token of its own
+        // falls back to.
+        if let Some(hex) = token.strip_prefix("<0x").and_then(|t| t.strip_suffix('>'))
+            && hex.len() == 2
+            && let Ok(b) = u8::from_str_radix(hex, 16)
+            && hex
+                .bytes()
+                .all(|h| h.is_ascii_digit() || h.is_ascii_uppercase())
+        {
+            tokens.push((vec![b], rank));
+        }
+    }
+    if !chars.contains_key(&'\u{2581}') {
+        return Err("model.vocab: no token \"\u{2581}\" for a space".into());
+    }
+    let merges = match model.get("merges") {
+        Json::Null => &[][..],
+        m => array(m, format_args!("model.merges"))?,
+    };
+    let list = read_merges(&ranks, merges)?;
+    Ok(Read {
+        kind: "tokenizer.json",
+        tokens,
+        pattern: Pattern::WHOLE,
+        specials,
+        merges: Some(Merges {
+            list,
+            whole_first: false,
+            chars: Some(chars),
+        }),
+    })
 }
 
 /// `model.merges`, as the ranks of each merge's two tokens and of the

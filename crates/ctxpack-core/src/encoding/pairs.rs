@@ -3,12 +3,13 @@
 //! the vocabulary has is not always made, as the list has no merge for
 //! the two tokens ranks would join).
 //!
-//! A piece starts as one token per byte. Of the neighbouring pairs the
-//! list has a merge for, the one listed first is merged (the leftmost,
-//! where the same pair stands twice), and so on until no pair has one.
-//! The pairs wait in a heap, so a piece of n bytes is merged in
-//! O(n log n); a pair the heap holds that a merge next to it has since
-//! changed is passed over when it comes up.
+//! A piece starts as one token per byte (a byte-level BPE), or per
+//! character (a SentencePiece-style one, falling back to bytes). Of the
+//! neighbouring pairs the list has a merge for, the one listed first is
+//! merged (the leftmost, where the same pair stands twice), and so on
+//! until no pair has one. The pairs wait in a heap, so a piece of n bytes
+//! is merged in O(n log n); a pair the heap holds that a merge next to it
+//! has since changed is passed over when it comes up.
 
 use super::Rank;
 use rustc_hash::FxHashMap;
@@ -24,6 +25,10 @@ pub(crate) struct Pairs {
     byte: [Rank; 256],
     /// A piece that is a token is that token, merged or not.
     pub(crate) whole_first: bool,
+    /// A SentencePiece-style BPE's tokens of one character: a piece then
+    /// starts from its characters (a space as `▁`), and from the bytes of
+    /// one that has none (their `<0xNN>` tokens, `byte`).
+    chars: Option<FxHashMap<char, Rank>>,
 }
 
 /// A token of the piece being merged: a run of its bytes, linked to its
@@ -50,6 +55,7 @@ impl Pairs {
         list: &[(Rank, Rank, Rank)],
         tokens: &[(Vec<u8>, Rank)],
         whole_first: bool,
+        chars: Option<FxHashMap<char, Rank>>,
     ) -> Result<Pairs, String> {
         let mut byte = [None; 256];
         for (bytes, rank) in tokens {
@@ -75,21 +81,55 @@ impl Pairs {
             merges,
             byte: tokens_of_bytes,
             whole_first,
+            chars,
         })
+    }
+
+    /// The tokens `piece` starts as, linked in order.
+    fn start(&self, piece: &[u8]) -> Vec<Symbol> {
+        let mut symbols = Vec::with_capacity(piece.len());
+        let mut push = |token: Rank, len: usize| {
+            let i = symbols.len();
+            symbols.push(Symbol {
+                token,
+                len: len as u32,
+                prev: i.checked_sub(1).unwrap_or(NONE),
+                next: i + 1,
+            });
+        };
+        // A piece is cut from a `str` at character boundaries, so a
+        // SentencePiece-style one is text; were it not, its bytes are
+        // what it would fall back to.
+        match (&self.chars, std::str::from_utf8(piece)) {
+            (Some(chars), Ok(text)) => {
+                for c in text.chars() {
+                    let written = if c == ' ' { '\u{2581}' } else { c };
+                    match chars.get(&written) {
+                        Some(&token) => push(token, c.len_utf8()),
+                        None => {
+                            let mut buf = [0; 4];
+                            for b in c.encode_utf8(&mut buf).bytes() {
+                                push(self.byte[usize::from(b)], 1);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {
+                for &b in piece {
+                    push(self.byte[usize::from(b)], 1);
+                }
+            }
+        }
+        if let Some(last) = symbols.last_mut() {
+            last.next = NONE;
+        }
+        symbols
     }
 
     /// The tokens of `piece`, pushing where each ends onto `ends` if given.
     pub(crate) fn encode(&self, piece: &[u8], ends: Option<&mut Vec<usize>>) -> usize {
-        let mut symbols: Vec<Symbol> = piece
-            .iter()
-            .enumerate()
-            .map(|(i, &b)| Symbol {
-                token: self.byte[usize::from(b)],
-                len: 1,
-                prev: i.checked_sub(1).unwrap_or(NONE),
-                next: if i + 1 < piece.len() { i + 1 } else { NONE },
-            })
-            .collect();
+        let mut symbols = self.start(piece);
         let mut heap = BinaryHeap::with_capacity(piece.len());
         for i in 1..symbols.len() {
             if let Some(&(place, _)) = self

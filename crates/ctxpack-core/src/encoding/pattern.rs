@@ -45,6 +45,10 @@ pub(crate) struct Pattern {
     /// expression ([`super::unicode::split_first_piece`]); the other
     /// fields do not apply.
     pub(crate) split_first: bool,
+    /// No split at all: the text between added tokens is one piece (a
+    /// SentencePiece-style BPE's, whose merges may cross a space); the
+    /// other fields do not apply.
+    pub(crate) whole: bool,
 }
 
 impl Pattern {
@@ -57,6 +61,7 @@ impl Pattern {
         slash: true,
         trailing_whole: false,
         split_first: false,
+        whole: false,
     };
     /// cl100k's, as tiktoken spells it now.
     pub(crate) const CL100K: Pattern = Pattern {
@@ -67,6 +72,7 @@ impl Pattern {
         slash: false,
         trailing_whole: true,
         split_first: false,
+        whole: false,
     };
     /// Llama 3's: cl100k's older spelling.
     pub(crate) const LLAMA3: Pattern = Pattern {
@@ -99,6 +105,12 @@ impl Pattern {
         ..Pattern::LLAMA3
     };
 
+    /// A SentencePiece-style BPE's (Gemma's): see [`Pattern::whole`].
+    pub(crate) const WHOLE: Pattern = Pattern {
+        whole: true,
+        ..Pattern::LLAMA3
+    };
+
     /// DeepSeek V3's Splits, as its tokenizer.json spells them.
     pub(crate) const DEEPSEEK_SPLITS: [&'static str; 3] = [
         r"\p{N}{1,3}",
@@ -124,10 +136,14 @@ impl Pattern {
             .map(|&(_, p)| p)
     }
 
-    /// This pattern's name in [`Pattern::NAMED`] (or `deepseek-v3`).
+    /// This pattern's name in [`Pattern::NAMED`] (or `deepseek-v3`, or
+    /// `sentencepiece` for no split).
     pub(crate) fn name(self) -> &'static str {
         if self.split_first {
             return "deepseek-v3";
+        }
+        if self.whole {
+            return "sentencepiece";
         }
         Pattern::NAMED
             .iter()

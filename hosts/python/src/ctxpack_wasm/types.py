@@ -93,7 +93,7 @@ class ModelUse(Record):
 
 @dataclass(kw_only=True, slots=True)
 class TokenizerFile(Record):
-    """A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a byte-level BPE model (Llama 3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4, ...), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what."""
+    """A tokenizer file the model ships, read once when the builder is created: a Hugging Face `tokenizer.json` with a BPE model, byte-level (Llama 3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4, ...) or SentencePiece-style (Gemma 3), Mistral's `tekken.json`, or a tiktoken rank file. Counts equal the file's reference implementation; a file the counting does not follow (another model, a normalizer, an unknown pattern) is refused, naming what."""
     name: str
     """The name requests count with it under (`tokenizer.named`)."""
     text: str

@@ -152,7 +152,7 @@ fn what_is_not_followed_is_refused_naming_it() {
             &llama,
         ),
         None,
-        "model.byte_fallback",
+        "normalizer: this with byte fallback",
     );
     refused(
         &hf(bpe, r#"{"type": "NFKC"}"#, &llama),
@@ -232,7 +232,11 @@ fn a_hugging_face_file_whose_merges_are_not_by_rank_merges_by_its_list() {
         [2, 3]
     );
     assert_eq!(
-        ends(r#""b c", "a b", ["a", "bc"]"#, r#", "abc": 258"#, "abcabc<|x|>"),
+        ends(
+            r#""b c", "a b", ["a", "bc"]"#,
+            r#", "abc": 258"#,
+            "abcabc<|x|>"
+        ),
         [3, 6, 11]
     );
     // With `ignore_merges`, a piece that is a token is that token.
@@ -242,4 +246,50 @@ fn a_hugging_face_file_whose_merges_are_not_by_rank_merges_by_its_list() {
     // A byte with no token cannot start a byte-level merge.
     let holed = file(r#""b c", "a b""#, "").replace(r#""!": 33, "#, "");
     refused(&holed, None, "byte 0x21 has no token of its own");
+}
+
+#[test]
+fn a_sentence_piece_style_file_merges_characters_and_falls_back_to_bytes() {
+    let mut vocab = vec![r#""<unk>": 0"#.to_owned()];
+    for b in 0..=255u32 {
+        vocab.push(format!(r#""<0x{b:02X}>": {}"#, b + 1));
+    }
+    let file = |normalizer: &str, added: &str| {
+        format!(
+            r#"{{"normalizer": {normalizer}, "pre_tokenizer": {{"type": "Split", "pattern": {{"String": " "}}, "behavior": "MergedWithPrevious", "invert": false}}, "model": {{"type": "BPE", "byte_fallback": true, "fuse_unk": true, "unk_token": "<unk>", "vocab": {{{}, "▁": 257, "a": 258, "b": 259, "▁a": 260, "ab": 261, "▁ab": 262}}, "merges": [["▁", "a"], ["a", "b"], ["▁a", "b"]]}}, "added_tokens": [{added}]}}"#,
+            vocab.join(", ")
+        )
+    };
+    let gemma = r#"{"type": "Replace", "pattern": {"String": " "}, "content": "▁"}"#;
+    let special = r#"{"id": 300, "content": "<eot>", "special": true, "normalized": false}"#;
+    let loaded = Encoding::load(file(gemma, special).as_bytes(), None).unwrap();
+    let ends = |text: &str| loaded.encoding.token_ends(text);
+    // A space is `▁`; the merges cross it, listed order first.
+    assert_eq!(ends(" ab"), [3]);
+    assert_eq!(ends("a b"), [1, 2, 3]);
+    // A written `▁` is the same token as a space; its three bytes.
+    assert_eq!(ends("▁ab"), [5]);
+    // A character with no token of its own is its bytes' tokens.
+    assert_eq!(ends("é a"), [1, 2, 4]);
+    // Added tokens are matched first, whole.
+    assert_eq!(ends(" ab<eot> ab"), [3, 8, 11]);
+    assert_eq!(loaded.encoding.count(" ab<eot> ab"), 3);
+    assert!(!loaded.encoding.cuts_at_spaces());
+    // Other SentencePiece-style shapes are refused, naming what.
+    refused(
+        &file(
+            r#"{"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}"#,
+            special,
+        ),
+        None,
+        "normalizer: a Sequence with byte fallback",
+    );
+    refused(
+        &file(
+            gemma,
+            r#"{"id": 300, "content": "<eot>", "special": true, "normalized": true}"#,
+        ),
+        None,
+        "added_tokens[0]",
+    );
 }
