@@ -165,7 +165,7 @@ fn loaded(c: &mut Criterion) {
         Some("o200k"),
     )];
     if let Some(dir) = std::env::var_os("CTXPACK_TOKENIZERS") {
-        for name in ["llama3", "qwen3", "tekken", "deepseek-v3"] {
+        for name in ["llama3", "qwen3", "tekken", "deepseek-v3", "gemma3"] {
             let path = std::path::Path::new(&dir).join(format!("{name}.json"));
             let record: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();

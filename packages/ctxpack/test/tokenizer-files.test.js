@@ -31,7 +31,7 @@ const request = (tokenizer, instructions) => ({
 });
 
 test('a file read as bytes counts every text as its reference does', async (t) => {
-  for (const name of ['llama3', 'qwen3']) {
+  for (const name of ['llama3', 'qwen3', 'deepseek-v3', 'gemma3']) {
     const record = reference(name, t);
     if (!record) return;
     const file = tokenizerFile(name, readFileSync(record.file), record.pattern);
