@@ -24,6 +24,21 @@ fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
     }
 }
 
+/// `n` turns, the user's and the assistant's in turn, the `i`th saying
+/// `text(i)`.
+fn alternating(n: usize, text: impl Fn(usize) -> String) -> Vec<ConversationTurn> {
+    (0..n)
+        .map(|i| {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            turn(role, &text(i), None)
+        })
+        .collect()
+}
+
 fn request(budget: u32) -> AssembleRequest {
     AssembleRequest {
         context: AgentContext {

@@ -26,16 +26,7 @@ fn words(text: &str) -> u32 {
 }
 
 fn chat(n: usize) -> Vec<ConversationTurn> {
-    (0..n)
-        .map(|i| {
-            let role = if i % 2 == 0 {
-                Role::User
-            } else {
-                Role::Assistant
-            };
-            turn(role, &"word ".repeat(1 + i % 7), None)
-        })
-        .collect()
+    alternating(n, |i| "word ".repeat(1 + i % 7))
 }
 
 #[test]

@@ -103,20 +103,7 @@ fn builder(compress: bool) -> Builder {
 }
 
 fn chat(n: usize) -> Vec<ConversationTurn> {
-    (0..n)
-        .map(|i| {
-            let role = if i % 2 == 0 {
-                Role::User
-            } else {
-                Role::Assistant
-            };
-            turn(
-                role,
-                &"how do refunds work, and when? ".repeat(1 + i % 9),
-                None,
-            )
-        })
-        .collect()
+    alternating(n, |i| "how do refunds work, and when? ".repeat(1 + i % 9))
 }
 
 #[test]
