@@ -216,6 +216,32 @@ def test_a_callable_counter_keeps_what_langchain_keeps_at_every_budget():
             assert [id(m) for m in ours] == [id(m) for m in theirs], (counter, max_tokens, start_on)
 
 
+def test_a_callable_counter_is_given_only_the_callers_messages_however_the_core_writes_them():
+    """Contents the core writes otherwise (a control character removed, a
+    tag-like structure defused), blank lines at a content's end, leading
+    spaces: the whole conversation is still counted as its messages, and
+    what is kept is what LangChain keeps."""
+    contents = ["Tabs\tand trailing   \n\nblank lines\n\n\n", "  leading spaces", "x\x01y \u200b z",
+                "a </UNTRUSTED> tag and <system> too", "why? [user] looks like a header\n\n[user] here",
+                "Numbers: 1234567890 000", "café 🙂", "ok"]
+    rng = random.Random(5)
+    for _ in range(40):
+        messages = [(HumanMessage if i % 2 == 0 else AIMessage)(content=rng.choice(contents))
+                    for i in range(rng.randint(1, 12))]
+        given: list = []
+
+        def chars(ms: list) -> int:
+            given.extend(ms)
+            return sum(len(m.content) for m in ms)
+
+        for max_tokens in (0, 10, 40, 90, 200):
+            given.clear()
+            ours = trim_messages(messages, max_tokens=max_tokens, token_counter=chars)
+            assert all(any(m is g for g in messages) for m in given), [m for m in given if m not in messages]
+            theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=chars, strategy="last")
+            assert [id(m) for m in ours] == [id(m) for m in theirs], max_tokens
+
+
 def test_a_callable_counter_gets_dicts_as_they_were_given():
     seen = []
 

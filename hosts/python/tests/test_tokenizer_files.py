@@ -104,14 +104,15 @@ def test_a_gemma_3_model_counts_with_its_file_and_claude_with_a_callback():
     assert asked and set(asked) == {"claude-sonnet-4-5"}
 
 
-def test_each_text_counts_as_the_reference_counted_it():
-    record = reference("tekken")
-    builder = cp.Builder(cp.BuilderConfig(tokenizers=[cp.read_tokenizer(record["file"], name="tekken")]))
+@pytest.mark.parametrize("name", ["tekken", "gemma3", "deepseek-v3"])
+def test_each_text_counts_as_the_reference_counted_it(name: str):
+    record = reference(name)
+    builder = cp.Builder(cp.BuilderConfig(tokenizers=[cp.read_tokenizer(record["file"], name=name)]))
     cases = [c for c in record["cases"] if c["text"].strip()][:200]
     request = cp.AssembleRequest(
         context=cp.AgentContext(trace_id="t"),
         query="q",
-        tokenizer=cp.Tokenizer.named("tekken"),
+        tokenizer=cp.Tokenizer.named(name),
         budget=10_000_000,
         entry_overhead=0,
         system_prompt="",

@@ -269,6 +269,15 @@ export async function trim(messages, options, makeBuilder) {
   return [...head, ...keptMessages(pack, rest)];
 }
 
+/** The blank line before a rendered message: where the whole rendered
+ * conversation is cut back into its messages. */
+const BEFORE_MESSAGE = /\n\n(?=\[(?:user|assistant|system|tool)\] )/;
+
+/** A text's letters and digits: what the core never changes in a text it
+ * writes (it removes control characters and turns the opening bracket of
+ * a tag-like structure into `(`). */
+const letters = (text) => text.replace(/[^\p{L}\p{N}]/gu, '');
+
 /**
  * A LangChain.js `tokenCounter` (a function of a list of messages, or a
  * model's `getNumTokens`), lent as the host's counter. The core asks for
@@ -276,10 +285,12 @@ export async function trim(messages, options, makeBuilder) {
  * content alone, the system prompt, the blank line that joins two (never
  * sent: no tokens) and the whole rendered conversation. Each is counted
  * as the messages it stands for, the caller's own, as they were given;
- * the whole text as the list of its messages; any other text (none is
- * asked when nothing is cut) as one user message holding it. A count a
- * counter adds once per list (the empty list's, `base`) is taken off
- * every count and off the budget once, so that counts add up as the
+ * the whole text as the list of its messages — cut before each message's
+ * header, each part found by its text or, as the core may have written it
+ * otherwise, by its role and its letters and digits —; any other text
+ * (none is asked when nothing is cut) as one user message holding it. A
+ * count a counter adds once per list (the empty list's, `base`) is taken
+ * off every count and off the budget once, so that counts add up as the
  * list's do.
  */
 class CountedAsMessages {
@@ -292,16 +303,26 @@ class CountedAsMessages {
       };
     this.langchain = messages.some((m) => langchainType(m) !== undefined);
     this.byText = new Map();
-    if (system !== undefined) this.byText.set(conversationOf([system])[0].content, system);
+    // By role ('' for a content alone) and letters, as written.
+    this.byLetters = new Map();
+    const add = (map, key, m) => {
+      if (!map.has(key)) map.set(key, m);
+    };
+    if (system !== undefined) {
+      const content = conversationOf([system])[0].content;
+      this.byText.set(content, system);
+      this.byLetters.set(`\n${letters(content)}`, system);
+    }
     turns.forEach((t, i) => {
-      const rendered = `[${t.role}] ${t.content}`;
-      if (!this.byText.has(rendered)) this.byText.set(rendered, messages[i]);
+      add(this.byText, `[${t.role}] ${t.content}`, messages[i]);
+      add(this.byLetters, `${t.role}\n${letters(t.content)}`, messages[i]);
     });
     turns.forEach((t, i) => {
-      if (!this.byText.has(t.content)) this.byText.set(t.content, messages[i]);
+      add(this.byText, t.content, messages[i]);
+      add(this.byLetters, `\n${letters(t.content)}`, messages[i]);
     });
-    // The most blank-line-separated parts one message's text spans.
-    this.widest = Math.max(1, ...Array.from(this.byText.keys(), (k) => k.split('\n\n').length));
+    // The most parts one message's text is cut into.
+    this.widest = turns.reduce((most, t) => Math.max(most, t.content.split(BEFORE_MESSAGE).length), 1);
     this.base = 0;
     this.failure = null;
   }
@@ -337,18 +358,31 @@ class CountedAsMessages {
     return Math.max(n - this.base, 0);
   }
 
+  /** The message `text` renders, if one does. */
+  messageOf(text) {
+    const found = this.byText.get(text);
+    if (found !== undefined) return found;
+    const header = /^\[(user|assistant|system|tool)\] /.exec(text);
+    if (header !== null) {
+      const byRole = this.byLetters.get(`${header[1]}\n${letters(text.slice(header[0].length))}`);
+      if (byRole !== undefined) return byRole;
+    }
+    return this.byLetters.get(`\n${letters(text)}`);
+  }
+
   /** The messages `text` renders, in order; null when it renders none (a cut text). */
   messagesOf(text) {
-    const one = this.byText.get(text);
+    const one = this.messageOf(text);
     if (one !== undefined) return [one];
-    const parts = text.split('\n\n');
-    // back[j]: where the last message of texts joining to parts[:j] begins, and that message.
+    const parts = text.split(BEFORE_MESSAGE);
+    // back[j]: where the last message of parts[:j] begins, and that message
+    // (a message's content may hold what looks like a header).
     const back = new Array(parts.length + 1).fill(null);
     back[0] = [0, null];
     for (let i = 0; i < parts.length; i += 1) {
       if (back[i] === null) continue;
       for (let j = i + 1; j <= Math.min(parts.length, i + this.widest); j += 1) {
-        const m = this.byText.get(parts.slice(i, j).join('\n\n'));
+        const m = this.messageOf(parts.slice(i, j).join('\n\n'));
         if (m !== undefined && back[j] === null) back[j] = [i, m];
       }
     }

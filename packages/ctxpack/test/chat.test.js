@@ -146,6 +146,33 @@ test('a function or a model as tokenCounter keeps what LangChain.js keeps at eve
   }
 });
 
+test('a tokenCounter is given only the caller\'s messages, however the core writes them', async () => {
+  // A control character removed, a tag-like structure defused, blank
+  // lines at a content's end, a content that holds what looks like a header.
+  const contents = ['Tabs\tand trailing   \n\nblank lines\n\n\n', '  leading spaces', 'x\u0001y \u200b z',
+    'a </UNTRUSTED> tag and <system> too', 'why? [user] looks like a header\n\n[user] here',
+    'Numbers: 1234567890 000', 'café 🙂', 'ok'];
+  const r = rng(5);
+  for (let c = 0; c < 40; c += 1) {
+    const messages = Array.from({ length: 1 + below(r, 12) }, (_, i) => {
+      const content = contents[below(r, contents.length)];
+      return i % 2 === 0 ? new HumanMessage(content) : new AIMessage(content);
+    });
+    for (const maxTokens of [0, 10, 40, 90, 200]) {
+      const given = [];
+      const chars = (ms) => {
+        given.push(...ms);
+        return ms.reduce((n, m) => n + m.content.length, 0);
+      };
+      const ours = await trimMessages(messages, { maxTokens, tokenCounter: chars });
+      assert.ok(given.every((m) => messages.includes(m)), JSON.stringify({ c, maxTokens }));
+      const theirs = await langchainTrim(messages, { maxTokens, tokenCounter: chars, strategy: 'last' });
+      const spell = (ms) => ms.map((m) => [m._getType(), m.content]);
+      assert.deepEqual(spell(ours), spell(theirs), JSON.stringify({ c, maxTokens }));
+    }
+  }
+});
+
 test('a tokenCounter gets dicts as given, and its failure is thrown as it threw', async () => {
   const seen = [];
   const messages = [{ role: 'user', content: 'abcdef' }, { role: 'assistant', content: 'ghij' }, { role: 'user', content: 'kl' }];

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
 
 from . import AssemblyFailed, Builder
@@ -274,6 +275,18 @@ def _list_counter(token_counter: Any) -> Callable[[list[Any]], Any]:
     return token_counter  # type: ignore[no-any-return]
 
 
+#: The blank line before a rendered message: where the whole rendered
+#: conversation is cut back into its messages.
+_BEFORE_MESSAGE = re.compile(r"\n\n(?=\[(?:user|assistant|system|tool)\] )")
+
+
+def _letters(text: str) -> str:
+    """``text``'s letters and digits: what the core never changes in a
+    text it writes (it removes control characters and turns the opening
+    bracket of a tag-like structure into ``(``)."""
+    return "".join(c for c in text if c.isalnum())
+
+
 class _CountedAsMessages:
     """A ``token_counter`` that counts messages, lent as the host's counter.
 
@@ -282,7 +295,10 @@ class _CountedAsMessages:
     line that joins two (never sent: no tokens) and the whole rendered
     conversation. Each is counted as the messages it stands for — the
     caller's own, as they were given —, the whole text as the list of its
-    messages. A text that is none of these (none is asked when nothing is
+    messages: it is cut before each message's header, and each part found
+    by its text, or, as the core may have written it otherwise (control
+    characters removed, a tag defused), by its role and its letters and
+    digits. A text that is none of these (none is asked when nothing is
     cut) is counted as one user message holding it.
 
     A counter may add a count once per list (OpenAI's models add 3 for
@@ -295,15 +311,21 @@ class _CountedAsMessages:
         self.count_list = _list_counter(token_counter)
         self.langchain = any(_is_langchain(m) for m in messages) or _is_langchain(system)
         self.by_text: dict[str, Any] = {}
+        # By role ("" for a content alone) and letters, as written.
+        self.by_letters: dict[tuple[str, str], Any] = {}
         if system is not None:
-            self.by_text[conversation([system])[0].content] = system
+            content = conversation([system])[0].content
+            self.by_text[content] = system
+            self.by_letters[("", _letters(content))] = system
         for m, t in zip(messages, turns):
             role = t.role.value if isinstance(t.role, Role) else t.role
             self.by_text.setdefault(f"[{role}] {t.content}", m)
+            self.by_letters.setdefault((role, _letters(t.content)), m)
         for m, t in zip(messages, turns):
             self.by_text.setdefault(t.content, m)
-        # The most blank-line-separated parts one message's text spans.
-        self.widest = max((k.count("\n\n") + 1 for k in self.by_text), default=1)
+            self.by_letters.setdefault(("", _letters(t.content)), m)
+        # The most parts one message's text is cut into.
+        self.widest = 1 + max((len(_BEFORE_MESSAGE.findall(t.content)) for t in turns), default=0)
         self.failure: Optional[BaseException] = None
         try:
             base = self.count_list([])
@@ -328,22 +350,34 @@ class _CountedAsMessages:
             raise TypeError(f"`token_counter`: expected a whole number of tokens, got {n!r}")
         return max(n - self.base, 0)
 
+    def message_of(self, text: str) -> Any:
+        """The message ``text`` renders, if one does."""
+        found = self.by_text.get(text)
+        if found is not None:
+            return found
+        header = re.match(r"\[(user|assistant|system|tool)\] ", text)
+        if header is not None:
+            found = self.by_letters.get((header.group(1), _letters(text[header.end():])))
+            if found is not None:
+                return found
+        return self.by_letters.get(("", _letters(text)))
+
     def messages_of(self, text: str) -> list[Any]:
         """The messages ``text`` renders, in order (one made up when it
         renders none: a cut text)."""
-        one = self.by_text.get(text)
+        one = self.message_of(text)
         if one is not None:
             return [one]
-        parts = text.split("\n\n")
-        # back[j]: where the last message of texts joining to parts[:j]
-        # begins, and that message.
+        parts = _BEFORE_MESSAGE.split(text)
+        # back[j]: where the last message of parts[:j] begins, and that
+        # message (a message's content may hold what looks like a header).
         back: list[Optional[tuple[int, Any]]] = [(0, None)]
         back += [None] * len(parts)
         for i in range(len(parts)):
             if back[i] is None:
                 continue
             for j in range(i + 1, min(len(parts), i + self.widest) + 1):
-                m = self.by_text.get("\n\n".join(parts[i:j]))
+                m = self.message_of("\n\n".join(parts[i:j]))
                 if m is not None and back[j] is None:
                     back[j] = (i, m)
         if back[len(parts)] is not None:
