@@ -217,6 +217,21 @@ impl Builder {
                     }
                     .into());
                 }
+                // Not lent: say what is wanted, and where it is lent.
+                Err(e) if e.message == crate::NOT_PROVIDED => {
+                    return Err(Error::HostFailed {
+                        capability: e.capability,
+                        message: format!(
+                            "{}: the request counts with the host's counter, as {name:?}{}; lend it (Python: counter=, JavaScript: countTokens, Rust: Host::count_tokens)",
+                            crate::NOT_PROVIDED,
+                            match &request.model {
+                                Some(model) => format!(" (the tokenizer of model {model:?})"),
+                                None => String::new(),
+                            }
+                        ),
+                    }
+                    .into());
+                }
                 Err(e) => return Err(Error::from(e).into()),
             }
         }

@@ -264,6 +264,13 @@ export async function trim(messages, options, makeBuilder) {
     }, counter === null ? undefined : { countTokens: (_t, texts) => counter.countTokens(texts) });
   } catch (e) {
     if (counter?.failure != null) throw counter.failure;
+    // The system message kept with includeSystem is alone over it.
+    const short = e?.error?.mandatoryOverBudget;
+    if (short != null && head.length > 0) {
+      const need = short.mandatoryTokens + base;
+      throw refuse('options.maxTokens', `the system message alone is ${need} tokens as counted, over maxTokens (${maxTokens}); `
+        + "ctxpack never goes over maxTokens (LangChain.js's trimMessages keeps it anyway): raise maxTokens, or leave includeSystem off");
+    }
     throw asArgument(e);
   }
   return [...head, ...keptMessages(pack, rest)];

@@ -211,11 +211,20 @@ fn a_counter_that_fails_or_miscounts_fails_the_assembly_naming_it() {
         }
         other => panic!("{other}"),
     }
-    // A host that does not count.
+    // A host that does not count is told what to lend, and where.
     let error = builder(false).assemble(&r, &mut NoHost).unwrap_err().error;
-    assert_eq!(
-        error.to_string(),
-        "host import `counter.count-tokens` failed: not provided by this host"
+    let message = error.to_string();
+    assert!(
+        message.starts_with(
+            "host import `counter.count-tokens` failed: not provided by this host: the request counts with the host's counter, as "
+        ),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(
+            "lend it (Python: counter=, JavaScript: countTokens, Rust: Host::count_tokens)"
+        ),
+        "{message}"
     );
 }
 

@@ -135,10 +135,11 @@ def read_tokenizer(path: Any, *, name: str, pattern: Optional[str] = None) -> "_
         request.model = "meta-llama/Llama-3.1-8B-Instruct"  # or
         request.tokenizer = Tokenizer.named("llama3")
 
-    A Hugging Face ``tokenizer.json`` with a byte-level BPE model (Llama
-    3.x, Qwen 2.5 and 3, Phi-4), Mistral's ``tekken.json``, or a tiktoken
-    rank file, whose ``pattern`` must then be named (``"llama3"``,
-    ``"qwen"``, ``"o200k"``, ...). The file is read when the builder is
+    A Hugging Face ``tokenizer.json`` with a BPE model, byte-level (Llama
+    3.x, Qwen 2.5 and 3, DeepSeek V3, Phi-4) or SentencePiece-style (Gemma
+    3), Mistral's ``tekken.json``, or a tiktoken rank file, whose
+    ``pattern`` must then be named (``"llama3"``, ``"qwen"``, ``"o200k"``,
+    ...). The file is read when the builder is
     made: one the counting does not follow is refused there, naming what."""
     if isinstance(path, (bytes, bytearray, memoryview)):
         try:

@@ -482,5 +482,12 @@ def trim_messages(
         field = getattr(error.value, "field", None) if error is not None else None
         if error is not None and error.tag == "invalid-field" and field in _ARGUMENTS:
             raise ValueError(f"`{_ARGUMENTS[field]}`: {error.value.message}") from None
+        # The system message kept with include_system is alone over it.
+        if error is not None and error.tag == "mandatory-over-budget" and head:
+            need = error.value.mandatory_tokens + (counter.base if counter else 0)
+            raise ValueError(
+                f"`max_tokens`: the system message alone is {need} tokens as counted, over max_tokens "
+                f"({max_tokens}); ctxpack never goes over max_tokens (LangChain's trim_messages keeps "
+                "it anyway): raise max_tokens, or leave include_system off") from None
         raise
     return head + kept(pack, messages)
