@@ -239,7 +239,32 @@ async function drive(raw, callbacks, context, apart = false) {
     });
     let results = settle(calls);
     if (isThenable(results)) results = await results;
-    answer = utf8.encode(JSON.stringify(results));
+    answer = utf8.encode(answerText(results, asked));
+  }
+}
+
+/**
+ * The answers' JSON text. A typed array (`Uint32Array` counts) is sent as
+ * the array it holds; a BigInt, which JSON cannot hold, is refused naming
+ * the callback that answered it.
+ */
+function answerText(results, names) {
+  for (const r of results) {
+    if (ArrayBuffer.isView(r.ok)) r.ok = Array.from(r.ok, Number);
+  }
+  try {
+    return JSON.stringify(results);
+  } catch (e) {
+    if (!(e instanceof TypeError) || !/BigInt/.test(e.message)) throw e;
+    const at = results.findIndex((r) => {
+      try {
+        JSON.stringify(r);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    throw new TypeError(`${names[at] ?? names[0]}(): answered a BigInt, which is not sent; answer Numbers`);
   }
 }
 

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { CtxpackError } from '../src/index.js';
+import { Builder, CtxpackError } from '../src/index.js';
 import { WORDING, wording } from '../src/errors.js';
 
 test('every case of the WIT error has its wording', () => {
@@ -23,4 +23,21 @@ test('an error reads as the core words it, its fields filled in', () => {
   // A value's own braces are not read as fields.
   assert.equal(h.message, 'host import `policy.review` failed: down {budget}');
   assert.equal(wording('step-mismatch', 'late'), 'step mismatch: late');
+});
+
+test('a counter may answer a typed array; a BigInt is refused naming the callback', async () => {
+  const builder = await Builder.create();
+  const request = {
+    context: { traceId: 't' }, query: 'q', model: 'claude-sonnet-4-5', budget: 100,
+    systemPrompt: 'Be brief.', conversation: [{ role: 'user', content: 'hello there' }],
+  };
+  const words = (texts) => texts.map((t) => t.split(' ').filter(Boolean).length);
+  const typed = await builder.assemble(request, { countTokens: (_t, texts) => Uint32Array.from(words(texts)) });
+  const plain = await builder.assemble(request, { countTokens: (_t, texts) => words(texts) });
+  assert.equal(typed.text, plain.text);
+  assert.equal(typed.budgetUsed, plain.budgetUsed);
+  await assert.rejects(builder.assemble(request, { countTokens: (_t, texts) => texts.map(() => 3n) }),
+    /^TypeError: countTokens\(\): answered a BigInt, which is not sent; answer Numbers$/);
+  // A model counted by the host, with no counter lent, says what to lend.
+  await assert.rejects(builder.assemble(request, {}), /lend it \(Python: counter=, JavaScript: countTokens/);
 });
