@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import math
 import random
+from typing import Any
 
 import pytest
+from langchain_core.language_models.fake_chat_models import FakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -169,6 +171,63 @@ def test_trim_messages_last_30_include_system() -> None:
     )
     assert actual == expected
     assert _MESSAGES_TO_TRIM == _MESSAGES_TO_TRIM_COPY
+
+
+def test_trim_messages_include_system_strategy_last_empty_messages() -> None:
+    expected: list[BaseMessage] = []
+
+    actual = trim_messages(
+        max_tokens=10,
+        token_counter=dummy_token_counter,
+        strategy="last",
+        include_system=True,
+    ).invoke([])
+
+    assert actual == expected
+
+
+def test_trim_messages_invoke() -> None:
+    actual = trim_messages(max_tokens=10, token_counter=dummy_token_counter).invoke(
+        _MESSAGES_TO_TRIM
+    )
+    expected = trim_messages(
+        _MESSAGES_TO_TRIM, max_tokens=10, token_counter=dummy_token_counter
+    )
+    assert actual == expected
+
+
+class FakeTokenCountingModel(FakeChatModel):
+    def get_num_tokens_from_messages(self, messages: list, tools: Any = None) -> int:
+        return dummy_token_counter(messages)
+
+
+def test_trim_messages_bound_model_token_counter() -> None:
+    trimmer = trim_messages(
+        max_tokens=10, token_counter=FakeTokenCountingModel().bind(foo="bar")
+    )
+    trimmer.invoke([HumanMessage("foobar")])
+
+
+def test_trim_messages_bad_token_counter() -> None:
+    trimmer = trim_messages(max_tokens=10, token_counter={})
+    with pytest.raises(ValueError):
+        trimmer.invoke([HumanMessage("foobar")])
+
+
+def test_end_on_and_approximate_keep_what_langchain_keeps():
+    """`end_on` (type names and classes) and `token_counter="approximate"`
+    give LangChain's result."""
+    rng = random.Random(12)
+    builder = cp.Builder()
+    for _ in range(80):
+        messages = chat(rng, rng.randint(1, 12))
+        end_on = rng.choice(["human", "ai", HumanMessage, ["ai", HumanMessage]])
+        max_tokens = rng.randint(0, 150)
+        theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter="approximate",
+                                strategy="last", end_on=end_on)
+        ours = trim_messages(messages, max_tokens=max_tokens, token_counter="approximate", end_on=end_on,
+                             builder=builder)
+        assert [id(m) for m in ours] == [id(m) for m in theirs], (end_on, max_tokens)
 
 
 def test_a_callable_counter_keeps_what_langchain_keeps_at_every_budget():

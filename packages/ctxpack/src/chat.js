@@ -218,8 +218,10 @@ export async function toLangChain(pack, messages) {
  * kept messages begin on a user turn; `includeSystem` keeps a first
  * system message whatever happens. Counted as ctxpack renders the
  * conversation: each message as `[role] content` and the blank line before
- * it, plus `entryOverhead` per message. Refused, never ignored:
- * `strategy: 'first'`, `allowPartial`, `endOn`, `textSplitter`.
+ * it, plus `entryOverhead` per message. `endOn` drops the messages after
+ * the last one of its types (`'human'`, `'ai'`, … or message classes)
+ * first, as LangChain.js does. Refused, never ignored: `strategy:
+ * 'first'`, `allowPartial`.
  */
 export async function trim(messages, options, makeBuilder) {
   refuseUnknownOptions(options);
@@ -234,13 +236,20 @@ export async function trim(messages, options, makeBuilder) {
   if (entryOverhead !== undefined && !isU32(entryOverhead)) throw refuse('options.entryOverhead', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(entryOverhead)}`);
   if (strategy !== 'last') throw refuse('options.strategy', "ctxpack keeps the newest messages ('last') only");
   if (allowPartial) throw refuse('options.allowPartial', 'ctxpack keeps or drops a message whole');
-  if (endOn != null || textSplitter != null) throw refuse(endOn != null ? 'options.endOn' : 'options.textSplitter', 'not supported');
+  // textSplitter is used, as LangChain.js uses it, only with allowPartial.
+  void textSplitter;
   const countsMessages = typeof tokenCounter === 'function' || typeof tokenCounter?.getNumTokens === 'function';
   const starts = startOn == null ? [] : [startOn].flat();
   if (starts.some((s) => s !== 'human' && s !== 'user')) {
     throw refuse('options.startOn', `only a user turn ('human') can begin the kept messages, got ${JSON.stringify(startOn)}`);
   }
   let rest = Array.from(messages);
+  if (endOn != null) {
+    // As LangChain.js: the messages after the last of endOn's types are
+    // dropped first.
+    const types = typesOf(endOn);
+    while (rest.length > 0 && !types.includes(typeOf(rest[rest.length - 1]))) rest = rest.slice(0, -1);
+  }
   let head = [];
   let systemPrompt = '';
   if (includeSystem && rest.length > 0 && conversationOf(rest.slice(0, 1))[0].role === 'system') {
@@ -409,6 +418,27 @@ class CountedAsMessages {
     );
     return new HumanMessage(text);
   }
+}
+
+/** LangChain's message types, by the roles a plain message gives. */
+const TYPES = {
+  system: 'system', developer: 'system', user: 'human', human: 'human', assistant: 'ai', ai: 'ai', tool: 'tool',
+};
+
+/** A message's LangChain type (`'human'`, `'ai'`, …). */
+const typeOf = (m) => langchainType(m) ?? TYPES[m?.role];
+
+/** The type names `types` stands for: names, or message classes (as
+ * LangChain.js reads a class: the type of one made empty). */
+function typesOf(types) {
+  return [types].flat().map((t) => {
+    if (typeof t === 'string') return t;
+    if (typeof t === 'function') {
+      const type = langchainType(new t({}));
+      if (type !== undefined) return type;
+    }
+    throw refuse('options.endOn', `expected message type names ('human', 'ai', …) or message classes, got ${String(t)}`);
+  });
 }
 
 /** The options `trim` reads (LangChain.js's names, and `builder`). */

@@ -119,6 +119,10 @@ export function trimMessages<M extends MessageLike>(messages: readonly M[], opti
   strategy?: 'last';
   allowPartial?: false;
   startOn?: 'human' | 'user' | null;
+  /** Drops the messages after the last one of these types first, as LangChain.js does. */
+  endOn?: string | (new (fields: object) => unknown) | Array<string | (new (fields: object) => unknown)>;
+  /** Used, as LangChain.js uses it, only with `allowPartial`. */
+  textSplitter?: unknown;
   includeSystem?: boolean;
   entryOverhead?: number;
   builder?: Builder;

@@ -79,6 +79,7 @@ test('trimMessages refuses what it would not honour', async () => {
   const messages = [new HumanMessage('hi')];
   await assert.rejects(trimMessages(messages, { maxTokens: 10, strategy: 'first' }), /options\.strategy/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, allowPartial: true }), /options\.allowPartial/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, endOn: 42 }), /options\.endOn/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, startOn: 'ai' }), /options\.startOn/);
   // An option trimMessages does not read is refused, not ignored.
   await assert.rejects(trimMessages(messages, { maxTokens: 10, include_system: true }),
@@ -171,6 +172,21 @@ test('a tokenCounter is given only the caller\'s messages, however the core writ
       const spell = (ms) => ms.map((m) => [m._getType(), m.content]);
       assert.deepEqual(spell(ours), spell(theirs), JSON.stringify({ c, maxTokens }));
     }
+  }
+});
+
+test('endOn, by type names and classes, keeps what LangChain.js keeps', async () => {
+  const r = rng(12);
+  const builder = await Builder.create();
+  const words = (ms) => ms.reduce((n, m) => n + String(m.content).split(' ').filter(Boolean).length + 3, 0);
+  for (let c = 0; c < 80; c += 1) {
+    const messages = chat(r, 1 + below(r, 12));
+    const endOn = ['human', 'ai', HumanMessage, ['ai', HumanMessage]][below(r, 4)];
+    const maxTokens = below(r, 151);
+    const theirs = await langchainTrim(messages, { maxTokens, tokenCounter: words, strategy: 'last', endOn });
+    const ours = await trimMessages(messages, { maxTokens, tokenCounter: words, endOn, builder });
+    const spell = (ms) => ms.map((m) => [m._getType(), m.content]);
+    assert.deepEqual(spell(ours), spell(theirs), JSON.stringify({ c, maxTokens }));
   }
 });
 

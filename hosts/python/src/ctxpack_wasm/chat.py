@@ -396,25 +396,49 @@ class _CountedAsMessages:
         return [{"role": "user", "content": text}]
 
 
+#: LangChain's message types, by the roles a dict or a turn gives.
+_TYPES = {"system": "system", "developer": "system", "user": "human", "human": "human",
+          "assistant": "ai", "ai": "ai", "tool": "tool"}
+
+
+def _is_type(message: Any, types: Any) -> bool:
+    """LangChain's ``_is_message_type``: ``message`` is one of ``types``
+    (type names, ``"human"``, ``"ai"``, …, or message classes)."""
+    types = [types] if isinstance(types, (str, type)) else list(types)
+    if isinstance(message, dict):
+        kind = _TYPES.get(str(message.get("role")))
+    elif isinstance(message, ConversationTurn):
+        kind = _TYPES.get(message.role.value if isinstance(message.role, Role) else str(message.role))
+    else:
+        kind = getattr(message, "type", None)
+    return kind in [t for t in types if isinstance(t, str)] or isinstance(
+        message, tuple(t for t in types if isinstance(t, type)))
+
+
 def trim_messages(
-    messages: Sequence[Any],
+    messages: Optional[Sequence[Any]] = None,
     *,
     max_tokens: int,
     token_counter: Any = None,
     strategy: Literal["last"] = "last",
     allow_partial: bool = False,
+    end_on: Optional[Any] = None,
     start_on: Optional[Union[str, Sequence[str]]] = None,
     include_system: bool = False,
+    text_splitter: Optional[Any] = None,
     entry_overhead: Optional[int] = None,
     model: Optional[str] = None,
     builder: Optional[Builder] = None,
-) -> list[Any]:
+) -> Any:
     """``langchain_core.messages.trim_messages``, packed by ctxpack: the
     newest messages that fit ``max_tokens``, returned unchanged and in
-    order, a tool call never apart from its results. ``token_counter`` is
-    a tokenizer ctxpack counts exactly (``"o200k-base"``, the default,
-    ``"cl100k-base"``, ``Tokenizer.named(file)``,
-    ``Tokenizer.chars_per_token(n)``), not a function. ``model`` names
+    order, a tool call never apart from its results. Without
+    ``messages``, a LangChain ``Runnable`` that trims what it is given
+    (needs ``langchain_core``). ``token_counter`` is a tokenizer ctxpack
+    counts exactly (``"o200k-base"``, the default, ``"cl100k-base"``,
+    ``Tokenizer.named(file)``, ``Tokenizer.chars_per_token(n)``), or
+    LangChain's (below; ``"approximate"`` is its
+    ``count_tokens_approximately``). ``model`` names
     the model the messages are for (``"gpt-4o"``, ``"qwen3-8b"``): its
     tokenizer and its chat format's ``entry_overhead`` are then the
     defaults.
@@ -425,13 +449,34 @@ def trim_messages(
     it counts within ``max_tokens`` (the system message, with
     ``include_system``, among them); ``entry_overhead`` is then 0 unless
     given, since such a counter counts a message's overhead itself.
-    ``start_on="human"`` (or ``"user"``) makes the kept messages begin on a
-    user turn; ``include_system`` keeps a first system message whatever
-    happens. Counted by a tokenizer as ctxpack renders the conversation:
-    each message as ``[role] content``, joined by blank lines, plus
-    ``entry_overhead`` per message. Not supported (an error, never
-    ignored): ``strategy="first"``, ``allow_partial``, ``end_on`` and
-    ``text_splitter``."""
+    ``end_on`` drops the messages after the last one of its types (type
+    names, ``"human"``, ``"ai"``, …, or message classes) before trimming,
+    as LangChain does; ``start_on="human"`` (or ``"user"``) makes the kept
+    messages begin on a user turn; ``include_system`` keeps a first system
+    message whatever happens. ``text_splitter`` is used, as LangChain uses
+    it, only with ``allow_partial``. Counted by a tokenizer as ctxpack
+    renders the conversation: each message as ``[role] content``, joined
+    by blank lines, plus ``entry_overhead`` per message. Not supported (an
+    error, never ignored): ``strategy="first"`` and ``allow_partial``."""
+    if messages is None:
+        from langchain_core.runnables import RunnableLambda  # the extra
+
+        options = dict(max_tokens=max_tokens, token_counter=token_counter, strategy=strategy,
+                       allow_partial=allow_partial, end_on=end_on, start_on=start_on,
+                       include_system=include_system, text_splitter=text_splitter,
+                       entry_overhead=entry_overhead, model=model, builder=builder)
+        return RunnableLambda(lambda given: trim_messages(given, **options)).with_config(
+            {"run_name": "trim_messages"})
+    if isinstance(token_counter, str) and token_counter == "approximate":
+        try:
+            from langchain_core.messages.utils import count_tokens_approximately  # the extra
+        except ImportError:
+            raise ValueError("`token_counter`: 'approximate' is LangChain's count_tokens_approximately, "
+                             "which needs langchain-core; or give Tokenizer.chars_per_token(4)") from None
+        token_counter = count_tokens_approximately
+    if isinstance(token_counter, (dict, list, tuple, set)):
+        raise ValueError(f"`token_counter`: expected a tokenizer, a function of messages or a chat model, "
+                         f"got a {type(token_counter).__name__}")
     if strategy != "last":
         raise ValueError("strategy: ctxpack keeps the newest messages ('last') only")
     if allow_partial:
@@ -457,6 +502,11 @@ def trim_messages(
     if any(s not in ("human", "user") for s in starts):
         raise ValueError(f"start_on: only a user turn ('human') can begin the kept messages, got {start_on!r}")
     messages = list(messages)
+    if end_on is not None:
+        # As LangChain: the messages after the last of `end_on`'s types
+        # are dropped first.
+        while messages and not _is_type(messages[-1], end_on):
+            messages.pop()
     head: list[Any] = []
     system = ""
     if include_system and messages and conversation(messages[:1])[0].role == Role.SYSTEM:
