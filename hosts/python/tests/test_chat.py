@@ -214,6 +214,21 @@ def test_trim_messages_bad_token_counter() -> None:
         trimmer.invoke([HumanMessage("foobar")])
 
 
+def test_start_on_drops_a_leading_system_message_as_langchain_does():
+    """Without include_system a system message is a message like another:
+    start_on="human" drops it even when everything fits."""
+    rng = random.Random(21)
+    builder = cp.Builder()
+    for _ in range(60):
+        messages = [SystemMessage(content="Be brief."), *chat(rng, rng.randint(1, 12))]
+        max_tokens = rng.randint(0, 30)
+        theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=len, strategy="last",
+                                start_on="human")
+        ours = trim_messages(messages, max_tokens=max_tokens, token_counter=len, start_on="human",
+                             builder=builder)
+        assert [id(m) for m in ours] == [id(m) for m in theirs], max_tokens
+
+
 def test_end_on_and_approximate_keep_what_langchain_keeps():
     """`end_on` (type names and classes) and `token_counter="approximate"`
     give LangChain's result."""

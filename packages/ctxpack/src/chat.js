@@ -282,7 +282,12 @@ export async function trim(messages, options, makeBuilder) {
     }
     throw asArgument(e);
   }
-  return [...head, ...keptMessages(pack, rest)];
+  const out = keptMessages(pack, rest);
+  // As LangChain.js's: the kept messages begin on a user turn even when
+  // all of them fit (a leading system message goes, unless includeSystem
+  // keeps it).
+  while (starts.length > 0 && out.length > 0 && typeOf(out[0]) !== 'human') out.shift();
+  return [...head, ...out];
 }
 
 /** The blank line before a rendered message: where the whole rendered

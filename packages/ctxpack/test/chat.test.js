@@ -175,6 +175,20 @@ test('a tokenCounter is given only the caller\'s messages, however the core writ
   }
 });
 
+test('startOn drops a leading system message as LangChain.js does, even when all fits', async () => {
+  const r = rng(21);
+  const builder = await Builder.create();
+  const count = (ms) => ms.length;
+  for (let c = 0; c < 60; c += 1) {
+    const messages = [new SystemMessage('Be brief.'), ...chat(r, 1 + below(r, 12))];
+    const maxTokens = below(r, 31);
+    const theirs = await langchainTrim(messages, { maxTokens, tokenCounter: count, strategy: 'last', startOn: 'human' });
+    const ours = await trimMessages(messages, { maxTokens, tokenCounter: count, startOn: 'human', builder });
+    const spell = (ms) => ms.map((m) => [m._getType(), m.content]);
+    assert.deepEqual(spell(ours), spell(theirs), JSON.stringify({ c, maxTokens }));
+  }
+});
+
 test('endOn, by type names and classes, keeps what LangChain.js keeps', async () => {
   const r = rng(12);
   const builder = await Builder.create();

@@ -540,4 +540,11 @@ def trim_messages(
                 f"({max_tokens}); ctxpack never goes over max_tokens (LangChain's trim_messages keeps "
                 "it anyway): raise max_tokens, or leave include_system off") from None
         raise
-    return head + kept(pack, messages)
+    out = kept(pack, messages)
+    if starts:
+        # As LangChain's: the kept messages begin on a user turn even
+        # when all of them fit (a leading system message goes, unless
+        # include_system keeps it).
+        while out and not _is_type(out[0], "human"):
+            out.pop(0)
+    return head + out
