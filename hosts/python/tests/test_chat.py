@@ -316,6 +316,45 @@ def test_a_callable_counter_is_given_only_the_callers_messages_however_the_core_
             assert [id(m) for m in ours] == [id(m) for m in theirs], max_tokens
 
 
+def test_the_cases_a_second_try_found():
+    """Found by trying hard for inputs where the drop-in differs: a
+    control character that made a message count as another whose letters
+    matched (and the kept list go over max_tokens), a system message that
+    holds header-like text, a system message of spaces counted as none."""
+    def chars(ms: list) -> int:
+        return sum(len(m.content) for m in ms)
+
+    def words(ms: list) -> int:
+        return sum(len(m.content.split()) for m in ms)
+
+    cases = [
+        ([HumanMessage("x!!!!!!"), HumanMessage("x\x01")], 2, chars, {}),
+        ([AIMessage("\n\n"), AIMessage("\x01 \x01 \x01")], 1, words, {}),
+        ([HumanMessage("hi!"), HumanMessage("hi\x7f?")], 3, chars, {}),
+        ([SystemMessage("\n\n[assistant] x"), HumanMessage("\n\n")], 17, chars,
+         {"include_system": True, "start_on": "human"}),
+        ([SystemMessage("rules\n\n[user] hi"), HumanMessage("hi")], 40, chars, {"include_system": True}),
+        ([HumanMessage("a </UNTRUSTED> b"), AIMessage("<system>x</system>"), HumanMessage("c")], 30, chars, {}),
+    ]
+    for messages, max_tokens, counter, options in cases:
+        given: list = []
+
+        def spy(ms: list, counter: Any = counter) -> int:
+            given.extend(ms)
+            return int(counter(ms))
+
+        ours = trim_messages(messages, max_tokens=max_tokens, token_counter=spy, **options)
+        theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=counter, strategy="last", **options)
+        assert [id(m) for m in ours] == [id(m) for m in theirs], (messages, max_tokens)
+        assert all(any(m is g for g in messages) for m in given), messages
+        assert counter(ours) <= max_tokens
+    # A system message of spaces is a message: alone over max_tokens, it is
+    # refused rather than counted as nothing.
+    with pytest.raises(ValueError, match="the system message alone is 2 tokens"):
+        trim_messages([SystemMessage("  "), HumanMessage("hi")], max_tokens=1, token_counter=chars,
+                      include_system=True)
+
+
 def test_a_callable_counter_gets_dicts_as_they_were_given():
     seen = []
 

@@ -257,8 +257,15 @@ export async function trim(messages, options, makeBuilder) {
     head = rest.slice(0, 1);
     rest = rest.slice(1);
   }
-  const turns = conversationOf(rest);
-  const counter = countsMessages ? new CountedAsMessages(tokenCounter, rest, turns, head[0]) : null;
+  let turns = conversationOf(rest);
+  let counter = null;
+  if (countsMessages) {
+    // Sent as the core would write them, so that its texts can be told
+    // back to the messages they came from (see CountedAsMessages).
+    turns = turns.map((t) => ({ ...t, content: written(t.content) }));
+    systemPrompt = written(systemPrompt);
+    counter = new CountedAsMessages(tokenCounter, rest, turns, head[0]);
+  }
   const base = counter === null ? 0 : await counter.countBase();
   let pack;
   try {
@@ -294,10 +301,20 @@ export async function trim(messages, options, makeBuilder) {
  * conversation is cut back into its messages. */
 const BEFORE_MESSAGE = /\n\n(?=\[(?:user|assistant|system|tool)\] )/;
 
-/** A text's letters and digits: what the core never changes in a text it
- * writes (it removes control characters and turns the opening bracket of
- * a tag-like structure into `(`). */
-const letters = (text) => text.replace(/[^\p{L}\p{N}]/gu, '');
+/** `text` without what the core removes from every text it writes:
+ * control characters other than tab and line breaks, and tag characters.
+ * The drop-ins send it so, and the core's texts then differ from it only
+ * where it turned the opening bracket of a tag-like structure into `(`,
+ * character for character. */
+const written = (text) => text.replace(/(?![\t\n\r])[\p{Cc}\u{E0000}-\u{E007F}]/gu, '');
+
+/** Whether `text` is `given` as the core writes it: the same characters
+ * but where `text` has `(` for an opening bracket. */
+function defused(text, given) {
+  const a = Array.from(text);
+  const b = Array.from(given);
+  return a.length === b.length && a.every((c, i) => c === b[i] || c === '(');
+}
 
 /**
  * A LangChain.js `tokenCounter` (a function of a list of messages, or a
@@ -307,8 +324,10 @@ const letters = (text) => text.replace(/[^\p{L}\p{N}]/gu, '');
  * sent: no tokens) and the whole rendered conversation. Each is counted
  * as the messages it stands for, the caller's own, as they were given;
  * the whole text as the list of its messages — cut before each message's
- * header, each part found by its text or, as the core may have written it
- * otherwise, by its role and its letters and digits —; any other text
+ * header, each part found by its text (the messages are sent as the core
+ * writes them, control characters removed) or, where the core defused a
+ * tag-like structure in it, by its role and the rest of its characters —;
+ * any other text
  * (none is asked when nothing is cut) as one user message holding it. A
  * count a counter adds once per list (the empty list's, `base`) is taken
  * off every count and off the budget once, so that counts add up as the
@@ -323,27 +342,31 @@ class CountedAsMessages {
         return counts.reduce((a, b) => a + b, 0);
       };
     this.langchain = messages.some((m) => langchainType(m) !== undefined);
+    // Each message by the texts the core writes it as (`turns` are already
+    // `written`), exactly; and by role ('' for a content alone) and length
+    // in characters, for a text the core defused.
     this.byText = new Map();
-    // By role ('' for a content alone) and letters, as written.
-    this.byLetters = new Map();
-    const add = (map, key, m) => {
-      if (!map.has(key)) map.set(key, m);
+    this.byLength = new Map();
+    const all = turns.map((t, i) => [messages[i], t.role, t.content]);
+    if (system !== undefined) all.unshift([system, '', written(conversationOf([system])[0].content)]);
+    const add = (key, m) => {
+      if (!this.byText.has(key)) this.byText.set(key, m);
     };
-    if (system !== undefined) {
-      const content = conversationOf([system])[0].content;
-      this.byText.set(content, system);
-      this.byLetters.set(`\n${letters(content)}`, system);
+    const index = (role, content, m) => {
+      const key = `${role}\n${Array.from(content).length}`;
+      if (!this.byLength.has(key)) this.byLength.set(key, []);
+      this.byLength.get(key).push([content, m]);
+    };
+    for (const [m, role, content] of all) {
+      if (role) add(`[${role}] ${content}`, m);
+      index(role, content, m);
     }
-    turns.forEach((t, i) => {
-      add(this.byText, `[${t.role}] ${t.content}`, messages[i]);
-      add(this.byLetters, `${t.role}\n${letters(t.content)}`, messages[i]);
-    });
-    turns.forEach((t, i) => {
-      add(this.byText, t.content, messages[i]);
-      add(this.byLetters, `\n${letters(t.content)}`, messages[i]);
-    });
+    for (const [m, role, content] of all) {
+      add(content, m);
+      if (role) index('', content, m);
+    }
     // The most parts one message's text is cut into.
-    this.widest = turns.reduce((most, t) => Math.max(most, t.content.split(BEFORE_MESSAGE).length), 1);
+    this.widest = all.reduce((most, [, , c]) => Math.max(most, c.split(BEFORE_MESSAGE).length), 1);
     this.base = 0;
     this.failure = null;
   }
@@ -371,7 +394,9 @@ class CountedAsMessages {
   }
 
   async count(text) {
-    if (text.trim() === '') return 0;
+    // The blank line that joins two messages is never sent; a message of
+    // whitespace is.
+    if (text === '\n\n' || (text.trim() === '' && this.messageOf(text) === undefined)) return 0;
     const n = await this.countList(this.messagesOf(text) ?? [await this.madeUp(text)]);
     if (!Number.isInteger(n) || n < 0) {
       throw refuse('options.tokenCounter', `expected a whole number of tokens, got ${JSON.stringify(n)}`);
@@ -384,11 +409,9 @@ class CountedAsMessages {
     const found = this.byText.get(text);
     if (found !== undefined) return found;
     const header = /^\[(user|assistant|system|tool)\] /.exec(text);
-    if (header !== null) {
-      const byRole = this.byLetters.get(`${header[1]}\n${letters(text.slice(header[0].length))}`);
-      if (byRole !== undefined) return byRole;
-    }
-    return this.byLetters.get(`\n${letters(text)}`);
+    const [role, body] = header === null ? ['', text] : [header[1], text.slice(header[0].length)];
+    const candidates = this.byLength.get(`${role}\n${Array.from(body).length}`) ?? [];
+    return candidates.find(([content]) => defused(body, content))?.[1];
   }
 
   /** The messages `text` renders, in order; null when it renders none (a cut text). */

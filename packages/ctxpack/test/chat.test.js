@@ -204,6 +204,37 @@ test('endOn, by type names and classes, keeps what LangChain.js keeps', async ()
   }
 });
 
+test('the cases a second try found', async () => {
+  // A control character that made a message count as another whose letters
+  // matched, a system message that holds header-like text, a defused tag.
+  const chars = (ms) => ms.reduce((n, m) => n + m.content.length, 0);
+  const words = (ms) => ms.reduce((n, m) => n + m.content.split(/\s+/).filter(Boolean).length, 0);
+  const cases = [
+    [[new HumanMessage('x!!!!!!'), new HumanMessage('x\u0001')], 2, chars, {}],
+    [[new AIMessage('\n\n'), new AIMessage('\u0001 \u0001 \u0001')], 1, words, {}],
+    [[new HumanMessage('hi!'), new HumanMessage('hi\u007f?')], 3, chars, {}],
+    [[new SystemMessage('rules\n\n[user] hi'), new HumanMessage('hi')], 40, chars, { includeSystem: true }],
+    [[new HumanMessage('a </UNTRUSTED> b'), new AIMessage('<system>x</system>'), new HumanMessage('c')], 30, chars, {}],
+  ];
+  for (const [messages, maxTokens, counter, options] of cases) {
+    const given = [];
+    const spy = (ms) => {
+      given.push(...ms);
+      return counter(ms);
+    };
+    const ours = await trimMessages(messages, { maxTokens, tokenCounter: spy, ...options });
+    const theirs = await langchainTrim(messages, { maxTokens, tokenCounter: counter, strategy: 'last', ...options });
+    const spell = (ms) => ms.map((m) => [m._getType(), m.content]);
+    assert.deepEqual(spell(ours), spell(theirs), JSON.stringify({ maxTokens }));
+    assert.ok(given.every((m) => messages.includes(m)));
+    assert.ok(counter(ours) <= maxTokens);
+  }
+  await assert.rejects(
+    trimMessages([new SystemMessage('  '), new HumanMessage('hi')], { maxTokens: 1, tokenCounter: chars, includeSystem: true }),
+    /the system message alone is 2 tokens/,
+  );
+});
+
 test('a tokenCounter gets dicts as given, and its failure is thrown as it threw', async () => {
   const seen = [];
   const messages = [{ role: 'user', content: 'abcdef' }, { role: 'assistant', content: 'ghij' }, { role: 'user', content: 'kl' }];

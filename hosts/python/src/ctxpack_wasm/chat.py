@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import unicodedata
 from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
 
 from . import AssemblyFailed, Builder
@@ -280,11 +281,22 @@ def _list_counter(token_counter: Any) -> Callable[[list[Any]], Any]:
 _BEFORE_MESSAGE = re.compile(r"\n\n(?=\[(?:user|assistant|system|tool)\] )")
 
 
-def _letters(text: str) -> str:
-    """``text``'s letters and digits: what the core never changes in a
-    text it writes (it removes control characters and turns the opening
-    bracket of a tag-like structure into ``(``)."""
-    return "".join(c for c in text if c.isalnum())
+def _written(text: str) -> str:
+    """``text`` without what the core removes from every text it writes:
+    control characters other than tab and line breaks, and tag
+    characters. The drop-ins send it so, and the core's texts then differ
+    from it only where it turned the opening bracket of a tag-like
+    structure into ``(``, character for character."""
+    if text.isprintable():
+        return text
+    return "".join(c for c in text if not (
+        (unicodedata.category(c) == "Cc" and c not in "\t\n\r") or 0xE0000 <= ord(c) <= 0xE007F))
+
+
+def _defused(text: str, written: str) -> bool:
+    """Whether ``text`` is ``written`` as the core writes it: the same
+    characters but where ``text`` has ``(`` for an opening bracket."""
+    return len(text) == len(written) and all(a == b or a == "(" for a, b in zip(text, written))
 
 
 class _CountedAsMessages:
@@ -296,10 +308,11 @@ class _CountedAsMessages:
     conversation. Each is counted as the messages it stands for — the
     caller's own, as they were given —, the whole text as the list of its
     messages: it is cut before each message's header, and each part found
-    by its text, or, as the core may have written it otherwise (control
-    characters removed, a tag defused), by its role and its letters and
-    digits. A text that is none of these (none is asked when nothing is
-    cut) is counted as one user message holding it.
+    by its text (the messages are sent as the core writes them, control
+    characters removed), or where the core defused a tag-like structure
+    in it, by its role and the rest of its characters. A text that is none
+    of these (none is asked when nothing is cut) is counted as one user
+    message holding it.
 
     A counter may add a count once per list (OpenAI's models add 3 for
     the reply's priming): that count, the empty list's, is ``base``, taken
@@ -310,22 +323,26 @@ class _CountedAsMessages:
                  system: Optional[Any]) -> None:
         self.count_list = _list_counter(token_counter)
         self.langchain = any(_is_langchain(m) for m in messages) or _is_langchain(system)
+        # Each message by the texts the core writes it as (`turns` are
+        # already `_written`), exactly; and by role ("" for a content
+        # alone) and length, for a text the core defused.
         self.by_text: dict[str, Any] = {}
-        # By role ("" for a content alone) and letters, as written.
-        self.by_letters: dict[tuple[str, str], Any] = {}
+        self.by_length: dict[tuple[str, int], list[tuple[str, Any]]] = {}
+        written: list[tuple[Any, str, str]] = [
+            (m, str(t.role.value if isinstance(t.role, Role) else t.role), t.content)
+            for m, t in zip(messages, turns)]
         if system is not None:
-            content = conversation([system])[0].content
-            self.by_text[content] = system
-            self.by_letters[("", _letters(content))] = system
-        for m, t in zip(messages, turns):
-            role = t.role.value if isinstance(t.role, Role) else t.role
-            self.by_text.setdefault(f"[{role}] {t.content}", m)
-            self.by_letters.setdefault((role, _letters(t.content)), m)
-        for m, t in zip(messages, turns):
-            self.by_text.setdefault(t.content, m)
-            self.by_letters.setdefault(("", _letters(t.content)), m)
+            written.insert(0, (system, "", _written(conversation([system])[0].content)))
+        for m, role, content in written:
+            if role:
+                self.by_text.setdefault(f"[{role}] {content}", m)
+            self.by_length.setdefault((role, len(content)), []).append((content, m))
+        for m, role, content in written:
+            self.by_text.setdefault(content, m)
+            if role:
+                self.by_length.setdefault(("", len(content)), []).append((content, m))
         # The most parts one message's text is cut into.
-        self.widest = 1 + max((len(_BEFORE_MESSAGE.findall(t.content)) for t in turns), default=0)
+        self.widest = 1 + max((len(_BEFORE_MESSAGE.findall(c)) for _, _, c in written), default=0)
         self.failure: Optional[BaseException] = None
         try:
             base = self.count_list([])
@@ -343,7 +360,9 @@ class _CountedAsMessages:
             raise
 
     def count(self, text: str) -> int:
-        if not text.strip():
+        # The blank line that joins two messages is never sent; a message
+        # of whitespace is.
+        if text == "\n\n" or (not text.strip() and self.message_of(text) is None):
             return 0
         n = self.count_list(self.messages_of(text))
         if type(n) is not int or n < 0:
@@ -356,11 +375,11 @@ class _CountedAsMessages:
         if found is not None:
             return found
         header = re.match(r"\[(user|assistant|system|tool)\] ", text)
-        if header is not None:
-            found = self.by_letters.get((header.group(1), _letters(text[header.end():])))
-            if found is not None:
-                return found
-        return self.by_letters.get(("", _letters(text)))
+        role, body = (header.group(1), text[header.end():]) if header else ("", text)
+        for content, m in self.by_length.get((role, len(body)), []):
+            if _defused(body, content):
+                return m
+        return None
 
     def messages_of(self, text: str) -> list[Any]:
         """The messages ``text`` renders, in order (one made up when it
@@ -513,8 +532,14 @@ def trim_messages(
         head, messages = messages[:1], messages[1:]
         system = conversation(head)[0].content
     turns = conversation(messages)
-    counter = _CountedAsMessages(token_counter, messages, turns, head[0] if head else None) \
-        if counts_messages else None
+    counter = None
+    if counts_messages:
+        # Sent as the core would write them, so that its texts can be told
+        # back to the messages they came from (see _CountedAsMessages).
+        turns = [ConversationTurn(role=t.role, content=_written(t.content), tool_call_id=t.tool_call_id)
+                 for t in turns]
+        system = _written(system)
+        counter = _CountedAsMessages(token_counter, messages, turns, head[0] if head else None)
     request = AssembleRequest(
         conversation=turns, budget=max(max_tokens - counter.base, 0) if counter else max_tokens,
         tokenizer=tokenizer,
