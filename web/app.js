@@ -56,9 +56,14 @@ function callbacks(scenario, builder) {
     }
     $(`last-${f}`).textContent = 'not called';
     $(`last-${f}`).classList.remove('bad');
+    // The counter is asked once a round: its card says how many rounds.
+    let called = 0;
+    const unit = f === 'countTokens' ? 'count' : 'item';
     out[f] = (...args) => {
       const { fail, delay } = switches[f];
       const cell = $(`last-${f}`);
+      called += 1;
+      const rounds = called > 1 ? ` (${fig('call', called)})` : '';
       cell.innerHTML = delay ? `${fig('waiting', delay, 'ms')}…` : 'called';
       const answer = () => {
         if (fail) {
@@ -67,7 +72,7 @@ function callbacks(scenario, builder) {
         }
         try {
           const value = host[f](...args);
-          cell.innerHTML = Array.isArray(value) ? fig('answered', value.length, plural(value.length, 'item')) : 'answered';
+          cell.innerHTML = (Array.isArray(value) ? fig('answered', value.length, plural(value.length, unit)) : 'answered') + rounds;
           return value;
         } catch (e) {
           // The store's own words, quoted (a "429" in them is no figure).
