@@ -448,10 +448,10 @@ class CountedAsMessages {
   }
 }
 
-/** LangChain's message types, by the roles a plain message gives. */
-const TYPES = {
-  system: 'system', developer: 'system', user: 'human', human: 'human', assistant: 'ai', ai: 'ai', tool: 'tool',
-};
+/** LangChain's message types, by the roles a plain message gives (read as
+ * the conversation reads them, `ROLES`). */
+const TYPES = Object.fromEntries(Object.entries(ROLES)
+  .map(([name, role]) => [name, { user: 'human', assistant: 'ai' }[role] ?? role]));
 
 /** A message's LangChain type (`'human'`, `'ai'`, …). */
 const typeOf = (m) => langchainType(m) ?? TYPES[m?.role];

@@ -273,14 +273,7 @@ fn hugging_face(json: &Json) -> Result<Read, String> {
     if model.get("byte_fallback").is_true() {
         return sentence_piece(json);
     }
-    if model.get("dropout").is_nonzero() {
-        return refuse("model.dropout", "dropout");
-    }
-    if model.get("continuing_subword_prefix").as_str().is_some()
-        || model.get("end_of_word_suffix").as_str().is_some()
-    {
-        return refuse("model", "a subword prefix or suffix");
-    }
+    merging_as_read(model)?;
     match json.get("normalizer") {
         Json::Null => {}
         n if is_empty_sequence(n, "normalizers") => {}
@@ -435,6 +428,20 @@ fn describe_all(parts: &[&Json]) -> String {
     format!("[{}]", kinds.join(", "))
 }
 
+/// Refuses a BPE `model` that merges otherwise than its tokens and list
+/// say: with dropout, or a subword prefix or suffix.
+fn merging_as_read(model: &Json) -> Result<(), String> {
+    if model.get("dropout").is_nonzero() {
+        return Err("model.dropout: dropout is not supported".into());
+    }
+    if model.get("continuing_subword_prefix").as_str().is_some()
+        || model.get("end_of_word_suffix").as_str().is_some()
+    {
+        return Err("model: a subword prefix or suffix is not supported".into());
+    }
+    Ok(())
+}
+
 /// A SentencePiece-style BPE in a Hugging Face file (Gemma 2 and 3):
 /// spaces written `▁` (its normalizer's one `Replace`), no split (a
 /// `Split` on spaces after they are gone splits nothing), the text merged
@@ -444,16 +451,9 @@ fn describe_all(parts: &[&Json]) -> String {
 fn sentence_piece(json: &Json) -> Result<Read, String> {
     let model = json.get("model");
     let refuse = |field: &str, what: &str| Err(format!("{field}: {what} is not supported"));
-    if model.get("dropout").is_nonzero() {
-        return refuse("model.dropout", "dropout");
-    }
+    merging_as_read(model)?;
     if model.get("ignore_merges").is_true() {
         return refuse("model.ignore_merges", "ignore_merges with byte fallback");
-    }
-    if model.get("continuing_subword_prefix").as_str().is_some()
-        || model.get("end_of_word_suffix").as_str().is_some()
-    {
-        return refuse("model", "a subword prefix or suffix");
     }
     let normalizer = json.get("normalizer");
     let replaces_spaces = normalizer.get("type").as_str() == Some("Replace")

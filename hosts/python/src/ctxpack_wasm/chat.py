@@ -415,9 +415,9 @@ class _CountedAsMessages:
         return [{"role": "user", "content": text}]
 
 
-#: LangChain's message types, by the roles a dict or a turn gives.
-_TYPES = {"system": "system", "developer": "system", "user": "human", "human": "human",
-          "assistant": "ai", "ai": "ai", "tool": "tool"}
+#: LangChain's message types, by the roles a dict or a turn gives (read
+#: as the conversation reads them, `_ROLES`).
+_TYPES = {name: {"user": "human", "assistant": "ai"}.get(role, role) for name, role in _ROLES.items()}
 
 
 def _is_type(message: Any, types: Any) -> bool:
