@@ -14,8 +14,8 @@
 
 use ctxpack_core::{
     AgentContext, AssembleRequest, BuilderConfig, Candidate, ConversationStart, ConversationTurn,
-    FullSettings, Plan, Profile, Provenance, RagMemorySettings, RagSettings, Role, Section,
-    SectionShare, StageSummary, Tokenizer, TrustTier, WorkflowStatus,
+    FullSettings, PackForm, Plan, Profile, Provenance, RagMemorySettings, RagSettings, Role,
+    Section, SectionShare, StageSummary, Tokenizer, TrustTier, WorkflowStatus,
 };
 use ctxpack_scenario::Scenario;
 use ctxpack_scenario::stores::{Answer, CounterRule, HostAnswers, PolicyRules, SummarizerRule};
@@ -561,6 +561,11 @@ pub fn scenario(src: &mut Source) -> Scenario {
             1 => Some(ConversationStart::UserTurn),
             _ => Some(ConversationStart::AnyTurn),
         },
+        form: match src.below(3) {
+            0 => None,
+            1 => Some(PackForm::Text),
+            _ => Some(PackForm::Messages),
+        },
         stage_summaries: (0..src.below(5))
             .map(|i| StageSummary {
                 stage_id: format!("s{i}"),
@@ -569,6 +574,10 @@ pub fn scenario(src: &mut Source) -> Scenario {
             })
             .collect(),
     };
+    if request.form == Some(PackForm::Text) {
+        // The flat text has no messages to charge an overhead for.
+        request.entry_overhead = None;
+    }
     let profile = profile(src);
     request.budget = budget(src, material(&request, &host, profile));
     let config = BuilderConfig {

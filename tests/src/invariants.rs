@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ctxpack_core::{
-    ContextPack, Failure, Layer, Origin, Reason, Role, SnapshotStatus, SourceOutcome, Tokenizer,
-    Tokenizers,
+    ContextPack, Failure, Layer, Origin, PackForm, Reason, Role, SnapshotStatus, SourceOutcome,
+    Tokenizer, Tokenizers,
 };
 use sha2::Digest;
 use std::collections::{HashMap, HashSet};
@@ -40,6 +40,23 @@ pub fn framed_parts(e: &ctxpack_core::PackEntry, origin: Origin) -> Vec<&str> {
     let (h, rest) = e.text.split_at(head);
     let (body, t) = rest.split_at(rest.len() - tail);
     vec![h, body, t]
+}
+
+/// An entry's text cut where the budget counts it apart (see
+/// [`framed_parts`]), as it is charged: a turn sent as a message without
+/// its `[role] ` header.
+pub fn charged_parts<'e>(
+    request: &ctxpack_core::AssembleRequest,
+    e: &'e ctxpack_core::PackEntry,
+    origin: Origin,
+) -> Vec<&'e str> {
+    let turn = origin == Origin::Request && e.section == ctxpack_core::Section::ConversationState;
+    if turn && request.form == Some(PackForm::Messages) {
+        let header = format!("[{}] ", e.role.name());
+        let content = e.text.strip_prefix(&header);
+        return vec![content.unwrap_or_else(|| panic!("{}: a turn without its header", e.id))];
+    }
+    framed_parts(e, origin)
 }
 
 /// Tokens of `text` as a user's model counts them, found apart from
@@ -97,6 +114,18 @@ pub struct Sent {
     pub messages: u64,
 }
 
+impl Sent {
+    /// Tokens of what the caller sends in `form` (see `request.form`):
+    /// for either, the larger.
+    pub fn of(&self, form: Option<PackForm>) -> u64 {
+        match form {
+            Some(PackForm::Text) => self.text,
+            Some(PackForm::Messages) => self.messages,
+            None => self.text.max(self.messages),
+        }
+    }
+}
+
 /// The tokenizer and the entry overhead `pack` was counted in: the
 /// request's own, and where it left one out, its model's. The snapshot's
 /// record of the model is checked against the request: its name, and
@@ -129,7 +158,11 @@ pub fn counting(
     let left_out = [
         (request.tokenizer.is_none(), Assumed::Tokenizer),
         (request.budget.is_none(), Assumed::Budget),
-        (request.entry_overhead.is_none(), Assumed::EntryOverhead),
+        // Text sent has no messages: no overhead is taken from the model.
+        (
+            request.entry_overhead.is_none() && request.form != Some(PackForm::Text),
+            Assumed::EntryOverhead,
+        ),
     ];
     let assumed: Vec<Assumed> = left_out.iter().filter(|l| l.0).map(|l| l.1).collect();
     assert_eq!(used.assumed, assumed, "{name:?}: what was assumed");
@@ -138,7 +171,10 @@ pub fn counting(
         .clone()
         .unwrap_or(profile.tokenizer.clone());
     assert_eq!(snap.tokenizer, tokenizer, "{name:?}: the tokenizer used");
-    let overhead = request.entry_overhead.unwrap_or(profile.message_overhead);
+    let overhead = match request.form {
+        Some(PackForm::Text) => 0,
+        _ => request.entry_overhead.unwrap_or(profile.message_overhead),
+    };
     if request.budget.is_none() {
         let reserved = profile.context_window - profile.output_reserve;
         assert!(
@@ -270,32 +306,41 @@ pub fn check(
     // records, is within the budget.
     let budget = u64::from(pack.budget_limit);
     let recounted = sent(request, pack);
-    assert!(
-        recounted.text <= budget,
-        "{name}: the text counts {} tokens, over the budget {budget}",
-        recounted.text
-    );
-    assert!(
-        recounted.messages <= budget,
-        "{name}: the messages count {} tokens, over the budget {budget}",
-        recounted.messages
-    );
+    if request.form != Some(PackForm::Messages) {
+        assert!(
+            recounted.text <= budget,
+            "{name}: the text counts {} tokens, over the budget {budget}",
+            recounted.text
+        );
+    }
+    if request.form != Some(PackForm::Text) {
+        assert!(
+            recounted.messages <= budget,
+            "{name}: the messages count {} tokens, over the budget {budget}",
+            recounted.messages
+        );
+    }
     assert_eq!(u64::from(snap.text_tokens), recounted.text, "{name}: text");
     assert_eq!(
         u64::from(snap.message_tokens),
         recounted.messages,
         "{name}: messages"
     );
-    // The accounting adds up: each entry and its overhead, plus what the
-    // rendering adds in the form that adds more.
+    // The accounting adds up: for a form sent, its tokens; for either,
+    // each entry and its overhead, plus what the rendering adds in the
+    // form that adds more.
     assert!(pack.budget_used <= pack.budget_limit, "{name}: over budget");
     let own: u64 = pack.entries.iter().map(|e| u64::from(e.tokens)).sum();
     let charged = own + u64::from(overhead) * pack.entries.len() as u64;
     let added = recounted.text.max(recounted.contents).saturating_sub(own);
+    let used = match request.form {
+        Some(_) => recounted.of(request.form),
+        None => charged + added,
+    };
     assert_eq!(
-        charged + added,
+        used,
         u64::from(pack.budget_used),
-        "{name}: budget-used is not the entries plus what rendering adds"
+        "{name}: budget-used is not what is sent"
     );
     assert_eq!(snap.tokens_used, pack.budget_used, "{name}");
     check_status(name, &snap.status);
@@ -316,7 +361,7 @@ pub fn check(
     let counter = counter_for(tokenizers, &tokenizer);
     let origins = crate::fence::origins(pack);
     for (e, &origin) in pack.entries.iter().zip(&origins) {
-        let recount: u32 = framed_parts(e, origin)
+        let recount: u32 = charged_parts(request, e, origin)
             .iter()
             .map(|p| counter.count(p))
             .sum();
@@ -489,9 +534,16 @@ pub fn check(
         .iter()
         .map(|s| u64::from(s.tokens))
         .sum();
+    // What rendering adds to the entries and their overhead: for a form
+    // sent, its joins (and pieces that merge across them).
+    let added = match request.form {
+        None => i128::from(added),
+        Some(PackForm::Text) => i128::from(recounted.text) - i128::from(own),
+        Some(PackForm::Messages) => i128::from(recounted.contents) - i128::from(own),
+    };
     assert_eq!(
-        section_sum + added,
-        u64::from(pack.budget_used),
+        i128::from(section_sum) + added,
+        i128::from(pack.budget_used),
         "{name}: metrics per section"
     );
     let dropped_sum: u32 = pack.metrics.dropped_by_reason.iter().map(|r| r.count).sum();

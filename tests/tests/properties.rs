@@ -125,9 +125,9 @@ fn the_budget_holds_for_what_a_user_sends() {
         ) {
             exact += 1;
         }
-        let Sent { text, messages, .. } = invariants::sent(&s.request, pack);
         let budget = u64::from(pack.budget_limit);
-        let sent = text.max(messages);
+        let recounted = invariants::sent(&s.request, pack);
+        let sent = recounted.of(s.request.form);
         tightest = tightest.min(budget - sent);
         if budget > 0 && budget < u64::from(u32::MAX / 2) {
             largest_share = largest_share.max(sent as f64 / budget as f64);
@@ -136,7 +136,7 @@ fn the_budget_holds_for_what_a_user_sends() {
             full += 1;
         }
         let own: u64 = pack.entries.iter().map(|e| u64::from(e.tokens)).sum();
-        added_max = added_max.max(text.saturating_sub(own));
+        added_max = added_max.max(recounted.text.saturating_sub(own));
     }
     eprintln!(
         "{cases} generated requests: {packs} packs ({exact} with an exact encoding), \
@@ -232,10 +232,11 @@ fn the_budget_holds_with_the_tokenizer_files_models_ship() {
             let Some(pack) = outcome.reply.pack() else {
                 continue;
             };
-            let Sent { text, messages, .. } = invariants::sent(&s.request, pack);
+            let sent = invariants::sent(&s.request, pack);
+            let Sent { text, messages, .. } = sent;
             let budget = u64::from(pack.budget_limit);
             assert!(
-                text.max(messages) <= budget,
+                sent.of(s.request.form) <= budget,
                 "{case}: sent {text}/{messages} of {budget}"
             );
             assert_eq!(

@@ -33,6 +33,7 @@ fn request(name: &str, texts: &[String]) -> AssembleRequest {
         conversation: Vec::new(),
         keep_last: 0,
         conversation_start: None,
+        form: None,
         stage_summaries: Vec::new(),
     }
 }

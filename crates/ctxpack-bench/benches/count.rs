@@ -49,6 +49,7 @@ fn request(text: &str) -> AssembleRequest {
         conversation: Vec::new(),
         keep_last: 0,
         conversation_start: None,
+        form: None,
         stage_summaries: Vec::new(),
     }
 }

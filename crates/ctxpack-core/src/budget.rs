@@ -43,7 +43,7 @@ use crate::item::{Decision, Group, Item};
 use crate::snapshot::{Reason, SectionCompression, Shortfall, SourceCall};
 
 use crate::tokenizer::Meter;
-use crate::types::{Layer, Section, Tokenizer};
+use crate::types::{AssembleRequest, Layer, PackForm, Section, Tokenizer};
 use lane::{Lane, cost, on_step};
 
 /// Sections in the order they are filled and receive unused shares.
@@ -59,23 +59,76 @@ pub const PRIORITY: [Section; 9] = [
     Section::StageSummaries,
 ];
 
+/// What the budget is charged for: the form the caller sends (see
+/// `request.form`) and the entry overhead.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sent {
+    /// The form, or `None` for either (the budget holds for both).
+    pub form: Option<PackForm>,
+    /// Tokens of a message's framing, charged once per message.
+    pub overhead: u64,
+}
+
+impl Sent {
+    /// What `request` sends, with the entry `overhead` settled for it.
+    pub fn of(request: &AssembleRequest, overhead: u32) -> Self {
+        Sent {
+            form: request.form,
+            overhead: u64::from(overhead),
+        }
+    }
+
+    /// Whether a turn is charged its content alone: its `[role] ` header
+    /// is not sent.
+    pub fn headless(self) -> bool {
+        self.form == Some(PackForm::Messages)
+    }
+
+    /// What the fill charges an entry of `section` on top of its own
+    /// tokens: its overhead (a turn is a message of its own) and, in the
+    /// forms that join entries by a blank line, the join's `separator`
+    /// tokens. An upper bound where entries share a message: the
+    /// rendering settles the exact count (see [`crate::render::settle`]).
+    pub fn charge(self, section: Section, separator: u64) -> u64 {
+        match (self.form, section) {
+            (Some(PackForm::Messages), Section::ConversationState) => self.overhead,
+            _ => self.overhead + separator,
+        }
+    }
+}
+
 /// What the budgeting needs besides the candidates.
 pub(crate) struct Budgeting<'a, 'm> {
     pub plan: &'a Plan,
     pub budget: u64,
+    /// What a host text or summary is charged beside its tokens (see
+    /// [`crate::render::Sent::charge`]).
     pub overhead: u64,
+    /// What a conversation turn is charged beside its tokens.
+    pub turn_overhead: u64,
     pub meter: &'a Meter<'m>,
     pub tokenizer: Tokenizer,
     pub channel: &'a Channel,
 }
 
+impl Budgeting<'_, '_> {
+    /// What an entry of `section` is charged beside its tokens.
+    pub fn charge(&self, section: Section) -> u64 {
+        match section {
+            Section::ConversationState => self.turn_overhead,
+            _ => self.overhead,
+        }
+    }
+}
+
 impl<'a, 'm> Budgeting<'a, 'm> {
-    /// Sharing `budget` tokens by `plan`, each entry after L0 charged
-    /// `overhead`, counting with `meter`, asking `channel`.
+    /// Sharing `budget` tokens by `plan`, each entry after L0 charged as
+    /// the form `sent` is (with `separator`, the tokens of a join),
+    /// counting with `meter`, asking `channel`.
     pub fn new(
         plan: &'a Plan,
         budget: u32,
-        overhead: u64,
+        (sent, separator): (Sent, u64),
         meter: &'a Meter<'m>,
         tokenizer: Tokenizer,
         channel: &'a Channel,
@@ -83,7 +136,8 @@ impl<'a, 'm> Budgeting<'a, 'm> {
         Budgeting {
             plan,
             budget: u64::from(budget),
-            overhead,
+            overhead: sent.charge(Section::RelevantKnowledge, separator),
+            turn_overhead: sent.charge(Section::ConversationState, separator),
             meter,
             tokenizer,
             channel,
@@ -300,7 +354,7 @@ impl Filling {
         for (l, lane) in self.lanes.iter_mut().enumerate() {
             let share = (b.plan.share(lane.section) * b.budget as f64).floor() as u64;
             let cap = share.min(self.remaining);
-            let used = lane.fill(pool, b.meter, cap, b.overhead, strict);
+            let used = lane.fill(pool, b.meter, cap, b.charge(lane.section), strict);
             self.remaining -= used;
             let room = cap - used;
             if b.plan.compress && lane.fill == Fill::Greedy && !lane.queue.is_empty() && room > 0 {
@@ -312,7 +366,13 @@ impl Filling {
         // Pass 2: what is unused flows in priority order; a section with
         // a reserve may still take whole candidates from the flow.
         for lane in &mut self.lanes {
-            let used = lane.fill(pool, b.meter, self.remaining, b.overhead, strict);
+            let used = lane.fill(
+                pool,
+                b.meter,
+                self.remaining,
+                b.charge(lane.section),
+                strict,
+            );
             self.remaining -= used;
         }
         reserved
@@ -322,7 +382,13 @@ impl Filling {
     /// use, flow once more.
     pub fn flow_again(&mut self, pool: &mut [Item], b: &Budgeting, strict: bool) {
         for lane in &mut self.lanes {
-            let used = lane.fill(pool, b.meter, self.remaining, b.overhead, strict);
+            let used = lane.fill(
+                pool,
+                b.meter,
+                self.remaining,
+                b.charge(lane.section),
+                strict,
+            );
             self.remaining -= used;
         }
     }
@@ -351,7 +417,7 @@ impl Filling {
                 if on_step(oldest, lane.base, step) {
                     break;
                 }
-                let c = cost(pool, oldest, b.overhead);
+                let c = cost(pool, oldest, b.charge(lane.section));
                 for &i in oldest {
                     pool[i].decide(Reason::StepCut(b.plan.cut_step));
                 }
@@ -368,7 +434,13 @@ impl Filling {
             .zip(stepped_cost.iter())
             .filter(|(_, c)| **c == 0)
         {
-            let used = lane.fill(pool, b.meter, self.remaining, b.overhead, strict);
+            let used = lane.fill(
+                pool,
+                b.meter,
+                self.remaining,
+                b.charge(lane.section),
+                strict,
+            );
             self.remaining -= used;
         }
         // What the others left may now take a stepped lane back further,
@@ -382,7 +454,13 @@ impl Filling {
             let mut used = 0u64;
             let mut reach = None;
             for (k, group) in back.iter().enumerate() {
-                match fits(pool, group, b.meter, self.remaining - used, b.overhead) {
+                match fits(
+                    pool,
+                    group,
+                    b.meter,
+                    self.remaining - used,
+                    b.charge(lane.section),
+                ) {
                     Some(c) => used += c,
                     None => break,
                 }
@@ -404,7 +482,7 @@ impl Filling {
             lane.queue.drain(..from_queue);
             stepped_cost[l] = back[k + 1..let_go[l].len().max(k + 1)]
                 .iter()
-                .map(|g| cost(pool, g, b.overhead))
+                .map(|g| cost(pool, g, b.charge(lane.section)))
                 .sum();
         }
     }
@@ -467,7 +545,13 @@ impl Filling {
             .iter_mut()
             .filter(|lane| lane.fill == Fill::Greedy)
         {
-            let used = lane.fill(pool, b.meter, self.remaining, b.overhead, strict);
+            let used = lane.fill(
+                pool,
+                b.meter,
+                self.remaining,
+                b.charge(lane.section),
+                strict,
+            );
             self.remaining -= used;
         }
     }
@@ -482,7 +566,7 @@ impl Filling {
             // the snapshot records them as one run).
             let mut uncounted: Option<Reason> = None;
             for group in &lane.queue {
-                let c = cost(pool, group, b.overhead);
+                let c = cost(pool, group, b.charge(lane.section));
                 let never_counted = group.iter().all(|&i| pool[i].count.is_none());
                 let shared = uncounted.as_ref().filter(|_| never_counted);
                 let reason = match (lane.section, lane.fill, shared) {

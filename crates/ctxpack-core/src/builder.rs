@@ -17,7 +17,7 @@ use crate::record::{self, Decided};
 use crate::render::{self, Layers, Rendered};
 use crate::snapshot::{SectionCompression, SnapshotStatus, SourceCall};
 use crate::tokenizer::{CountCache, HostCounts, Meter, TokenCounter, Tokenizers};
-use crate::types::{AssembleRequest, ConversationStart, Tokenizer};
+use crate::types::{AssembleRequest, ConversationStart, Section, Tokenizer};
 use crate::{admit, compress, conversation, fence, gather, layer, rank, validate};
 use std::rc::Rc;
 use std::sync::{Mutex, TryLockError};
@@ -251,8 +251,8 @@ impl Builder {
         // 2. layer: the request's own candidates. L0 is charged first, as
         // it renders; alone over the budget, the assembly fails before any
         // host is asked for anything.
-        let overhead = u64::from(settled.overhead);
-        let mut own = layer::own(request, meter, overhead);
+        let sent = budget::Sent::of(request, settled.overhead);
+        let mut own = layer::own(request, meter, sent);
         if let Some(error) = own.over(budget) {
             return Err(self.failed(request, settled, Decided::own(own), error, budget));
         }
@@ -274,13 +274,18 @@ impl Builder {
         let hosted = admitted.into_items(nonce);
 
         // 6. conversation: the window; only the turns the budget can reach
-        // are rendered. Each entry after L0 is charged its overhead and the
-        // blank line that joins it to the one before.
+        // are rendered. Each entry after L0 is charged its overhead and,
+        // where the form joins it to the one before by a blank line, the
+        // join.
         let room = u64::from(budget) - own.l0_cost;
-        let charge = overhead + u64::from(meter.count(render::SEPARATOR));
+        let separator = u64::from(meter.count(render::SEPARATOR));
         let window = conversation::window(request, &mut own.l1, self.plan.cut_step);
         let turns = &request.conversation;
-        conversation::render_reachable(turns, &mut own.l1, &window, meter, room, charge);
+        let turn = (
+            sent.charge(Section::ConversationState, separator),
+            sent.headless(),
+        );
+        conversation::render_reachable(turns, &mut own.l1, &window, meter, room, turn);
 
         // 7, 8 and 9. budget, policy, compress: the sections share the
         // budget, what they take is reviewed, a section over its share is
@@ -288,7 +293,7 @@ impl Builder {
         let b = Budgeting::new(
             &self.plan,
             budget,
-            charge,
+            (sent, separator),
             meter,
             settled.tokenizer.clone(),
             channel,
@@ -311,12 +316,24 @@ impl Builder {
             shared.l1_hosted,
             shared.l1,
         );
-        let rendered = render::settle(&mut layers, request, meter, overhead, u64::from(budget));
-        let rendered = self.start_conversation(request, &mut layers, meter, overhead, rendered);
+        let rendered = render::settle(&mut layers, request, meter, sent, u64::from(budget));
+        let rendered = self.start_conversation(request, &mut layers, meter, sent, rendered);
+        // Room the settling or the conversation's start left is offered
+        // again to what was left out, until nothing more fits.
+        let (rendered, restored) = render::refill(
+            &mut layers,
+            request,
+            meter,
+            sent,
+            u64::from(budget),
+            &self.plan,
+            rendered,
+        );
 
         // 11. record: the pack and its snapshot.
         let status = SnapshotStatus::of(degraded, layers.truncated(), false);
-        let compressions = shared.compressions;
+        let mut compressions = shared.compressions;
+        compress::restored(&mut compressions, &layers, &restored);
         let record = self.record(calls, status, budget, rendered, own.l0_cost, compressions);
         Ok(record::pack(request, settled, layers, record, &self.plan))
     }
@@ -408,13 +425,13 @@ impl Builder {
         request: &AssembleRequest,
         layers: &mut Layers,
         meter: &Meter<'_>,
-        overhead: u64,
+        sent: budget::Sent,
         rendered: Rendered,
     ) -> Rendered {
         if request.conversation_start.unwrap_or_default() == ConversationStart::UserTurn
             && conversation::start_on_user(&request.conversation, &mut layers.l1)
         {
-            return render::account(layers, meter, overhead);
+            return render::account(layers, meter, sent);
         }
         rendered
     }

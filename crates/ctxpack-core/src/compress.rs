@@ -18,7 +18,7 @@
 
 mod whole;
 
-pub(crate) use whole::take_whole;
+pub(crate) use whole::{restored, take_whole};
 
 use crate::budget::{Budgeting, Filling};
 use crate::capability::Capability;

@@ -155,10 +155,29 @@ pub(crate) fn render_turn(t: &ConversationTurn) -> (String, Altered) {
     (text, altered)
 }
 
+/// What heads a turn in the flat text: `[role] `.
+pub(crate) fn header(role: Role) -> String {
+    format!("[{}] ", role.name())
+}
+
 /// A turn's content as written, from its rendered `text` (see
 /// [`render_turn`]).
 pub(crate) fn turn_content(role: Role, text: &str) -> &str {
     text.get(role.name().len() + 3..).unwrap_or_default()
+}
+
+/// Gives turn `m` of `turns` its text as charged: rendered (see
+/// [`render_turn`]), or with `headless` its content alone, as a message
+/// sends it (the header is put back for the flat text, see
+/// [`crate::render::entries`]).
+pub(crate) fn render_into(turns: &[ConversationTurn], l1: &mut [Item], m: usize, headless: bool) {
+    (l1[m].text, l1[m].altered) = match headless {
+        true => {
+            let (content, altered) = fence::write(&turns[m].content);
+            (content.into_owned(), altered)
+        }
+        false => render_turn(&turns[m]),
+    };
 }
 
 /// Renders the texts of the turns the budgeting may count: the units of
@@ -166,20 +185,21 @@ pub(crate) fn turn_content(role: Role, text: &str) -> &str {
 /// (without encoding) passes `room`, the most the conversation can get.
 /// The conversation keeps a contiguous newest run, so a unit past that one
 /// can be neither kept nor counted (the budgeting stops at the first unit
-/// that does not fit), and nothing else reads its text.
+/// that does not fit), and nothing else reads its text until room freed
+/// later is offered to it (see [`crate::render::refill`]).
 pub(crate) fn render_reachable(
     turns: &[ConversationTurn],
     l1: &mut [Item],
     window: &[Group],
     meter: &Meter,
     room: u64,
-    overhead: u64,
+    (charge, headless): (u64, bool),
 ) {
     let mut floor = 0u64;
     for unit in window {
         for &m in unit {
-            floor += u64::from(meter.at_least(&turns[m].content)) + overhead;
-            (l1[m].text, l1[m].altered) = render_turn(&turns[m]);
+            floor += u64::from(meter.at_least(&turns[m].content)) + charge;
+            render_into(turns, l1, m, headless);
         }
         if floor > room {
             break;

@@ -55,7 +55,7 @@ impl Own {
 
 /// The request's own candidates, L0 included and counted as it renders
 /// (its entries joined, overhead included).
-pub(crate) fn own(request: &AssembleRequest, meter: &Meter, overhead: u64) -> Own {
+pub(crate) fn own(request: &AssembleRequest, meter: &Meter, sent: crate::budget::Sent) -> Own {
     let mut l0 = l0_items(request);
     for item in &mut l0 {
         item.count = Some(Count::Exact(meter.count(&item.text)));
@@ -65,7 +65,7 @@ pub(crate) fn own(request: &AssembleRequest, meter: &Meter, overhead: u64) -> Ow
         l0,
         ..Layers::default()
     };
-    let l0_cost = render::account(&alone, meter, overhead).used;
+    let l0_cost = render::account(&alone, meter, sent).used;
     Own {
         l0: alone.l0,
         l1: conversation_items(&request.conversation),

@@ -10,7 +10,7 @@
 use crate::config::Plan;
 use crate::error::Error;
 use crate::near::{nearest, shown};
-use crate::types::{AssembleRequest, Assumed, ModelProfile, ModelUse, Tokenizer};
+use crate::types::{AssembleRequest, Assumed, ModelProfile, ModelUse, PackForm, Tokenizer};
 use crate::validate;
 
 /// How a built-in profile counts: with an encoding of this build, or with
@@ -264,6 +264,15 @@ impl Models {
     /// it leaves out, the profile of the model it names. Without a model,
     /// a tokenizer is required and the entry overhead is 0.
     pub(crate) fn settle(&self, request: &AssembleRequest) -> Result<Settled, Error> {
+        // The flat text has no messages to frame.
+        let text = request.form == Some(PackForm::Text);
+        if text && request.entry_overhead.is_some_and(|n| n > 0) {
+            return Err(Error::invalid(
+                "request.entry-overhead",
+                "is charged once per message, and a pack sent as flat text (`request.form`: \
+                 text) has none: leave it out, or send messages",
+            ));
+        }
         let Some(name) = &request.model else {
             let Some(tokenizer) = request.tokenizer.clone() else {
                 return Err(Error::invalid(
@@ -297,6 +306,7 @@ impl Models {
         };
         let overhead = match request.entry_overhead {
             Some(n) => n,
+            None if text => 0,
             None => {
                 assumed.push(Assumed::EntryOverhead);
                 profile.message_overhead

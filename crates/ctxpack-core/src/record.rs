@@ -20,7 +20,7 @@ use crate::snapshot::{
     Counted, FenceReport, Run, Snapshot, SnapshotEntry, SnapshotStatus, numbered,
 };
 use crate::tokenizer::{Count, clamp};
-use crate::types::{AssembleRequest, Layer, Section};
+use crate::types::{AssembleRequest, Layer, PackForm, Section};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the assembly did besides deciding the items.
@@ -253,7 +253,10 @@ pub(crate) fn pack(
     plan: &Plan,
 ) -> ContextPack {
     let compression = compression(&layers);
-    let (entries, turns) = render::entries(&mut layers);
+    let (entries, turns) = render::entries(
+        &mut layers,
+        crate::budget::Sent::of(request, settled.overhead),
+    );
     let fence = fence_report(&layers, record.keyed);
     let text = render::text(&entries);
     let messages = render::messages(request, &entries, &turns);
@@ -298,7 +301,7 @@ pub(crate) fn pack(
             ..blank((request, settled), record.budget, record.profile, plan)
         },
     };
-    complete(&mut pack, settled.overhead);
+    complete(&mut pack, settled.overhead, request.form);
     pack
 }
 
@@ -325,7 +328,11 @@ fn fence_report(layers: &Layers, keyed: bool) -> FenceReport {
 }
 
 /// Fills in everything derived from the pack's entries, then the ids.
-fn complete(pack: &mut ContextPack, entry_overhead: u32) {
+/// A section's tokens are its entries' and their overhead: each entry's
+/// for either form; sent as messages, that of the messages its entries
+/// begin (each turn, and the first entry of each system message); sent
+/// as text, none.
+fn complete(pack: &mut ContextPack, entry_overhead: u32, form: Option<PackForm>) {
     let snap = &mut pack.snapshot;
     let included = || snap.entries.iter().filter(|e| e.included);
     snap.index_revisions = included()
@@ -340,8 +347,21 @@ fn complete(pack: &mut ContextPack, entry_overhead: u32) {
     snap.content_hash = text_hash(&pack.text);
 
     let mut per_section = BTreeMap::new();
+    // Whether each system message (L0, the other context) was begun.
+    let mut begun = [false, false];
     for e in &pack.entries {
-        *per_section.entry(e.section).or_insert(0u32) += e.tokens.saturating_add(entry_overhead);
+        let turn = e.section == Section::ConversationState;
+        let begins = match form {
+            None => true,
+            Some(PackForm::Text) => false,
+            Some(PackForm::Messages) if turn => true,
+            Some(PackForm::Messages) => {
+                let m = usize::from(e.layer != Layer::L0);
+                !std::mem::replace(&mut begun[m], true)
+            }
+        };
+        let overhead = if begins { entry_overhead } else { 0 };
+        *per_section.entry(e.section).or_insert(0u32) += e.tokens.saturating_add(overhead);
     }
     let mut dropped = BTreeMap::new();
     for e in snap.entries.iter().filter(|e| !e.included) {

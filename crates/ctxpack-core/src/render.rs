@@ -18,13 +18,13 @@
 //! the last such split of one part to the first of the next) is counted
 //! (see [`crate::tokenizer::Tally`]).
 
-use crate::budget::PRIORITY;
-use crate::item::Item;
+use crate::budget::{PRIORITY, Sent};
+use crate::item::{Decision, Item};
 use crate::pack::{Message, PackEntry};
 use crate::snapshot::{Origin, Reason, Shortfall};
 
 use crate::tokenizer::{Count, Meter, Tally};
-use crate::types::{AssembleRequest, Layer, Role, Section};
+use crate::types::{AssembleRequest, ConversationStart, Layer, PackForm, Role, Section};
 
 /// What joins two entries in the flat text and in a system message.
 pub(crate) const SEPARATOR: &str = "\n\n";
@@ -36,8 +36,9 @@ pub(crate) struct Rendered {
     pub text: u64,
     /// Tokens of the messages, the entry overhead once per message.
     pub messages: u64,
-    /// What the pack is charged: every included entry's tokens and
-    /// overhead, plus what rendering adds in the form that adds more.
+    /// What the pack is charged: the tokens of the form it is sent in;
+    /// for either, every included entry's tokens and overhead, plus what
+    /// rendering adds in the form that adds more.
     pub used: u64,
 }
 
@@ -72,6 +73,12 @@ impl Layers {
             .any(|i| i.compressed && i.included() && i.origin != Origin::Summary)
     }
 
+    /// Whether an included text of `section` is compressed.
+    pub fn compressed_in(&self, section: Section) -> bool {
+        self.items()
+            .any(|i| i.section == section && i.included() && i.compressed)
+    }
+
     fn items(&self) -> impl Iterator<Item = &Item> {
         self.l0
             .iter()
@@ -92,9 +99,18 @@ impl Layers {
 /// The parts an included item renders as, each with its exact count: a
 /// host text's citation or fence and its body, counted apart as the
 /// budget charged them; any other text whole.
-fn parts<'i>(item: &'i Item, meter: &Meter) -> Vec<(std::borrow::Cow<'i, str>, Option<u32>)> {
+fn parts<'i>(
+    item: &'i Item,
+    meter: &Meter,
+    sent: Sent,
+) -> Vec<(std::borrow::Cow<'i, str>, Option<u32>)> {
     let tokens = item.tokens();
     match item.frame() {
+        // A turn charged headless renders with its header all the same.
+        None if item.turn.is_some() && sent.headless() => vec![
+            (crate::conversation::header(item.role).into(), None),
+            (item.text.as_str().into(), Some(tokens)),
+        ],
         None => vec![(item.text.as_str().into(), Some(tokens))],
         Some((head, tail)) => {
             let (h, t) = (meter.count(&head), meter.count(&tail));
@@ -111,8 +127,9 @@ fn parts<'i>(item: &'i Item, meter: &Meter) -> Vec<(std::borrow::Cow<'i, str>, O
 /// Counts the included items of `layers` as they render: the flat text
 /// (entries joined by [`SEPARATOR`]) and the messages (L0 joined as the
 /// first system message, the other context as a second, each kept turn's
-/// content as a message of its own).
-pub(crate) fn account(layers: &Layers, meter: &Meter, overhead: u64) -> Rendered {
+/// content as a message of its own), and charges the form `sent`.
+pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
+    let overhead = sent.overhead;
     let separator = meter.count(SEPARATOR);
     let mut flat = Tally::new(meter);
     // The two system messages; turns are counted from their content.
@@ -134,7 +151,7 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, overhead: u64) -> Rendered
             }
             opened[b] = true;
         }
-        for (text, known) in parts(item, meter) {
+        for (text, known) in parts(item, meter, sent) {
             let splits = meter.splits(&text, known);
             flat.push_split(&text, splits.as_ref());
             if let Some(b) = block {
@@ -143,8 +160,12 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, overhead: u64) -> Rendered
         }
         if item.turn.is_some() {
             turns += 1;
-            let content = crate::conversation::turn_content(item.role, &item.text);
-            turn_tokens += u64::from(meter.count(content));
+            turn_tokens += match sent.headless() {
+                true => u64::from(item.tokens()),
+                false => {
+                    u64::from(meter.count(crate::conversation::turn_content(item.role, &item.text)))
+                }
+            };
         }
         entries += 1;
         own += u64::from(item.tokens());
@@ -154,10 +175,15 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, overhead: u64) -> Rendered
     let contents = first.finish() + second.finish() + turn_tokens;
     let messages = opened.iter().filter(|&&o| o).count() as u64 + turns;
     let added = text.max(contents).saturating_sub(own);
+    let messages = contents + overhead * messages;
     Rendered {
         text,
-        messages: contents + overhead * messages,
-        used: own + overhead * entries + added,
+        messages,
+        used: match sent.form {
+            Some(PackForm::Text) => text,
+            Some(PackForm::Messages) => messages,
+            None => own + overhead * entries + added,
+        },
     }
 }
 
@@ -282,11 +308,11 @@ pub(crate) fn settle(
     layers: &mut Layers,
     request: &AssembleRequest,
     meter: &Meter,
-    overhead: u64,
+    sent: Sent,
     budget: u64,
 ) -> Rendered {
     check_host_counts(layers, meter);
-    let mut rendered = account(layers, meter, overhead);
+    let mut rendered = account(layers, meter, sent);
     while rendered.used > budget {
         let dropped = victims(layers, request);
         if dropped.is_empty() {
@@ -304,7 +330,7 @@ pub(crate) fn settle(
                 item.id.clone()
             })
             .collect();
-        let after = account(layers, meter, overhead);
+        let after = account(layers, meter, sent);
         // It was over with them and is not without them by as much: they
         // needed more than remained.
         let shortfall = Shortfall {
@@ -330,10 +356,357 @@ pub(crate) fn settle(
     rendered
 }
 
+/// Offers the room `rendered` leaves under `budget` to what was left
+/// out, until nothing more fits, in the order the sections are filled
+/// ([`PRIORITY`]): the conversation's older units (the kept run grows
+/// back, to a start the request allows: a user turn if it says so, a
+/// multiple of the cut step), each host section's texts in rank order (a
+/// cut text whole, a dropped one whole), and the stage summaries evicted,
+/// newest first. What is offered is counted in with the rest of the pack
+/// and stays only if the pack then fits. Room is left where the settling
+/// or the conversation's start freed it (turns before the first user
+/// turn, a summary given up, joins and headers the fill charged at most).
+/// Only reviewed texts are offered: nothing unreviewed is included, and
+/// a text the policy never saw keeps the shortfall the fill recorded.
+/// Every drop over the budget of a reviewed text then records the room
+/// finally left.
+/// Returns the sections where a cut text went in whole.
+pub(crate) fn refill(
+    layers: &mut Layers,
+    request: &AssembleRequest,
+    meter: &Meter,
+    sent: Sent,
+    budget: u64,
+    plan: &crate::config::Plan,
+    mut rendered: Rendered,
+) -> (Rendered, Vec<Section>) {
+    let mut restored = Vec::new();
+    let offer = Offer {
+        meter,
+        sent,
+        budget,
+        separator: u64::from(meter.count(SEPARATOR)),
+    };
+    for &section in PRIORITY.iter() {
+        if rendered.used >= budget {
+            break;
+        }
+        rendered = match section {
+            Section::ConversationState => {
+                offer.conversation(layers, request, plan.cut_step, rendered)
+            }
+            Section::StageSummaries => offer.stages(layers, plan.cut_step, rendered),
+            _ => {
+                let (after, whole) = offer.hosted(layers, section, rendered);
+                if whole {
+                    restored.push(section);
+                }
+                after
+            }
+        };
+    }
+    let remaining = budget.saturating_sub(rendered.used);
+    for item in layers.items_mut().filter(|i| !i.unreviewed) {
+        if let Some(Reason::OverBudget(s)) = item.reason() {
+            let needed = s.needed;
+            item.decide(Reason::OverBudget(Shortfall { needed, remaining }));
+        }
+    }
+    (rendered, restored)
+}
+
+/// How [`refill`] offers room: counting with `meter`, charging as `sent`,
+/// within `budget`.
+struct Offer<'a, 'm> {
+    meter: &'a Meter<'m>,
+    sent: Sent,
+    budget: u64,
+    /// Tokens of [`SEPARATOR`].
+    separator: u64,
+}
+
+/// Whether an item left out for `reason` may come back when room frees.
+fn reopens(reason: Option<&Reason>) -> bool {
+    matches!(
+        reason,
+        Some(
+            Reason::OverBudget(_)
+                | Reason::StepCut(_)
+                | Reason::BeforeUserTurn
+                | Reason::EvictedOldest
+        )
+    )
+}
+
+impl Offer<'_, '_> {
+    /// Includes the items at `ats` together if the pack then fits: each
+    /// is counted (no further than the room left, plus a token a join
+    /// may merge away) and charged as the fill charges it, the pack is
+    /// counted with them, and they stay
+    /// only if it is within the budget. On a refusal the items are put
+    /// back as they were, those dropped over the budget with the
+    /// shortfall, which is returned.
+    fn take(
+        &self,
+        layers: &mut Layers,
+        ats: &[At],
+        rendered: Rendered,
+    ) -> Result<Rendered, Shortfall> {
+        self.take_over(layers, ats, rendered, 0)
+    }
+
+    /// [`Offer::take`], for items whose texts replace ones of `credit`
+    /// tokens already in the pack.
+    fn take_over(
+        &self,
+        layers: &mut Layers,
+        ats: &[At],
+        rendered: Rendered,
+        credit: u64,
+    ) -> Result<Rendered, Shortfall> {
+        let room = self.budget.saturating_sub(rendered.used);
+        let credited = room + credit;
+        // Their tokens alone, and as charged in the fill (an upper bound
+        // of what a join or a message adds).
+        let (mut least, mut charged) = (0u64, 0u64);
+        let mut needed = None;
+        for (k, &at) in ats.iter().enumerate() {
+            let item = layers.at_mut(at);
+            let limit = crate::tokenizer::clamp(credited.saturating_sub(least) + 1);
+            let tokens = item.measure(self.meter, limit).at_least();
+            least += tokens;
+            charged += tokens + self.sent.charge(item.section, self.separator);
+            if least > credited + 1 {
+                // The rest need at least what they were counted at.
+                let rest: u64 = ats[k + 1..]
+                    .iter()
+                    .map(|&at| {
+                        let i = layers.at(at);
+                        i.count.map_or(0, Count::at_least)
+                            + self.sent.charge(i.section, self.separator)
+                    })
+                    .sum();
+                needed = Some(charged + rest);
+                break;
+            }
+        }
+        let needed = match needed {
+            Some(least) => least,
+            None => {
+                let was: Vec<Decision> = ats
+                    .iter()
+                    .map(|&at| layers.at(at).decision.clone())
+                    .collect();
+                for &at in ats {
+                    layers.at_mut(at).decide(Reason::WithinBudget);
+                }
+                let after = account(layers, self.meter, self.sent);
+                if after.used <= self.budget {
+                    return Ok(after);
+                }
+                for (&at, was) in ats.iter().zip(was) {
+                    layers.at_mut(at).decision = was;
+                }
+                after.used - rendered.used
+            }
+        };
+        // It did not fit: it needed more than remained.
+        let shortfall = Shortfall {
+            needed: needed.max(room + 1),
+            remaining: room,
+        };
+        for &at in ats {
+            let item = layers.at_mut(at);
+            if matches!(item.reason(), Some(Reason::OverBudget(_))) {
+                item.decide(Reason::OverBudget(shortfall));
+            }
+        }
+        Err(shortfall)
+    }
+
+    /// The conversation's kept run grows back by its older units, each
+    /// run offered at a unit it may begin with, until one does not fit.
+    fn conversation(
+        &self,
+        layers: &mut Layers,
+        request: &AssembleRequest,
+        cut_step: u32,
+        mut rendered: Rendered,
+    ) -> Rendered {
+        let turns = &request.conversation;
+        let n = turns.len();
+        let step = cut_step.max(1) as usize;
+        // The window's first turn (see `conversation::window`).
+        let first = n - n.min(request.keep_last as usize);
+        let stepped = first.div_ceil(step) * step;
+        let oldest = layers
+            .l1
+            .iter()
+            .filter(|i| i.included())
+            .filter_map(|i| i.turn)
+            .min()
+            .unwrap_or(n);
+        let user_turn =
+            request.conversation_start.unwrap_or_default() == ConversationStart::UserTurn;
+        let units = crate::conversation::units(turns);
+        let mut run: Vec<At> = Vec::new();
+        for unit in units.iter().rev().filter(|u| u.start < oldest) {
+            let open = unit.start >= stepped
+                && unit.members.iter().all(|&m| reopens(layers.l1[m].reason()));
+            if !open {
+                break;
+            }
+            for &m in &unit.members {
+                if layers.l1[m].count.is_none() {
+                    crate::conversation::render_into(
+                        turns,
+                        &mut layers.l1,
+                        m,
+                        self.sent.headless(),
+                    );
+                }
+                run.push((3, m));
+            }
+            let begins = unit.members.first() == Some(&unit.start)
+                && (!user_turn || turns[unit.start].role == Role::User)
+                && unit.start.is_multiple_of(step);
+            if !begins {
+                continue;
+            }
+            match self.take(layers, &run, rendered) {
+                Ok(after) => {
+                    rendered = after;
+                    run.clear();
+                }
+                Err(shortfall) => {
+                    // An older turn needs this run kept too.
+                    let first = unit.start;
+                    for item in &mut layers.l1[..first] {
+                        if let Some(Reason::OverBudget(s)) = item.reason() {
+                            let needed = s.needed.max(shortfall.needed);
+                            item.decide(Reason::OverBudget(Shortfall {
+                                needed,
+                                ..shortfall
+                            }));
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        rendered
+    }
+
+    /// The stage summaries' kept run grows back by the older ones
+    /// evicted, each offered where the run may begin (a multiple of the
+    /// cut step), until one does not fit.
+    fn stages(&self, layers: &mut Layers, cut_step: u32, mut rendered: Rendered) -> Rendered {
+        let stages: Vec<usize> = (0..layers.l2.len())
+            .filter(|&k| {
+                let i = &layers.l2[k];
+                i.section == Section::StageSummaries && i.origin == Origin::Request
+            })
+            .collect();
+        let oldest = stages
+            .iter()
+            .position(|&k| layers.l2[k].included())
+            .unwrap_or(stages.len());
+        let step = cut_step.max(1) as usize;
+        let mut run: Vec<At> = Vec::new();
+        for ordinal in (0..oldest).rev() {
+            let k = stages[ordinal];
+            if !reopens(layers.l2[k].reason()) {
+                break;
+            }
+            run.push((1, k));
+            if !ordinal.is_multiple_of(step) {
+                continue;
+            }
+            match self.take(layers, &run, rendered) {
+                Ok(after) => {
+                    rendered = after;
+                    run.clear();
+                }
+                Err(_) => break,
+            }
+        }
+        rendered
+    }
+
+    /// The host texts of `section`, in rank order: a cut one whole, a
+    /// dropped one whole (or, if it was cut before it was dropped, cut).
+    /// Says whether a cut text went in whole.
+    fn hosted(
+        &self,
+        layers: &mut Layers,
+        section: Section,
+        mut rendered: Rendered,
+    ) -> (Rendered, bool) {
+        let mut restored = false;
+        let ats: Vec<At> = (0..layers.l2.len())
+            .map(|k| (1, k))
+            .chain((0..layers.l1_hosted.len()).map(|k| (2, k)))
+            .filter(|&at| {
+                let i = layers.at(at);
+                i.section == section && i.origin != Origin::Request
+            })
+            .collect();
+        for at in ats {
+            if rendered.used >= self.budget {
+                break;
+            }
+            let item = layers.at(at);
+            let summary = item.origin == Origin::Summary;
+            if item.unreviewed {
+                continue;
+            } else if item.included() && item.uncut.is_some() && !summary {
+                rendered = self.whole(layers, at, rendered);
+                restored |= layers.at(at).uncut.is_none();
+            } else if matches!(item.reason(), Some(Reason::OverBudget(_))) {
+                if item.uncut.is_some() {
+                    rendered = self.whole(layers, at, rendered);
+                    if layers.at(at).uncut.is_none() {
+                        continue;
+                    }
+                }
+                rendered = self.take(layers, &[at], rendered).unwrap_or(rendered);
+            }
+        }
+        (rendered, restored)
+    }
+
+    /// A cut text at `at` with its whole text instead, if the pack then
+    /// fits (it is offered whole, as an item left out is).
+    fn whole(&self, layers: &mut Layers, at: At, rendered: Rendered) -> Rendered {
+        let item = layers.at_mut(at);
+        let Some(whole) = item.uncut.take() else {
+            return rendered;
+        };
+        let cut = std::mem::replace(&mut item.text, whole);
+        let (count, compressed) = (item.count.take(), item.compressed);
+        item.compressed = false;
+        let was = item.decision.clone();
+        let credit = match item.included() {
+            true => count.map_or(0, Count::at_least),
+            false => 0,
+        };
+        if let Ok(after) = self.take_over(layers, &[at], rendered, credit) {
+            return after;
+        }
+        let item = layers.at_mut(at);
+        item.uncut = Some(std::mem::replace(&mut item.text, cut));
+        (item.count, item.compressed) = (count, compressed);
+        if !matches!(item.decision, Decision::Made(Reason::OverBudget(_))) {
+            item.decision = was;
+        }
+        rendered
+    }
+}
+
 /// The included items of `layers` as the pack's entries, in render order,
 /// each with the conversation turn it is, if it is one. Their texts are
 /// taken out of the items.
-pub(crate) fn entries(layers: &mut Layers) -> (Vec<PackEntry>, Vec<Option<usize>>) {
+pub(crate) fn entries(layers: &mut Layers, sent: Sent) -> (Vec<PackEntry>, Vec<Option<usize>>) {
     let mut entries = Vec::new();
     let mut turns = Vec::new();
     for item in layers.items_mut().filter(|i| i.included()) {
@@ -341,6 +714,11 @@ pub(crate) fn entries(layers: &mut Layers) -> (Vec<PackEntry>, Vec<Option<usize>
         let Some(provenance) = item.provenance.clone() else {
             continue;
         };
+        if item.turn.is_some() && sent.headless() {
+            // The flat text heads it all the same.
+            item.text
+                .insert_str(0, &crate::conversation::header(item.role));
+        }
         turns.push(item.turn);
         entries.push(PackEntry {
             id: item.id.clone(),

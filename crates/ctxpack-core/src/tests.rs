@@ -58,6 +58,7 @@ fn request(budget: u32) -> AssembleRequest {
         conversation: vec![],
         keep_last: 10,
         conversation_start: None,
+        form: None,
         stage_summaries: vec![],
     }
 }
@@ -132,13 +133,13 @@ fn only_turns_the_budget_can_reach_are_rendered() {
     let meter = Meter::new(&*counter, &Tokenizer::O200kBase, &mut cache);
     let mut r = request(100);
     r.conversation = turns.clone();
-    let mut l1 = crate::layer::own(&r, &meter, 0).l1;
+    let mut l1 = crate::layer::own(&r, &meter, crate::budget::Sent::of(&r, 0)).l1;
     assert!(l1.iter().all(|i| i.text.is_empty()));
     let window: Vec<Group> = (0..1000).rev().map(Group::One).collect();
     // Each turn's content is six runs, so at least six tokens, plus an
     // overhead of one: the eleventh newest turn passes 70, and is the
     // last the budgeting could count.
-    render_reachable(&turns, &mut l1, &window, &meter, 70, 1);
+    render_reachable(&turns, &mut l1, &window, &meter, 70, (1, false));
     let rendered: Vec<usize> = (0..1000).filter(|&i| !l1[i].text.is_empty()).collect();
     assert_eq!(rendered, (989..1000).collect::<Vec<_>>());
     assert_eq!(l1[995].text, "[user] turn 995 says a few words");

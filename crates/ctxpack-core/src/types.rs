@@ -261,6 +261,17 @@ pub enum ConversationStart {
     AnyTurn,
 }
 
+/// The form the caller sends the pack in, which the budget is exact for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PackForm {
+    /// The flat text: its tokens, no entry overhead.
+    Text,
+    /// The messages: each message's content plus the entry overhead once
+    /// per message; no `[role]` header and no join between messages.
+    Messages,
+}
+
 /// `keep-last` when a request leaves it out: every turn is considered, and
 /// the budget alone decides which of the oldest give way.
 pub const KEEP_EVERY_TURN: u32 = u32::MAX;
@@ -322,6 +333,11 @@ pub struct AssembleRequest {
     /// snapshot's id) is what it was before the field existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_start: Option<ConversationStart>,
+    /// The form the caller sends, which the budget is exact for; when
+    /// left out, either (the budget holds for both). Not written when
+    /// absent, for the same reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<PackForm>,
     /// Stage summaries, oldest first (L2).
     #[serde(default)]
     pub stage_summaries: Vec<StageSummary>,

@@ -42,10 +42,11 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::Role, wit::Role, [System, User, Assistant, Tool] []);
             $crate::__record!(ctx::ConversationTurn, wit::ConversationTurn, { role, content, tool_call_id });
             $crate::__cases!(ctx::ConversationStart, wit::ConversationStart, [UserTurn, AnyTurn] []);
+            $crate::__cases!(ctx::PackForm, wit::PackForm, [Text, Messages] []);
             $crate::__record!(ctx::WorkflowStatus, wit::WorkflowStatus, { status, stage_id });
             $crate::__record!(ctx::StageSummary, wit::StageSummary, { stage_id, outcome, summary });
             $crate::__record!(ctx::Candidate, wit::$Candidate, { id, section, text, provenance, trust, score, sequence, scope, token_count });
-            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, conversation_start, stage_summaries });
+            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, conversation_start, form, stage_summaries });
             $crate::__record!(ctx::PackEntry, wit::PackEntry, { id, layer, section, role, text, tokens, provenance, trust });
             $crate::__cases!(ctx::Strategy, wit::Strategy, [L0Immutable, KeepLast, ConversationBudget, EvictOldest, Summarize, Truncate] []);
             $crate::__record!(ctx::CompressionMetadata, wit::CompressionMetadata, { applied_strategies, truncated_layers, entries_dropped });

@@ -184,6 +184,9 @@ export interface ConversationTurnInit {
 /** Which turn a kept conversation may begin with. */
 export type ConversationStart = "user-turn" | "any-turn";
 
+/** The form the caller sends the pack in, which the budget is exact for. */
+export type PackForm = "text" | "messages";
+
 /** The status of the workflow the request is part of. (as the package gives it) */
 export interface WorkflowStatus {
   /** Status word, e.g. "running". */
@@ -292,6 +295,8 @@ export interface AssembleRequest {
   keepLast: number;
   /** Which turn the kept conversation may begin with; `user-turn` when absent. */
   conversationStart: ConversationStart | null;
+  /** The form the caller sends: the budget is exact for it. When absent, either: the budget holds for both the flat text and the messages, each entry charged the entry overhead. */
+  form: PackForm | null;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries: StageSummary[];
 }
@@ -324,6 +329,8 @@ export interface AssembleRequestInit {
   keepLast?: number;
   /** Which turn the kept conversation may begin with; `user-turn` when absent. */
   conversationStart?: ConversationStart | null;
+  /** The form the caller sends: the budget is exact for it. When absent, either: the budget holds for both the flat text and the messages, each entry charged the entry overhead. */
+  form?: PackForm | null;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries?: StageSummaryInit[];
 }

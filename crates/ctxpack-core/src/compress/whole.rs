@@ -4,7 +4,7 @@
 use super::Compressed;
 use crate::budget::{Budgeting, Fill, Filling, fits};
 use crate::item::Item;
-use crate::snapshot::{CompressionOutcome, Reason};
+use crate::snapshot::{CompressionOutcome, Reason, SectionCompression};
 
 use crate::tokenizer::{Count, clamp};
 use crate::types::Section;
@@ -44,6 +44,22 @@ pub(crate) fn take_whole(
         }
     }
     freed
+}
+
+/// The record of each section of `restored`, where a cut text went in
+/// whole once the pack was settled (see [`crate::render::refill`]), if
+/// nothing of it is compressed any more.
+pub(crate) fn restored(
+    records: &mut [SectionCompression],
+    layers: &crate::render::Layers,
+    restored: &[Section],
+) {
+    let why = "the room the pack left once it was settled holds it whole";
+    for r in records.iter_mut().filter(|r| restored.contains(&r.section)) {
+        if !layers.compressed_in(r.section) {
+            r.outcome = CompressionOutcome::Whole(why.to_owned());
+        }
+    }
 }
 
 /// Each cut text whole where the room left holds it, in rank order.

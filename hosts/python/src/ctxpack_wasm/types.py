@@ -172,6 +172,12 @@ class ConversationStart(str, enum.Enum):
     ANY_TURN = "any-turn"
 
 
+class PackForm(str, enum.Enum):
+    """The form the caller sends the pack in, which the budget is exact for."""
+    TEXT = "text"
+    MESSAGES = "messages"
+
+
 @dataclass(kw_only=True, slots=True)
 class WorkflowStatus(Record):
     """The status of the workflow the request is part of."""
@@ -244,6 +250,8 @@ class AssembleRequest(Record):
     """At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way)."""
     conversation_start: Optional[Union["ConversationStart", Literal["user-turn", "any-turn"]]] = None
     """Which turn the kept conversation may begin with; `user-turn` when absent."""
+    form: Optional[Union["PackForm", Literal["text", "messages"]]] = None
+    """The form the caller sends: the budget is exact for it. When absent, either: the budget holds for both the flat text and the messages, each entry charged the entry overhead."""
     stage_summaries: List["StageSummary"] = field(default_factory=list)
     """Summaries of completed stages, oldest first (L2)."""
 
@@ -1200,6 +1208,7 @@ __all__ = [
     "ModelUse",
     "Origin",
     "PackEntry",
+    "PackForm",
     "Plan",
     "Profile",
     "Provenance",
@@ -1275,6 +1284,7 @@ def _d_ConversationTurn(o):
     g = o.get
     return ConversationTurn(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"))
 _d_ConversationStart = ConversationStart._value2member_map_.__getitem__
+_d_PackForm = PackForm._value2member_map_.__getitem__
 def _d_WorkflowStatus(o):
     g = o.get
     return WorkflowStatus(status=o["status"], stage_id=g("stage-id"))
@@ -1286,7 +1296,7 @@ def _d_Candidate(o):
     return Candidate(id=o["id"], section=_d_Section(o["section"]), text=o["text"], provenance=(None if (y := g("provenance")) is None else _d_Provenance(y)), trust=_d_TrustTier(o["trust"]), score=g("score"), sequence=g("sequence"), scope=g("scope"), token_count=g("token-count"))
 def _d_AssembleRequest(o):
     g = o.get
-    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
+    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), form=(None if (y := g("form")) is None else _d_PackForm(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
 def _d_PackEntry(o):
     g = o.get
     return PackEntry(id=o["id"], layer=_d_Layer(o["layer"]), section=_d_Section(o["section"]), role=_d_Role(o["role"]), text=o["text"], tokens=o["tokens"], provenance=_d_Provenance(o["provenance"]), trust=_d_TrustTier(o["trust"]))
@@ -1571,6 +1581,7 @@ _DECODE = {
     "ModelUse": _d_ModelUse,
     "Origin": _d_Origin,
     "PackEntry": _d_PackEntry,
+    "PackForm": _d_PackForm,
     "Plan": _d_Plan,
     "Profile": _d_Profile,
     "Provenance": _d_Provenance,
@@ -1624,10 +1635,11 @@ _SCHEMA = {
     "Role": ("enum", Role),
     "ConversationTurn": ("record", ConversationTurn, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string'])]),
     "ConversationStart": ("enum", ConversationStart),
+    "PackForm": ("enum", PackForm),
     "WorkflowStatus": ("record", WorkflowStatus, [("status", "status", 'string'), ("stage_id", "stage-id", ['option', 'string'])]),
     "StageSummary": ("record", StageSummary, [("stage_id", "stage-id", 'string'), ("outcome", "outcome", 'string'), ("summary", "summary", 'string')]),
     "Candidate": ("record", Candidate, [("id", "id", 'string'), ("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("sequence", "sequence", ['option', 'u64']), ("scope", "scope", ['option', 'string']), ("token_count", "token-count", ['option', 'u32'])]),
-    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
+    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("form", "form", ['option', ['ref', 'PackForm']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
     "PackEntry": ("record", PackEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("role", "role", ['ref', 'Role']), ("text", "text", 'string'), ("tokens", "tokens", 'u32'), ("provenance", "provenance", ['ref', 'Provenance']), ("trust", "trust", ['ref', 'TrustTier'])]),
     "Strategy": ("enum", Strategy),
     "CompressionMetadata": ("record", CompressionMetadata, [("applied_strategies", "applied-strategies", ['list', ['ref', 'Strategy']]), ("truncated_layers", "truncated-layers", ['list', ['ref', 'Layer']]), ("entries_dropped", "entries-dropped", 'u32')]),
