@@ -550,6 +550,9 @@ impl Offer<'_, '_> {
             request.conversation_start.unwrap_or_default() == ConversationStart::UserTurn;
         let units = crate::conversation::units(turns);
         let mut run: Vec<At> = Vec::new();
+        // Whether the run holds a turn that is not a system turn: the
+        // kept conversation's first such turn must be the user's.
+        let mut spoken = false;
         for unit in units.iter().rev().filter(|u| u.start < oldest) {
             let open = unit.start >= stepped
                 && unit.members.iter().all(|&m| reopens(layers.l1[m].reason()));
@@ -567,9 +570,11 @@ impl Offer<'_, '_> {
                 }
                 run.push((3, m));
             }
+            let role = turns[unit.start].role;
             let begins = unit.members.first() == Some(&unit.start)
-                && (!user_turn || turns[unit.start].role == Role::User)
+                && (!user_turn || role == Role::User || (role == Role::System && !spoken))
                 && unit.start.is_multiple_of(step);
+            spoken |= role != Role::System;
             if !begins {
                 continue;
             }
@@ -590,9 +595,30 @@ impl Offer<'_, '_> {
                             }));
                         }
                     }
-                    break;
+                    return rendered;
                 }
             }
+        }
+        // What is left of the run reached no turn the conversation may
+        // begin with: a turn that fits with every newer one left out is
+        // dropped for where it stands, the rest with what it needs.
+        let room = self.budget.saturating_sub(rendered.used);
+        let mut needed = 0u64;
+        for &at in &run {
+            let item = layers.at_mut(at);
+            needed += item.count.map_or(0, Count::at_least);
+            needed += self.sent.charge(item.section, self.separator);
+            if !matches!(item.reason(), Some(Reason::OverBudget(_))) {
+                continue;
+            }
+            item.decide(match needed <= room {
+                true if user_turn => Reason::BeforeUserTurn,
+                true => Reason::StepCut(cut_step),
+                false => Reason::OverBudget(Shortfall {
+                    needed,
+                    remaining: room,
+                }),
+            });
         }
         rendered
     }

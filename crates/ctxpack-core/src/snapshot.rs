@@ -179,7 +179,8 @@ pub struct Snapshot {
     pub model: Option<crate::types::ModelUse>,
     /// Budget.
     pub token_budget: u32,
-    /// Tokens used: every included entry's tokens and entry overhead, plus
+    /// Tokens used: for a request that names its form, that form's tokens;
+    /// otherwise every included entry's tokens and entry overhead, plus
     /// what rendering them together adds (the blank lines between entries,
     /// and pieces that merge or split across a join) in whichever form adds
     /// more, so it is never less than `text-tokens` nor `message-tokens`.

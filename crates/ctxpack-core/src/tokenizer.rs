@@ -82,6 +82,13 @@ pub trait TokenCounter {
         Count::Exact(self.count(text))
     }
 
+    /// Whether the empty text may count tokens: a counter of messages
+    /// charges an empty message its framing. When false (every
+    /// tokenizer), the empty text is 0 tokens without asking.
+    fn counts_empty(&self) -> bool {
+        false
+    }
+
     /// A lower bound on the tokens of `text`, found without encoding it.
     fn at_least(&self, text: &str) -> u32 {
         let _ = text;

@@ -29,9 +29,6 @@ pub(crate) struct HostCounts {
 impl HostCounts {
     /// The count of `text`, or `None` (and `text` written down as needed).
     fn lookup(&self, text: &str) -> Option<u32> {
-        if text.is_empty() {
-            return Some(0);
-        }
         if let Some(&n) = self.known.borrow().get(text) {
             return Some(n);
         }
@@ -70,6 +67,12 @@ impl HostCounts {
 }
 
 impl TokenCounter for HostCounts {
+    /// The host says what an empty text costs: a counter of messages
+    /// charges an empty message.
+    fn counts_empty(&self) -> bool {
+        true
+    }
+
     fn count(&self, text: &str) -> u32 {
         self.lookup(text).unwrap_or_else(|| Self::stand_in(text))
     }

@@ -121,7 +121,10 @@ impl<'a> Meter<'a> {
     /// The tokens of `text` up to `limit` (see [`TokenCounter::count_up_to`]).
     pub(crate) fn count_up_to(&self, text: &str, limit: u32) -> Count {
         if text.is_empty() {
-            return Count::Exact(0);
+            return match self.counter.counts_empty() {
+                true => self.counter.count_up_to(text, u32::MAX),
+                false => Count::Exact(0),
+            };
         }
         if limit == 0 {
             // Every counter gives a non-empty text at least one token.
