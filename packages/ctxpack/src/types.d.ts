@@ -667,7 +667,7 @@ export interface Snapshot {
   model: ModelUse | null;
   /** The budget. */
   tokenBudget: number;
-  /** Tokens the pack is charged: every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more. Never less than `text-tokens` or `message-tokens`, never more than the budget. */
+  /** Tokens the pack is charged: for a request that names its `form`, that form's tokens (`text-tokens` or `message-tokens`); otherwise every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more, never less than either. Never more than the budget. */
   tokensUsed: number;
   /** Tokens of the pack's flat `text`, counted whole. */
   textTokens: number;
@@ -719,7 +719,7 @@ export interface SnapshotInit {
   model?: ModelUseInit | null;
   /** The budget. */
   tokenBudget: number;
-  /** Tokens the pack is charged: every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more. Never less than `text-tokens` or `message-tokens`, never more than the budget. */
+  /** Tokens the pack is charged: for a request that names its `form`, that form's tokens (`text-tokens` or `message-tokens`); otherwise every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more, never less than either. Never more than the budget. */
   tokensUsed: number;
   /** Tokens of the pack's flat `text`, counted whole. */
   textTokens: number;

@@ -575,7 +575,7 @@ class Snapshot(Record):
     token_budget: int
     """The budget."""
     tokens_used: int
-    """Tokens the pack is charged: every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more. Never less than `text-tokens` or `message-tokens`, never more than the budget."""
+    """Tokens the pack is charged: for a request that names its `form`, that form's tokens (`text-tokens` or `message-tokens`); otherwise every included entry's tokens and entry overhead, plus what rendering them together adds (the blank lines between entries, pieces that merge or split across a join) in whichever form adds more, never less than either. Never more than the budget."""
     text_tokens: int
     """Tokens of the pack's flat `text`, counted whole."""
     message_tokens: int
