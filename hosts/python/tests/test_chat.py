@@ -36,18 +36,10 @@ ROLE = {"human": "user", "ai": "assistant"}
 
 
 def counted_as_ctxpack(chars_per_token: int):
-    """A LangChain token counter that counts as ctxpack renders: a system
-    prompt as itself; each turn as `[role] content` and the blank line
-    before it."""
+    """A LangChain token counter that counts as the messages are sent:
+    each message's content, with no header and no separator."""
     def count(messages) -> int:
-        total = 0
-        for m in messages:
-            if m.type == "system":
-                total += math.ceil(len(m.content) / chars_per_token)
-            else:
-                total += math.ceil(len(f"[{ROLE[m.type]}] {m.content}") / chars_per_token)
-                total += math.ceil(2 / chars_per_token)
-        return total
+        return sum(math.ceil(len(m.content) / chars_per_token) for m in messages)
     return count
 
 
@@ -556,3 +548,68 @@ def test_trim_for_a_model_counts_in_its_tokenizer_with_its_overhead():
         trim_messages(messages, max_tokens=10**6, model="gpt-4o")
     with pytest.raises(TypeError, match=r"^`model`: expected a model's name, got 4$"):
         trim_messages(messages, max_tokens=97, model=4)  # type: ignore[arg-type]
+
+
+def tool_history(rng: random.Random, n: int) -> list:
+    """A chat of `n` messages in which about one turn in seven is an AI
+    message calling one or two tools, each answered by a ToolMessage."""
+    out: list = []
+    while len(out) < n:
+        if rng.random() < 0.15 and len(out) < n - 2:
+            calls = [{"id": f"call{len(out)}-{k}", "name": rng.choice(["lookup", "refund"]),
+                      "args": {"order": rng.randint(1, 9999)}} for k in range(rng.randint(1, 2))]
+            out.append(AIMessage(content=" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 6))),
+                                 tool_calls=calls))
+            out.extend(ToolMessage(content=" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 30))),
+                                   tool_call_id=c["id"]) for c in calls)
+        else:
+            cls = HumanMessage if len(out) % 2 == 0 else AIMessage
+            out.append(cls(content=" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 40)))))
+    return out[:n]
+
+
+def provider_count(messages: list) -> int:
+    """What a provider counts for a list sent: each message's content and
+    tool calls (name and arguments) at four characters a token, rounded
+    up, plus 3 per message and 3 for the reply's priming (OpenAI's
+    framing)."""
+    def sent(m: Any) -> str:
+        text = m.content if isinstance(m.content, str) else ""
+        return text + "".join(c["name"] + json.dumps(c["args"]) for c in getattr(m, "tool_calls", None) or [])
+    return 3 + sum(math.ceil(len(sent(m)) / 4) + 3 for m in messages)
+
+
+def splits_a_call(kept: list) -> bool:
+    """Whether `kept` holds a tool call without all its results, or a
+    result without its call."""
+    calls = {c["id"] for m in kept for c in getattr(m, "tool_calls", None) or []}
+    answered = {m.tool_call_id for m in kept if isinstance(m, ToolMessage)}
+    return bool(calls - answered) or bool(answered - calls)
+
+
+def test_trim_keeps_at_least_what_langchain_keeps_at_every_budget_from_20_to_3000():
+    """On a 200-message history with tool calls, both given the provider's
+    count of what is sent: at every budget ctxpack keeps at least as many
+    messages as LangChain, except where LangChain's result splits a tool
+    call from its results (which ctxpack never does), and never more
+    tokens than the budget, by the test's own count."""
+    messages = tool_history(random.Random(44), 200)
+    builder = cp.Builder()
+    fewer: dict[str, int] = {}
+    for start_on in (None, "human"):
+        split = 0
+        for max_tokens in range(20, 3001):
+            ours = trim_messages(messages, max_tokens=max_tokens, token_counter=provider_count,
+                                 start_on=start_on, builder=builder)
+            theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=provider_count,
+                                    strategy="last", start_on=start_on)
+            assert not ours or provider_count(ours) <= max_tokens, (start_on, max_tokens)
+            assert not splits_a_call(ours), (start_on, max_tokens)
+            if len(ours) < len(theirs):
+                assert splits_a_call(theirs), (start_on, max_tokens, len(ours), len(theirs))
+                split += 1
+        fewer[str(start_on)] = split
+    # Without start_on, LangChain splits a call from its results at many
+    # budgets (a result is the oldest message that fits); starting on a
+    # human message, it never does, and ctxpack never keeps fewer.
+    assert fewer["None"] > 0 and fewer["human"] == 0, fewer

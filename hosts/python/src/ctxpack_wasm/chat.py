@@ -302,10 +302,11 @@ def _defused(text: str, written: str) -> bool:
 class _CountedAsMessages:
     """A ``token_counter`` that counts messages, lent as the host's counter.
 
-    The core asks for the count of texts: a message as it is rendered
-    (``[role] content``), its content alone, the system prompt, the blank
-    line that joins two (never sent: no tokens) and the whole rendered
-    conversation. Each is counted as the messages it stands for — the
+    The core asks for the count of texts: a message's content (what is
+    sent), the system prompt and, for the flat text it records beside the
+    messages, a message as it is rendered (``[role] content``), the blank
+    line that joins two (never sent: no tokens) and the text around a
+    join. Each is counted as the messages it stands for — the
     caller's own, as they were given —, the whole text as the list of its
     messages: it is cut before each message's header, and each part found
     by its text (the messages are sent as the core writes them, control
@@ -337,8 +338,13 @@ class _CountedAsMessages:
             if role:
                 self.by_text.setdefault(f"[{role}] {content}", m)
             self.by_length.setdefault((role, len(content)), []).append((content, m))
+        # The messages each content is sent as: one the core asks to count
+        # is charged as the costliest of them (a counter may charge roles
+        # apart: an empty AI message more than an empty human one).
+        self.sharing: dict[str, list[Any]] = {}
         for m, role, content in written:
             self.by_text.setdefault(content, m)
+            self.sharing.setdefault(content, []).append(m)
             if role:
                 self.by_length.setdefault(("", len(content)), []).append((content, m))
         # The most parts one message's text is cut into.
@@ -364,10 +370,15 @@ class _CountedAsMessages:
         # of whitespace is.
         if text == "\n\n" or (not text.strip() and self.message_of(text) is None):
             return 0
-        n = self.count_list(self.messages_of(text))
+        shared = self.sharing.get(text, [])
+        if len(shared) > 1:
+            return max(self._checked(self.count_list([m])) for m in shared) - self.base
+        return self._checked(self.count_list(self.messages_of(text))) - self.base
+
+    def _checked(self, n: Any) -> int:
         if type(n) is not int or n < 0:
             raise TypeError(f"`token_counter`: expected a whole number of tokens, got {n!r}")
-        return max(n - self.base, 0)
+        return max(n, self.base)
 
     def message_of(self, text: str) -> Any:
         """The message ``text`` renders, if one does."""
@@ -473,10 +484,12 @@ def trim_messages(
     as LangChain does; ``start_on="human"`` (or ``"user"``) makes the kept
     messages begin on a user turn; ``include_system`` keeps a first system
     message whatever happens. ``text_splitter`` is used, as LangChain uses
-    it, only with ``allow_partial``. Counted by a tokenizer as ctxpack
-    renders the conversation: each message as ``[role] content``, joined
-    by blank lines, plus ``entry_overhead`` per message. Not supported (an
-    error, never ignored): ``strategy="first"`` and ``allow_partial``."""
+    it, only with ``allow_partial``. Counted by a tokenizer as the
+    messages are sent: each message's content plus ``entry_overhead``
+    (no role header, no separator: neither is sent), and every token of
+    ``max_tokens`` is used that a next-older message fits in. Not
+    supported (an error, never ignored): ``strategy="first"`` and
+    ``allow_partial``."""
     if messages is None:
         from langchain_core.runnables import RunnableLambda  # the extra
 
@@ -544,7 +557,7 @@ def trim_messages(
         conversation=turns, budget=max(max_tokens - counter.base, 0) if counter else max_tokens,
         tokenizer=tokenizer,
         model=model, system_prompt=system, entry_overhead=entry_overhead,
-        conversation_start="user-turn" if starts else "any-turn",
+        conversation_start="user-turn" if starts else "any-turn", form="messages",
     )
     try:
         pack = (builder or Builder()).assemble(request, counter=counter)
