@@ -216,9 +216,10 @@ export async function toLangChain(pack, messages) {
  * `'qwen3-8b'`): its tokenizer and its chat format's `entryOverhead` are
  * then the defaults. `startOn: 'human'` makes the
  * kept messages begin on a user turn; `includeSystem` keeps a first
- * system message whatever happens. Counted as ctxpack renders the
- * conversation: each message as `[role] content` and the blank line before
- * it, plus `entryOverhead` per message. `endOn` drops the messages after
+ * system message whatever happens. Counted as the messages are sent:
+ * each message's content plus `entryOverhead` (no role header, no
+ * separator: neither is sent), using every token of `maxTokens` a
+ * next-older message fits in. `endOn` drops the messages after
  * the last one of its types (`'human'`, `'ai'`, … or message classes)
  * first, as LangChain.js does. Refused, never ignored: `strategy:
  * 'first'`, `allowPartial`.
@@ -277,6 +278,7 @@ export async function trim(messages, options, makeBuilder) {
       systemPrompt,
       entryOverhead: counter !== null && entryOverhead === undefined ? 0 : entryOverhead,
       conversationStart: starts.length > 0 ? 'user-turn' : 'any-turn',
+      form: 'messages',
     }, counter === null ? undefined : { countTokens: (_t, texts) => counter.countTokens(texts) });
   } catch (e) {
     if (counter?.failure != null) throw counter.failure;
@@ -319,9 +321,12 @@ function defused(text, given) {
 /**
  * A LangChain.js `tokenCounter` (a function of a list of messages, or a
  * model's `getNumTokens`), lent as the host's counter. The core asks for
- * the count of texts: a message as it is rendered (`[role] content`), its
- * content alone, the system prompt, the blank line that joins two (never
- * sent: no tokens) and the whole rendered conversation. Each is counted
+ * the count of texts: a message's content (what is sent), the system
+ * prompt and, for the flat text it records beside the messages, a message
+ * as it is rendered (`[role] content`), the blank line that joins two
+ * (never sent: no tokens) and the text around a join. A content that
+ * several messages share counts as the costliest of them (a counter may
+ * charge roles apart). Each is counted
  * as the messages it stands for, the caller's own, as they were given;
  * the whole text as the list of its messages — cut before each message's
  * header, each part found by its text (the messages are sent as the core
@@ -361,8 +366,12 @@ class CountedAsMessages {
       if (role) add(`[${role}] ${content}`, m);
       index(role, content, m);
     }
+    // The messages each content is sent as.
+    this.sharing = new Map();
     for (const [m, role, content] of all) {
       add(content, m);
+      if (!this.sharing.has(content)) this.sharing.set(content, []);
+      this.sharing.get(content).push(m);
       if (role) index('', content, m);
     }
     // The most parts one message's text is cut into.
@@ -397,11 +406,20 @@ class CountedAsMessages {
     // The blank line that joins two messages is never sent; a message of
     // whitespace is.
     if (text === '\n\n' || (text.trim() === '' && this.messageOf(text) === undefined)) return 0;
-    const n = await this.countList(this.messagesOf(text) ?? [await this.madeUp(text)]);
+    const shared = this.sharing.get(text) ?? [];
+    if (shared.length > 1) {
+      const counts = await Promise.all(shared.map(async (m) => this.checked(await this.countList([m]))));
+      return Math.max(...counts) - this.base;
+    }
+    return this.checked(await this.countList(this.messagesOf(text) ?? [await this.madeUp(text)])) - this.base;
+  }
+
+  /** A count as given, no less than `base`. */
+  checked(n) {
     if (!Number.isInteger(n) || n < 0) {
       throw refuse('options.tokenCounter', `expected a whole number of tokens, got ${JSON.stringify(n)}`);
     }
-    return Math.max(n - this.base, 0);
+    return Math.max(n, this.base);
   }
 
   /** The message `text` renders, if one does. */

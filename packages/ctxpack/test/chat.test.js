@@ -11,7 +11,6 @@ import {
 } from '../src/index.js';
 
 const WORDS = 'refund order ship late the a when why how café 🙂 naïve x'.split(' ');
-const ROLE = { human: 'user', ai: 'assistant' };
 
 /** A seeded generator (mulberry32): the same cases every run. */
 function rng(seed) {
@@ -25,14 +24,10 @@ function rng(seed) {
 }
 const below = (r, n) => Math.floor(r() * n);
 
-/** Counts as ctxpack renders: a system prompt as itself, each turn as
- * `[role] content` and the blank line before it (in code points). */
+/** Counts as the messages are sent: each message's content, with no
+ * header and no separator (in code points). */
 function countedAsCtxpack(cpt) {
-  return (messages) => messages.reduce((sum, m) => {
-    const type = m._getType();
-    const text = type === 'system' ? m.content : `[${ROLE[type]}] ${m.content}`;
-    return sum + Math.ceil([...text].length / cpt) + (type === 'system' ? 0 : Math.ceil(2 / cpt));
-  }, 0);
+  return (messages) => messages.reduce((sum, m) => sum + Math.ceil([...m.content].length / cpt), 0);
 }
 
 function chat(r, n) {
@@ -348,4 +343,66 @@ test('trimMessages for a model counts in its tokenizer with its overhead', async
   await assert.rejects(trimMessages(messages, { maxTokens: 97, model: 'gpt-4-o' }),
     (e) => e.field === 'options.model' && /nearest: gpt-4o/.test(e.message));
   await assert.rejects(trimMessages(messages, { maxTokens: 97, model: 4 }), /`options\.model`: expected a model's name, got 4/);
+});
+
+/** A chat of `n` messages in which about one turn in seven is an AI
+ * message calling one or two tools, each answered by a ToolMessage. */
+function toolHistory(r, n) {
+  const words = (k) => Array.from({ length: k }, () => WORDS[below(r, WORDS.length)]).join(' ');
+  const out = [];
+  while (out.length < n) {
+    if (r() < 0.15 && out.length < n - 2) {
+      const calls = Array.from({ length: 1 + below(r, 2) }, (_, k) => ({
+        id: `call${out.length}-${k}`, name: ['lookup', 'refund'][below(r, 2)], args: { order: 1 + below(r, 9999) },
+      }));
+      out.push(new AIMessage({ content: words(below(r, 7)), tool_calls: calls }));
+      for (const c of calls) out.push(new ToolMessage({ content: words(1 + below(r, 30)), tool_call_id: c.id }));
+    } else {
+      const content = words(below(r, 41));
+      out.push(out.length % 2 === 0 ? new HumanMessage(content) : new AIMessage(content));
+    }
+  }
+  return out.slice(0, n);
+}
+
+/** What a provider counts for a list sent: each message's content and tool
+ * calls (name and arguments) at four code points a token, rounded up,
+ * plus 3 per message and 3 for the reply's priming (OpenAI's framing). */
+function providerCount(messages) {
+  const sent = (m) => m.content + (m.tool_calls ?? []).map((c) => c.name + JSON.stringify(c.args)).join('');
+  return 3 + messages.reduce((sum, m) => sum + Math.ceil([...sent(m)].length / 4) + 3, 0);
+}
+
+/** Whether `kept` holds a tool call without all its results, or a result
+ * without its call. */
+function splitsACall(kept) {
+  const calls = new Set(kept.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
+  const answered = new Set(kept.filter((m) => m._getType() === 'tool').map((m) => m.tool_call_id));
+  return [...calls].some((id) => !answered.has(id)) || [...answered].some((id) => !calls.has(id));
+}
+
+test('trimMessages keeps at least what LangChain.js keeps at every budget from 20 to 3000', async () => {
+  // On a 200-message history with tool calls, both given the provider's
+  // count of what is sent: ctxpack keeps at least as many messages, except
+  // where LangChain.js's result splits a tool call from its results (which
+  // ctxpack never does), and never more tokens than the budget by the
+  // test's own count.
+  const messages = toolHistory(rng(44), 200);
+  const builder = await Builder.create();
+  const fewer = {};
+  for (const startOn of [undefined, 'human']) {
+    let split = 0;
+    for (let maxTokens = 20; maxTokens <= 3000; maxTokens += 1) {
+      const ours = await trimMessages(messages, { maxTokens, tokenCounter: providerCount, startOn, builder });
+      const theirs = await langchainTrim(messages, { maxTokens, tokenCounter: providerCount, strategy: 'last', startOn });
+      assert.ok(ours.length === 0 || providerCount(ours) <= maxTokens, `${startOn} ${maxTokens}`);
+      assert.ok(!splitsACall(ours), `${startOn} ${maxTokens}`);
+      if (ours.length < theirs.length) {
+        assert.ok(splitsACall(theirs), `${startOn} ${maxTokens}: ${ours.length} < ${theirs.length}`);
+        split += 1;
+      }
+    }
+    fewer[String(startOn)] = split;
+  }
+  assert.ok(fewer.undefined > 0 && fewer.human === 0, JSON.stringify(fewer));
 });
