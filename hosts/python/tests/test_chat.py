@@ -96,7 +96,9 @@ def test_chat_messages_given_as_a_conversation_say_how_to_read_them():
 def test_trim_refuses_what_it_would_not_honour():
     messages = [HumanMessage(content="hi")]
     with pytest.raises(ValueError, match="strategy"):
-        trim_messages(messages, max_tokens=10, strategy="first")  # type: ignore[arg-type]
+        trim_messages(messages, max_tokens=10, strategy="middle")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^start_on: only valid with strategy='last'"):
+        trim_messages(messages, max_tokens=10, strategy="first", start_on="human")
     with pytest.raises(ValueError, match="allow_partial"):
         trim_messages(messages, max_tokens=10, allow_partial=True)
     with pytest.raises(ValueError, match="start_on"):
@@ -613,3 +615,34 @@ def test_trim_keeps_at_least_what_langchain_keeps_at_every_budget_from_20_to_300
     # budgets (a result is the oldest message that fits); starting on a
     # human message, it never does, and ctxpack never keeps fewer.
     assert fewer["None"] > 0 and fewer["human"] == 0, fewer
+
+
+def test_strategy_first_keeps_what_langchains_keeps():
+    """`strategy="first"`, with the same counter (a function of messages,
+    or ctxpack's tokenizer against a counter of what is sent) and end_on,
+    gives LangChain's result; with tool calls, a call is never kept apart
+    from its results."""
+    rng = random.Random(31)
+    builder = cp.Builder()
+    for _ in range(150):
+        messages = chat(rng, rng.randint(1, 14))
+        if rng.random() < 0.3:
+            messages.insert(0, SystemMessage(content="Be brief. " * rng.randint(1, 3)))
+        max_tokens = rng.randint(0, 150)
+        end_on = rng.choice([None, "human", "ai"])
+        cpt = rng.choice([1, 3, 4])
+        for ours_counter, their_counter in ((provider_count, provider_count),
+                                            (cp.Tokenizer.chars_per_token(cpt), counted_as_ctxpack(cpt))):
+            theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=their_counter,
+                                    strategy="first", end_on=end_on)
+            ours = trim_messages(messages, max_tokens=max_tokens, token_counter=ours_counter,
+                                 strategy="first", end_on=end_on, builder=builder)
+            assert [id(m) for m in ours] == [id(m) for m in theirs], (max_tokens, end_on)
+    messages = tool_history(random.Random(45), 60)
+    for max_tokens in range(0, 800, 7):
+        ours = trim_messages(messages, max_tokens=max_tokens, token_counter=provider_count,
+                             strategy="first", builder=builder)
+        assert ours == messages[:len(ours)] and not splits_a_call(ours)
+        assert provider_count(ours) <= max_tokens or not ours
+        theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=provider_count, strategy="first")
+        assert len(ours) == len(theirs) or splits_a_call(theirs)

@@ -426,6 +426,90 @@ class _CountedAsMessages:
         return [{"role": "user", "content": text}]
 
 
+def _first(messages: list[Any], max_tokens: int, token_counter: Any, counting: dict[str, Any],
+           end_on: Any, builder: Optional[Builder]) -> list[Any]:
+    """``strategy="first"``: the longest run of the oldest messages whose
+    count is within ``max_tokens``, as LangChain's, a tool call never
+    apart from its results (the run ends before a call whose results do
+    not all fit), a result whose call is not before it never kept, then
+    cut back to the last message of ``end_on``'s types. A counter of
+    messages counts each run it weighs, as LangChain's does; a tokenizer
+    counts each message as it is sent, in one pass of the core."""
+    turns = conversation(messages)
+    # Where a run may end: not inside a tool call's unit.
+    last_of: dict[str, int] = {}
+    for i, t in enumerate(turns):
+        if t.tool_call_id is not None:
+            last_of[t.tool_call_id] = i
+    ends = [True] * (len(turns) + 1)
+    orphan = [False] * len(turns)
+    opened: set[str] = set()
+    for i, t in enumerate(turns):
+        cid = t.tool_call_id
+        if cid is None:
+            continue
+        if t.role == Role.TOOL and cid not in opened:
+            orphan[i] = True
+            continue
+        opened.add(cid)
+        for k in range(i + 1, last_of[cid] + 1):
+            ends[k] = False
+    if token_counter is not None:
+        count_list = _list_counter(token_counter)
+
+        def count(k: int) -> int:
+            n = count_list([m for m, o in zip(messages[:k], orphan) if not o])
+            if type(n) is not int or n < 0:
+                raise TypeError(f"`token_counter`: expected a whole number of tokens, got {n!r}")
+            return n
+    else:
+        # Each message as it is sent: one pass of the core counts them all.
+        pack = _counted(turns, counting, builder)
+        tokens = {int(e.id[5:]): e.tokens for e in pack.entries if e.id.startswith("turn-")}
+        overhead = (pack.snapshot.message_tokens - sum(tokens.values())) // max(len(tokens), 1)
+        prefix = [0]
+        for i in range(len(turns)):
+            prefix.append(prefix[-1] + (tokens[i] + overhead if i in tokens else 0))
+
+        def count(k: int) -> int:
+            return prefix[k]
+    # The longest run within the budget (counts grow with the run).
+    low, high = 0, len(messages)
+    if count(high) > max_tokens:
+        high -= 1
+        while low < high:
+            mid = (low + high + 1) // 2
+            if count(mid) <= max_tokens:
+                low = mid
+            else:
+                high = mid - 1
+    idx = high
+    while True:
+        while idx > 0 and not ends[idx]:
+            idx -= 1
+        if end_on is None or idx == 0 or _is_type(messages[idx - 1], end_on):
+            break
+        idx -= 1
+    return [m for m, o in zip(messages[:idx], orphan) if not o]
+
+
+def _counted(turns: list[ConversationTurn], counting: dict[str, Any], builder: Optional[Builder]) -> ContextPack:
+    """``turns`` assembled whole, each counted as the message it is sent
+    as: the model's tokenizer and overhead taken from a first, empty
+    assembly when ``counting`` names a model."""
+    builder = builder or Builder()
+    tokenizer, overhead = counting["tokenizer"], counting["entry_overhead"]
+    if counting["model"] is not None:
+        probe = builder.assemble(AssembleRequest(model=counting["model"], tokenizer=tokenizer,
+                                                 entry_overhead=overhead, form="messages"))
+        tokenizer = probe.snapshot.tokenizer
+        if overhead is None and probe.snapshot.model is not None:
+            overhead = probe.snapshot.model.profile.message_overhead
+    return builder.assemble(AssembleRequest(
+        conversation=turns, budget=_U32_MAX, tokenizer=tokenizer, entry_overhead=overhead,
+        conversation_start="any-turn", form="messages"))
+
+
 #: LangChain's message types, by the roles a dict or a turn gives (read
 #: as the conversation reads them, `_ROLES`).
 _TYPES = {name: {"user": "human", "assistant": "ai"}.get(role, role) for name, role in _ROLES.items()}
@@ -450,7 +534,7 @@ def trim_messages(
     *,
     max_tokens: int,
     token_counter: Any = None,
-    strategy: Literal["last"] = "last",
+    strategy: Literal["last", "first"] = "last",
     allow_partial: bool = False,
     end_on: Optional[Any] = None,
     start_on: Optional[Union[str, Sequence[str]]] = None,
@@ -487,8 +571,10 @@ def trim_messages(
     it, only with ``allow_partial``. Counted by a tokenizer as the
     messages are sent: each message's content plus ``entry_overhead``
     (no role header, no separator: neither is sent), and every token of
-    ``max_tokens`` is used that a next-older message fits in. Not
-    supported (an error, never ignored): ``strategy="first"`` and
+    ``max_tokens`` is used that a next-older message fits in.
+    ``strategy="first"`` keeps the oldest messages instead, as
+    LangChain's does (without ``start_on`` or ``include_system``, which
+    it refuses too). Not supported (an error, never ignored):
     ``allow_partial``."""
     if messages is None:
         from langchain_core.runnables import RunnableLambda  # the extra
@@ -509,8 +595,11 @@ def trim_messages(
     if isinstance(token_counter, (dict, list, tuple, set)):
         raise ValueError(f"`token_counter`: expected a tokenizer, a function of messages or a chat model, "
                          f"got a {type(token_counter).__name__}")
-    if strategy != "last":
-        raise ValueError("strategy: ctxpack keeps the newest messages ('last') only")
+    if strategy not in ("last", "first"):
+        raise ValueError(f"strategy: 'last' (the newest messages) or 'first' (the oldest), got {strategy!r}")
+    if strategy == "first" and (start_on or include_system):
+        # As LangChain's.
+        raise ValueError(f"{'start_on' if start_on else 'include_system'}: only valid with strategy='last'")
     if allow_partial:
         raise ValueError("allow_partial: ctxpack keeps or drops a message whole")
     counts_messages = _counts_messages(token_counter)
@@ -534,6 +623,9 @@ def trim_messages(
     if any(s not in ("human", "user") for s in starts):
         raise ValueError(f"start_on: only a user turn ('human') can begin the kept messages, got {start_on!r}")
     messages = list(messages)
+    if strategy == "first":
+        return _first(messages, max_tokens, token_counter if counts_messages else None,
+                      dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead), end_on, builder)
     if end_on is not None:
         # As LangChain: the messages after the last of `end_on`'s types
         # are dropped first.
