@@ -221,8 +221,10 @@ export async function toLangChain(pack, messages) {
  * separator: neither is sent), using every token of `maxTokens` a
  * next-older message fits in. `endOn` drops the messages after
  * the last one of its types (`'human'`, `'ai'`, … or message classes)
- * first, as LangChain.js does. Refused, never ignored: `strategy:
- * 'first'`, `allowPartial`.
+ * first, as LangChain.js does. `strategy: 'first'` keeps the oldest
+ * messages instead, as LangChain.js's does (without `startOn` or
+ * `includeSystem`, which it refuses too). Refused, never ignored:
+ * `allowPartial`.
  */
 export async function trim(messages, options, makeBuilder) {
   refuseUnknownOptions(options);
@@ -235,7 +237,13 @@ export async function trim(messages, options, makeBuilder) {
   if (!isU32(maxTokens)) throw refuse('options.maxTokens', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(maxTokens)}`);
   if (model != null && typeof model !== 'string') throw refuse('options.model', `expected a model's name, got ${JSON.stringify(model)}`);
   if (entryOverhead !== undefined && !isU32(entryOverhead)) throw refuse('options.entryOverhead', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(entryOverhead)}`);
-  if (strategy !== 'last') throw refuse('options.strategy', "ctxpack keeps the newest messages ('last') only");
+  if (strategy !== 'last' && strategy !== 'first') {
+    throw refuse('options.strategy', `'last' (the newest messages) or 'first' (the oldest), got ${JSON.stringify(strategy)}`);
+  }
+  if (strategy === 'first' && (startOn != null || includeSystem)) {
+    // As LangChain.js's.
+    throw refuse(startOn != null ? 'options.startOn' : 'options.includeSystem', "only valid with strategy: 'last'");
+  }
   if (allowPartial) throw refuse('options.allowPartial', 'ctxpack keeps or drops a message whole');
   // textSplitter is used, as LangChain.js uses it, only with allowPartial.
   void textSplitter;
@@ -245,6 +253,10 @@ export async function trim(messages, options, makeBuilder) {
     throw refuse('options.startOn', `only a user turn ('human') can begin the kept messages, got ${JSON.stringify(startOn)}`);
   }
   let rest = Array.from(messages);
+  if (strategy === 'first') {
+    return first(rest, maxTokens, countsMessages ? tokenCounter : null, { tokenCounter, model, entryOverhead }, endOn,
+      builder ?? await makeBuilder());
+  }
   if (endOn != null) {
     // As LangChain.js: the messages after the last of endOn's types are
     // dropped first.
@@ -316,6 +328,90 @@ function defused(text, given) {
   const a = Array.from(text);
   const b = Array.from(given);
   return a.length === b.length && a.every((c, i) => c === b[i] || c === '(');
+}
+
+/**
+ * `strategy: 'first'`: the longest run of the oldest messages whose count
+ * is within `maxTokens`, as LangChain.js's, a tool call never apart from
+ * its results (the run ends before a call whose results do not all fit),
+ * a result whose call is not before it never kept, then cut back to the
+ * last message of `endOn`'s types. A counter of messages counts each run
+ * it weighs, as LangChain.js's does; a tokenizer counts each message as
+ * it is sent, in one pass of the core.
+ */
+async function first(messages, maxTokens, tokenCounter, counting, endOn, builder) {
+  const turns = conversationOf(messages);
+  // Where a run may end: not inside a tool call's unit.
+  const lastOf = new Map();
+  turns.forEach((t, i) => { if (t.toolCallId != null) lastOf.set(t.toolCallId, i); });
+  const ends = Array(turns.length + 1).fill(true);
+  const orphan = Array(turns.length).fill(false);
+  const opened = new Set();
+  turns.forEach((t, i) => {
+    const id = t.toolCallId;
+    if (id == null) return;
+    if (t.role === 'tool' && !opened.has(id)) {
+      orphan[i] = true;
+      return;
+    }
+    opened.add(id);
+    for (let k = i + 1; k <= lastOf.get(id); k += 1) ends[k] = false;
+  });
+  const keep = (k) => messages.slice(0, k).filter((_, i) => !orphan[i]);
+  let count;
+  if (tokenCounter !== null) {
+    const counter = new CountedAsMessages(tokenCounter, [], [], undefined);
+    count = async (k) => counter.checked(await counter.countList(keep(k)));
+  } else {
+    // Each message as it is sent: one pass of the core counts them all.
+    const pack = await counted(turns, counting, builder);
+    const tokens = new Map(pack.entries.filter((e) => e.id.startsWith('turn-'))
+      .map((e) => [Number(e.id.slice(5)), e.tokens]));
+    const own = [...tokens.values()].reduce((a, b) => a + b, 0);
+    const overhead = tokens.size === 0 ? 0 : Math.floor((pack.snapshot.messageTokens - own) / tokens.size);
+    const prefix = [0];
+    turns.forEach((_, i) => prefix.push(prefix[i] + (tokens.has(i) ? tokens.get(i) + overhead : 0)));
+    count = async (k) => prefix[k];
+  }
+  // The longest run within the budget (counts grow with the run).
+  let low = 0;
+  let high = messages.length;
+  if (await count(high) > maxTokens) {
+    high -= 1;
+    while (low < high) {
+      const mid = Math.floor((low + high + 1) / 2);
+      if (await count(mid) <= maxTokens) low = mid;
+      else high = mid - 1;
+    }
+  }
+  let idx = high;
+  const types = endOn == null ? null : typesOf(endOn);
+  for (;;) {
+    while (idx > 0 && !ends[idx]) idx -= 1;
+    if (types === null || idx === 0 || types.includes(typeOf(messages[idx - 1]))) break;
+    idx -= 1;
+  }
+  return keep(idx);
+}
+
+/** `turns` assembled whole, each counted as the message it is sent as:
+ * the model's tokenizer and overhead taken from a first, empty assembly
+ * when `counting` names a model. */
+async function counted(turns, { tokenCounter, model, entryOverhead }, builder) {
+  let tokenizer = tokenCounter;
+  let overhead = entryOverhead;
+  if (model != null) {
+    const probe = await builder.assemble({ model, tokenizer, entryOverhead, form: 'messages' });
+    tokenizer = probe.snapshot.tokenizer;
+    if (overhead === undefined) overhead = probe.snapshot.model?.profile.messageOverhead;
+  }
+  try {
+    return await builder.assemble({
+      conversation: turns, budget: U32_MAX, tokenizer, entryOverhead: overhead, conversationStart: 'any-turn', form: 'messages',
+    });
+  } catch (e) {
+    throw asArgument(e);
+  }
 }
 
 /**

@@ -105,7 +105,7 @@ export function toAnthropic(pack: ContextPack, messages?: readonly MessageLike[]
  */
 export function toLangChain(pack: ContextPack, messages?: readonly MessageLike[]): Promise<unknown[]>;
 
-/** LangChain.js's `trimMessages`, packed by ctxpack: the newest messages that fit, unchanged. */
+/** LangChain.js's `trimMessages`, packed by ctxpack: the newest (or, with `strategy: 'first'`, the oldest) messages that fit, unchanged. */
 export function trimMessages<M extends MessageLike>(messages: readonly M[], options: {
   maxTokens: number;
   /**
@@ -116,7 +116,8 @@ export function trimMessages<M extends MessageLike>(messages: readonly M[], opti
     | { getNumTokens(content: unknown): number | Promise<number> };
   /** The model the messages are for: its tokenizer and per-message overhead are the defaults. */
   model?: string;
-  strategy?: 'last';
+  /** `'last'`, the newest messages (the default), or `'first'`, the oldest (without `startOn` or `includeSystem`). */
+  strategy?: 'last' | 'first';
   allowPartial?: false;
   startOn?: 'human' | 'user' | null;
   /** Drops the messages after the last one of these types first, as LangChain.js does. */

@@ -72,7 +72,9 @@ test('trimMessages keeps what LangChain.js keeps when both count alike', async (
 
 test('trimMessages refuses what it would not honour', async () => {
   const messages = [new HumanMessage('hi')];
-  await assert.rejects(trimMessages(messages, { maxTokens: 10, strategy: 'first' }), /options\.strategy/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, strategy: 'middle' }), /options\.strategy/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, strategy: 'first', startOn: 'human' }),
+    /options\.startOn`: only valid with strategy: 'last'/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, allowPartial: true }), /options\.allowPartial/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, endOn: 42 }), /options\.endOn/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, startOn: 'ai' }), /options\.startOn/);
@@ -405,4 +407,33 @@ test('trimMessages keeps at least what LangChain.js keeps at every budget from 2
     fewer[String(startOn)] = split;
   }
   assert.ok(fewer.undefined > 0 && fewer.human === 0, JSON.stringify(fewer));
+});
+
+test("strategy 'first' keeps what LangChain.js keeps", async () => {
+  // With the same counter (a function of messages, or ctxpack's tokenizer
+  // against a counter of what is sent) and endOn; with tool calls, a call
+  // is never kept apart from its results.
+  const r = rng(31);
+  const builder = await Builder.create();
+  const spell = (ms) => ms.map((m) => [m._getType(), m.content]);
+  for (let c = 0; c < 150; c += 1) {
+    const messages = chat(r, 1 + below(r, 14));
+    if (r() < 0.3) messages.unshift(new SystemMessage('Be brief. '.repeat(1 + below(r, 3))));
+    const maxTokens = below(r, 151);
+    const endOn = [undefined, 'human', 'ai'][below(r, 3)];
+    const cpt = [1, 3, 4][below(r, 3)];
+    for (const [ours, theirs] of [[providerCount, providerCount], [{ charsPerToken: cpt }, countedAsCtxpack(cpt)]]) {
+      const want = await langchainTrim(messages, { maxTokens, tokenCounter: theirs, strategy: 'first', endOn });
+      const got = await trimMessages(messages, { maxTokens, tokenCounter: ours, strategy: 'first', endOn, builder });
+      assert.deepEqual(spell(got), spell(want), `${maxTokens} ${endOn}`);
+    }
+  }
+  const messages = toolHistory(rng(45), 60);
+  for (let maxTokens = 0; maxTokens < 800; maxTokens += 7) {
+    const ours = await trimMessages(messages, { maxTokens, tokenCounter: providerCount, strategy: 'first', builder });
+    assert.ok(ours.every((m, i) => m === messages[i]) && !splitsACall(ours), `${maxTokens}`);
+    assert.ok(ours.length === 0 || providerCount(ours) <= maxTokens, `${maxTokens}`);
+    const theirs = await langchainTrim(messages, { maxTokens, tokenCounter: providerCount, strategy: 'first' });
+    assert.ok(ours.length === theirs.length || splitsACall(theirs), `${maxTokens}`);
+  }
 });
