@@ -553,12 +553,15 @@ impl Offer<'_, '_> {
         // Whether the run holds a turn that is not a system turn: the
         // kept conversation's first such turn must be the user's.
         let mut spoken = false;
+        // Where each unit of the run begins in it.
+        let mut units_in_run: Vec<usize> = Vec::new();
         for unit in units.iter().rev().filter(|u| u.start < oldest) {
             let open = unit.start >= stepped
                 && unit.members.iter().all(|&m| reopens(layers.l1[m].reason()));
             if !open {
                 break;
             }
+            units_in_run.push(run.len());
             for &m in &unit.members {
                 if layers.l1[m].count.is_none() {
                     crate::conversation::render_into(
@@ -582,6 +585,7 @@ impl Offer<'_, '_> {
                 Ok(after) => {
                     rendered = after;
                     run.clear();
+                    units_in_run.clear();
                 }
                 Err(shortfall) => {
                     // An older turn needs this run kept too.
@@ -604,21 +608,30 @@ impl Offer<'_, '_> {
         // dropped for where it stands, the rest with what it needs.
         let room = self.budget.saturating_sub(rendered.used);
         let mut needed = 0u64;
-        for &at in &run {
-            let item = layers.at_mut(at);
-            needed += item.count.map_or(0, Count::at_least);
-            needed += self.sent.charge(item.section, self.separator);
-            if !matches!(item.reason(), Some(Reason::OverBudget(_))) {
-                continue;
+        units_in_run.push(run.len());
+        for unit in units_in_run.windows(2) {
+            let members = &run[unit[0]..unit[1]];
+            for &at in members {
+                let item = layers.at_mut(at);
+                // Counted as far as it takes to tell whether it fits.
+                let limit = crate::tokenizer::clamp(room.saturating_sub(needed) + 1);
+                needed += item.measure(self.meter, limit).at_least();
+                needed += self.sent.charge(item.section, self.separator);
             }
-            item.decide(match needed <= room {
+            let reason = match needed <= room {
                 true if user_turn => Reason::BeforeUserTurn,
                 true => Reason::StepCut(cut_step),
                 false => Reason::OverBudget(Shortfall {
                     needed,
                     remaining: room,
                 }),
-            });
+            };
+            for &at in members {
+                let item = layers.at_mut(at);
+                if matches!(item.reason(), Some(Reason::OverBudget(_))) {
+                    item.decide(reason.clone());
+                }
+            }
         }
         rendered
     }
