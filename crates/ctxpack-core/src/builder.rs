@@ -319,21 +319,18 @@ impl Builder {
         let rendered = render::settle(&mut layers, request, meter, sent, u64::from(budget));
         let rendered = self.start_conversation(request, &mut layers, meter, sent, rendered);
         // Room the settling or the conversation's start left is offered
-        // again to what was left out, until nothing more fits.
-        let (rendered, restored) = render::refill(
-            &mut layers,
-            request,
-            meter,
-            sent,
-            u64::from(budget),
-            &self.plan,
-            rendered,
-        );
+        // again to what was left out, until nothing more fits; a section
+        // whose summariser was not asked is cut into it.
+        let mut compressions = shared.compressions;
+        let uncompressed = compress::skipped(&compressions, &self.plan);
+        let limits = (u64::from(budget), &self.plan, uncompressed.as_slice());
+        let (rendered, restored, cut) =
+            render::refill(&mut layers, request, meter, sent, limits, rendered);
 
         // 11. record: the pack and its snapshot.
         let status = SnapshotStatus::of(degraded, layers.truncated(), false);
-        let mut compressions = shared.compressions;
         compress::restored(&mut compressions, &layers, &restored);
+        compress::cut_instead(&mut compressions, &cut);
         let record = self.record(calls, status, budget, rendered, own.l0_cost, compressions);
         Ok(record::pack(request, settled, layers, record, &self.plan))
     }
@@ -383,8 +380,11 @@ impl Builder {
             policy::reviewed(state, pool, channel, reviewer, |s, pool, strict| {
                 let reserved = s.share_and_flow(pool, b, strict);
                 let chosen = compress::choose(s, reserved, pool, b, strict);
-                let summarised = compress::unreviewed(s, &chosen.0, pool);
-                (chosen, summarised)
+                let mut besides = compress::unreviewed(s, &chosen.0, pool);
+                if !strict {
+                    besides.extend(compress::heads(s, &chosen.1, pool, b));
+                }
+                (chosen, besides)
             })
             .await?;
         // Phase 3: every section over is summarised in one call, or cut.

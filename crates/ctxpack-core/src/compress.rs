@@ -18,7 +18,7 @@
 
 mod whole;
 
-pub(crate) use whole::{restored, take_whole};
+pub(crate) use whole::{cut_instead, restored, skipped, take_whole};
 
 use crate::budget::{Budgeting, Filling};
 use crate::capability::Capability;
@@ -117,6 +117,31 @@ pub(crate) fn choose(
         compressing.push((l, target));
     }
     (compressing, skipped)
+}
+
+/// The first candidate left over in each section of `skipped` (not
+/// summarised: its room was too small for a summary), where the plan
+/// compresses and it is not reviewed yet: the review sees it with the
+/// phase's, so that room left once the pack is settled can take it cut
+/// (see [`crate::render::refill`]).
+pub(crate) fn heads(
+    state: &Filling,
+    skipped: &[SectionCompression],
+    pool: &[Item],
+    b: &Budgeting,
+) -> Vec<usize> {
+    if !b.plan.compress {
+        return Vec::new();
+    }
+    state
+        .lanes
+        .iter()
+        .filter(|lane| skipped.iter().any(|r| r.section == lane.section))
+        .filter_map(|lane| lane.queue.first())
+        .flatten()
+        .copied()
+        .filter(|&i| pool[i].unreviewed)
+        .collect()
 }
 
 /// The candidates the sections `compressing` would hand to the

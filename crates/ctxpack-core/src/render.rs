@@ -369,18 +369,20 @@ pub(crate) fn settle(
 /// Only reviewed texts are offered: nothing unreviewed is included, and
 /// a text the policy never saw keeps the shortfall the fill recorded.
 /// Every drop over the budget of a reviewed text then records the room
-/// finally left.
-/// Returns the sections where a cut text went in whole.
+/// finally left. A section of `uncompressed` (its summariser was not
+/// asked: its room was too small for a summary) has the first of its
+/// texts that does not fit whole cut into the room left instead.
+/// Returns the sections where a cut text went in whole, and those where
+/// a text was cut.
 pub(crate) fn refill(
     layers: &mut Layers,
     request: &AssembleRequest,
     meter: &Meter,
     sent: Sent,
-    budget: u64,
-    plan: &crate::config::Plan,
+    (budget, plan, uncompressed): (u64, &crate::config::Plan, &[Section]),
     mut rendered: Rendered,
-) -> (Rendered, Vec<Section>) {
-    let mut restored = Vec::new();
+) -> (Rendered, Vec<Section>, Vec<Section>) {
+    let (mut restored, mut cut) = (Vec::new(), Vec::new());
     let offer = Offer {
         meter,
         sent,
@@ -397,9 +399,13 @@ pub(crate) fn refill(
             }
             Section::StageSummaries => offer.stages(layers, plan.cut_step, rendered),
             _ => {
-                let (after, whole) = offer.hosted(layers, section, rendered);
-                if whole {
+                let may_cut = uncompressed.contains(&section);
+                let (after, offered) = offer.hosted(layers, section, rendered, may_cut);
+                if offered.whole {
                     restored.push(section);
+                }
+                if offered.cut {
+                    cut.push(section);
                 }
                 after
             }
@@ -412,7 +418,15 @@ pub(crate) fn refill(
             item.decide(Reason::OverBudget(Shortfall { needed, remaining }));
         }
     }
-    (rendered, restored)
+    (rendered, restored, cut)
+}
+
+/// What offering room to a host section did: a cut text went in whole, a
+/// text too long for the room was cut into it.
+#[derive(Default)]
+struct Offered {
+    whole: bool,
+    cut: bool,
 }
 
 /// How [`refill`] offers room: counting with `meter`, charging as `sent`,
@@ -680,8 +694,9 @@ impl Offer<'_, '_> {
         layers: &mut Layers,
         section: Section,
         mut rendered: Rendered,
-    ) -> (Rendered, bool) {
-        let mut restored = false;
+        mut may_cut: bool,
+    ) -> (Rendered, Offered) {
+        let mut offered = Offered::default();
         let ats: Vec<At> = (0..layers.l2.len())
             .map(|k| (1, k))
             .chain((0..layers.l1_hosted.len()).map(|k| (2, k)))
@@ -700,7 +715,7 @@ impl Offer<'_, '_> {
                 continue;
             } else if item.included() && item.uncut.is_some() && !summary {
                 rendered = self.whole(layers, at, rendered);
-                restored |= layers.at(at).uncut.is_none();
+                offered.whole |= layers.at(at).uncut.is_none();
             } else if matches!(item.reason(), Some(Reason::OverBudget(_))) {
                 if item.uncut.is_some() {
                     rendered = self.whole(layers, at, rendered);
@@ -708,10 +723,42 @@ impl Offer<'_, '_> {
                         continue;
                     }
                 }
-                rendered = self.take(layers, &[at], rendered).unwrap_or(rendered);
+                match self.take(layers, &[at], rendered) {
+                    Ok(after) => rendered = after,
+                    Err(_) if may_cut && !summary => {
+                        if let Some(after) = self.cut(layers, at, rendered) {
+                            (rendered, offered.cut, may_cut) = (after, true, false);
+                        }
+                    }
+                    Err(_) => {}
+                }
             }
         }
-        (rendered, restored)
+        (rendered, offered)
+    }
+
+    /// A text at `at` too long for the room left, cut at a token boundary
+    /// to fit it, if anything of it is left (a host text's frame stays
+    /// whole); its whole text is kept beside it.
+    fn cut(&self, layers: &mut Layers, at: At, rendered: Rendered) -> Option<Rendered> {
+        let room = self.budget.saturating_sub(rendered.used);
+        let item = layers.at_mut(at);
+        let target = room.checked_sub(self.sent.charge(item.section, self.separator))?;
+        let text = item.truncated_text(self.meter, crate::tokenizer::clamp(target));
+        if text.is_empty() || text.len() >= item.text.len() {
+            return None;
+        }
+        let was = (item.decision.clone(), item.count, item.hint);
+        item.uncut = Some(std::mem::replace(&mut item.text, text));
+        (item.count, item.hint, item.compressed) = (None, None, true);
+        if let Ok(after) = self.take(layers, &[at], rendered) {
+            return Some(after);
+        }
+        let item = layers.at_mut(at);
+        item.text = item.uncut.take().unwrap_or_default();
+        (item.decision, item.count, item.hint) = was;
+        item.compressed = false;
+        None
     }
 
     /// A cut text at `at` with its whole text instead, if the pack then

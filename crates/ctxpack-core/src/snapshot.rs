@@ -283,11 +283,14 @@ pub enum CompressionOutcome {
     /// Its leftovers were cut to fit instead of summarised, for this
     /// reason (the summariser failed, answered the wrong number of
     /// summaries, an empty one, or one that did not fit): whole while they
-    /// fit, and the first that did not cut at a token boundary.
+    /// fit, and the first that did not cut at a token boundary. Or it was
+    /// not summarised (as for `Skipped`), and once the pack was settled
+    /// its first leftover was cut into the room left.
     Cut(String),
     /// It was not compressed, for this reason (its room is under the
     /// plan's `min-summary-tokens`, or holds no more than the summary's
-    /// citation): its leftovers are dropped.
+    /// citation), and no leftover could be cut into the room the pack
+    /// left: its leftovers are dropped.
     Skipped(String),
     /// It was compressed, but the room the other sections left once they
     /// were done holds its leftovers whole: they went in whole instead,

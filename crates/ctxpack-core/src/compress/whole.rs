@@ -126,3 +126,25 @@ fn unsummarised_whole(
     }
     freed
 }
+
+/// The sections whose summariser was not asked (their room was too small
+/// for a summary), where the plan compresses.
+pub(crate) fn skipped(records: &[SectionCompression], plan: &crate::config::Plan) -> Vec<Section> {
+    records
+        .iter()
+        .filter(|r| plan.compress && matches!(r.outcome, CompressionOutcome::Skipped(_)))
+        .map(|r| r.section)
+        .collect()
+}
+
+/// The record of each section of `cut`, whose summariser was not asked
+/// and whose first text too long for the room left was cut into it.
+pub(crate) fn cut_instead(records: &mut [SectionCompression], cut: &[Section]) {
+    for r in records.iter_mut().filter(|r| cut.contains(&r.section)) {
+        if let CompressionOutcome::Skipped(why) = &r.outcome {
+            r.outcome = CompressionOutcome::Cut(format!(
+                "not summarised ({why}): cut into the room the pack left instead"
+            ));
+        }
+    }
+}

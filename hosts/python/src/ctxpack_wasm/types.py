@@ -528,12 +528,12 @@ class CompressionOutcome(Variant):
 
     @classmethod
     def cut(cls, value: str) -> "CompressionOutcome":
-        """Its leftovers were cut to fit instead of summarised, for this reason (the summariser failed, answered the wrong number of summaries, an empty one, or one that could not fit): whole while they fit, and the first that did not cut at a token boundary."""
+        """Its leftovers were cut to fit instead of summarised, for this reason (the summariser failed, answered the wrong number of summaries, an empty one, or one that could not fit): whole while they fit, and the first that did not cut at a token boundary. Or it was not summarised (as for `skipped`), and once the pack was settled its first leftover was cut into the room left."""
         return cls("cut", value)
 
     @classmethod
     def skipped(cls, value: str) -> "CompressionOutcome":
-        """It was not compressed, for this reason (a summary could have no tokens, or fewer than the plan's `min-summary-tokens`): its leftovers are dropped as over budget."""
+        """It was not compressed, for this reason (a summary could have no tokens, or fewer than the plan's `min-summary-tokens`), and no leftover could be cut into the room the pack left: its leftovers are dropped as over budget."""
         return cls("skipped", value)
 
     @classmethod
