@@ -39,8 +39,9 @@ class _Lent:
 def pack(retrieved: Sequence[Retrieved], query: str, *, max_tokens: int, tokenizer: Any,
          trust: str, near_duplicate_threshold: float) -> tuple[list[Kept], ContextPack]:
     """The retrieved texts that fit ``max_tokens``, in rank order (by score,
-    else the retriever's order), near-duplicates dropped; a text the pack
-    had to cut is not kept (it would not be the original)."""
+    else the retriever's order), near-duplicates dropped. Nothing is cut
+    or summarised (the plan does not compress): a kept text is the
+    original, and the pack holds exactly the kept ones."""
     candidates = [
         Candidate(id=f"doc-{i}", section="relevant-knowledge", text=r.text,
                   trust=trust,  # type: ignore[arg-type]
@@ -51,6 +52,7 @@ def pack(retrieved: Sequence[Retrieved], query: str, *, max_tokens: int, tokeniz
     builder = Builder({
         "profile": {"rag": {"retrieve_limit": max(len(candidates), 1)}},
         "near_duplicate_threshold": near_duplicate_threshold,
+        "plan": {"compress": False},
     })
     result = builder.assemble(AssembleRequest(query=query, budget=max_tokens, tokenizer=tokenizer),
                               sources=_Lent(candidates))
