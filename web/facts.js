@@ -208,7 +208,7 @@ export function sayReason(snapshot, e, explain) {
       const shared = snapshot.plan.shares.some((s) => s.section === e.section);
       const noShare = e.origin !== 'request' && !shared
         ? ` ${e.section} has no share in the plan: it fills only from what the other sections leave.` : '';
-      return `Dropped: it needed ${atLeast}${v.needed} tokens (its own, the entry overhead and the join${newer}), and ${v.remaining} remained when it was considered.${noShare}`;
+      return `Dropped: it needed ${atLeast}${v.needed} tokens (its own, the entry overhead and the join${newer}), and ${v.remaining} remained.${noShare}`;
     }
     case 'toolPair':
       return `Dropped together with the tool-call turn it belongs to (${v}).`;

@@ -308,7 +308,9 @@ pub struct Shortfall {
     /// once an item cannot fit. The true sum, which an overhead near the
     /// u32 limit can take past it.
     pub needed: u64,
-    /// Tokens that remained.
+    /// Tokens that remained: for a reviewed text, in the finished pack
+    /// (room freed late was offered to it); for one the policy never saw,
+    /// when the fill considered it.
     pub remaining: u64,
 }
 

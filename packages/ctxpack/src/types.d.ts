@@ -444,7 +444,7 @@ export type ReasonInit =
 export interface Shortfall {
   /** Tokens the item needed, overhead included (and, for an older turn, every newer one left out): exact when the entry's tokens were counted exactly, otherwise the fewest it could need, since counting stops once an item cannot fit. The true sum, which an overhead near the u32 limit can take past it. */
   needed: number;
-  /** Tokens that remained when it was considered. */
+  /** Tokens that remained: for a text the policy reviewed, in the finished pack (room freed late was offered to it and it did not fit); for one it never saw, when the fill considered it. */
   remaining: number;
 }
 
@@ -452,7 +452,7 @@ export interface Shortfall {
 export interface ShortfallInit {
   /** Tokens the item needed, overhead included (and, for an older turn, every newer one left out): exact when the entry's tokens were counted exactly, otherwise the fewest it could need, since counting stops once an item cannot fit. The true sum, which an overhead near the u32 limit can take past it. */
   needed: number;
-  /** Tokens that remained when it was considered. */
+  /** Tokens that remained: for a text the policy reviewed, in the finished pack (room freed late was offered to it and it did not fit); for one it never saw, when the fill considered it. */
   remaining: number;
 }
 

@@ -398,7 +398,7 @@ class Shortfall(Record):
     needed: int
     """Tokens the item needed, overhead included (and, for an older turn, every newer one left out): exact when the entry's tokens were counted exactly, otherwise the fewest it could need, since counting stops once an item cannot fit. The true sum, which an overhead near the u32 limit can take past it."""
     remaining: int
-    """Tokens that remained when it was considered."""
+    """Tokens that remained: for a text the policy reviewed, in the finished pack (room freed late was offered to it and it did not fit); for one it never saw, when the fill considered it."""
 
 
 class SnapshotStatus(str, enum.Enum):
