@@ -263,6 +263,11 @@ impl Pool {
     }
 }
 
+/// `lane` takes what it can of `remaining`, which it leaves less.
+fn flow(lane: &mut Lane, pool: &mut [Item], b: &Budgeting, remaining: &mut u64, strict: bool) {
+    *remaining -= lane.fill(pool, b.meter, *remaining, b.charge(lane.section), strict);
+}
+
 /// The lanes as the fill leaves them between its phases; a phase whose
 /// outcome a review changes is run again from a copy made before it.
 #[derive(Clone)]
@@ -365,16 +370,7 @@ impl Filling {
 
         // Pass 2: what is unused flows in priority order; a section with
         // a reserve may still take whole candidates from the flow.
-        for lane in &mut self.lanes {
-            let used = lane.fill(
-                pool,
-                b.meter,
-                self.remaining,
-                b.charge(lane.section),
-                strict,
-            );
-            self.remaining -= used;
-        }
+        self.flow_again(pool, b, strict);
         reserved
     }
 
@@ -382,14 +378,7 @@ impl Filling {
     /// use, flow once more.
     pub fn flow_again(&mut self, pool: &mut [Item], b: &Budgeting, strict: bool) {
         for lane in &mut self.lanes {
-            let used = lane.fill(
-                pool,
-                b.meter,
-                self.remaining,
-                b.charge(lane.section),
-                strict,
-            );
-            self.remaining -= used;
+            flow(lane, pool, b, &mut self.remaining, strict);
         }
     }
 
@@ -434,14 +423,7 @@ impl Filling {
             .zip(stepped_cost.iter())
             .filter(|(_, c)| **c == 0)
         {
-            let used = lane.fill(
-                pool,
-                b.meter,
-                self.remaining,
-                b.charge(lane.section),
-                strict,
-            );
-            self.remaining -= used;
+            flow(lane, pool, b, &mut self.remaining, strict);
         }
         // What the others left may now take a stepped lane back further,
         // to an earlier step: what it let go and older groups, as far as
@@ -545,14 +527,7 @@ impl Filling {
             .iter_mut()
             .filter(|lane| lane.fill == Fill::Greedy)
         {
-            let used = lane.fill(
-                pool,
-                b.meter,
-                self.remaining,
-                b.charge(lane.section),
-                strict,
-            );
-            self.remaining -= used;
+            flow(lane, pool, b, &mut self.remaining, strict);
         }
     }
 
