@@ -3,10 +3,13 @@ to a budget and packing retrieved documents into one. Each job is written
 as a user would write it with each library (the function bodies below);
 the script prints their lines of code, what they kept and what that costs
 in o200k tokens (counted by ctxpack as it renders them), and their speed,
-measured in the same run (median of the runs). Offline: LangChain counts with its own
-approximate counter (tiktoken's tables are a download); ctxpack counts
-exactly (o200k_base), and both are also run counting the same way
-(characters / 4) to compare like with like.
+measured in the same run (median of the runs). LangChain counts with its own
+approximate counter; ctxpack counts exactly (o200k_base); both are also
+run counting the same way (characters / 4) to compare like with like,
+and, where tiktoken's o200k table is at hand (`bench/prepare` puts it in
+`TIKTOKEN_CACHE_DIR`; it is a download otherwise), both trim with the
+exact count of what is sent (o200k, 3 tokens a message): LangChain with
+tiktoken, ctxpack with its own encoding and with tiktoken's counter lent.
 
     target/python-venv/bin/python hosts/python/bench/langchain_side_by_side.py
 """
@@ -48,11 +51,8 @@ def ctxpack_trim(messages: list, budget: int) -> list:
     return trim_messages(messages, max_tokens=budget, start_on="human")
 
 
-ROLE = {"human": "user", "ai": "assistant"}
-
-
 def quarter(messages: list) -> int:  # the same counting for both: characters / 4
-    return sum(math.ceil(len(f"[{ROLE[m.type]}] {m.content}") / 4) + 1 for m in messages)
+    return sum(math.ceil(len(m.content) / 4) for m in messages)
 
 
 def langchain_trim_chars(messages: list, budget: int) -> list:
@@ -63,6 +63,37 @@ def langchain_trim_chars(messages: list, budget: int) -> list:
 def ctxpack_trim_chars(messages: list, budget: int) -> list:
     return trim_messages(messages, max_tokens=budget, start_on="human",
                          token_counter=cp.Tokenizer.chars_per_token(4))
+
+
+def exact_counter() -> Callable[[list], int] | None:
+    """What OpenAI counts for messages sent (o200k, 3 tokens a message),
+    by tiktoken, if its table is at hand."""
+    try:
+        import tiktoken
+
+        enc = tiktoken.get_encoding("o200k_base")
+    except Exception:
+        return None
+
+    def count(messages: list) -> int:
+        return sum(len(enc.encode_ordinary(m.content)) + 3 for m in messages)
+    return count
+
+
+EXACT = exact_counter()
+
+
+def langchain_trim_exact(messages: list, budget: int) -> list:
+    return lc_trim_messages(messages, max_tokens=budget, strategy="last", start_on="human",
+                            token_counter=EXACT)
+
+
+def ctxpack_trim_exact(messages: list, budget: int) -> list:
+    return trim_messages(messages, max_tokens=budget, start_on="human", model="gpt-4o")
+
+
+def ctxpack_trim_lent(messages: list, budget: int) -> list:
+    return trim_messages(messages, max_tokens=budget, start_on="human", token_counter=EXACT)
 
 
 # --- the RAG pack -----------------------------------------------------------
@@ -87,12 +118,13 @@ def ctxpack_pack(docs: list, budget: int) -> list:
 
 
 def exact(kept: list) -> int:
-    """What the kept messages or documents cost in o200k tokens, as ctxpack
-    counts what it renders (the independent check of each row)."""
+    """What the kept messages or documents cost in o200k tokens as they
+    are sent, counted by ctxpack (the check of each row): the documents as
+    one message, the messages each with OpenAI's 3 tokens."""
     if kept and isinstance(kept[0], Document):
         return CtxpackCompressor(max_tokens=10**9).pack_documents(kept, "refunds")[1].budget_used
-    request = cp.AssembleRequest(conversation=conversation(kept), budget=10**9,
-                                 tokenizer="o200k-base", conversation_start="any-turn")
+    request = cp.AssembleRequest(conversation=conversation(kept), budget=10**9, entry_overhead=3,
+                                 tokenizer="o200k-base", conversation_start="any-turn", form="messages")
     return cp.Builder().assemble(request).budget_used
 
 
@@ -122,9 +154,13 @@ def main() -> None:
     docs += docs[:10]  # a retriever that answers some twice
     rows = [
         ("trim 10k messages to 8k tokens", "LangChain (approximate count)", langchain_trim, chat, 8000, 5),
-        ("", "ctxpack (exact o200k)", ctxpack_trim, chat, 8000, 5),
+        ("", "ctxpack (o200k, no overhead)", ctxpack_trim, chat, 8000, 5),
         ("", "LangChain (chars / 4)", langchain_trim_chars, chat, 8000, 5),
         ("", "ctxpack (chars / 4)", ctxpack_trim_chars, chat, 8000, 5),
+        *([("", "LangChain (tiktoken o200k + 3)", langchain_trim_exact, chat, 8000, 5),
+           ("", "ctxpack (o200k + 3, gpt-4o)", ctxpack_trim_exact, chat, 8000, 5),
+           ("", "ctxpack (tiktoken's counter lent)", ctxpack_trim_lent, chat, 8000, 5)]
+          if EXACT is not None else []),
         ("pack 210 documents into 4k tokens", "LangChain (approximate count)", langchain_pack, docs, 4000, 20),
         ("", "ctxpack (exact o200k)", ctxpack_pack, docs, 4000, 20),
     ]

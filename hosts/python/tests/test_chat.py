@@ -646,3 +646,29 @@ def test_strategy_first_keeps_what_langchains_keeps():
         assert provider_count(ours) <= max_tokens or not ours
         theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=provider_count, strategy="first")
         assert len(ours) == len(theirs) or splits_a_call(theirs)
+
+
+@pytest.mark.parametrize("first_suffix", ["estimated", "one message"])
+def test_trim_sends_only_the_newest_messages_and_keeps_what_the_whole_history_would(monkeypatch, first_suffix):
+    """The drop-in converts and sends only a suffix of the history that a
+    cheap estimate puts well over the budget, grown until the turn before
+    what is kept was left out over the budget: the result is the one the
+    whole history gives, also when the first suffix is far too short."""
+    import ctxpack_wasm.chat as chat_module
+
+    if first_suffix == "one message":
+        monkeypatch.setattr(chat_module, "_suffix", lambda messages, _max_tokens: len(messages) - 1)
+    rng = random.Random(46)
+    builder = cp.Builder()
+    for _ in range(40):
+        messages = tool_history(rng, rng.randint(50, 400))
+        max_tokens = rng.randint(20, 1500)
+        start_on = rng.choice([None, "human"])
+        ours = trim_messages(messages, max_tokens=max_tokens, start_on=start_on, builder=builder)
+        whole = builder.assemble(cp.AssembleRequest(
+            conversation=conversation(messages), budget=max_tokens, tokenizer="o200k-base", form="messages",
+            conversation_start="user-turn" if start_on else "any-turn"))
+        want = kept(whole, messages)
+        while start_on and want and not isinstance(want[0], HumanMessage):
+            want.pop(0)
+        assert [id(m) for m in ours] == [id(m) for m in want], (max_tokens, start_on)

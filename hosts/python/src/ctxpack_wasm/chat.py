@@ -91,9 +91,15 @@ def conversation(messages: Iterable[Any]) -> list[ConversationTurn]:
     (``[tool call] name(arguments)``: the model is charged for them) and
     its results share its first call's id, so the call and every result
     are kept or dropped together."""
+    return _conversation(messages, 0)
+
+
+def _conversation(messages: Iterable[Any], offset: int) -> list[ConversationTurn]:
+    """:func:`conversation` of messages that begin at ``offset`` in the
+    caller's list (a mistake names the message by its place there)."""
     turns: list[ConversationTurn] = []
     group: dict[str, str] = {}
-    for i, m in enumerate(messages):
+    for i, m in enumerate(messages, offset):
         if m.__class__ is ConversationTurn:
             turns.append(m)
             continue
@@ -426,6 +432,79 @@ class _CountedAsMessages:
         return [{"role": "user", "content": text}]
 
 
+def _suffix(messages: Sequence[Any], max_tokens: int) -> int:
+    """Where the newest messages begin that a cheap estimate (a token
+    per eight characters, and one a message) puts at twice ``max_tokens``
+    and more."""
+    estimate, start = 0, len(messages)
+    while start > 0 and estimate <= 2 * max_tokens + 64:
+        start -= 1
+        content = getattr(messages[start], "content", None) if not isinstance(messages[start], dict) \
+            else messages[start].get("content")
+        estimate += (len(content) if isinstance(content, str) else len(str(content))) // 8 + 1
+    return start
+
+
+def _stopped_by_budget(pack: ContextPack, sent: int) -> bool:
+    """Whether the turns before the pack's kept conversation end, past
+    those left out before the first user turn, at one left out over the
+    budget: no older message could then be kept."""
+    reasons: dict[int, str] = {}
+    for e in pack.snapshot.entries:
+        if e.id.startswith("turn-") and e.section == "conversation-state":
+            first = int(e.id[5:])
+            last = int(e.run.last_id[5:]) if e.run is not None else first
+            reasons.update((t, e.reason.tag) for t in range(first, last + 1))
+    kept_turns = _kept_turns(pack)
+    before = (min(kept_turns) if kept_turns else sent) - 1
+    while before >= 0 and reasons.get(before) == "before-user-turn":
+        before -= 1
+    return before >= 0 and reasons.get(before) == "over-budget"
+
+
+def _trim_pack(sent: tuple[list[Any], int], head: list[Any], system: str, max_tokens: int, token_counter: Any,
+               counting: dict[str, Any], starts: list[str], builder: Builder) -> ContextPack:
+    """``sent`` (the messages, and where they begin in the caller's list)
+    trimmed by the core, as :func:`trim_messages` asks."""
+    tokenizer, model, entry_overhead = counting["tokenizer"], counting["model"], counting["entry_overhead"]
+    messages, offset = sent
+    turns = _conversation(messages, offset)
+    counter = None
+    if token_counter is not None:
+        # Sent as the core would write them, so that its texts can be told
+        # back to the messages they came from (see _CountedAsMessages).
+        turns = [ConversationTurn(role=t.role, content=_written(t.content), tool_call_id=t.tool_call_id)
+                 for t in turns]
+        system = _written(system)
+        counter = _CountedAsMessages(token_counter, messages, turns, head[0] if head else None)
+    request = AssembleRequest(
+        conversation=turns, budget=max(max_tokens - counter.base, 0) if counter else max_tokens,
+        tokenizer=tokenizer,
+        model=model, system_prompt=system, entry_overhead=entry_overhead,
+        conversation_start="user-turn" if starts else "any-turn", form="messages",
+    )
+    try:
+        pack = builder.assemble(request, counter=counter)
+    except Exception as e:
+        if counter is not None and counter.failure is not None:
+            raise counter.failure from None
+        # A refusal of a field filled from an argument names the argument
+        # the caller wrote (`max_tokens`, not `request.budget`).
+        error = e.failure.error if isinstance(e, AssemblyFailed) else None
+        field = getattr(error.value, "field", None) if error is not None else None
+        if error is not None and error.tag == "invalid-field" and field in _ARGUMENTS:
+            raise ValueError(f"`{_ARGUMENTS[field]}`: {error.value.message}") from None
+        # The system message kept with include_system is alone over it.
+        if error is not None and error.tag == "mandatory-over-budget" and head:
+            need = error.value.mandatory_tokens + (counter.base if counter else 0)
+            raise ValueError(
+                f"`max_tokens`: the system message alone is {need} tokens as counted, over max_tokens "
+                f"({max_tokens}); ctxpack never goes over max_tokens (LangChain's trim_messages keeps "
+                "it anyway): raise max_tokens, or leave include_system off") from None
+        raise
+    return pack
+
+
 def _first(messages: list[Any], max_tokens: int, token_counter: Any, counting: dict[str, Any],
            end_on: Any, builder: Optional[Builder]) -> list[Any]:
     """``strategy="first"``: the longest run of the oldest messages whose
@@ -636,41 +715,21 @@ def trim_messages(
     if include_system and messages and conversation(messages[:1])[0].role == Role.SYSTEM:
         head, messages = messages[:1], messages[1:]
         system = conversation(head)[0].content
-    turns = conversation(messages)
-    counter = None
-    if counts_messages:
-        # Sent as the core would write them, so that its texts can be told
-        # back to the messages they came from (see _CountedAsMessages).
-        turns = [ConversationTurn(role=t.role, content=_written(t.content), tool_call_id=t.tool_call_id)
-                 for t in turns]
-        system = _written(system)
-        counter = _CountedAsMessages(token_counter, messages, turns, head[0] if head else None)
-    request = AssembleRequest(
-        conversation=turns, budget=max(max_tokens - counter.base, 0) if counter else max_tokens,
-        tokenizer=tokenizer,
-        model=model, system_prompt=system, entry_overhead=entry_overhead,
-        conversation_start="user-turn" if starts else "any-turn", form="messages",
-    )
-    try:
-        pack = (builder or Builder()).assemble(request, counter=counter)
-    except Exception as e:
-        if counter is not None and counter.failure is not None:
-            raise counter.failure from None
-        # A refusal of a field filled from an argument names the argument
-        # the caller wrote (`max_tokens`, not `request.budget`).
-        error = e.failure.error if isinstance(e, AssemblyFailed) else None
-        field = getattr(error.value, "field", None) if error is not None else None
-        if error is not None and error.tag == "invalid-field" and field in _ARGUMENTS:
-            raise ValueError(f"`{_ARGUMENTS[field]}`: {error.value.message}") from None
-        # The system message kept with include_system is alone over it.
-        if error is not None and error.tag == "mandatory-over-budget" and head:
-            need = error.value.mandatory_tokens + (counter.base if counter else 0)
-            raise ValueError(
-                f"`max_tokens`: the system message alone is {need} tokens as counted, over max_tokens "
-                f"({max_tokens}); ctxpack never goes over max_tokens (LangChain's trim_messages keeps "
-                "it anyway): raise max_tokens, or leave include_system off") from None
-        raise
-    out = kept(pack, messages)
+    # Only the newest messages that could fit are converted and sent: a
+    # suffix a cheap estimate puts well over the budget, grown until the
+    # kept run ends at a turn left out over the budget (an older one then
+    # cannot be kept either).
+    start = _suffix(messages, max_tokens)
+    builder = builder or Builder()
+    while True:
+        sent = messages[start:]
+        pack = _trim_pack((sent, start + len(head)), head, system, max_tokens, token_counter if counts_messages else None,
+                          dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead),
+                          starts, builder)
+        if start == 0 or _stopped_by_budget(pack, len(sent)):
+            break
+        start = max(0, len(messages) - 2 * len(sent))
+    out = kept(pack, sent)
     if starts:
         # As LangChain's: the kept messages begin on a user turn even
         # when all of them fit (a leading system message goes, unless
