@@ -252,7 +252,7 @@ async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
     assert_eq!(running.service.store.census().await.unwrap().snapshots, 1);
     // The good token works over gRPC too, for its own tenant only.
     let reply = grpc.assemble(call(Some(&good))).await.unwrap().into_inner();
-    assert_eq!(reply.status, ["complete"]);
+    assert_eq!(reply.status, ["truncated"]);
     let mut elsewhere = call(Some(&good));
     elsewhere
         .metadata_mut()

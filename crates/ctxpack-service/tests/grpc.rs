@@ -38,7 +38,7 @@ async fn grpc_assemble_has_the_posts_semantics() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(reply.status, ["complete"]);
+    assert_eq!(reply.status, ["truncated"]);
     assert!(!reply.replayed);
     assert!(reply.content_ref.starts_with("sha256:"));
     // The same attempt over HTTP is the same snapshot.

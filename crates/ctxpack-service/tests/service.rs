@@ -41,7 +41,7 @@ async fn assembles_lists_explains_and_serves_the_content() {
         a.location.as_deref(),
         Some(format!("/factory/context-snapshots/{id}").as_str())
     );
-    assert_eq!(reply["status"], json!(["complete"]));
+    assert_eq!(reply["status"], json!(["truncated"]));
     assert_eq!(reply["tenantId"], "acme");
     assert!(reply["tokensUsed"].as_u64().unwrap() <= 400);
 
@@ -395,8 +395,8 @@ async fn metrics_carry_the_seeds_four_with_their_dimensions() {
     let m = get_with(&c, "/metrics", &[]).await.text();
     for want in [
         "# TYPE ctxpack_context_assemblies_total counter",
-        "ctxpack_context_assemblies_total{tenant=\"acme\",status=\"complete\"} 2",
-        "ctxpack_context_assemblies_total{tenant=\"globex\",status=\"complete\"} 1",
+        "ctxpack_context_assemblies_total{tenant=\"acme\",status=\"truncated\"} 2",
+        "ctxpack_context_assemblies_total{tenant=\"globex\",status=\"truncated\"} 1",
         "# TYPE ctxpack_context_tokens_used histogram",
         "ctxpack_context_tokens_used_count{tenant=\"acme\",section=\"system-prompt\"} 2",
         "# TYPE ctxpack_context_assembly_latency_seconds histogram",
