@@ -102,7 +102,7 @@ pub(crate) struct Budgeting<'a, 'm> {
     pub plan: &'a Plan,
     pub budget: u64,
     /// What a host text or summary is charged beside its tokens (see
-    /// [`crate::render::Sent::charge`]).
+    /// [`Sent::charge`]).
     pub overhead: u64,
     /// What a conversation turn is charged beside its tokens.
     pub turn_overhead: u64,
