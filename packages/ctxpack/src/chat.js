@@ -60,8 +60,15 @@ function callsOf(m, isLangChain) {
  * text, a tool result without its call's id: a TypeError naming it.
  */
 export function conversationOf(messages) {
+  return turnsOf(messages, 0);
+}
+
+/** `conversationOf` messages that begin at `offset` in the caller's list
+ * (a mistake names the message by its place there). */
+function turnsOf(messages, offset) {
   const group = new Map();
-  return Array.from(messages, (m, i) => {
+  return Array.from(messages, (m, k) => {
+    const i = k + offset;
     const where = `messages[${i}]`;
     const type = langchainType(m);
     const isLangChain = type !== undefined;
@@ -270,19 +277,81 @@ export async function trim(messages, options, makeBuilder) {
     head = rest.slice(0, 1);
     rest = rest.slice(1);
   }
-  let turns = conversationOf(rest);
+  // Only the newest messages that could fit are converted and sent: a
+  // suffix a cheap estimate puts well over the budget, grown until the
+  // kept run ends at a turn left out over the budget (an older one then
+  // cannot be kept either).
+  const made = builder ?? await makeBuilder();
+  let from = suffixStart(rest, maxTokens);
+  let sent;
+  let pack;
+  for (;;) {
+    sent = rest.slice(from);
+    pack = await trimPack(sent, from + head.length, {
+      head, systemPrompt, maxTokens, tokenCounter, countsMessages, model, entryOverhead, starts,
+    }, made);
+    if (from === 0 || stoppedByBudget(pack, sent.length)) break;
+    from = Math.max(0, rest.length - 2 * sent.length);
+  }
+  const out = keptMessages(pack, sent);
+  // As LangChain.js's: the kept messages begin on a user turn even when
+  // all of them fit (a leading system message goes, unless includeSystem
+  // keeps it).
+  while (starts.length > 0 && out.length > 0 && typeOf(out[0]) !== 'human') out.shift();
+  return [...head, ...out];
+}
+
+
+/** Where the newest messages begin that a cheap estimate (a token per
+ * eight characters, and one a message) puts at twice `maxTokens` and more. */
+function suffixStart(messages, maxTokens) {
+  let estimate = 0;
+  let start = messages.length;
+  while (start > 0 && estimate <= 2 * maxTokens + 64) {
+    start -= 1;
+    const content = messages[start]?.content;
+    estimate += Math.floor((typeof content === 'string' ? content.length : JSON.stringify(content ?? '').length) / 8) + 1;
+  }
+  return start;
+}
+
+/** Whether the turns before the pack's kept conversation end, past those
+ * left out before the first user turn, at one left out over the budget:
+ * no older message could then be kept. */
+function stoppedByBudget(pack, sent) {
+  const reasons = new Map();
+  for (const e of pack.snapshot.entries) {
+    if (!e.id.startsWith('turn-') || e.section !== 'conversation-state') continue;
+    const first = Number(e.id.slice(5));
+    const last = e.run ? Number(e.run.lastId.slice(5)) : first;
+    for (let t = first; t <= last; t += 1) reasons.set(t, e.reason);
+  }
+  const kept = keptTurns(pack);
+  let before = (kept.length > 0 ? Math.min(...kept) : sent) - 1;
+  while (before >= 0 && reasons.get(before) === 'before-user-turn') before -= 1;
+  return before >= 0 && reasons.get(before)?.overBudget !== undefined;
+}
+
+/** `messages` (which begin at `offset` in the caller's list) trimmed by
+ * the core, as `trimMessages` asks. */
+async function trimPack(messages, offset, options, builder) {
+  const {
+    head, maxTokens, tokenCounter, countsMessages, model, entryOverhead, starts,
+  } = options;
+  let turns = turnsOf(messages, offset);
+  let systemPrompt = options.systemPrompt;
   let counter = null;
   if (countsMessages) {
     // Sent as the core would write them, so that its texts can be told
     // back to the messages they came from (see CountedAsMessages).
     turns = turns.map((t) => ({ ...t, content: written(t.content) }));
     systemPrompt = written(systemPrompt);
-    counter = new CountedAsMessages(tokenCounter, rest, turns, head[0]);
+    counter = new CountedAsMessages(tokenCounter, messages, turns, head[0]);
   }
   const base = counter === null ? 0 : await counter.countBase();
   let pack;
   try {
-    pack = await (builder ?? await makeBuilder()).assemble({
+    pack = await builder.assemble({
       conversation: turns,
       budget: Math.max(maxTokens - base, 0),
       tokenizer: counter === null ? tokenCounter : { host: 'tokenCounter' },
@@ -303,12 +372,7 @@ export async function trim(messages, options, makeBuilder) {
     }
     throw asArgument(e);
   }
-  const out = keptMessages(pack, rest);
-  // As LangChain.js's: the kept messages begin on a user turn even when
-  // all of them fit (a leading system message goes, unless includeSystem
-  // keeps it).
-  while (starts.length > 0 && out.length > 0 && typeOf(out[0]) !== 'human') out.shift();
-  return [...head, ...out];
+  return pack;
 }
 
 /** The blank line before a rendered message: where the whole rendered

@@ -437,3 +437,29 @@ test("strategy 'first' keeps what LangChain.js keeps", async () => {
     assert.ok(ours.length === theirs.length || splitsACall(theirs), `${maxTokens}`);
   }
 });
+
+test('trimMessages sends only the newest messages and keeps what the whole history would', async () => {
+  // The drop-in converts and sends only a suffix that a cheap estimate puts
+  // well over the budget, grown until the turn before what is kept was
+  // left out over the budget: the result is the one the whole history
+  // gives. Chats of long runs of '=' (many characters a token) make the
+  // estimate overshoot, so the suffix has to grow.
+  const r = rng(46);
+  const builder = await Builder.create();
+  for (let c = 0; c < 40; c += 1) {
+    const messages = toolHistory(r, 50 + below(r, 350));
+    if (c % 2 === 1) {
+      for (const m of messages) if (typeof m.content === 'string') m.content = m.content.replace(/\S+/g, '='.repeat(64));
+    }
+    const maxTokens = 20 + below(r, 1481);
+    const startOn = [undefined, 'human'][below(r, 2)];
+    const ours = await trimMessages(messages, { maxTokens, startOn, builder });
+    const whole = await builder.assemble({
+      conversation: conversationOf(messages), budget: maxTokens, tokenizer: 'o200k-base', form: 'messages',
+      conversationStart: startOn ? 'user-turn' : 'any-turn',
+    });
+    const want = keptMessages(whole, messages);
+    while (startOn && want.length > 0 && want[0]._getType() !== 'human') want.shift();
+    assert.ok(ours.length === want.length && ours.every((m, i) => m === want[i]), `${maxTokens} ${startOn}`);
+  }
+});
