@@ -395,7 +395,7 @@ def test_openai_messages_in_with_text_parts_and_tool_calls():
     assert turns[2].content == '[tool call] weather({"city": "Porto"})\n[tool call] weather({"city": "Lisbon"})'
     # Both results answer the one assistant message: one id, kept together.
     assert [t.tool_call_id for t in turns[2:5]] == ["c1", "c1", "c1"]
-    with pytest.raises(TypeError, match=r"`messages\[0\]\.content\[1\]`: a 'image_url' part is not text"):
+    with pytest.raises(TypeError, match=r"`messages\[0\]\.content\[1\]`: a 'image_url' part is not carried"):
         conversation([{"role": "user", "content": [{"type": "text", "text": "look"},
                                                    {"type": "image_url", "image_url": {"url": "x"}}]}])
     with pytest.raises(TypeError, match=r"`messages\[0\]\.role`: 'robot'"):
@@ -672,3 +672,101 @@ def test_trim_sends_only_the_newest_messages_and_keeps_what_the_whole_history_wo
         while start_on and want and not isinstance(want[0], HumanMessage):
             want.pop(0)
         assert [id(m) for m in ours] == [id(m) for m in want], (max_tokens, start_on)
+
+
+#: A conversation with Claude as Anthropic's Messages API holds it: the
+#: calls as `tool_use` blocks, their results as `tool_result` blocks in a
+#: user message, a thinking block before a call.
+ANTHROPIC = [
+    {"role": "user", "content": "Weather in Porto and Lisbon?"},
+    {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "Two cities: two calls.", "signature": "sig"},
+        {"type": "text", "text": "Checking both."},
+        {"type": "tool_use", "id": "u1", "name": "weather", "input": {"city": "Porto"}},
+        {"type": "tool_use", "id": "u2", "name": "weather", "input": {"city": "Lisbon"}}]},
+    {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "u1", "content": "18 C, sun"},
+        {"type": "tool_result", "tool_use_id": "u2", "content": [{"type": "text", "text": "21 C, cloud"}]}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "Porto 18 C, Lisbon 21 C."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Thanks"}]},
+]
+
+
+def test_anthropic_blocks_go_in_and_come_back_out_unchanged():
+    from langchain_core.messages import convert_to_messages, convert_to_openai_messages
+
+    turns = conversation(ANTHROPIC)
+    assert [t.role for t in turns] == ["user", "assistant", "tool", "assistant", "user"]
+    assert turns[1].content == ('Two cities: two calls.\nChecking both.\n[tool call] weather({"city": "Porto"})\n'
+                                '[tool call] weather({"city": "Lisbon"})')
+    assert turns[2].content == "18 C, sun\n21 C, cloud"
+    # The results answer the call: one unit, kept or dropped together.
+    assert [t.tool_call_id for t in turns] == [None, "u1", "u1", None, None]
+    for messages in (ANTHROPIC, convert_to_messages(ANTHROPIC)):
+        pack = pack_of(messages, 10_000)
+        assert kept(pack, messages) == list(messages)
+        # Anthropic's shape: each message's blocks as given.
+        out = to_anthropic(pack, messages)
+        assert out["system"] == "Answer briefly."
+        assert out["messages"] == [
+            {"role": m["role"], "content": [{"type": "text", "text": m["content"]}]
+             if isinstance(m["content"], str) else m["content"]} for m in ANTHROPIC]
+        # OpenAI's shape, as LangChain converts the same messages.
+        def text(content):  # text parts and their joined text are the same content
+            if isinstance(content, list) and all(p.get("type") == "text" for p in content):
+                return "\n".join(p["text"] for p in content)
+            return content or ""
+
+        def shape(ms):
+            return [(m["role"], text(m.get("content")), m.get("tool_call_id"),
+                     [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+                      for c in m.get("tool_calls", [])]) for m in ms]
+        assert shape(to_openai(pack, messages)[1:]) == shape(convert_to_openai_messages(convert_to_messages(ANTHROPIC)))
+        openai = to_openai(pack, messages)[1:]
+        assert [m["role"] for m in openai] == ["user", "assistant", "tool", "tool", "assistant", "user"]
+        assert [c["id"] for c in openai[1]["tool_calls"]] == ["u1", "u2"]
+        assert [(m["tool_call_id"], m["content"]) for m in openai[2:4]] == [("u1", "18 C, sun"), ("u2", "21 C, cloud")]
+        # Too little room for the call with its results: neither is kept,
+        # and the kept messages begin on the user's turn.
+        small = pack_of(messages, 40)
+        assert kept(small, messages) == list(messages)[4:]
+        assert to_anthropic(small, messages)["messages"] == [ANTHROPIC[4]]
+
+
+def test_a_trim_of_anthropic_blocks_keeps_what_langchains_keeps():
+    from langchain_core.messages import convert_to_messages
+
+    # Three rounds, each call under its own id.
+    rounds = json.dumps(ANTHROPIC * 3)
+    for k in range(3):
+        rounds = rounds.replace('"u1"', f'"r{k}a"', 2).replace('"u2"', f'"r{k}b"', 2)
+    messages = convert_to_messages(json.loads(rounds))
+
+    def count(ms):  # LangChain's counter, of a message's text as sent
+        return sum(math.ceil(len(conversation([m])[0].content) / 4) for m in ms)
+    compared = parted = 0
+    for max_tokens in range(0, 120):
+        theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=count, strategy="last",
+                                start_on="human")
+        ours = trim_messages(messages, max_tokens=max_tokens, token_counter=count, start_on="human")
+        # LangChain begins on a human message that only holds tool results
+        # (parting them from their call); ctxpack never does.
+        if theirs and any(isinstance(b, dict) and b.get("type") == "tool_result"
+                          for b in (theirs[0].content if isinstance(theirs[0].content, list) else [])):
+            assert count(ours) <= max_tokens and ours == theirs[len(theirs) - len(ours):]
+            assert not ours or conversation(ours[:1])[0].role == "user"  # a question, not results
+            parted += 1
+            continue
+        assert [id(m) for m in ours] == [id(m) for m in theirs], max_tokens
+        compared += 1
+    assert compared > 30 and parted > 30
+
+
+def test_a_part_that_is_not_carried_is_refused_naming_it():
+    with pytest.raises(TypeError, match=r"`messages\[0\]\.content\[0\]`: a 'document' part is not carried"):
+        conversation([{"role": "user", "content": [{"type": "document", "source": {}}]}])
+    with pytest.raises(TypeError, match=r"`messages\[1\]\.content\[0\]\.tool_use_id`"):
+        conversation([{"role": "user", "content": "hi"},
+                       {"role": "user", "content": [{"type": "tool_result", "content": "x"}]}])
+    with pytest.raises(TypeError, match=r"`messages\[0\]\.content`: only an assistant message makes tool calls"):
+        conversation([{"role": "user", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]}])

@@ -1,6 +1,7 @@
 // The chat messages users already have, in and out of ctxpack: OpenAI-style
 // messages (content as a string or text parts, `tool_calls`,
-// `tool_call_id`) and @langchain/core messages in, as a request's
+// `tool_call_id`), messages in Anthropic's blocks (`text`, `thinking`,
+// `tool_use`, `tool_result`) and @langchain/core messages in, as a request's
 // conversation; a pack's kept conversation out as OpenAI messages, as
 // Anthropic's `system` and `messages`, or as the originals that were kept.
 // `trimMessages` is LangChain.js's `trimMessages` (the subset that makes
@@ -30,25 +31,65 @@ function refuse(field, message) {
 
 /** A message's content as text; a part that is not text is refused. */
 function textOf(content, where) {
-  if (content == null) return '';
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    return content.map((part, j) => {
-      if (typeof part === 'string') return part;
-      if (part?.type === 'text' && typeof part.text === 'string') return part.text;
-      throw refuse(`${where}.content[${j}]`, `a '${part?.type ?? typeof part}' part is not text; ctxpack packs text only`);
-    }).join('\n');
+  const { text, calls, answers } = contentOf(content, where);
+  if (calls.length > 0 || answers.length > 0) {
+    throw refuse(`${where}.content`, `a '${calls.length > 0 ? 'tool_use' : 'tool_result'}' block belongs in a conversation's message`);
   }
-  throw refuse(`${where}.content`, `expected a string or a list of text parts, got ${typeof content}`);
+  return text;
 }
 
-/** The tool calls an assistant message makes: [id, name, arguments]. */
-function callsOf(m, isLangChain) {
-  if (isLangChain) {
-    return (m.tool_calls ?? []).map((c) => [c.id, c.name, JSON.stringify(c.args ?? {})]);
-  }
-  const calls = m.tool_calls ?? m.toolCalls ?? [];
-  return calls.map((c) => [c.id, c.function?.name ?? '', c.function?.arguments ?? '']);
+// Anthropic's blocks and LangChain's standard blocks that carry a
+// message's text, by the key that holds it (a model's thinking is sent
+// back as it was given, and charged so).
+const TEXT_BLOCKS = { text: 'text', thinking: 'thinking', reasoning: 'reasoning' };
+
+/**
+ * A message's content as the turn holds it: its text (text parts and
+ * blocks, a tool result's content, one per line), the tool calls its
+ * `tool_use` blocks make ([id, name, arguments]) and the calls its
+ * `tool_result` blocks answer, by id. Any other part is refused, naming
+ * it: ctxpack would silently lose it.
+ */
+function contentOf(content, where) {
+  const out = { text: '', calls: [], answers: [] };
+  if (content == null) return out;
+  if (typeof content === 'string') return { ...out, text: content };
+  if (!Array.isArray(content)) throw refuse(`${where}.content`, `expected a string or a list of content blocks, got ${typeof content}`);
+  const texts = [];
+  content.forEach((part, j) => {
+    const at = `${where}.content[${j}]`;
+    const kind = part != null && typeof part === 'object' ? part.type : undefined;
+    if (typeof part === 'string') {
+      texts.push(part);
+    } else if (Object.hasOwn(TEXT_BLOCKS, kind ?? '') && typeof part[TEXT_BLOCKS[kind]] === 'string') {
+      texts.push(part[TEXT_BLOCKS[kind]]);
+    } else if (kind === 'tool_use' || kind === 'tool_call') {
+      // Anthropic's `tool_use` (its `input`), LangChain's standard
+      // `tool_call` (its `args`).
+      if (typeof part.id !== 'string' || typeof part.name !== 'string') throw refuse(at, `a '${kind}' block needs its call's \`id\` and \`name\``);
+      const args = (kind === 'tool_use' ? part.input : part.args) ?? {};
+      out.calls.push([part.id, part.name, typeof args === 'string' ? args : JSON.stringify(args)]);
+    } else if (kind === 'tool_result') {
+      if (typeof part.tool_use_id !== 'string') throw refuse(`${at}.tool_use_id`, 'a tool result answers a call by its id');
+      out.answers.push(part.tool_use_id);
+      texts.push(textOf(part.content, at));
+    } else {
+      throw refuse(at, `a '${kind ?? typeof part}' part is not carried: ctxpack packs text, tool calls and their results (text, tool_use, tool_result, thinking blocks)`);
+    }
+  });
+  out.text = texts.join('\n');
+  return out;
+}
+
+/** The tool calls an assistant message makes: [id, name, arguments],
+ * from its `tool_calls` and its content's `tool_use` blocks (`blocks`;
+ * LangChain gives a call both ways, once). */
+function callsOf(m, isLangChain, blocks = []) {
+  const made = isLangChain
+    ? (m.tool_calls ?? []).map((c) => [c.id, c.name, JSON.stringify(c.args ?? {})])
+    : (m.tool_calls ?? m.toolCalls ?? []).map((c) => [c.id, c.function?.name ?? '', c.function?.arguments ?? '']);
+  const ids = new Set(made.map(([id]) => id));
+  return [...made, ...blocks.filter(([id]) => !ids.has(id))];
 }
 
 /**
@@ -78,21 +119,32 @@ function turnsOf(messages, offset) {
     const roleName = isLangChain ? type : m.role;
     const role = ROLES[roleName];
     if (role === undefined) throw refuse(`${where}.role`, `'${roleName}' is not a chat role (${Object.keys(ROLES).join(', ')})`);
-    let content = textOf(m.content, where);
+    const parts = typeof m.content === 'string' ? { text: m.content, calls: [], answers: [] } : contentOf(m.content, where);
+    let content = parts.text;
     let toolCallId = null;
+    let turnRole = role;
     if (role === 'assistant') {
-      const calls = callsOf(m, isLangChain);
+      const calls = callsOf(m, isLangChain, parts.calls);
       if (calls.length > 0) {
         toolCallId = calls[0][0];
         for (const [id] of calls) group.set(id, toolCallId);
         content = [content, ...calls.map(([, name, args]) => `[tool call] ${name}(${args})`)].filter(Boolean).join('\n');
       }
+    } else if (parts.calls.length > 0) {
+      throw refuse(`${where}.content`, `only an assistant message makes tool calls (a ${role} message has a 'tool_use' block)`);
     } else if (role === 'tool') {
       const answered = m.tool_call_id ?? m.toolCallId;
       if (typeof answered !== 'string') throw refuse(`${where}.tool_call_id`, 'a tool message answers a call by its id');
       toolCallId = group.get(answered) ?? answered;
+    } else if (parts.answers.length > 0) {
+      // Anthropic's results come in a user message of `tool_result`
+      // blocks: a tool turn of the call's unit (it never begins the kept
+      // conversation, which would part it from its call).
+      if (role !== 'user') throw refuse(`${where}.content`, `a ${role} message cannot hold a 'tool_result' block`);
+      turnRole = 'tool';
+      toolCallId = group.get(parts.answers[0]) ?? parts.answers[0];
     }
-    return { role, content, toolCallId };
+    return { role: turnRole, content, toolCallId };
   });
 }
 
@@ -119,11 +171,41 @@ function plain(m) {
   return out;
 }
 
-/** An original message in OpenAI's shape. */
+/** The content blocks of a message given in Anthropic's shape (a list
+ * holding more than text parts), else undefined. */
+function blocksOf(m) {
+  const content = m?.content;
+  if (!Array.isArray(content)) return undefined;
+  return content.every((p) => typeof p === 'string' || p?.type === 'text') ? undefined : content;
+}
+
+/**
+ * An original message as OpenAI's messages: itself (a LangChain message
+ * in OpenAI's shape), or, given in Anthropic's blocks, an assistant
+ * message with its `tool_use` blocks as `tool_calls` (its other blocks,
+ * a thinking block, kept as LangChain's conversion keeps them), and a
+ * user message's `tool_result` blocks as tool messages (its text after
+ * them).
+ */
 function openAIOf(m) {
   const type = langchainType(m);
-  if (type === undefined) return m;
-  const role = ROLES[type];
+  const role = type === undefined ? ROLES[m.role] : ROLES[type];
+  const blocks = blocksOf(m);
+  if (blocks !== undefined) {
+    const texts = blocks.filter((p) => typeof p === 'string' || p.type === 'text').map((p) => (typeof p === 'string' ? p : p.text));
+    if (role === 'assistant') {
+      const calls = callsOf(m, type !== undefined, contentOf(blocks, 'message').calls);
+      const rest = blocks.filter((p) => p?.type !== 'tool_use');
+      const out = { role, content: texts.length === rest.length ? texts.join('\n') : rest };
+      if (calls.length > 0) out.tool_calls = calls.map(([id, name, args]) => ({ id, type: 'function', function: { name, arguments: args } }));
+      return [out];
+    }
+    const out = blocks.filter((p) => p?.type === 'tool_result')
+      .map((p) => ({ role: 'tool', tool_call_id: p.tool_use_id, content: textOf(p.content, 'message') }));
+    if (texts.length > 0 || out.length === 0) out.push({ role, content: texts.join('\n') });
+    return out;
+  }
+  if (type === undefined) return [m];
   const out = { role, content: m.content };
   if (role === 'assistant' && m.tool_calls?.length) {
     out.tool_calls = m.tool_calls.map((c) => ({
@@ -131,14 +213,16 @@ function openAIOf(m) {
     }));
   }
   if (role === 'tool') out.tool_call_id = m.tool_call_id;
-  return out;
+  return [out];
 }
 
 /**
  * OpenAI chat messages: the pack's system messages, then the kept
  * conversation — the original messages when `messages` is given (tool
- * calls intact), otherwise the pack's own turns (refused when they hold
- * tool calls, which only the originals can give back).
+ * calls intact; one given in Anthropic's blocks in OpenAI's shape, its
+ * `tool_use` blocks as `tool_calls` and its `tool_result` blocks as tool
+ * messages), otherwise the pack's own turns (refused when they hold tool
+ * calls, which only the originals can give back).
  */
 export function toOpenAI(pack, messages) {
   if (messages === undefined) {
@@ -149,7 +233,7 @@ export function toOpenAI(pack, messages) {
   }
   return [
     ...systemTexts(pack).map((content) => ({ role: 'system', content })),
-    ...keptMessages(pack, messages).map(openAIOf),
+    ...keptMessages(pack, messages).flatMap(openAIOf),
   ];
 }
 
@@ -157,9 +241,10 @@ export function toOpenAI(pack, messages) {
  * Anthropic's Messages API shape, `{ system, messages }`: the system text
  * apart, tool calls as `tool_use` blocks and their results as
  * `tool_result` blocks in a user turn, consecutive turns of one role
- * merged. The first message must be the user's: a pack whose kept
- * conversation does not begin so (`conversationStart: 'any-turn'`) is
- * refused, saying so.
+ * merged; a message given in Anthropic's blocks keeps them as they are.
+ * The first message must be the user's: a pack whose kept conversation
+ * does not begin so (`conversationStart: 'any-turn'`) is refused, saying
+ * so.
  */
 export function toAnthropic(pack, messages) {
   let system = systemTexts(pack).join('\n\n');
@@ -168,7 +253,23 @@ export function toAnthropic(pack, messages) {
     if (out.length > 0 && out.at(-1).role === role) out.at(-1).content.push(block);
     else out.push({ role, content: [block] });
   };
-  for (const m of toOpenAI(pack, messages).slice(systemTexts(pack).length)) {
+  const originals = messages === undefined ? keptTurns(pack).map(() => undefined) : keptMessages(pack, messages);
+  let converted = toOpenAI(pack, messages).slice(systemTexts(pack).length);
+  for (const original of originals) {
+    const blocks = original === undefined ? undefined : blocksOf(original);
+    if (blocks !== undefined) {
+      // As given; LangChain may hold a call in `tool_calls` alone.
+      const type = langchainType(original);
+      const role = ROLES[type ?? original.role] === 'assistant' ? 'assistant' : 'user';
+      for (const block of blocks) add(role, typeof block === 'string' ? { type: 'text', text: block } : block);
+      const used = new Set(blocks.map((b) => b?.id));
+      for (const [id, name, args] of role === 'assistant' ? callsOf(original, type !== undefined) : []) {
+        if (!used.has(id)) add(role, { type: 'tool_use', id, name, input: JSON.parse(args || '{}') });
+      }
+      converted = converted.slice(openAIOf(original).length);
+      continue;
+    }
+    const m = converted.shift();
     const text = textOf(m.content, 'message');
     if (m.role === 'system') {
       system = [system, text].filter(Boolean).join('\n\n');

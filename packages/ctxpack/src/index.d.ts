@@ -72,11 +72,19 @@ export function tokenizerFile(
 
 export type { AgentContext };
 
-/** An OpenAI-style chat message (content as text or text parts). */
+/** A content block of Anthropic's Messages API that ctxpack carries. */
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; thinking: string; signature?: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; tool_use_id: string; content?: string | Array<{ type: 'text'; text: string }>; is_error?: boolean };
+
+/** An OpenAI-style chat message (content as text or text parts), or one in
+ * Anthropic's blocks (its calls as `tool_use`, results as `tool_result`). */
 export interface ChatMessage {
   /** 'system', 'developer', 'user', 'assistant' or 'tool' (checked when read). */
   role: string;
-  content: string | null | Array<string | { type: 'text'; text: string }>;
+  content: string | null | Array<string | ContentBlock>;
   tool_calls?: Array<{ id: string; type?: 'function'; function: { name: string; arguments: string } }>;
   tool_call_id?: string;
 }

@@ -275,7 +275,7 @@ test('OpenAI messages in: text parts, tool calls kept with their results; errors
   assert.equal(turns[2].content, '[tool call] weather({"city": "Porto"})\n[tool call] weather({"city": "Lisbon"})');
   assert.deepEqual(turns.slice(2, 5).map((t) => t.toolCallId), ['c1', 'c1', 'c1']);
   assert.throws(() => conversationOf([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }]),
-    /`messages\[0\]\.content\[0\]`: a 'image_url' part is not text/);
+    /`messages\[0\]\.content\[0\]`: a 'image_url' part is not carried/);
   assert.throws(() => conversationOf([{ role: 'robot', content: 'hi' }]), /`messages\[0\]\.role`: 'robot'/);
   assert.throws(() => conversationOf([{ role: 'tool', content: 'orphan' }]), /`messages\[0\]\.tool_call_id`/);
 });
@@ -462,4 +462,92 @@ test('trimMessages sends only the newest messages and keeps what the whole histo
     while (startOn && want.length > 0 && want[0]._getType() !== 'human') want.shift();
     assert.ok(ours.length === want.length && ours.every((m, i) => m === want[i]), `${maxTokens} ${startOn}`);
   }
+});
+
+// A conversation with Claude as Anthropic's Messages API holds it: the
+// calls as `tool_use` blocks, their results as `tool_result` blocks in a
+// user message, a thinking block before a call.
+const ANTHROPIC = [
+  { role: 'user', content: 'Weather in Porto and Lisbon?' },
+  { role: 'assistant', content: [
+    { type: 'thinking', thinking: 'Two cities: two calls.', signature: 'sig' },
+    { type: 'text', text: 'Checking both.' },
+    { type: 'tool_use', id: 'u1', name: 'weather', input: { city: 'Porto' } },
+    { type: 'tool_use', id: 'u2', name: 'weather', input: { city: 'Lisbon' } }] },
+  { role: 'user', content: [
+    { type: 'tool_result', tool_use_id: 'u1', content: '18 C, sun' },
+    { type: 'tool_result', tool_use_id: 'u2', content: [{ type: 'text', text: '21 C, cloud' }] }] },
+  { role: 'assistant', content: [{ type: 'text', text: 'Porto 18 C, Lisbon 21 C.' }] },
+  { role: 'user', content: [{ type: 'text', text: 'Thanks' }] },
+];
+
+test('Anthropic blocks go in and come back out unchanged', async () => {
+  const { coerceMessageLikeToMessage } = await import('@langchain/core/messages');
+  const turns = conversationOf(ANTHROPIC);
+  assert.deepEqual(turns.map((t) => t.role), ['user', 'assistant', 'tool', 'assistant', 'user']);
+  assert.equal(turns[1].content, 'Two cities: two calls.\nChecking both.\n[tool call] weather({"city":"Porto"})\n[tool call] weather({"city":"Lisbon"})');
+  assert.equal(turns[2].content, '18 C, sun\n21 C, cloud');
+  // The results answer the call: one unit, kept or dropped together.
+  assert.deepEqual(turns.map((t) => t.toolCallId), [null, 'u1', 'u1', null, null]);
+  for (const messages of [ANTHROPIC, ANTHROPIC.map(coerceMessageLikeToMessage)]) {
+    const pack = await packOf(messages, 10_000);
+    assert.ok(keptMessages(pack, messages).every((m, i) => m === messages[i]));
+    const anthropic = toAnthropic(pack, messages);
+    assert.equal(anthropic.system, 'Answer briefly.');
+    assert.deepEqual(anthropic.messages, ANTHROPIC.map((m) => ({
+      role: m.role, content: typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content })));
+    // OpenAI's shape: the calls as tool_calls, each result a tool message,
+    // the thinking block kept (as LangChain's conversion keeps it).
+    const openai = toOpenAI(pack, messages).slice(1);
+    assert.deepEqual(openai.map((m) => m.role), ['user', 'assistant', 'tool', 'tool', 'assistant', 'user']);
+    assert.deepEqual(openai[1].content, ANTHROPIC[1].content.slice(0, 2));
+    assert.deepEqual(openai[1].tool_calls.map((c) => [c.id, c.function.name, JSON.parse(c.function.arguments)]),
+      [['u1', 'weather', { city: 'Porto' }], ['u2', 'weather', { city: 'Lisbon' }]]);
+    assert.deepEqual(openai.slice(2, 4), [{ role: 'tool', tool_call_id: 'u1', content: '18 C, sun' },
+      { role: 'tool', tool_call_id: 'u2', content: '21 C, cloud' }]);
+    // Too little room for the call with its results: neither is kept,
+    // and the kept messages begin on the user's turn.
+    const small = await packOf(messages, 40);
+    assert.deepEqual(keptMessages(small, messages), messages.slice(4));
+    assert.deepEqual(toAnthropic(small, messages).messages, [ANTHROPIC[4]]);
+  }
+});
+
+test("a trim of Anthropic blocks keeps what LangChain.js's keeps", async () => {
+  const { coerceMessageLikeToMessage } = await import('@langchain/core/messages');
+  // Three rounds, each call under its own id.
+  const rounds = [0, 1, 2].flatMap((k) => JSON.parse(JSON.stringify(ANTHROPIC)
+    .replaceAll('"u1"', `"r${k}a"`).replaceAll('"u2"', `"r${k}b"`)));
+  const messages = rounds.map(coerceMessageLikeToMessage);
+  // LangChain's counter, of a message's text as sent.
+  const count = (ms) => ms.reduce((sum, m) => sum + Math.ceil([...conversationOf([m])[0].content].length / 4), 0);
+  let compared = 0;
+  let parted = 0;
+  for (let maxTokens = 0; maxTokens < 120; maxTokens++) {
+    const theirs = await langchainTrim(messages, { maxTokens, tokenCounter: count, strategy: 'last', startOn: 'human' });
+    const ours = await trimMessages(messages, { maxTokens, tokenCounter: count, startOn: 'human' });
+    // LangChain begins on a human message that only holds tool results
+    // (parting them from their call); ctxpack never does.
+    if (theirs.length > 0 && Array.isArray(theirs[0].content) && theirs[0].content.some((b) => b.type === 'tool_result')) {
+      assert.ok(count(ours) <= maxTokens);
+      assert.deepEqual(ours.map((m) => m.content), theirs.slice(theirs.length - ours.length).map((m) => m.content));
+      assert.ok(ours.length === 0 || conversationOf(ours.slice(0, 1))[0].role === 'user');
+      parted += 1;
+      continue;
+    }
+    // LangChain.js gives copies: compared by type and content.
+    const shown = (ms) => ms.map((m) => [m._getType(), JSON.stringify(m.content)]);
+    assert.deepEqual(shown(ours), shown(theirs), `maxTokens ${maxTokens}`);
+    compared += 1;
+  }
+  assert.ok(compared > 30 && parted > 30, `${compared} compared, ${parted} parted`);
+});
+
+test('a part that is not carried is refused, naming it', () => {
+  assert.throws(() => conversationOf([{ role: 'user', content: [{ type: 'document', source: {} }] }]),
+    /`messages\[0\]\.content\[0\]`: a 'document' part is not carried/);
+  assert.throws(() => conversationOf([{ role: 'user', content: 'hi' }, { role: 'user', content: [{ type: 'tool_result', content: 'x' }] }]),
+    /`messages\[1\]\.content\[0\]\.tool_use_id`/);
+  assert.throws(() => conversationOf([{ role: 'user', content: [{ type: 'tool_use', id: 'a', name: 'f', input: {} }] }]),
+    /`messages\[0\]\.content`: only an assistant message makes tool calls/);
 });

@@ -1,8 +1,9 @@
 """The chat messages you already have, in and out of ctxpack.
 
 In: OpenAI-style chat messages (dicts with ``role``, ``content`` as a
-string or a list of text parts, ``tool_calls``, ``tool_call_id``) and
-LangChain messages (``langchain_core.messages``), as a request's
+string or a list of text parts, ``tool_calls``, ``tool_call_id``),
+messages in Anthropic's blocks (``text``, ``thinking``, ``tool_use``,
+``tool_result``) and LangChain messages (``langchain_core.messages``), as a request's
 conversation. Out: a pack's kept conversation as OpenAI messages, as
 Anthropic's ``system`` and ``messages``, as LangChain messages, and as
 plain JSON-serialisable dicts (snake_case). Given the messages the pack
@@ -51,38 +52,77 @@ def _is_langchain(m: Any) -> bool:
 def _text(content: Any, where: str) -> str:
     """A message's content as text: a string, or text parts (any other part
     is refused, naming it: ctxpack would silently lose it)."""
+    text, calls, answers = _content(content, where)
+    if calls or answers:
+        kind = "tool_use" if calls else "tool_result"
+        raise TypeError(f"`{where}.content`: a {kind!r} block belongs in a conversation's message")
+    return text
+
+
+#: Anthropic's blocks and LangChain's standard blocks that carry a
+#: message's text, by the key that holds it (a model's thinking is sent
+#: back as it was given, and charged so).
+_TEXT_BLOCKS = {"text": "text", "thinking": "thinking", "reasoning": "reasoning"}
+
+
+def _content(content: Any, where: str) -> tuple[str, list[tuple[str, str, str]], list[str]]:
+    """A message's content as the turn holds it: its text (text parts and
+    blocks, a tool result's content, one per line), the tool calls its
+    ``tool_use`` blocks make (id, name, arguments) and the calls its
+    ``tool_result`` blocks answer, by id. Any other part is refused,
+    naming it: ctxpack would silently lose it."""
     if content is None:
-        return ""
+        return "", [], []
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for j, part in enumerate(content):
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            else:
-                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-                raise TypeError(f"`{where}.content[{j}]`: a {kind!r} part is not text; "
-                                "ctxpack packs text only")
-        return "\n".join(texts)
-    raise TypeError(f"`{where}.content`: expected a string or a list of text parts, "
-                    f"got {type(content).__name__}")
+        return content, [], []
+    if not isinstance(content, list):
+        raise TypeError(f"`{where}.content`: expected a string or a list of content blocks, "
+                        f"got {type(content).__name__}")
+    texts: list[str] = []
+    calls: list[tuple[str, str, str]] = []
+    answers: list[str] = []
+    for j, part in enumerate(content):
+        at = f"{where}.content[{j}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if isinstance(part, str):
+            texts.append(part)
+        elif kind in _TEXT_BLOCKS and isinstance(part.get(_TEXT_BLOCKS[kind]), str):
+            texts.append(part[_TEXT_BLOCKS[kind]])
+        elif kind in ("tool_use", "tool_call"):
+            # Anthropic's `tool_use` (its `input`), LangChain's standard
+            # `tool_call` (its `args`).
+            cid, name = part.get("id"), part.get("name")
+            if not isinstance(cid, str) or not isinstance(name, str):
+                raise TypeError(f"`{at}`: a {kind!r} block needs its call's `id` and `name`")
+            args = part.get("input" if kind == "tool_use" else "args", {})
+            calls.append((cid, name, args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
+        elif kind == "tool_result":
+            answered = part.get("tool_use_id")
+            if not isinstance(answered, str):
+                raise TypeError(f"`{at}.tool_use_id`: a tool result answers a call by its id")
+            answers.append(answered)
+            texts.append(_text(part.get("content"), at))
+        else:
+            shown = kind if kind is not None else type(part).__name__
+            raise TypeError(f"`{at}`: a {shown!r} part is not carried: ctxpack packs text, tool calls and "
+                            "their results (text, tool_use, tool_result, thinking blocks)")
+    return "\n".join(texts), calls, answers
 
 
-def _calls(m: Any) -> list[tuple[str, str, str]]:
-    """The tool calls an assistant message makes: (id, name, arguments)."""
+def _calls(m: Any, blocks: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The tool calls an assistant message makes: (id, name, arguments),
+    from its ``tool_calls`` and from its content's ``tool_use`` blocks
+    (``blocks``; LangChain gives a call both ways, once)."""
     if isinstance(m, dict):
         out = []
         for c in m.get("tool_calls") or []:
             f = c.get("function") or {}
             out.append((c["id"], f.get("name", ""), f.get("arguments", "")))
-        return out
-    calls = getattr(m, "tool_calls", None)
-    if not calls:
-        return []
-    return [(c["id"], c["name"], json.dumps(c.get("args", {}), ensure_ascii=False)) for c in calls]
+    else:
+        out = [(c["id"], c["name"], json.dumps(c.get("args", {}), ensure_ascii=False))
+               for c in getattr(m, "tool_calls", None) or []]
+    made = {cid for cid, _, _ in out}
+    return out + [c for c in blocks if c[0] not in made]
 
 
 def conversation(messages: Iterable[Any]) -> list[ConversationTurn]:
@@ -114,20 +154,33 @@ def _conversation(messages: Iterable[Any], offset: int) -> list[ConversationTurn
         if role is None:
             raise TypeError(f"`messages[{i}].role`: {role_name!r} is not a chat role "
                             f"({', '.join(sorted(_ROLES))})")
-        text = content if content.__class__ is str else _text(content, f"messages[{i}]")
+        if content.__class__ is str:
+            text, blocks, answers = content, [], []
+        else:
+            text, blocks, answers = _content(content, f"messages[{i}]")
         call_id: Optional[str] = None
         if role == "assistant":
-            calls = _calls(m)
+            calls = _calls(m, blocks)
             if calls:
                 call_id = calls[0][0]
                 for cid, _, _ in calls:
                     group[cid] = call_id
                 text = "\n".join([text] * bool(text) + [f"[tool call] {n}({a})" for _, n, a in calls])
+        elif blocks:
+            raise TypeError(f"`messages[{i}].content`: only an assistant message makes tool calls "
+                            f"(a {role} message has a 'tool_use' block)")
         elif role == "tool":
             answered = m.get("tool_call_id") if isinstance(m, dict) else getattr(m, "tool_call_id", None)
             if not isinstance(answered, str):
                 raise TypeError(f"`messages[{i}].tool_call_id`: a tool message answers a call by its id")
             call_id = group.get(answered, answered)
+        elif answers:
+            # Anthropic's results come in a user message of `tool_result`
+            # blocks: a tool turn of the call's unit (it never begins the
+            # kept conversation, which would part it from its call).
+            if role != "user":
+                raise TypeError(f"`messages[{i}].content`: a {role} message cannot hold a 'tool_result' block")
+            role, call_id = "tool", group.get(answers[0], answers[0])
         turns.append(ConversationTurn(role=role, content=text, tool_call_id=call_id))  # type: ignore[arg-type]
     return turns
 
@@ -163,24 +216,61 @@ def to_dicts(pack: ContextPack) -> list[dict[str, Any]]:
     return out
 
 
-def _openai_of(m: Any) -> dict[str, Any]:
+def _blocks(m: Any) -> Optional[list[Any]]:
+    """The content blocks of a message given in Anthropic's shape (a
+    list holding more than text parts), else ``None``."""
+    content = m.get("content") if isinstance(m, dict) else getattr(m, "content", None)
+    if isinstance(m, ConversationTurn) or not isinstance(content, list):
+        return None
+    plain = all(isinstance(p, str) or (isinstance(p, dict) and p.get("type") == "text") for p in content)
+    return None if plain else content
+
+
+def _openai_of(m: Any) -> list[dict[str, Any]]:
+    """An original message as OpenAI's messages: itself, or, given in
+    Anthropic's blocks, an assistant message with its ``tool_use`` blocks
+    as ``tool_calls``, and a user message's ``tool_result`` blocks as
+    tool messages (its text after them)."""
     if isinstance(m, dict):
-        return m
+        blocks = _blocks(m)
+        if blocks is None:
+            return [m]
+        role = _ROLES.get(str(m.get("role")), "user")
+        texts = [p if isinstance(p, str) else p["text"] for p in blocks
+                 if isinstance(p, str) or p.get("type") == "text"]
+        if role == "assistant":
+            # Its other blocks (a thinking block) stay, as LangChain's
+            # conversion keeps them.
+            _, calls, _ = _content(blocks, "message")
+            rest = [p for p in blocks if not (isinstance(p, dict) and p.get("type") == "tool_use")]
+            d: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if len(texts) == len(rest) else rest}
+            if calls:
+                d["tool_calls"] = [{"id": cid, "type": "function", "function": {"name": n, "arguments": a}}
+                                   for cid, n, a in calls]
+            return [d]
+        out = [{"role": "tool", "tool_call_id": p["tool_use_id"], "content": _text(p.get("content"), "message")}
+               for p in blocks if isinstance(p, dict) and p.get("type") == "tool_result"]
+        if texts or not out:
+            out.append({"role": role, "content": "\n".join(texts)})
+        return out
     if isinstance(m, ConversationTurn):
         d = {"role": m.role.value if isinstance(m.role, Role) else m.role, "content": m.content}
         if m.tool_call_id is not None and d["role"] == "tool":
             d["tool_call_id"] = m.tool_call_id
-        return d
+        return [d]
     from langchain_core.messages import convert_to_openai_messages  # the extra
 
-    converted: dict[str, Any] = convert_to_openai_messages(m)
+    # Given as a list: one message of several results becomes several.
+    converted: list[dict[str, Any]] = convert_to_openai_messages([m])
     return converted
 
 
 def to_openai(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> list[dict[str, Any]]:
     """OpenAI chat messages: the pack's system messages, then the kept
     conversation — the original messages when ``messages`` is given (tool
-    calls intact), otherwise the pack's own turns (refused when they hold
+    calls intact; one given in Anthropic's blocks in OpenAI's shape, its
+    ``tool_use`` blocks as ``tool_calls`` and its ``tool_result`` blocks as
+    tool messages), otherwise the pack's own turns (refused when they hold
     tool calls, which only the originals can give back)."""
     if messages is None:
         if any(m.tool_call_id is not None for m in pack.messages):
@@ -189,26 +279,43 @@ def to_openai(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> li
                              "get them back as tool_calls")
         return to_dicts(pack)
     head = [{"role": "system", "content": text} for text in _system(pack)]
-    return head + [_openai_of(m) for m in kept(pack, messages)]
+    return head + [d for m in kept(pack, messages) for d in _openai_of(m)]
 
 
 def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> dict[str, Any]:
     """Anthropic's Messages API shape: ``{"system": …, "messages": […]}``,
     the system text apart, tool calls as ``tool_use`` blocks and their
     results as ``tool_result`` blocks in a user turn, consecutive turns of
-    one role merged. Its first message must be the user's: a pack whose
+    one role merged; a message given in Anthropic's blocks keeps them as
+    they are. Its first message must be the user's: a pack whose
     kept conversation does not begin so (``conversation_start="any-turn"``)
     is refused, saying so."""
     system = "\n\n".join(_system(pack))
     out: list[dict[str, Any]] = []
 
-    def add(role: str, block: dict[str, Any]) -> None:
+    def add(role: str, block: Any) -> None:
         if out and out[-1]["role"] == role:
             out[-1]["content"].append(block)
         else:
             out.append({"role": role, "content": [block]})
 
-    for m in to_openai(pack, messages)[len(_system(pack)):]:
+    originals = kept(pack, messages) if messages is not None else [None] * len(_kept_turns(pack))
+    converted = to_openai(pack, messages)[len(_system(pack)):]
+    for original in originals:
+        blocks = _blocks(original) if original is not None else None
+        if blocks is not None:
+            # As given; LangChain may hold a call in `tool_calls` alone.
+            role = "assistant" if _ROLES.get(getattr(original, "type", None) or original.get("role")) == "assistant" \
+                else "user"
+            for block in blocks:
+                add(role, {"type": "text", "text": block} if isinstance(block, str) else block)
+            used = {b.get("id") for b in blocks if isinstance(b, dict)}
+            for cid, name, args in _calls(original, []) if role == "assistant" else []:
+                if cid not in used:
+                    add(role, {"type": "tool_use", "id": cid, "name": name, "input": json.loads(args or "{}")})
+            converted = converted[len(_openai_of(original)):]
+            continue
+        m, converted = converted[0], converted[1:]
         role, text = m["role"], _text(m.get("content"), "message")
         if role == "system":
             system = "\n\n".join(filter(None, [system, text]))
