@@ -99,8 +99,8 @@ def test_trim_refuses_what_it_would_not_honour():
         trim_messages(messages, max_tokens=10, strategy="middle")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="^start_on: only valid with strategy='last'"):
         trim_messages(messages, max_tokens=10, strategy="first", start_on="human")
-    with pytest.raises(ValueError, match="allow_partial"):
-        trim_messages(messages, max_tokens=10, allow_partial=True)
+    with pytest.raises(TypeError, match="^`text_splitter`: expected a function of a text or a LangChain TextSplitter"):
+        trim_messages(messages, max_tokens=10, allow_partial=True, text_splitter=42)
     with pytest.raises(ValueError, match="start_on"):
         trim_messages(messages, max_tokens=10, start_on="ai")
 
@@ -163,6 +163,54 @@ def test_trim_messages_last_30_include_system() -> None:
         token_counter=dummy_token_counter,
         strategy="last",
     )
+    assert actual == expected
+    assert _MESSAGES_TO_TRIM == _MESSAGES_TO_TRIM_COPY
+
+
+def test_trim_messages_first_30_allow_partial() -> None:
+    expected = [
+        SystemMessage("This is a 4 token text."),
+        HumanMessage("This is a 4 token text.", id="first"),
+        AIMessage([{"type": "text", "text": "This is the FIRST 4 token block."}], id="second"),
+    ]
+    actual = trim_messages(_MESSAGES_TO_TRIM, max_tokens=30, token_counter=dummy_token_counter,
+                           strategy="first", allow_partial=True)
+    assert actual == expected
+    assert _MESSAGES_TO_TRIM == _MESSAGES_TO_TRIM_COPY
+
+
+def test_trim_messages_first_30_allow_partial_end_on_human() -> None:
+    expected = [
+        SystemMessage("This is a 4 token text."),
+        HumanMessage("This is a 4 token text.", id="first"),
+    ]
+    actual = trim_messages(_MESSAGES_TO_TRIM, max_tokens=30, token_counter=dummy_token_counter,
+                           strategy="first", allow_partial=True, end_on="human")
+    assert actual == expected
+    assert _MESSAGES_TO_TRIM == _MESSAGES_TO_TRIM_COPY
+
+
+def test_trim_messages_last_30_include_system_allow_partial_end_on_human() -> None:
+    expected = [
+        SystemMessage("This is a 4 token text."),
+        HumanMessage("This is a 4 token text.", id="third"),
+        AIMessage("This is a 4 token text.", id="fourth"),
+    ]
+    actual = trim_messages(_MESSAGES_TO_TRIM, max_tokens=30, token_counter=dummy_token_counter,
+                           strategy="last", allow_partial=True, include_system=True, start_on="human")
+    assert actual == expected
+    assert _MESSAGES_TO_TRIM == _MESSAGES_TO_TRIM_COPY
+
+
+def test_trim_messages_last_40_include_system_allow_partial() -> None:
+    expected = [
+        SystemMessage("This is a 4 token text."),
+        AIMessage([{"type": "text", "text": "This is the SECOND 4 token block."}], id="second"),
+        HumanMessage("This is a 4 token text.", id="third"),
+        AIMessage("This is a 4 token text.", id="fourth"),
+    ]
+    actual = trim_messages(_MESSAGES_TO_TRIM, max_tokens=40, token_counter=dummy_token_counter,
+                           strategy="last", allow_partial=True, include_system=True)
     assert actual == expected
     assert _MESSAGES_TO_TRIM == _MESSAGES_TO_TRIM_COPY
 
@@ -770,3 +818,71 @@ def test_a_part_that_is_not_carried_is_refused_naming_it():
                        {"role": "user", "content": [{"type": "tool_result", "content": "x"}]}])
     with pytest.raises(TypeError, match=r"`messages\[0\]\.content`: only an assistant message makes tool calls"):
         conversation([{"role": "user", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]}])
+
+
+def lines_chat(rng: random.Random, n: int) -> list:
+    """Messages of several lines, some as a list of text blocks."""
+    def content():
+        text = "\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 6)))
+                         for _ in range(rng.randint(1, 4)))
+        if rng.random() < 0.2:
+            return [{"type": "text", "text": t} for t in text.split("\n")]
+        return text
+    return [(HumanMessage if i % 2 == 0 else AIMessage)(content=content()) for i in range(n)]
+
+
+def test_allow_partial_cuts_what_langchains_cuts():
+    rng = random.Random(11)
+    builder = cp.Builder()
+
+    def count(ms) -> int:  # characters of the text sent, whatever the content's shape
+        return sum(len(conversation([m])[0].content) for m in ms)
+    shown = lambda ms: [(m.type, m.content) for m in ms]  # noqa: E731
+    cut = 0
+    for case in range(300):
+        messages = lines_chat(rng, rng.randint(1, 10))
+        if rng.random() < 0.5:
+            messages.insert(0, SystemMessage(content="Be brief.\nBe kind."))
+        strategy = rng.choice(["last", "first"])
+        options: dict[str, Any] = dict(max_tokens=rng.randint(0, 150), token_counter=count, strategy=strategy,
+                                       allow_partial=True)
+        if strategy == "last":
+            options["start_on"] = rng.choice([None, "human"])
+            options["include_system"] = isinstance(messages[0], SystemMessage) and rng.random() < 0.5
+        else:
+            options["end_on"] = rng.choice([None, "human", "ai"])
+        if rng.random() < 0.3:
+            options["text_splitter"] = lambda t: [w + " " for w in t.split(" ")[:-1]] + t.split(" ")[-1:]
+        if options.get("include_system") and count(messages[:1]) > options["max_tokens"]:
+            continue  # LangChain keeps it over the budget; ctxpack refuses (tested above)
+        theirs = langchain_trim(messages, **options)
+        ours = trim_messages(messages, builder=builder, **options)
+        assert shown(ours) == shown(theirs), (case, options)
+        assert count(ours) <= options["max_tokens"]
+        cut += any(m not in messages for m in ours)
+    assert cut > 50  # the partial message was taken that often
+
+
+def test_allow_partial_never_cuts_a_tool_calls_unit_and_counts_exactly():
+    messages = [
+        HumanMessage(content="first line\nsecond line\nthird line"),
+        AIMessage(content="", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1"}]),
+        ToolMessage(content="result one\nresult two", tool_call_id="c1"),
+        AIMessage(content="done"),
+    ]
+    # Room for the newest message and part of the tool result: nothing is cut.
+    out = trim_messages(messages, max_tokens=9, token_counter=cp.Tokenizer.chars_per_token(4), allow_partial=True,
+                        entry_overhead=0)
+    assert out == messages[3:]
+    # With a tokenizer: the end of the first message fits beside the rest.
+    whole = trim_messages(messages, max_tokens=10_000, allow_partial=True)
+    assert whole == messages
+    tokens = lambda text: -(-len(text) // 4)  # noqa: E731  (4 characters a token, no overhead)
+    rest = sum(tokens(t.content) for t in conversation(messages[1:]))
+    for budget, end in ((rest + tokens("third line"), "third line"),
+                        (rest + tokens("second line\nthird line"), "second line\nthird line"),
+                        (rest + tokens("second line\nthird line") - 1, "third line")):
+        out = trim_messages(messages, max_tokens=budget, token_counter=cp.Tokenizer.chars_per_token(4),
+                            allow_partial=True, entry_overhead=0)
+        assert out[1:] == messages[1:] and out[0].content == end, budget
+        assert out[0] is not messages[0] and messages[0].content.startswith("first line")

@@ -331,8 +331,12 @@ export async function toLangChain(pack, messages) {
  * the last one of its types (`'human'`, `'ai'`, … or message classes)
  * first, as LangChain.js does. `strategy: 'first'` keeps the oldest
  * messages instead, as LangChain.js's does (without `startOn` or
- * `includeSystem`, which it refuses too). Refused, never ignored:
- * `allowPartial`.
+ * `includeSystem`, which it refuses too). `allowPartial` then cuts the
+ * next message as LangChain's does — the newest end of the next-older one
+ * (the oldest start of the next one with `strategy: 'first'`), whole
+ * blocks of a list content first, then the splits of `textSplitter` (a
+ * function or a TextSplitter; lines by default), as much as fits —
+ * except a message of a tool call's unit, which is never cut.
  */
 export async function trim(messages, options, makeBuilder) {
   refuseUnknownOptions(options);
@@ -352,9 +356,8 @@ export async function trim(messages, options, makeBuilder) {
     // As LangChain.js's.
     throw refuse(startOn != null ? 'options.startOn' : 'options.includeSystem', "only valid with strategy: 'last'");
   }
-  if (allowPartial) throw refuse('options.allowPartial', 'ctxpack keeps or drops a message whole');
   // textSplitter is used, as LangChain.js uses it, only with allowPartial.
-  void textSplitter;
+  const split = allowPartial ? splitterOf(textSplitter) : null;
   const countsMessages = typeof tokenCounter === 'function' || typeof tokenCounter?.getNumTokens === 'function';
   const starts = startOn == null ? [] : [startOn].flat();
   if (starts.some((s) => s !== 'human' && s !== 'user')) {
@@ -363,7 +366,7 @@ export async function trim(messages, options, makeBuilder) {
   let rest = Array.from(messages);
   if (strategy === 'first') {
     return first(rest, maxTokens, countsMessages ? tokenCounter : null, { tokenCounter, model, entryOverhead }, endOn,
-      builder ?? await makeBuilder());
+      builder ?? await makeBuilder(), split);
   }
   if (endOn != null) {
     // As LangChain.js: the messages after the last of endOn's types are
@@ -388,13 +391,24 @@ export async function trim(messages, options, makeBuilder) {
   let pack;
   for (;;) {
     sent = rest.slice(from);
+    // With allowPartial, the run LangChain.js's finds before startOn cuts
+    // it (a message cut to fit may begin it).
     pack = await trimPack(sent, from + head.length, {
-      head, systemPrompt, maxTokens, tokenCounter, countsMessages, model, entryOverhead, starts,
+      head, systemPrompt, maxTokens, tokenCounter, countsMessages, model, entryOverhead, starts: split ? [] : starts,
     }, made);
     if (from === 0 || stoppedByBudget(pack, sent.length)) break;
     from = Math.max(0, rest.length - 2 * sent.length);
   }
   const out = keptMessages(pack, sent);
+  const before = from + (out.length > 0 ? Math.min(...keptTurns(pack)) : sent.length) - 1;
+  if (split !== null && before >= 0) {
+    // allowPartial: the end of the next-older message, as much as fits
+    // beside the kept ones (and the system message).
+    const count = counterOf(countsMessages ? tokenCounter : null, { tokenCounter, model, entryOverhead }, made);
+    const room = maxTokens - (head.length > 0 ? await count(head) : 0);
+    const cut = await partial(rest[before], out, room, count, split, true);
+    if (cut !== null) out.unshift(cut);
+  }
   // As LangChain.js's: the kept messages begin on a user turn even when
   // all of them fit (a leading system message goes, unless includeSystem
   // keeps it).
@@ -504,7 +518,7 @@ function defused(text, given) {
  * it weighs, as LangChain.js's does; a tokenizer counts each message as
  * it is sent, in one pass of the core.
  */
-async function first(messages, maxTokens, tokenCounter, counting, endOn, builder) {
+async function first(messages, maxTokens, tokenCounter, counting, endOn, builder, split) {
   const turns = conversationOf(messages);
   // Where a run may end: not inside a tool call's unit.
   const lastOf = new Map();
@@ -551,12 +565,90 @@ async function first(messages, maxTokens, tokenCounter, counting, endOn, builder
   }
   let idx = high;
   const types = endOn == null ? null : typesOf(endOn);
-  for (;;) {
-    while (idx > 0 && !ends[idx]) idx -= 1;
-    if (types === null || idx === 0 || types.includes(typeOf(messages[idx - 1]))) break;
+  while (idx > 0 && !ends[idx]) idx -= 1;
+  if (split !== null && idx < messages.length) {
+    // allowPartial: the start of the next message, as much as fits.
+    const cut = await partial(messages[idx], keep(idx), maxTokens, counterOf(tokenCounter, counting, builder), split, false);
+    if (cut !== null && (types === null || types.includes(typeOf(cut)))) return [...keep(idx), cut];
+  }
+  // As LangChain.js's: cut back to the last message of endOn's types.
+  while (types !== null && idx > 0 && !types.includes(typeOf(messages[idx - 1]))) {
     idx -= 1;
+    while (idx > 0 && !ends[idx]) idx -= 1;
   }
   return keep(idx);
+}
+
+/** A count of a list of messages as the trim counts it: the caller's
+ * counter (LangChain.js's), or each message as it is sent — its content
+ * and overhead — by the core. */
+function counterOf(tokenCounter, counting, builder) {
+  if (tokenCounter !== null) {
+    const counter = new CountedAsMessages(tokenCounter, [], [], undefined);
+    return async (list) => counter.checked(await counter.countList(list));
+  }
+  return async (list) => (list.length === 0 ? 0 : (await counted(conversationOf(list), counting, builder)).snapshot.messageTokens);
+}
+
+/** LangChain.js's default `textSplitter`: lines, each with its line break. */
+function lines(text) {
+  const splits = text.split('\n');
+  return [...splits.slice(0, -1).map((t) => `${t}\n`), splits[splits.length - 1]];
+}
+
+/** `textSplitter` as a function of a text: a LangChain.js TextSplitter
+ * (its `splitText`) or a function; lines when none. */
+function splitterOf(textSplitter) {
+  if (textSplitter == null) return async (text) => lines(text);
+  if (typeof textSplitter.splitText === 'function') return (text) => textSplitter.splitText(text);
+  if (typeof textSplitter === 'function') return async (text) => textSplitter(text);
+  throw refuse('options.textSplitter', `expected a function of a text or a LangChain.js TextSplitter, got ${typeof textSplitter}`);
+}
+
+/** A copy of `m` holding `content` (a LangChain.js message as its own class). */
+function withContent(m, content) {
+  if (langchainType(m) === undefined) return { ...m, content };
+  const fields = Object.fromEntries(Object.entries(m).filter(([k]) => k !== 'type' && !k.startsWith('lc_')));
+  return new m.constructor({ ...fields, content });
+}
+
+/**
+ * `allowPartial`: the most of message `m` that fits in `room` beside
+ * `kept`, as LangChain's trim cuts it — whole blocks of a list content
+ * first (those at the end when `keepEnd`, as the newest messages are
+ * kept, else those at the start), then the splits of its text; null when
+ * nothing of it fits. A message of a tool call's unit is never cut (its
+ * call or results would be parted).
+ */
+async function partial(m, kept, room, count, split, keepEnd) {
+  if (conversationOf([m])[0].toolCallId != null) return null;
+  const { content } = m;
+  let text = content;
+  if (Array.isArray(content)) {
+    for (let k = content.length - 1; k > 0; k -= 1) {
+      const cut = withContent(m, keepEnd ? content.slice(content.length - k) : content.slice(0, k));
+      if (await count(keepEnd ? [cut, ...kept] : [...kept, cut]) <= room) return cut;
+    }
+    // Then the text of the one block left (the last when the end is
+    // kept), if it is text.
+    const last = keepEnd ? content[content.length - 1] : content[0];
+    text = typeof last === 'string' ? last : last?.type === 'text' ? last.text : undefined;
+  }
+  if (typeof text !== 'string' || text === '') return null;
+  const splits = await split(text);
+  if (!Array.isArray(splits) || !splits.every((t) => typeof t === 'string')) {
+    throw refuse('options.textSplitter', 'expected a list of texts');
+  }
+  const base = await count(kept);
+  const taken = (k) => withContent(m, (keepEnd ? splits.slice(splits.length - k) : splits.slice(0, k)).join(''));
+  let low = 0;
+  let high = splits.length;
+  while (low < high) {
+    const mid = Math.floor((low + high + 1) / 2);
+    if (base + await count([taken(mid)]) <= room) low = mid;
+    else high = mid - 1;
+  }
+  return low > 0 ? taken(low) : null;
 }
 
 /** `turns` assembled whole, each counted as the message it is sent as:

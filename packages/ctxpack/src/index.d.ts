@@ -126,12 +126,13 @@ export function trimMessages<M extends MessageLike>(messages: readonly M[], opti
   model?: string;
   /** `'last'`, the newest messages (the default), or `'first'`, the oldest (without `startOn` or `includeSystem`). */
   strategy?: 'last' | 'first';
-  allowPartial?: false;
+  /** Cuts the next message to the room left, as LangChain.js does (never a message of a tool call's unit). */
+  allowPartial?: boolean;
   startOn?: 'human' | 'user' | null;
   /** Drops the messages after the last one of these types first, as LangChain.js does. */
   endOn?: string | (new (fields: object) => unknown) | Array<string | (new (fields: object) => unknown)>;
-  /** Used, as LangChain.js uses it, only with `allowPartial`. */
-  textSplitter?: unknown;
+  /** Where `allowPartial` may cut a text (lines by default): a function or a TextSplitter. Used only with `allowPartial`. */
+  textSplitter?: ((text: string) => string[] | Promise<string[]>) | { splitText(text: string): Promise<string[]> };
   includeSystem?: boolean;
   entryOverhead?: number;
   builder?: Builder;

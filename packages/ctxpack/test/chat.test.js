@@ -75,7 +75,7 @@ test('trimMessages refuses what it would not honour', async () => {
   await assert.rejects(trimMessages(messages, { maxTokens: 10, strategy: 'middle' }), /options\.strategy/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, strategy: 'first', startOn: 'human' }),
     /options\.startOn`: only valid with strategy: 'last'/);
-  await assert.rejects(trimMessages(messages, { maxTokens: 10, allowPartial: true }), /options\.allowPartial/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, allowPartial: true, textSplitter: 42 }), /^TypeError: `options\.textSplitter`: expected a function of a text or a LangChain\.js TextSplitter/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, endOn: 42 }), /options\.endOn/);
   await assert.rejects(trimMessages(messages, { maxTokens: 10, startOn: 'ai' }), /options\.startOn/);
   // An option trimMessages does not read is refused, not ignored.
@@ -550,4 +550,74 @@ test('a part that is not carried is refused, naming it', () => {
     /`messages\[1\]\.content\[0\]\.tool_use_id`/);
   assert.throws(() => conversationOf([{ role: 'user', content: [{ type: 'tool_use', id: 'a', name: 'f', input: {} }] }]),
     /`messages\[0\]\.content`: only an assistant message makes tool calls/);
+});
+
+test("allowPartial cuts what LangChain.js's cuts", async () => {
+  const r = rng(11);
+  const builder = await Builder.create();
+  // Characters of the text sent (LangChain.js gives copies: compared by
+  // type and content).
+  const count = (ms) => ms.reduce((sum, m) => sum + [...conversationOf([m])[0].content].length, 0);
+  const shown = (ms) => ms.map((m) => [m._getType(), m.content]);
+  let cut = 0;
+  for (let c = 0; c < 300; c += 1) {
+    const messages = Array.from({ length: 1 + below(r, 10) }, (_, i) => {
+      const text = Array.from({ length: 1 + below(r, 4) }, () => Array.from({ length: below(r, 7) },
+        () => WORDS[below(r, WORDS.length)]).join(' ')).join('\n');
+      return i % 2 === 0 ? new HumanMessage(text) : new AIMessage(text);
+    });
+    if (r() < 0.5) messages.unshift(new SystemMessage('Be brief.\nBe kind.'));
+    const strategy = r() < 0.5 ? 'last' : 'first';
+    const options = { maxTokens: below(r, 151), tokenCounter: count, strategy, allowPartial: true };
+    if (strategy === 'last') {
+      options.startOn = r() < 0.5 ? null : 'human';
+      options.includeSystem = messages[0]._getType() === 'system' && r() < 0.5;
+    } else {
+      options.endOn = [null, 'human', 'ai'][below(r, 3)] ?? undefined;
+    }
+    if (r() < 0.3) options.textSplitter = (t) => t.split(/(?<= )/);
+    if (options.includeSystem && count(messages.slice(0, 1)) > options.maxTokens) continue;
+    // Copies: LangChain.js's strategy 'first' writes its tries into the
+    // message it cuts.
+    const theirs = await langchainTrim(messages.map((m) => new m.constructor({ content: m.content })), options);
+    const ours = await trimMessages(messages, { ...options, builder });
+    // LangChain.js answers [undefined] when only the system message and
+    // part of the next fit with startOn: no answer to compare with.
+    if (theirs.includes(undefined)) continue;
+    assert.deepEqual(shown(ours), shown(theirs), `case ${c}: ${JSON.stringify({ ...options, tokenCounter: undefined })}`);
+    assert.ok(count(ours) <= options.maxTokens);
+    if (ours.some((m) => !messages.includes(m))) cut += 1;
+  }
+  assert.ok(cut > 50, `${cut} cut`);
+});
+
+test('allowPartial cuts whole blocks first, and never a message of a tool call', async () => {
+  const blocks = [{ type: 'text', text: 'FIRST block.' }, { type: 'text', text: 'SECOND block.' }];
+  const messages = [new HumanMessage('hi'), new AIMessage({ content: blocks }), new HumanMessage('and?')];
+  const count = (ms) => ms.reduce((sum, m) => sum + [...conversationOf([m])[0].content].length, 0);
+  // Room for 'and?' and one block: the newest block, as a message of its class.
+  const last = await trimMessages(messages, { maxTokens: 4 + 13, tokenCounter: count, allowPartial: true });
+  assert.deepEqual(last.map((m) => [m._getType(), m.content]), [['ai', [blocks[1]]], ['human', 'and?']]);
+  assert.ok(last[0] instanceof AIMessage && last[0] !== messages[1] && messages[1].content.length === 2);
+  const first = await trimMessages(messages, { maxTokens: 2 + 12, tokenCounter: count, allowPartial: true, strategy: 'first' });
+  assert.deepEqual(first.map((m) => m.content), ['hi', [blocks[0]]]);
+  // A tool result is not cut: its call would lose part of its answer.
+  const tools = [
+    new HumanMessage('first line\nsecond line\nthird line'),
+    new AIMessage({ content: '', tool_calls: [{ name: 'f', args: { x: 1 }, id: 'c1' }] }),
+    new ToolMessage({ content: 'result one\nresult two', tool_call_id: 'c1' }),
+    new AIMessage('done'),
+  ];
+  const out = await trimMessages(tools, { maxTokens: 9, tokenCounter: { charsPerToken: 4 }, allowPartial: true, entryOverhead: 0 });
+  assert.deepEqual(out, tools.slice(3));
+  // With a tokenizer, the end of the first message beside the rest.
+  const tokens = (text) => Math.ceil([...text].length / 4);
+  const rest = conversationOf(tools.slice(1)).reduce((sum, t) => sum + tokens(t.content), 0);
+  for (const [budget, end] of [[rest + tokens('third line'), 'third line'],
+    [rest + tokens('second line\nthird line'), 'second line\nthird line'],
+    [rest + tokens('second line\nthird line') - 1, 'third line']]) {
+    const got = await trimMessages(tools, { maxTokens: budget, tokenCounter: { charsPerToken: 4 }, allowPartial: true, entryOverhead: 0 });
+    assert.deepEqual(got.slice(1), tools.slice(1));
+    assert.equal(got[0].content, end);
+  }
 });

@@ -154,8 +154,10 @@ def _conversation(messages: Iterable[Any], offset: int) -> list[ConversationTurn
         if role is None:
             raise TypeError(f"`messages[{i}].role`: {role_name!r} is not a chat role "
                             f"({', '.join(sorted(_ROLES))})")
+        blocks: list[tuple[str, str, str]] = []
+        answers: list[str] = []
         if content.__class__ is str:
-            text, blocks, answers = content, [], []
+            text = content
         else:
             text, blocks, answers = _content(content, f"messages[{i}]")
         call_id: Optional[str] = None
@@ -305,8 +307,8 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
         blocks = _blocks(original) if original is not None else None
         if blocks is not None:
             # As given; LangChain may hold a call in `tool_calls` alone.
-            role = "assistant" if _ROLES.get(getattr(original, "type", None) or original.get("role")) == "assistant" \
-                else "user"
+            kind = original.get("role") if isinstance(original, dict) else getattr(original, "type", None)
+            role = "assistant" if _ROLES.get(str(kind)) == "assistant" else "user"
             for block in blocks:
                 add(role, {"type": "text", "text": block} if isinstance(block, str) else block)
             used = {b.get("id") for b in blocks if isinstance(b, dict)}
@@ -612,8 +614,96 @@ def _trim_pack(sent: tuple[list[Any], int], head: list[Any], system: str, max_to
     return pack
 
 
+def _counter_of(token_counter: Any, counting: dict[str, Any], builder: Optional[Builder]) -> Callable[[list[Any]], int]:
+    """A count of a list of messages as the trim counts it: the caller's
+    counter (LangChain's), or each message as it is sent — its content
+    and overhead — by the core."""
+    if token_counter is not None:
+        count_list = _list_counter(token_counter)
+
+        def count(ms: list[Any]) -> int:
+            n = count_list(ms)
+            if type(n) is not int or n < 0:
+                raise TypeError(f"`token_counter`: expected a whole number of tokens, got {n!r}")
+            return n
+        return count
+    return lambda ms: _counted(conversation(ms), counting, builder).snapshot.message_tokens if ms else 0
+
+
+def _lines(text: str) -> list[str]:
+    """LangChain's default ``text_splitter``: lines, each with its line break."""
+    splits = text.split("\n")
+    return [s + "\n" for s in splits[:-1]] + splits[-1:]
+
+
+def _splitter(text_splitter: Any) -> Callable[[str], list[str]]:
+    """``text_splitter`` as a function of a text: a LangChain
+    ``TextSplitter`` (its ``split_text``) or a function; lines when none."""
+    if text_splitter is None:
+        return _lines
+    split = getattr(text_splitter, "split_text", None)
+    if callable(split):
+        return split  # type: ignore[no-any-return]
+    if callable(text_splitter):
+        return text_splitter  # type: ignore[no-any-return]
+    raise TypeError(f"`text_splitter`: expected a function of a text or a LangChain TextSplitter, "
+                    f"got {type(text_splitter).__name__}")
+
+
+def _with_content(m: Any, content: Any) -> Any:
+    """A copy of ``m`` holding ``content``."""
+    if isinstance(m, dict):
+        return {**m, "content": content}
+    if isinstance(m, ConversationTurn):
+        return ConversationTurn(role=m.role, content=content, tool_call_id=m.tool_call_id)
+    copy = m.model_copy(deep=True)
+    copy.content = content
+    return copy
+
+
+def _partial(m: Any, kept: list[Any], room: int, count: Callable[[list[Any]], int],
+             split: Callable[[str], list[str]], keep_end: bool) -> Optional[Any]:
+    """``allow_partial``: the most of message ``m`` that fits in ``room``
+    beside ``kept``, as LangChain's trim cuts it — whole blocks of a list
+    content first (those at the end when ``keep_end``, as the newest
+    messages are kept, else those at the start), then the splits of its
+    text; ``None`` when nothing of it fits. A message of a tool call's
+    unit is never cut (its call or results would be parted)."""
+    if conversation([m])[0].tool_call_id is not None:
+        return None
+    content = m.get("content") if isinstance(m, dict) else m.content
+    text = content
+    if isinstance(content, list):
+        for k in range(len(content) - 1, 0, -1):
+            cut = _with_content(m, content[len(content) - k:] if keep_end else content[:k])
+            if count([cut, *kept] if keep_end else [*kept, cut]) <= room:
+                return cut
+        # Then, as LangChain's, the text of the one block left (the last
+        # when the end is kept), if it is text.
+        last = content[-1:] if keep_end else content[:1]
+        text = next((b if isinstance(b, str) else b.get("text") for b in last
+                     if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")), None)
+    if not isinstance(text, str) or not text:
+        return None
+    splits = split(text)
+    if not isinstance(splits, list) or not all(isinstance(t, str) for t in splits):
+        raise TypeError("`text_splitter`: expected a list of texts")
+    base = count(kept)
+
+    def taken(k: int) -> Any:
+        return _with_content(m, "".join(splits[len(splits) - k:] if keep_end else splits[:k]))
+    low, high = 0, len(splits)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if base + count([taken(mid)]) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return taken(low) if low > 0 else None
+
+
 def _first(messages: list[Any], max_tokens: int, token_counter: Any, counting: dict[str, Any],
-           end_on: Any, builder: Optional[Builder]) -> list[Any]:
+           end_on: Any, builder: Optional[Builder], split: Optional[Callable[[str], list[str]]]) -> list[Any]:
     """``strategy="first"``: the longest run of the oldest messages whose
     count is within ``max_tokens``, as LangChain's, a tool call never
     apart from its results (the run ends before a call whose results do
@@ -670,12 +760,21 @@ def _first(messages: list[Any], max_tokens: int, token_counter: Any, counting: d
             else:
                 high = mid - 1
     idx = high
-    while True:
+    while idx > 0 and not ends[idx]:
+        idx -= 1
+    cut = None
+    if split is not None and idx < len(messages):
+        # allow_partial: the start of the next message, as much as fits.
+        whole = [m for m, o in zip(messages[:idx], orphan) if not o]
+        cut = _partial(messages[idx], whole, max_tokens, _counter_of(token_counter, counting, builder), split,
+                       keep_end=False)
+    if cut is not None and (end_on is None or _is_type(cut, end_on)):
+        return [m for m, o in zip(messages[:idx], orphan) if not o] + [cut]
+    # As LangChain's: cut back to the last message of end_on's types.
+    while end_on is not None and idx > 0 and not _is_type(messages[idx - 1], end_on):
+        idx -= 1
         while idx > 0 and not ends[idx]:
             idx -= 1
-        if end_on is None or idx == 0 or _is_type(messages[idx - 1], end_on):
-            break
-        idx -= 1
     return [m for m, o in zip(messages[:idx], orphan) if not o]
 
 
@@ -760,8 +859,12 @@ def trim_messages(
     ``max_tokens`` is used that a next-older message fits in.
     ``strategy="first"`` keeps the oldest messages instead, as
     LangChain's does (without ``start_on`` or ``include_system``, which
-    it refuses too). Not supported (an error, never ignored):
-    ``allow_partial``."""
+    it refuses too). ``allow_partial`` then cuts the next message as
+    LangChain's does — the newest end of the next-older one (the oldest
+    start of the next one with ``strategy="first"``), whole blocks of a
+    list content first, then the splits of ``text_splitter`` (a function
+    or a LangChain ``TextSplitter``; lines by default), as much as fits —
+    except a message of a tool call's unit, which is never cut."""
     if messages is None:
         from langchain_core.runnables import RunnableLambda  # the extra
 
@@ -786,8 +889,7 @@ def trim_messages(
     if strategy == "first" and (start_on or include_system):
         # As LangChain's.
         raise ValueError(f"{'start_on' if start_on else 'include_system'}: only valid with strategy='last'")
-    if allow_partial:
-        raise ValueError("allow_partial: ctxpack keeps or drops a message whole")
+    split = _splitter(text_splitter) if allow_partial else None
     counts_messages = _counts_messages(token_counter)
     if counts_messages and entry_overhead is None:
         entry_overhead = 0
@@ -811,7 +913,7 @@ def trim_messages(
     messages = list(messages)
     if strategy == "first":
         return _first(messages, max_tokens, token_counter if counts_messages else None,
-                      dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead), end_on, builder)
+                      dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead), end_on, builder, split)
     if end_on is not None:
         # As LangChain: the messages after the last of `end_on`'s types
         # are dropped first.
@@ -828,15 +930,26 @@ def trim_messages(
     # cannot be kept either).
     start = _suffix(messages, max_tokens)
     builder = builder or Builder()
+    counting = dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead)
     while True:
         sent = messages[start:]
+        # With allow_partial, the run LangChain's finds before start_on
+        # cuts it (a message cut to fit may begin it).
         pack = _trim_pack((sent, start + len(head)), head, system, max_tokens, token_counter if counts_messages else None,
-                          dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead),
-                          starts, builder)
+                          counting, [] if split else starts, builder)
         if start == 0 or _stopped_by_budget(pack, len(sent)):
             break
         start = max(0, len(messages) - 2 * len(sent))
     out = kept(pack, sent)
+    before = start + (min(_kept_turns(pack)) if out else len(sent)) - 1
+    if split is not None and before >= 0:
+        # allow_partial: the end of the next-older message, as much as
+        # fits beside the kept ones (and the system message).
+        count = _counter_of(token_counter if counts_messages else None, counting, builder)
+        room = max_tokens - (count(head) if head else 0)
+        cut = _partial(messages[before], out, room, count, split, keep_end=True)
+        if cut is not None:
+            out.insert(0, cut)
     if starts:
         # As LangChain's: the kept messages begin on a user turn even
         # when all of them fit (a leading system message goes, unless
