@@ -851,7 +851,7 @@ const TRIM_OPTIONS = [
  * Python spelling `include_system` kept no system message): refused,
  * naming the option it looks like.
  */
-function refuseUnknownOptions(options) {
+export function refuseUnknownOptions(options) {
   if (options === null || typeof options !== 'object') {
     throw refuse('options', `expected an object of options, got ${options === null ? 'null' : typeof options}`);
   }

@@ -113,8 +113,8 @@ export function toAnthropic(pack: ContextPack, messages?: readonly MessageLike[]
  */
 export function toLangChain(pack: ContextPack, messages?: readonly MessageLike[]): Promise<unknown[]>;
 
-/** LangChain.js's `trimMessages`, packed by ctxpack: the newest (or, with `strategy: 'first'`, the oldest) messages that fit, unchanged. */
-export function trimMessages<M extends MessageLike>(messages: readonly M[], options: {
+/** The options of `trimMessages`. */
+export interface TrimOptions<M extends MessageLike = MessageLike> {
   maxTokens: number;
   /**
    * A tokenizer ctxpack counts with, or LangChain.js's counter: a function
@@ -136,4 +136,16 @@ export function trimMessages<M extends MessageLike>(messages: readonly M[], opti
   includeSystem?: boolean;
   entryOverhead?: number;
   builder?: Builder;
-}): Promise<M[]>;
+}
+
+/** A trimmer for a chain: LangChain.js's `pipe` takes it as a RunnableLambda. */
+export interface Trimmer<M extends MessageLike = MessageLike> {
+  (messages: readonly M[]): Promise<M[]>;
+  invoke(messages: readonly M[]): Promise<M[]>;
+  batch(inputs: Iterable<readonly M[]>): Promise<M[][]>;
+}
+
+/** LangChain.js's `trimMessages`, packed by ctxpack: the newest (or, with `strategy: 'first'`, the oldest) messages that fit, unchanged. */
+export function trimMessages<M extends MessageLike>(messages: readonly M[], options: TrimOptions<M>): Promise<M[]>;
+/** Given only the options, as LangChain.js's: a trimmer for a chain, its options checked now. */
+export function trimMessages<M extends MessageLike = MessageLike>(options: TrimOptions<M>): Trimmer<M>;

@@ -13,7 +13,7 @@ import initWasm, {
 } from '../dist/ctxpack_web.js';
 import { REASONS } from './reasons.js';
 
-import { trim } from './chat.js';
+import { refuseUnknownOptions, trim } from './chat.js';
 
 export {
   conversationOf, keptMessages, toOpenAI, toAnthropic, toLangChain,
@@ -529,8 +529,22 @@ export function explainReason(reason) {
 /**
  * LangChain.js's `trimMessages(messages, options)`, packed by ctxpack: the
  * newest messages that fit `options.maxTokens`, unchanged (see chat.js).
- * Without `options.builder`, a Builder with every default.
+ * Without `options.builder`, a Builder with every default. Given only the
+ * options, as LangChain.js's, a trimmer for a chain: a function of the
+ * messages (which LangChain.js's `pipe` takes as a RunnableLambda) with
+ * `invoke` and `batch`, its options checked now and its Builder made once.
  */
-export function trimMessages(messages, options = {}) {
-  return trim(messages, options, () => Builder.create());
+export function trimMessages(messages, options) {
+  const given = messages != null && typeof messages === 'object' && typeof messages[Symbol.iterator] !== 'function';
+  if (given && options === undefined) {
+    const fixed = { ...messages };
+    refuseUnknownOptions(fixed);
+    let made;
+    const make = () => (made ??= Builder.create());
+    const trimmer = (input) => trim(input, fixed, make);
+    trimmer.invoke = trimmer;
+    trimmer.batch = (inputs) => Promise.all(Array.from(inputs, (input) => trim(input, fixed, make)));
+    return trimmer;
+  }
+  return trim(messages, options ?? {}, () => Builder.create());
 }

@@ -621,3 +621,25 @@ test('allowPartial cuts whole blocks first, and never a message of a tool call',
     assert.equal(got[0].content, end);
   }
 });
+
+test('given only options, trimMessages is a trimmer for a chain, as LangChain.js\'s', async () => {
+  const { RunnableLambda } = await import('@langchain/core/runnables');
+  const r = rng(5);
+  const messages = chat(r, 12);
+  const options = { maxTokens: 20, tokenCounter: { charsPerToken: 3 }, startOn: 'human' };
+  const trimmer = trimMessages(options);
+  const direct = await trimMessages(messages, options);
+  assert.ok(direct.length > 0 && direct.length < messages.length);
+  assert.deepEqual(await trimmer.invoke(messages), direct);
+  assert.deepEqual(await trimmer(messages), direct);
+  assert.deepEqual(await trimmer.batch([messages, messages.slice(0, 3)]),
+    [direct, await trimMessages(messages.slice(0, 3), options)]);
+  // In a chain: LangChain.js's pipe takes it as a RunnableLambda.
+  const chain = RunnableLambda.from((input) => input.history).pipe(trimmer);
+  assert.deepEqual(await chain.invoke({ history: messages }), direct);
+  // As LangChain.js's own test: the trimmer gives what the call gives.
+  const langchainOwn = (await import('@langchain/core/messages')).trimMessages({ maxTokens: 20, tokenCounter: countedAsCtxpack(3), startOn: 'human' });
+  assert.deepEqual((await langchainOwn.invoke(messages)).map((m) => m.content), direct.map((m) => m.content));
+  // Its options are checked when it is made.
+  assert.throws(() => trimMessages({ maxTokens: 20, include_system: true }), /`options\.include_system`.*did you mean `includeSystem`/);
+});
