@@ -886,3 +886,28 @@ def test_allow_partial_never_cuts_a_tool_calls_unit_and_counts_exactly():
                             allow_partial=True, entry_overhead=0)
         assert out[1:] == messages[1:] and out[0].content == end, budget
         assert out[0] is not messages[0] and messages[0].content.startswith("first line")
+
+
+def test_a_leading_system_message_the_pack_left_out_is_an_error_saying_why():
+    messages = [{"role": "system", "content": "You are terse. " * 20}, {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "hello"}, {"role": "user", "content": "and?"}]
+    pack = pack_of(messages, 60)
+    assert kept(pack, messages) == messages[1:]  # the pack's choice, as it is
+    for out in (to_openai, to_anthropic):
+        with pytest.raises(ValueError, match=r"^`messages\[0\]`, the system message, was left out of the pack: "
+                                             r"Dropped: it needed more tokens than remained: needed \d+, \d+ remained\. "
+                                             r"Give it as the request's system_prompt"):
+            out(pack, messages)
+    from langchain_core.messages import convert_to_messages
+
+    lc = convert_to_messages(messages)
+    with pytest.raises(ValueError, match="the system message, was left out"):
+        to_langchain(pack_of(lc, 60), lc)
+    # Given as the system prompt, it is kept.
+    kept_system = cp.Builder().assemble(cp.AssembleRequest(
+        conversation=conversation(messages[1:]), budget=400, tokenizer=cp.Tokenizer.chars_per_token(1),
+        system_prompt=messages[0]["content"]))
+    first = to_openai(kept_system, messages[1:])[0]
+    assert first["role"] == "system" and first["content"].startswith("You are terse. You are terse.")
+    # Kept in the pack: no error.
+    assert to_openai(pack_of(messages, 10_000), messages)[1] == messages[0]

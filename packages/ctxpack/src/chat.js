@@ -8,6 +8,8 @@
 // sense for an exact packer), packed by ctxpack. Nothing here imports
 // LangChain: its messages are read by their shape.
 
+import { explainReason } from './explain.js';
+
 const LANGCHAIN_MESSAGES = '@langchain/core/messages';
 
 const ROLES = {
@@ -160,6 +162,22 @@ export function keptMessages(pack, messages) {
   return keptTurns(pack).map((i) => messages[i]);
 }
 
+/**
+ * Throws, saying why, when `messages` begin with a system message the pack
+ * left out: a conversation's turns give way to the budget, the oldest
+ * first, and an answer without its instructions is rarely what was meant
+ * (`keptMessages` gives the pack's choice as it is).
+ */
+function systemKept(pack, messages) {
+  const list = Array.from(messages);
+  if (list.length === 0 || keptTurns(pack).includes(0) || conversationOf(list.slice(0, 1))[0].role !== 'system') return;
+  const entry = pack.snapshot.entries.find((e) => e.id === 'turn-0' && e.section === 'conversation-state');
+  const why = entry === undefined ? 'not kept.' : explainReason(entry.reason);
+  throw new Error(`\`messages[0]\`, the system message, was left out of the pack: ${why} Give it as the request's `
+    + 'systemPrompt to keep it (the assembly then fails, saying so, if it alone is over the budget), or take '
+    + 'keptMessages(pack, messages) as it is');
+}
+
 function systemTexts(pack) {
   return pack.messages.slice(0, pack.messages.length - keptTurns(pack).length).map((m) => m.content);
 }
@@ -222,7 +240,9 @@ function openAIOf(m) {
  * calls intact; one given in Anthropic's blocks in OpenAI's shape, its
  * `tool_use` blocks as `tool_calls` and its `tool_result` blocks as tool
  * messages), otherwise the pack's own turns (refused when they hold tool
- * calls, which only the originals can give back).
+ * calls, which only the originals can give back). Given messages that
+ * begin with a system message the pack left out, it throws saying why
+ * (here, in `toAnthropic` and in `toLangChain`).
  */
 export function toOpenAI(pack, messages) {
   if (messages === undefined) {
@@ -231,6 +251,7 @@ export function toOpenAI(pack, messages) {
     }
     return pack.messages.map(plain);
   }
+  systemKept(pack, messages);
   return [
     ...systemTexts(pack).map((content) => ({ role: 'system', content })),
     ...keptMessages(pack, messages).flatMap(openAIOf),
@@ -303,6 +324,7 @@ export async function toLangChain(pack, messages) {
     /* @vite-ignore */ /* webpackIgnore: true */ LANGCHAIN_MESSAGES
   );
   if (messages !== undefined && Array.from(messages).every((m) => langchainType(m) !== undefined)) {
+    systemKept(pack, messages);
     return [...systemTexts(pack).map((text) => new SystemMessage(text)), ...keptMessages(pack, messages)];
   }
   return toOpenAI(pack, messages).map((m) => coerceMessageLikeToMessage(m));

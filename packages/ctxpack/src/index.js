@@ -11,9 +11,11 @@ import initWasm, {
   Router as RawRouter,
   diffSnapshots as rawDiff,
 } from '../dist/ctxpack_web.js';
-import { REASONS } from './reasons.js';
 
 import { refuseUnknownOptions, trim } from './chat.js';
+import { explainReason } from './explain.js';
+
+export { explainReason };
 
 export {
   conversationOf, keptMessages, toOpenAI, toAnthropic, toLangChain,
@@ -513,18 +515,6 @@ export async function diffSnapshots(before, after) {
   return JSON.parse(call(() => rawDiff(json(before, 'before'), json(after, 'after'))));
 }
 
-/**
- * Why a candidate was taken or dropped, in words: a snapshot entry's
- * `reason` explained as the WIT documents it, with what it carries.
- */
-export function explainReason(reason) {
-  const [name, value] = typeof reason === 'string' ? [camel(reason), undefined] : Object.entries(reason)[0];
-  const doc = REASONS[name] ?? name;
-  if (value === undefined) return doc;
-  const what = name === 'overBudget' ? `needed ${value.needed}, ${value.remaining} remained`
-    : typeof value === 'object' ? JSON.stringify(value) : value;
-  return `${doc.replace(/\.$/, '')}: ${what}.`;
-}
 
 /**
  * LangChain.js's `trimMessages(messages, options)`, packed by ctxpack: the

@@ -643,3 +643,18 @@ test('given only options, trimMessages is a trimmer for a chain, as LangChain.js
   // Its options are checked when it is made.
   assert.throws(() => trimMessages({ maxTokens: 20, include_system: true }), /`options\.include_system`.*did you mean `includeSystem`/);
 });
+
+test('a leading system message the pack left out is an error saying why', async () => {
+  const messages = [{ role: 'system', content: 'You are terse. '.repeat(20) }, { role: 'user', content: 'hi' },
+    { role: 'assistant', content: 'hello' }, { role: 'user', content: 'and?' }];
+  const pack = await packOf(messages, 60);
+  assert.deepEqual(keptMessages(pack, messages), messages.slice(1)); // the pack's choice, as it is
+  const why = /^Error: `messages\[0\]`, the system message, was left out of the pack: Dropped: it needed more tokens than remained: needed \d+, \d+ remained\. Give it as the request's systemPrompt/;
+  assert.throws(() => toOpenAI(pack, messages), why);
+  assert.throws(() => toAnthropic(pack, messages), why);
+  const { coerceMessageLikeToMessage } = await import('@langchain/core/messages');
+  const lc = messages.map(coerceMessageLikeToMessage);
+  await assert.rejects(toLangChain(await packOf(lc, 60), lc), /the system message, was left out/);
+  // Kept in the pack: no error.
+  assert.deepEqual(toOpenAI(await packOf(messages, 10_000), messages)[1], messages[0]);
+});

@@ -24,7 +24,7 @@ import re
 import unicodedata
 from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
 
-from . import AssemblyFailed, Builder
+from . import AssemblyFailed, Builder, explain_reason
 from ._codec import encode
 from .types import AssembleRequest, ContextPack, ConversationTurn, Role, Tokenizer
 
@@ -199,6 +199,20 @@ def kept(pack: ContextPack, messages: Sequence[Any]) -> list[Any]:
     return [messages[i] for i in _kept_turns(pack)]
 
 
+def _system_kept(pack: ContextPack, messages: Sequence[Any]) -> None:
+    """Raises, saying why, when ``messages`` begin with a system message
+    the pack left out: a conversation's turns give way to the budget, the
+    oldest first, and an answer without its instructions is rarely what
+    was meant (``kept`` gives the pack's choice as it is)."""
+    if not messages or 0 in _kept_turns(pack) or conversation(messages[:1])[0].role != Role.SYSTEM:
+        return
+    why = next((explain_reason(e.reason) for e in pack.snapshot.entries
+                if e.id == "turn-0" and e.section == "conversation-state"), "not kept.")
+    raise ValueError(f"`messages[0]`, the system message, was left out of the pack: {why} Give it as the "
+                     "request's system_prompt to keep it (the assembly then fails, saying so, if it alone is "
+                     "over the budget), or take kept(pack, messages) as it is")
+
+
 def _system(pack: ContextPack) -> list[str]:
     """The pack's system messages: L0 and the other context."""
     n = len(_kept_turns(pack))
@@ -273,13 +287,16 @@ def to_openai(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> li
     calls intact; one given in Anthropic's blocks in OpenAI's shape, its
     ``tool_use`` blocks as ``tool_calls`` and its ``tool_result`` blocks as
     tool messages), otherwise the pack's own turns (refused when they hold
-    tool calls, which only the originals can give back)."""
+    tool calls, which only the originals can give back). Given messages
+    that begin with a system message the pack left out, it raises saying
+    why (here, in :func:`to_anthropic` and :func:`to_langchain`)."""
     if messages is None:
         if any(m.tool_call_id is not None for m in pack.messages):
             raise ValueError("this pack's conversation has tool calls, which it holds as text: "
                              "give the messages it was made from, to_openai(pack, messages), to "
                              "get them back as tool_calls")
         return to_dicts(pack)
+    _system_kept(pack, messages)
     head = [{"role": "system", "content": text} for text in _system(pack)]
     return head + [d for m in kept(pack, messages) for d in _openai_of(m)]
 
@@ -345,6 +362,7 @@ def to_langchain(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
     from langchain_core.messages import convert_to_messages  # the extra
 
     if messages is not None and all(_is_langchain(m) for m in messages):
+        _system_kept(pack, messages)
         head = convert_to_messages([{"role": "system", "content": t} for t in _system(pack)])
         return list(head) + kept(pack, messages)
     return list(convert_to_messages(to_openai(pack, messages)))
