@@ -328,10 +328,17 @@ fn conversation(src: &mut Source) -> Vec<ConversationTurn> {
             },
             _ => (Role::System, None),
         };
+        // An image now and then, of any cost a provider bills.
+        let attached_tokens = match src.below(8) {
+            0 => Some(src.below(2_000)),
+            1 => Some(0),
+            _ => None,
+        };
         turns.push(ConversationTurn {
             role,
             content: text(src, 12),
             tool_call_id: id,
+            attached_tokens,
         });
     }
     turns

@@ -185,14 +185,42 @@ pub fn counting(
     (tokenizer, overhead)
 }
 
-/// Recounts `pack` as it is sent (see [`recount`]).
+/// Tokens a kept turn sends beside its text (its images), as its request
+/// turn gives them: charged where the pack is sent as messages.
+pub fn attached(
+    request: &ctxpack_core::AssembleRequest,
+    e: &ctxpack_core::PackEntry,
+    origin: Origin,
+) -> u64 {
+    if request.form == Some(PackForm::Text)
+        || origin != Origin::Request
+        || e.section != ctxpack_core::Section::ConversationState
+    {
+        return 0;
+    }
+    e.id.strip_prefix("turn-")
+        .and_then(|i| i.parse::<usize>().ok())
+        .and_then(|i| request.conversation.get(i))
+        .and_then(|t| t.attached_tokens)
+        .map_or(0, u64::from)
+}
+
+/// Recounts `pack` as it is sent (see [`recount`]), a kept turn's images
+/// at the tokens its request turn gives them.
 pub fn sent(request: &ctxpack_core::AssembleRequest, pack: &ContextPack) -> Sent {
     let (tokenizer, overhead) = counting(request, pack);
+    let origins = crate::fence::origins(pack);
     let contents: u64 = pack
         .messages
         .iter()
         .map(|m| recount(&tokenizer, &m.content))
-        .sum();
+        .sum::<u64>()
+        + pack
+            .entries
+            .iter()
+            .zip(&origins)
+            .map(|(e, &o)| attached(request, e, o))
+            .sum::<u64>();
     Sent {
         text: recount(&tokenizer, &pack.text),
         contents,
@@ -361,11 +389,12 @@ pub fn check(
     let counter = counter_for(tokenizers, &tokenizer);
     let origins = crate::fence::origins(pack);
     for (e, &origin) in pack.entries.iter().zip(&origins) {
-        let recount: u32 = charged_parts(request, e, origin)
+        let recount: u64 = charged_parts(request, e, origin)
             .iter()
-            .map(|p| counter.count(p))
-            .sum();
-        assert_eq!(recount, e.tokens, "{name}: {} miscounted", e.id);
+            .map(|p| u64::from(counter.count(p)))
+            .sum::<u64>()
+            + attached(request, e, origin);
+        assert_eq!(recount, u64::from(e.tokens), "{name}: {} miscounted", e.id);
     }
     // Every candidate appears exactly once (counted by origin below); a
     // host may repeat an id, but only one candidate per id is included; the

@@ -159,6 +159,7 @@ fn reassemble_one(c: &mut Criterion, name: &str, base: Workload) {
             },
             content: format!("A new turn, number {turn}, asking about the deploy."),
             tool_call_id: None,
+            attached_tokens: None,
         });
         request.keep_last += 1;
         request

@@ -117,6 +117,7 @@ pub(crate) fn admit<'r>(
                 unreviewed: pending,
                 turn: None,
                 altered: crate::fence::Altered::default(),
+                attached: 0,
             },
             i,
         ));

@@ -63,6 +63,9 @@ pub(crate) struct Item {
     /// What writing its text into the rendered context changed in it (see
     /// [`crate::fence::write()`]).
     pub altered: Altered,
+    /// Tokens it sends beside its text (a turn's images where it is sent
+    /// as a message): part of its count.
+    pub attached: u32,
 }
 
 impl Item {
@@ -134,6 +137,7 @@ impl Item {
             unreviewed: false,
             turn: None,
             altered: Altered::default(),
+            attached: 0,
         }
     }
 
@@ -224,6 +228,7 @@ impl Item {
             unreviewed: self.unreviewed,
             turn: self.turn,
             altered: self.altered,
+            attached: self.attached,
         }
     }
 
@@ -248,7 +253,9 @@ impl Item {
             return Count::Over(0);
         }
         let count = match self.frame() {
-            None => meter.count_up_to(&self.text, limit),
+            None => meter
+                .count_up_to(&self.text, limit.saturating_sub(self.attached))
+                .plus(self.attached),
             Some((head, tail)) => {
                 let frame = meter.count(&head).saturating_add(meter.count(&tail));
                 match self.hint {

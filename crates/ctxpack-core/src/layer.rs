@@ -68,7 +68,7 @@ pub(crate) fn own(request: &AssembleRequest, meter: &Meter, sent: crate::budget:
     let l0_cost = render::account(&alone, meter, sent).used;
     Own {
         l0: alone.l0,
-        l1: conversation_items(&request.conversation),
+        l1: conversation_items(&request.conversation, sent),
         l2: stage_items(request),
         l0_cost,
     }
@@ -152,7 +152,10 @@ fn l0_items(request: &AssembleRequest) -> Vec<Item> {
 /// and provenance not yet made: most turns of a long history are never
 /// reached (see [`crate::conversation::render_reachable`]), and a run of
 /// them is recorded as one entry (see [`Item::name`]).
-fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
+/// The turns, each charged what it sends beside its text unless the flat
+/// text alone is sent.
+fn conversation_items(turns: &[ConversationTurn], sent: crate::budget::Sent) -> Vec<Item> {
+    let text_only = sent.form == Some(crate::types::PackForm::Text);
     turns
         .iter()
         .enumerate()
@@ -162,7 +165,14 @@ fn conversation_items(turns: &[ConversationTurn]) -> Vec<Item> {
                 Role::User => TrustTier::Unverified,
                 Role::Tool => TrustTier::Untrusted,
             };
-            Item::turn(i, t.role, trust)
+            Item {
+                attached: if text_only {
+                    0
+                } else {
+                    t.attached_tokens.unwrap_or(0)
+                },
+                ..Item::turn(i, t.role, trust)
+            }
         })
         .collect()
 }

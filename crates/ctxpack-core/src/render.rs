@@ -104,7 +104,8 @@ fn parts<'i>(
     meter: &Meter,
     sent: Sent,
 ) -> Vec<(std::borrow::Cow<'i, str>, Option<u32>)> {
-    let tokens = item.tokens();
+    // Its text's tokens: its count less what it sends beside the text.
+    let tokens = item.tokens().saturating_sub(item.attached);
     match item.frame() {
         // A turn charged headless renders with its header all the same.
         None if item.turn.is_some() && sent.headless() => vec![
@@ -162,9 +163,11 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
             turns += 1;
             turn_tokens += match sent.headless() {
                 true => u64::from(item.tokens()),
-                false => {
-                    u64::from(meter.count(crate::conversation::turn_content(item.role, &item.text)))
-                }
+                false => u64::from(
+                    meter
+                        .count(crate::conversation::turn_content(item.role, &item.text))
+                        .saturating_add(item.attached),
+                ),
             };
         }
         entries += 1;

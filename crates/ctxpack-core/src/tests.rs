@@ -21,6 +21,7 @@ fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
         role,
         content: content.into(),
         tool_call_id: call.map(Into::into),
+        attached_tokens: None,
     }
 }
 
@@ -261,6 +262,40 @@ fn overhead_is_charged_per_entry() {
     assert_eq!(p.snapshot.message_tokens, 3 + 2 + 2 * 4);
     assert_eq!(p.snapshot.stable_prefix_tokens, 7);
     assert_eq!(p.entries.len(), 2);
+}
+
+#[test]
+fn a_turns_attached_tokens_are_charged_where_it_is_sent_as_a_message() {
+    let mut r = request(0);
+    r.entry_overhead = Some(2);
+    let mut image = turn(Role::User, "look", None);
+    image.attached_tokens = Some(50);
+    r.conversation = vec![turn(Role::User, "t0", None), image];
+    // Sent as messages: "SYS" and "look" with its 50 tokens, each 2 more.
+    r.form = Some(PackForm::Messages);
+    r.budget = Some(3 + 2 + 4 + 50 + 2);
+    let p = run(&r).unwrap();
+    let why = reasons(&p);
+    assert!(matches!(why[1], (ref id, Reason::OverBudget(_)) if id == "turn-0"));
+    assert_eq!(why[2], ("turn-1".into(), Reason::WithinBudget));
+    assert_eq!((p.budget_used, p.snapshot.message_tokens), (61, 61));
+    assert_eq!(p.entries[1].tokens, 54);
+    // Sent as text, no image goes with it: "SYS\n\n[user] t0\n\n[user] look".
+    r.form = Some(PackForm::Text);
+    r.entry_overhead = None;
+    r.budget = Some(27);
+    let p = run(&r).unwrap();
+    assert_eq!(p.budget_used, 27);
+    assert_eq!(
+        p.entries.iter().map(|e| e.tokens).collect::<Vec<_>>(),
+        [3, 9, 11]
+    );
+    // Either form: the budget holds for the messages with the image.
+    r.form = None;
+    r.budget = Some(100);
+    let p = run(&r).unwrap();
+    assert_eq!(p.snapshot.message_tokens, 3 + 2 + 4 + 50);
+    assert!(p.budget_used >= p.snapshot.message_tokens && p.budget_used >= p.snapshot.text_tokens);
 }
 
 /// A counter whose joins cost more than the separator alone: a `!`

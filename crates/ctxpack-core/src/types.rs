@@ -191,6 +191,11 @@ pub struct ConversationTurn {
     /// The tool call this turn makes (assistant) or answers (tool).
     #[serde(default)]
     pub tool_call_id: Option<String>,
+    /// Tokens of what it sends beside its text (its images), charged with
+    /// it where it is sent as a message. Not written when absent, so a
+    /// request's digest is what it was before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_tokens: Option<u32>,
 }
 
 /// The workflow's status.

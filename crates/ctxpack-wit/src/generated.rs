@@ -40,7 +40,7 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::TrustTier, wit::TrustTier, [System, Trusted, Unverified, Untrusted] []);
             $crate::__record!(ctx::Provenance, wit::$Provenance, { source_kind, reference, source_version, index_revision });
             $crate::__cases!(ctx::Role, wit::Role, [System, User, Assistant, Tool] []);
-            $crate::__record!(ctx::ConversationTurn, wit::ConversationTurn, { role, content, tool_call_id });
+            $crate::__record!(ctx::ConversationTurn, wit::ConversationTurn, { role, content, tool_call_id, attached_tokens });
             $crate::__cases!(ctx::ConversationStart, wit::ConversationStart, [UserTurn, AnyTurn] []);
             $crate::__cases!(ctx::PackForm, wit::PackForm, [Text, Messages] []);
             $crate::__record!(ctx::WorkflowStatus, wit::WorkflowStatus, { status, stage_id });

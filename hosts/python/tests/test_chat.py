@@ -443,9 +443,8 @@ def test_openai_messages_in_with_text_parts_and_tool_calls():
     assert turns[2].content == '[tool call] weather({"city": "Porto"})\n[tool call] weather({"city": "Lisbon"})'
     # Both results answer the one assistant message: one id, kept together.
     assert [t.tool_call_id for t in turns[2:5]] == ["c1", "c1", "c1"]
-    with pytest.raises(TypeError, match=r"`messages\[0\]\.content\[1\]`: a 'image_url' part is not carried"):
-        conversation([{"role": "user", "content": [{"type": "text", "text": "look"},
-                                                   {"type": "image_url", "image_url": {"url": "x"}}]}])
+    with pytest.raises(TypeError, match=r"`messages\[0\]\.content\[1\]`: a 'video' part is not carried"):
+        conversation([{"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "video", "url": "x"}]}])
     with pytest.raises(TypeError, match=r"`messages\[0\]\.role`: 'robot'"):
         conversation([{"role": "robot", "content": "hi"}])
     with pytest.raises(TypeError, match=r"`messages\[0\]\.tool_call_id`"):
@@ -761,8 +760,10 @@ def test_anthropic_blocks_go_in_and_come_back_out_unchanged():
              if isinstance(m["content"], str) else m["content"]} for m in ANTHROPIC]
         # OpenAI's shape, as LangChain converts the same messages.
         def text(content):  # text parts and their joined text are the same content
-            if isinstance(content, list) and all(p.get("type") == "text" for p in content):
-                return "\n".join(p["text"] for p in content)
+            if isinstance(content, list):
+                # LangChain keeps a thinking block, which OpenAI does not
+                # take: ctxpack leaves it out.
+                return "\n".join(p["text"] for p in content if p.get("type") == "text")
             return content or ""
 
         def shape(ms):
@@ -911,3 +912,78 @@ def test_a_leading_system_message_the_pack_left_out_is_an_error_saying_why():
     assert first["role"] == "system" and first["content"].startswith("You are terse. You are terse.")
     # Kept in the pack: no error.
     assert to_openai(pack_of(messages, 10_000), messages)[1] == messages[0]
+
+
+
+def png(width: int, height: int) -> str:
+    """A PNG's signature and header, base64: all that is read of it."""
+    import base64
+    import struct
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", width, height)
+                            + b"\x08\x02\x00\x00\x00").decode()
+
+
+def test_what_an_image_costs_is_what_its_provider_bills():
+    from ctxpack_wasm import _images
+
+    def openai(w: int, h: int, detail: str = "high", model: str = "gpt-4o") -> int:
+        part = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png(w, h)}", "detail": detail}}
+        return _images.pricer(model, None)(part, "part")
+
+    # OpenAI's published examples: 1024×1024 at high detail is 765 tokens,
+    # 2048×4096 is 1,105, and low detail is 85 whatever the size.
+    assert openai(1024, 1024) == 765
+    assert openai(2048, 4096) == 1105
+    assert openai(4096, 8192, "low") == 85
+    assert openai(512, 512) == 85 + 170 and openai(513, 512) == 85 + 2 * 170
+    assert openai(1024, 1024, model="gpt-4o-mini") == 2833 + 4 * 5667
+    # Anthropic's: width × height / 750, the long side within 1,568.
+    claude = _images.pricer("claude-sonnet-4-5", None)
+    anthropic = lambda w, h: claude({"type": "image", "source": {  # noqa: E731
+        "type": "base64", "media_type": "image/png", "data": png(w, h)}}, "part")
+    assert anthropic(200, 200) == 54 and anthropic(1000, 1000) == 1334 and anthropic(1092, 1092) == 1590
+    assert anthropic(3000, 3000) == 1600
+    # By URL, the size is not known: the most an image costs under the rule.
+    url = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+    assert _images.pricer(None, None)(url, "part") == 85 + 8 * 170
+    assert claude({"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}, "p") == 1600
+    # The sizes of the other formats, from their headers.
+    import struct
+    assert _images.size_of(b"GIF89a" + struct.pack("<HH", 640, 480)) == (640, 480)
+    jpeg = b"\xff\xd8" + b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00" + bytes(9) \
+        + b"\xff\xc0" + struct.pack(">HBHH", 17, 8, 600, 800) + bytes(12)
+    assert _images.size_of(jpeg) == (800, 600)
+    webp = b"RIFF" + bytes(4) + b"WEBPVP8X" + bytes(8) + (1919).to_bytes(3, "little") + (1079).to_bytes(3, "little")
+    assert _images.size_of(webp) == (1920, 1080)
+
+
+def test_an_image_is_charged_with_its_message_and_comes_back_out():
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png(1024, 1024)}"}}
+    messages = [{"role": "user", "content": "What is in my order?"},
+                {"role": "assistant", "content": "Two boxes."},
+                {"role": "user", "content": [{"type": "text", "text": "And in this photo?"}, image]}]
+    turns = conversation(messages, model="gpt-4o")
+    assert [t.attached_tokens for t in turns] == [None, None, 765]
+    text = lambda t: len(conversation([t])[0].content)  # noqa: E731
+    # Counted by 1 character a token, no overhead: the photo's 765 tokens
+    # leave no room for the older messages, which would fit without it.
+    budget = text(messages[2]) + 765 + text(messages[1])
+    out = trim_messages(messages, max_tokens=budget, token_counter=cp.Tokenizer.chars_per_token(1),
+                        entry_overhead=0, model="gpt-4o")
+    assert out == messages[1:]
+    out = trim_messages(messages, max_tokens=budget - 1, token_counter=cp.Tokenizer.chars_per_token(1),
+                        entry_overhead=0, model="gpt-4o")
+    assert out == messages[2:]
+    # A model whose rule ctxpack does not know: the count is given.
+    with pytest.raises(TypeError, match=r"^`messages\[2\]\.content\[1\]`: what an image costs 'qwen3-8b' is not "
+                                        r"known.*image_tokens="):
+        trim_messages(messages, max_tokens=10_000, model="qwen3-8b",
+                      token_counter=cp.Tokenizer.chars_per_token(1))
+    assert trim_messages(messages, max_tokens=text(messages[2]) + 256 + 5, model="qwen3-8b", image_tokens=256,
+                         token_counter=cp.Tokenizer.chars_per_token(1), entry_overhead=0) == messages[2:]
+    # Out: the image as given to OpenAI, as a base64 block to Anthropic.
+    pack = pack_of(messages, 10_000)
+    assert to_openai(pack, messages)[1:] == messages
+    last = to_anthropic(pack, messages)["messages"][-1]
+    assert last["content"][-1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                               "data": png(1024, 1024)}}

@@ -169,6 +169,8 @@ export interface ConversationTurn {
   content: string;
   /** On an assistant turn, the id of the tool call it makes; on a tool turn, the id of the call it answers. Turns that share an id are kept or dropped together. */
   toolCallId: string | null;
+  /** Tokens of what the turn sends beside its text — its images, at what its model's provider bills for them — charged with it where it is sent as a message (the flat text carries no image). */
+  attachedTokens: number | null;
 }
 
 /** One turn of the conversation, oldest first in a request. (as the package accepts it) */
@@ -179,6 +181,8 @@ export interface ConversationTurnInit {
   content: string;
   /** On an assistant turn, the id of the tool call it makes; on a tool turn, the id of the call it answers. Turns that share an id are kept or dropped together. */
   toolCallId?: string | null;
+  /** Tokens of what the turn sends beside its text — its images, at what its model's provider bills for them — charged with it where it is sent as a message (the flat text carries no image). */
+  attachedTokens?: number | null;
 }
 
 /** Which turn a kept conversation may begin with. */

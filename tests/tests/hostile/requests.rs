@@ -118,6 +118,7 @@ fn a_million_tiny_candidates_are_each_recorded() {
             },
             content: "ok".into(),
             tool_call_id: None,
+            attached_tokens: None,
         })
         .collect();
     s.request.keep_last = 1_000_000;

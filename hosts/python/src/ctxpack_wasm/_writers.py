@@ -107,6 +107,12 @@ def _turns_text(turns: list) -> Optional[str]:
             if call.__class__ is not str:
                 return None
             text += ',"tool-call-id":' + _q(call)
+        attached = t.attached_tokens
+        if attached is not None:
+            # Checked by the encoder's rules: a whole number that fits a u32.
+            if attached.__class__ is not int or not 0 <= attached <= 0xFFFF_FFFF:
+                return None
+            text += ',"attached-tokens":%d' % attached
         parts.append(text + "}")
     return "[" + ",".join(parts) + "]"
 

@@ -25,6 +25,7 @@ import unicodedata
 from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
 
 from . import AssemblyFailed, Builder, explain_reason
+from . import _images
 from ._codec import encode
 from .types import AssembleRequest, ContextPack, ConversationTurn, Role, Tokenizer
 
@@ -65,11 +66,13 @@ def _text(content: Any, where: str) -> str:
 _TEXT_BLOCKS = {"text": "text", "thinking": "thinking", "reasoning": "reasoning"}
 
 
-def _content(content: Any, where: str) -> tuple[str, list[tuple[str, str, str]], list[str]]:
+def _content(content: Any, where: str, images: Optional[list[tuple[dict[str, Any], str]]] = None
+             ) -> tuple[str, list[tuple[str, str, str]], list[str]]:
     """A message's content as the turn holds it: its text (text parts and
     blocks, a tool result's content, one per line), the tool calls its
     ``tool_use`` blocks make (id, name, arguments) and the calls its
-    ``tool_result`` blocks answer, by id. Any other part is refused,
+    ``tool_result`` blocks answer, by id; its image parts, with where they
+    are, added to ``images`` when it is given. Any other part is refused,
     naming it: ctxpack would silently lose it."""
     if content is None:
         return "", [], []
@@ -96,6 +99,8 @@ def _content(content: Any, where: str) -> tuple[str, list[tuple[str, str, str]],
                 raise TypeError(f"`{at}`: a {kind!r} block needs its call's `id` and `name`")
             args = part.get("input" if kind == "tool_use" else "args", {})
             calls.append((cid, name, args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
+        elif images is not None and _images.is_image(part):
+            images.append((part, at))
         elif kind == "tool_result":
             answered = part.get("tool_use_id")
             if not isinstance(answered, str):
@@ -104,8 +109,8 @@ def _content(content: Any, where: str) -> tuple[str, list[tuple[str, str, str]],
             texts.append(_text(part.get("content"), at))
         else:
             shown = kind if kind is not None else type(part).__name__
-            raise TypeError(f"`{at}`: a {shown!r} part is not carried: ctxpack packs text, tool calls and "
-                            "their results (text, tool_use, tool_result, thinking blocks)")
+            raise TypeError(f"`{at}`: a {shown!r} part is not carried: ctxpack packs text, images, tool calls "
+                            "and their results (text, image, tool_use, tool_result, thinking blocks)")
     return "\n".join(texts), calls, answers
 
 
@@ -125,18 +130,24 @@ def _calls(m: Any, blocks: list[tuple[str, str, str]]) -> list[tuple[str, str, s
     return out + [c for c in blocks if c[0] not in made]
 
 
-def conversation(messages: Iterable[Any]) -> list[ConversationTurn]:
+def conversation(messages: Iterable[Any], *, model: Optional[str] = None,
+                 image_tokens: Union[None, int, Callable[[dict[str, Any]], int]] = None) -> list[ConversationTurn]:
     """``messages`` as a request's conversation, one turn per message, in
     order. An assistant message's tool calls are written into its text
     (``[tool call] name(arguments)``: the model is charged for them) and
     its results share its first call's id, so the call and every result
-    are kept or dropped together."""
-    return _conversation(messages, 0)
+    are kept or dropped together. A message's images are charged with it
+    (its ``attached_tokens``) as ``model``'s provider bills them (OpenAI's
+    rule when no model is named), or as ``image_tokens`` gives them."""
+    return _conversation(messages, 0, _images.pricer(model, image_tokens))
 
 
-def _conversation(messages: Iterable[Any], offset: int) -> list[ConversationTurn]:
+def _conversation(messages: Iterable[Any], offset: int,
+                  price: Optional[_images.Pricer] = None) -> list[ConversationTurn]:
     """:func:`conversation` of messages that begin at ``offset`` in the
-    caller's list (a mistake names the message by its place there)."""
+    caller's list (a mistake names the message by its place there), their
+    images priced by ``price`` (OpenAI's rule when none)."""
+    price = price or _images.pricer(None, None)
     turns: list[ConversationTurn] = []
     group: dict[str, str] = {}
     for i, m in enumerate(messages, offset):
@@ -156,10 +167,11 @@ def _conversation(messages: Iterable[Any], offset: int) -> list[ConversationTurn
                             f"({', '.join(sorted(_ROLES))})")
         blocks: list[tuple[str, str, str]] = []
         answers: list[str] = []
+        images: list[tuple[dict[str, Any], str]] = []
         if content.__class__ is str:
             text = content
         else:
-            text, blocks, answers = _content(content, f"messages[{i}]")
+            text, blocks, answers = _content(content, f"messages[{i}]", images)
         call_id: Optional[str] = None
         if role == "assistant":
             calls = _calls(m, blocks)
@@ -183,7 +195,9 @@ def _conversation(messages: Iterable[Any], offset: int) -> list[ConversationTurn
             if role != "user":
                 raise TypeError(f"`messages[{i}].content`: a {role} message cannot hold a 'tool_result' block")
             role, call_id = "tool", group.get(answers[0], answers[0])
-        turns.append(ConversationTurn(role=role, content=text, tool_call_id=call_id))  # type: ignore[arg-type]
+        attached = sum(price(part, at) for part, at in images) if images else None
+        turns.append(ConversationTurn(role=role, content=text, tool_call_id=call_id,  # type: ignore[arg-type]
+                                      attached_tokens=attached))
     return turns
 
 
@@ -244,29 +258,35 @@ def _blocks(m: Any) -> Optional[list[Any]]:
 
 def _openai_of(m: Any) -> list[dict[str, Any]]:
     """An original message as OpenAI's messages: itself, or, given in
-    Anthropic's blocks, an assistant message with its ``tool_use`` blocks
-    as ``tool_calls``, and a user message's ``tool_result`` blocks as
-    tool messages (its text after them)."""
-    if isinstance(m, dict):
-        blocks = _blocks(m)
-        if blocks is None:
-            return [m]
-        role = _ROLES.get(str(m.get("role")), "user")
+    blocks (Anthropic's or LangChain's), an assistant message with its
+    ``tool_use`` blocks as ``tool_calls`` and its text (a thinking block,
+    which OpenAI does not take, left out), and a user message's
+    ``tool_result`` blocks as tool messages, its text and images after
+    them (images as ``image_url`` parts)."""
+    blocks = _blocks(m) if isinstance(m, dict) or _is_langchain(m) else None
+    if isinstance(m, dict) and blocks is None:
+        return [m]
+    if blocks is not None:
+        role = _ROLES.get(str(m.get("role") if isinstance(m, dict) else m.type), "user")
         texts = [p if isinstance(p, str) else p["text"] for p in blocks
                  if isinstance(p, str) or p.get("type") == "text"]
         if role == "assistant":
-            # Its other blocks (a thinking block) stay, as LangChain's
-            # conversion keeps them.
-            _, calls, _ = _content(blocks, "message")
-            rest = [p for p in blocks if not (isinstance(p, dict) and p.get("type") == "tool_use")]
-            d: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if len(texts) == len(rest) else rest}
+            _, calls, _ = _content(blocks, "message", [])
+            d: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts)}
+            calls = _calls(m, calls)
             if calls:
                 d["tool_calls"] = [{"id": cid, "type": "function", "function": {"name": n, "arguments": a}}
                                    for cid, n, a in calls]
             return [d]
-        out = [{"role": "tool", "tool_call_id": p["tool_use_id"], "content": _text(p.get("content"), "message")}
-               for p in blocks if isinstance(p, dict) and p.get("type") == "tool_result"]
-        if texts or not out:
+        out: list[dict[str, Any]] = [
+            {"role": "tool", "tool_call_id": p["tool_use_id"], "content": _text(p.get("content"), "message")}
+            for p in blocks if isinstance(p, dict) and p.get("type") == "tool_result"]
+        if any(_images.is_image(p) for p in blocks):
+            parts = [_images.as_openai(p) if _images.is_image(p) else {"type": "text", "text": p if isinstance(p, str)
+                     else p["text"]} for p in blocks
+                     if _images.is_image(p) or isinstance(p, str) or p.get("type") == "text"]
+            out.append({"role": role, "content": parts})
+        elif texts or not out:
             out.append({"role": role, "content": "\n".join(texts)})
         return out
     if isinstance(m, ConversationTurn):
@@ -276,7 +296,6 @@ def _openai_of(m: Any) -> list[dict[str, Any]]:
         return [d]
     from langchain_core.messages import convert_to_openai_messages  # the extra
 
-    # Given as a list: one message of several results becomes several.
     converted: list[dict[str, Any]] = convert_to_openai_messages([m])
     return converted
 
@@ -327,7 +346,8 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
             kind = original.get("role") if isinstance(original, dict) else getattr(original, "type", None)
             role = "assistant" if _ROLES.get(str(kind)) == "assistant" else "user"
             for block in blocks:
-                add(role, {"type": "text", "text": block} if isinstance(block, str) else block)
+                add(role, {"type": "text", "text": block} if isinstance(block, str)
+                    else _images.as_anthropic(block) if _images.is_image(block) else block)
             used = {b.get("id") for b in blocks if isinstance(b, dict)}
             for cid, name, args in _calls(original, []) if role == "assistant" else []:
                 if cid not in used:
@@ -595,11 +615,12 @@ def _trim_pack(sent: tuple[list[Any], int], head: list[Any], system: str, max_to
     trimmed by the core, as :func:`trim_messages` asks."""
     tokenizer, model, entry_overhead = counting["tokenizer"], counting["model"], counting["entry_overhead"]
     messages, offset = sent
-    turns = _conversation(messages, offset)
+    turns = _conversation(messages, offset, counting["price"])
     counter = None
     if token_counter is not None:
         # Sent as the core would write them, so that its texts can be told
         # back to the messages they came from (see _CountedAsMessages).
+        # Images too: the counter counts a message with its images.
         turns = [ConversationTurn(role=t.role, content=_written(t.content), tool_call_id=t.tool_call_id)
                  for t in turns]
         system = _written(system)
@@ -645,7 +666,8 @@ def _counter_of(token_counter: Any, counting: dict[str, Any], builder: Optional[
                 raise TypeError(f"`token_counter`: expected a whole number of tokens, got {n!r}")
             return n
         return count
-    return lambda ms: _counted(conversation(ms), counting, builder).snapshot.message_tokens if ms else 0
+    return lambda ms: (_counted(_conversation(ms, 0, counting["price"]), counting, builder).snapshot.message_tokens
+                       if ms else 0)
 
 
 def _lines(text: str) -> list[str]:
@@ -729,7 +751,7 @@ def _first(messages: list[Any], max_tokens: int, token_counter: Any, counting: d
     cut back to the last message of ``end_on``'s types. A counter of
     messages counts each run it weighs, as LangChain's does; a tokenizer
     counts each message as it is sent, in one pass of the core."""
-    turns = conversation(messages)
+    turns = _conversation(messages, 0, counting["price"])
     # Where a run may end: not inside a tool call's unit.
     last_of: dict[str, int] = {}
     for i, t in enumerate(turns):
@@ -845,6 +867,7 @@ def trim_messages(
     text_splitter: Optional[Any] = None,
     entry_overhead: Optional[int] = None,
     model: Optional[str] = None,
+    image_tokens: Union[None, int, Callable[[dict[str, Any]], int]] = None,
     builder: Optional[Builder] = None,
 ) -> Any:
     """``langchain_core.messages.trim_messages``, packed by ctxpack: the
@@ -889,7 +912,7 @@ def trim_messages(
         options = dict(max_tokens=max_tokens, token_counter=token_counter, strategy=strategy,
                        allow_partial=allow_partial, end_on=end_on, start_on=start_on,
                        include_system=include_system, text_splitter=text_splitter,
-                       entry_overhead=entry_overhead, model=model, builder=builder)
+                       entry_overhead=entry_overhead, model=model, image_tokens=image_tokens, builder=builder)
         return RunnableLambda(lambda given: trim_messages(given, **options)).with_config(
             {"run_name": "trim_messages"})
     if isinstance(token_counter, str) and token_counter == "approximate":
@@ -925,13 +948,17 @@ def trim_messages(
         tokenizer = "o200k-base"
     if tokenizer is not None and not counts_messages:
         encode(tokenizer, ["ref", "Tokenizer"], "token_counter")
+    # A message's images, as its model's provider bills them (a counter of
+    # messages counts them itself).
+    price: _images.Pricer = (lambda part, where: 0) if counts_messages else _images.pricer(model, image_tokens)
     starts = [start_on] if isinstance(start_on, str) else list(start_on or [])
     if any(s not in ("human", "user") for s in starts):
         raise ValueError(f"start_on: only a user turn ('human') can begin the kept messages, got {start_on!r}")
     messages = list(messages)
     if strategy == "first":
         return _first(messages, max_tokens, token_counter if counts_messages else None,
-                      dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead), end_on, builder, split)
+                      dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead, price=price), end_on,
+                      builder, split)
     if end_on is not None:
         # As LangChain: the messages after the last of `end_on`'s types
         # are dropped first.
@@ -948,7 +975,7 @@ def trim_messages(
     # cannot be kept either).
     start = _suffix(messages, max_tokens)
     builder = builder or Builder()
-    counting = dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead)
+    counting = dict(tokenizer=tokenizer, model=model, entry_overhead=entry_overhead, price=price)
     while True:
         sent = messages[start:]
         # With allow_partial, the run LangChain's finds before start_on

@@ -164,6 +164,8 @@ class ConversationTurn(Record):
     """What was said."""
     tool_call_id: Optional[str] = None
     """On an assistant turn, the id of the tool call it makes; on a tool turn, the id of the call it answers. Turns that share an id are kept or dropped together."""
+    attached_tokens: Optional[int] = None
+    """Tokens of what the turn sends beside its text — its images, at what its model's provider bills for them — charged with it where it is sent as a message (the flat text carries no image)."""
 
 
 class ConversationStart(str, enum.Enum):
@@ -1282,7 +1284,7 @@ def _d_Provenance(o):
 _d_Role = Role._value2member_map_.__getitem__
 def _d_ConversationTurn(o):
     g = o.get
-    return ConversationTurn(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"))
+    return ConversationTurn(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"), attached_tokens=g("attached-tokens"))
 _d_ConversationStart = ConversationStart._value2member_map_.__getitem__
 _d_PackForm = PackForm._value2member_map_.__getitem__
 def _d_WorkflowStatus(o):
@@ -1633,7 +1635,7 @@ _SCHEMA = {
     "TrustTier": ("enum", TrustTier),
     "Provenance": ("record", Provenance, [("source_kind", "source-kind", 'string'), ("reference", "reference", 'string'), ("source_version", "source-version", ['option', 'string']), ("index_revision", "index-revision", ['option', 'string'])]),
     "Role": ("enum", Role),
-    "ConversationTurn": ("record", ConversationTurn, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string'])]),
+    "ConversationTurn": ("record", ConversationTurn, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string']), ("attached_tokens", "attached-tokens", ['option', 'u32'])]),
     "ConversationStart": ("enum", ConversationStart),
     "PackForm": ("enum", PackForm),
     "WorkflowStatus": ("record", WorkflowStatus, [("status", "status", 'string'), ("stage_id", "stage-id", ['option', 'string'])]),
