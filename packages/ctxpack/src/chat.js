@@ -9,6 +9,9 @@
 // LangChain: its messages are read by their shape.
 
 import { explainReason } from './explain.js';
+import {
+  asAnthropic, asOpenAI, isImage, pricer,
+} from './images.js';
 
 const LANGCHAIN_MESSAGES = '@langchain/core/messages';
 
@@ -52,7 +55,7 @@ const TEXT_BLOCKS = { text: 'text', thinking: 'thinking', reasoning: 'reasoning'
  * `tool_result` blocks answer, by id. Any other part is refused, naming
  * it: ctxpack would silently lose it.
  */
-function contentOf(content, where) {
+function contentOf(content, where, images = null) {
   const out = { text: '', calls: [], answers: [] };
   if (content == null) return out;
   if (typeof content === 'string') return { ...out, text: content };
@@ -71,12 +74,14 @@ function contentOf(content, where) {
       if (typeof part.id !== 'string' || typeof part.name !== 'string') throw refuse(at, `a '${kind}' block needs its call's \`id\` and \`name\``);
       const args = (kind === 'tool_use' ? part.input : part.args) ?? {};
       out.calls.push([part.id, part.name, typeof args === 'string' ? args : JSON.stringify(args)]);
+    } else if (images !== null && isImage(part)) {
+      images.push([part, at]);
     } else if (kind === 'tool_result') {
       if (typeof part.tool_use_id !== 'string') throw refuse(`${at}.tool_use_id`, 'a tool result answers a call by its id');
       out.answers.push(part.tool_use_id);
       texts.push(textOf(part.content, at));
     } else {
-      throw refuse(at, `a '${kind ?? typeof part}' part is not carried: ctxpack packs text, tool calls and their results (text, tool_use, tool_result, thinking blocks)`);
+      throw refuse(at, `a '${kind ?? typeof part}' part is not carried: ctxpack packs text, images, tool calls and their results (text, image, tool_use, tool_result, thinking blocks)`);
     }
   });
   out.text = texts.join('\n');
@@ -99,16 +104,20 @@ function callsOf(m, isLangChain, blocks = []) {
  * An assistant message's tool calls are written into its text
  * (`[tool call] name(arguments)`: the model is charged for them) and its
  * results share its first call's id, so the call and every result are
- * kept or dropped together. A message of no chat role, a part that is not
- * text, a tool result without its call's id: a TypeError naming it.
+ * kept or dropped together. A message's images are charged with it (its
+ * `attachedTokens`) as `options.model`'s provider bills them (OpenAI's
+ * rule when no model is named), or as `options.imageTokens` gives them. A
+ * message of no chat role, a part that is not carried, a tool result
+ * without its call's id: a TypeError naming it.
  */
-export function conversationOf(messages) {
-  return turnsOf(messages, 0);
+export function conversationOf(messages, options = {}) {
+  return turnsOf(messages, 0, pricer(options.model, options.imageTokens, refuse));
 }
 
 /** `conversationOf` messages that begin at `offset` in the caller's list
- * (a mistake names the message by its place there). */
-function turnsOf(messages, offset) {
+ * (a mistake names the message by its place there), their images priced
+ * by `price` (OpenAI's rule when none). */
+function turnsOf(messages, offset, price = pricer(undefined, undefined, refuse)) {
   const group = new Map();
   return Array.from(messages, (m, k) => {
     const i = k + offset;
@@ -121,7 +130,8 @@ function turnsOf(messages, offset) {
     const roleName = isLangChain ? type : m.role;
     const role = ROLES[roleName];
     if (role === undefined) throw refuse(`${where}.role`, `'${roleName}' is not a chat role (${Object.keys(ROLES).join(', ')})`);
-    const parts = typeof m.content === 'string' ? { text: m.content, calls: [], answers: [] } : contentOf(m.content, where);
+    const images = [];
+    const parts = typeof m.content === 'string' ? { text: m.content, calls: [], answers: [] } : contentOf(m.content, where, images);
     let content = parts.text;
     let toolCallId = null;
     let turnRole = role;
@@ -146,7 +156,9 @@ function turnsOf(messages, offset) {
       turnRole = 'tool';
       toolCallId = group.get(parts.answers[0]) ?? parts.answers[0];
     }
-    return { role: turnRole, content, toolCallId };
+    const turn = { role: turnRole, content, toolCallId };
+    if (images.length > 0) turn.attachedTokens = images.reduce((sum, [part, at]) => sum + price(part, at), 0);
+    return turn;
   });
 }
 
@@ -199,28 +211,34 @@ function blocksOf(m) {
 
 /**
  * An original message as OpenAI's messages: itself (a LangChain message
- * in OpenAI's shape), or, given in Anthropic's blocks, an assistant
- * message with its `tool_use` blocks as `tool_calls` (its other blocks,
- * a thinking block, kept as LangChain's conversion keeps them), and a
- * user message's `tool_result` blocks as tool messages (its text after
- * them).
+ * in OpenAI's shape), or, given in blocks, an assistant message with its
+ * `tool_use` blocks as `tool_calls` and its text (a thinking block, which
+ * OpenAI does not take, left out), and a user message's `tool_result`
+ * blocks as tool messages, its text and images after them (images as
+ * `image_url` parts).
  */
 function openAIOf(m) {
   const type = langchainType(m);
   const role = type === undefined ? ROLES[m.role] : ROLES[type];
   const blocks = blocksOf(m);
   if (blocks !== undefined) {
-    const texts = blocks.filter((p) => typeof p === 'string' || p.type === 'text').map((p) => (typeof p === 'string' ? p : p.text));
+    const isText = (p) => typeof p === 'string' || p.type === 'text';
+    const texts = blocks.filter(isText).map((p) => (typeof p === 'string' ? p : p.text));
     if (role === 'assistant') {
-      const calls = callsOf(m, type !== undefined, contentOf(blocks, 'message').calls);
-      const rest = blocks.filter((p) => p?.type !== 'tool_use');
-      const out = { role, content: texts.length === rest.length ? texts.join('\n') : rest };
+      // Its text; a thinking block, which OpenAI does not take, left out.
+      const calls = callsOf(m, type !== undefined, contentOf(blocks, 'message', []).calls);
+      const out = { role, content: texts.join('\n') };
       if (calls.length > 0) out.tool_calls = calls.map(([id, name, args]) => ({ id, type: 'function', function: { name, arguments: args } }));
       return [out];
     }
     const out = blocks.filter((p) => p?.type === 'tool_result')
       .map((p) => ({ role: 'tool', tool_call_id: p.tool_use_id, content: textOf(p.content, 'message') }));
-    if (texts.length > 0 || out.length === 0) out.push({ role, content: texts.join('\n') });
+    if (blocks.some(isImage)) {
+      out.push({ role, content: blocks.filter((p) => isImage(p) || isText(p))
+        .map((p) => (isImage(p) ? asOpenAI(p) : { type: 'text', text: typeof p === 'string' ? p : p.text })) });
+    } else if (texts.length > 0 || out.length === 0) {
+      out.push({ role, content: texts.join('\n') });
+    }
     return out;
   }
   if (type === undefined) return [m];
@@ -282,7 +300,9 @@ export function toAnthropic(pack, messages) {
       // As given; LangChain may hold a call in `tool_calls` alone.
       const type = langchainType(original);
       const role = ROLES[type ?? original.role] === 'assistant' ? 'assistant' : 'user';
-      for (const block of blocks) add(role, typeof block === 'string' ? { type: 'text', text: block } : block);
+      for (const block of blocks) {
+        add(role, typeof block === 'string' ? { type: 'text', text: block } : isImage(block) ? asAnthropic(block) : block);
+      }
       const used = new Set(blocks.map((b) => b?.id));
       for (const [id, name, args] of role === 'assistant' ? callsOf(original, type !== undefined) : []) {
         if (!used.has(id)) add(role, { type: 'tool_use', id, name, input: JSON.parse(args || '{}') });
@@ -364,7 +384,7 @@ export async function trim(messages, options, makeBuilder) {
   refuseUnknownOptions(options);
   const {
     maxTokens, model, strategy = 'last', allowPartial = false,
-    startOn = null, includeSystem = false, entryOverhead, endOn, textSplitter, builder,
+    startOn = null, includeSystem = false, entryOverhead, endOn, textSplitter, imageTokens, builder,
   } = options;
   // Without a model, o200k; with one, the model's tokenizer and overhead.
   const tokenCounter = options.tokenCounter ?? (model == null ? 'o200k-base' : undefined);
@@ -381,13 +401,16 @@ export async function trim(messages, options, makeBuilder) {
   // textSplitter is used, as LangChain.js uses it, only with allowPartial.
   const split = allowPartial ? splitterOf(textSplitter) : null;
   const countsMessages = typeof tokenCounter === 'function' || typeof tokenCounter?.getNumTokens === 'function';
+  // A message's images, as its model's provider bills them (a counter of
+  // messages counts them itself).
+  const price = countsMessages ? () => 0 : pricer(model, imageTokens, refuse);
   const starts = startOn == null ? [] : [startOn].flat();
   if (starts.some((s) => s !== 'human' && s !== 'user')) {
     throw refuse('options.startOn', `only a user turn ('human') can begin the kept messages, got ${JSON.stringify(startOn)}`);
   }
   let rest = Array.from(messages);
   if (strategy === 'first') {
-    return first(rest, maxTokens, countsMessages ? tokenCounter : null, { tokenCounter, model, entryOverhead }, endOn,
+    return first(rest, maxTokens, countsMessages ? tokenCounter : null, { tokenCounter, model, entryOverhead, price }, endOn,
       builder ?? await makeBuilder(), split);
   }
   if (endOn != null) {
@@ -416,7 +439,7 @@ export async function trim(messages, options, makeBuilder) {
     // With allowPartial, the run LangChain.js's finds before startOn cuts
     // it (a message cut to fit may begin it).
     pack = await trimPack(sent, from + head.length, {
-      head, systemPrompt, maxTokens, tokenCounter, countsMessages, model, entryOverhead, starts: split ? [] : starts,
+      head, systemPrompt, maxTokens, tokenCounter, countsMessages, model, entryOverhead, starts: split ? [] : starts, price,
     }, made);
     if (from === 0 || stoppedByBudget(pack, sent.length)) break;
     from = Math.max(0, rest.length - 2 * sent.length);
@@ -426,7 +449,7 @@ export async function trim(messages, options, makeBuilder) {
   if (split !== null && before >= 0) {
     // allowPartial: the end of the next-older message, as much as fits
     // beside the kept ones (and the system message).
-    const count = counterOf(countsMessages ? tokenCounter : null, { tokenCounter, model, entryOverhead }, made);
+    const count = counterOf(countsMessages ? tokenCounter : null, { tokenCounter, model, entryOverhead, price }, made);
     const room = maxTokens - (head.length > 0 ? await count(head) : 0);
     const cut = await partial(rest[before], out, room, count, split, true);
     if (cut !== null) out.unshift(cut);
@@ -475,7 +498,7 @@ async function trimPack(messages, offset, options, builder) {
   const {
     head, maxTokens, tokenCounter, countsMessages, model, entryOverhead, starts,
   } = options;
-  let turns = turnsOf(messages, offset);
+  let turns = turnsOf(messages, offset, options.price);
   let systemPrompt = options.systemPrompt;
   let counter = null;
   if (countsMessages) {
@@ -541,7 +564,7 @@ function defused(text, given) {
  * it is sent, in one pass of the core.
  */
 async function first(messages, maxTokens, tokenCounter, counting, endOn, builder, split) {
-  const turns = conversationOf(messages);
+  const turns = turnsOf(messages, 0, counting.price);
   // Where a run may end: not inside a tool call's unit.
   const lastOf = new Map();
   turns.forEach((t, i) => { if (t.toolCallId != null) lastOf.set(t.toolCallId, i); });
@@ -609,7 +632,7 @@ function counterOf(tokenCounter, counting, builder) {
     const counter = new CountedAsMessages(tokenCounter, [], [], undefined);
     return async (list) => counter.checked(await counter.countList(list));
   }
-  return async (list) => (list.length === 0 ? 0 : (await counted(conversationOf(list), counting, builder)).snapshot.messageTokens);
+  return async (list) => (list.length === 0 ? 0 : (await counted(turnsOf(list, 0, counting.price), counting, builder)).snapshot.messageTokens);
 }
 
 /** LangChain.js's default `textSplitter`: lines, each with its line break. */
@@ -865,7 +888,7 @@ function typesOf(types) {
 /** The options `trim` reads (LangChain.js's names, and `builder`). */
 const TRIM_OPTIONS = [
   'maxTokens', 'tokenCounter', 'model', 'strategy', 'allowPartial', 'startOn', 'includeSystem',
-  'entryOverhead', 'endOn', 'textSplitter', 'builder',
+  'entryOverhead', 'endOn', 'textSplitter', 'imageTokens', 'builder',
 ];
 
 /**

@@ -77,7 +77,10 @@ export type ContentBlock =
   | { type: 'text'; text: string }
   | { type: 'thinking'; thinking: string; signature?: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content?: string | Array<{ type: 'text'; text: string }>; is_error?: boolean };
+  | { type: 'tool_result'; tool_use_id: string; content?: string | Array<{ type: 'text'; text: string }>; is_error?: boolean }
+  | { type: 'image_url'; image_url: string | { url: string; detail?: 'low' | 'high' | 'auto' } }
+  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string } }
+  | { type: 'image'; source_type?: 'base64' | 'url'; data?: string; url?: string; base64?: string; mime_type?: string };
 
 /** An OpenAI-style chat message (content as text or text parts), or one in
  * Anthropic's blocks (its calls as `tool_use`, results as `tool_result`). */
@@ -92,8 +95,12 @@ export interface ChatMessage {
 /** A message ctxpack reads: OpenAI's shape, or a @langchain/core message (by its shape). */
 export type MessageLike = ChatMessage | { _getType(): string; content: unknown };
 
-/** Messages as a request's conversation; a message it cannot read is a TypeError naming it. */
-export function conversationOf(messages: readonly MessageLike[]): ConversationTurnInit[];
+/** Messages as a request's conversation, a message's images charged as `model`'s provider bills them
+ * (OpenAI's rule without one) or as `imageTokens` gives them; a message it cannot read is a TypeError naming it. */
+export function conversationOf(messages: readonly MessageLike[], options?: {
+  model?: string;
+  imageTokens?: number | ((part: Record<string, unknown>) => number);
+}): ConversationTurnInit[];
 
 /** The messages of `messages` (the pack's conversation) that the pack kept, unchanged. */
 export function keptMessages<M>(pack: ContextPack, messages: readonly M[]): M[];
@@ -135,6 +142,8 @@ export interface TrimOptions<M extends MessageLike = MessageLike> {
   textSplitter?: ((text: string) => string[] | Promise<string[]>) | { splitText(text: string): Promise<string[]> };
   includeSystem?: boolean;
   entryOverhead?: number;
+  /** An image's tokens, where `model`'s rule is not known: a number, or a function of the image part. */
+  imageTokens?: number | ((part: Record<string, unknown>) => number);
   builder?: Builder;
 }
 

@@ -274,8 +274,8 @@ test('OpenAI messages in: text parts, tool calls kept with their results; errors
   assert.equal(turns[1].content, 'Weather in Porto\nand Lisbon?');
   assert.equal(turns[2].content, '[tool call] weather({"city": "Porto"})\n[tool call] weather({"city": "Lisbon"})');
   assert.deepEqual(turns.slice(2, 5).map((t) => t.toolCallId), ['c1', 'c1', 'c1']);
-  assert.throws(() => conversationOf([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }]),
-    /`messages\[0\]\.content\[0\]`: a 'image_url' part is not carried/);
+  assert.throws(() => conversationOf([{ role: 'user', content: [{ type: 'video', url: 'x' }] }]),
+    /`messages\[0\]\.content\[0\]`: a 'video' part is not carried/);
   assert.throws(() => conversationOf([{ role: 'robot', content: 'hi' }]), /`messages\[0\]\.role`: 'robot'/);
   assert.throws(() => conversationOf([{ role: 'tool', content: 'orphan' }]), /`messages\[0\]\.tool_call_id`/);
 });
@@ -497,10 +497,10 @@ test('Anthropic blocks go in and come back out unchanged', async () => {
     assert.deepEqual(anthropic.messages, ANTHROPIC.map((m) => ({
       role: m.role, content: typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content })));
     // OpenAI's shape: the calls as tool_calls, each result a tool message,
-    // the thinking block kept (as LangChain's conversion keeps it).
+    // the thinking block left out (OpenAI takes none).
     const openai = toOpenAI(pack, messages).slice(1);
     assert.deepEqual(openai.map((m) => m.role), ['user', 'assistant', 'tool', 'tool', 'assistant', 'user']);
-    assert.deepEqual(openai[1].content, ANTHROPIC[1].content.slice(0, 2));
+    assert.equal(openai[1].content, 'Checking both.');
     assert.deepEqual(openai[1].tool_calls.map((c) => [c.id, c.function.name, JSON.parse(c.function.arguments)]),
       [['u1', 'weather', { city: 'Porto' }], ['u2', 'weather', { city: 'Lisbon' }]]);
     assert.deepEqual(openai.slice(2, 4), [{ role: 'tool', tool_call_id: 'u1', content: '18 C, sun' },
@@ -657,4 +657,67 @@ test('a leading system message the pack left out is an error saying why', async 
   await assert.rejects(toLangChain(await packOf(lc, 60), lc), /the system message, was left out/);
   // Kept in the pack: no error.
   assert.deepEqual(toOpenAI(await packOf(messages, 10_000), messages)[1], messages[0]);
+});
+
+/** A PNG's signature and header, base64: all that is read of it. */
+function png(width, height) {
+  const bytes = new Uint8Array(29);
+  bytes.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]);
+  new DataView(bytes.buffer).setUint32(16, width);
+  new DataView(bytes.buffer).setUint32(20, height);
+  bytes.set([8, 2, 0, 0, 0], 24);
+  return Buffer.from(bytes).toString('base64');
+}
+
+test('what an image costs is what its provider bills', async () => {
+  const { pricer, sizeOf } = await import('../src/images.js');
+  const refuse = (field, message) => new TypeError(`\`${field}\`: ${message}`);
+  const openai = (w, h, detail = 'high', model = 'gpt-4o') => pricer(model, undefined, refuse)(
+    { type: 'image_url', image_url: { url: `data:image/png;base64,${png(w, h)}`, detail } }, 'part');
+  // OpenAI's published examples: 1024×1024 at high detail is 765 tokens,
+  // 2048×4096 is 1,105, and low detail is 85 whatever the size.
+  assert.equal(openai(1024, 1024), 765);
+  assert.equal(openai(2048, 4096), 1105);
+  assert.equal(openai(4096, 8192, 'low'), 85);
+  assert.deepEqual([openai(512, 512), openai(513, 512)], [85 + 170, 85 + 2 * 170]);
+  assert.equal(openai(1024, 1024, 'high', 'gpt-4o-mini'), 2833 + 4 * 5667);
+  // Anthropic's: width × height / 750, the long side within 1,568.
+  const claude = pricer('claude-sonnet-4-5', undefined, refuse);
+  const anthropic = (w, h) => claude({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png(w, h) } }, 'part');
+  assert.deepEqual([anthropic(200, 200), anthropic(1000, 1000), anthropic(1092, 1092), anthropic(3000, 3000)], [54, 1334, 1590, 1600]);
+  // By URL, the size is not known: the most an image costs under the rule.
+  assert.equal(pricer(undefined, undefined, refuse)({ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }, 'p'), 85 + 8 * 170);
+  assert.equal(claude({ type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } }, 'p'), 1600);
+  // The sizes of the other formats, from their headers.
+  assert.deepEqual(sizeOf(Uint8Array.from([...Buffer.from('GIF89a'), 0x80, 2, 0xe0, 1])), [640, 480]);
+  const jpeg = Uint8Array.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, ...Buffer.from('JFIF\0'), ...Array(9).fill(0),
+    0xff, 0xc0, 0, 17, 8, 0x02, 0x58, 0x03, 0x20, ...Array(12).fill(0)]);
+  assert.deepEqual(sizeOf(jpeg), [800, 600]);
+  const webp = Uint8Array.from([...Buffer.from('RIFF'), 0, 0, 0, 0, ...Buffer.from('WEBPVP8X'), ...Array(8).fill(0),
+    0x7f, 0x07, 0, 0x37, 0x04, 0]);
+  assert.deepEqual(sizeOf(webp), [1920, 1080]);
+});
+
+test('an image is charged with its message and comes back out', async () => {
+  const image = { type: 'image_url', image_url: { url: `data:image/png;base64,${png(1024, 1024)}` } };
+  const messages = [{ role: 'user', content: 'What is in my order?' }, { role: 'assistant', content: 'Two boxes.' },
+    { role: 'user', content: [{ type: 'text', text: 'And in this photo?' }, image] }];
+  assert.deepEqual(conversationOf(messages, { model: 'gpt-4o' }).map((t) => t.attachedTokens), [undefined, undefined, 765]);
+  const text = (m) => [...conversationOf([m])[0].content].length;
+  // Counted by 1 character a token, no overhead: the photo's 765 tokens
+  // leave no room for the older messages, which would fit without it.
+  const budget = text(messages[2]) + 765 + text(messages[1]);
+  const options = { tokenCounter: { charsPerToken: 1 }, entryOverhead: 0, model: 'gpt-4o' };
+  assert.deepEqual(await trimMessages(messages, { ...options, maxTokens: budget }), messages.slice(1));
+  assert.deepEqual(await trimMessages(messages, { ...options, maxTokens: budget - 1 }), messages.slice(2));
+  // A model whose rule ctxpack does not know: the count is given.
+  await assert.rejects(trimMessages(messages, { ...options, model: 'qwen3-8b', maxTokens: 10_000 }),
+    /^TypeError: `messages\[2\]\.content\[1\]`: what an image costs 'qwen3-8b' is not known.*options\.imageTokens/);
+  assert.deepEqual(await trimMessages(messages, { ...options, model: 'qwen3-8b', imageTokens: 256, maxTokens: text(messages[2]) + 256 + 5 }),
+    messages.slice(2));
+  // Out: the image as given to OpenAI, as a base64 block to Anthropic.
+  const pack = await packOf(messages, 10_000);
+  assert.deepEqual(toOpenAI(pack, messages).slice(1), messages);
+  assert.deepEqual(toAnthropic(pack, messages).messages.at(-1).content.at(-1),
+    { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png(1024, 1024) } });
 });
