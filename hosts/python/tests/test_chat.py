@@ -987,3 +987,24 @@ def test_an_image_is_charged_with_its_message_and_comes_back_out():
     last = to_anthropic(pack, messages)["messages"][-1]
     assert last["content"][-1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                                                "data": png(1024, 1024)}}
+
+
+def test_messages_that_share_a_content_are_each_charged_their_own():
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    rng = random.Random(13)
+    builder = cp.Builder()
+
+    def by_role(ms) -> int:  # an AI message costs 2 more than a human one of the same text
+        return sum(len(m.content) + (3 if m.type == "ai" else 1) for m in ms)
+    shared = 0
+    for case in range(150):
+        messages = [(HumanMessage if i % 2 == 0 else AIMessage)(content=rng.choice(["ok", "beta", "", "ok ok"]))
+                    for i in range(rng.randint(1, 9))]
+        counter = rng.choice([by_role, count_tokens_approximately])
+        for max_tokens in range(0, 40, 3):
+            theirs = langchain_trim(messages, max_tokens=max_tokens, token_counter=counter, strategy="last")
+            ours = trim_messages(messages, max_tokens=max_tokens, token_counter=counter, builder=builder)
+            assert [id(m) for m in ours] == [id(m) for m in theirs], (case, max_tokens)
+        shared += len({m.content for m in messages}) < len(messages)
+    assert shared > 100

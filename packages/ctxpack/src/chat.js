@@ -509,6 +509,12 @@ async function trimPack(messages, offset, options, builder) {
     counter = new CountedAsMessages(tokenCounter, messages, turns, head[0]);
   }
   const base = counter === null ? 0 : await counter.countBase();
+  if (counter !== null) {
+    // A content several messages send is counted as the least of them,
+    // and each turn is charged the rest of its own beside it.
+    const extras = await Promise.all(turns.map((t, i) => counter.extra(messages[i], t.content)));
+    turns = turns.map((t, i) => (extras[i] > 0 ? { ...t, attachedTokens: extras[i] } : t));
+  }
   let pack;
   try {
     pack = await builder.assemble({
@@ -775,6 +781,8 @@ class CountedAsMessages {
     // The most parts one message's text is cut into.
     this.widest = all.reduce((most, [, , c]) => Math.max(most, c.split(BEFORE_MESSAGE).length), 1);
     this.base = 0;
+    this.system = system;
+    this.counted = new Map();
     this.failure = null;
   }
 
@@ -804,12 +812,41 @@ class CountedAsMessages {
     // The blank line that joins two messages is never sent; a message of
     // whitespace is.
     if (text === '\n\n' || (text.trim() === '' && this.messageOf(text) === undefined)) return 0;
-    const shared = this.sharing.get(text) ?? [];
-    if (shared.length > 1) {
-      const counts = await Promise.all(shared.map(async (m) => this.checked(await this.countList([m]))));
-      return Math.max(...counts) - this.base;
+    const shared = await this.shared(text);
+    if (shared !== null) {
+      // The least of them; each turn is charged the rest of its own (see
+      // `extra`), the system message all of its own.
+      return this.sharesSystem(text) ? Math.max(...shared.values()) : Math.min(...shared.values());
     }
     return this.checked(await this.countList(this.messagesOf(text) ?? [await this.madeUp(text)])) - this.base;
+  }
+
+  /** The count of each message that sends `content`, when several do (a
+   * counter may charge roles apart: an empty AI message more than an empty
+   * human one); null when one does. */
+  async shared(content) {
+    const sharers = this.sharing.get(content) ?? [];
+    if (sharers.length < 2) return null;
+    if (!this.counted.has(content)) {
+      const counts = await Promise.all(sharers.map(async (m) => this.checked(await this.countList([m])) - this.base));
+      this.counted.set(content, new Map(sharers.map((m, i) => [m, counts[i]])));
+    }
+    return this.counted.get(content);
+  }
+
+  /** Whether the system message sends `content` too: it has no attached
+   * tokens, so each is charged the most of them (safe). */
+  sharesSystem(content) {
+    return (this.sharing.get(content) ?? []).some((m) => m === this.system);
+  }
+
+  /** What message `m` costs beyond its `content`'s count, charged as its
+   * attached tokens: its own count less the least of those that share its
+   * content, so that each is charged its own exactly. */
+  async extra(m, content) {
+    const shared = await this.shared(content);
+    if (shared === null || this.sharesSystem(content)) return 0;
+    return shared.get(m) - Math.min(...shared.values());
   }
 
   /** A count as given, no less than `base`. */

@@ -721,3 +721,24 @@ test('an image is charged with its message and comes back out', async () => {
   assert.deepEqual(toAnthropic(pack, messages).messages.at(-1).content.at(-1),
     { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png(1024, 1024) } });
 });
+
+test('messages that share a content are each charged their own', async () => {
+  const r = rng(13);
+  const builder = await Builder.create();
+  // An AI message costs 2 more than a human one of the same text.
+  const byRole = (ms) => ms.reduce((sum, m) => sum + [...m.content].length + (m._getType() === 'ai' ? 3 : 1), 0);
+  let shared = 0;
+  for (let c = 0; c < 150; c += 1) {
+    const messages = Array.from({ length: 1 + below(r, 9) }, (_, i) => {
+      const text = ['ok', 'beta', '', 'ok ok'][below(r, 4)];
+      return i % 2 === 0 ? new HumanMessage(text) : new AIMessage(text);
+    });
+    for (let maxTokens = 0; maxTokens < 40; maxTokens += 3) {
+      const theirs = await langchainTrim(messages, { maxTokens, tokenCounter: byRole, strategy: 'last' });
+      const ours = await trimMessages(messages, { maxTokens, tokenCounter: byRole, builder });
+      assert.deepEqual(ours.map((m) => [m._getType(), m.content]), theirs.map((m) => [m._getType(), m.content]), `case ${c}, ${maxTokens}`);
+    }
+    if (new Set(messages.map((m) => m.content)).size < messages.length) shared += 1;
+  }
+  assert.ok(shared > 100, `${shared}`);
+});

@@ -502,6 +502,8 @@ class _CountedAsMessages:
                 self.by_length.setdefault(("", len(content)), []).append((content, m))
         # The most parts one message's text is cut into.
         self.widest = 1 + max((len(_BEFORE_MESSAGE.findall(c)) for _, _, c in written), default=0)
+        self.system = system
+        self.counted: dict[str, dict[int, int]] = {}
         self.failure: Optional[BaseException] = None
         try:
             base = self.count_list([])
@@ -523,10 +525,37 @@ class _CountedAsMessages:
         # of whitespace is.
         if text == "\n\n" or (not text.strip() and self.message_of(text) is None):
             return 0
-        shared = self.sharing.get(text, [])
-        if len(shared) > 1:
-            return max(self._checked(self.count_list([m])) for m in shared) - self.base
+        shared = self.shared(text)
+        if shared:
+            # The least of them; each turn is charged the rest of its own
+            # (see `extra`), the system message all of its own.
+            return (max if self.shares_system(text) else min)(shared.values())
         return self._checked(self.count_list(self.messages_of(text))) - self.base
+
+    def shared(self, content: str) -> dict[int, int]:
+        """The count of each message that sends ``content``, by id, when
+        several do (a counter may charge roles apart: an empty AI message
+        more than an empty human one); empty when one does."""
+        sharers = self.sharing.get(content, [])
+        if len(sharers) < 2:
+            return {}
+        if content not in self.counted:
+            self.counted[content] = {id(m): self._checked(self.count_list([m])) - self.base for m in sharers}
+        return self.counted[content]
+
+    def shares_system(self, content: str) -> bool:
+        """Whether the system message sends ``content`` too: it has no
+        attached tokens, so each is charged the most of them (safe)."""
+        return any(m is self.system for m in self.sharing.get(content, []))
+
+    def extra(self, m: Any, content: str) -> int:
+        """What message ``m`` costs beyond its ``content``'s count, charged
+        as its attached tokens: its own count less the least of those that
+        share its content, so that each is charged its own exactly."""
+        shared = self.shared(content)
+        if not shared or self.shares_system(content):
+            return 0
+        return shared[id(m)] - min(shared.values())
 
     def _checked(self, n: Any) -> int:
         if type(n) is not int or n < 0:
@@ -625,6 +654,11 @@ def _trim_pack(sent: tuple[list[Any], int], head: list[Any], system: str, max_to
                  for t in turns]
         system = _written(system)
         counter = _CountedAsMessages(token_counter, messages, turns, head[0] if head else None)
+        # A content several messages send is counted as the least of them,
+        # and each turn is charged the rest of its own beside it.
+        turns = [ConversationTurn(role=t.role, content=t.content, tool_call_id=t.tool_call_id,
+                                  attached_tokens=counter.extra(m, t.content) or None)
+                 for m, t in zip(messages, turns)]
     request = AssembleRequest(
         conversation=turns, budget=max(max_tokens - counter.base, 0) if counter else max_tokens,
         tokenizer=tokenizer,
