@@ -1008,3 +1008,23 @@ def test_messages_that_share_a_content_are_each_charged_their_own():
             assert [id(m) for m in ours] == [id(m) for m in theirs], (case, max_tokens)
         shared += len({m.content for m in messages}) < len(messages)
     assert shared > 100
+
+
+def test_mistakes_a_newcomer_made_name_what_they_wrote():
+    messages = [HumanMessage("a"), AIMessage("b"), HumanMessage("c")]
+    # A message class for start_on, as LangChain takes it.
+    assert trim_messages(messages, max_tokens=100, start_on=HumanMessage) == messages
+    with pytest.raises(TypeError, match=r"^`allow_partial`: expected True or False, got 'yes'$"):
+        trim_messages(messages, max_tokens=10, allow_partial="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^`token_counter`: 'claude-sonnet-4-5' is counted by its provider"):
+        trim_messages(messages, max_tokens=100, model="claude-sonnet-4-5")
+    with pytest.raises(TypeError, match=r"^`messages\[0\]\.tool_calls\[0\]\.id`: a tool call needs its id"):
+        conversation([{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f"}}]}])
+    pack = pack_of(messages, 100)
+    with pytest.raises(ValueError, match=r"^`messages`: the pack's conversation was made from 3 messages, got 2"):
+        to_openai(pack, messages[1:])
+    tools = [{"role": "user", "content": "hi"},
+             {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "function": {"name": "f"}}]},
+             {"role": "tool", "tool_call_id": "c", "content": "ok"}]
+    with pytest.raises(ValueError, match=r"to_anthropic\(pack, messages\)"):
+        to_anthropic(pack_of(tools, 100))

@@ -94,7 +94,10 @@ function contentOf(content, where, images = null) {
 function callsOf(m, isLangChain, blocks = []) {
   const made = isLangChain
     ? (m.tool_calls ?? []).map((c) => [c.id, c.name, JSON.stringify(c.args ?? {})])
-    : (m.tool_calls ?? m.toolCalls ?? []).map((c) => [c.id, c.function?.name ?? '', c.function?.arguments ?? '']);
+    : (m.tool_calls ?? m.toolCalls ?? []).map((c, j) => {
+      if (typeof c?.id !== 'string') throw refuse(`tool_calls[${j}].id`, 'a tool call needs its id (its results answer it by the id)');
+      return [c.id, c.function?.name ?? '', c.function?.arguments ?? ''];
+    });
   const ids = new Set(made.map(([id]) => id));
   return [...made, ...blocks.filter(([id]) => !ids.has(id))];
 }
@@ -136,7 +139,13 @@ function turnsOf(messages, offset, price = pricer(undefined, undefined, refuse))
     let toolCallId = null;
     let turnRole = role;
     if (role === 'assistant') {
-      const calls = callsOf(m, isLangChain, parts.calls);
+      let calls;
+      try {
+        calls = callsOf(m, isLangChain, parts.calls);
+      } catch (e) {
+        if (e.field === undefined) throw e;
+        throw refuse(`${where}.${e.field}`, e.message.slice(e.message.indexOf(': ') + 2));
+      }
       if (calls.length > 0) {
         toolCallId = calls[0][0];
         for (const [id] of calls) group.set(id, toolCallId);
@@ -171,7 +180,14 @@ function keptTurns(pack) {
 
 /** The messages of `messages` (the pack's conversation) that the pack kept, unchanged. */
 export function keptMessages(pack, messages) {
-  return keptTurns(pack).map((i) => messages[i]);
+  const list = Array.from(messages);
+  const madeFrom = pack.snapshot.entries
+    .filter((e) => e.section === 'conversation-state' && e.id.startsWith('turn-'))
+    .reduce((n, e) => n + (e.run ? e.run.count : 1), 0);
+  if (list.length !== madeFrom) {
+    throw refuse('messages', `the pack's conversation was made from ${madeFrom} messages, got ${list.length}: give the messages it was made from`);
+  }
+  return keptTurns(pack).map((i) => list[i]);
 }
 
 /**
@@ -263,9 +279,14 @@ function openAIOf(m) {
  * (here, in `toAnthropic` and in `toLangChain`).
  */
 export function toOpenAI(pack, messages) {
+  return openAIMessages(pack, messages, 'toOpenAI');
+}
+
+/** `toOpenAI`, a refusal naming the function `called`. */
+function openAIMessages(pack, messages, called) {
   if (messages === undefined) {
     if (pack.messages.some((m) => m.toolCallId != null)) {
-      throw new Error("this pack's conversation has tool calls, which it holds as text: give the messages it was made from, toOpenAI(pack, messages), to get them back as tool_calls");
+      throw new Error(`this pack's conversation has tool calls, which it holds as text: give the messages it was made from, ${called}(pack, messages), to get them back as tool calls`);
     }
     return pack.messages.map(plain);
   }
@@ -293,7 +314,7 @@ export function toAnthropic(pack, messages) {
     else out.push({ role, content: [block] });
   };
   const originals = messages === undefined ? keptTurns(pack).map(() => undefined) : keptMessages(pack, messages);
-  let converted = toOpenAI(pack, messages).slice(systemTexts(pack).length);
+  let converted = openAIMessages(pack, messages, 'toAnthropic').slice(systemTexts(pack).length);
   for (const original of originals) {
     const blocks = original === undefined ? undefined : blocksOf(original);
     if (blocks !== undefined) {
@@ -347,7 +368,7 @@ export async function toLangChain(pack, messages) {
     systemKept(pack, messages);
     return [...systemTexts(pack).map((text) => new SystemMessage(text)), ...keptMessages(pack, messages)];
   }
-  return toOpenAI(pack, messages).map((m) => coerceMessageLikeToMessage(m));
+  return openAIMessages(pack, messages, 'toLangChain').map((m) => coerceMessageLikeToMessage(m));
 }
 
 /**
@@ -388,7 +409,16 @@ export async function trim(messages, options, makeBuilder) {
   } = options;
   // Without a model, o200k; with one, the model's tokenizer and overhead.
   const tokenCounter = options.tokenCounter ?? (model == null ? 'o200k-base' : undefined);
-  if (!isU32(maxTokens)) throw refuse('options.maxTokens', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(maxTokens)}`);
+  if (messages === null || typeof messages !== 'object' || typeof messages[Symbol.iterator] !== 'function') {
+    throw refuse('messages', `expected a list of messages, got ${messages === null ? 'null' : typeof messages}`);
+  }
+  if (!isU32(maxTokens)) throw refuse('options.maxTokens', `expected a whole number of tokens up to ${U32_MAX}, got ${String(maxTokens)}`);
+  for (const [name, flag] of [['allowPartial', allowPartial], ['includeSystem', includeSystem]]) {
+    if (typeof flag !== 'boolean') throw refuse(`options.${name}`, `expected true or false, got ${String(flag)}`);
+  }
+  if (tokenCounter !== undefined && (!['string', 'object', 'function'].includes(typeof tokenCounter) || tokenCounter === null)) {
+    throw refuse('options.tokenCounter', `expected a tokenizer ('o200k-base', { charsPerToken: 4 }, …), a function of messages or a model, got ${String(tokenCounter)}`);
+  }
   if (model != null && typeof model !== 'string') throw refuse('options.model', `expected a model's name, got ${JSON.stringify(model)}`);
   if (entryOverhead !== undefined && !isU32(entryOverhead)) throw refuse('options.entryOverhead', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(entryOverhead)}`);
   if (strategy !== 'last' && strategy !== 'first') {
@@ -404,7 +434,8 @@ export async function trim(messages, options, makeBuilder) {
   // A message's images, as its model's provider bills them (a counter of
   // messages counts them itself).
   const price = countsMessages ? () => 0 : pricer(model, imageTokens, refuse);
-  const starts = startOn == null ? [] : [startOn].flat();
+  // As LangChain.js's, a message class stands for its type.
+  const starts = startOn == null ? [] : typesOf([startOn].flat(), 'options.startOn');
   if (starts.some((s) => s !== 'human' && s !== 'user')) {
     throw refuse('options.startOn', `only a user turn ('human') can begin the kept messages, got ${JSON.stringify(startOn)}`);
   }
@@ -535,6 +566,9 @@ async function trimPack(messages, offset, options, builder) {
       const need = short.mandatoryTokens + base;
       throw refuse('options.maxTokens', `the system message alone is ${need} tokens as counted, over maxTokens (${maxTokens}); `
         + "ctxpack never goes over maxTokens (LangChain.js's trimMessages keeps it anyway): raise maxTokens, or leave includeSystem off");
+    }
+    if (counter === null && e?.error?.hostFailed?.capability === 'counter.count-tokens') {
+      throw refuse('options.tokenCounter', `'${model}' is counted by its provider: give tokenCounter a function of messages or a model that counts as it does`);
     }
     throw asArgument(e);
   }
@@ -911,14 +945,14 @@ const typeOf = (m) => langchainType(m) ?? TYPES[m?.role];
 
 /** The type names `types` stands for: names, or message classes (as
  * LangChain.js reads a class: the type of one made empty). */
-function typesOf(types) {
+function typesOf(types, option = 'options.endOn') {
   return [types].flat().map((t) => {
     if (typeof t === 'string') return t;
     if (typeof t === 'function') {
       const type = langchainType(new t({}));
       if (type !== undefined) return type;
     }
-    throw refuse('options.endOn', `expected message type names ('human', 'ai', …) or message classes, got ${String(t)}`);
+    throw refuse(option, `expected message type names ('human', 'ai', …) or message classes, got ${String(t)}`);
   });
 }
 

@@ -742,3 +742,22 @@ test('messages that share a content are each charged their own', async () => {
   }
   assert.ok(shared > 100, `${shared}`);
 });
+
+test('mistakes a newcomer made name what they wrote', async () => {
+  const messages = [new HumanMessage('a'), new AIMessage('b'), new HumanMessage('c')];
+  // A message class for startOn, as LangChain.js takes it.
+  assert.deepEqual(await trimMessages(messages, { maxTokens: 100, startOn: HumanMessage }), messages);
+  await assert.rejects(trimMessages({ role: 'user', content: 'hi' }, { maxTokens: 100 }), /^TypeError: `messages`: expected a list of messages, got object$/);
+  await assert.rejects(trimMessages(messages, { maxTokens: NaN }), /`options\.maxTokens`: .*got NaN$/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, tokenCounter: 5 }), /^TypeError: `options\.tokenCounter`: expected a tokenizer/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 10, allowPartial: 'yes' }), /`options\.allowPartial`: expected true or false, got yes$/);
+  await assert.rejects(trimMessages(messages, { maxTokens: 100, model: 'claude-sonnet-4-5' }), /`options\.tokenCounter`: 'claude-sonnet-4-5' is counted by its provider/);
+  assert.throws(() => conversationOf([{ role: 'assistant', content: '', tool_calls: [{ function: { name: 'f' } }] }]),
+    /^TypeError: `messages\[0\]\.tool_calls\[0\]\.id`: a tool call needs its id/);
+  const pack = await packOf(messages, 100);
+  assert.throws(() => toOpenAI(pack, messages.slice(1)), /`messages`: the pack's conversation was made from 3 messages, got 2/);
+  const tools = [{ role: 'user', content: 'hi' }, { role: 'assistant', content: '', tool_calls: [{ id: 'c', function: { name: 'f', arguments: '{}' } }] },
+    { role: 'tool', tool_call_id: 'c', content: 'ok' }];
+  const toolPack = await packOf(tools, 100);
+  assert.throws(() => toAnthropic(toolPack), /toAnthropic\(pack, messages\)/);
+});

@@ -120,7 +120,9 @@ def _calls(m: Any, blocks: list[tuple[str, str, str]]) -> list[tuple[str, str, s
     (``blocks``; LangChain gives a call both ways, once)."""
     if isinstance(m, dict):
         out = []
-        for c in m.get("tool_calls") or []:
+        for j, c in enumerate(m.get("tool_calls") or []):
+            if not isinstance(c, dict) or not isinstance(c.get("id"), str):
+                raise TypeError(f"`tool_calls[{j}].id`: a tool call needs its id (its results answer it by the id)")
             f = c.get("function") or {}
             out.append((c["id"], f.get("name", ""), f.get("arguments", "")))
     else:
@@ -174,7 +176,10 @@ def _conversation(messages: Iterable[Any], offset: int,
             text, blocks, answers = _content(content, f"messages[{i}]", images)
         call_id: Optional[str] = None
         if role == "assistant":
-            calls = _calls(m, blocks)
+            try:
+                calls = _calls(m, blocks)
+            except TypeError as e:
+                raise TypeError(f"`messages[{i}].{str(e)[1:]}") from None
             if calls:
                 call_id = calls[0][0]
                 for cid, _, _ in calls:
@@ -210,6 +215,11 @@ def _kept_turns(pack: ContextPack) -> list[int]:
 def kept(pack: ContextPack, messages: Sequence[Any]) -> list[Any]:
     """The messages of ``messages`` (those the pack's conversation was made
     from, by :func:`conversation`) that the pack kept, unchanged."""
+    made_from = sum(e.run.count if e.run is not None else 1 for e in pack.snapshot.entries
+                    if e.section == "conversation-state" and e.id.startswith("turn-"))
+    if len(messages) != made_from:
+        raise ValueError(f"`messages`: the pack's conversation was made from {made_from} messages, got "
+                         f"{len(messages)}: give the messages it was made from")
     return [messages[i] for i in _kept_turns(pack)]
 
 
@@ -309,11 +319,16 @@ def to_openai(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> li
     tool calls, which only the originals can give back). Given messages
     that begin with a system message the pack left out, it raises saying
     why (here, in :func:`to_anthropic` and :func:`to_langchain`)."""
+    return _to_openai(pack, messages, "to_openai")
+
+
+def _to_openai(pack: ContextPack, messages: Optional[Sequence[Any]], called: str) -> list[dict[str, Any]]:
+    """:func:`to_openai`, a refusal naming the function ``called``."""
     if messages is None:
         if any(m.tool_call_id is not None for m in pack.messages):
             raise ValueError("this pack's conversation has tool calls, which it holds as text: "
-                             "give the messages it was made from, to_openai(pack, messages), to "
-                             "get them back as tool_calls")
+                             f"give the messages it was made from, {called}(pack, messages), to "
+                             "get them back as tool calls")
         return to_dicts(pack)
     _system_kept(pack, messages)
     head = [{"role": "system", "content": text} for text in _system(pack)]
@@ -338,7 +353,7 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
             out.append({"role": role, "content": [block]})
 
     originals = kept(pack, messages) if messages is not None else [None] * len(_kept_turns(pack))
-    converted = to_openai(pack, messages)[len(_system(pack)):]
+    converted = _to_openai(pack, messages, "to_anthropic")[len(_system(pack)):]
     for original in originals:
         blocks = _blocks(original) if original is not None else None
         if blocks is not None:
@@ -385,7 +400,7 @@ def to_langchain(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
         _system_kept(pack, messages)
         head = convert_to_messages([{"role": "system", "content": t} for t in _system(pack)])
         return list(head) + kept(pack, messages)
-    return list(convert_to_messages(to_openai(pack, messages)))
+    return list(convert_to_messages(_to_openai(pack, messages, "to_langchain")))
 
 
 _U32_MAX = 0xFFFF_FFFF
@@ -676,6 +691,11 @@ def _trim_pack(sent: tuple[list[Any], int], head: list[Any], system: str, max_to
         field = getattr(error.value, "field", None) if error is not None else None
         if error is not None and error.tag == "invalid-field" and field in _ARGUMENTS:
             raise ValueError(f"`{_ARGUMENTS[field]}`: {error.value.message}") from None
+        if error is not None and error.tag == "host-failed" and error.value.capability == "counter.count-tokens" \
+                and counter is None:
+            raise ValueError(f"`token_counter`: {model!r} is counted by its provider: give token_counter= a "
+                             "function of messages or a chat model that counts as it does (a LangChain chat "
+                             "model's get_num_tokens_from_messages)") from None
         # The system message kept with include_system is alone over it.
         if error is not None and error.tag == "mandatory-over-budget" and head:
             need = error.value.mandatory_tokens + (counter.base if counter else 0)
@@ -874,6 +894,13 @@ def _counted(turns: list[ConversationTurn], counting: dict[str, Any], builder: O
 _TYPES = {name: {"user": "human", "assistant": "ai"}.get(role, role) for name, role in _ROLES.items()}
 
 
+def _type_of_class(cls: type) -> Optional[str]:
+    """A LangChain message class's type (``HumanMessage``: ``"human"``)."""
+    field = getattr(cls, "model_fields", {}).get("type")
+    default = getattr(field, "default", None)
+    return default if isinstance(default, str) else None
+
+
 def _is_type(message: Any, types: Any) -> bool:
     """LangChain's ``_is_message_type``: ``message`` is one of ``types``
     (type names, ``"human"``, ``"ai"``, …, or message classes)."""
@@ -964,6 +991,9 @@ def trim_messages(
     if strategy == "first" and (start_on or include_system):
         # As LangChain's.
         raise ValueError(f"{'start_on' if start_on else 'include_system'}: only valid with strategy='last'")
+    for name, flag in (("allow_partial", allow_partial), ("include_system", include_system)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"`{name}`: expected True or False, got {flag!r}")
     split = _splitter(text_splitter) if allow_partial else None
     counts_messages = _counts_messages(token_counter)
     if counts_messages and entry_overhead is None:
@@ -985,7 +1015,9 @@ def trim_messages(
     # A message's images, as its model's provider bills them (a counter of
     # messages counts them itself).
     price: _images.Pricer = (lambda part, where: 0) if counts_messages else _images.pricer(model, image_tokens)
-    starts = [start_on] if isinstance(start_on, str) else list(start_on or [])
+    starts = [start_on] if isinstance(start_on, (str, type)) else list(start_on or [])
+    # As LangChain's, a message class stands for its type.
+    starts = [_type_of_class(s) if isinstance(s, type) else s for s in starts]
     if any(s not in ("human", "user") for s in starts):
         raise ValueError(f"start_on: only a user turn ('human') can begin the kept messages, got {start_on!r}")
     messages = list(messages)
