@@ -126,8 +126,11 @@ def _calls(m: Any, blocks: list[tuple[str, str, str]]) -> list[tuple[str, str, s
             f = c.get("function") or {}
             out.append((c["id"], f.get("name", ""), f.get("arguments", "")))
     else:
+        calls = getattr(m, "tool_calls", None)
         out = [(c["id"], c["name"], json.dumps(c.get("args", {}), ensure_ascii=False))
-               for c in getattr(m, "tool_calls", None) or []]
+               for c in calls] if calls else []
+    if not blocks:
+        return out
     made = {cid for cid, _, _ in out}
     return out + [c for c in blocks if c[0] not in made]
 
@@ -142,6 +145,10 @@ def conversation(messages: Iterable[Any], *, model: Optional[str] = None,
     (its ``attached_tokens``) as ``model``'s provider bills them (OpenAI's
     rule when no model is named), or as ``image_tokens`` gives them."""
     return _conversation(messages, 0, _images.pricer(model, image_tokens))
+
+
+#: What a message whose content is a string holds besides its text.
+_NONE: list[Any] = []
 
 
 def _conversation(messages: Iterable[Any], offset: int,
@@ -167,12 +174,10 @@ def _conversation(messages: Iterable[Any], offset: int,
         if role is None:
             raise TypeError(f"`messages[{i}].role`: {role_name!r} is not a chat role "
                             f"({', '.join(sorted(_ROLES))})")
-        blocks: list[tuple[str, str, str]] = []
-        answers: list[str] = []
-        images: list[tuple[dict[str, Any], str]] = []
         if content.__class__ is str:
-            text = content
+            text, blocks, answers, images = content, _NONE, _NONE, _NONE
         else:
+            images = []
             text, blocks, answers = _content(content, f"messages[{i}]", images)
         call_id: Optional[str] = None
         if role == "assistant":
@@ -220,6 +225,11 @@ def kept(pack: ContextPack, messages: Sequence[Any]) -> list[Any]:
     if len(messages) != made_from:
         raise ValueError(f"`messages`: the pack's conversation was made from {made_from} messages, got "
                          f"{len(messages)}: give the messages it was made from")
+    return _kept(pack, messages)
+
+
+def _kept(pack: ContextPack, messages: Sequence[Any]) -> list[Any]:
+    """:func:`kept`, ``messages`` known to be the pack's."""
     return [messages[i] for i in _kept_turns(pack)]
 
 
@@ -1051,7 +1061,7 @@ def trim_messages(
         if start == 0 or _stopped_by_budget(pack, len(sent)):
             break
         start = max(0, len(messages) - 2 * len(sent))
-    out = kept(pack, sent)
+    out = _kept(pack, sent)
     before = start + (min(_kept_turns(pack)) if out else len(sent)) - 1
     if split is not None and before >= 0:
         # allow_partial: the end of the next-older message, as much as
