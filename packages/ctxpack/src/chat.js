@@ -93,9 +93,12 @@ function contentOf(content, where, images = null) {
  * LangChain gives a call both ways, once). */
 function callsOf(m, isLangChain, blocks = []) {
   const made = isLangChain
-    ? (m.tool_calls ?? []).map((c) => [c.id, c.name, JSON.stringify(c.args ?? {})])
+    ? (m.tool_calls ?? []).map((c, j) => {
+      if (typeof c?.id !== 'string' || c.id === '') throw refuse(`tool_calls[${j}].id`, 'a tool call needs its id (its results answer it by the id)');
+      return [c.id, c.name, JSON.stringify(c.args ?? {})];
+    })
     : (m.tool_calls ?? m.toolCalls ?? []).map((c, j) => {
-      if (typeof c?.id !== 'string') throw refuse(`tool_calls[${j}].id`, 'a tool call needs its id (its results answer it by the id)');
+      if (typeof c?.id !== 'string' || c.id === '') throw refuse(`tool_calls[${j}].id`, 'a tool call needs its id (its results answer it by the id)');
       return [c.id, c.function?.name ?? '', c.function?.arguments ?? ''];
     });
   const ids = new Set(made.map(([id]) => id));
@@ -155,7 +158,7 @@ function turnsOf(messages, offset, price = pricer(undefined, undefined, refuse))
       throw refuse(`${where}.content`, `only an assistant message makes tool calls (a ${role} message has a 'tool_use' block)`);
     } else if (role === 'tool') {
       const answered = m.tool_call_id ?? m.toolCallId;
-      if (typeof answered !== 'string') throw refuse(`${where}.tool_call_id`, 'a tool message answers a call by its id');
+      if (typeof answered !== 'string' || answered === '') throw refuse(`${where}.tool_call_id`, 'a tool message answers a call by its id');
       toolCallId = group.get(answered) ?? answered;
     } else if (parts.answers.length > 0) {
       // Anthropic's results come in a user message of `tool_result`
@@ -178,8 +181,16 @@ function keptTurns(pack) {
     .map((e) => Number(e.id.slice(5)));
 }
 
+/** Refuses what is not a pack, naming it (the arguments swapped). */
+function isPack(pack, called) {
+  if (pack === null || typeof pack !== 'object' || pack.snapshot === undefined || !Array.isArray(pack.entries)) {
+    throw refuse('pack', `expected the pack builder.assemble gave, got ${Array.isArray(pack) ? 'an array' : shown(pack)} (${called}(pack, messages))`);
+  }
+}
+
 /** The messages of `messages` (the pack's conversation) that the pack kept, unchanged. */
 export function keptMessages(pack, messages) {
+  isPack(pack, 'keptMessages');
   const list = Array.from(messages);
   const madeFrom = pack.snapshot.entries
     .filter((e) => e.section === 'conversation-state' && e.id.startsWith('turn-'))
@@ -200,7 +211,9 @@ function systemKept(pack, messages) {
   const list = Array.from(messages);
   if (list.length === 0 || keptTurns(pack).includes(0) || conversationOf(list.slice(0, 1))[0].role !== 'system') return;
   const entry = pack.snapshot.entries.find((e) => e.id === 'turn-0' && e.section === 'conversation-state');
-  const why = entry === undefined ? 'not kept.' : explainReason(entry.reason);
+  // The reason's name alone: its numbers may be a run's of several turns.
+  const why = entry === undefined ? 'not kept.'
+    : explainReason(typeof entry.reason === 'string' ? entry.reason : Object.keys(entry.reason)[0]);
   throw new Error(`\`messages[0]\`, the system message, was left out of the pack: ${why} Give it as the request's `
     + 'systemPrompt to keep it (the assembly then fails, saying so, if it alone is over the budget), or take '
     + 'keptMessages(pack, messages) as it is');
@@ -284,6 +297,7 @@ export function toOpenAI(pack, messages) {
 
 /** `toOpenAI`, a refusal naming the function `called`. */
 function openAIMessages(pack, messages, called) {
+  isPack(pack, called);
   if (messages === undefined) {
     if (pack.messages.some((m) => m.toolCallId != null)) {
       throw new Error(`this pack's conversation has tool calls, which it holds as text: give the messages it was made from, ${called}(pack, messages), to get them back as tool calls`);
@@ -347,7 +361,8 @@ export function toAnthropic(pack, messages) {
       add('user', { type: 'text', text });
     }
   }
-  if (out.length > 0 && out[0].role !== 'user') {
+  if (out.length === 0) throw new Error("Anthropic's API needs at least one message; this pack kept none of the conversation");
+  if (out[0].role !== 'user') {
     throw new Error("Anthropic's API needs the first message to be the user's; this pack's conversation begins with an assistant turn (conversationStart: 'any-turn')");
   }
   return { system, messages: out };
@@ -412,12 +427,12 @@ export async function trim(messages, options, makeBuilder) {
   if (messages === null || typeof messages !== 'object' || typeof messages[Symbol.iterator] !== 'function') {
     throw refuse('messages', `expected a list of messages, got ${messages === null ? 'null' : typeof messages}`);
   }
-  if (!isU32(maxTokens)) throw refuse('options.maxTokens', `expected a whole number of tokens up to ${U32_MAX}, got ${String(maxTokens)}`);
+  if (!isU32(maxTokens)) throw refuse('options.maxTokens', `expected a whole number of tokens up to ${U32_MAX}, got ${shown(maxTokens)}`);
   for (const [name, flag] of [['allowPartial', allowPartial], ['includeSystem', includeSystem]]) {
-    if (typeof flag !== 'boolean') throw refuse(`options.${name}`, `expected true or false, got ${String(flag)}`);
+    if (typeof flag !== 'boolean') throw refuse(`options.${name}`, `expected true or false, got ${shown(flag)}`);
   }
   if (tokenCounter !== undefined && (!['string', 'object', 'function'].includes(typeof tokenCounter) || tokenCounter === null)) {
-    throw refuse('options.tokenCounter', `expected a tokenizer ('o200k-base', { charsPerToken: 4 }, …), a function of messages or a model, got ${String(tokenCounter)}`);
+    throw refuse('options.tokenCounter', `expected a tokenizer ('o200k-base', { charsPerToken: 4 }, …), a function of messages or a model, got ${shown(tokenCounter)}`);
   }
   if (model != null && typeof model !== 'string') throw refuse('options.model', `expected a model's name, got ${JSON.stringify(model)}`);
   if (entryOverhead !== undefined && !isU32(entryOverhead)) throw refuse('options.entryOverhead', `expected a whole number of tokens up to ${U32_MAX}, got ${JSON.stringify(entryOverhead)}`);
@@ -540,17 +555,20 @@ async function trimPack(messages, offset, options, builder) {
     counter = new CountedAsMessages(tokenCounter, messages, turns, head[0]);
   }
   const base = counter === null ? 0 : await counter.countBase();
+  let held = 0;
   if (counter !== null) {
     // A content several messages send is counted as the least of them,
     // and each turn is charged the rest of its own beside it.
     const extras = await Promise.all(turns.map((t, i) => counter.extra(messages[i], t.content)));
     turns = turns.map((t, i) => (extras[i] > 0 ? { ...t, attachedTokens: extras[i] } : t));
+    // What the system message costs beyond its text's count, always sent.
+    held = head.length > 0 ? await counter.extra(head[0], systemPrompt) : 0;
   }
   let pack;
   try {
     pack = await builder.assemble({
       conversation: turns,
-      budget: Math.max(maxTokens - base, 0),
+      budget: Math.max(maxTokens - base - held, 0),
       tokenizer: counter === null ? tokenCounter : { host: 'tokenCounter' },
       model,
       systemPrompt,
@@ -563,7 +581,7 @@ async function trimPack(messages, offset, options, builder) {
     // The system message kept with includeSystem is alone over it.
     const short = e?.error?.mandatoryOverBudget;
     if (short != null && head.length > 0) {
-      const need = short.mandatoryTokens + base;
+      const need = short.mandatoryTokens + base + held;
       throw refuse('options.maxTokens', `the system message alone is ${need} tokens as counted, over maxTokens (${maxTokens}); `
         + "ctxpack never goes over maxTokens (LangChain.js's trimMessages keeps it anyway): raise maxTokens, or leave includeSystem off");
     }
@@ -847,11 +865,7 @@ class CountedAsMessages {
     // whitespace is.
     if (text === '\n\n' || (text.trim() === '' && this.messageOf(text) === undefined)) return 0;
     const shared = await this.shared(text);
-    if (shared !== null) {
-      // The least of them; each turn is charged the rest of its own (see
-      // `extra`), the system message all of its own.
-      return this.sharesSystem(text) ? Math.max(...shared.values()) : Math.min(...shared.values());
-    }
+    if (shared !== null) return Math.min(...shared.values());
     return this.checked(await this.countList(this.messagesOf(text) ?? [await this.madeUp(text)])) - this.base;
   }
 
@@ -868,19 +882,13 @@ class CountedAsMessages {
     return this.counted.get(content);
   }
 
-  /** Whether the system message sends `content` too: it has no attached
-   * tokens, so each is charged the most of them (safe). */
-  sharesSystem(content) {
-    return (this.sharing.get(content) ?? []).some((m) => m === this.system);
-  }
-
-  /** What message `m` costs beyond its `content`'s count, charged as its
-   * attached tokens: its own count less the least of those that share its
-   * content, so that each is charged its own exactly. */
+  /** What message `m` costs beyond its `content`'s count (the least of
+   * those that send it), so that each is charged its own exactly: a turn's
+   * attached tokens; the system message's is taken off the budget (it is
+   * always kept). */
   async extra(m, content) {
     const shared = await this.shared(content);
-    if (shared === null || this.sharesSystem(content)) return 0;
-    return shared.get(m) - Math.min(...shared.values());
+    return shared === null ? 0 : shared.get(m) - Math.min(...shared.values());
   }
 
   /** A count as given, no less than `base`. */
@@ -978,6 +986,9 @@ export function refuseUnknownOptions(options) {
     throw refuse(`options.${key}`, `not an option of trimMessages (${TRIM_OPTIONS.join(', ')})${hint}`);
   }
 }
+
+/** A value in an error, its type plain: a string quoted, NaN as NaN. */
+const shown = (v) => (typeof v === 'string' ? JSON.stringify(v) : String(v));
 
 const U32_MAX = 0xffffffff;
 const isU32 = (v) => Number.isInteger(v) && v >= 0 && v <= U32_MAX;

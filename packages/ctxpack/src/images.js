@@ -40,8 +40,11 @@ function base64Of(part) {
   }
   const source = part.source !== null && typeof part.source === 'object' ? part.source : {};
   if (source.type === 'base64' && typeof source.data === 'string') return [source.data, source.media_type ?? 'image/png'];
-  const data = part.source_type === 'base64' ? part.data : part.base64;
-  if (typeof data === 'string') return [data, part.mime_type ?? 'image/png'];
+  // LangChain's: `source_type: 'base64'` and `data` (v0), `base64` (v1,
+  // Python) or `data` with no URL (v1, JS).
+  const data = part.source_type === 'base64' || (part.source_type === undefined && part.url === undefined)
+    ? part.data ?? part.base64 : part.base64;
+  if (typeof data === 'string') return [data, part.mime_type ?? part.mimeType ?? 'image/png'];
   return null;
 }
 

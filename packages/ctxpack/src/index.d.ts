@@ -156,5 +156,5 @@ export interface Trimmer<M extends MessageLike = MessageLike> {
 
 /** LangChain.js's `trimMessages`, packed by ctxpack: the newest (or, with `strategy: 'first'`, the oldest) messages that fit, unchanged. */
 export function trimMessages<M extends MessageLike>(messages: readonly M[], options: TrimOptions<M>): Promise<M[]>;
-/** Given only the options, as LangChain.js's: a trimmer for a chain, its options checked now. */
+/** Given only the options, as LangChain.js's: a trimmer for a chain (an unknown option refused now, the rest when it trims). */
 export function trimMessages<M extends MessageLike = MessageLike>(options: TrimOptions<M>): Trimmer<M>;

@@ -521,8 +521,9 @@ export async function diffSnapshots(before, after) {
  * newest messages that fit `options.maxTokens`, unchanged (see chat.js).
  * Without `options.builder`, a Builder with every default. Given only the
  * options, as LangChain.js's, a trimmer for a chain: a function of the
- * messages (which LangChain.js's `pipe` takes as a RunnableLambda) with
- * `invoke` and `batch`, its options checked now and its Builder made once.
+ * messages or a prompt's value (LangChain.js's `pipe` takes it as a
+ * RunnableLambda) with `invoke` and `batch`, an unknown option refused
+ * now and its Builder made once.
  */
 export function trimMessages(messages, options) {
   const given = messages != null && typeof messages === 'object' && typeof messages[Symbol.iterator] !== 'function';
@@ -531,9 +532,11 @@ export function trimMessages(messages, options) {
     refuseUnknownOptions(fixed);
     let made;
     const make = () => (made ??= Builder.create());
-    const trimmer = (input) => trim(input, fixed, make);
+    // A prompt's value (`prompt.pipe(trimmer)`) gives its messages.
+    const messagesOf = (input) => (typeof input?.toChatMessages === 'function' ? input.toChatMessages() : input);
+    const trimmer = (input) => trim(messagesOf(input), fixed, make);
     trimmer.invoke = trimmer;
-    trimmer.batch = (inputs) => Promise.all(Array.from(inputs, (input) => trim(input, fixed, make)));
+    trimmer.batch = (inputs) => Promise.all(Array.from(inputs, trimmer));
     return trimmer;
   }
   return trim(messages, options ?? {}, () => Builder.create());

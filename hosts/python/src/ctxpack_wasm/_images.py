@@ -58,7 +58,8 @@ def _bytes(part: dict[str, Any]) -> Optional[bytes]:
         data = url.split(",", 1)[1]
     elif source.get("type") == "base64":
         data = source.get("data")
-    elif part.get("source_type") == "base64":
+    elif part.get("source_type") == "base64" or ("source_type" not in part and "url" not in part
+                                                  and isinstance(part.get("data"), str)):
         data = part.get("data")
     elif isinstance(part.get("base64"), str):
         data = part["base64"]
@@ -170,7 +171,9 @@ def _bytes_field(part: dict[str, Any], source: dict[str, Any]) -> tuple[Optional
     LangChain's fields."""
     if source.get("type") == "base64" and isinstance(source.get("data"), str):
         return source["data"], str(source.get("media_type") or "image/png")
-    data = part.get("data") if part.get("source_type") == "base64" else part.get("base64")
+    data = part.get("data") if part.get("source_type") == "base64" or (
+        "source_type" not in part and "url" not in part) else part.get("base64")
+    data = data if isinstance(data, str) else part.get("base64")
     if isinstance(data, str):
-        return data, str(part.get("mime_type") or "image/png")
+        return data, str(part.get("mime_type") or part.get("mimeType") or "image/png")
     return None, "image/png"

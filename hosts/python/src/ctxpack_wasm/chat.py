@@ -121,14 +121,16 @@ def _calls(m: Any, blocks: list[tuple[str, str, str]]) -> list[tuple[str, str, s
     if isinstance(m, dict):
         out = []
         for j, c in enumerate(m.get("tool_calls") or []):
-            if not isinstance(c, dict) or not isinstance(c.get("id"), str):
+            if not isinstance(c, dict) or not isinstance(c.get("id"), str) or not c["id"]:
                 raise TypeError(f"`tool_calls[{j}].id`: a tool call needs its id (its results answer it by the id)")
             f = c.get("function") or {}
             out.append((c["id"], f.get("name", ""), f.get("arguments", "")))
     else:
-        calls = getattr(m, "tool_calls", None)
-        out = [(c["id"], c["name"], json.dumps(c.get("args", {}), ensure_ascii=False))
-               for c in calls] if calls else []
+        calls = getattr(m, "tool_calls", None) or []
+        for j, c in enumerate(calls):
+            if not isinstance(c.get("id"), str) or not c["id"]:
+                raise TypeError(f"`tool_calls[{j}].id`: a tool call needs its id (its results answer it by the id)")
+        out = [(c["id"], c["name"], json.dumps(c.get("args", {}), ensure_ascii=False)) for c in calls]
     if not blocks:
         return out
     made = {cid for cid, _, _ in out}
@@ -195,7 +197,7 @@ def _conversation(messages: Iterable[Any], offset: int,
                             f"(a {role} message has a 'tool_use' block)")
         elif role == "tool":
             answered = m.get("tool_call_id") if isinstance(m, dict) else getattr(m, "tool_call_id", None)
-            if not isinstance(answered, str):
+            if not isinstance(answered, str) or not answered:
                 raise TypeError(f"`messages[{i}].tool_call_id`: a tool message answers a call by its id")
             call_id = group.get(answered, answered)
         elif answers:
@@ -220,12 +222,20 @@ def _kept_turns(pack: ContextPack) -> list[int]:
 def kept(pack: ContextPack, messages: Sequence[Any]) -> list[Any]:
     """The messages of ``messages`` (those the pack's conversation was made
     from, by :func:`conversation`) that the pack kept, unchanged."""
+    _is_pack(pack, "kept")
     made_from = sum(e.run.count if e.run is not None else 1 for e in pack.snapshot.entries
                     if e.section == "conversation-state" and e.id.startswith("turn-"))
     if len(messages) != made_from:
         raise ValueError(f"`messages`: the pack's conversation was made from {made_from} messages, got "
                          f"{len(messages)}: give the messages it was made from")
     return _kept(pack, messages)
+
+
+def _is_pack(pack: Any, called: str) -> None:
+    """Refuses what is not a pack, naming it (the arguments swapped)."""
+    if not isinstance(pack, ContextPack):
+        raise TypeError(f"`pack`: expected the pack Builder.assemble gave, got {type(pack).__name__} "
+                        f"({called}(pack, messages))")
 
 
 def _kept(pack: ContextPack, messages: Sequence[Any]) -> list[Any]:
@@ -240,7 +250,8 @@ def _system_kept(pack: ContextPack, messages: Sequence[Any]) -> None:
     was meant (``kept`` gives the pack's choice as it is)."""
     if not messages or 0 in _kept_turns(pack) or conversation(messages[:1])[0].role != Role.SYSTEM:
         return
-    why = next((explain_reason(e.reason) for e in pack.snapshot.entries
+    # The reason's name alone: its numbers may be a run's of several turns.
+    why = next((explain_reason(e.reason.tag) for e in pack.snapshot.entries
                 if e.id == "turn-0" and e.section == "conversation-state"), "not kept.")
     raise ValueError(f"`messages[0]`, the system message, was left out of the pack: {why} Give it as the "
                      "request's system_prompt to keep it (the assembly then fails, saying so, if it alone is "
@@ -334,6 +345,7 @@ def to_openai(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> li
 
 def _to_openai(pack: ContextPack, messages: Optional[Sequence[Any]], called: str) -> list[dict[str, Any]]:
     """:func:`to_openai`, a refusal naming the function ``called``."""
+    _is_pack(pack, called)
     if messages is None:
         if any(m.tool_call_id is not None for m in pack.messages):
             raise ValueError("this pack's conversation has tool calls, which it holds as text: "
@@ -395,7 +407,9 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
                                   "input": json.loads(args) if isinstance(args, str) else args})
         else:
             add("user", {"type": "text", "text": text})
-    if out and out[0]["role"] != "user":
+    if not out:
+        raise ValueError("Anthropic's API needs at least one message; this pack kept none of the conversation")
+    if out[0]["role"] != "user":
         raise ValueError("Anthropic's API needs the first message to be the user's; this pack's "
                          "conversation begins with an assistant turn (conversation_start='any-turn')")
     return {"system": system, "messages": out}
@@ -552,9 +566,7 @@ class _CountedAsMessages:
             return 0
         shared = self.shared(text)
         if shared:
-            # The least of them; each turn is charged the rest of its own
-            # (see `extra`), the system message all of its own.
-            return (max if self.shares_system(text) else min)(shared.values())
+            return min(shared.values())
         return self._checked(self.count_list(self.messages_of(text))) - self.base
 
     def shared(self, content: str) -> dict[int, int]:
@@ -568,19 +580,13 @@ class _CountedAsMessages:
             self.counted[content] = {id(m): self._checked(self.count_list([m])) - self.base for m in sharers}
         return self.counted[content]
 
-    def shares_system(self, content: str) -> bool:
-        """Whether the system message sends ``content`` too: it has no
-        attached tokens, so each is charged the most of them (safe)."""
-        return any(m is self.system for m in self.sharing.get(content, []))
-
     def extra(self, m: Any, content: str) -> int:
-        """What message ``m`` costs beyond its ``content``'s count, charged
-        as its attached tokens: its own count less the least of those that
-        share its content, so that each is charged its own exactly."""
+        """What message ``m`` costs beyond its ``content``'s count (the
+        least of those that send it), so that each is charged its own
+        exactly: a turn's attached tokens; the system message's is taken
+        off the budget (it is always kept)."""
         shared = self.shared(content)
-        if not shared or self.shares_system(content):
-            return 0
-        return shared[id(m)] - min(shared.values())
+        return shared[id(m)] - min(shared.values()) if shared else 0
 
     def _checked(self, n: Any) -> int:
         if type(n) is not int or n < 0:
@@ -670,7 +676,7 @@ def _trim_pack(sent: tuple[list[Any], int], head: list[Any], system: str, max_to
     tokenizer, model, entry_overhead = counting["tokenizer"], counting["model"], counting["entry_overhead"]
     messages, offset = sent
     turns = _conversation(messages, offset, counting["price"])
-    counter = None
+    counter, held = None, 0
     if token_counter is not None:
         # Sent as the core would write them, so that its texts can be told
         # back to the messages they came from (see _CountedAsMessages).
@@ -684,8 +690,10 @@ def _trim_pack(sent: tuple[list[Any], int], head: list[Any], system: str, max_to
         turns = [ConversationTurn(role=t.role, content=t.content, tool_call_id=t.tool_call_id,
                                   attached_tokens=counter.extra(m, t.content) or None)
                  for m, t in zip(messages, turns)]
+        # What the system message costs beyond its text's count, always sent.
+        held = counter.extra(head[0], system) if head else 0
     request = AssembleRequest(
-        conversation=turns, budget=max(max_tokens - counter.base, 0) if counter else max_tokens,
+        conversation=turns, budget=max(max_tokens - counter.base - held, 0) if counter else max_tokens,
         tokenizer=tokenizer,
         model=model, system_prompt=system, entry_overhead=entry_overhead,
         conversation_start="user-turn" if starts else "any-turn", form="messages",
@@ -708,7 +716,7 @@ def _trim_pack(sent: tuple[list[Any], int], head: list[Any], system: str, max_to
                              "model's get_num_tokens_from_messages)") from None
         # The system message kept with include_system is alone over it.
         if error is not None and error.tag == "mandatory-over-budget" and head:
-            need = error.value.mandatory_tokens + (counter.base if counter else 0)
+            need = error.value.mandatory_tokens + (counter.base + held if counter else 0)
             raise ValueError(
                 f"`max_tokens`: the system message alone is {need} tokens as counted, over max_tokens "
                 f"({max_tokens}); ctxpack never goes over max_tokens (LangChain's trim_messages keeps "
@@ -984,8 +992,11 @@ def trim_messages(
                        allow_partial=allow_partial, end_on=end_on, start_on=start_on,
                        include_system=include_system, text_splitter=text_splitter,
                        entry_overhead=entry_overhead, model=model, image_tokens=image_tokens, builder=builder)
-        return RunnableLambda(lambda given: trim_messages(given, **options)).with_config(
-            {"run_name": "trim_messages"})
+
+        def trim(given: Any) -> Any:
+            # A prompt's value (`prompt | trimmer`) gives its messages.
+            return trim_messages(given.to_messages() if hasattr(given, "to_messages") else given, **options)
+        return RunnableLambda(trim).with_config({"run_name": "trim_messages"})
     if isinstance(token_counter, str) and token_counter == "approximate":
         try:
             from langchain_core.messages.utils import count_tokens_approximately  # the extra
