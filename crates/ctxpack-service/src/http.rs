@@ -113,6 +113,27 @@ pub(super) fn error(status: StatusCode, code: &str, message: impl std::fmt::Disp
         .into_response()
 }
 
+/// A request's method as a label of a closed set: HTTP's own methods, and
+/// `OTHER` for any a client makes up (each would otherwise be a metric's
+/// series of its own, and a log field as long as the client made it).
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+        Method::CONNECT,
+        Method::TRACE,
+    ]
+    .iter()
+    .find(|m| *m == method)
+    .map_or("OTHER", |m| m.as_str())
+}
+
 /// Every request: its ids, a span carrying them, its answer counted by
 /// route and status, and a log line for every refusal (4xx and 5xx).
 async fn observe(State(service): State<Arc<Service>>, mut req: Request, next: Next) -> Response {
@@ -122,7 +143,7 @@ async fn observe(State(service): State<Arc<Service>>, mut req: Request, next: Ne
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
-    let method = req.method().clone();
+    let method = method_label(req.method());
     req.extensions_mut().insert(ids.clone());
     let span = tracing::info_span!(
         "request",

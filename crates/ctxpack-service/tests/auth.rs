@@ -338,6 +338,30 @@ async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
     ] {
         assert!(text.lines().any(|l| l == line), "missing {line}\n{text}");
     }
+    // A method a client makes up is counted, and logged, as `OTHER`,
+    // whatever it is: no client grows the metrics.
+    for i in 0..50 {
+        let made_up = format!("BREW{i}{}", "X".repeat(i * 200));
+        let r = c
+            .request(&made_up, "/healthz", &[], Vec::new())
+            .await
+            .unwrap();
+        assert!(r.status >= 400, "{made_up}: {}", r.status);
+    }
+    let after = get_with(&metrics, "/metrics", &[]).await.text();
+    assert!(!after.contains("BREW"), "{after}");
+    let other: Vec<&str> = after
+        .lines()
+        .filter(|l| l.starts_with("ctxpack_responses_total{protocol=\"http\",route=\"OTHER "))
+        .collect();
+    assert_eq!(other.len(), 1, "{after}");
+    assert!(other[0].ends_with(" 50"), "{}", other[0]);
+    assert!(
+        after.len() < text.len() + 200,
+        "{} then {}",
+        text.len(),
+        after.len()
+    );
     running.shutdown().await.unwrap();
 }
 
