@@ -113,8 +113,8 @@ impl Answerers {
             .map(|c| {
                 let what = match self.answerers.get(c.name()) {
                     Some(Answerer::Upstream(u)) => match &u.settings().address {
-                        Address::Grpc(a) => format!("grpc {a}"),
-                        Address::Http(a) => format!("http {a}"),
+                        Address::Grpc(a) => format!("grpc {}", crate::upstream::masked(a)),
+                        Address::Http(a) => format!("http {}", crate::upstream::masked(a)),
                     },
                     Some(Answerer::Index(_)) => "the embedded index".into(),
                     Some(Answerer::Fixture(_)) => "the scenario fixture".into(),

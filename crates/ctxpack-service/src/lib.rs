@@ -434,7 +434,7 @@ async fn listen_all(
     if let Some(events) = o.events.clone().or_else(|| settings.events.clone()) {
         let client = events::connect(&events.nats).await?;
         let _ = service.broker.set(client.clone());
-        tracing::info!(target: "ctxpack::serve", nats = %events.nats, stream = %events.stream, "relaying events");
+        tracing::info!(target: "ctxpack::serve", nats = %upstream::masked(&events.nats), stream = %events.stream, "relaying events");
         let (store, health) = (service.store.clone(), service.health.clone());
         tasks.extend(
             events::start(client, events, store, health, stop.subscribe())

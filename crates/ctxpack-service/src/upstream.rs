@@ -45,6 +45,27 @@ use tonic::codegen::http;
 /// The most bytes an upstream's answer may have.
 pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
+/// `url` as it may be logged: a password in it (`scheme://user:secret@host`)
+/// written `***`, the rest as it is.
+pub fn masked(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let authority_end = url[scheme_end..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| scheme_end + i);
+    let Some(at) = url[scheme_end..authority_end]
+        .rfind('@')
+        .map(|i| scheme_end + i)
+    else {
+        return url.to_owned();
+    };
+    match url[scheme_end..at].find(':') {
+        Some(colon) => format!("{}:***{}", &url[..scheme_end + colon], &url[at..]),
+        None => url.to_owned(),
+    }
+}
+
 /// How an upstream is reached.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Address {
@@ -423,4 +444,31 @@ pub fn answer_of_reply(
         .unwrap_or(serde_json::Value::Array(Vec::new()));
     let text = serde_json::json!({ "ok": answer }).to_string();
     read_answer(call, &text).map_err(UpstreamError::Reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::masked;
+
+    #[test]
+    fn a_url_is_logged_without_its_password() {
+        for (url, logged) in [
+            (
+                "https://svc:s3cret@stores.internal:8443/retrieve",
+                "https://svc:***@stores.internal:8443/retrieve",
+            ),
+            (
+                "nats://relay:p%40ss:w@broker:4222",
+                "nats://relay:***@broker:4222",
+            ),
+            (
+                "http://user@host/path?x=a:b@c",
+                "http://user@host/path?x=a:b@c",
+            ),
+            ("http://host:8080/a@b", "http://host:8080/a@b"),
+            ("grpc-host:50051", "grpc-host:50051"),
+        ] {
+            assert_eq!(masked(url), logged, "{url}");
+        }
+    }
 }
