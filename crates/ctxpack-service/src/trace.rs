@@ -72,3 +72,29 @@ pub fn parse_traceparent(v: &str) -> Option<String> {
         _ => None,
     }
 }
+
+/// A value a client sent, as a log line may carry it: at most 128
+/// characters, cut with `…` (a 10,000-character token subject made a
+/// 10 kB line).
+pub fn cut(value: &str) -> std::borrow::Cow<'_, str> {
+    const MOST: usize = 128;
+    match value.char_indices().nth(MOST) {
+        None => value.into(),
+        Some((end, _)) => format!("{}…", &value[..end]).into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut;
+
+    #[test]
+    fn a_client_sent_value_is_cut_for_the_log() {
+        assert_eq!(cut("alice"), "alice");
+        let long = "é".repeat(10_000);
+        let logged = cut(&long);
+        assert_eq!(logged.chars().count(), 129);
+        assert!(logged.ends_with('…') && logged.starts_with("éé"));
+        assert_eq!(cut(&"x".repeat(128)), "x".repeat(128));
+    }
+}

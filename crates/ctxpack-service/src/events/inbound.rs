@@ -52,7 +52,7 @@ async fn handle(
         serde_json::from_slice(body)
             .map_err(|e| {
                 let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-                tracing::error!(target: "ctxpack::events", subject, error = %e, payload = %text, "not the event: dropped");
+                tracing::error!(target: "ctxpack::events", subject, error = %e, payload = %crate::trace::cut(&text), "not the event: dropped");
             })
             .ok()
     }

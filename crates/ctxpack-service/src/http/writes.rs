@@ -43,7 +43,7 @@ pub(super) async fn assemble(
         Ok(reply) => {
             tracing::info!(
                 target: "ctxpack::assemble",
-                tenant, subject = caller.subject, run_id, attempt_id,
+                tenant, subject = %crate::trace::cut(&caller.subject), run_id, attempt_id,
                 snapshot = %reply.context_snapshot_id,
                 status = %json(&reply.status),
                 tokens_used = reply.tokens_used,
@@ -106,7 +106,7 @@ pub(super) async fn source_deleted(
         .await
     {
         Ok(marked) => {
-            tracing::info!(target: "ctxpack::lineage", tenant, subject = caller.subject, source_id, marked, "source deleted");
+            tracing::info!(target: "ctxpack::lineage", tenant, subject = %crate::trace::cut(&caller.subject), source_id, marked, "source deleted");
             axum::Json(json!({"sourceId": source_id, "snapshotsMarked": marked})).into_response()
         }
         Err(e) => reject(&e.into()),
