@@ -311,6 +311,7 @@ impl Verifier {
     /// The caller a bearer token says, if it verifies.
     pub async fn verify(&self, token: &str) -> Result<Caller, Refusal> {
         let bad = |m: String| Refusal::Unauthenticated(format!("authorization: {m}"));
+        strict(token).map_err(bad)?;
         let header =
             jsonwebtoken::decode_header(token).map_err(|e| bad(format!("not a JWT ({e})")))?;
         let kid = header.kid.clone().unwrap_or_default();
@@ -386,6 +387,67 @@ impl Verifier {
             scopes,
         })
     }
+}
+
+/// What jsonwebtoken lets pass and RFC 7515 and 7519 do not: a header
+/// naming critical extensions (`crit`), which this service understands
+/// none of, and a header parameter or a claim named twice (a parser
+/// would take one of them, and another parser the other).
+fn strict(token: &str) -> Result<(), String> {
+    use base64::Engine as _;
+    let mut segments = token.split('.');
+    for what in ["header", "claims"] {
+        let Some(json) = segments.next().and_then(|s| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(s)
+                .ok()
+        }) else {
+            // Left to jsonwebtoken, which says what is wrong.
+            return Ok(());
+        };
+        if let Some(name) = twice(&json) {
+            let said = if what == "header" {
+                "header parameter"
+            } else {
+                "claim"
+            };
+            return Err(format!("the token names the {said} {} twice", echo(&name)));
+        }
+        let crit = what == "header"
+            && serde_json::from_slice::<serde_json::Value>(&json)
+                .is_ok_and(|h| h.get("crit").is_some());
+        if crit {
+            return Err("the token's header has critical extensions (crit), which this service does not understand".into());
+        }
+    }
+    Ok(())
+}
+
+/// The first key a JSON object's text names twice, at its top level.
+fn twice(json: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            let mut first = None;
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                if first.is_none() && !seen.insert(key.clone()) {
+                    first = Some(key);
+                }
+            }
+            Ok(first)
+        }
+    }
+    serde_json::Deserializer::from_slice(json)
+        .deserialize_map(Keys)
+        .ok()
+        .flatten()
 }
 
 impl Auth {

@@ -59,6 +59,19 @@ impl Issuer {
         header.kid = Some(kid.into());
         jsonwebtoken::encode(&header, claims, &self.key).unwrap()
     }
+
+    /// A token of this header's and these claims' text, as written (a
+    /// JSON value cannot name a key twice).
+    fn sign_text(&self, header: &str, claims: &str) -> String {
+        let signed = format!(
+            "{}.{}",
+            b64url(header.as_bytes()),
+            b64url(claims.as_bytes())
+        );
+        let signature =
+            jsonwebtoken::crypto::sign(signed.as_bytes(), &self.key, Algorithm::ES256).unwrap();
+        format!("{signed}.{signature}")
+    }
 }
 
 fn now() -> u64 {
@@ -141,9 +154,30 @@ async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
     let id = r.json()["contextSnapshotId"].as_str().unwrap().to_owned();
     assert_eq!(r.json()["tenantId"], "acme");
 
-    let wrong: Vec<(&str, Option<String>, u16, &str)> = vec![
+    let wrong: Vec<(&str, Option<String>, u16, &str)> =
+        vec![
         ("no token", None, 401, "authorization: missing"),
         ("not a JWT", Some("abc.def".into()), 401, "not a JWT"),
+        (
+            "a claim named twice (the last for a lenient parser)",
+            Some(issuer.sign_text(
+                r#"{"alg":"ES256","typ":"JWT","kid":"k1"}"#,
+                &claims("acme", ASSEMBLE, |_| {})
+                    .to_string()
+                    .replacen('{', r#"{"tenant_id":"globex","#, 1),
+            )),
+            401,
+            "names the claim",
+        ),
+        (
+            "a critical extension",
+            Some(issuer.sign_text(
+                r#"{"alg":"ES256","typ":"JWT","kid":"k1","crit":["exp-policy"],"exp-policy":1}"#,
+                &claims("acme", ASSEMBLE, |_| {}).to_string(),
+            )),
+            401,
+            "critical extensions (crit)",
+        ),
         (
             "expired",
             Some(issuer.sign(
@@ -332,9 +366,9 @@ async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
     assert_eq!(m.status, 200);
     let text = m.text();
     for line in [
-        "ctxpack_responses_total{protocol=\"http\",route=\"POST /factory/runs/{run_id}/attempts/{attempt_id}/context\",status=\"401\"} 8",
+        "ctxpack_responses_total{protocol=\"http\",route=\"POST /factory/runs/{run_id}/attempts/{attempt_id}/context\",status=\"401\"} 10",
         "ctxpack_responses_total{protocol=\"http\",route=\"GET /metrics\",status=\"401\"} 1",
-        "ctxpack_responses_total{protocol=\"grpc\",route=\"ContextAssembly/Assemble\",status=\"Unauthenticated\"} 8",
+        "ctxpack_responses_total{protocol=\"grpc\",route=\"ContextAssembly/Assemble\",status=\"Unauthenticated\"} 10",
     ] {
         assert!(text.lines().any(|l| l == line), "missing {line}\n{text}");
     }
