@@ -113,6 +113,27 @@ pub(super) fn error(status: StatusCode, code: &str, message: impl std::fmt::Disp
         .into_response()
 }
 
+/// Whether `req` names a loopback host (its `Host`, or its URI's authority
+/// over HTTP/2): `localhost`, `127.x.x.x` or `[::1]`, any port.
+fn loopback_host(req: &Request) -> bool {
+    let host = req
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()));
+    let Some(host) = host else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// A request's method as a label of a closed set: HTTP's own methods, and
 /// `OTHER` for any a client makes up (each would otherwise be a metric's
 /// series of its own, and a log field as long as the client made it).
@@ -138,6 +159,19 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 /// route and status, and a log line for every refusal (4xx and 5xx).
 async fn observe(State(service): State<Arc<Service>>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
+    if matches!(service.auth, crate::auth::Auth::Off) && !loopback_host(&req) {
+        // A page elsewhere whose name a DNS answer points at this machine
+        // (DNS rebinding) must not reach a service that checks no caller.
+        let res = error(
+            StatusCode::MISDIRECTED_REQUEST,
+            "not-loopback",
+            "--insecure-dev-no-auth answers requests for a loopback host only (localhost, 127.0.0.1, [::1])",
+        );
+        service
+            .metrics
+            .response("http", "misdirected", res.status().as_str());
+        return res;
+    }
     let ids = RequestIds::of(req.headers());
     let route = req
         .extensions()

@@ -414,6 +414,26 @@ async fn no_authentication_is_a_loopback_development_switch() {
     o.http = "0.0.0.0:0".parse().unwrap();
     let e = refusal(o.clone()).await;
     assert!(e.contains("loopback"), "{e}");
+    // On loopback it answers a loopback Host only: a page whose name a DNS
+    // answer points at 127.0.0.1 (DNS rebinding) is turned away.
+    o.http = "127.0.0.1:0".parse().unwrap();
+    let (running, c) = serve(o).await;
+    for (host, status) in [
+        ("evil.example", 421),
+        ("evil.example:8080", 421),
+        ("127.0.0.1.nip.io", 421),
+        ("localhost", 200),
+        ("LOCALHOST:9", 200),
+        ("127.0.0.1:1234", 200),
+        ("[::1]:80", 200),
+    ] {
+        let r = c
+            .request("GET", "/healthz", &[("host", host)], Vec::new())
+            .await
+            .unwrap();
+        assert_eq!(r.status, status, "{host}: {}", r.text());
+    }
+    running.shutdown().await.unwrap();
 }
 
 /// An RS256 issuer, its 2048-bit key made by `openssl` now (ring makes no

@@ -98,7 +98,7 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
     let addr = running.http;
     // Mid-header and idle connections are closed at the header timeout.
     let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
-    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         .await
         .unwrap();
     let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -107,7 +107,7 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
     // A body that never finishes: 408.
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     s.write_all(
-        b"POST /factory/runs/r/attempts/1/context HTTP/1.1\r\nHost: x\r\n\
+        b"POST /factory/runs/r/attempts/1/context HTTP/1.1\r\nHost: localhost\r\n\
           x-tenant-id: acme\r\ncontent-length: 100\r\n\r\n{\"query\"",
     )
     .await
@@ -127,7 +127,7 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
     let took = closed_within(&mut fifth, Duration::from_millis(400)).await;
     assert!(took < Duration::from_millis(400));
     held[0]
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await
         .unwrap();
     let mut buf = [0u8; 256];
@@ -184,7 +184,7 @@ async fn clients_that_do_not_read_their_answers_hold_bounded_memory() {
     assert_eq!(r.status, 201, "{}", r.text());
     let id = r.json()["contextSnapshotId"].as_str().unwrap().to_owned();
     let get = format!(
-        "GET /factory/context-snapshots/{id}/content HTTP/1.1\r\nHost: x\r\nx-tenant-id: acme\r\n\r\n"
+        "GET /factory/context-snapshots/{id}/content HTTP/1.1\r\nHost: localhost\r\nx-tenant-id: acme\r\n\r\n"
     );
     // One client asks and does not read: it holds 8 of the 12 MB.
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
