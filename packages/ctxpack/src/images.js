@@ -2,10 +2,16 @@
 // it: chat.js charges it with the message that carries it (a turn's
 // `attachedTokens`), so the budget holds for the messages as sent.
 //
-// - OpenAI's GPT-4o, GPT-4.1, GPT-4.5 and o1/o3: `detail: 'low'` is 85
-//   tokens; otherwise the image is fitted within 2048×2048, then scaled
-//   down so its short side is at most 768, and costs 85 and 170 for each
-//   512-pixel tile (GPT-4o mini: 2,833 and 5,667).
+// - OpenAI's GPT-4o, GPT-4.1, GPT-4.5, GPT-5 and o1/o3: `detail: 'low'`
+//   is the base; otherwise the image is fitted within 2048×2048, then
+//   scaled down so its short side is at most 768, and costs the base and
+//   a price for each 512-pixel tile: 85 and 170 (GPT-4o mini: 2,833 and
+//   5,667; GPT-5: 70 and 140; o1 and o3: 75 and 150).
+// - OpenAI's GPT-4.1 mini and nano, GPT-5 mini and nano and o4-mini: one
+//   token for each 32-pixel patch that covers the image, scaled down to
+//   at most 1,536 patches, times the model's multiplier (1.62, 2.46,
+//   1.62, 2.46, 1.72), rounded up. These are the published rules; some
+//   models are billed less than they say, never more.
 // - Anthropic's Claude: width × height / 750 after the long side is fitted
 //   within 1,568 pixels, at most 1,600.
 //
@@ -22,6 +28,28 @@ function tiles(size, low, base, tile) {
   if (Math.min(w, h) > 768) [w, h] = [w * 768 / Math.min(w, h), h * 768 / Math.min(w, h)];
   return base + tile * Math.ceil(w / 512) * Math.ceil(h / 512);
 }
+
+function patches(size, multiplier) {
+  if (size === null) return Math.ceil(1536 * multiplier);
+  let [w, h] = size;
+  if (Math.ceil(w / 32) * Math.ceil(h / 32) > 1536) {
+    // Scaled to about 1,536 patches, then down to whole patches across
+    // the side that fits the fewer.
+    let shrink = Math.sqrt(1536 * 32 * 32 / (w * h));
+    [w, h] = [w * shrink, h * shrink];
+    shrink = Math.min(Math.floor(w / 32) / (w / 32), Math.floor(h / 32) / (h / 32));
+    [w, h] = [w * shrink, h * shrink];
+  }
+  return Math.ceil(Math.min(Math.ceil(w / 32) * Math.ceil(h / 32), 1536) * multiplier);
+}
+
+// OpenAI's models billed by 32-pixel patches, with their multipliers.
+const PATCHED = [['gpt-4.1-mini', 1.62], ['gpt-4.1-nano', 2.46], ['gpt-5-mini', 1.62], ['gpt-5-nano', 2.46], ['o4-mini', 1.72]];
+// OpenAI's models billed by 512-pixel tiles: their base and tile prices.
+const TILED = [
+  [['gpt-4o-mini'], 2833, 5667], [['gpt-5-'], 70, 140], [['o1', 'o3'], 75, 150],
+  [['gpt-4o', 'gpt-4.1', 'gpt-4.5', 'gpt-4-turbo', 'chatgpt-4o'], 85, 170],
+];
 
 function pixels(size) {
   if (size === null) return 1600;
@@ -110,16 +138,17 @@ export function pricer(model, imageTokens, refuse) {
       return n;
     };
   }
-  const name = String(model ?? 'gpt-4o').trim().split('/').pop().toLowerCase();
-  const starts = (...prefixes) => prefixes.some((p) => name.startsWith(p));
-  if (starts('claude')) return (part) => pixels(sizeOfPart(part));
-  if (starts('gpt-4o-mini')) return (part) => tiles(sizeOfPart(part), lowDetail(part), 2833, 5667);
-  if (starts('gpt-4o', 'gpt-4.1', 'gpt-4.5', 'gpt-4-turbo', 'chatgpt-4o', 'o1', 'o3')
-    && !starts('gpt-4.1-mini', 'gpt-4.1-nano', 'o3-mini', 'o1-mini')) {
-    return (part) => tiles(sizeOfPart(part), lowDetail(part), 85, 170);
-  }
+  // A name and its dated snapshots ('gpt-5' is not 'gpt-5.1').
+  const name = `${String(model ?? 'gpt-4o').trim().split('/').pop().toLowerCase()}-`;
+  const starts = (prefixes) => prefixes.some((p) => name.startsWith(p));
+  if (starts(['claude'])) return (part) => pixels(sizeOfPart(part));
+  const patched = PATCHED.find(([prefix]) => name.startsWith(prefix));
+  if (patched) return (part) => patches(sizeOfPart(part), patched[1]);
+  // o1-mini and o3-mini take no images.
+  const tiled = starts(['o1-mini', 'o3-mini']) ? undefined : TILED.find(([prefixes]) => starts(prefixes));
+  if (tiled) return (part) => tiles(sizeOfPart(part), lowDetail(part), tiled[1], tiled[2]);
   return (part, where) => {
-    throw refuse(where, `what an image costs '${model}' is not known to ctxpack (it knows OpenAI's GPT-4o, GPT-4.1 and o1/o3 and Anthropic's Claude): give it as options.imageTokens (a number of tokens, or a function of the image part)`);
+    throw refuse(where, `what an image costs '${model}' is not known to ctxpack (it knows OpenAI's GPT-4o, GPT-4.1, GPT-5, o1, o3 and o4-mini and Anthropic's Claude): give it as options.imageTokens (a number of tokens, or a function of the image part)`);
   };
 }
 

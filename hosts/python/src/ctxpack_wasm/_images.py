@@ -2,10 +2,16 @@
 it: the drop-ins charge it with the message that carries it (a turn's
 ``attached_tokens``), so the budget holds for the messages as sent.
 
-- OpenAI's GPT-4o, GPT-4.1, GPT-4.5 and o1/o3: ``detail="low"`` is 85
-  tokens; otherwise the image is fitted within 2048×2048, then scaled
-  down so its short side is at most 768, and costs 85 and 170 for each
-  512-pixel tile (GPT-4o mini: 2,833 and 5,667).
+- OpenAI's GPT-4o, GPT-4.1, GPT-4.5, GPT-5 and o1/o3: ``detail="low"``
+  is the base; otherwise the image is fitted within 2048×2048, then
+  scaled down so its short side is at most 768, and costs the base and
+  a price for each 512-pixel tile: 85 and 170 (GPT-4o mini: 2,833 and
+  5,667; GPT-5: 70 and 140; o1 and o3: 75 and 150).
+- OpenAI's GPT-4.1 mini and nano, GPT-5 mini and nano and o4-mini: one
+  token for each 32-pixel patch that covers the image, scaled down to at
+  most 1,536 patches, times the model's multiplier (1.62, 2.46, 1.62,
+  2.46, 1.72), rounded up. These are the published rules; some models
+  are billed less than they say, never more.
 - Anthropic's Claude: width × height / 750 after the long side is fitted
   within 1,568 pixels, at most 1,600.
 
@@ -31,7 +37,7 @@ def _tiles(size: Optional[tuple[int, int]], low: bool, base: int, tile: int) -> 
         return base
     if size is None:
         return base + tile * 8  # 768 × 2048: the most tiles an image is cut into
-    w, h = size
+    w, h = float(size[0]), float(size[1])
     if max(w, h) > 2048:
         w, h = w * 2048 / max(w, h), h * 2048 / max(w, h)
     if min(w, h) > 768:
@@ -39,10 +45,24 @@ def _tiles(size: Optional[tuple[int, int]], low: bool, base: int, tile: int) -> 
     return base + tile * math.ceil(w / 512) * math.ceil(h / 512)
 
 
+def _patches(size: Optional[tuple[int, int]], multiplier: float) -> int:
+    if size is None:
+        return math.ceil(1536 * multiplier)
+    w, h = float(size[0]), float(size[1])
+    if math.ceil(w / 32) * math.ceil(h / 32) > 1536:
+        # Scaled to about 1,536 patches, then down to whole patches across
+        # the side that fits the fewer.
+        shrink = math.sqrt(1536 * 32 * 32 / (w * h))
+        w, h = w * shrink, h * shrink
+        shrink = min(math.floor(w / 32) / (w / 32), math.floor(h / 32) / (h / 32))
+        w, h = w * shrink, h * shrink
+    return math.ceil(min(math.ceil(w / 32) * math.ceil(h / 32), 1536) * multiplier)
+
+
 def _pixels(size: Optional[tuple[int, int]]) -> int:
     if size is None:
         return 1600
-    w, h = size
+    w, h = float(size[0]), float(size[1])
     if max(w, h) > 1568:
         w, h = w * 1568 / max(w, h), h * 1568 / max(w, h)
     return min(math.ceil(w * h / 750), 1600)
@@ -52,7 +72,8 @@ def _bytes(part: dict[str, Any]) -> Optional[bytes]:
     """The image's bytes, where the part holds them (base64)."""
     url = part.get("image_url")
     url = url.get("url") if isinstance(url, dict) else url
-    source = part.get("source") if isinstance(part.get("source"), dict) else {}
+    given = part.get("source")
+    source: dict[str, Any] = given if isinstance(given, dict) else {}
     data = None
     if isinstance(url, str) and url.startswith("data:") and "," in url:
         data = url.split(",", 1)[1]
@@ -101,6 +122,22 @@ def is_image(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in ("image_url", "image", "input_image")
 
 
+#: OpenAI's models billed by 32-pixel patches, with their multipliers.
+_PATCHED = (("gpt-4.1-mini", 1.62), ("gpt-4.1-nano", 2.46), ("gpt-5-mini", 1.62), ("gpt-5-nano", 2.46),
+            ("o4-mini", 1.72))
+#: OpenAI's models billed by 512-pixel tiles: their base and tile prices.
+_TILED = ((("gpt-4o-mini",), 2833, 5667), (("gpt-5-",), 70, 140), (("o1", "o3"), 75, 150),
+          (("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-4-turbo", "chatgpt-4o"), 85, 170))
+
+
+def _by_patches(multiplier: float) -> Pricer:
+    return lambda part, where: _patches(_size(part), multiplier)
+
+
+def _by_tiles(base: int, tile: int) -> Pricer:
+    return lambda part, where: _tiles(_size(part), _low(part), base, tile)
+
+
 def pricer(model: Optional[str], image_tokens: Union[None, int, Callable[[dict[str, Any]], int]]) -> Pricer:
     """The cost of an image part for ``model`` (OpenAI's rule without one:
     the default tokenizer is OpenAI's), or as ``image_tokens`` gives it."""
@@ -114,16 +151,19 @@ def pricer(model: Optional[str], image_tokens: Union[None, int, Callable[[dict[s
     name = (model or "gpt-4o").strip().rsplit("/", 1)[-1].lower()
     if name.startswith("claude"):
         return lambda part, where: _pixels(_size(part))
-    if name.startswith("gpt-4o-mini"):
-        return lambda part, where: _tiles(_size(part), _low(part), 2833, 5667)
-    if name.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-4-turbo", "chatgpt-4o", "o1", "o3")) \
-            and not name.startswith(("gpt-4.1-mini", "gpt-4.1-nano", "o3-mini", "o1-mini")):
-        return lambda part, where: _tiles(_size(part), _low(part), 85, 170)
+    # A name and its dated snapshots ("gpt-5" is not "gpt-5.1").
+    name += "-"
+    for prefix, multiplier in _PATCHED:
+        if name.startswith(prefix):
+            return _by_patches(multiplier)
+    for prefixes, base, tile in _TILED if not name.startswith(("o3-mini", "o1-mini")) else ():  # no images
+        if name.startswith(prefixes):
+            return _by_tiles(base, tile)
 
     def unknown(part: dict[str, Any], where: str) -> int:
         raise TypeError(f"`{where}`: what an image costs {model!r} is not known to ctxpack (it knows OpenAI's "
-                        "GPT-4o, GPT-4.1 and o1/o3 and Anthropic's Claude): give it as image_tokens= (a number "
-                        "of tokens, or a function of the image part)")
+                        "GPT-4o, GPT-4.1, GPT-5, o1, o3 and o4-mini and Anthropic's Claude): give it as "
+                        "image_tokens= (a number of tokens, or a function of the image part)")
     return unknown
 
 
@@ -141,7 +181,8 @@ def as_openai(part: dict[str, Any]) -> dict[str, Any]:
     """An image part as OpenAI's ``image_url`` part (given so, unchanged)."""
     if part.get("type") == "image_url":
         return part
-    source = part.get("source") if isinstance(part.get("source"), dict) else {}
+    given = part.get("source")
+    source: dict[str, Any] = given if isinstance(given, dict) else {}
     data, mime = _bytes_field(part, source)
     if data is not None:
         url = f"data:{mime};base64,{data}"
@@ -157,9 +198,9 @@ def as_anthropic(part: dict[str, Any]) -> dict[str, Any]:
     url = part.get("image_url")
     url = url.get("url") if isinstance(url, dict) else url if isinstance(url, str) else part.get("url")
     if isinstance(url, str) and url.startswith("data:") and "," in url:
-        head, data = url.split(",", 1)
-        mime = head[5:].split(";", 1)[0] or "image/png"
-        return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
+        head, encoded = url.split(",", 1)
+        media = head[5:].split(";", 1)[0] or "image/png"
+        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": encoded}}
     data, mime = _bytes_field(part, {})
     if data is not None:
         return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
