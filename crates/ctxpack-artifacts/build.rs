@@ -106,7 +106,7 @@ fn build_guest(root: &Path) -> Result<PathBuf, Box<dyn Error>> {
     // One codegen unit: LLVM sees each crate whole and drops and merges
     // more code. Measured: 15 kB less gzipped (2.494 → 2.480 MB), for a
     // longer build of the core crate (one LLVM thread instead of two on a
-    // 2-core machine) — the component stays under its 2.5 MB download
+    // 2-core machine) — the component stays under its download
     // limit.
     cmd.env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1");
     // And the whole program at once (fat LTO): code only one caller
