@@ -14,8 +14,8 @@
 
 use ctxpack_core::{
     AgentContext, AssembleRequest, BuilderConfig, Candidate, ConversationStart, ConversationTurn,
-    FullSettings, PackForm, Plan, Profile, Provenance, RagMemorySettings, RagSettings, Role,
-    Section, SectionShare, StageSummary, Tokenizer, TrustTier, WorkflowStatus,
+    FullSettings, Layout, PackForm, Plan, Profile, Provenance, RagMemorySettings, RagSettings,
+    Role, Section, SectionShare, StageSummary, Tokenizer, TrustTier, WorkflowStatus,
 };
 use ctxpack_scenario::Scenario;
 use ctxpack_scenario::stores::{Answer, CounterRule, HostAnswers, PolicyRules, SummarizerRule};
@@ -573,6 +573,7 @@ pub fn scenario(src: &mut Source) -> Scenario {
             1 => Some(PackForm::Text),
             _ => Some(PackForm::Messages),
         },
+        layout: None,
         stage_summaries: (0..src.below(5))
             .map(|i| StageSummary {
                 stage_id: format!("s{i}"),
@@ -599,6 +600,12 @@ pub fn scenario(src: &mut Source) -> Scenario {
     if src.one_in(8) {
         count_by_the_host(src, &mut request, &mut host);
     }
+    // Drawn after the rest, so the cases drawn before it stay as they were.
+    request.layout = match src.below(3) {
+        0 => None,
+        1 => Some(Layout::ContextFirst),
+        _ => Some(Layout::CacheFirst),
+    };
     Scenario {
         description: "generated".to_owned(),
         config,

@@ -504,16 +504,40 @@ pub fn check(
             .sum::<usize>(),
         "{name}"
     );
-    // The messages hold the same context: L0 first, then the other
-    // context, then exactly the kept turns; every host item is cited.
-    let l0_text: Vec<&str> = pack
+    // Laid out cache-first (asked, or by default for the messages form),
+    // the current task and the workflow's status come after the
+    // conversation (joining the first message only when nothing else came
+    // before them); nothing else of L0 does.
+    let cache_first = match request.layout {
+        Some(layout) => layout == ctxpack_core::Layout::CacheFirst,
+        None => request.form == Some(PackForm::Messages),
+    };
+    let moves = |e: &&ctxpack_core::PackEntry| {
+        cache_first
+            && matches!(
+                e.section,
+                ctxpack_core::Section::CurrentTask | ctxpack_core::Section::WorkflowStatus
+            )
+    };
+    // The messages hold the same context: the L0 entries rendered first
+    // (the stable ones) lead the first, then the other context and
+    // exactly the kept turns; every host item is cited.
+    let l0: Vec<_> = pack
         .entries
         .iter()
-        .filter(|e| e.layer == Layer::L0)
-        .map(|e| e.text.as_str())
+        .take_while(|e| e.layer == Layer::L0 && !moves(e))
         .collect();
-    if !l0_text.is_empty() {
-        assert_eq!(pack.messages[0].content, l0_text.join("\n\n"), "{name}");
+    let l0_text = l0
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    if !l0.is_empty() {
+        let first = &pack.messages[0].content;
+        match cache_first {
+            true => assert!(first.starts_with(&l0_text), "{name}"),
+            false => assert_eq!(first, &l0_text, "{name}"),
+        }
     }
     let turns_kept = pack
         .entries
@@ -624,26 +648,16 @@ pub fn check(
         assert!(e.included == e.reason.is_inclusion(), "{name}: {}", e.id);
         assert!(e.reason != Reason::AssemblyFailed, "{name}: {}", e.id);
     }
-    let l0: Vec<_> = pack
-        .entries
-        .iter()
-        .take_while(|e| e.layer == Layer::L0)
-        .collect();
     assert!(
         pack.entries[l0.len()..]
             .iter()
-            .all(|e| e.layer != Layer::L0),
+            .all(|e| e.layer != Layer::L0 || moves(&e)),
         "{name}"
     );
     // The stable prefix: L0 as it renders, recounted, with an overhead
     // per entry; for a form sent, as that form charges it (text: its
     // tokens; messages: one system message).
     let l0_own: u64 = l0.iter().map(|e| u64::from(e.tokens)).sum();
-    let l0_text = l0
-        .iter()
-        .map(|e| e.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n\n");
     let l0_tokens = recount(&tokenizer, &l0_text);
     let l0_cost = match request.form {
         None => l0_own.max(l0_tokens) + u64::from(overhead) * l0.len() as u64,

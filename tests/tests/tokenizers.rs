@@ -34,6 +34,7 @@ fn request(name: &str, texts: &[String]) -> AssembleRequest {
         keep_last: 0,
         conversation_start: None,
         form: None,
+        layout: None,
         stage_summaries: Vec::new(),
     }
 }

@@ -50,6 +50,7 @@ fn request(text: &str) -> AssembleRequest {
         keep_last: 0,
         conversation_start: None,
         form: None,
+        layout: None,
         stage_summaries: Vec::new(),
     }
 }

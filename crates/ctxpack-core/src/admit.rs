@@ -28,6 +28,7 @@ use crate::snapshot::Reason;
 use crate::policy::{Husk, Husks};
 use crate::prefetch;
 use crate::rank::Ranked;
+use crate::tokenizer::clamp_len;
 use crate::types::{AgentContext, Candidate, Role};
 use rustc_hash::FxHashSet;
 use std::borrow::Cow;
@@ -118,6 +119,7 @@ pub(crate) fn admit<'r>(
                 turn: None,
                 altered: crate::fence::Altered::default(),
                 attached: 0,
+                rank: clamp_len(items.len()),
             },
             i,
         ));

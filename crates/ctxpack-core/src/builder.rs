@@ -299,8 +299,8 @@ impl Builder {
             channel,
         );
         let (l1, l2) = (std::mem::take(&mut own.l1), std::mem::take(&mut own.l2));
-        let shared = match Self::fill(&b, l1, l2, hosted, window, room).await {
-            Ok(shared) => shared,
+        let (shared, mut reviewer) = match Self::fill(&b, l1, l2, hosted, window, room).await {
+            Ok(filled) => filled,
             Err(stopped) => {
                 let failed = (calls, degraded, stopped);
                 return Err(self.stopped(request, settled, own, failed, budget));
@@ -315,7 +315,8 @@ impl Builder {
             shared.l2,
             shared.l1_hosted,
             shared.l1,
-        );
+        )
+        .laid_out(request);
         let rendered = render::settle(&mut layers, request, meter, sent, u64::from(budget));
         let rendered = self.start_conversation(request, &mut layers, meter, sent, rendered);
         // Room the settling or the conversation's start left is offered
@@ -324,20 +325,57 @@ impl Builder {
         let mut compressions = shared.compressions;
         let uncompressed = compress::skipped(&compressions, &self.plan);
         let limits = (u64::from(budget), &self.plan, uncompressed.as_slice());
-        let (rendered, restored, cut) =
-            render::refill(&mut layers, request, meter, sent, limits, rendered);
+        let (mut restored, mut cut) = (Vec::new(), Vec::new());
+        let mut rendered = rendered;
+        // Texts the fill left out before the policy saw them are reviewed
+        // where that room would hold them, in the rounds left, and
+        // offered it.
+        let reviewed = loop {
+            let again = render::refill(&mut layers, request, meter, sent, limits, rendered);
+            rendered = again.0;
+            restored.extend(again.1);
+            cut.extend(again.2);
+            let room = (u64::from(budget), uncompressed.as_slice());
+            let wanted = match reviewer.spent() {
+                true => Vec::new(),
+                false => render::unseen(&mut layers, meter, sent, room, &rendered),
+            };
+            if wanted.is_empty() {
+                break Ok(());
+            }
+            if let Err(error) = reviewer.review_late(&mut layers, channel, &wanted).await {
+                break Err(error);
+            }
+        };
+        calls.extend(reviewer.calls);
+        if let Err(error) = reviewed {
+            let decided = Decided {
+                own: layer::Own {
+                    l0: layers.l0,
+                    l1: layers.l1,
+                    l2: layers.l2,
+                    ..own
+                },
+                hosted: layers.l1_hosted,
+                calls,
+                degraded,
+            };
+            return Err(self.failed(request, settled, decided, error, budget));
+        }
+        render::unreviewed_left(&mut layers, meter, sent, u64::from(budget), &rendered);
 
         // 11. record: the pack and its snapshot.
         let status = SnapshotStatus::of(degraded, layers.truncated(), false);
         compress::restored(&mut compressions, &layers, &restored);
         compress::cut_instead(&mut compressions, &cut);
-        let record = self.record(calls, status, budget, rendered, own.l0_cost, compressions);
+        let record = self.record(calls, status, budget, rendered, own.stable, compressions);
         Ok(record::pack(request, settled, layers, record, &self.plan))
     }
 
     /// Stages 7 to 9 over what the budget decides: the fill's phases
     /// (`budget`), each reviewed (`policy`) where it took something not
-    /// reviewed yet, and compression (`compress`), in the order they run.
+    /// reviewed yet, and compression (`compress`), in the order they run;
+    /// with the review, whose rounds left may be spent on room freed later.
     async fn fill(
         b: &Budgeting<'_, '_>,
         l1: Vec<Item>,
@@ -345,11 +383,14 @@ impl Builder {
         (hosted, husks): (Vec<Item>, Husks),
         window: Vec<Group>,
         room: u64,
-    ) -> Result<Shared, Stopped> {
+    ) -> Result<(Shared, policy::Reviewer), Stopped> {
         let (mut pool, mut state) = budget::Pool::new(l1, l2, hosted, window, room);
         let mut reviewer = policy::Reviewer::new(husks, pool.hosted_from);
         match Self::phases(b, &mut pool.items, &mut state, &mut reviewer).await {
-            Ok((summaries, records)) => Ok(pool.shared(summaries, reviewer.calls, records)),
+            Ok((summaries, records)) => {
+                let calls = std::mem::take(&mut reviewer.calls);
+                Ok((pool.shared(summaries, calls, records), reviewer))
+            }
             Err(error) => {
                 let (l1, l2, hosted) = pool.stopped();
                 let calls = reviewer.calls;

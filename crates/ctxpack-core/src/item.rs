@@ -66,6 +66,9 @@ pub(crate) struct Item {
     /// Tokens it sends beside its text (a turn's images where it is sent
     /// as a message): part of its count.
     pub attached: u32,
+    /// A host candidate's place in rank order among those admitted (where
+    /// the review finds what else it needs, see [`crate::policy::Husk`]).
+    pub rank: u32,
 }
 
 impl Item {
@@ -138,6 +141,7 @@ impl Item {
             turn: None,
             altered: Altered::default(),
             attached: 0,
+            rank: 0,
         }
     }
 
@@ -229,6 +233,7 @@ impl Item {
             turn: self.turn,
             altered: self.altered,
             attached: self.attached,
+            rank: self.rank,
         }
     }
 

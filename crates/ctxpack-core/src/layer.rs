@@ -16,7 +16,7 @@ use crate::snapshot::{Origin, Reason};
 
 use crate::render::{self, Layers};
 use crate::tokenizer::{Count, Meter};
-use crate::types::{AssembleRequest, ConversationTurn, Role, Section, TrustTier};
+use crate::types::{AssembleRequest, ConversationTurn, Layout, Role, Section, TrustTier};
 
 /// The request's own candidates, with L0 counted; the others are counted
 /// only when the budgeting needs them.
@@ -24,8 +24,12 @@ pub(crate) struct Own {
     pub l0: Vec<Item>,
     pub l1: Vec<Item>,
     pub l2: Vec<Item>,
-    /// What L0 costs rendered together, entry overhead included.
+    /// What L0 costs rendered together, entry overhead included (laid
+    /// out cache-first, at most: its current task and workflow status may
+    /// render apart).
     pub l0_cost: u64,
+    /// What the L0 entries rendered first cost: the stable prefix.
+    pub stable: u64,
 }
 
 impl Own {
@@ -61,16 +65,35 @@ pub(crate) fn own(request: &AssembleRequest, meter: &Meter, sent: crate::budget:
         item.count = Some(Count::Exact(meter.count(&item.text)));
         item.decide(Reason::Mandatory);
     }
-    let alone = Layers {
+    let mut alone = Layers {
         l0,
         ..Layers::default()
     };
     let l0_cost = render::account(&alone, meter, sent).used;
+    let (l0_cost, stable) = match Layout::of(request) {
+        Layout::ContextFirst => (l0_cost, l0_cost),
+        // The current task and workflow status render after the
+        // conversation: the stable prefix is L0 without them.
+        Layout::CacheFirst => {
+            let moves =
+                |i: &Item| matches!(i.section, Section::CurrentTask | Section::WorkflowStatus);
+            let k = alone.l0.iter().position(moves).unwrap_or(alone.l0.len());
+            let moved = Layers {
+                l0: alone.l0.split_off(k),
+                ..Layers::default()
+            };
+            let stable = render::account(&alone, meter, sent).used;
+            let apart = stable + render::account(&moved, meter, sent).used;
+            alone.l0.extend(moved.l0);
+            (l0_cost.max(apart), stable)
+        }
+    };
     Own {
         l0: alone.l0,
         l1: conversation_items(&request.conversation, sent),
         l2: stage_items(request),
         l0_cost,
+        stable,
     }
 }
 

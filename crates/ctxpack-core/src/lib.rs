@@ -160,7 +160,7 @@ pub use snapshot::{
 pub use tokenizer::{Count, LoadedTokenizer, TokenCounter, Tokenizers};
 pub use types::{
     AgentContext, AssembleRequest, Assumed, Candidate, ConversationStart, ConversationTurn,
-    KEEP_EVERY_TURN, Layer, ModelProfile, ModelUse, PackForm, Provenance, Role, Section,
+    KEEP_EVERY_TURN, Layer, Layout, ModelProfile, ModelUse, PackForm, Provenance, Role, Section,
     StageSummary, SummaryRequest, Tokenizer, TrustTier, WorkflowStatus,
 };
 pub use validate::request as validate_request;

@@ -79,9 +79,10 @@ pub struct ContextPack {
     pub entries: Vec<PackEntry>,
     /// Entry texts joined by blank lines.
     pub text: String,
-    /// The same context as chat messages: L0 as the first system message
-    /// (the stable prefix), the other context as a second, then the kept
-    /// conversation turns with their roles and tool-call ids.
+    /// The same context as chat messages, in the request's layout: L0 as
+    /// the first system message (the stable prefix), the other context as
+    /// a second, and the kept conversation turns with their roles and
+    /// tool-call ids.
     pub messages: Vec<Message>,
     /// Tokens used, overhead included.
     pub budget_used: u32,
@@ -107,6 +108,12 @@ pub struct Message {
     pub content: String,
     /// The tool call a turn makes or answers.
     pub tool_call_id: Option<String>,
+    /// Tokens the turn sends beside its text (its images, which the pack
+    /// holds no copy of), charged with it: send them with it. Not written
+    /// when absent, so a pack's digest is what it was before the field
+    /// existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_tokens: Option<u32>,
 }
 
 /// The `ContextAssembled` event: what a host publishes once an assembly's

@@ -24,8 +24,9 @@ use crate::host::Verdict;
 use crate::item::{Item, body};
 use crate::snapshot::{Reason, SourceCall, SourceOutcome};
 
+use crate::render::{At, Layers};
 use crate::tokenizer::clamp_len;
-use crate::types::Candidate;
+use crate::types::{Candidate, Role, TrustTier};
 
 /// The most review rounds an assembly asks for. Each round is a round
 /// trip to the policy engine; a round after the first reviews only what
@@ -58,8 +59,48 @@ impl Reviewer {
 
     /// Whether the rounds are spent: the fill may then take only what was
     /// reviewed.
-    fn spent(&self) -> bool {
+    pub fn spent(&self) -> bool {
         self.rounds >= REVIEW_ROUNDS
+    }
+
+    /// Reviews the host texts of `layers` at `wanted`, left out by the
+    /// fill before the policy saw them, in one round, and applies the
+    /// verdicts: what the room freed after the fill would hold.
+    pub async fn review_late(
+        &mut self,
+        layers: &mut Layers,
+        channel: &Channel,
+        wanted: &[At],
+    ) -> Result<(), Error> {
+        // Lent as a pool of their own, each with its husk.
+        let mut pool: Vec<Item> = wanted
+            .iter()
+            .map(|&at| {
+                std::mem::replace(
+                    layers.at_mut(at),
+                    Item::turn(0, Role::System, TrustTier::System),
+                )
+            })
+            .collect();
+        let ranks: Vec<usize> = pool.iter().map(|i| i.rank as usize).collect();
+        let husks = ranks
+            .iter()
+            .map(|&r| std::mem::take(&mut self.husks[r]))
+            .collect();
+        let all = std::mem::replace(&mut self.husks, husks);
+        let from = std::mem::replace(&mut self.hosted_from, 0);
+        let indices: Vec<usize> = (0..pool.len()).collect();
+        let verdicts = self.review(&mut pool, channel, &indices).await;
+        let husks = std::mem::replace(&mut self.husks, all);
+        self.hosted_from = from;
+        for (&r, husk) in ranks.iter().zip(husks) {
+            self.husks[r] = husk;
+        }
+        let verdicts = verdicts.map(|v| apply(&mut pool, &indices, v));
+        for (&at, item) in wanted.iter().zip(pool) {
+            *layers.at_mut(at) = item;
+        }
+        verdicts
     }
 
     /// Reviews `wanted` (pool indices, in rank order): one round.

@@ -260,16 +260,28 @@ pub(crate) fn pack(
     let fence = fence_report(&layers, record.keyed);
     let text = render::text(&entries);
     let messages = render::messages(request, &entries, &turns);
+    // Render order: L0, then the slow-moving L2, then L1 with the
+    // conversation last; or laid out cache-first (see `Layers::order`).
+    let order: Option<Vec<render::At>> = layers.cache_first.map(|_| layers.order().collect());
     let Layers {
         l0,
         l2,
         l1_hosted,
         l1,
+        ..
     } = layers;
-    // Render order: L0, then the slow-moving L2, then L1 with the
-    // conversation last.
     let n = l0.len() + l2.len() + l1_hosted.len() + l1.len();
-    let snapshot_entries = records([l0, l2, l1_hosted, l1].into_iter().flatten(), n);
+    let layered = [l0, l2, l1_hosted, l1];
+    let snapshot_entries = match order {
+        None => records(layered.into_iter().flatten(), n),
+        Some(order) => {
+            let mut at: Vec<Vec<Option<Item>>> = layered
+                .into_iter()
+                .map(|l| l.into_iter().map(Some).collect())
+                .collect();
+            records(order.into_iter().filter_map(|(l, k)| at[l][k].take()), n)
+        }
+    };
     let ctx = &request.context;
     let used = clamp(record.rendered.used);
     let mut pack = ContextPack {
@@ -308,11 +320,7 @@ pub(crate) fn pack(
 /// What writing the included items' texts changed, by id (see
 /// [`FenceReport`]).
 fn fence_report(layers: &Layers, keyed: bool) -> FenceReport {
-    let included: Vec<&Item> = [&layers.l0, &layers.l2, &layers.l1_hosted, &layers.l1]
-        .into_iter()
-        .flatten()
-        .filter(|i| i.included())
-        .collect();
+    let included: Vec<&Item> = layers.items().filter(|i| i.included()).collect();
     let ids = |altered: fn(&Item) -> bool| {
         included
             .iter()
@@ -347,18 +355,18 @@ fn complete(pack: &mut ContextPack, entry_overhead: u32, form: Option<PackForm>)
     snap.content_hash = text_hash(&pack.text);
 
     let mut per_section = BTreeMap::new();
-    // Whether each system message (L0, the other context) was begun.
-    let mut begun = [false, false];
+    // Whether each system message (L0, the other context) was begun, and
+    // whether entries now go to the second (see `render::messages`).
+    let (mut begun, mut past_l0) = ([false, false], false);
     for e in &pack.entries {
         let turn = e.section == Section::ConversationState;
+        let m = usize::from(e.layer != Layer::L0 || past_l0);
+        past_l0 |= turn || m == 1;
         let begins = match form {
             None => true,
             Some(PackForm::Text) => false,
             Some(PackForm::Messages) if turn => true,
-            Some(PackForm::Messages) => {
-                let m = usize::from(e.layer != Layer::L0);
-                !std::mem::replace(&mut begun[m], true)
-            }
+            Some(PackForm::Messages) => !std::mem::replace(&mut begun[m], true),
         };
         let overhead = if begins { entry_overhead } else { 0 };
         *per_section.entry(e.section).or_insert(0u32) += e.tokens.saturating_add(overhead);

@@ -24,7 +24,7 @@ use crate::pack::{Message, PackEntry};
 use crate::snapshot::{Origin, Reason, Shortfall};
 
 use crate::tokenizer::{Count, Meter, Tally};
-use crate::types::{AssembleRequest, ConversationStart, Layer, PackForm, Role, Section};
+use crate::types::{AssembleRequest, ConversationStart, Layer, Layout, PackForm, Role, Section};
 
 /// What joins two entries in the flat text and in a system message.
 pub(crate) const SEPARATOR: &str = "\n\n";
@@ -51,6 +51,9 @@ pub(crate) struct Layers {
     pub l2: Vec<Item>,
     pub l1_hosted: Vec<Item>,
     pub l1: Vec<Item>,
+    /// Whether they render cache-first (see [`Layout::CacheFirst`]), and
+    /// the request's newest turn if it is a user turn: last then.
+    pub cache_first: Option<Option<usize>>,
 }
 
 impl Layers {
@@ -61,7 +64,40 @@ impl Layers {
             l2,
             l1_hosted,
             l1,
+            cache_first: None,
         }
+    }
+
+    /// The layers laid out as `request` asks (see [`Layout::of`]).
+    pub fn laid_out(mut self, request: &AssembleRequest) -> Self {
+        let turns = &request.conversation;
+        let newest = turns.len().checked_sub(1);
+        let newest = newest.filter(|&t| turns[t].role == Role::User);
+        self.cache_first = (Layout::of(request) == Layout::CacheFirst).then_some(newest);
+        self
+    }
+
+    /// Where each item is, in render order: L0, L2, the hosts' L1, the
+    /// conversation; cache-first, L0 but the current task and the
+    /// workflow's status, the conversation but its newest user turn, L2,
+    /// the hosts' L1, the current task and the workflow's status, the
+    /// newest user turn.
+    pub fn order(&self) -> impl Iterator<Item = At> + '_ {
+        let cache_first = self.cache_first.is_some();
+        let newest = self.cache_first.flatten();
+        let moves = move |i: &Item| {
+            cache_first && matches!(i.section, Section::CurrentTask | Section::WorkflowStatus)
+        };
+        let last = move |i: &Item| !cache_first || (newest.is_some() && i.turn == newest);
+        let all = |layer: usize, n: usize| (0..n).map(move |k| (layer, k));
+        let (n0, n1) = (self.l0.len(), self.l1.len());
+        all(0, n0)
+            .filter(move |&at| !moves(self.at(at)))
+            .chain(all(3, n1).filter(move |&at| cache_first && !last(self.at(at))))
+            .chain(all(1, self.l2.len()))
+            .chain(all(2, self.l1_hosted.len()))
+            .chain(all(0, n0).filter(move |&at| moves(self.at(at))))
+            .chain(all(3, n1).filter(move |&at| last(self.at(at))))
     }
 
     /// Whether a host text or stage summary that stays in the pack was
@@ -79,12 +115,9 @@ impl Layers {
             .any(|i| i.section == section && i.included() && i.compressed)
     }
 
-    fn items(&self) -> impl Iterator<Item = &Item> {
-        self.l0
-            .iter()
-            .chain(self.l2.iter())
-            .chain(self.l1_hosted.iter())
-            .chain(self.l1.iter())
+    /// The items in render order.
+    pub(crate) fn items(&self) -> impl Iterator<Item = &Item> {
+        self.order().map(|at| self.at(at))
     }
 
     fn items_mut(&mut self) -> impl Iterator<Item = &mut Item> {
@@ -137,12 +170,16 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
     let mut system = [Tally::new(meter), Tally::new(meter)];
     let mut opened = [false, false];
     let (mut entries, mut own, mut turns, mut turn_tokens) = (0u64, 0u64, 0u64, 0u64);
+    // An entry that is not a turn joins the first system message until
+    // a turn or other context than L0 came before it (see [`messages`]).
+    let mut past_l0 = false;
     for item in layers.items().filter(|i| i.included()) {
         let block = match (item.section.layer(), item.turn) {
-            (Layer::L0, _) => Some(0),
             (_, Some(_)) => None,
+            (Layer::L0, _) if !past_l0 => Some(0),
             _ => Some(1),
         };
+        past_l0 |= block != Some(0);
         if entries > 0 {
             flat.push(SEPARATOR, Some(separator));
         }
@@ -212,10 +249,10 @@ fn check_host_counts(layers: &mut Layers, meter: &Meter) {
 }
 
 /// Which of `layers` an item is in, and where.
-type At = (usize, usize);
+pub(crate) type At = (usize, usize);
 
 impl Layers {
-    fn at(&self, at: At) -> &Item {
+    pub(crate) fn at(&self, at: At) -> &Item {
         match at.0 {
             0 => &self.l0[at.1],
             1 => &self.l2[at.1],
@@ -224,7 +261,7 @@ impl Layers {
         }
     }
 
-    fn at_mut(&mut self, at: At) -> &mut Item {
+    pub(crate) fn at_mut(&mut self, at: At) -> &mut Item {
         match at.0 {
             0 => &mut self.l0[at.1],
             1 => &mut self.l2[at.1],
@@ -422,6 +459,109 @@ pub(crate) fn refill(
         }
     }
     (rendered, restored, cut)
+}
+
+/// The host texts the fill left out before the policy saw them that the
+/// room left would hold, in the order [`refill`] offers them (by section
+/// in priority order, then by rank): each that fits whole with those
+/// before it, and in a section that may be cut into the room, the first
+/// that does not. They are to be reviewed and offered again.
+pub(crate) fn unseen(
+    layers: &mut Layers,
+    meter: &Meter,
+    sent: Sent,
+    (budget, uncompressed): (u64, &[Section]),
+    rendered: &Rendered,
+) -> Vec<At> {
+    let separator = u64::from(meter.count(SEPARATOR));
+    let mut room = budget.saturating_sub(rendered.used);
+    let mut wanted = Vec::new();
+    for &section in PRIORITY.iter() {
+        for at in host_texts(layers, section) {
+            let i = layers.at(at);
+            if !i.unreviewed || !matches!(i.reason(), Some(Reason::OverBudget(_))) {
+                continue;
+            }
+            let charge = sent.charge(section, separator);
+            let item = layers.at_mut(at);
+            // A join may merge a token away: one more than the room.
+            let limit = crate::tokenizer::clamp(room.saturating_sub(charge) + 1);
+            let needed = item.measure(meter, limit).at_least() + charge;
+            if needed <= room + 1 {
+                room = room.saturating_sub(needed);
+                wanted.push(at);
+            } else if uncompressed.contains(&section) && !layers.compressed_in(section) {
+                // Cut into what is left, which it then takes, if a token
+                // of its text fits there with its frame.
+                let item = layers.at(at);
+                let frame = item.frame().map_or(0, |(head, tail)| {
+                    u64::from(meter.count(&head)) + u64::from(meter.count(&tail))
+                });
+                if room > charge + frame {
+                    wanted.push(at);
+                    return wanted;
+                }
+            }
+        }
+    }
+    wanted
+}
+
+/// Each host text still left out unreviewed over the budget, once the
+/// late reviews are done, in the order [`refill`] offers room: one the
+/// room `rendered` leaves would still hold (with those before it) is left
+/// out as `unreviewed`, the review rounds spent; any other needs more
+/// than what is left then.
+pub(crate) fn unreviewed_left(
+    layers: &mut Layers,
+    meter: &Meter,
+    sent: Sent,
+    budget: u64,
+    rendered: &Rendered,
+) {
+    let mut remaining = budget.saturating_sub(rendered.used);
+    let separator = u64::from(meter.count(SEPARATOR));
+    for &section in PRIORITY.iter() {
+        for at in host_texts(layers, section) {
+            let item = layers.at_mut(at);
+            let limit = crate::tokenizer::clamp(remaining + 1);
+            let charge = sent.charge(section, separator);
+            let mut needed = match item.reason().filter(|_| item.unreviewed) {
+                Some(Reason::OverBudget(s)) => s.needed,
+                // The fill would take it: it takes that room.
+                Some(Reason::Unreviewed) => {
+                    let needed = item.measure(meter, limit).at_least() + charge;
+                    remaining = remaining.saturating_sub(needed);
+                    continue;
+                }
+                _ => continue,
+            };
+            if needed <= remaining {
+                // Counted in the fill only as far as its room then.
+                needed = needed.max(item.measure(meter, limit).at_least() + charge);
+            }
+            item.decide(match needed > remaining {
+                true => Reason::OverBudget(Shortfall { needed, remaining }),
+                false => {
+                    remaining -= needed;
+                    Reason::Unreviewed
+                }
+            });
+        }
+    }
+}
+
+/// The host texts of `section` (and the summaries of them) in `layers`,
+/// in rank order.
+fn host_texts(layers: &Layers, section: Section) -> Vec<At> {
+    (0..layers.l2.len())
+        .map(|k| (1, k))
+        .chain((0..layers.l1_hosted.len()).map(|k| (2, k)))
+        .filter(|&at| {
+            let i = layers.at(at);
+            i.section == section && i.origin != Origin::Request
+        })
+        .collect()
 }
 
 /// What offering room to a host section did: a cut text went in whole, a
@@ -700,15 +840,7 @@ impl Offer<'_, '_> {
         mut may_cut: bool,
     ) -> (Rendered, Offered) {
         let mut offered = Offered::default();
-        let ats: Vec<At> = (0..layers.l2.len())
-            .map(|k| (1, k))
-            .chain((0..layers.l1_hosted.len()).map(|k| (2, k)))
-            .filter(|&at| {
-                let i = layers.at(at);
-                i.section == section && i.origin != Origin::Request
-            })
-            .collect();
-        for at in ats {
+        for at in host_texts(layers, section) {
             if rendered.used >= self.budget {
                 break;
             }
@@ -798,7 +930,12 @@ impl Offer<'_, '_> {
 pub(crate) fn entries(layers: &mut Layers, sent: Sent) -> (Vec<PackEntry>, Vec<Option<usize>>) {
     let mut entries = Vec::new();
     let mut turns = Vec::new();
-    for item in layers.items_mut().filter(|i| i.included()) {
+    let order: Vec<At> = layers.order().collect();
+    for at in order {
+        let item = layers.at_mut(at);
+        if !item.included() {
+            continue;
+        }
         item.name();
         let Some(provenance) = item.provenance.clone() else {
             continue;
@@ -832,36 +969,50 @@ pub(crate) fn text(entries: &[PackEntry]) -> String {
         .join(SEPARATOR)
 }
 
-/// The pack as chat messages: L0, the other context, the conversation
-/// (`turns` says which entry is which turn).
+/// The pack as chat messages, in render order (`turns` says which entry
+/// is which turn): each kept turn a message of its own; the other entries
+/// joined into system messages, one for L0 and one for the other context
+/// (a cache-first layout's current task and workflow status with it once
+/// a turn or other context came before them), as [`account`] counts them.
 pub(crate) fn messages(
     request: &AssembleRequest,
     entries: &[PackEntry],
     turns: &[Option<usize>],
 ) -> Vec<Message> {
-    let system = |in_block: &dyn Fn(&PackEntry, Option<usize>) -> bool| {
-        let parts: Vec<&str> = entries
-            .iter()
-            .zip(turns)
-            .filter(|&(e, &t)| in_block(e, t))
-            .map(|(e, _)| e.text.as_str())
-            .collect();
-        (!parts.is_empty()).then(|| Message {
-            role: Role::System,
-            content: parts.join(SEPARATOR),
-            tool_call_id: None,
-        })
-    };
     let mut out: Vec<Message> = Vec::new();
-    out.extend(system(&|e, _| e.layer == Layer::L0));
-    out.extend(system(&|e, t| e.layer != Layer::L0 && t.is_none()));
+    // The block of the system message last written, while it is the last
+    // message; and whether entries now go to the second.
+    let (mut open, mut past_l0) = (None, false);
     for (e, turn) in entries.iter().zip(turns) {
         if let Some(t) = turn.and_then(|t| request.conversation.get(t)) {
             out.push(Message {
                 role: t.role,
                 content: crate::conversation::turn_content(t.role, &e.text).to_owned(),
                 tool_call_id: t.tool_call_id.clone(),
+                // Charged only where the pack may be sent as messages.
+                attached_tokens: t
+                    .attached_tokens
+                    .filter(|_| request.form != Some(crate::types::PackForm::Text)),
             });
+            (open, past_l0) = (None, true);
+            continue;
+        }
+        let block = u8::from(e.layer != Layer::L0 || past_l0);
+        past_l0 |= block == 1;
+        match out.last_mut() {
+            Some(m) if open == Some(block) => {
+                m.content.push_str(SEPARATOR);
+                m.content.push_str(&e.text);
+            }
+            _ => {
+                out.push(Message {
+                    role: Role::System,
+                    content: e.text.clone(),
+                    tool_call_id: None,
+                    attached_tokens: None,
+                });
+                open = Some(block);
+            }
         }
     }
     out

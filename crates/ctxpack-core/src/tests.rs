@@ -60,6 +60,7 @@ fn request(budget: u32) -> AssembleRequest {
         keep_last: 10,
         conversation_start: None,
         form: None,
+        layout: None,
         stage_summaries: vec![],
     }
 }

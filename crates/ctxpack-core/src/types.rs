@@ -277,6 +277,31 @@ pub enum PackForm {
     Messages,
 }
 
+/// The order a pack is laid out in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// L0, then the other context, then the conversation.
+    ContextFirst,
+    /// What stays across turns first, so a provider's prompt cache serves
+    /// it: L0 but the current task and the workflow's status, then the
+    /// conversation but its newest user turn; then what changes every
+    /// turn: the other context, the current task and the workflow's
+    /// status, and the newest user turn last.
+    CacheFirst,
+}
+
+impl Layout {
+    /// The layout `request` asks for: when it names none, cache-first for
+    /// the messages form and context-first otherwise.
+    pub fn of(request: &AssembleRequest) -> Layout {
+        request.layout.unwrap_or(match request.form {
+            Some(PackForm::Messages) => Layout::CacheFirst,
+            _ => Layout::ContextFirst,
+        })
+    }
+}
+
 /// `keep-last` when a request leaves it out: every turn is considered, and
 /// the budget alone decides which of the oldest give way.
 pub const KEEP_EVERY_TURN: u32 = u32::MAX;
@@ -343,6 +368,11 @@ pub struct AssembleRequest {
     /// absent, for the same reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub form: Option<PackForm>,
+    /// The order the pack is laid out in; when left out, cache-first for
+    /// the messages form, context-first otherwise. Not written when
+    /// absent, for the same reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
     /// Stage summaries, oldest first (L2).
     #[serde(default)]
     pub stage_summaries: Vec<StageSummary>,

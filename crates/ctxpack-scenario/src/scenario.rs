@@ -98,6 +98,10 @@ pub struct Expect {
     /// Whether the fences' nonce is keyed, as the snapshot says.
     #[serde(default)]
     pub keyed: Option<bool>,
+    /// The roles of the pack's messages, in order (`system`, `user`,
+    /// `assistant`, `tool`): where the layout puts the context.
+    #[serde(default)]
+    pub message_roles: Option<Vec<String>>,
 }
 
 impl Expect {
@@ -213,6 +217,23 @@ impl Expect {
         for want in &self.strategies {
             if !applied.contains(want) {
                 broken.push(format!("strategy {want} not applied: {applied:?}"));
+            }
+        }
+        if let Some(want) = &self.message_roles {
+            let roles: Vec<String> = reply
+                .pack()
+                .map(|p| p.messages.iter())
+                .into_iter()
+                .flatten()
+                .filter_map(|m| {
+                    serde_json::to_value(m.role)
+                        .ok()?
+                        .as_str()
+                        .map(str::to_owned)
+                })
+                .collect();
+            if &roles != want {
+                broken.push(format!("message roles {roles:?}, not {want:?}"));
             }
         }
         for id in &self.fenced {

@@ -43,10 +43,11 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::ConversationTurn, wit::ConversationTurn, { role, content, tool_call_id, attached_tokens });
             $crate::__cases!(ctx::ConversationStart, wit::ConversationStart, [UserTurn, AnyTurn] []);
             $crate::__cases!(ctx::PackForm, wit::PackForm, [Text, Messages] []);
+            $crate::__cases!(ctx::Layout, wit::Layout, [ContextFirst, CacheFirst] []);
             $crate::__record!(ctx::WorkflowStatus, wit::WorkflowStatus, { status, stage_id });
             $crate::__record!(ctx::StageSummary, wit::StageSummary, { stage_id, outcome, summary });
             $crate::__record!(ctx::Candidate, wit::$Candidate, { id, section, text, provenance, trust, score, sequence, scope, token_count });
-            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, conversation_start, form, stage_summaries });
+            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, conversation_start, form, layout, stage_summaries });
             $crate::__record!(ctx::PackEntry, wit::PackEntry, { id, layer, section, role, text, tokens, provenance, trust });
             $crate::__cases!(ctx::Strategy, wit::Strategy, [L0Immutable, KeepLast, ConversationBudget, EvictOldest, Summarize, Truncate] []);
             $crate::__record!(ctx::CompressionMetadata, wit::CompressionMetadata, { applied_strategies, truncated_layers, entries_dropped });
@@ -65,7 +66,7 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::FenceReport, wit::FenceReport, { keyed, stripped, defused });
             $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, model, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, fence, entries });
             $crate::__record!(ctx::ContextPack, wit::ContextPack, { id, session_id, trace_id, stage_id, entries, text, messages, budget_used, budget_limit, compression, snapshot, event, metrics });
-            $crate::__record!(ctx::Message, wit::Message, { role, content, tool_call_id });
+            $crate::__record!(ctx::Message, wit::Message, { role, content, tool_call_id, attached_tokens });
             $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, { context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used, token_budget });
             $crate::__record!(ctx::Metrics, wit::Metrics, { tokens_per_section, dropped_by_reason });
             $crate::__record!(ctx::SectionTokens, wit::SectionTokens, { section, tokens });

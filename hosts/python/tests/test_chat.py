@@ -457,6 +457,50 @@ def pack_of(messages, budget: int, start: str = "user-turn") -> cp.ContextPack:
         system_prompt="Answer briefly.", conversation_start=start))  # type: ignore[arg-type]
 
 
+class _Timetable:
+    def retrieve(self, context, query, limit):
+        return [cp.Candidate(id="kb-sunday", section="relevant-knowledge", trust="trusted", score=0.9,
+                             provenance=cp.Provenance(source_kind="timetable", reference="timetable/sunday"),
+                             text="On Sundays trains run every two hours.")]
+
+
+def test_the_messages_form_is_laid_out_cache_first_and_comes_out_so():
+    messages = [{"role": "user", "content": "Trains on weekdays?"}, {"role": "assistant", "content": "Hourly."},
+                {"role": "user", "content": "And on Sunday?"}]
+    builder = cp.Builder({"profile": {"rag": {"retrieve_limit": 5}}})
+
+    def pack(**fields):
+        return builder.assemble(cp.AssembleRequest(
+            conversation=conversation(messages), budget=10_000, tokenizer=cp.Tokenizer.chars_per_token(1),
+            system_prompt="Answer briefly.", current_task="Answer the traveller.", **fields),
+            sources=_Timetable())
+
+    # Cache-first: the system prompt, the conversation but its newest user
+    # turn, then the documents and the current task, the question last.
+    first = pack(form="messages")
+    context = "[source: timetable/sunday]\nOn Sundays trains run every two hours.\n\nAnswer the traveller."
+    assert to_openai(first, messages) == [{"role": "system", "content": "Answer briefly."}, *messages[:2],
+                                          {"role": "system", "content": context}, messages[2]]
+    assert first.text.index("Hourly.") < first.text.index("On Sundays") < first.text.index("And on Sunday?")
+    # Anthropic takes one system text: what comes after a turn goes into the
+    # user's turn, before the question.
+    anthropic = to_anthropic(first, messages)
+    assert anthropic["system"] == "Answer briefly."
+    assert anthropic["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": context},
+                                                                      {"type": "text", "text": "And on Sunday?"}]}
+    lc = to_langchain(first, [HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"])
+                              for m in messages])
+    assert [m.type for m in lc] == ["system", "human", "ai", "system", "human"]
+    # The stable prefix is the system prompt alone, now.
+    assert first.snapshot.stable_prefix_tokens == len("Answer briefly.")  # one character a token, no overhead
+    # Context-first, as asked: the context before the conversation.
+    before = pack(form="messages", layout="context-first")
+    assert [m["role"] for m in to_openai(before, messages)] == ["system", "system", "user", "assistant", "user"]
+    assert to_anthropic(before, messages)["system"].startswith("Answer briefly.\n\nAnswer the traveller.")
+    # Without a form, context-first, as before.
+    assert [m.role for m in pack().messages][:2] == ["system", "system"]
+
+
 def test_out_as_openai_anthropic_langchain_and_plain():
     pack = pack_of(OPENAI, 10_000)
     assert kept(pack, OPENAI) == OPENAI
@@ -937,6 +981,18 @@ def test_what_an_image_costs_is_what_its_provider_bills():
     assert openai(4096, 8192, "low") == 85
     assert openai(512, 512) == 85 + 170 and openai(513, 512) == 85 + 2 * 170
     assert openai(1024, 1024, model="gpt-4o-mini") == 2833 + 4 * 5667
+    assert openai(1024, 1024, model="o3") == 75 + 4 * 150 and openai(1024, 1024, model="gpt-5") == 70 + 4 * 140
+    # By 32-pixel patches: 1024×1024 is 1,024 patches; 1800×2400 is scaled
+    # to 1056×1408, 33 × 44 = 1,452 (OpenAI's examples), times the
+    # model's multiplier, rounded up; a 128×64 image is 8 patches.
+    assert openai(1024, 1024, model="gpt-4.1-mini") == math.ceil(1024 * 1.62)
+    assert openai(1800, 2400, model="gpt-4.1-nano") == math.ceil(1452 * 2.46)
+    assert openai(128, 64, model="o4-mini-2025-04-16") == 14 and openai(128, 64, model="gpt-5-mini") == 13
+    assert openai(20000, 100, model="gpt-5-nano") <= math.ceil(1536 * 2.46)
+    # A model whose rule is not known, or that takes no images, is refused.
+    for model in ("gpt-5.4-mini", "o3-mini", "llama-3"):
+        with pytest.raises(TypeError, match="image_tokens"):
+            openai(64, 64, model=model)
     # Anthropic's: width × height / 750, the long side within 1,568.
     claude = _images.pricer("claude-sonnet-4-5", None)
     anthropic = lambda w, h: claude({"type": "image", "source": {  # noqa: E731
@@ -987,6 +1043,18 @@ def test_an_image_is_charged_with_its_message_and_comes_back_out():
     last = to_anthropic(pack, messages)["messages"][-1]
     assert last["content"][-1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                                                "data": png(1024, 1024)}}
+    # The pack's own messages say what they were charged besides their
+    # text; without the messages, whose images it holds no copy of, the
+    # outputs refuse rather than send the text alone.
+    assert [m.attached_tokens for m in pack.messages] == [None, None, None, 765]
+    for out in (to_openai, to_anthropic, to_langchain):
+        with pytest.raises(ValueError, match=r"message 3 was charged 765 tokens .*\(its images\).*messages"):
+            out(pack)
+    # Sent as flat text, an image is not charged, and the pack says none.
+    flat = cp.Builder().assemble(cp.AssembleRequest(
+        conversation=conversation(messages), budget=10_000, tokenizer=cp.Tokenizer.chars_per_token(1),
+        system_prompt="Answer briefly.", form="text"))  # type: ignore[arg-type]
+    assert all(m.attached_tokens is None for m in flat.messages)
 
 
 def test_messages_that_share_a_content_are_each_charged_their_own():

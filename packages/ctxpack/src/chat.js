@@ -219,8 +219,30 @@ function systemKept(pack, messages) {
     + 'keptMessages(pack, messages) as it is');
 }
 
-function systemTexts(pack) {
-  return pack.messages.slice(0, pack.messages.length - keptTurns(pack).length).map((m) => m.content);
+/**
+ * The pack's messages in order: a system message's content, or null for a
+ * kept turn (in the order of `keptTurns`). The entries say which is which:
+ * a system message begins the pack, follows a turn, or passes from L0 to
+ * the other context (so the context goes after the conversation in a
+ * cache-first layout, before it otherwise).
+ */
+function slotsOf(pack) {
+  const slots = [];
+  let next = 0;
+  let before;
+  for (const e of pack.entries) {
+    const turn = e.section === 'conversation-state' && e.id.startsWith('turn-');
+    const l0 = e.layer === 'l0';
+    if (turn) {
+      next += 1;
+      slots.push(null);
+    } else if (before === undefined || before === 'turn' || (before === 'l0' && !l0)) {
+      slots.push(pack.messages[next].content);
+      next += 1;
+    }
+    before = turn ? 'turn' : l0 ? 'l0' : 'context';
+  }
+  return slots;
 }
 
 /** A pack's message as OpenAI's shape: `tool_call_id` on a tool result. */
@@ -302,13 +324,16 @@ function openAIMessages(pack, messages, called) {
     if (pack.messages.some((m) => m.toolCallId != null)) {
       throw new Error(`this pack's conversation has tool calls, which it holds as text: give the messages it was made from, ${called}(pack, messages), to get them back as tool calls`);
     }
+    const attached = pack.messages.findIndex((m) => m.attachedTokens != null);
+    if (attached >= 0) {
+      throw new Error(`this pack's message ${attached} was charged ${pack.messages[attached].attachedTokens} tokens of what it sends beside its text (its images), which the pack holds no copy of: give the messages it was made from, ${called}(pack, messages), to send them`);
+    }
     return pack.messages.map(plain);
   }
   systemKept(pack, messages);
-  return [
-    ...systemTexts(pack).map((content) => ({ role: 'system', content })),
-    ...keptMessages(pack, messages).flatMap(openAIOf),
-  ];
+  const originals = keptMessages(pack, messages);
+  let turn = 0;
+  return slotsOf(pack).flatMap((slot) => (slot !== null ? [{ role: 'system', content: slot }] : openAIOf(originals[turn++])));
 }
 
 /**
@@ -321,15 +346,25 @@ function openAIMessages(pack, messages, called) {
  * so.
  */
 export function toAnthropic(pack, messages) {
-  let system = systemTexts(pack).join('\n\n');
+  let system = '';
   const out = [];
   const add = (role, block) => {
     if (out.length > 0 && out.at(-1).role === role) out.at(-1).content.push(block);
     else out.push({ role, content: [block] });
   };
   const originals = messages === undefined ? keptTurns(pack).map(() => undefined) : keptMessages(pack, messages);
-  let converted = openAIMessages(pack, messages, 'toAnthropic').slice(systemTexts(pack).length);
-  for (const original of originals) {
+  let converted = openAIMessages(pack, messages, 'toAnthropic');
+  let turn = 0;
+  for (const slot of slotsOf(pack)) {
+    if (slot !== null) {
+      // The context before the conversation is the system text; after a
+      // turn (cache-first), a user turn's text.
+      converted = converted.slice(1);
+      if (out.length > 0) add('user', { type: 'text', text: slot });
+      else system = [system, slot].filter(Boolean).join('\n\n');
+      continue;
+    }
+    const original = originals[turn++];
     const blocks = original === undefined ? undefined : blocksOf(original);
     if (blocks !== undefined) {
       // As given; LangChain may hold a call in `tool_calls` alone.
@@ -381,7 +416,9 @@ export async function toLangChain(pack, messages) {
   );
   if (messages !== undefined && Array.from(messages).every((m) => langchainType(m) !== undefined)) {
     systemKept(pack, messages);
-    return [...systemTexts(pack).map((text) => new SystemMessage(text)), ...keptMessages(pack, messages)];
+    const originals = keptMessages(pack, messages);
+    let turn = 0;
+    return slotsOf(pack).map((slot) => (slot !== null ? new SystemMessage(slot) : originals[turn++]));
   }
   return openAIMessages(pack, messages, 'toLangChain').map((m) => coerceMessageLikeToMessage(m));
 }

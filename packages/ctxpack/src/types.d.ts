@@ -191,6 +191,9 @@ export type ConversationStart = "user-turn" | "any-turn";
 /** The form the caller sends the pack in, which the budget is exact for. */
 export type PackForm = "text" | "messages";
 
+/** The order a pack is laid out in. */
+export type Layout = "context-first" | "cache-first";
+
 /** The status of the workflow the request is part of. (as the package gives it) */
 export interface WorkflowStatus {
   /** Status word, e.g. "running". */
@@ -301,6 +304,8 @@ export interface AssembleRequest {
   conversationStart: ConversationStart | null;
   /** The form the caller sends: the budget is exact for it. When absent, either: the budget holds for both the flat text and the messages, each entry charged the entry overhead. */
   form: PackForm | null;
+  /** The order the pack is laid out in; when absent, cache-first for the messages form, context-first otherwise. */
+  layout: Layout | null;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries: StageSummary[];
 }
@@ -335,6 +340,8 @@ export interface AssembleRequestInit {
   conversationStart?: ConversationStart | null;
   /** The form the caller sends: the budget is exact for it. When absent, either: the budget holds for both the flat text and the messages, each entry charged the entry overhead. */
   form?: PackForm | null;
+  /** The order the pack is laid out in; when absent, cache-first for the messages form, context-first otherwise. */
+  layout?: Layout | null;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries?: StageSummaryInit[];
 }
@@ -769,7 +776,7 @@ export interface ContextPack {
   entries: PackEntry[];
   /** The entries' texts joined by blank lines. */
   text: string;
-  /** The same context as chat messages: L0 as the first system message (the stable prefix), the other context as a second, then the kept conversation turns with their roles and tool-call ids. */
+  /** The same context as chat messages, in the request's layout: L0 as the first system message (the stable prefix), the other context as a second, and the kept conversation turns with their roles and tool-call ids. */
   messages: Message[];
   /** Tokens used, entry overhead included; never above the budget. */
   budgetUsed: number;
@@ -799,7 +806,7 @@ export interface ContextPackInit {
   entries: PackEntryInit[];
   /** The entries' texts joined by blank lines. */
   text: string;
-  /** The same context as chat messages: L0 as the first system message (the stable prefix), the other context as a second, then the kept conversation turns with their roles and tool-call ids. */
+  /** The same context as chat messages, in the request's layout: L0 as the first system message (the stable prefix), the other context as a second, and the kept conversation turns with their roles and tool-call ids. */
   messages: MessageInit[];
   /** Tokens used, entry overhead included; never above the budget. */
   budgetUsed: number;
@@ -823,6 +830,8 @@ export interface Message {
   content: string;
   /** The tool call a turn makes or answers. */
   toolCallId: string | null;
+  /** Tokens the turn sends beside its text (its images, which the pack holds no copy of), charged with it: send them with it. */
+  attachedTokens: number | null;
 }
 
 /** One chat message. (as the package accepts it) */
@@ -833,6 +842,8 @@ export interface MessageInit {
   content: string;
   /** The tool call a turn makes or answers. */
   toolCallId?: string | null;
+  /** Tokens the turn sends beside its text (its images, which the pack holds no copy of), charged with it: send them with it. */
+  attachedTokens?: number | null;
 }
 
 /** The context-assembled event: what a host publishes once an assembly's snapshot is stored. (as the package gives it) */

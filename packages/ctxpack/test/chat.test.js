@@ -681,6 +681,18 @@ test('what an image costs is what its provider bills', async () => {
   assert.equal(openai(4096, 8192, 'low'), 85);
   assert.deepEqual([openai(512, 512), openai(513, 512)], [85 + 170, 85 + 2 * 170]);
   assert.equal(openai(1024, 1024, 'high', 'gpt-4o-mini'), 2833 + 4 * 5667);
+  assert.deepEqual([openai(1024, 1024, 'high', 'o3'), openai(1024, 1024, 'high', 'gpt-5')], [75 + 4 * 150, 70 + 4 * 140]);
+  // By 32-pixel patches: 1024×1024 is 1,024 patches; 1800×2400 is scaled
+  // to 1056×1408, 33 × 44 = 1,452 (OpenAI's examples), times the model's
+  // multiplier, rounded up; a 128×64 image is 8 patches.
+  assert.equal(openai(1024, 1024, 'high', 'gpt-4.1-mini'), Math.ceil(1024 * 1.62));
+  assert.equal(openai(1800, 2400, 'high', 'gpt-4.1-nano'), Math.ceil(1452 * 2.46));
+  assert.deepEqual([openai(128, 64, 'high', 'o4-mini-2025-04-16'), openai(128, 64, 'high', 'gpt-5-mini')], [14, 13]);
+  assert.ok(openai(20000, 100, 'high', 'gpt-5-nano') <= Math.ceil(1536 * 2.46));
+  // A model whose rule is not known, or that takes no images, is refused.
+  for (const model of ['gpt-5.4-mini', 'o3-mini', 'llama-3']) {
+    assert.throws(() => openai(64, 64, 'high', model), /imageTokens/);
+  }
   // Anthropic's: width × height / 750, the long side within 1,568.
   const claude = pricer('claude-sonnet-4-5', undefined, refuse);
   const anthropic = (w, h) => claude({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png(w, h) } }, 'part');
@@ -720,6 +732,53 @@ test('an image is charged with its message and comes back out', async () => {
   assert.deepEqual(toOpenAI(pack, messages).slice(1), messages);
   assert.deepEqual(toAnthropic(pack, messages).messages.at(-1).content.at(-1),
     { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png(1024, 1024) } });
+  // The pack's own messages say what they were charged besides their
+  // text; without the messages, whose images it holds no copy of, the
+  // outputs refuse rather than send the text alone.
+  assert.deepEqual(pack.messages.map((m) => m.attachedTokens ?? null), [null, null, null, 765]);
+  for (const out of [toOpenAI, toAnthropic]) {
+    assert.throws(() => out(pack), /message 3 was charged 765 tokens .*\(its images\).*messages/);
+  }
+  await assert.rejects(toLangChain(pack), /message 3 was charged 765 tokens/);
+  // Sent as flat text, an image is not charged, and the pack says none.
+  const builder = await Builder.create();
+  const flat = await builder.assemble({
+    conversation: conversationOf(messages), budget: 10_000, tokenizer: { charsPerToken: 1 },
+    systemPrompt: 'Answer briefly.', form: 'text',
+  });
+  assert.ok(flat.messages.every((m) => m.attachedTokens == null));
+});
+
+test('the messages form is laid out cache-first and comes out so', async () => {
+  const messages = [{ role: 'user', content: 'Trains on weekdays?' }, { role: 'assistant', content: 'Hourly.' },
+    { role: 'user', content: 'And on Sunday?' }];
+  const builder = await Builder.create({ profile: { rag: { retrieveLimit: 5 } } }, {
+    retrieve: () => [{
+      id: 'kb-sunday', section: 'relevant-knowledge', trust: 'trusted', score: 0.9,
+      provenance: { sourceKind: 'timetable', reference: 'timetable/sunday' }, text: 'On Sundays trains run every two hours.',
+    }],
+  });
+  const pack = (fields) => builder.assemble({
+    conversation: conversationOf(messages), budget: 10_000, tokenizer: { charsPerToken: 1 },
+    systemPrompt: 'Answer briefly.', currentTask: 'Answer the traveller.', ...fields,
+  });
+  // Cache-first: the system prompt, the conversation but its newest user
+  // turn, then the documents and the current task, the question last.
+  const first = await pack({ form: 'messages' });
+  const context = '[source: timetable/sunday]\nOn Sundays trains run every two hours.\n\nAnswer the traveller.';
+  assert.deepEqual(toOpenAI(first, messages), [{ role: 'system', content: 'Answer briefly.' }, ...messages.slice(0, 2),
+    { role: 'system', content: context }, messages[2]]);
+  // Anthropic takes one system text: what comes after a turn goes into the
+  // user's turn, before the question.
+  const anthropic = toAnthropic(first, messages);
+  assert.equal(anthropic.system, 'Answer briefly.');
+  assert.deepEqual(anthropic.messages.at(-1), { role: 'user', content: [{ type: 'text', text: context }, { type: 'text', text: 'And on Sunday?' }] });
+  assert.equal(first.snapshot.stablePrefixTokens, 'Answer briefly.'.length); // one character a token, no overhead
+  // Context-first, as asked: the context before the conversation.
+  const before = await pack({ form: 'messages', layout: 'context-first' });
+  assert.deepEqual(toOpenAI(before, messages).map((m) => m.role), ['system', 'system', 'user', 'assistant', 'user']);
+  // Without a form, context-first, as before.
+  assert.deepEqual((await pack({})).messages.slice(0, 2).map((m) => m.role), ['system', 'system']);
 });
 
 test('messages that share a content are each charged their own', async () => {

@@ -208,3 +208,119 @@ fn every_capability_is_a_call_keyed_by_its_function_and_a_host_lends_none_by_def
         assert_eq!(answer, failed, "{capability}");
     }
 }
+
+/// [`DenyingHost`]'s candidates, allowed but for those `denied` names.
+struct AllowingHost(DenyingHost, &'static [&'static str]);
+
+impl Host for AllowingHost {
+    fn retrieve(&mut self, c: &AgentContext, q: &str, l: u32) -> Result<Vec<Candidate>, HostError> {
+        self.0.retrieve(c, q, l)
+    }
+    fn expand_graph(
+        &mut self,
+        c: &AgentContext,
+        i: &[String],
+        d: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        NoHost.expand_graph(c, i, d)
+    }
+    fn recall_memory(
+        &mut self,
+        c: &AgentContext,
+        u: &str,
+        q: &str,
+        l: u32,
+    ) -> Result<Vec<Candidate>, HostError> {
+        NoHost.recall_memory(c, u, q, l)
+    }
+    fn repository_state(&mut self, c: &AgentContext) -> Result<Vec<Candidate>, HostError> {
+        NoHost.repository_state(c)
+    }
+    fn review(
+        &mut self,
+        _: &AgentContext,
+        items: &[&Candidate],
+    ) -> Result<Vec<Verdict>, HostError> {
+        self.0.reviewed.push(items.len());
+        Ok(items
+            .iter()
+            .map(|c| match self.1.contains(&c.id.as_str()) {
+                true => Verdict::Deny("no".into()),
+                false => Verdict::Allow,
+            })
+            .collect())
+    }
+    fn summarize(&mut self, r: &[SummaryRequest], t: Tokenizer) -> Result<Vec<String>, HostError> {
+        NoHost.summarize(r, t)
+    }
+}
+
+/// Assembles 40 short host texts and a conversation whose long first
+/// turn, the assistant's, the fill takes and the start on a user turn
+/// then leaves out, the policy denying `denied`: the pack, and how many
+/// texts each review round saw.
+fn room_freed_after_the_fill(denied: &'static [&'static str]) -> (ContextPack, Vec<usize>) {
+    let config = BuilderConfig {
+        profile: Profile::Rag(RagSettings { retrieve_limit: 40 }),
+        plan: Plan {
+            compress: false,
+            ..Plan::default()
+        },
+        ..BuilderConfig::default()
+    };
+    let builder = Builder::new(config).unwrap();
+    let mut r = request(3 + 10 * 25);
+    r.conversation = vec![
+        turn(Role::Assistant, &"a".repeat(60), None),
+        turn(Role::User, "u", None),
+    ];
+    let mut host = AllowingHost(
+        DenyingHost {
+            n: 40,
+            reviewed: Vec::new(),
+        },
+        denied,
+    );
+    let p = builder.assemble(&r, &mut host).unwrap();
+    (p, host.0.reviewed)
+}
+
+#[test]
+fn texts_the_policy_never_saw_are_reviewed_for_the_room_freed_after_the_fill() {
+    let (p, reviewed) = room_freed_after_the_fill(&[]);
+    // The fill took six texts with the assistant's turn; leaving the turn
+    // out freed room for three more, which the policy had not seen.
+    assert_eq!(reviewed, [6, 3]);
+    let rs = reasons(&p);
+    let included: Vec<&str> = p.entries.iter().map(|e| e.id.as_str()).collect();
+    let kb: Vec<String> = (0..9).map(|i| format!("kb-{i:02}")).collect();
+    assert_eq!(included[1..10], kb);
+    assert!(rs.contains(&("turn-0".into(), Reason::BeforeUserTurn)));
+    // What is still left out does not fit in what is left.
+    let remaining = u64::from(3 + 10 * 25 - p.snapshot.tokens_used);
+    for (id, reason) in rs
+        .iter()
+        .filter(|(id, _)| id.starts_with("kb-") && id.as_str() > "kb-08")
+    {
+        match reason {
+            Reason::OverBudget(s) => {
+                assert!(s.remaining == remaining && s.needed > remaining, "{id}")
+            }
+            other => panic!("{id}: {other:?}"),
+        }
+    }
+    let rounds = |p: &ContextPack| {
+        let calls = p.snapshot.source_calls.iter();
+        calls.filter(|c| c.capability == "policy.review").count()
+    };
+    assert_eq!(rounds(&p), 2);
+
+    // A denial in that round leaves room for the next text, reviewed in
+    // a round of its own.
+    let (p, reviewed) = room_freed_after_the_fill(&["kb-07"]);
+    assert_eq!(reviewed, [6, 3, 1]);
+    let rs = reasons(&p);
+    assert!(rs.contains(&("kb-07".into(), Reason::PolicyDenied("no".into()))));
+    assert!(rs.contains(&("kb-09".into(), Reason::WithinBudget)));
+    assert_eq!(rounds(&p), 3);
+}

@@ -258,11 +258,25 @@ def _system_kept(pack: ContextPack, messages: Sequence[Any]) -> None:
                      "over the budget), or take kept(pack, messages) as it is")
 
 
-def _system(pack: ContextPack) -> list[str]:
-    """The pack's system messages: L0 and the other context."""
-    n = len(_kept_turns(pack))
-    head = pack.messages[:len(pack.messages) - n]
-    return [m.content for m in head]
+def _slots(pack: ContextPack) -> list[Optional[str]]:
+    """The pack's messages in order: a system message's content, or
+    ``None`` for a kept turn (in the order of :func:`_kept_turns`). The
+    entries say which is which: a system message begins the pack, follows
+    a turn, or passes from L0 to the other context (so the context goes
+    after the conversation in a cache-first layout, before it otherwise)."""
+    slots: list[Optional[str]] = []
+    contents = iter(pack.messages)
+    before = None
+    for e in pack.entries:
+        turn = e.section == "conversation-state" and e.id.startswith("turn-")
+        l0 = e.layer == "l0"
+        if turn:
+            next(contents)
+            slots.append(None)
+        elif before is None or before == "turn" or (before == "l0" and not l0):
+            slots.append(next(contents).content)
+        before = "turn" if turn else "l0" if l0 else "context"
+    return slots
 
 
 def to_dicts(pack: ContextPack) -> list[dict[str, Any]]:
@@ -351,10 +365,16 @@ def _to_openai(pack: ContextPack, messages: Optional[Sequence[Any]], called: str
             raise ValueError("this pack's conversation has tool calls, which it holds as text: "
                              f"give the messages it was made from, {called}(pack, messages), to "
                              "get them back as tool calls")
+        attached = next((i for i, m in enumerate(pack.messages) if m.attached_tokens is not None), None)
+        if attached is not None:
+            raise ValueError(f"this pack's message {attached} was charged {pack.messages[attached].attached_tokens} "
+                             "tokens of what it sends beside its text (its images), which the pack holds no copy "
+                             f"of: give the messages it was made from, {called}(pack, messages), to send them")
         return to_dicts(pack)
     _system_kept(pack, messages)
-    head = [{"role": "system", "content": text} for text in _system(pack)]
-    return head + [d for m in kept(pack, messages) for d in _openai_of(m)]
+    originals = iter(kept(pack, messages))
+    return [d for slot in _slots(pack)
+            for d in ([{"role": "system", "content": slot}] if slot is not None else _openai_of(next(originals)))]
 
 
 def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> dict[str, Any]:
@@ -365,7 +385,7 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
     they are. Its first message must be the user's: a pack whose
     kept conversation does not begin so (``conversation_start="any-turn"``)
     is refused, saying so."""
-    system = "\n\n".join(_system(pack))
+    system = ""
     out: list[dict[str, Any]] = []
 
     def add(role: str, block: Any) -> None:
@@ -374,9 +394,19 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
         else:
             out.append({"role": role, "content": [block]})
 
-    originals = kept(pack, messages) if messages is not None else [None] * len(_kept_turns(pack))
-    converted = _to_openai(pack, messages, "to_anthropic")[len(_system(pack)):]
-    for original in originals:
+    originals = iter(kept(pack, messages) if messages is not None else [None] * len(_kept_turns(pack)))
+    converted = _to_openai(pack, messages, "to_anthropic")
+    for slot in _slots(pack):
+        if slot is not None:
+            # The context before the conversation is the system text;
+            # after a turn (cache-first), a user turn's text.
+            converted = converted[1:]
+            if out:
+                add("user", {"type": "text", "text": slot})
+            else:
+                system = "\n\n".join(filter(None, [system, slot]))
+            continue
+        original = next(originals)
         blocks = _blocks(original) if original is not None else None
         if blocks is not None:
             # As given; LangChain may hold a call in `tool_calls` alone.
@@ -422,8 +452,9 @@ def to_langchain(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
 
     if messages is not None and all(_is_langchain(m) for m in messages):
         _system_kept(pack, messages)
-        head = convert_to_messages([{"role": "system", "content": t} for t in _system(pack)])
-        return list(head) + kept(pack, messages)
+        originals = iter(kept(pack, messages))
+        return [convert_to_messages([{"role": "system", "content": slot}])[0] if slot is not None
+                else next(originals) for slot in _slots(pack)]
     return list(convert_to_messages(_to_openai(pack, messages, "to_langchain")))
 
 

@@ -180,6 +180,12 @@ class PackForm(str, enum.Enum):
     MESSAGES = "messages"
 
 
+class Layout(str, enum.Enum):
+    """The order a pack is laid out in."""
+    CONTEXT_FIRST = "context-first"
+    CACHE_FIRST = "cache-first"
+
+
 @dataclass(kw_only=True, slots=True)
 class WorkflowStatus(Record):
     """The status of the workflow the request is part of."""
@@ -254,6 +260,8 @@ class AssembleRequest(Record):
     """Which turn the kept conversation may begin with; `user-turn` when absent."""
     form: Optional[Union["PackForm", Literal["text", "messages"]]] = None
     """The form the caller sends: the budget is exact for it. When absent, either: the budget holds for both the flat text and the messages, each entry charged the entry overhead."""
+    layout: Optional[Union["Layout", Literal["context-first", "cache-first"]]] = None
+    """The order the pack is laid out in; when absent, cache-first for the messages form, context-first otherwise."""
     stage_summaries: List["StageSummary"] = field(default_factory=list)
     """Summaries of completed stages, oldest first (L2)."""
 
@@ -624,7 +632,7 @@ class ContextPack(Record):
     text: str
     """The entries' texts joined by blank lines."""
     messages: List["Message"]
-    """The same context as chat messages: L0 as the first system message (the stable prefix), the other context as a second, then the kept conversation turns with their roles and tool-call ids."""
+    """The same context as chat messages, in the request's layout: L0 as the first system message (the stable prefix), the other context as a second, and the kept conversation turns with their roles and tool-call ids."""
     budget_used: int
     """Tokens used, entry overhead included; never above the budget."""
     budget_limit: int
@@ -648,6 +656,8 @@ class Message(Record):
     """What is said."""
     tool_call_id: Optional[str] = None
     """The tool call a turn makes or answers."""
+    attached_tokens: Optional[int] = None
+    """Tokens the turn sends beside its text (its images, which the pack holds no copy of), charged with it: send them with it."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1203,6 +1213,7 @@ __all__ = [
     "Handling",
     "HostError",
     "Layer",
+    "Layout",
     "MandatoryShortfall",
     "Message",
     "Metrics",
@@ -1287,6 +1298,7 @@ def _d_ConversationTurn(o):
     return ConversationTurn(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"), attached_tokens=g("attached-tokens"))
 _d_ConversationStart = ConversationStart._value2member_map_.__getitem__
 _d_PackForm = PackForm._value2member_map_.__getitem__
+_d_Layout = Layout._value2member_map_.__getitem__
 def _d_WorkflowStatus(o):
     g = o.get
     return WorkflowStatus(status=o["status"], stage_id=g("stage-id"))
@@ -1298,7 +1310,7 @@ def _d_Candidate(o):
     return Candidate(id=o["id"], section=_d_Section(o["section"]), text=o["text"], provenance=(None if (y := g("provenance")) is None else _d_Provenance(y)), trust=_d_TrustTier(o["trust"]), score=g("score"), sequence=g("sequence"), scope=g("scope"), token_count=g("token-count"))
 def _d_AssembleRequest(o):
     g = o.get
-    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), form=(None if (y := g("form")) is None else _d_PackForm(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
+    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), form=(None if (y := g("form")) is None else _d_PackForm(y)), layout=(None if (y := g("layout")) is None else _d_Layout(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
 def _d_PackEntry(o):
     g = o.get
     return PackEntry(id=o["id"], layer=_d_Layer(o["layer"]), section=_d_Section(o["section"]), role=_d_Role(o["role"]), text=o["text"], tokens=o["tokens"], provenance=_d_Provenance(o["provenance"]), trust=_d_TrustTier(o["trust"]))
@@ -1383,7 +1395,7 @@ def _d_ContextPack(o):
     return ContextPack(id=o["id"], session_id=g("session-id"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
 def _d_Message(o):
     g = o.get
-    return Message(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"))
+    return Message(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"), attached_tokens=g("attached-tokens"))
 def _d_ContextAssembled(o):
     g = o.get
     return ContextAssembled(context_snapshot_id=o["context-snapshot-id"], tenant_id=g("tenant-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], tokens_used=o["tokens-used"], token_budget=o["token-budget"])
@@ -1576,6 +1588,7 @@ _DECODE = {
     "Handling": _d_Handling,
     "HostError": _d_HostError,
     "Layer": _d_Layer,
+    "Layout": _d_Layout,
     "MandatoryShortfall": _d_MandatoryShortfall,
     "Message": _d_Message,
     "Metrics": _d_Metrics,
@@ -1638,10 +1651,11 @@ _SCHEMA = {
     "ConversationTurn": ("record", ConversationTurn, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string']), ("attached_tokens", "attached-tokens", ['option', 'u32'])]),
     "ConversationStart": ("enum", ConversationStart),
     "PackForm": ("enum", PackForm),
+    "Layout": ("enum", Layout),
     "WorkflowStatus": ("record", WorkflowStatus, [("status", "status", 'string'), ("stage_id", "stage-id", ['option', 'string'])]),
     "StageSummary": ("record", StageSummary, [("stage_id", "stage-id", 'string'), ("outcome", "outcome", 'string'), ("summary", "summary", 'string')]),
     "Candidate": ("record", Candidate, [("id", "id", 'string'), ("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("sequence", "sequence", ['option', 'u64']), ("scope", "scope", ['option', 'string']), ("token_count", "token-count", ['option', 'u32'])]),
-    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("form", "form", ['option', ['ref', 'PackForm']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
+    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("form", "form", ['option', ['ref', 'PackForm']]), ("layout", "layout", ['option', ['ref', 'Layout']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
     "PackEntry": ("record", PackEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("role", "role", ['ref', 'Role']), ("text", "text", 'string'), ("tokens", "tokens", 'u32'), ("provenance", "provenance", ['ref', 'Provenance']), ("trust", "trust", ['ref', 'TrustTier'])]),
     "Strategy": ("enum", Strategy),
     "CompressionMetadata": ("record", CompressionMetadata, [("applied_strategies", "applied-strategies", ['list', ['ref', 'Strategy']]), ("truncated_layers", "truncated-layers", ['list', ['ref', 'Layer']]), ("entries_dropped", "entries-dropped", 'u32')]),
@@ -1660,7 +1674,7 @@ _SCHEMA = {
     "FenceReport": ("record", FenceReport, [("keyed", "keyed", 'bool'), ("stripped", "stripped", ['list', 'string']), ("defused", "defused", ['list', 'string'])]),
     "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("model", "model", ['option', ['ref', 'ModelUse']]), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
     "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
-    "Message": ("record", Message, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string'])]),
+    "Message": ("record", Message, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string']), ("attached_tokens", "attached-tokens", ['option', 'u32'])]),
     "ContextAssembled": ("record", ContextAssembled, [("context_snapshot_id", "context-snapshot-id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("tokens_used", "tokens-used", 'u32'), ("token_budget", "token-budget", 'u32')]),
     "Metrics": ("record", Metrics, [("tokens_per_section", "tokens-per-section", ['list', ['ref', 'SectionTokens']]), ("dropped_by_reason", "dropped-by-reason", ['list', ['ref', 'ReasonCount']])]),
     "SectionTokens": ("record", SectionTokens, [("section", "section", ['ref', 'Section']), ("tokens", "tokens", 'u32')]),
