@@ -4,10 +4,23 @@
 use super::*;
 
 /// A host whose retrieval answers `n` short candidates and whose policy
-/// denies every one it sees, counting what it was shown.
+/// denies those `denies` names (every one, for [`DenyingHost::all`]),
+/// counting what it was shown.
 struct DenyingHost {
     n: usize,
     reviewed: Vec<usize>,
+    denies: fn(&str) -> bool,
+}
+
+impl DenyingHost {
+    /// Denies every candidate.
+    fn all(n: usize) -> Self {
+        DenyingHost {
+            n,
+            reviewed: Vec::new(),
+            denies: |_| true,
+        }
+    }
 }
 
 impl Host for DenyingHost {
@@ -57,7 +70,13 @@ impl Host for DenyingHost {
         items: &[&Candidate],
     ) -> Result<Vec<Verdict>, HostError> {
         self.reviewed.push(items.len());
-        Ok(items.iter().map(|_| Verdict::Deny("no".into())).collect())
+        Ok(items
+            .iter()
+            .map(|c| match (self.denies)(&c.id) {
+                true => Verdict::Deny("no".into()),
+                false => Verdict::Allow,
+            })
+            .collect())
     }
     fn summarize(&mut self, r: &[SummaryRequest], t: Tokenizer) -> Result<Vec<String>, HostError> {
         NoHost.summarize(r, t)
@@ -82,10 +101,7 @@ fn a_policy_that_denies_everything_gets_four_rounds_then_nothing_unreviewed_goes
     // Each candidate is "[source: kb/NN]\nfact NN": 23 characters, and 2
     // more for the blank line before it; the budget takes three.
     let r = request(3 + 3 * 25);
-    let mut host = DenyingHost {
-        n: 40,
-        reviewed: Vec::new(),
-    };
+    let mut host = DenyingHost::all(40);
     let p = builder.assemble(&r, &mut host).unwrap();
     // Each round reviews what the room the last denials freed would take.
     assert_eq!(host.reviewed, [3, 3, 3, 3]);
@@ -209,57 +225,11 @@ fn every_capability_is_a_call_keyed_by_its_function_and_a_host_lends_none_by_def
     }
 }
 
-/// [`DenyingHost`]'s candidates, allowed but for those `denied` names.
-struct AllowingHost(DenyingHost, &'static [&'static str]);
-
-impl Host for AllowingHost {
-    fn retrieve(&mut self, c: &AgentContext, q: &str, l: u32) -> Result<Vec<Candidate>, HostError> {
-        self.0.retrieve(c, q, l)
-    }
-    fn expand_graph(
-        &mut self,
-        c: &AgentContext,
-        i: &[String],
-        d: u32,
-    ) -> Result<Vec<Candidate>, HostError> {
-        NoHost.expand_graph(c, i, d)
-    }
-    fn recall_memory(
-        &mut self,
-        c: &AgentContext,
-        u: &str,
-        q: &str,
-        l: u32,
-    ) -> Result<Vec<Candidate>, HostError> {
-        NoHost.recall_memory(c, u, q, l)
-    }
-    fn repository_state(&mut self, c: &AgentContext) -> Result<Vec<Candidate>, HostError> {
-        NoHost.repository_state(c)
-    }
-    fn review(
-        &mut self,
-        _: &AgentContext,
-        items: &[&Candidate],
-    ) -> Result<Vec<Verdict>, HostError> {
-        self.0.reviewed.push(items.len());
-        Ok(items
-            .iter()
-            .map(|c| match self.1.contains(&c.id.as_str()) {
-                true => Verdict::Deny("no".into()),
-                false => Verdict::Allow,
-            })
-            .collect())
-    }
-    fn summarize(&mut self, r: &[SummaryRequest], t: Tokenizer) -> Result<Vec<String>, HostError> {
-        NoHost.summarize(r, t)
-    }
-}
-
 /// Assembles 40 short host texts and a conversation whose long first
 /// turn, the assistant's, the fill takes and the start on a user turn
-/// then leaves out, the policy denying `denied`: the pack, and how many
-/// texts each review round saw.
-fn room_freed_after_the_fill(denied: &'static [&'static str]) -> (ContextPack, Vec<usize>) {
+/// then leaves out, the policy denying what `denies` names: the pack, and
+/// how many texts each review round saw.
+fn room_freed_after_the_fill(denies: fn(&str) -> bool) -> (ContextPack, Vec<usize>) {
     let config = BuilderConfig {
         profile: Profile::Rag(RagSettings { retrieve_limit: 40 }),
         plan: Plan {
@@ -274,20 +244,18 @@ fn room_freed_after_the_fill(denied: &'static [&'static str]) -> (ContextPack, V
         turn(Role::Assistant, &"a".repeat(60), None),
         turn(Role::User, "u", None),
     ];
-    let mut host = AllowingHost(
-        DenyingHost {
-            n: 40,
-            reviewed: Vec::new(),
-        },
-        denied,
-    );
+    let mut host = DenyingHost {
+        n: 40,
+        reviewed: Vec::new(),
+        denies,
+    };
     let p = builder.assemble(&r, &mut host).unwrap();
-    (p, host.0.reviewed)
+    (p, host.reviewed)
 }
 
 #[test]
 fn texts_the_policy_never_saw_are_reviewed_for_the_room_freed_after_the_fill() {
-    let (p, reviewed) = room_freed_after_the_fill(&[]);
+    let (p, reviewed) = room_freed_after_the_fill(|_| false);
     // The fill took six texts with the assistant's turn; leaving the turn
     // out freed room for three more, which the policy had not seen.
     assert_eq!(reviewed, [6, 3]);
@@ -317,7 +285,7 @@ fn texts_the_policy_never_saw_are_reviewed_for_the_room_freed_after_the_fill() {
 
     // A denial in that round leaves room for the next text, reviewed in
     // a round of its own.
-    let (p, reviewed) = room_freed_after_the_fill(&["kb-07"]);
+    let (p, reviewed) = room_freed_after_the_fill(|id| id == "kb-07");
     assert_eq!(reviewed, [6, 3, 1]);
     let rs = reasons(&p);
     assert!(rs.contains(&("kb-07".into(), Reason::PolicyDenied("no".into()))));
