@@ -493,10 +493,20 @@ def test_the_messages_form_is_laid_out_cache_first_and_comes_out_so():
     assert [m.type for m in lc] == ["system", "human", "ai", "system", "human"]
     # The stable prefix is the system prompt alone, now.
     assert first.snapshot.stable_prefix_tokens == len("Answer briefly.")  # one character a token, no overhead
-    # Context-first, as asked: the context before the conversation.
+    # The first turn too: the system text is the system prompt alone, the
+    # context the question's, so the next turn's system text is the same.
+    alone = builder.assemble(cp.AssembleRequest(
+        conversation=conversation(messages[2:]), budget=10_000, tokenizer=cp.Tokenizer.chars_per_token(1),
+        system_prompt="Answer briefly.", current_task="Answer the traveller.", form="messages"),
+        sources=_Timetable())
+    assert to_anthropic(alone, messages[2:]) == {"system": "Answer briefly.", "messages": [anthropic["messages"][-1]]}
+    # Context-first, as asked: the context before the conversation; for
+    # Anthropic, L0 the system text, the context the first user turn's.
     before = pack(form="messages", layout="context-first")
     assert [m["role"] for m in to_openai(before, messages)] == ["system", "system", "user", "assistant", "user"]
-    assert to_anthropic(before, messages)["system"].startswith("Answer briefly.\n\nAnswer the traveller.")
+    anthropic = to_anthropic(before, messages)
+    assert anthropic["system"] == "Answer briefly.\n\nAnswer the traveller."
+    assert anthropic["messages"][0]["content"][0]["text"].startswith("[source: timetable/sunday]")
     # Without a form, context-first, as before.
     assert [m.role for m in pack().messages][:2] == ["system", "system"]
 
@@ -990,9 +1000,11 @@ def test_what_an_image_costs_is_what_its_provider_bills():
     assert openai(128, 64, model="o4-mini-2025-04-16") == 14 and openai(128, 64, model="gpt-5-mini") == 13
     assert openai(20000, 100, model="gpt-5-nano") <= math.ceil(1536 * 2.46)
     # A model whose rule is not known, or that takes no images, is refused.
-    for model in ("gpt-5.4-mini", "o3-mini", "llama-3"):
+    for model in ("gpt-5.4-mini", "llama-3"):
         with pytest.raises(TypeError, match="image_tokens"):
             openai(64, 64, model=model)
+    with pytest.raises(ValueError, match="^`part`: 'o3-mini' takes no images$"):
+        openai(64, 64, model="o3-mini")
     # Anthropic's: width × height / 750, the long side within 1,568.
     claude = _images.pricer("claude-sonnet-4-5", None)
     anthropic = lambda w, h: claude({"type": "image", "source": {  # noqa: E731
@@ -1047,7 +1059,7 @@ def test_an_image_is_charged_with_its_message_and_comes_back_out():
     # text; without the messages, whose images it holds no copy of, the
     # outputs refuse rather than send the text alone.
     assert [m.attached_tokens for m in pack.messages] == [None, None, None, 765]
-    for out in (to_openai, to_anthropic, to_langchain):
+    for out in (to_openai, to_anthropic, to_langchain, to_dicts):
         with pytest.raises(ValueError, match=r"message 3 was charged 765 tokens .*\(its images\).*messages"):
             out(pack)
     # Sent as flat text, an image is not charged, and the pack says none.

@@ -355,13 +355,16 @@ export function toAnthropic(pack, messages) {
   const originals = messages === undefined ? keptTurns(pack).map(() => undefined) : keptMessages(pack, messages);
   let converted = openAIMessages(pack, messages, 'toAnthropic');
   let turn = 0;
+  let placed = false;
   for (const slot of slotsOf(pack)) {
     if (slot !== null) {
-      // The context before the conversation is the system text; after a
-      // turn (cache-first), a user turn's text.
+      // The pack's first system message (L0) is the system text; the other
+      // context is the next user turn's text, so the system text stays the
+      // same turn after turn whatever was retrieved.
       converted = converted.slice(1);
-      if (out.length > 0) add('user', { type: 'text', text: slot });
+      if (out.length > 0 || placed) add('user', { type: 'text', text: slot });
       else system = [system, slot].filter(Boolean).join('\n\n');
+      placed = true;
       continue;
     }
     const original = originals[turn++];

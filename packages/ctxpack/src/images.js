@@ -144,8 +144,10 @@ export function pricer(model, imageTokens, refuse) {
   if (starts(['claude'])) return (part) => pixels(sizeOfPart(part));
   const patched = PATCHED.find(([prefix]) => name.startsWith(prefix));
   if (patched) return (part) => patches(sizeOfPart(part), patched[1]);
-  // o1-mini and o3-mini take no images.
-  const tiled = starts(['o1-mini', 'o3-mini']) ? undefined : TILED.find(([prefixes]) => starts(prefixes));
+  if (starts(['o1-mini', 'o3-mini'])) {
+    return (part, where) => { throw refuse(where, `'${model}' takes no images`); };
+  }
+  const tiled = TILED.find(([prefixes]) => starts(prefixes));
   if (tiled) return (part) => tiles(sizeOfPart(part), lowDetail(part), tiled[1], tiled[2]);
   return (part, where) => {
     throw refuse(where, `what an image costs '${model}' is not known to ctxpack (it knows OpenAI's GPT-4o, GPT-4.1, GPT-5, o1, o3 and o4-mini and Anthropic's Claude): give it as options.imageTokens (a number of tokens, or a function of the image part)`);

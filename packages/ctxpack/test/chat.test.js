@@ -690,9 +690,10 @@ test('what an image costs is what its provider bills', async () => {
   assert.deepEqual([openai(128, 64, 'high', 'o4-mini-2025-04-16'), openai(128, 64, 'high', 'gpt-5-mini')], [14, 13]);
   assert.ok(openai(20000, 100, 'high', 'gpt-5-nano') <= Math.ceil(1536 * 2.46));
   // A model whose rule is not known, or that takes no images, is refused.
-  for (const model of ['gpt-5.4-mini', 'o3-mini', 'llama-3']) {
+  for (const model of ['gpt-5.4-mini', 'llama-3']) {
     assert.throws(() => openai(64, 64, 'high', model), /imageTokens/);
   }
+  assert.throws(() => openai(64, 64, 'high', 'o3-mini'), /^TypeError: `part`: 'o3-mini' takes no images$/);
   // Anthropic's: width × height / 750, the long side within 1,568.
   const claude = pricer('claude-sonnet-4-5', undefined, refuse);
   const anthropic = (w, h) => claude({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png(w, h) } }, 'part');
@@ -774,9 +775,20 @@ test('the messages form is laid out cache-first and comes out so', async () => {
   assert.equal(anthropic.system, 'Answer briefly.');
   assert.deepEqual(anthropic.messages.at(-1), { role: 'user', content: [{ type: 'text', text: context }, { type: 'text', text: 'And on Sunday?' }] });
   assert.equal(first.snapshot.stablePrefixTokens, 'Answer briefly.'.length); // one character a token, no overhead
-  // Context-first, as asked: the context before the conversation.
+  // The first turn too: the system text is the system prompt alone, the
+  // context the question's, so the next turn's system text is the same.
+  const alone = await builder.assemble({
+    conversation: conversationOf(messages.slice(2)), budget: 10_000, tokenizer: { charsPerToken: 1 },
+    systemPrompt: 'Answer briefly.', currentTask: 'Answer the traveller.', form: 'messages',
+  });
+  assert.deepEqual(toAnthropic(alone, messages.slice(2)), { system: 'Answer briefly.', messages: [anthropic.messages.at(-1)] });
+  // Context-first, as asked: the context before the conversation; for
+  // Anthropic, L0 the system text, the context the first user turn's.
   const before = await pack({ form: 'messages', layout: 'context-first' });
   assert.deepEqual(toOpenAI(before, messages).map((m) => m.role), ['system', 'system', 'user', 'assistant', 'user']);
+  const anthropicBefore = toAnthropic(before, messages);
+  assert.equal(anthropicBefore.system, 'Answer briefly.\n\nAnswer the traveller.');
+  assert.ok(anthropicBefore.messages[0].content[0].text.startsWith('[source: timetable/sunday]'));
   // Without a form, context-first, as before.
   assert.deepEqual((await pack({})).messages.slice(0, 2).map((m) => m.role), ['system', 'system']);
 });

@@ -156,7 +156,11 @@ def pricer(model: Optional[str], image_tokens: Union[None, int, Callable[[dict[s
     for prefix, multiplier in _PATCHED:
         if name.startswith(prefix):
             return _by_patches(multiplier)
-    for prefixes, base, tile in _TILED if not name.startswith(("o3-mini", "o1-mini")) else ():  # no images
+    if name.startswith(("o3-mini", "o1-mini")):
+        def none(part: dict[str, Any], where: str) -> int:
+            raise ValueError(f"`{where}`: {model!r} takes no images")
+        return none
+    for prefixes, base, tile in _TILED:
         if name.startswith(prefixes):
             return _by_tiles(base, tile)
 

@@ -281,7 +281,10 @@ def _slots(pack: ContextPack) -> list[Optional[str]]:
 
 def to_dicts(pack: ContextPack) -> list[dict[str, Any]]:
     """The pack's messages as plain dicts (``role``, ``content``, and
-    ``tool_call_id`` when there is one): ``json.dumps`` takes them."""
+    ``tool_call_id`` when there is one): ``json.dumps`` takes them. A
+    message charged for images (``attached_tokens``), which the pack holds
+    no copy of, is refused rather than sent as its text alone."""
+    _no_attached(pack, "to_dicts")
     out = []
     for m in pack.messages:
         d = {"role": str(m.role.value if isinstance(m.role, Role) else m.role), "content": m.content}
@@ -289,6 +292,16 @@ def to_dicts(pack: ContextPack) -> list[dict[str, Any]]:
             d["tool_call_id"] = m.tool_call_id
         out.append(d)
     return out
+
+
+def _no_attached(pack: ContextPack, called: str) -> None:
+    """Refuses a pack with a message charged for what it sends beside its
+    text (its images), which the pack holds no copy of."""
+    attached = next((i for i, m in enumerate(pack.messages) if m.attached_tokens is not None), None)
+    if attached is not None:
+        raise ValueError(f"this pack's message {attached} was charged {pack.messages[attached].attached_tokens} "
+                         "tokens of what it sends beside its text (its images), which the pack holds no copy "
+                         f"of: give the messages it was made from, {called}(pack, messages), to send them")
 
 
 def _blocks(m: Any) -> Optional[list[Any]]:
@@ -365,11 +378,7 @@ def _to_openai(pack: ContextPack, messages: Optional[Sequence[Any]], called: str
             raise ValueError("this pack's conversation has tool calls, which it holds as text: "
                              f"give the messages it was made from, {called}(pack, messages), to "
                              "get them back as tool calls")
-        attached = next((i for i, m in enumerate(pack.messages) if m.attached_tokens is not None), None)
-        if attached is not None:
-            raise ValueError(f"this pack's message {attached} was charged {pack.messages[attached].attached_tokens} "
-                             "tokens of what it sends beside its text (its images), which the pack holds no copy "
-                             f"of: give the messages it was made from, {called}(pack, messages), to send them")
+        _no_attached(pack, called)
         return to_dicts(pack)
     _system_kept(pack, messages)
     originals = iter(kept(pack, messages))
@@ -396,15 +405,18 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
 
     originals = iter(kept(pack, messages) if messages is not None else [None] * len(_kept_turns(pack)))
     converted = _to_openai(pack, messages, "to_anthropic")
+    placed = False
     for slot in _slots(pack):
         if slot is not None:
-            # The context before the conversation is the system text;
-            # after a turn (cache-first), a user turn's text.
+            # The pack's first system message (L0) is the system text; the
+            # other context is the next user turn's text, so the system
+            # text stays the same turn after turn whatever was retrieved.
             converted = converted[1:]
-            if out:
+            if out or placed:
                 add("user", {"type": "text", "text": slot})
             else:
                 system = "\n\n".join(filter(None, [system, slot]))
+            placed = True
             continue
         original = next(originals)
         blocks = _blocks(original) if original is not None else None
