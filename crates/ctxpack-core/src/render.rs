@@ -629,6 +629,11 @@ impl Offer<'_, '_> {
         let mut needed = None;
         for (k, &at) in ats.iter().enumerate() {
             let item = layers.at_mut(at);
+            if item.hint.take().is_some() {
+                // The host's count of its body was not checked, as the
+                // settling checks what it keeps: counted here instead.
+                item.count = None;
+            }
             let limit = crate::tokenizer::clamp(credited.saturating_sub(least) + 1);
             let tokens = item.measure(self.meter, limit).at_least();
             least += tokens;
