@@ -161,21 +161,27 @@ export function passedOver(snapshot, i, rankOf) {
 
 /**
  * Which of `pack.messages` carries each pack entry (0-based), as the
- * messages form sends them: the L0 entries in the first system message,
- * the other context in a second system message, then each kept
- * conversation turn as a message of its own role.
+ * messages form sends them, in the pack's layout: each kept conversation
+ * turn a message of its own role; the other entries joined into system
+ * messages, a new one beginning the pack, after a turn, or where L0 gives
+ * way to the other context (the stable prefix first; laid out
+ * cache-first, the context after the conversation, before its newest
+ * user turn).
  */
 export function messageOf(pack) {
   const isTurn = (e) => e.section === 'conversation-state';
-  const hasL0 = pack.entries.some((e) => e.layer === 'l0');
-  const hasContext = pack.entries.some((e) => e.layer !== 'l0' && !isTurn(e));
-  let turn = (hasL0 ? 1 : 0) + (hasContext ? 1 : 0);
+  let index = -1;
+  let before;
   return pack.entries.map((e) => {
-    if (e.layer === 'l0') return { index: 0, what: 'the stable prefix' };
-    if (!isTurn(e)) return { index: hasL0 ? 1 : 0, what: 'the context' };
-    const index = turn;
-    turn += 1;
-    return { index, what: 'a conversation turn' };
+    const l0 = e.layer === 'l0';
+    if (isTurn(e)) {
+      index += 1;
+      before = 'turn';
+      return { index, what: 'a conversation turn' };
+    }
+    if (before === undefined || before === 'turn' || (before === 'l0' && !l0)) index += 1;
+    before = l0 ? 'l0' : 'context';
+    return { index, what: index === 0 && l0 ? 'the stable prefix' : 'the context' };
   });
 }
 
