@@ -75,8 +75,7 @@ pub(crate) fn own(request: &AssembleRequest, meter: &Meter, sent: crate::budget:
         // The current task and workflow status render after the
         // conversation: the stable prefix is L0 without them.
         Layout::CacheFirst => {
-            let moves =
-                |i: &Item| matches!(i.section, Section::CurrentTask | Section::WorkflowStatus);
+            let moves = |i: &Item| Layout::moves(i.section);
             let k = alone.l0.iter().position(moves).unwrap_or(alone.l0.len());
             let moved = Layers {
                 l0: alone.l0.split_off(k),

@@ -85,9 +85,7 @@ impl Layers {
     pub fn order(&self) -> impl Iterator<Item = At> + '_ {
         let cache_first = self.cache_first.is_some();
         let newest = self.cache_first.flatten();
-        let moves = move |i: &Item| {
-            cache_first && matches!(i.section, Section::CurrentTask | Section::WorkflowStatus)
-        };
+        let moves = move |i: &Item| cache_first && Layout::moves(i.section);
         let last = move |i: &Item| !cache_first || (newest.is_some() && i.turn == newest);
         let all = |layer: usize, n: usize| (0..n).map(move |k| (layer, k));
         let (n0, n1) = (self.l0.len(), self.l1.len());

@@ -292,6 +292,12 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// Whether an L0 entry of `section` renders after the conversation
+    /// when laid out cache-first: it changes from turn to turn.
+    pub(crate) fn moves(section: Section) -> bool {
+        matches!(section, Section::CurrentTask | Section::WorkflowStatus)
+    }
+
     /// The layout `request` asks for: when it names none, cache-first for
     /// the messages form and context-first otherwise.
     pub fn of(request: &AssembleRequest) -> Layout {
