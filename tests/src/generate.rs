@@ -588,7 +588,7 @@ pub fn scenario(src: &mut Source) -> Scenario {
     }
     let profile = profile(src);
     request.budget = budget(src, material(&request, &host, profile));
-    let config = BuilderConfig {
+    let mut config = BuilderConfig {
         profile,
         near_duplicate_threshold: src.pick(&[0.8, 0.5, 1.0]),
         plan: plan(src),
@@ -605,6 +605,15 @@ pub fn scenario(src: &mut Source) -> Scenario {
         0 => None,
         1 => Some(Layout::ContextFirst),
         _ => Some(Layout::CacheFirst),
+    };
+    // The steps a cache-first conversation gives way in: none, the
+    // default quarter, a sliver (steps of a turn or two), or the whole
+    // budget (larger than the conversation's room).
+    config.plan.cut_share = match src.below(4) {
+        0 => 0.0,
+        1 => Plan::default().cut_share,
+        2 => f64::from(1 + src.below(20)) / 1000.0,
+        _ => 1.0,
     };
     Scenario {
         description: "generated".to_owned(),

@@ -228,6 +228,74 @@ pub fn sent(request: &ctxpack_core::AssembleRequest, pack: &ContextPack) -> Sent
     }
 }
 
+/// The cache prefixes: for a pack sent as messages, the stable system
+/// message, the turns leading after it, and the whole pack, in that
+/// order, each recounted from its messages and hashed apart from the
+/// core; none for a pack sent as text.
+fn check_cache_prefixes(
+    name: &str,
+    request: &ctxpack_core::AssembleRequest,
+    pack: &ContextPack,
+    tokenizer: &Tokenizer,
+    overhead: u32,
+) {
+    use ctxpack_core::{CacheBoundary, Role};
+    let prefixes = &pack.snapshot.cache_prefixes;
+    if request.form == Some(PackForm::Text) || pack.messages.is_empty() {
+        assert!(prefixes.is_empty(), "{name}: {prefixes:?}");
+        return;
+    }
+    let least = match &pack.snapshot.model {
+        Some(m) => m.profile.cache_min_tokens,
+        None => Some(1_024),
+    };
+    let mut last = None;
+    for p in prefixes {
+        assert!(last < Some(p.boundary), "{name}: {prefixes:?}");
+        last = Some(p.boundary);
+        let n = p.messages as usize;
+        assert!(n >= 1 && n <= pack.messages.len(), "{name}: {p:?}");
+        let messages = &pack.messages[..n];
+        let tokens: u64 = messages
+            .iter()
+            .map(|m| {
+                recount(tokenizer, &m.content)
+                    + u64::from(m.attached_tokens.unwrap_or(0))
+                    + u64::from(overhead)
+            })
+            .sum();
+        assert_eq!(u64::from(p.tokens), tokens, "{name}: {p:?}");
+        let mut hash = sha2::Sha256::new();
+        for m in messages {
+            let role = format!("{:?}", m.role).to_lowercase();
+            let attached = m.attached_tokens.map(|a| a.to_string()).unwrap_or_default();
+            let id = m.tool_call_id.clone().unwrap_or_default();
+            for field in [&role, &id, &attached, &m.content] {
+                hash.update(format!("{}:{field}", field.len()));
+            }
+        }
+        assert_eq!(p.hash, format!("{:x}", hash.finalize()), "{name}: {p:?}");
+        assert_eq!(
+            p.cacheable,
+            least.is_some_and(|l| p.tokens >= l),
+            "{name}: {p:?}"
+        );
+        match p.boundary {
+            CacheBoundary::Stable => {
+                assert_eq!(n, 1, "{name}");
+                assert_eq!(messages[0].role, Role::System, "{name}");
+            }
+            // It holds a turn more than the stable prefix.
+            CacheBoundary::History => assert!(
+                n > usize::from(prefixes[0].boundary == CacheBoundary::Stable),
+                "{name}"
+            ),
+            CacheBoundary::Turn => assert_eq!(n, pack.messages.len(), "{name}"),
+        }
+    }
+    assert_eq!(last, Some(CacheBoundary::Turn), "{name}: {prefixes:?}");
+}
+
 /// The status list is well formed: `complete` alone, or conditions in
 /// their order, each once.
 pub fn check_status(name: &str, status: &[SnapshotStatus]) {
@@ -665,6 +733,7 @@ pub fn check(
         Some(PackForm::Messages) => l0_tokens + u64::from(overhead) * u64::from(!l0.is_empty()),
     };
     assert_eq!(u64::from(snap.stable_prefix_tokens), l0_cost, "{name}");
+    check_cache_prefixes(name, request, pack, &tokenizer, overhead);
     // The kept conversation is valid: no tool result without its call, no
     // call without its results.
     // The snapshot has one entry per turn (a run's once per member, as

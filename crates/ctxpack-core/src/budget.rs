@@ -106,6 +106,8 @@ pub(crate) struct Budgeting<'a, 'm> {
     pub overhead: u64,
     /// What a conversation turn is charged beside its tokens.
     pub turn_overhead: u64,
+    /// Where the conversation's kept run may begin.
+    pub steps: &'a crate::conversation::Steps,
     pub meter: &'a Meter<'m>,
     pub tokenizer: Tokenizer,
     pub channel: &'a Channel,
@@ -126,7 +128,7 @@ impl<'a, 'm> Budgeting<'a, 'm> {
     /// the form `sent` is (with `separator`, the tokens of a join),
     /// counting with `meter`, asking `channel`.
     pub fn new(
-        plan: &'a Plan,
+        (plan, steps): (&'a Plan, &'a crate::conversation::Steps),
         budget: u32,
         (sent, separator): (Sent, u64),
         meter: &'a Meter<'m>,
@@ -138,6 +140,7 @@ impl<'a, 'm> Budgeting<'a, 'm> {
             budget: u64::from(budget),
             overhead: sent.charge(Section::RelevantKnowledge, separator),
             turn_overhead: sent.charge(Section::ConversationState, separator),
+            steps,
             meter,
             tokenizer,
             channel,
@@ -383,19 +386,49 @@ impl Filling {
     }
 
     /// Phase 4, the steps: where a contiguous lane was cut, its first kept
-    /// item moves to a multiple of the cut step, and what that frees flows
-    /// once more.
+    /// item moves to where the lane may begin — a stage summary's to a
+    /// multiple of the cut step, a turn's to a step of the conversation
+    /// (see [`crate::conversation::Steps`]) — and what that frees flows
+    /// once more. A conversation giving way in steps of tokens gives way in
+    /// the largest size of step one of its older kept turns begins, and
+    /// stays as it was where none does: a step larger than its room would
+    /// keep one unit.
     pub fn steps(&mut self, pool: &mut [Item], b: &Budgeting, strict: bool) {
         let step = u64::from(b.plan.cut_step.max(1));
-        if step <= 1 {
+        if !b.steps.stepped() {
             return;
         }
+        // The size of step each lane gives way in: a conversation in
+        // steps of tokens, the largest size one of whose steps begins at
+        // an older kept turn; none where no size does.
+        let start = |group: &[usize]| group.iter().min().copied().unwrap_or(0);
+        let sizes: Vec<Option<u8>> = self
+            .lanes
+            .iter()
+            .map(|lane| match lane.section {
+                Section::ConversationState if b.steps.by_tokens() => {
+                    (0..crate::conversation::STEP_SIZES).find(|&size| {
+                        lane.taken
+                            .iter()
+                            .skip(1)
+                            .any(|g| b.steps.starts_at(start(g), size))
+                    })
+                }
+                _ => Some(0),
+            })
+            .collect();
+        let on_step = |l: usize, lane: &Lane, group: &[usize]| match lane.section {
+            Section::ConversationState => {
+                sizes[l].is_some_and(|size| b.steps.starts_at(start(group), size))
+            }
+            _ => on_step(group, lane.base, step),
+        };
         let lanes = &mut self.lanes;
         let stepped_cost = &mut self.stepped;
         // Each lane's groups let go, newest first.
         let mut let_go: Vec<Vec<Group>> = vec![Vec::new(); lanes.len()];
         for (l, lane) in lanes.iter_mut().enumerate() {
-            if lane.fill != Fill::Contiguous || lane.queue.is_empty() {
+            if lane.fill != Fill::Contiguous || lane.queue.is_empty() || sizes[l].is_none() {
                 continue;
             }
             // The newest kept group always stays.
@@ -403,7 +436,7 @@ impl Filling {
                 let Some(oldest) = lane.taken.last() else {
                     break;
                 };
-                if on_step(oldest, lane.base, step) {
+                if on_step(l, lane, oldest) {
                     break;
                 }
                 let c = cost(pool, oldest, b.charge(lane.section));
@@ -446,7 +479,7 @@ impl Filling {
                     Some(c) => used += c,
                     None => break,
                 }
-                if on_step(group, lane.base, step) {
+                if on_step(l, lane, group) {
                     reach = Some((k, used));
                 }
             }

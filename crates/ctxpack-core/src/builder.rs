@@ -279,7 +279,8 @@ impl Builder {
         // join.
         let room = u64::from(budget) - own.l0_cost;
         let separator = u64::from(meter.count(render::SEPARATOR));
-        let window = conversation::window(request, &mut own.l1, self.plan.cut_step);
+        let steps = conversation::Steps::of(request, &self.plan, u64::from(budget));
+        let window = conversation::window(request, &mut own.l1, (&steps, self.plan.cut_step));
         let turns = &request.conversation;
         let turn = (
             sent.charge(Section::ConversationState, separator),
@@ -291,7 +292,7 @@ impl Builder {
         // budget, what they take is reviewed, a section over its share is
         // compressed.
         let b = Budgeting::new(
-            &self.plan,
+            (&self.plan, &steps),
             budget,
             (sent, separator),
             meter,

@@ -139,6 +139,13 @@ pub struct Plan {
     /// few more old turns are left out in exchange. 1 moves it by one.
     #[serde(default = "Plan::default_cut_step")]
     pub cut_step: u32,
+    /// In a cache-first layout, the share of the budget the conversation
+    /// gives way by at a time (its text taken at 4 bytes a token): its
+    /// first kept turn is one where the conversation before it filled a
+    /// whole number of such steps, or of their half or quarter where none
+    /// fits. 0 gives way turn by turn.
+    #[serde(default = "Plan::default_cut_share")]
+    pub cut_share: f64,
 }
 
 impl BuilderConfig {
@@ -151,6 +158,7 @@ impl BuilderConfig {
             *w = canonical(*w);
         }
         self.plan.safety_margin = canonical(self.plan.safety_margin);
+        self.plan.cut_share = canonical(self.plan.cut_share);
         for s in &mut self.plan.shares {
             s.share = canonical(s.share);
         }
@@ -173,6 +181,9 @@ impl Plan {
     }
     fn default_cut_step() -> u32 {
         defaults::CUT_STEP
+    }
+    fn default_cut_share() -> f64 {
+        defaults::CUT_SHARE
     }
     /// [`defaults::SHARES`], as a plan holds them.
     pub fn default_shares() -> Vec<SectionShare> {
@@ -211,6 +222,7 @@ impl Default for Plan {
             compress: defaults::COMPRESS,
             min_summary_tokens: Plan::default_min_summary(),
             cut_step: Plan::default_cut_step(),
+            cut_share: Plan::default_cut_share(),
         }
     }
 }

@@ -4,31 +4,129 @@
 //! fit, as one contiguous run ending at the newest turn. A tool call and
 //! its results are kept or dropped as one unit; a tool result whose call is
 //! not in the conversation is never kept. The window's first turn moves in
-//! steps of the plan's cut step, so the rendered text stays byte-stable
-//! across the turns of a growing conversation.
+//! steps (see [`Steps`]), so the rendered text stays byte-stable across the
+//! turns of a growing conversation.
 
 use crate::fence::{self, Altered};
 use crate::item::{Group, Item};
 use crate::snapshot::Reason;
 
+use crate::config::Plan;
 use crate::tokenizer::Meter;
-use crate::types::{AssembleRequest, ConversationTurn, Role};
+use crate::types::{AssembleRequest, ConversationTurn, Layout, Role};
 use std::collections::HashMap;
+
+/// Bytes a token is taken to be where the conversation gives way in steps
+/// of tokens: its turns are measured, not counted, so that a turn's step
+/// is known without counting the turns before it.
+const BYTES_PER_TOKEN: f64 = 4.0;
+
+/// How many sizes of step of tokens the conversation may give way in:
+/// the plan's share of the budget, then its half and its quarter, for a
+/// conversation whose room a larger step would not fit.
+pub(crate) const STEP_SIZES: u8 = 3;
+
+/// Where the conversation's window may begin: on a multiple of the plan's
+/// cut step, and, in a cache-first layout, on a turn where the turns
+/// before it filled a whole number of steps of the plan's cut share of
+/// the budget — or of its half or its quarter, where no step of the
+/// larger size fits. A turn's steps depend on the turns before it alone,
+/// so they stay as the conversation grows, and the window's start with
+/// them.
+pub(crate) struct Steps {
+    every: usize,
+    /// Per turn, the largest size of step that begins at it (0 the plan's
+    /// share, 1 its half, 2 its quarter, [`STEP_SIZES`] none); empty: the
+    /// conversation does not give way in steps of tokens.
+    sizes: Vec<u8>,
+}
+
+impl Steps {
+    pub(crate) fn of(request: &AssembleRequest, plan: &Plan, budget: u64) -> Steps {
+        let every = plan.cut_step.max(1) as usize;
+        let size = (plan.cut_share * budget as f64 * BYTES_PER_TOKEN) as u64;
+        if Layout::of(request) != Layout::CacheFirst || size >> (STEP_SIZES - 1) == 0 {
+            return Steps {
+                every,
+                sizes: Vec::new(),
+            };
+        }
+        // A turn begins a step where the turns before it reach into a step
+        // the turns before the one before it did not: the first turn at or
+        // after each multiple of the step's bytes.
+        let (mut before, mut last) = (0u64, None);
+        let sizes = request
+            .conversation
+            .iter()
+            .map(|t| {
+                let now: [u64; STEP_SIZES as usize] = std::array::from_fn(|k| before / (size >> k));
+                before += t.content.len() as u64;
+                let was = last.replace(now);
+                (0..STEP_SIZES)
+                    .find(|&k| was.is_none_or(|w| w[usize::from(k)] != now[usize::from(k)]))
+                    .unwrap_or(STEP_SIZES)
+            })
+            .collect();
+        Steps { every, sizes }
+    }
+
+    /// Whether the window may begin at `turn`, in steps of any size.
+    pub(crate) fn starts(&self, turn: usize) -> bool {
+        self.starts_at(turn, STEP_SIZES - 1)
+    }
+
+    /// Whether the window may begin at `turn` in steps of `size` or
+    /// larger (see [`Steps::sizes`]).
+    pub(crate) fn starts_at(&self, turn: usize, size: u8) -> bool {
+        turn.is_multiple_of(self.every) && self.sizes.get(turn).is_none_or(|&s| s <= size)
+    }
+
+    /// The largest size of step that begins at `turn` (every size, 0, for
+    /// a conversation that does not give way in steps of tokens); past the
+    /// conversation, none.
+    pub(crate) fn size_at(&self, turn: usize) -> u8 {
+        match self.by_tokens() {
+            true => self.sizes.get(turn).copied().unwrap_or(STEP_SIZES),
+            false => 0,
+        }
+    }
+
+    /// Whether the window begins only at some turns.
+    pub(crate) fn stepped(&self) -> bool {
+        self.every > 1 || self.by_tokens()
+    }
+
+    /// Whether the conversation gives way in steps of tokens: where no
+    /// turn it may begin at fits, it begins at the oldest that does.
+    pub(crate) fn by_tokens(&self) -> bool {
+        !self.sizes.is_empty()
+    }
+
+    /// The first turn from `first` the window may begin at, among `n`
+    /// turns. Where none may: in steps of tokens, `first`; in steps of
+    /// turns, the next multiple of the step (past the conversation).
+    pub(crate) fn from(&self, first: usize, n: usize) -> usize {
+        match (first..n).find(|&t| self.starts(t)) {
+            Some(t) => t,
+            None if self.by_tokens() => first,
+            None => first.div_ceil(self.every) * self.every,
+        }
+    }
+}
 
 /// Decides the turns outside the window — older than `keep-last`
 /// (`keep-last`), before the window's step (`step-cut`), a turn of a unit
 /// that starts before it (`tool-pair`), a result without its call
 /// (`orphan-tool-result`) — and returns the window's units, newest first.
 /// Its turns stay pending, for the budget to decide.
-pub(crate) fn window(request: &AssembleRequest, l1: &mut [Item], cut_step: u32) -> Vec<Group> {
+pub(crate) fn window(
+    request: &AssembleRequest,
+    l1: &mut [Item],
+    (steps, cut_step): (&Steps, u32),
+) -> Vec<Group> {
     let n = request.conversation.len();
     let first = n - n.min(request.keep_last as usize);
-    let step = cut_step.max(1) as usize;
-    let stepped = if first == 0 {
-        0
-    } else {
-        first.div_ceil(step) * step
-    };
+    let stepped = if first == 0 { 0 } else { steps.from(first, n) };
     let mut claimed = vec![false; l1.len()];
     let mut in_window: Vec<Group> = Vec::new();
     for unit in units(&request.conversation) {

@@ -20,6 +20,13 @@ pub const MIN_SUMMARY_TOKENS: u32 = 32;
 /// (`plan.cut-step`): by one.
 pub const CUT_STEP: u32 = 1;
 
+/// The share of the budget a cache-first layout's conversation gives way
+/// by at a time (`plan.cut-share`): half, measured at 4 bytes a token, so
+/// its start stays byte for byte over the turns that fill it (about a
+/// third of the budget for English text; its half or quarter where the
+/// conversation's room is smaller).
+pub const CUT_SHARE: f64 = 0.5;
+
 /// Each section's share of the budget (`plan.shares`). L0 and the
 /// conversation each have a tenth; the host's sections share the rest,
 /// retrieved knowledge and repository state most; stage summaries and

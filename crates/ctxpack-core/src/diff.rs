@@ -261,6 +261,7 @@ mod tests {
             text_tokens: 0,
             message_tokens: 0,
             stable_prefix_tokens: 0,
+            cache_prefixes: Vec::new(),
             content_hash: String::new(),
             index_revisions: vec![],
             memory_items: vec![],

@@ -154,8 +154,9 @@ pub use router::{
     RuleConfig, RuleScore,
 };
 pub use snapshot::{
-    CompressionOutcome, Counted, FenceReport, Origin, Reason, Run, SectionCompression, Shortfall,
-    Snapshot, SnapshotEntry, SnapshotStatus, SourceCall, SourceOutcome,
+    CacheBoundary, CachePrefix, CompressionOutcome, Counted, FenceReport, Origin, Reason, Run,
+    SectionCompression, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus, SourceCall,
+    SourceOutcome,
 };
 pub use tokenizer::{Count, LoadedTokenizer, TokenCounter, Tokenizers};
 pub use types::{

@@ -70,7 +70,11 @@ const PHI4: Counts = Counts::File(
 );
 
 /// The built-in profiles: name, tokenizer, context window, output reserve,
-/// message overhead. The reserve is the provider's largest answer; for a
+/// message overhead, and the fewest prefix tokens the provider's prompt
+/// cache keeps (0: no provider cache known). OpenAI caches from 1,024
+/// tokens for GPT-4o and later; Claude from 1,024, 2,048 for Haiku 3.5
+/// and 4,096 for Opus 4.5 and Haiku 4.5; Gemini from 1,024 for the Flash
+/// models and 4,096 for the Pro ones (and 2.0 Flash's explicit cache). The reserve is the provider's largest answer; for a
 /// model whose answer may fill its whole window, 8,192 tokens or a quarter
 /// of the window, whichever is less. The overhead is what the model's chat
 /// template adds around one message's content, in its own tokens: OpenAI's
@@ -80,69 +84,69 @@ const PHI4: Counts = Counts::File(
 /// host's count of a text is taken as it is, with whatever the host counts
 /// around it.
 #[rustfmt::skip]
-const BUILT_IN: &[(&str, Counts, u32, u32, u32)] = &[
-    ("gpt-4o", Counts::O200k, 128_000, 16_384, 3),
-    ("gpt-4o-mini", Counts::O200k, 128_000, 16_384, 3),
-    ("gpt-4.1", Counts::O200k, 1_047_576, 32_768, 3),
-    ("gpt-4.1-mini", Counts::O200k, 1_047_576, 32_768, 3),
-    ("gpt-4.1-nano", Counts::O200k, 1_047_576, 32_768, 3),
-    ("o1", Counts::O200k, 200_000, 100_000, 3),
-    ("o3", Counts::O200k, 200_000, 100_000, 3),
-    ("o3-mini", Counts::O200k, 200_000, 100_000, 3),
-    ("o4-mini", Counts::O200k, 200_000, 100_000, 3),
-    ("gpt-5", Counts::O200k, 400_000, 128_000, 3),
-    ("gpt-5-mini", Counts::O200k, 400_000, 128_000, 3),
-    ("gpt-5-nano", Counts::O200k, 400_000, 128_000, 3),
-    ("gpt-5.1", Counts::O200k, 400_000, 128_000, 3),
-    ("gpt-oss-120b", Counts::O200k, 131_072, 8_192, 4),
-    ("gpt-oss-20b", Counts::O200k, 131_072, 8_192, 4),
-    ("gpt-4-turbo", Counts::Cl100k, 128_000, 4_096, 3),
-    ("gpt-4", Counts::Cl100k, 8_192, 2_048, 3),
-    ("gpt-3.5-turbo", Counts::Cl100k, 16_385, 4_096, 3),
-    ("llama-3-8b-instruct", LLAMA3, 8_192, 2_048, 5),
-    ("llama-3-70b-instruct", LLAMA3, 8_192, 2_048, 5),
-    ("llama-3.1-8b-instruct", LLAMA3, 131_072, 8_192, 5),
-    ("llama-3.1-70b-instruct", LLAMA3, 131_072, 8_192, 5),
-    ("llama-3.1-405b-instruct", LLAMA3, 131_072, 8_192, 5),
-    ("llama-3.2-1b-instruct", LLAMA3, 131_072, 8_192, 5),
-    ("llama-3.2-3b-instruct", LLAMA3, 131_072, 8_192, 5),
-    ("llama-3.3-70b-instruct", LLAMA3, 131_072, 8_192, 5),
-    ("llama-4-scout", LLAMA4, 10_485_760, 8_192, 5),
-    ("llama-4-maverick", LLAMA4, 1_048_576, 8_192, 5),
-    ("qwen2.5-7b-instruct", QWEN, 32_768, 8_192, 5),
-    ("qwen2.5-72b-instruct", QWEN, 32_768, 8_192, 5),
-    ("qwen3-0.6b", QWEN, 32_768, 8_192, 5),
-    ("qwen3-1.7b", QWEN, 32_768, 8_192, 5),
-    ("qwen3-4b", QWEN, 32_768, 8_192, 5),
-    ("qwen3-8b", QWEN, 32_768, 8_192, 5),
-    ("qwen3-14b", QWEN, 32_768, 8_192, 5),
-    ("qwen3-32b", QWEN, 32_768, 8_192, 5),
-    ("qwen3-30b-a3b", QWEN, 32_768, 8_192, 5),
-    ("qwen3-235b-a22b", QWEN, 32_768, 8_192, 5),
-    ("gemma-3-1b-it", GEMMA3, 32_768, 8_192, 5),
-    ("gemma-3-4b-it", GEMMA3, 131_072, 8_192, 5),
-    ("gemma-3-12b-it", GEMMA3, 131_072, 8_192, 5),
-    ("gemma-3-27b-it", GEMMA3, 131_072, 8_192, 5),
-    ("mistral-nemo", TEKKEN, 131_072, 8_192, 2),
-    ("mistral-small-3.1", TEKKEN, 131_072, 8_192, 2),
-    ("ministral-8b", TEKKEN, 131_072, 8_192, 2),
-    ("mistral-large-2411", MISTRAL7, 131_072, 8_192, 2),
-    ("deepseek-v3", DEEPSEEK, 131_072, 8_192, 2),
-    ("deepseek-r1", DEEPSEEK, 131_072, 8_192, 2),
-    ("phi-4", PHI4, 16_384, 4_096, 4),
-    ("claude-opus-4-5", Counts::Host, 200_000, 64_000, 0),
-    ("claude-sonnet-4-5", Counts::Host, 200_000, 64_000, 0),
-    ("claude-haiku-4-5", Counts::Host, 200_000, 64_000, 0),
-    ("claude-opus-4-1", Counts::Host, 200_000, 32_000, 0),
-    ("claude-opus-4", Counts::Host, 200_000, 32_000, 0),
-    ("claude-sonnet-4", Counts::Host, 200_000, 64_000, 0),
-    ("claude-3-7-sonnet", Counts::Host, 200_000, 64_000, 0),
-    ("claude-3-5-haiku", Counts::Host, 200_000, 8_192, 0),
-    ("gemini-3-pro-preview", Counts::Host, 1_048_576, 65_536, 0),
-    ("gemini-2.5-pro", Counts::Host, 1_048_576, 65_536, 0),
-    ("gemini-2.5-flash", Counts::Host, 1_048_576, 65_536, 0),
-    ("gemini-2.5-flash-lite", Counts::Host, 1_048_576, 65_536, 0),
-    ("gemini-2.0-flash", Counts::Host, 1_048_576, 8_192, 0),
+const BUILT_IN: &[(&str, Counts, u32, u32, u32, u32)] = &[
+    ("gpt-4o", Counts::O200k, 128_000, 16_384, 3, 1_024),
+    ("gpt-4o-mini", Counts::O200k, 128_000, 16_384, 3, 1_024),
+    ("gpt-4.1", Counts::O200k, 1_047_576, 32_768, 3, 1_024),
+    ("gpt-4.1-mini", Counts::O200k, 1_047_576, 32_768, 3, 1_024),
+    ("gpt-4.1-nano", Counts::O200k, 1_047_576, 32_768, 3, 1_024),
+    ("o1", Counts::O200k, 200_000, 100_000, 3, 1_024),
+    ("o3", Counts::O200k, 200_000, 100_000, 3, 1_024),
+    ("o3-mini", Counts::O200k, 200_000, 100_000, 3, 1_024),
+    ("o4-mini", Counts::O200k, 200_000, 100_000, 3, 1_024),
+    ("gpt-5", Counts::O200k, 400_000, 128_000, 3, 1_024),
+    ("gpt-5-mini", Counts::O200k, 400_000, 128_000, 3, 1_024),
+    ("gpt-5-nano", Counts::O200k, 400_000, 128_000, 3, 1_024),
+    ("gpt-5.1", Counts::O200k, 400_000, 128_000, 3, 1_024),
+    ("gpt-oss-120b", Counts::O200k, 131_072, 8_192, 4, 0),
+    ("gpt-oss-20b", Counts::O200k, 131_072, 8_192, 4, 0),
+    ("gpt-4-turbo", Counts::Cl100k, 128_000, 4_096, 3, 0),
+    ("gpt-4", Counts::Cl100k, 8_192, 2_048, 3, 0),
+    ("gpt-3.5-turbo", Counts::Cl100k, 16_385, 4_096, 3, 0),
+    ("llama-3-8b-instruct", LLAMA3, 8_192, 2_048, 5, 0),
+    ("llama-3-70b-instruct", LLAMA3, 8_192, 2_048, 5, 0),
+    ("llama-3.1-8b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
+    ("llama-3.1-70b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
+    ("llama-3.1-405b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
+    ("llama-3.2-1b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
+    ("llama-3.2-3b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
+    ("llama-3.3-70b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
+    ("llama-4-scout", LLAMA4, 10_485_760, 8_192, 5, 0),
+    ("llama-4-maverick", LLAMA4, 1_048_576, 8_192, 5, 0),
+    ("qwen2.5-7b-instruct", QWEN, 32_768, 8_192, 5, 0),
+    ("qwen2.5-72b-instruct", QWEN, 32_768, 8_192, 5, 0),
+    ("qwen3-0.6b", QWEN, 32_768, 8_192, 5, 0),
+    ("qwen3-1.7b", QWEN, 32_768, 8_192, 5, 0),
+    ("qwen3-4b", QWEN, 32_768, 8_192, 5, 0),
+    ("qwen3-8b", QWEN, 32_768, 8_192, 5, 0),
+    ("qwen3-14b", QWEN, 32_768, 8_192, 5, 0),
+    ("qwen3-32b", QWEN, 32_768, 8_192, 5, 0),
+    ("qwen3-30b-a3b", QWEN, 32_768, 8_192, 5, 0),
+    ("qwen3-235b-a22b", QWEN, 32_768, 8_192, 5, 0),
+    ("gemma-3-1b-it", GEMMA3, 32_768, 8_192, 5, 0),
+    ("gemma-3-4b-it", GEMMA3, 131_072, 8_192, 5, 0),
+    ("gemma-3-12b-it", GEMMA3, 131_072, 8_192, 5, 0),
+    ("gemma-3-27b-it", GEMMA3, 131_072, 8_192, 5, 0),
+    ("mistral-nemo", TEKKEN, 131_072, 8_192, 2, 0),
+    ("mistral-small-3.1", TEKKEN, 131_072, 8_192, 2, 0),
+    ("ministral-8b", TEKKEN, 131_072, 8_192, 2, 0),
+    ("mistral-large-2411", MISTRAL7, 131_072, 8_192, 2, 0),
+    ("deepseek-v3", DEEPSEEK, 131_072, 8_192, 2, 0),
+    ("deepseek-r1", DEEPSEEK, 131_072, 8_192, 2, 0),
+    ("phi-4", PHI4, 16_384, 4_096, 4, 0),
+    ("claude-opus-4-5", Counts::Host, 200_000, 64_000, 0, 4_096),
+    ("claude-sonnet-4-5", Counts::Host, 200_000, 64_000, 0, 1_024),
+    ("claude-haiku-4-5", Counts::Host, 200_000, 64_000, 0, 4_096),
+    ("claude-opus-4-1", Counts::Host, 200_000, 32_000, 0, 1_024),
+    ("claude-opus-4", Counts::Host, 200_000, 32_000, 0, 1_024),
+    ("claude-sonnet-4", Counts::Host, 200_000, 64_000, 0, 1_024),
+    ("claude-3-7-sonnet", Counts::Host, 200_000, 64_000, 0, 1_024),
+    ("claude-3-5-haiku", Counts::Host, 200_000, 8_192, 0, 2_048),
+    ("gemini-3-pro-preview", Counts::Host, 1_048_576, 65_536, 0, 4_096),
+    ("gemini-2.5-pro", Counts::Host, 1_048_576, 65_536, 0, 4_096),
+    ("gemini-2.5-flash", Counts::Host, 1_048_576, 65_536, 0, 1_024),
+    ("gemini-2.5-flash-lite", Counts::Host, 1_048_576, 65_536, 0, 1_024),
+    ("gemini-2.0-flash", Counts::Host, 1_048_576, 8_192, 0, 4_096),
 ];
 
 /// The profiles a builder knows: the built-in table and its own.
@@ -427,7 +431,9 @@ pub(crate) fn missing_file(model: &ModelUse, error: Error) -> Error {
 }
 
 /// A built-in row as a profile.
-fn row(&(name, counts, window, reserve, overhead): &(&str, Counts, u32, u32, u32)) -> ModelProfile {
+fn row(
+    &(name, counts, window, reserve, overhead, cache): &(&str, Counts, u32, u32, u32, u32),
+) -> ModelProfile {
     ModelProfile {
         name: name.to_owned(),
         tokenizer: match counts {
@@ -439,6 +445,7 @@ fn row(&(name, counts, window, reserve, overhead): &(&str, Counts, u32, u32, u32
         context_window: window,
         output_reserve: reserve,
         message_overhead: overhead,
+        cache_min_tokens: (cache > 0).then_some(cache),
     }
 }
 

@@ -71,6 +71,11 @@ pub struct ContextPack {
     pub id: String,
     /// Session.
     pub session_id: Option<String>,
+    /// A key that keeps a session's requests on the provider's cache
+    /// (OpenAI's `prompt_cache_key`): a hash of the tenant and the
+    /// session, or of the stable prefix for a request that names no
+    /// session; none where it has neither.
+    pub cache_key: Option<String>,
     /// Trace.
     pub trace_id: String,
     /// Current stage.

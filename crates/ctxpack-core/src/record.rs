@@ -10,17 +10,19 @@ use crate::error::{Error, Failure};
 use crate::item::{Decision, Item};
 use crate::model::Settled;
 use crate::pack::{
-    CompressionMetadata, ContextAssembled, ContextPack, Metrics, ReasonCount, SectionTokens,
-    Strategy,
+    CompressionMetadata, ContextAssembled, ContextPack, Message, Metrics, ReasonCount,
+    SectionTokens, Strategy,
 };
 use crate::snapshot::{Origin, Reason, SectionCompression, SourceCall};
 
 use crate::render::{self, Layers, Rendered};
 use crate::snapshot::{
-    Counted, FenceReport, Run, Snapshot, SnapshotEntry, SnapshotStatus, numbered,
+    CacheBoundary, CachePrefix, Counted, FenceReport, Run, Snapshot, SnapshotEntry, SnapshotStatus,
+    numbered,
 };
 use crate::tokenizer::{Count, clamp};
 use crate::types::{AssembleRequest, Layer, PackForm, Section};
+use sha2::Digest;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the assembly did besides deciding the items.
@@ -62,6 +64,7 @@ fn blank(
         text_tokens: 0,
         message_tokens: 0,
         stable_prefix_tokens: 0,
+        cache_prefixes: Vec::new(),
         content_hash: String::new(),
         index_revisions: Vec::new(),
         memory_items: Vec::new(),
@@ -260,6 +263,7 @@ pub(crate) fn pack(
     let fence = fence_report(&layers, record.keyed);
     let text = render::text(&entries);
     let messages = render::messages(request, &entries, &turns);
+    let cache_prefixes = cache_prefixes(request, settled, &messages, &record.rendered);
     // Render order: L0, then the slow-moving L2, then L1 with the
     // conversation last; or laid out cache-first (see `Layers::order`).
     let order: Option<Vec<render::At>> = layers.cache_first.map(|_| layers.order().collect());
@@ -290,6 +294,7 @@ pub(crate) fn pack(
             ctx.session_id.as_deref().unwrap_or("unknown")
         ),
         session_id: ctx.session_id.clone(),
+        cache_key: cache_key(request, &cache_prefixes),
         trace_id: ctx.trace_id.clone(),
         stage_id: request.workflow.as_ref().and_then(|w| w.stage_id.clone()),
         entries,
@@ -305,6 +310,7 @@ pub(crate) fn pack(
             text_tokens: clamp(record.rendered.text),
             message_tokens: clamp(record.rendered.messages),
             stable_prefix_tokens: clamp(record.l0_cost),
+            cache_prefixes,
             status: record.status,
             source_calls: record.source_calls,
             compressions: record.compressions,
@@ -315,6 +321,96 @@ pub(crate) fn pack(
     };
     complete(&mut pack, settled.overhead, request.form);
     pack
+}
+
+/// The fewest prefix tokens a provider caches where the request names no
+/// model: OpenAI's, and the least of Claude's and Gemini's.
+const CACHE_MIN_TOKENS: u32 = 1_024;
+
+/// The prefixes of `messages` at each boundary (see [`CacheBoundary`]):
+/// the stable system message, the conversation leading after it, and the
+/// whole pack; none for a pack sent as text. A prefix's hash is of its
+/// messages in order, each written as [`cache_bytes`] writes it, so a
+/// host hashes another pack's first messages the same way.
+fn cache_prefixes(
+    request: &AssembleRequest,
+    settled: &Settled,
+    messages: &[Message],
+    rendered: &Rendered,
+) -> Vec<CachePrefix> {
+    if request.form == Some(PackForm::Text) || messages.is_empty() {
+        return Vec::new();
+    }
+    let least = match &settled.model {
+        Some(model) => model.profile.cache_min_tokens,
+        None => Some(CACHE_MIN_TOKENS),
+    };
+    let lead = rendered.lead;
+    let stable = lead.stable.map(|tokens| (1, tokens));
+    let history = (lead.turns > 0).then(|| {
+        let (n, tokens) = stable.unwrap_or((0, 0));
+        (n + lead.turns as usize, tokens + lead.turn_tokens)
+    });
+    let turn = Some((messages.len(), rendered.messages));
+    let mut chain = sha2::Sha256::new();
+    let mut hashed = 0;
+    let mut out = Vec::new();
+    for (boundary, at) in [
+        (CacheBoundary::Stable, stable),
+        (CacheBoundary::History, history),
+        (CacheBoundary::Turn, turn),
+    ] {
+        let Some((n, tokens)) = at else { continue };
+        let n = n.min(messages.len());
+        for m in &messages[hashed..n] {
+            cache_bytes(m, &mut |bytes| chain.update(bytes));
+        }
+        hashed = hashed.max(n);
+        let tokens = clamp(tokens);
+        out.push(CachePrefix {
+            boundary,
+            messages: crate::tokenizer::clamp_len(n),
+            tokens,
+            hash: format!("{:x}", chain.clone().finalize()),
+            cacheable: least.is_some_and(|least| tokens >= least),
+        });
+    }
+    out
+}
+
+/// Writes `message` as a cache prefix's hash takes it: its role, tool-call
+/// id, attached tokens (in decimal) and content, each as its UTF-8 byte
+/// length in decimal, `:`, and its bytes; an absent field empty.
+pub(crate) fn cache_bytes(message: &Message, out: &mut impl FnMut(&[u8])) {
+    let attached = message.attached_tokens.map(|n| n.to_string());
+    for field in [
+        message.role.name(),
+        message.tool_call_id.as_deref().unwrap_or(""),
+        attached.as_deref().unwrap_or(""),
+        &message.content,
+    ] {
+        out(format!("{}:", field.len()).as_bytes());
+        out(field.as_bytes());
+    }
+}
+
+/// The key that keeps a session's requests on one provider cache: a hash
+/// of the tenant and the session, or of the stable prefix for a request
+/// that names no session.
+fn cache_key(request: &AssembleRequest, prefixes: &[CachePrefix]) -> Option<String> {
+    let ctx = &request.context;
+    let hash = match &ctx.session_id {
+        Some(session) => text_hash(&format!(
+            "{}\0{session}",
+            ctx.tenant_id.as_deref().unwrap_or("")
+        )),
+        None => prefixes
+            .iter()
+            .find(|p| p.boundary == CacheBoundary::Stable)?
+            .hash
+            .clone(),
+    };
+    Some(format!("ctxpack-{}", hash.get(..32).unwrap_or(&hash)))
 }
 
 /// What writing the included items' texts changed, by id (see

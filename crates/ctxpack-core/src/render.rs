@@ -40,6 +40,22 @@ pub(crate) struct Rendered {
     /// for either, every included entry's tokens and overhead, plus what
     /// rendering adds in the form that adds more.
     pub used: u64,
+    /// The messages that lead the pack and a next turn can repeat: the
+    /// first system message (L0's stable part) and the turns after it,
+    /// before what changes every turn (see [`crate::CacheBoundary`]).
+    pub lead: Lead,
+}
+
+/// The messages leading a pack: their tokens as the messages are counted.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Lead {
+    /// The first system message's tokens, overhead included, when L0
+    /// begins the pack.
+    pub stable: Option<u64>,
+    /// How many turns follow it before other context, and their tokens,
+    /// overhead included.
+    pub turns: u32,
+    pub turn_tokens: u64,
 }
 
 /// The items of a pack in render order, by layer: L0, L2 (each summary
@@ -171,6 +187,8 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
     // An entry that is not a turn joins the first system message until
     // a turn or other context than L0 came before it (see [`messages`]).
     let mut past_l0 = false;
+    // Whether the messages so far lead the pack: L0's, then turns.
+    let (mut leading, mut lead) = (true, Lead::default());
     for item in layers.items().filter(|i| i.included()) {
         let block = match (item.section.layer(), item.turn) {
             (_, Some(_)) => None,
@@ -178,6 +196,7 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
             _ => Some(1),
         };
         past_l0 |= block != Some(0);
+        leading &= block != Some(1);
         if entries > 0 {
             flat.push(SEPARATOR, Some(separator));
         }
@@ -196,7 +215,7 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
         }
         if item.turn.is_some() {
             turns += 1;
-            turn_tokens += match sent.headless() {
+            let tokens = match sent.headless() {
                 true => u64::from(item.tokens()),
                 false => u64::from(
                     meter
@@ -204,19 +223,31 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
                         .saturating_add(item.attached),
                 ),
             };
+            turn_tokens += tokens;
+            if leading {
+                lead.turns += 1;
+                lead.turn_tokens += tokens + overhead;
+            }
         }
         entries += 1;
         own += u64::from(item.tokens());
     }
     let text = flat.finish();
     let [first, second] = system;
-    let contents = first.finish() + second.finish() + turn_tokens;
+    let first = first.finish();
+    // The first system message, when there is one, begins the pack: an
+    // entry joins it only before any turn or other context.
+    if opened[0] {
+        lead.stable = Some(first + overhead);
+    }
+    let contents = first + second.finish() + turn_tokens;
     let messages = opened.iter().filter(|&&o| o).count() as u64 + turns;
     let added = text.max(contents).saturating_sub(own);
     let messages = contents + overhead * messages;
     Rendered {
         text,
         messages,
+        lead,
         used: match sent.form {
             Some(PackForm::Text) => text,
             Some(PackForm::Messages) => messages,
@@ -421,6 +452,7 @@ pub(crate) fn refill(
     mut rendered: Rendered,
 ) -> (Rendered, Vec<Section>, Vec<Section>) {
     let (mut restored, mut cut) = (Vec::new(), Vec::new());
+    let steps = crate::conversation::Steps::of(request, plan, budget);
     let offer = Offer {
         meter,
         sent,
@@ -433,7 +465,7 @@ pub(crate) fn refill(
         }
         rendered = match section {
             Section::ConversationState => {
-                offer.conversation(layers, request, plan.cut_step, rendered)
+                offer.conversation(layers, request, (&steps, plan.cut_step), rendered)
             }
             Section::StageSummaries => offer.stages(layers, plan.cut_step, rendered),
             _ => {
@@ -690,15 +722,14 @@ impl Offer<'_, '_> {
         &self,
         layers: &mut Layers,
         request: &AssembleRequest,
-        cut_step: u32,
+        (steps, cut_step): (&crate::conversation::Steps, u32),
         mut rendered: Rendered,
     ) -> Rendered {
         let turns = &request.conversation;
         let n = turns.len();
-        let step = cut_step.max(1) as usize;
         // The window's first turn (see `conversation::window`).
         let first = n - n.min(request.keep_last as usize);
-        let stepped = first.div_ceil(step) * step;
+        let stepped = if first == 0 { 0 } else { steps.from(first, n) };
         let oldest = layers
             .l1
             .iter()
@@ -715,6 +746,36 @@ impl Offer<'_, '_> {
         let mut spoken = false;
         // Where each unit of the run begins in it.
         let mut units_in_run: Vec<usize> = Vec::new();
+        // It grows back in steps of the largest size that begins at its
+        // oldest kept turn or at an older one the room reaches (see
+        // `Budget::steps`); by any turn where none does.
+        let size = match steps.by_tokens() {
+            false => 0,
+            true => {
+                let room = self.budget.saturating_sub(rendered.used);
+                let (mut size, mut needed) = (steps.size_at(oldest), 0u64);
+                for unit in units.iter().rev().filter(|u| u.start < oldest) {
+                    for &m in &unit.members {
+                        if layers.l1[m].count.is_none() {
+                            crate::conversation::render_into(
+                                turns,
+                                &mut layers.l1,
+                                m,
+                                self.sent.headless(),
+                            );
+                        }
+                        let limit = crate::tokenizer::clamp(room.saturating_sub(needed) + 1);
+                        needed += layers.l1[m].measure(self.meter, limit).at_least();
+                        needed += self.sent.charge(Section::ConversationState, self.separator);
+                    }
+                    if needed > room || unit.start < stepped {
+                        break;
+                    }
+                    size = size.min(steps.size_at(unit.start));
+                }
+                size
+            }
+        };
         for unit in units.iter().rev().filter(|u| u.start < oldest) {
             let open = unit.start >= stepped
                 && unit.members.iter().all(|&m| reopens(layers.l1[m].reason()));
@@ -736,7 +797,7 @@ impl Offer<'_, '_> {
             let role = turns[unit.start].role;
             let begins = unit.members.first() == Some(&unit.start)
                 && (!user_turn || role == Role::User || (role == Role::System && !spoken))
-                && unit.start.is_multiple_of(step);
+                && steps.starts_at(unit.start, size);
             spoken |= role != Role::System;
             if !begins {
                 continue;

@@ -193,6 +193,10 @@ pub struct Snapshot {
     /// Tokens of the leading L0 entries rendered together, overhead
     /// included.
     pub stable_prefix_tokens: u32,
+    /// The prefixes of the pack's messages the next turn's pack can repeat
+    /// byte for byte, at each boundary in order; none for a pack sent as
+    /// text.
+    pub cache_prefixes: Vec<CachePrefix>,
     /// Hex SHA-256 of the rendered text's UTF-8 bytes: the reference of
     /// the assembled content, which a host stores by hash (content never
     /// in the row) and can check.
@@ -432,4 +436,37 @@ pub enum SourceOutcome {
     Failed(String),
     /// It was not called, for this reason.
     Skipped(String),
+}
+
+/// Where a prefix of a pack's messages ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheBoundary {
+    /// After the first system message, L0's stable part.
+    Stable,
+    /// After the conversation that leads the pack, before what changes
+    /// every turn.
+    History,
+    /// After the whole pack.
+    Turn,
+}
+
+/// A prefix of a pack's messages, at one boundary: two snapshots' prefixes
+/// of equal hash are byte-identical.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct CachePrefix {
+    /// Where it ends.
+    pub boundary: CacheBoundary,
+    /// How many of the pack's messages it holds.
+    pub messages: u32,
+    /// Its tokens, as `message-tokens` counts them.
+    pub tokens: u32,
+    /// Hex SHA-256 of its messages in order, each written as its role,
+    /// tool-call id, attached tokens and content, each field as its byte
+    /// length in decimal, `:` and its bytes.
+    pub hash: String,
+    /// Whether it reaches the fewest tokens the model's provider caches
+    /// (1,024 for a request that names no model).
+    pub cacheable: bool,
 }

@@ -480,3 +480,227 @@ fn a_run_with_ids_that_are_not_consecutive_is_not_made() {
         .sum();
     assert_eq!(members as usize, 1 + 30);
 }
+
+#[test]
+fn a_cache_first_pack_says_which_prefixes_the_next_turn_repeats() {
+    let mut r = request(100_000);
+    r.form = Some(PackForm::Messages);
+    r.system_prompt = "S".repeat(1_100);
+    r.current_task = Some("the task".into());
+    r.conversation = alternating(5, |i| format!("turn {i}"));
+    let first = run(&r).unwrap();
+    let kinds = |p: &ContextPack| -> Vec<(CacheBoundary, u32, u32, bool)> {
+        p.snapshot
+            .cache_prefixes
+            .iter()
+            .map(|c| (c.boundary, c.messages, c.tokens, c.cacheable))
+            .collect()
+    };
+    // The system prompt; four turns after it; then the task and the
+    // newest user turn, which change every turn. One token a character,
+    // no overhead: "[user] " is not in a message's content.
+    assert_eq!(
+        kinds(&first),
+        [
+            (CacheBoundary::Stable, 1, 1_100, true),
+            (CacheBoundary::History, 5, 1_100 + 4 * 6, true),
+            (CacheBoundary::Turn, 7, first.snapshot.message_tokens, true),
+        ]
+    );
+    // The next turn repeats the history byte for byte, and hashes it alike.
+    r.conversation.push(turn(Role::Assistant, "turn 5", None));
+    r.conversation.push(turn(Role::User, "turn 6", None));
+    let next = run(&r).unwrap();
+    let (was, now) = (
+        &first.snapshot.cache_prefixes,
+        &next.snapshot.cache_prefixes,
+    );
+    assert_eq!(next.messages[..5], first.messages[..5]);
+    assert_ne!(next.messages[..7], first.messages[..7]);
+    assert_eq!(was[0], now[0]);
+    assert_eq!((now[1].messages, now[1].tokens), (7, 1_100 + 6 * 6));
+    use sha2::Digest;
+    let mut chain = sha2::Sha256::new();
+    for m in &next.messages[..5] {
+        crate::record::cache_bytes(m, &mut |b| chain.update(b));
+    }
+    assert_eq!(format!("{:x}", chain.finalize()), was[1].hash);
+    // One key for the session, another for another session.
+    assert_eq!(first.cache_key, next.cache_key);
+    assert!(
+        first
+            .cache_key
+            .as_deref()
+            .is_some_and(|k| k.starts_with("ctxpack-") && k.len() == 40)
+    );
+    r.context.session_id = Some("s2".into());
+    assert_ne!(run(&r).unwrap().cache_key, first.cache_key);
+    // Without a session, the key follows the stable prefix.
+    r.context.session_id = None;
+    let keyed = run(&r).unwrap();
+    assert_eq!(
+        keyed.cache_key,
+        Some(format!("ctxpack-{}", &was[0].hash[..32]))
+    );
+    // A short prompt is not worth a breakpoint; a pack sent as text has
+    // no message prefixes.
+    r.system_prompt = "SYS".into();
+    assert!(
+        run(&r)
+            .unwrap()
+            .snapshot
+            .cache_prefixes
+            .iter()
+            .all(|c| !c.cacheable)
+    );
+    r.form = Some(PackForm::Text);
+    assert!(run(&r).unwrap().snapshot.cache_prefixes.is_empty());
+}
+
+#[test]
+fn context_first_puts_no_history_before_the_context_that_changes() {
+    let mut r = request(100_000);
+    r.form = Some(PackForm::Messages);
+    r.layout = Some(Layout::ContextFirst);
+    r.conversation = alternating(3, |i| format!("turn {i}"));
+    let boundaries = |r: &AssembleRequest| -> Vec<(CacheBoundary, u32)> {
+        let p = run(r).unwrap();
+        p.snapshot
+            .cache_prefixes
+            .iter()
+            .map(|c| (c.boundary, c.messages))
+            .collect()
+    };
+    // With nothing between L0 and the conversation, the conversation
+    // leads after it, and is the whole pack.
+    assert_eq!(
+        boundaries(&r),
+        [
+            (CacheBoundary::Stable, 1),
+            (CacheBoundary::History, 4),
+            (CacheBoundary::Turn, 4)
+        ]
+    );
+    // A stage's summary comes between: no history leads.
+    r.stage_summaries = vec![StageSummary {
+        stage_id: "s".into(),
+        outcome: "ok".into(),
+        summary: "done".into(),
+    }];
+    assert_eq!(
+        boundaries(&r),
+        [(CacheBoundary::Stable, 1), (CacheBoundary::Turn, 5)]
+    );
+    // Cache-first, the conversation comes before it.
+    r.layout = None;
+    assert_eq!(
+        boundaries(&r),
+        [
+            (CacheBoundary::Stable, 1),
+            (CacheBoundary::History, 3),
+            (CacheBoundary::Turn, 5)
+        ]
+    );
+}
+
+/// Assembles `r` with no host under `config`, one token a character.
+fn run_config(r: &AssembleRequest, config: BuilderConfig) -> ContextPack {
+    let c = CharsPerToken::new(1).unwrap();
+    let mut cache = crate::tokenizer::CountCache::new(0);
+    let builder = Builder::new(config).unwrap();
+    let settled = builder.models.settle(r).unwrap();
+    let m = Meter::new(&c, &settled.tokenizer, &mut cache);
+    let budget = r.budget.unwrap();
+    let (builder, m, settled) = (&builder, &m, &settled);
+    Assembly::new(|channel| async move { builder.run(r, &channel, m, settled, budget).await })
+        .drive(&mut NoHost, &r.context)
+        .map_err(|f| f.error)
+        .unwrap()
+}
+
+#[test]
+fn a_cache_first_conversation_gives_way_in_steps_of_tokens() {
+    // Turns of 20 characters (20 tokens, 20 bytes); steps of a sixteenth
+    // of 400 tokens, at 4 bytes a token: 100 bytes, five turns.
+    let mut config = BuilderConfig::default();
+    config.plan.cut_share = 1.0 / 16.0;
+    let mut r = request(400);
+    r.form = Some(PackForm::Messages);
+    r.keep_last = KEEP_EVERY_TURN;
+    r.conversation_start = Some(ConversationStart::AnyTurn);
+    let first_kept = |p: &ContextPack| {
+        p.snapshot
+            .turns()
+            .position(|e| e.included)
+            .unwrap_or(usize::MAX)
+    };
+    let (mut firsts, mut previous): (Vec<usize>, Option<ContextPack>) = (Vec::new(), None);
+    for n in 1..=60 {
+        r.conversation = alternating(n, |i| format!("turn {i:>3} of the chat"));
+        assert_eq!(r.conversation[n - 1].content.len(), 20);
+        let p = run_config(&r, config.clone());
+        assert!(p.budget_used <= 400);
+        let first = first_kept(&p);
+        firsts.push(first);
+        // It begins on a step, and while it stays there the next pack
+        // repeats the last one's history byte for byte.
+        assert!(
+            first.is_multiple_of(5) || first == usize::MAX,
+            "{n}: {first}"
+        );
+        if let Some(before) = previous.filter(|b| first_kept(b) == first) {
+            let history = before.snapshot.cache_prefixes[1].messages as usize;
+            assert_eq!(p.messages[..history], before.messages[..history], "{n}");
+        }
+        previous = Some(p);
+    }
+    let mut moves = firsts.clone();
+    moves.dedup();
+    assert!(firsts.windows(2).all(|w| w[0] <= w[1]), "{firsts:?}");
+    // It gave way (the budget holds ~19 turns), a step at a time.
+    assert!((30..60).contains(&firsts[59]), "{firsts:?}");
+    assert!(moves.len() > 3 && moves.len() <= 60 / 5 + 1, "{moves:?}");
+    // Context-first, as trimming does, the window moves turn by turn.
+    r.layout = Some(Layout::ContextFirst);
+    let turn_by_turn: Vec<usize> = (40..=45)
+        .map(|n| {
+            r.conversation = alternating(n, |i| format!("turn {i:>3} of the chat"));
+            first_kept(&run_config(&r, config.clone()))
+        })
+        .collect();
+    assert!(
+        turn_by_turn.windows(2).all(|w| w[1] == w[0] + 1),
+        "{turn_by_turn:?}"
+    );
+    // A share of 0 gives way turn by turn too.
+    config.plan.cut_share = 0.0;
+    r.layout = None;
+    let kept = first_kept(&run_config(&r, config.clone()));
+    assert_eq!(kept, *turn_by_turn.last().unwrap());
+}
+
+#[test]
+fn a_step_larger_than_the_conversations_room_gives_way_in_smaller_ones() {
+    // The room holds 19 turns of 20 characters: turns 21 to 39. No step
+    // of half the budget (800 bytes, 40 turns) nor of its half (20 turns)
+    // begins among them; one of its quarter (10 turns) does: the
+    // conversation begins on turn 30.
+    let mut config = BuilderConfig::default();
+    config.plan.cut_share = 0.5;
+    let mut r = request(400);
+    r.form = Some(PackForm::Messages);
+    r.keep_last = KEEP_EVERY_TURN;
+    r.conversation_start = Some(ConversationStart::AnyTurn);
+    r.conversation = alternating(40, |i| format!("turn {i:>3} of the chat"));
+    let first = |p: &ContextPack| p.snapshot.turns().position(|e| e.included);
+    assert_eq!(first(&run_config(&r, config.clone())), Some(30));
+    // Steps of the whole budget: none of the three sizes fits, so the
+    // conversation keeps the newest turns that fit, as it would turn by
+    // turn, rather than one.
+    config.plan.cut_share = 1.0;
+    let stepped = run_config(&r, config.clone());
+    config.plan.cut_share = 0.0;
+    let by_turn = run_config(&r, config);
+    assert_eq!(first(&stepped), Some(21));
+    assert_eq!(stepped.messages, by_turn.messages);
+}

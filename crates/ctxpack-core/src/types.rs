@@ -417,6 +417,11 @@ pub struct ModelProfile {
     /// the end-of-turn marker): the entry overhead of a request that gives
     /// none.
     pub message_overhead: u32,
+    /// The fewest tokens of a prompt's prefix its provider's prompt cache
+    /// keeps: a pack's prefix is cacheable from there (see
+    /// [`crate::CachePrefix`]). None where no provider cache is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_min_tokens: Option<u32>,
 }
 
 /// A request field whose value was taken from the model's profile.

@@ -72,6 +72,12 @@ pub(crate) fn plan(plan: &Plan) -> Result<(), Error> {
     if plan.cut_step == 0 {
         return Err(Error::invalid("config.plan.cut-step", "must be at least 1"));
     }
+    if !(0.0..=1.0).contains(&plan.cut_share) {
+        return Err(Error::invalid(
+            "config.plan.cut-share",
+            format!("{} is outside [0, 1]", plan.cut_share),
+        ));
+    }
     if plan.model_window == Some(0) {
         return Err(Error::invalid(
             "config.plan.model-window",

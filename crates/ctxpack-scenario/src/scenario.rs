@@ -102,6 +102,11 @@ pub struct Expect {
     /// `assistant`, `tool`): where the layout puts the context.
     #[serde(default)]
     pub message_roles: Option<Vec<String>>,
+    /// The pack's cache prefixes by boundary (`stable`, `history`,
+    /// `turn`): how many messages each holds and its tokens, exactly as
+    /// the snapshot's `cache-prefixes` records them, in order.
+    #[serde(default)]
+    pub cache_prefixes: Option<Vec<(String, u32, u32)>>,
 }
 
 impl Expect {
@@ -217,6 +222,21 @@ impl Expect {
         for want in &self.strategies {
             if !applied.contains(want) {
                 broken.push(format!("strategy {want} not applied: {applied:?}"));
+            }
+        }
+        if let Some(want) = &self.cache_prefixes {
+            let got: Vec<(String, u32, u32)> = reply
+                .pack()
+                .map(|p| p.snapshot.cache_prefixes.iter())
+                .into_iter()
+                .flatten()
+                .filter_map(|c| {
+                    let boundary = serde_json::to_value(c.boundary).ok()?;
+                    Some((boundary.as_str()?.to_owned(), c.messages, c.tokens))
+                })
+                .collect();
+            if &got != want {
+                broken.push(format!("cache prefixes {got:?}, not {want:?}"));
             }
         }
         if let Some(want) = &self.message_roles {

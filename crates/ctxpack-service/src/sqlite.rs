@@ -26,6 +26,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("../migrations/sqlite/0005_requests.sql")),
     (6, include_str!("../migrations/sqlite/0006_fence.sql")),
     (7, include_str!("../migrations/sqlite/0007_model.sql")),
+    (
+        8,
+        include_str!("../migrations/sqlite/0008_cache_prefixes.sql"),
+    ),
 ];
 
 /// SQLite.

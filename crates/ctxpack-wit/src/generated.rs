@@ -31,7 +31,7 @@ macro_rules! wit_conversions {
             $crate::__shaped_conversions!();
             $crate::__record!(ctx::AgentContext, wit::$AgentContext, { session_id, trace_id, user_id, tenant_id, project_id, run_id, attempt_id, scopes });
             $crate::__cases!(ctx::Tokenizer, wit::$Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken, Named, Host]);
-            $crate::__record!(ctx::ModelProfile, wit::ModelProfile, { name, tokenizer, context_window, output_reserve, message_overhead });
+            $crate::__record!(ctx::ModelProfile, wit::ModelProfile, { name, tokenizer, context_window, output_reserve, message_overhead, cache_min_tokens });
             $crate::__cases!(ctx::Assumed, wit::Assumed, [Tokenizer, Budget, EntryOverhead] []);
             $crate::__record!(ctx::ModelUse, wit::ModelUse, { profile, assumed });
             $crate::__record!(ctx::TokenizerFile, wit::TokenizerFile, { name, text, pattern });
@@ -64,8 +64,10 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::SectionCompression, wit::SectionCompression, { section, target_tokens, outcome });
             $crate::__cases!(ctx::CompressionOutcome, wit::CompressionOutcome, [] [Summarized, Cut, Skipped, Whole]);
             $crate::__record!(ctx::FenceReport, wit::FenceReport, { keyed, stripped, defused });
-            $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, model, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, fence, entries });
-            $crate::__record!(ctx::ContextPack, wit::ContextPack, { id, session_id, trace_id, stage_id, entries, text, messages, budget_used, budget_limit, compression, snapshot, event, metrics });
+            $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, model, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, cache_prefixes, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, fence, entries });
+            $crate::__cases!(ctx::CacheBoundary, wit::CacheBoundary, [Stable, History, Turn] []);
+            $crate::__record!(ctx::CachePrefix, wit::CachePrefix, { boundary, messages, tokens, hash, cacheable });
+            $crate::__record!(ctx::ContextPack, wit::ContextPack, { id, session_id, cache_key, trace_id, stage_id, entries, text, messages, budget_used, budget_limit, compression, snapshot, event, metrics });
             $crate::__record!(ctx::Message, wit::Message, { role, content, tool_call_id, attached_tokens });
             $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, { context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used, token_budget });
             $crate::__record!(ctx::Metrics, wit::Metrics, { tokens_per_section, dropped_by_reason });
@@ -77,7 +79,7 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::SnapshotDiff, wit::SnapshotDiff, { before_id, after_id, status_before, status_after, tokens_before, tokens_after, changes, unchanged });
             $crate::__record!(ctx::HostError, wit::HostError, { capability, message });
             $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload, tokenizers, models, profile, near_duplicate_threshold, ranking, plan, count_cache_entries, fence_key });
-            $crate::__record!(ctx::Plan, wit::Plan, { default_budget, model_window, safety_margin, shares, compress, min_summary_tokens, cut_step });
+            $crate::__record!(ctx::Plan, wit::Plan, { default_budget, model_window, safety_margin, shares, compress, min_summary_tokens, cut_step, cut_share });
             $crate::__record!(ctx::SectionShare, wit::SectionShare, { section, share });
             $crate::__record!(ctx::Ranking, wit::Ranking, { trust_system, trust_trusted, trust_unverified, trust_untrusted, recency });
             $crate::__cases!(ctx::Profile, wit::Profile, [Passthrough] [Rag, RagMemory, Full]);

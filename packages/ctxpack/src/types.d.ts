@@ -70,6 +70,8 @@ export interface ModelProfile {
   outputReserve: number;
   /** Tokens its chat format adds to each message (the role's header and the end-of-turn marker): the entry overhead of a request that gives none. */
   messageOverhead: number;
+  /** The fewest tokens of a prompt's prefix its provider's prompt cache keeps (OpenAI 1,024; Claude 1,024 to 4,096 by model; Gemini 1,024 or 4,096): a pack's prefix is `cacheable` from there (see `cache-prefix`). None where no provider cache is known (a model one serves oneself). */
+  cacheMinTokens: number | null;
 }
 
 /** A model a request can name (`assemble-request.model`): the values a request that names it takes where it gives none. (as the package accepts it) */
@@ -84,6 +86,8 @@ export interface ModelProfileInit {
   outputReserve: number;
   /** Tokens its chat format adds to each message (the role's header and the end-of-turn marker): the entry overhead of a request that gives none. */
   messageOverhead: number;
+  /** The fewest tokens of a prompt's prefix its provider's prompt cache keeps (OpenAI 1,024; Claude 1,024 to 4,096 by model; Gemini 1,024 or 4,096): a pack's prefix is `cacheable` from there (see `cache-prefix`). None where no provider cache is known (a model one serves oneself). */
+  cacheMinTokens?: number | null;
 }
 
 /** A request's field whose value was taken from its model's profile. */
@@ -686,6 +690,8 @@ export interface Snapshot {
   messageTokens: number;
   /** Tokens of the stable prefix (the L0 entries that lead the pack, rendered together), entry overhead included. */
   stablePrefixTokens: number;
+  /** The prefixes of the pack's messages that the next turn's pack can repeat byte for byte, for a provider's prompt cache to serve: at each boundary, in order (see `cache-prefix`). None for a pack sent as text (`form: text`). */
+  cachePrefixes: CachePrefix[];
   /** Hex SHA-256 of the rendered text's UTF-8 bytes: the reference under which a host stores the assembled content (content never in the row), and which it can check. */
   contentHash: string;
   /** Index revisions of the included items, sorted, each once. */
@@ -738,6 +744,8 @@ export interface SnapshotInit {
   messageTokens: number;
   /** Tokens of the stable prefix (the L0 entries that lead the pack, rendered together), entry overhead included. */
   stablePrefixTokens: number;
+  /** The prefixes of the pack's messages that the next turn's pack can repeat byte for byte, for a provider's prompt cache to serve: at each boundary, in order (see `cache-prefix`). None for a pack sent as text (`form: text`). */
+  cachePrefixes: CachePrefixInit[];
   /** Hex SHA-256 of the rendered text's UTF-8 bytes: the reference under which a host stores the assembled content (content never in the row), and which it can check. */
   contentHash: string;
   /** Index revisions of the included items, sorted, each once. */
@@ -762,12 +770,45 @@ export interface SnapshotInit {
   entries: SnapshotEntryInit[];
 }
 
+/** Where a prefix of a pack's messages ends. */
+export type CacheBoundary = "stable" | "history" | "turn";
+
+/** A prefix of a pack's messages, at one boundary. Two snapshots' prefixes of equal hash are byte-identical: a cache serves the longer turn the shorter one's tokens. (as the package gives it) */
+export interface CachePrefix {
+  /** Where it ends. */
+  boundary: CacheBoundary;
+  /** How many of the pack's messages it holds. */
+  messages: number;
+  /** Its tokens, as `message-tokens` counts them. */
+  tokens: number;
+  /** Hex SHA-256 of its messages in order, each written as four fields — its role (`system`, `user`, `assistant`, `tool`), its tool-call id, its attached tokens in decimal, its content —, each as its UTF-8 byte length in decimal, `:`, and its bytes (an absent field empty): a host hashes another pack's first messages alike to tell whether a cache serves them. */
+  hash: string;
+  /** Whether it reaches the fewest tokens the model's provider caches (`model-profile.cache-min-tokens`; 1,024 for a request that names no model): a cache breakpoint belongs here. */
+  cacheable: boolean;
+}
+
+/** A prefix of a pack's messages, at one boundary. Two snapshots' prefixes of equal hash are byte-identical: a cache serves the longer turn the shorter one's tokens. (as the package accepts it) */
+export interface CachePrefixInit {
+  /** Where it ends. */
+  boundary: CacheBoundary;
+  /** How many of the pack's messages it holds. */
+  messages: number;
+  /** Its tokens, as `message-tokens` counts them. */
+  tokens: number;
+  /** Hex SHA-256 of its messages in order, each written as four fields — its role (`system`, `user`, `assistant`, `tool`), its tool-call id, its attached tokens in decimal, its content —, each as its UTF-8 byte length in decimal, `:`, and its bytes (an absent field empty): a host hashes another pack's first messages alike to tell whether a cache serves them. */
+  hash: string;
+  /** Whether it reaches the fewest tokens the model's provider caches (`model-profile.cache-min-tokens`; 1,024 for a request that names no model): a cache breakpoint belongs here. */
+  cacheable: boolean;
+}
+
 /** An assembled context. (as the package gives it) */
 export interface ContextPack {
   /** Deterministic id: "<session-id or unknown>-router-pack". */
   id: string;
   /** Session, copied from the request. */
   sessionId: string | null;
+  /** A key that keeps a session's requests on the provider's cache (OpenAI's `prompt_cache_key`): a hash of the tenant and the session, or of the stable prefix where the request names no session; none where it has neither. */
+  cacheKey: string | null;
   /** Trace, copied from the request. */
   traceId: string;
   /** The current stage, if the workflow names one. */
@@ -798,6 +839,8 @@ export interface ContextPackInit {
   id: string;
   /** Session, copied from the request. */
   sessionId?: string | null;
+  /** A key that keeps a session's requests on the provider's cache (OpenAI's `prompt_cache_key`): a hash of the tenant and the session, or of the stable prefix where the request names no session; none where it has neither. */
+  cacheKey?: string | null;
   /** Trace, copied from the request. */
   traceId: string;
   /** The current stage, if the workflow names one. */
@@ -1169,6 +1212,8 @@ export interface Plan {
   minSummaryTokens: number;
   /** The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one. */
   cutStep: number;
+  /** In a cache-first layout, the conversation gives way this share of the budget at a time: its first kept turn is one where the conversation before it has filled a whole number of such steps (its text taken at 4 bytes a token, so a turn's steps never change as the conversation grows, and nothing it let go is counted). Where no step of that size begins within what fits, steps of its half, then its quarter; where none does, the oldest turn that fits begins it. 0.5 by default; 0 gives way turn by turn. */
+  cutShare: number;
 }
 
 /** The plan of an assembly: the budget, the model window, and how the budget is shared among sections. L0 is charged first and whole; each optional section then fills up to its share, and what sections leave unused flows to the others in priority order: conversation, repository state, relevant knowledge, graph neighbours, episodic memory, current diff, tool results, supporting context, stage summaries. (as the package accepts it) */
@@ -1187,6 +1232,8 @@ export interface PlanInit {
   minSummaryTokens?: number;
   /** The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one. */
   cutStep?: number;
+  /** In a cache-first layout, the conversation gives way this share of the budget at a time: its first kept turn is one where the conversation before it has filled a whole number of such steps (its text taken at 4 bytes a token, so a turn's steps never change as the conversation grows, and nothing it let go is counted). Where no step of that size begins within what fits, steps of its half, then its quarter; where none does, the oldest turn that fits begins it. 0.5 by default; 0 gives way turn by turn. */
+  cutShare?: number;
 }
 
 /** One section's share of the budget. (as the package gives it) */

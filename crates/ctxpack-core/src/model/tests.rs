@@ -11,6 +11,7 @@ fn profile(name: &str, tokenizer: Tokenizer) -> ModelProfile {
         context_window: 10_000,
         output_reserve: 1_000,
         message_overhead: 7,
+        cache_min_tokens: None,
     }
 }
 

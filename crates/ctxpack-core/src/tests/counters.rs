@@ -64,6 +64,7 @@ fn a_request_counts_with_a_counter_the_builder_was_given() {
         context_window: 1_000,
         output_reserve: 100,
         message_overhead: 2,
+        cache_min_tokens: None,
     };
     let config = BuilderConfig {
         models: vec![house],

@@ -109,6 +109,7 @@ fn the_models_budget_is_kept_within_the_plans_window_limit() {
         context_window: 1_000,
         output_reserve: 10,
         message_overhead: 2,
+        cache_min_tokens: None,
     };
     let config = BuilderConfig {
         models: vec![house],

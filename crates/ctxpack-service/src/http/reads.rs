@@ -255,6 +255,7 @@ pub fn detail_json(d: &Detail) -> Value {
         "textTokens": s.text_tokens,
         "messageTokens": s.message_tokens,
         "stablePrefixTokens": s.stable_prefix_tokens,
+        "cachePrefixes": camel_keys(serde_json::to_value(&s.cache_prefixes).unwrap_or(Value::Null)),
         "scopes": s.scopes,
         "indexRevisions": s.index_revisions,
         "memoryItems": s.memory_items,

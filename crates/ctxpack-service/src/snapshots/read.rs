@@ -60,7 +60,7 @@ pub struct Detail {
 }
 
 /// The columns of `context_snapshots` a snapshot is read back from.
-const SNAPSHOT: [&str; 27] = [
+const SNAPSHOT: [&str; 28] = [
     "context_snapshot_id",
     "tenant_id",
     "project_id",
@@ -83,6 +83,7 @@ const SNAPSHOT: [&str; 27] = [
     "text_tokens",
     "message_tokens",
     "stable_prefix_tokens",
+    "cache_prefixes",
     "profile",
     "source_calls",
     "compression",
@@ -240,6 +241,7 @@ impl Store {
             text_tokens: r.uint("text_tokens")?,
             message_tokens: r.uint("message_tokens")?,
             stable_prefix_tokens: r.uint("stable_prefix_tokens")?,
+            cache_prefixes: r.parse("cache_prefixes")?,
             content_hash: r.text("content_ref")?,
             index_revisions: r.parse("index_revisions")?,
             memory_items: r.parse("memory_items")?,

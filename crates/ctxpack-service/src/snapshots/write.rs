@@ -207,6 +207,7 @@ fn snapshot_row(record: &Record, plan_hash: String) -> Named {
             "stable_prefix_tokens",
             Value::Int(s.stable_prefix_tokens.into()),
         ),
+        ("cache_prefixes", Value::Text(json(&s.cache_prefixes))),
         ("profile", Value::Text(json(&s.profile))),
         ("source_calls", Value::Text(json(&s.source_calls))),
         ("compression", Value::Text(json(&record.compression))),

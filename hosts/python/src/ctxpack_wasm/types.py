@@ -73,6 +73,8 @@ class ModelProfile(Record):
     """Tokens kept for its answer: a request that gives no budget gets the window less this. Less than the window."""
     message_overhead: int
     """Tokens its chat format adds to each message (the role's header and the end-of-turn marker): the entry overhead of a request that gives none."""
+    cache_min_tokens: Optional[int] = None
+    """The fewest tokens of a prompt's prefix its provider's prompt cache keeps (OpenAI 1,024; Claude 1,024 to 4,096 by model; Gemini 1,024 or 4,096): a pack's prefix is `cacheable` from there (see `cache-prefix`). None where no provider cache is known (a model one serves oneself)."""
 
 
 class Assumed(str, enum.Enum):
@@ -592,6 +594,8 @@ class Snapshot(Record):
     """Tokens of the pack's `messages`: each message's content counted whole, plus the entry overhead once per message."""
     stable_prefix_tokens: int
     """Tokens of the stable prefix (the L0 entries that lead the pack, rendered together), entry overhead included."""
+    cache_prefixes: List["CachePrefix"]
+    """The prefixes of the pack's messages that the next turn's pack can repeat byte for byte, for a provider's prompt cache to serve: at each boundary, in order (see `cache-prefix`). None for a pack sent as text (`form: text`)."""
     content_hash: str
     """Hex SHA-256 of the rendered text's UTF-8 bytes: the reference under which a host stores the assembled content (content never in the row), and which it can check."""
     index_revisions: List[str]
@@ -616,6 +620,28 @@ class Snapshot(Record):
     """One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`)."""
 
 
+class CacheBoundary(str, enum.Enum):
+    """Where a prefix of a pack's messages ends."""
+    STABLE = "stable"
+    HISTORY = "history"
+    TURN = "turn"
+
+
+@dataclass(kw_only=True, slots=True)
+class CachePrefix(Record):
+    """A prefix of a pack's messages, at one boundary. Two snapshots' prefixes of equal hash are byte-identical: a cache serves the longer turn the shorter one's tokens."""
+    boundary: "CacheBoundary"
+    """Where it ends."""
+    messages: int
+    """How many of the pack's messages it holds."""
+    tokens: int
+    """Its tokens, as `message-tokens` counts them."""
+    hash: str
+    """Hex SHA-256 of its messages in order, each written as four fields — its role (`system`, `user`, `assistant`, `tool`), its tool-call id, its attached tokens in decimal, its content —, each as its UTF-8 byte length in decimal, `:`, and its bytes (an absent field empty): a host hashes another pack's first messages alike to tell whether a cache serves them."""
+    cacheable: bool
+    """Whether it reaches the fewest tokens the model's provider caches (`model-profile.cache-min-tokens`; 1,024 for a request that names no model): a cache breakpoint belongs here."""
+
+
 @dataclass(kw_only=True, slots=True)
 class ContextPack(Record):
     """An assembled context."""
@@ -623,6 +649,8 @@ class ContextPack(Record):
     """Deterministic id: "<session-id or unknown>-router-pack"."""
     session_id: Optional[str] = None
     """Session, copied from the request."""
+    cache_key: Optional[str] = None
+    """A key that keeps a session's requests on the provider's cache (OpenAI's `prompt_cache_key`): a hash of the tenant and the session, or of the stable prefix where the request names no session; none where it has neither."""
     trace_id: str
     """Trace, copied from the request."""
     stage_id: Optional[str] = None
@@ -873,6 +901,8 @@ class Plan(Record):
     """The fewest tokens a summary must be able to have for the summariser to be asked (32 by default): a section whose room, less the entry overhead and the summary's citation or fence, is smaller is not compressed, and the snapshot's `compressions` says so. With a small budget the default keeps the summariser from being called; set it lower to summarise into little room."""
     cut_step: int = UNSET
     """The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one."""
+    cut_share: float = UNSET
+    """In a cache-first layout, the conversation gives way this share of the budget at a time: its first kept turn is one where the conversation before it has filled a whole number of such steps (its text taken at 4 bytes a token, so a turn's steps never change as the conversation grows, and nothing it let go is counted). Where no step of that size begins within what fits, steps of its half, then its quarter; where none does, the oldest turn that fits begins it. 0.5 by default; 0 gives way turn by turn."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1187,6 +1217,8 @@ __all__ = [
     "AssemblyFailure",
     "Assumed",
     "BuilderConfig",
+    "CacheBoundary",
+    "CachePrefix",
     "Call",
     "Candidate",
     "Change",
@@ -1278,7 +1310,7 @@ def _d_Tokenizer(o):
     return Tokenizer(tag, v)
 def _d_ModelProfile(o):
     g = o.get
-    return ModelProfile(name=o["name"], tokenizer=_d_Tokenizer(o["tokenizer"]), context_window=o["context-window"], output_reserve=o["output-reserve"], message_overhead=o["message-overhead"])
+    return ModelProfile(name=o["name"], tokenizer=_d_Tokenizer(o["tokenizer"]), context_window=o["context-window"], output_reserve=o["output-reserve"], message_overhead=o["message-overhead"], cache_min_tokens=g("cache-min-tokens"))
 _d_Assumed = Assumed._value2member_map_.__getitem__
 def _d_ModelUse(o):
     g = o.get
@@ -1389,10 +1421,14 @@ def _d_FenceReport(o):
     return FenceReport(keyed=o["keyed"], stripped=(g("stripped") or []), defused=(g("defused") or []))
 def _d_Snapshot(o):
     g = o.get
-    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), model=(None if (y := g("model")) is None else _d_ModelUse(y)), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], fence=_d_FenceReport(o["fence"]), entries=LazyList((g("entries") or []), _d_SnapshotEntry))
+    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), model=(None if (y := g("model")) is None else _d_ModelUse(y)), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], cache_prefixes=[_d_CachePrefix(x) for x in (g("cache-prefixes") or [])], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], fence=_d_FenceReport(o["fence"]), entries=LazyList((g("entries") or []), _d_SnapshotEntry))
+_d_CacheBoundary = CacheBoundary._value2member_map_.__getitem__
+def _d_CachePrefix(o):
+    g = o.get
+    return CachePrefix(boundary=_d_CacheBoundary(o["boundary"]), messages=o["messages"], tokens=o["tokens"], hash=o["hash"], cacheable=o["cacheable"])
 def _d_ContextPack(o):
     g = o.get
-    return ContextPack(id=o["id"], session_id=g("session-id"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
+    return ContextPack(id=o["id"], session_id=g("session-id"), cache_key=g("cache-key"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
 def _d_Message(o):
     g = o.get
     return Message(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"), attached_tokens=g("attached-tokens"))
@@ -1450,7 +1486,7 @@ def _d_BuilderConfig(o):
     return BuilderConfig(preload=[_d_Tokenizer(x) for x in (g("preload") or [])], tokenizers=[_d_TokenizerFile(x) for x in (g("tokenizers") or [])], models=[_d_ModelProfile(x) for x in (g("models") or [])], profile=_d_Profile(o["profile"]), near_duplicate_threshold=o["near-duplicate-threshold"], ranking=_d_Ranking(o["ranking"]), plan=_d_Plan(o["plan"]), count_cache_entries=o["count-cache-entries"], fence_key=g("fence-key"))
 def _d_Plan(o):
     g = o.get
-    return Plan(default_budget=o["default-budget"], model_window=g("model-window"), safety_margin=o["safety-margin"], shares=[_d_SectionShare(x) for x in (g("shares") or [])], compress=o["compress"], min_summary_tokens=o["min-summary-tokens"], cut_step=o["cut-step"])
+    return Plan(default_budget=o["default-budget"], model_window=g("model-window"), safety_margin=o["safety-margin"], shares=[_d_SectionShare(x) for x in (g("shares") or [])], compress=o["compress"], min_summary_tokens=o["min-summary-tokens"], cut_step=o["cut-step"], cut_share=o["cut-share"])
 def _d_SectionShare(o):
     g = o.get
     return SectionShare(section=_d_Section(o["section"]), share=o["share"])
@@ -1562,6 +1598,8 @@ _DECODE = {
     "AssemblyFailure": _d_AssemblyFailure,
     "Assumed": _d_Assumed,
     "BuilderConfig": _d_BuilderConfig,
+    "CacheBoundary": _d_CacheBoundary,
+    "CachePrefix": _d_CachePrefix,
     "Call": _d_Call,
     "Candidate": _d_Candidate,
     "Change": _d_Change,
@@ -1639,7 +1677,7 @@ _DECODE = {
 _SCHEMA = {
     "AgentContext": ("record", AgentContext, [("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("user_id", "user-id", ['option', 'string']), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string'])]),
     "Tokenizer": ("variant", Tokenizer, {"o200k-base": None, "cl100k-base": None, "chars-per-token": 'u32', "named": 'string', "host": 'string'}),
-    "ModelProfile": ("record", ModelProfile, [("name", "name", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("context_window", "context-window", 'u32'), ("output_reserve", "output-reserve", 'u32'), ("message_overhead", "message-overhead", 'u32')]),
+    "ModelProfile": ("record", ModelProfile, [("name", "name", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("context_window", "context-window", 'u32'), ("output_reserve", "output-reserve", 'u32'), ("message_overhead", "message-overhead", 'u32'), ("cache_min_tokens", "cache-min-tokens", ['option', 'u32'])]),
     "Assumed": ("enum", Assumed),
     "ModelUse": ("record", ModelUse, [("profile", "profile", ['ref', 'ModelProfile']), ("assumed", "assumed", ['list', ['ref', 'Assumed']])]),
     "TokenizerFile": ("record", TokenizerFile, [("name", "name", 'string'), ("text", "text", 'string'), ("pattern", "pattern", ['option', 'string'])]),
@@ -1672,8 +1710,10 @@ _SCHEMA = {
     "SectionCompression": ("record", SectionCompression, [("section", "section", ['ref', 'Section']), ("target_tokens", "target-tokens", 'u32'), ("outcome", "outcome", ['ref', 'CompressionOutcome'])]),
     "CompressionOutcome": ("variant", CompressionOutcome, {"summarized": 'u32', "cut": 'string', "skipped": 'string', "whole": 'string'}),
     "FenceReport": ("record", FenceReport, [("keyed", "keyed", 'bool'), ("stripped", "stripped", ['list', 'string']), ("defused", "defused", ['list', 'string'])]),
-    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("model", "model", ['option', ['ref', 'ModelUse']]), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
-    "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
+    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("model", "model", ['option', ['ref', 'ModelUse']]), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("cache_prefixes", "cache-prefixes", ['list', ['ref', 'CachePrefix']]), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
+    "CacheBoundary": ("enum", CacheBoundary),
+    "CachePrefix": ("record", CachePrefix, [("boundary", "boundary", ['ref', 'CacheBoundary']), ("messages", "messages", 'u32'), ("tokens", "tokens", 'u32'), ("hash", "hash", 'string'), ("cacheable", "cacheable", 'bool')]),
+    "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("cache_key", "cache-key", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
     "Message": ("record", Message, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string']), ("attached_tokens", "attached-tokens", ['option', 'u32'])]),
     "ContextAssembled": ("record", ContextAssembled, [("context_snapshot_id", "context-snapshot-id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("tokens_used", "tokens-used", 'u32'), ("token_budget", "token-budget", 'u32')]),
     "Metrics": ("record", Metrics, [("tokens_per_section", "tokens-per-section", ['list', ['ref', 'SectionTokens']]), ("dropped_by_reason", "dropped-by-reason", ['list', ['ref', 'ReasonCount']])]),
@@ -1689,7 +1729,7 @@ _SCHEMA = {
     "MandatoryShortfall": ("record", MandatoryShortfall, [("mandatory_tokens", "mandatory-tokens", 'u64'), ("budget", "budget", 'u32')]),
     "HostError": ("record", HostError, [("capability", "capability", 'string'), ("message", "message", 'string')]),
     "BuilderConfig": ("record", BuilderConfig, [("preload", "preload", ['list', ['ref', 'Tokenizer']]), ("tokenizers", "tokenizers", ['list', ['ref', 'TokenizerFile']]), ("models", "models", ['list', ['ref', 'ModelProfile']]), ("profile", "profile", ['ref', 'Profile']), ("near_duplicate_threshold", "near-duplicate-threshold", 'f64'), ("ranking", "ranking", ['ref', 'Ranking']), ("plan", "plan", ['ref', 'Plan']), ("count_cache_entries", "count-cache-entries", 'u32'), ("fence_key", "fence-key", ['option', 'string'])]),
-    "Plan": ("record", Plan, [("default_budget", "default-budget", 'u32'), ("model_window", "model-window", ['option', 'u32']), ("safety_margin", "safety-margin", 'f64'), ("shares", "shares", ['list', ['ref', 'SectionShare']]), ("compress", "compress", 'bool'), ("min_summary_tokens", "min-summary-tokens", 'u32'), ("cut_step", "cut-step", 'u32')]),
+    "Plan": ("record", Plan, [("default_budget", "default-budget", 'u32'), ("model_window", "model-window", ['option', 'u32']), ("safety_margin", "safety-margin", 'f64'), ("shares", "shares", ['list', ['ref', 'SectionShare']]), ("compress", "compress", 'bool'), ("min_summary_tokens", "min-summary-tokens", 'u32'), ("cut_step", "cut-step", 'u32'), ("cut_share", "cut-share", 'f64')]),
     "SectionShare": ("record", SectionShare, [("section", "section", ['ref', 'Section']), ("share", "share", 'f64')]),
     "Ranking": ("record", Ranking, [("trust_system", "trust-system", 'f64'), ("trust_trusted", "trust-trusted", 'f64'), ("trust_unverified", "trust-unverified", 'f64'), ("trust_untrusted", "trust-untrusted", 'f64'), ("recency", "recency", 'f64')]),
     "Profile": ("variant", Profile, {"passthrough": None, "rag": ['ref', 'RagSettings'], "rag-memory": ['ref', 'RagMemorySettings'], "full": ['ref', 'FullSettings']}),
