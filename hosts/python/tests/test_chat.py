@@ -22,6 +22,7 @@ from langchain_core.messages import trim_messages as langchain_trim
 
 import ctxpack_wasm as cp
 from ctxpack_wasm.chat import (
+    cached_prefix,
     conversation,
     kept,
     to_anthropic,
@@ -511,6 +512,94 @@ def test_the_messages_form_is_laid_out_cache_first_and_comes_out_so():
     assert [m.role for m in pack().messages][:2] == ["system", "system"]
 
 
+def _marked(body: dict) -> list[str]:
+    """The texts (or block types) that carry a cache breakpoint, in order."""
+    blocks = [*(body["system"] if isinstance(body["system"], list) else []),
+              *(b for m in body["messages"] for b in m["content"])]
+    return [b.get("text", b["type"])[:12] for b in blocks if "cache_control" in b]
+
+
+def test_cache_breakpoints_mark_what_the_next_turn_repeats():
+    chat = [{"role": "user", "content": "Trains on weekdays?"}, {"role": "assistant", "content": "Hourly."},
+            {"role": "user", "content": "And on Sunday?"}]
+    builder = cp.Builder({"profile": {"rag": {"retrieve_limit": 5}}})
+
+    def pack(messages, system="S" * 1_100, model="claude-sonnet-4-5", **fields):
+        return builder.assemble(cp.AssembleRequest(
+            conversation=conversation(messages), budget=10_000, tokenizer=cp.Tokenizer.chars_per_token(1),
+            model=model, system_prompt=system, form="messages",
+            context=cp.AgentContext(session_id="s1", trace_id="t"), **fields), sources=_Timetable())
+
+    first = pack(chat)
+    # The system prompt, then the conversation before the documents and the
+    # question: each reaches Claude Sonnet 4.5's 1,024 tokens.
+    assert [(str(p.boundary.value), p.messages, p.tokens, p.cacheable) for p in first.snapshot.cache_prefixes] == [
+        ("stable", 1, 1_100, True), ("history", 3, 1_100 + 19 + 7, True), ("turn", 5, first.snapshot.message_tokens, True)]
+    body = to_anthropic(first, chat)
+    assert body["system"] == [{"type": "text", "text": "S" * 1_100, "cache_control": {"type": "ephemeral"}}]
+    assert _marked(body) == ["S" * 12, "Hourly."]
+    json.dumps(body)
+    # LangChain messages for Claude carry them too, on copies.
+    originals = [HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"]) for m in chat]
+    lc = to_langchain(first, originals)
+    assert lc[0].content[0]["cache_control"] == {"type": "ephemeral"}
+    assert lc[2].content == [{"type": "text", "text": "Hourly.", "cache_control": {"type": "ephemeral"}}]
+    assert originals[1].content == "Hourly." and isinstance(lc[3].content, str)
+    # The next turn begins with the whole history the first marked: a
+    # cache serves it, and the key stays the session's.
+    turn = [*chat, {"role": "assistant", "content": "Every two hours."}, {"role": "user", "content": "Late trains?"}]
+    second = pack(turn)
+    served = cached_prefix(first, second)
+    assert served is not None and (str(served.boundary.value), served.tokens) == ("history", 1_126)
+    assert second.cache_key == first.cache_key and first.cache_key.startswith("ctxpack-")
+    assert _marked(to_anthropic(second, turn)) == ["S" * 12, "Every two ho"]
+    # A pack begins with the whole of itself; once the conversation gave
+    # way, only the system prompt is served.
+    assert cached_prefix(second, second) == second.snapshot.cache_prefixes[-1]
+    gave_way = pack(turn[2:])
+    assert str(cached_prefix(second, gave_way).boundary.value) == "stable"
+    assert cached_prefix(pack(chat, system="T" * 1_100), second) is None
+    # Below the model's minimum (Claude Opus 4.5 caches 4,096 tokens), or
+    # for a model with no provider cache, no breakpoint, and the system
+    # text stays a string.
+    for short in (pack(chat, model="claude-opus-4-5"), pack(chat, system="Answer briefly."),
+                  pack(chat, model="llama-3.1-8b-instruct")):
+        body = to_anthropic(short, chat)
+        assert isinstance(body["system"], str) and _marked(body) == []
+    # Context-first, the documents come before the conversation: only the
+    # system text is repeated.
+    body = to_anthropic(pack(chat, layout="context-first"), chat)
+    assert _marked(body) == ["S" * 12]
+    # Breakpoints the messages carry count within Anthropic's 4: three
+    # given leave room for one, the history's, which already has one.
+    answer = {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "Look it up.", "signature": "sig"},
+        *({"type": "text", "text": f"Hourly {i}.", "cache_control": {"type": "ephemeral"}} for i in range(3))]}
+    given = [chat[0], answer, chat[2]]
+    body = to_anthropic(pack(given), given)
+    assert _marked(body) == ["Hourly 0.", "Hourly 1.", "Hourly 2."]
+    assert answer["content"][1] == {"type": "text", "text": "Hourly 0.", "cache_control": {"type": "ephemeral"}}
+
+
+def test_a_turn_that_adds_many_blocks_still_reaches_the_last_ones_cache():
+    # An agent's step: 30 tool calls and their results since the last
+    # breakpoint. Anthropic looks 20 blocks back from a breakpoint, so
+    # more are marked, every 20 blocks back, at most 4 in all.
+    calls: list[dict[str, Any]] = [{"role": "user", "content": "Check every city."}]
+    for i in range(30):
+        calls.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "weather", "arguments": f'{{"city": "{i}"}}'}}]})
+        calls.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"{i} C"})
+    pack = cp.Builder().assemble(cp.AssembleRequest(
+        conversation=conversation(calls), budget=100_000, tokenizer=cp.Tokenizer.chars_per_token(1),
+        system_prompt="S" * 1_100, form="messages"))
+    body = to_anthropic(pack, calls)
+    blocks = [*body["system"], *(b for m in body["messages"] for b in m["content"])]
+    at = [k for k, b in enumerate(blocks) if "cache_control" in b]
+    assert len(at) == 4 and at[0] == 0 and at[-1] == len(blocks) - 1
+    assert all(b - a <= 20 for a, b in zip(at[1:], at[2:]))
+
+
 def test_out_as_openai_anthropic_langchain_and_plain():
     pack = pack_of(OPENAI, 10_000)
     assert kept(pack, OPENAI) == OPENAI
@@ -768,7 +857,7 @@ def test_trim_sends_only_the_newest_messages_and_keeps_what_the_whole_history_wo
         ours = trim_messages(messages, max_tokens=max_tokens, start_on=start_on, builder=builder)
         whole = builder.assemble(cp.AssembleRequest(
             conversation=conversation(messages), budget=max_tokens, tokenizer="o200k-base", form="messages",
-            conversation_start="user-turn" if start_on else "any-turn"))
+            conversation_start="user-turn" if start_on else "any-turn", layout="context-first"))
         want = kept(whole, messages)
         while start_on and want and not isinstance(want[0], HumanMessage):
             want.pop(0)

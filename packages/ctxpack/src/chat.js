@@ -344,10 +344,20 @@ function openAIMessages(pack, messages, called) {
  * The first message must be the user's: a pack whose kept conversation
  * does not begin so (`conversationStart: 'any-turn'`) is refused, saying
  * so.
+ *
+ * Cache breakpoints (`cache_control`) mark the prefixes the next turn
+ * repeats — the system text, and the conversation that leads before what
+ * changes every turn — where they reach the model's fewest cacheable
+ * tokens (`snapshot.cachePrefixes`); the system text is then a list of
+ * one text block. At most 4 in all, counting any the messages carry.
  */
 export function toAnthropic(pack, messages) {
   let system = '';
   const out = [];
+  // Where each of the pack's messages ended: null for the system text,
+  // else the message and block of `out` it ended in.
+  const ends = [];
+  const ended = () => ends.push(out.length > 0 ? [out.length - 1, out.at(-1).content.length - 1] : null);
   const add = (role, block) => {
     if (out.length > 0 && out.at(-1).role === role) out.at(-1).content.push(block);
     else out.push({ role, content: [block] });
@@ -365,6 +375,7 @@ export function toAnthropic(pack, messages) {
       if (out.length > 0 || placed) add('user', { type: 'text', text: slot });
       else system = [system, slot].filter(Boolean).join('\n\n');
       placed = true;
+      ended();
       continue;
     }
     const original = originals[turn++];
@@ -381,6 +392,7 @@ export function toAnthropic(pack, messages) {
         if (!used.has(id)) add(role, { type: 'tool_use', id, name, input: JSON.parse(args || '{}') });
       }
       converted = converted.slice(openAIOf(original).length);
+      ended();
       continue;
     }
     const m = converted.shift();
@@ -398,32 +410,183 @@ export function toAnthropic(pack, messages) {
     } else {
       add('user', { type: 'text', text });
     }
+    ended();
   }
   if (out.length === 0) throw new Error("Anthropic's API needs at least one message; this pack kept none of the conversation");
   if (out[0].role !== 'user') {
     throw new Error("Anthropic's API needs the first message to be the user's; this pack's conversation begins with an assistant turn (conversationStart: 'any-turn')");
   }
-  return { system, messages: out };
+  const at = breakpointsOf(pack);
+  if (at.length === 0) return { system, messages: out };
+  const head = system ? [{ type: 'text', text: system }] : [];
+  // Every block in order, as a list and a position in it.
+  const blocks = [...head.map((_, i) => [head, i]), ...out.flatMap((m) => m.content.map((_, i) => [m.content, i]))];
+  const first = [];
+  out.reduce((n, m) => { first.push(n); return n + m.content.length; }, head.length);
+  const index = (end) => (end === null ? head.length - 1 : first[end[0]] + end[1]);
+  const taken = blocks.filter(([where, i]) => where[i] !== null && typeof where[i] === 'object' && 'cache_control' in where[i]).length;
+  mark(blocks, at.filter((n) => n > 0 && n <= ends.length).map((n) => index(ends[n - 1])), taken);
+  return { system: head.length > 0 ? head : system, messages: out };
+}
+
+/**
+ * The hash of a pack's first messages, as `snapshot.cachePrefixes` hashes
+ * them: each message's role, tool-call id, attached tokens and content,
+ * each as its UTF-8 byte length, `:` and its bytes.
+ */
+async function prefixHash(messages) {
+  const utf8 = new TextEncoder();
+  const parts = [];
+  for (const m of messages) {
+    for (const field of [m.role, m.toolCallId ?? '', m.attachedTokens == null ? '' : String(m.attachedTokens), m.content]) {
+      const data = utf8.encode(field);
+      parts.push(utf8.encode(`${data.length}:`), data);
+    }
+  }
+  const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => { all.set(p, at); return at + p.length; }, 0);
+  const digest = new Uint8Array(await globalThis.crypto.subtle.digest('SHA-256', all));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/**
+ * What a provider's prompt cache could serve of `pack` after `previous`
+ * was sent: the longest of `previous`'s cache prefixes
+ * (`snapshot.cachePrefixes`) that `pack` begins with byte for byte, or
+ * null. Its `tokens` are the tokens served, where `cacheable`.
+ */
+export async function cachedPrefix(previous, pack) {
+  isPack(previous, 'cachedPrefix');
+  isPack(pack, 'cachedPrefix');
+  const prefixes = [...previous.snapshot.cachePrefixes].sort((a, b) => b.messages - a.messages);
+  for (const p of prefixes) {
+    if (p.messages <= pack.messages.length && await prefixHash(pack.messages.slice(0, p.messages)) === p.hash) return p;
+  }
+  return null;
+}
+
+// Anthropic's limits on cache breakpoints: at most 4 a request, and a
+// breakpoint finds an earlier turn's cache within 20 blocks before it.
+const BREAKPOINTS = 4;
+const LOOK_BACK = 20;
+
+/**
+ * How many of the pack's messages precede each cache breakpoint: its
+ * stable and history prefixes (`snapshot.cachePrefixes`) that reach the
+ * fewest tokens the model's provider caches.
+ */
+function breakpointsOf(pack) {
+  const ends = (pack.snapshot.cachePrefixes ?? [])
+    .filter((p) => p.cacheable && (p.boundary === 'stable' || p.boundary === 'history'))
+    .map((p) => p.messages);
+  return [...new Set(ends)].sort((a, b) => a - b);
+}
+
+/** Whether an Anthropic block can carry `cache_control`. */
+function takesBreakpoint(block) {
+  return block !== null && typeof block === 'object' && block.type !== 'thinking' && block.type !== 'redacted_thinking'
+    && !(block.type === 'text' && !block.text);
+}
+
+/**
+ * Puts `cache_control` on the blocks at `at` (indices into `blocks`, each
+ * a list and a position in it), and, where a breakpoint lies more than
+ * `LOOK_BACK` blocks after the one before, on blocks every `LOOK_BACK`
+ * back from it, so a turn that adds many blocks still finds the last
+ * turn's cache; at most `BREAKPOINTS` in all, `taken` of them by the
+ * messages as given, the boundaries before the blocks between them. A
+ * block that cannot hold one passes it to the one before.
+ */
+function mark(blocks, at, taken) {
+  const rungs = [];
+  let before = -1;
+  for (const end of at) {
+    let rung = end;
+    while (rung - before > LOOK_BACK && rung - LOOK_BACK > before) {
+      rung -= LOOK_BACK;
+      rungs.push(rung);
+    }
+    before = end;
+  }
+  // The boundaries first, the latest first, then the rungs between them.
+  const latest = [...[...at].sort((a, b) => b - a), ...rungs.sort((a, b) => b - a)]
+    .slice(0, Math.max(0, BREAKPOINTS - taken));
+  for (let k of latest) {
+    for (; k >= 0; k--) {
+      const [where, i] = blocks[k];
+      if (!takesBreakpoint(where[i])) continue;
+      if (!('cache_control' in where[i])) where[i] = { ...where[i], cache_control: { type: 'ephemeral' } };
+      break;
+    }
+  }
 }
 
 /**
  * LangChain messages (needs @langchain/core, imported when called): the
  * pack's system messages, then the kept originals when `messages` are
  * LangChain's, otherwise the OpenAI messages `toOpenAI` gives, made into
- * LangChain's (tool calls and results included).
+ * LangChain's (tool calls and results included). For a pack made for a
+ * Claude model (`model: 'claude-…'`), the messages that end the prefixes
+ * the next turn repeats carry Anthropic's `cache_control` (their content
+ * then a list of blocks), as `toAnthropic` marks them; the originals
+ * given are copied, never changed.
  */
 export async function toLangChain(pack, messages) {
   // Out of bundlers' sight: the package does not carry LangChain.
   const { SystemMessage, coerceMessageLikeToMessage } = await import(
     /* @vite-ignore */ /* webpackIgnore: true */ LANGCHAIN_MESSAGES
   );
+  // Per pack message, the LangChain messages it becomes.
+  let out;
   if (messages !== undefined && Array.from(messages).every((m) => langchainType(m) !== undefined)) {
     systemKept(pack, messages);
     const originals = keptMessages(pack, messages);
     let turn = 0;
-    return slotsOf(pack).map((slot) => (slot !== null ? new SystemMessage(slot) : originals[turn++]));
+    out = slotsOf(pack).map((slot) => [slot !== null ? new SystemMessage(slot) : originals[turn++]]);
+  } else {
+    let converted = openAIMessages(pack, messages, 'toLangChain');
+    const originals = messages === undefined ? keptTurns(pack).map(() => undefined) : keptMessages(pack, messages);
+    let turn = 0;
+    out = slotsOf(pack).map((slot) => {
+      const original = slot === null ? originals[turn++] : undefined;
+      const n = original === undefined ? 1 : openAIOf(original).length;
+      const these = converted.slice(0, n).map((m) => coerceMessageLikeToMessage(m));
+      converted = converted.slice(n);
+      return these;
+    });
   }
-  return openAIMessages(pack, messages, 'toLangChain').map((m) => coerceMessageLikeToMessage(m));
+  if ((pack.snapshot.model?.profile.name ?? '').toLowerCase().startsWith('claude')) {
+    const given = out.flat().flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .filter((b) => b !== null && typeof b === 'object' && 'cache_control' in b).length;
+    const at = breakpointsOf(pack).sort((a, b) => b - a).slice(0, Math.max(0, BREAKPOINTS - given));
+    for (const n of at) markLangChain(out.slice(0, n));
+  }
+  return out.flat();
+}
+
+/**
+ * Puts `cache_control` on the last block of the last message in `head`
+ * that has one to take it, on a copy of that message.
+ */
+function markLangChain(head) {
+  for (const ms of [...head].reverse()) {
+    for (let k = ms.length - 1; k >= 0; k--) {
+      const m = ms[k];
+      const content = Array.isArray(m.content) ? [...m.content] : m.content ? [{ type: 'text', text: m.content }] : [];
+      for (let i = content.length - 1; i >= 0; i--) {
+        const b = typeof content[i] === 'string' && content[i] ? { type: 'text', text: content[i] } : content[i];
+        if (!takesBreakpoint(b)) continue;
+        if (!('cache_control' in b)) {
+          content[i] = { ...b, cache_control: { type: 'ephemeral' } };
+          const fields = { content, additional_kwargs: m.additional_kwargs, response_metadata: m.response_metadata, id: m.id, name: m.name };
+          if (m.tool_calls !== undefined) fields.tool_calls = m.tool_calls;
+          if (m.tool_call_id !== undefined) fields.tool_call_id = m.tool_call_id;
+          ms[k] = new m.constructor(fields);
+        }
+        return;
+      }
+    }
+  }
 }
 
 /**
@@ -615,6 +778,9 @@ async function trimPack(messages, offset, options, builder) {
       entryOverhead: counter !== null && entryOverhead === undefined ? 0 : entryOverhead,
       conversationStart: starts.length > 0 ? 'user-turn' : 'any-turn',
       form: 'messages',
+      // As LangChain.js's trim does, the newest turns that fit, turn by
+      // turn: not the steps of a cache-first layout.
+      layout: 'context-first',
     }, counter === null ? undefined : { countTokens: (_t, texts) => counter.countTokens(texts) });
   } catch (e) {
     if (counter?.failure != null) throw counter.failure;

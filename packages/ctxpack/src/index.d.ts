@@ -1,6 +1,6 @@
 // The package's API. The WIT's types are in ./types.js (generated).
 import type {
-  AgentContext, AssembleRequestInit, AssemblyFailure, BuilderConfigInit, Callbacks,
+  AgentContext, AssembleRequestInit, AssemblyFailure, BuilderConfigInit, CachePrefix, Callbacks,
   ContextPack, ConversationTurnInit, CtxpackError as CtxpackErrorValue, Handling,
   Reason, RoutingDecision, Snapshot, SnapshotDiff, TokenizerFileInit, TokenizerInit,
 } from './types.js';
@@ -108,9 +108,14 @@ export function keptMessages<M>(pack: ContextPack, messages: readonly M[]): M[];
 /** OpenAI messages: the pack's system messages, then the kept originals (or the pack's turns). */
 export function toOpenAI(pack: ContextPack, messages?: readonly MessageLike[]): ChatMessage[];
 
-/** Anthropic's `{ system, messages }`; throws when the first message would not be the user's. */
+/**
+ * Anthropic's `{ system, messages }`; throws when the first message would
+ * not be the user's. Cache breakpoints (`cache_control`) mark the prefixes
+ * the next turn repeats where they reach the model's fewest cacheable
+ * tokens; the system text is then a list of one text block.
+ */
 export function toAnthropic(pack: ContextPack, messages?: readonly MessageLike[]): {
-  system: string;
+  system: string | Array<{ type: 'text'; text: string; cache_control?: { type: 'ephemeral' } }>;
   messages: Array<{ role: 'user' | 'assistant'; content: Array<Record<string, unknown>> }>;
 };
 
@@ -119,6 +124,13 @@ export function toAnthropic(pack: ContextPack, messages?: readonly MessageLike[]
  * the kept originals when they are LangChain's, otherwise made from `toOpenAI`'s.
  */
 export function toLangChain(pack: ContextPack, messages?: readonly MessageLike[]): Promise<unknown[]>;
+
+/**
+ * What a provider's prompt cache could serve of `pack` after `previous`
+ * was sent: the longest of `previous`'s cache prefixes that `pack` begins
+ * with byte for byte, or null.
+ */
+export function cachedPrefix(previous: ContextPack, pack: ContextPack): Promise<CachePrefix | null>;
 
 /** The options of `trimMessages`. */
 export interface TrimOptions<M extends MessageLike = MessageLike> {

@@ -18,7 +18,7 @@ import { explainReason } from './explain.js';
 export { explainReason };
 
 export {
-  conversationOf, keptMessages, toOpenAI, toAnthropic, toLangChain,
+  cachedPrefix, conversationOf, keptMessages, toOpenAI, toAnthropic, toLangChain,
 } from './chat.js';
 import { CALLS, DEFAULT_PROFILE, PROFILES } from './calls.js';
 import { NOT_PROVIDED, wording } from './errors.js';

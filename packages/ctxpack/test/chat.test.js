@@ -7,7 +7,7 @@ import {
   AIMessage, HumanMessage, SystemMessage, ToolMessage, trimMessages as langchainTrim,
 } from '@langchain/core/messages';
 import {
-  Builder, conversationOf, keptMessages, toAnthropic, toLangChain, toOpenAI, trimMessages,
+  Builder, cachedPrefix, conversationOf, keptMessages, toAnthropic, toLangChain, toOpenAI, trimMessages,
 } from '../src/index.js';
 
 const WORDS = 'refund order ship late the a when why how café 🙂 naïve x'.split(' ');
@@ -456,7 +456,7 @@ test('trimMessages sends only the newest messages and keeps what the whole histo
     const ours = await trimMessages(messages, { maxTokens, startOn, builder });
     const whole = await builder.assemble({
       conversation: conversationOf(messages), budget: maxTokens, tokenizer: 'o200k-base', form: 'messages',
-      conversationStart: startOn ? 'user-turn' : 'any-turn',
+      conversationStart: startOn ? 'user-turn' : 'any-turn', layout: 'context-first',
     });
     const want = keptMessages(whole, messages);
     while (startOn && want.length > 0 && want[0]._getType() !== 'human') want.shift();
@@ -791,6 +791,82 @@ test('the messages form is laid out cache-first and comes out so', async () => {
   assert.ok(anthropicBefore.messages[0].content[0].text.startsWith('[source: timetable/sunday]'));
   // Without a form, context-first, as before.
   assert.deepEqual((await pack({})).messages.slice(0, 2).map((m) => m.role), ['system', 'system']);
+});
+
+/** The texts (or block types) that carry a cache breakpoint, in order. */
+const marked = (body) => [...(Array.isArray(body.system) ? body.system : []), ...body.messages.flatMap((m) => m.content)]
+  .filter((b) => 'cache_control' in b).map((b) => (b.text ?? b.type).slice(0, 12));
+
+test('cache breakpoints mark what the next turn repeats', async () => {
+  const chat = [{ role: 'user', content: 'Trains on weekdays?' }, { role: 'assistant', content: 'Hourly.' },
+    { role: 'user', content: 'And on Sunday?' }];
+  const builder = await Builder.create({ profile: { rag: { retrieveLimit: 5 } } }, {
+    retrieve: () => [{
+      id: 'kb-sunday', section: 'relevant-knowledge', trust: 'trusted', score: 0.9,
+      provenance: { sourceKind: 'timetable', reference: 'timetable/sunday' }, text: 'On Sundays trains run every two hours.',
+    }],
+  });
+  const S = 'S'.repeat(1_100);
+  const pack = (messages, fields = {}) => builder.assemble({
+    conversation: conversationOf(messages), budget: 10_000, tokenizer: { charsPerToken: 1 }, model: 'claude-sonnet-4-5',
+    systemPrompt: S, form: 'messages', context: { sessionId: 's1', traceId: 't' }, ...fields,
+  });
+  const first = await pack(chat);
+  // The system prompt, then the conversation before the documents and the
+  // question: each reaches Claude Sonnet 4.5's 1,024 tokens.
+  assert.deepEqual(first.snapshot.cachePrefixes.map((p) => [p.boundary, p.messages, p.tokens, p.cacheable]),
+    [['stable', 1, 1_100, true], ['history', 3, 1_126, true], ['turn', 5, first.snapshot.messageTokens, true]]);
+  const body = toAnthropic(first, chat);
+  assert.deepEqual(body.system, [{ type: 'text', text: S, cache_control: { type: 'ephemeral' } }]);
+  assert.deepEqual(marked(body), ['S'.repeat(12), 'Hourly.']);
+  // LangChain messages for Claude carry them too, on copies.
+  const originals = chat.map((m) => (m.role === 'user' ? new HumanMessage(m.content) : new AIMessage(m.content)));
+  const lc = await toLangChain(first, originals);
+  assert.deepEqual(lc[0].content[0].cache_control, { type: 'ephemeral' });
+  assert.deepEqual(lc[2].content, [{ type: 'text', text: 'Hourly.', cache_control: { type: 'ephemeral' } }]);
+  assert.ok(lc[2] instanceof AIMessage && originals[1].content === 'Hourly.' && typeof lc[3].content === 'string');
+  // The next turn begins with the whole history the first marked: a cache
+  // serves it, and the key stays the session's.
+  const turn = [...chat, { role: 'assistant', content: 'Every two hours.' }, { role: 'user', content: 'Late trains?' }];
+  const second = await pack(turn);
+  const served = await cachedPrefix(first, second);
+  assert.deepEqual([served.boundary, served.tokens], ['history', 1_126]);
+  assert.ok(second.cacheKey === first.cacheKey && first.cacheKey.startsWith('ctxpack-'));
+  assert.deepEqual(marked(toAnthropic(second, turn)), ['S'.repeat(12), 'Every two ho']);
+  assert.deepEqual(await cachedPrefix(second, second), second.snapshot.cachePrefixes.at(-1));
+  assert.equal((await cachedPrefix(second, await pack(turn.slice(2)))).boundary, 'stable');
+  assert.equal(await cachedPrefix(await pack(chat, { systemPrompt: 'T'.repeat(1_100) }), second), null);
+  // Below the model's minimum, or for a model with no provider cache, no
+  // breakpoint, and the system text stays a string.
+  for (const fields of [{ model: 'claude-opus-4-5' }, { systemPrompt: 'Answer briefly.' }, { model: 'llama-3.1-8b-instruct' }]) {
+    const short = toAnthropic(await pack(chat, fields), chat);
+    assert.ok(typeof short.system === 'string' && marked(short).length === 0, JSON.stringify(fields));
+  }
+  // Context-first, the documents come before the conversation.
+  assert.deepEqual(marked(toAnthropic(await pack(chat, { layout: 'context-first' }), chat)), ['S'.repeat(12)]);
+  // Breakpoints the messages carry count within Anthropic's 4.
+  const answer = { role: 'assistant', content: [{ type: 'thinking', thinking: 'Look it up.', signature: 'sig' },
+    ...[0, 1, 2].map((i) => ({ type: 'text', text: `Hourly ${i}.`, cache_control: { type: 'ephemeral' } }))] };
+  const given = [chat[0], answer, chat[2]];
+  assert.deepEqual(marked(toAnthropic(await pack(given), given)), ['Hourly 0.', 'Hourly 1.', 'Hourly 2.']);
+});
+
+test('a turn that adds many blocks still reaches the last one\'s cache', async () => {
+  const calls = [{ role: 'user', content: 'Check every city.' }];
+  for (let i = 0; i < 30; i++) {
+    calls.push({ role: 'assistant', content: '', tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'weather', arguments: `{"city": "${i}"}` } }] });
+    calls.push({ role: 'tool', tool_call_id: `c${i}`, content: `${i} C` });
+  }
+  const builder = await Builder.create();
+  const pack = await builder.assemble({
+    conversation: conversationOf(calls), budget: 100_000, tokenizer: { charsPerToken: 1 }, systemPrompt: 'S'.repeat(1_100), form: 'messages',
+  });
+  const body = toAnthropic(pack, calls);
+  const blocks = [...body.system, ...body.messages.flatMap((m) => m.content)];
+  const at = blocks.flatMap((b, k) => ('cache_control' in b ? [k] : []));
+  assert.equal(at.length, 4);
+  assert.deepEqual([at[0], at.at(-1)], [0, blocks.length - 1]);
+  assert.ok(at.slice(2).every((k, i) => k - at[i + 1] <= 20), JSON.stringify(at));
 });
 
 test('messages that share a content are each charged their own', async () => {

@@ -18,6 +18,7 @@ given or asked for.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import re
@@ -27,7 +28,7 @@ from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
 from . import AssemblyFailed, Builder, explain_reason
 from . import _images
 from ._codec import encode
-from .types import AssembleRequest, ContextPack, ConversationTurn, Role, Tokenizer
+from .types import AssembleRequest, CachePrefix, ContextPack, ConversationTurn, Role, Tokenizer
 
 __all__ = [
     "conversation",
@@ -36,6 +37,7 @@ __all__ = [
     "to_anthropic",
     "to_langchain",
     "to_dicts",
+    "cached_prefix",
     "trim_messages",
 ]
 
@@ -386,6 +388,81 @@ def _to_openai(pack: ContextPack, messages: Optional[Sequence[Any]], called: str
             for d in ([{"role": "system", "content": slot}] if slot is not None else _openai_of(next(originals)))]
 
 
+def _prefix_hash(messages: Sequence[Any]) -> str:
+    """The hash of a pack's first messages, as ``cache_prefixes`` hashes
+    them: each message's role, tool-call id, attached tokens and content,
+    each as its UTF-8 byte length, ``:`` and its bytes."""
+    digest = hashlib.sha256()
+    for m in messages:
+        role = str(getattr(m.role, "value", m.role))
+        attached = "" if m.attached_tokens is None else str(m.attached_tokens)
+        for field in (role, m.tool_call_id or "", attached, m.content):
+            data = field.encode()
+            digest.update(f"{len(data)}:".encode() + data)
+    return digest.hexdigest()
+
+
+def cached_prefix(previous: ContextPack, pack: ContextPack) -> Optional[CachePrefix]:
+    """What a provider's prompt cache could serve of ``pack`` after
+    ``previous`` was sent: the longest of ``previous``'s cache prefixes
+    (``snapshot.cache_prefixes``) that ``pack`` begins with byte for byte,
+    or ``None``. Its ``tokens`` are the tokens served, where ``cacheable``
+    (and where the breakpoints :func:`to_anthropic` marks reach it)."""
+    _is_pack(previous, "cached_prefix")
+    _is_pack(pack, "cached_prefix")
+    for p in sorted(previous.snapshot.cache_prefixes, key=lambda p: p.messages, reverse=True):
+        if p.messages <= len(pack.messages) and _prefix_hash(pack.messages[:p.messages]) == p.hash:
+            return p
+    return None
+
+
+#: Anthropic's limits on cache breakpoints: at most 4 a request, and a
+#: breakpoint finds an earlier turn's cache within 20 blocks before it.
+_BREAKPOINTS, _LOOK_BACK = 4, 20
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _breakpoints(pack: ContextPack) -> list[int]:
+    """How many of the pack's messages precede each cache breakpoint: its
+    stable and history prefixes (``snapshot.cache_prefixes``) that reach
+    the fewest tokens the model's provider caches."""
+    ends = [p.messages for p in pack.snapshot.cache_prefixes
+            if p.cacheable and str(getattr(p.boundary, "value", p.boundary)) in ("stable", "history")]
+    return sorted(set(ends))
+
+
+def _mark(blocks: list[tuple[list[Any], int]], at: list[int], taken: int) -> None:
+    """Puts ``cache_control`` on the blocks at ``at`` (indices into
+    ``blocks``, each a list and a position in it), and, where a history
+    breakpoint lies more than ``_LOOK_BACK`` blocks after the one before,
+    on blocks every ``_LOOK_BACK`` back from it, so a turn that adds many
+    blocks still finds the last turn's cache; at most ``_BREAKPOINTS`` in
+    all, ``taken`` of them by the messages as given, the boundaries before
+    the blocks between them. A block that cannot
+    hold one (thinking, empty text) passes it to the one before."""
+    rungs: list[int] = []
+    before = -1
+    for end in at:
+        rung = end
+        while rung - before > _LOOK_BACK and rung - _LOOK_BACK > before:
+            rung -= _LOOK_BACK
+            rungs.append(rung)
+        before = end
+    # The boundaries first, the latest first, then the rungs between them.
+    room = max(0, _BREAKPOINTS - taken)
+    wanted = [*sorted(at, reverse=True), *sorted(rungs, reverse=True)][:room]
+    for k in wanted:
+        while k >= 0:
+            where, i = blocks[k]
+            block = where[i]
+            if isinstance(block, dict) and block.get("type") not in ("thinking", "redacted_thinking") \
+                    and not (block.get("type") == "text" and not block.get("text")):
+                if "cache_control" not in block:
+                    where[i] = {**block, "cache_control": dict(_EPHEMERAL)}
+                break
+            k -= 1
+
+
 def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> dict[str, Any]:
     """Anthropic's Messages API shape: ``{"system": …, "messages": […]}``,
     the system text apart, tool calls as ``tool_use`` blocks and their
@@ -393,9 +470,19 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
     one role merged; a message given in Anthropic's blocks keeps them as
     they are. Its first message must be the user's: a pack whose
     kept conversation does not begin so (``conversation_start="any-turn"``)
-    is refused, saying so."""
+    is refused, saying so.
+
+    Cache breakpoints (``cache_control``) mark the prefixes the next turn
+    repeats — the system text, and the conversation that leads before what
+    changes every turn — where they reach the model's fewest cacheable
+    tokens (``snapshot.cache_prefixes``); the system text is then a list
+    of one text block. At most 4 in all, counting any the messages
+    carry."""
     system = ""
     out: list[dict[str, Any]] = []
+    # Where each of the pack's messages ended: None for the system text,
+    # else the message and block of ``out`` it ended in.
+    ends: list[Optional[tuple[int, int]]] = []
 
     def add(role: str, block: Any) -> None:
         if out and out[-1]["role"] == role:
@@ -406,6 +493,9 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
     originals = iter(kept(pack, messages) if messages is not None else [None] * len(_kept_turns(pack)))
     converted = _to_openai(pack, messages, "to_anthropic")
     placed = False
+    def ended() -> None:
+        ends.append((len(out) - 1, len(out[-1]["content"]) - 1) if out else None)
+
     for slot in _slots(pack):
         if slot is not None:
             # The pack's first system message (L0) is the system text; the
@@ -417,6 +507,7 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
             else:
                 system = "\n\n".join(filter(None, [system, slot]))
             placed = True
+            ended()
             continue
         original = next(originals)
         blocks = _blocks(original) if original is not None else None
@@ -432,6 +523,7 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
                 if cid not in used:
                     add(role, {"type": "tool_use", "id": cid, "name": name, "input": json.loads(args or "{}")})
             converted = converted[len(_openai_of(original)):]
+            ended()
             continue
         m, converted = converted[0], converted[1:]
         role, text = m["role"], _text(m.get("content"), "message")
@@ -449,25 +541,78 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
                                   "input": json.loads(args) if isinstance(args, str) else args})
         else:
             add("user", {"type": "text", "text": text})
+        ended()
     if not out:
         raise ValueError("Anthropic's API needs at least one message; this pack kept none of the conversation")
     if out[0]["role"] != "user":
         raise ValueError("Anthropic's API needs the first message to be the user's; this pack's "
                          "conversation begins with an assistant turn (conversation_start='any-turn')")
-    return {"system": system, "messages": out}
+    at = _breakpoints(pack)
+    if not at:
+        return {"system": system, "messages": out}
+    head: list[Any] = [{"type": "text", "text": system}] if system else []
+    # Every block in order, as a list and a position in it.
+    blocks = [(head, 0)] * len(head) + [(m["content"], i) for m in out for i in range(len(m["content"]))]
+    first = {id(m["content"]): sum(len(x["content"]) for x in out[:k]) + len(head) for k, m in enumerate(out)}
+
+    def index(end: Optional[tuple[int, int]]) -> int:
+        return len(head) - 1 if end is None else first[id(out[end[0]]["content"])] + end[1]
+
+    taken = sum(1 for where, i in blocks if isinstance(where[i], dict) and "cache_control" in where[i])
+    _mark(blocks, [index(ends[n - 1]) for n in at if 0 < n <= len(ends)], taken)
+    return {"system": head or system, "messages": out}
 
 
 def to_langchain(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> list[Any]:
     """LangChain messages (needs ``langchain_core``): the originals kept when
-    ``messages`` is given, otherwise built from the pack's."""
+    ``messages`` is given, otherwise built from the pack's. For a pack made
+    for a Claude model (``model="claude-…"``), the messages that end the
+    prefixes the next turn repeats carry Anthropic's ``cache_control``
+    (their content then a list of blocks), as :func:`to_anthropic` marks
+    them; the originals given are copied, never changed."""
     from langchain_core.messages import convert_to_messages  # the extra
 
+    # Per pack message, the LangChain messages it becomes.
     if messages is not None and all(_is_langchain(m) for m in messages):
         _system_kept(pack, messages)
         originals = iter(kept(pack, messages))
-        return [convert_to_messages([{"role": "system", "content": slot}])[0] if slot is not None
-                else next(originals) for slot in _slots(pack)]
-    return list(convert_to_messages(_to_openai(pack, messages, "to_langchain")))
+        out = [[convert_to_messages([{"role": "system", "content": slot}])[0] if slot is not None
+                else next(originals)] for slot in _slots(pack)]
+    else:
+        converted = _to_openai(pack, messages, "to_langchain")
+        originals = iter(kept(pack, messages) if messages is not None else [None] * len(_kept_turns(pack)))
+        out = []
+        for slot in _slots(pack):
+            n = 1 if slot is not None else len(_openai_of(o)) if (o := next(originals)) is not None else 1
+            out.append(list(convert_to_messages(converted[:n])))
+            converted = converted[n:]
+    model = pack.snapshot.model
+    if model is not None and model.profile.name.lower().startswith("claude"):
+        given = sum(1 for ms in out for m in ms for b in (m.content if isinstance(m.content, list) else [])
+                    if isinstance(b, dict) and "cache_control" in b)
+        for n in sorted(_breakpoints(pack), reverse=True)[:max(0, _BREAKPOINTS - given)]:
+            _mark_langchain(out[:n])
+    return [m for ms in out for m in ms]
+
+
+def _mark_langchain(head: list[list[Any]]) -> None:
+    """Puts ``cache_control`` on the last block of the last message in
+    ``head`` that has one to take it, on a copy of that message."""
+    for ms in reversed(head):
+        for k in range(len(ms) - 1, -1, -1):
+            m = ms[k]
+            content = m.content if isinstance(m.content, list) else (
+                [{"type": "text", "text": m.content}] if m.content else [])
+            for i in range(len(content) - 1, -1, -1):
+                b = content[i]
+                if isinstance(b, str) and b:
+                    b = {"type": "text", "text": b}
+                if isinstance(b, dict) and b.get("type") not in ("thinking", "redacted_thinking") \
+                        and not (b.get("type") == "text" and not b.get("text")):
+                    if "cache_control" not in b:
+                        content = [*content[:i], {**b, "cache_control": dict(_EPHEMERAL)}, *content[i + 1:]]
+                        ms[k] = m.model_copy(update={"content": content})
+                    return
 
 
 _U32_MAX = 0xFFFF_FFFF
@@ -740,6 +885,9 @@ def _trim_pack(sent: tuple[list[Any], int], head: list[Any], system: str, max_to
         tokenizer=tokenizer,
         model=model, system_prompt=system, entry_overhead=entry_overhead,
         conversation_start="user-turn" if starts else "any-turn", form="messages",
+        # As LangChain's trim does, the newest turns that fit, turn by turn:
+        # not the steps of a cache-first layout.
+        layout="context-first",
     )
     try:
         pack = builder.assemble(request, counter=counter)
