@@ -1,31 +1,50 @@
-"""How much of each turn a provider's prompt cache could serve: a 50-turn
-RAG chat, laid out three ways, turn after turn, with what OpenAI bills.
+"""How much of each turn a provider's prompt cache could serve, and what
+it costs: 50-turn conversations laid out several ways, turn after turn,
+billed as OpenAI and as Anthropic bill them.
 
-The chat (the one in issue 45): a 1,500-token system prompt; each turn a
-~200-token question, a ~400-token answer and 6 freshly retrieved ~500-token
-documents; a budget of 16,000 tokens of o200k. Each turn's request is the
-messages sent, tokenised as OpenAI's chat format frames them
-(``<|im_start|>role\\n…<|im_end|>``) by tiktoken itself, apart from
-ctxpack's counters; the tokens it shares from its start with the previous
-turn's request are the prefix a cache could serve. OpenAI caches a prefix
-of 1,024 tokens and more, in steps of 128.
+The cases:
+- **RAG chat** (issue 45's): a 1,500-token system prompt; each turn a
+  ~200-token question, a ~400-token answer and 6 freshly retrieved
+  ~500-token documents; a budget of 16,000 tokens of o200k.
+- **Agent loop**: the same system prompt; five tasks the user gives in
+  turn, each worked in ten steps of a ~60-token tool call and its
+  ~400-token result; 2 fresh ~500-token memories a step; 16,000 tokens.
+  Each step is a request.
+- **Long chat**: the system prompt, then 50 questions of ~150 tokens and
+  answers of ~1,000, no documents, 16,000 tokens: the conversation gives
+  way again and again. (ctxpack does not compact it into a summary yet:
+  the oldest turns give way in steps.)
+
+Each request is tokenised by tiktoken itself, apart from ctxpack's
+counters, and recounted within the budget.
+
+**OpenAI** caches a prefix of 1,024 tokens and more, in steps of 128: the
+tokens a request shares from its start with the previous one, framed as
+OpenAI's chat format frames them (``<|im_start|>role\\n…<|im_end|>``).
+
+**Anthropic** caches where a request marks ``cache_control``: a
+breakpoint reads the longest prefix an earlier request wrote that ends
+within 20 blocks before it, and writes its own prefix (if it has 1,024
+tokens, Claude Sonnet 4.5's least); reads cost 0.1 of an input token,
+writes 1.25, the rest 1. Blocks are counted in o200k, 3 tokens more a
+message (Claude's tokenizer is not public). The breakpoints are as each
+layout emits them: ctxpack's from ``to_anthropic``; the template's on its
+system prompt, as one adds it by hand; by hand, on the system prompt and
+the history's last message.
 
 Layouts:
-- ctxpack cache-first (the default for the messages form, ``to_openai``):
-  the system prompt, the conversation giving way in steps of whole turns
-  (``cut_step`` 16), then the retrieved documents as a system message, and
-  the question last;
+- ctxpack cache-first (the default for the messages form): the system
+  prompt, the conversation giving way in steps (``plan.cut_share``, half
+  the budget at 4 bytes a token, by default), then what changes every
+  turn, the newest user turn last; and the same giving way turn by turn
+  (``cut_share=0``);
 - ctxpack context-first (``layout="context-first"``, its order before):
-  the system prompt, the retrieved documents as a second system message,
-  then the conversation;
+  the system prompt, the retrieved documents, then the conversation;
 - a LangChain template: the system prompt, the documents, then
   ``trim_messages`` of the history within what is left;
-- by hand, stable first: the system prompt, the history (giving way in
-  steps of 4,000 tokens, so its start stays put for many turns), then the
-  documents and the question in the last message. What a cache-first
-  layout can reach.
-
-Every request is recounted and checked within the budget.
+- by hand, stable first (the RAG chat): the system prompt, the history
+  giving way 4,000 tokens at a time, then the documents and the question
+  in the last message.
 
 ``TIKTOKEN_CACHE_DIR`` (``bench/prepare`` fills it) spares tiktoken its
 download. ``python hosts/python/bench/prompt_cache.py``.
@@ -33,20 +52,26 @@ download. ``python hosts/python/bench/prompt_cache.py``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
 import tiktoken
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages import trim_messages as lc_trim_messages
 
 import ctxpack_wasm as cp
-from ctxpack_wasm.chat import conversation, to_openai
+from ctxpack_wasm.chat import conversation, to_anthropic, to_openai
 
 TURNS, BUDGET, STEP = 50, 16_000, 4_000
 WORDS = ("refund order shipping delay invoice account password reset warehouse carrier parcel "
          "customer return label policy window stock the a to of and in is it for on with").split()
 ENC = tiktoken.get_encoding("o200k_base")
+#: Anthropic's least cacheable prefix (Claude Sonnet 4.5), its look-back,
+#: and its prices relative to an input token.
+MIN_CACHED, LOOK_BACK, READ, WRITE = 1_024, 20, 0.1, 1.25
 
 
 def words(rng: random.Random, tokens: int) -> str:
@@ -54,40 +79,142 @@ def words(rng: random.Random, tokens: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(tokens))
 
 
-def framed(messages: list[dict[str, Any]]) -> list[int]:
-    """The request as OpenAI's chat format frames it, in o200k tokens."""
-    out: list[int] = []
-    for m in messages:
-        out += ENC.encode(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>", allowed_special="all")
-    return out
+def count(text: str) -> int:
+    return len(ENC.encode(text, disallowed_special=()))
 
 
 def sent(messages: list[dict[str, Any]]) -> int:
     """The messages' tokens as ctxpack's budget counts them: content and 3."""
-    return sum(len(ENC.encode(m["content"], disallowed_special=())) + 3 for m in messages)
+    return sum(count(text_of(m)) + 3 for m in messages)
 
 
-def shared(a: list[int], b: list[int]) -> int:
+def text_of(m: dict[str, Any]) -> str:
+    """A message's text as ctxpack renders it (a call's arguments included)."""
+    calls = "\n".join(f"[tool call] {c['function']['name']}({c['function']['arguments']})"
+                      for c in m.get("tool_calls") or [])
+    return "\n".join(filter(None, [m.get("content") or "", calls]))
+
+
+def framed(messages: list[dict[str, Any]]) -> list[int]:
+    """The request as OpenAI's chat format frames it, in o200k tokens."""
+    out: list[int] = []
+    for m in messages:
+        out += ENC.encode(f"<|im_start|>{m['role']}\n{text_of(m)}<|im_end|>", allowed_special="all")
+    return out
+
+
+def openai_cached(before: list[int], now: list[int]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(before, now):
         if x != y:
             break
         n += 1
-    return n
+    return 0 if n < 1024 else n // 128 * 128
 
 
-def openai_cached(prefix: int) -> int:
-    return 0 if prefix < 1024 else prefix // 128 * 128
+@dataclass
+class Anthropic:
+    """Anthropic's prompt cache over one conversation's requests."""
+
+    written: set[str] = field(default_factory=set)
+
+    def bill(self, body: dict[str, Any]) -> tuple[int, int, int]:
+        """Tokens of ``body`` read from the cache, written to it, and sent
+        uncached; the cache keeps the prefixes it wrote."""
+        system = body["system"] if isinstance(body["system"], list) else (
+            [{"type": "text", "text": body["system"]}] if body["system"] else [])
+        blocks = [("system", b) for b in system] + [(m["role"], b) for m in body["messages"] for b in m["content"]]
+        firsts = {len(system) + sum(len(m["content"]) for m in body["messages"][:k])
+                  for k in range(len(body["messages"]))}
+        chain, ends, tokens = hashlib.sha256(), [], []
+        total = 0
+        for k, (role, b) in enumerate(blocks):
+            plain = {key: v for key, v in b.items() if key != "cache_control"}
+            chain.update(json.dumps([role, plain], sort_keys=True).encode())
+            total += count(b.get("text") or json.dumps(b.get("input") or b.get("content") or "")) + (3 if k in firsts else 0)
+            ends.append(chain.copy().hexdigest())
+            tokens.append(total)
+        marks = [k for k, (_, b) in enumerate(blocks) if "cache_control" in b]
+        assert len(marks) <= 4, marks
+        read = 0
+        for k in marks:
+            for j in range(k, max(-1, k - LOOK_BACK), -1):
+                if ends[j] in self.written:
+                    read = max(read, tokens[j])
+                    break
+        cached = [k for k in marks if tokens[k] >= MIN_CACHED]
+        written = max((tokens[k] for k in cached), default=0)
+        self.written.update(ends[k] for k in cached)
+        write = max(0, written - read)
+        return read, write, total - read - write
 
 
-class Chat:
-    """The chat: its system prompt, and each turn's question, answer and documents."""
+@dataclass
+class Request:
+    """One request: the conversation so far (OpenAI messages, the newest
+    last), the documents retrieved for it and the query."""
 
-    def __init__(self, seed: int) -> None:
-        rng = random.Random(seed)
-        self.system = "You are the support agent of a shop. " + words(rng, 1_500)
-        self.turns = [(words(rng, 200), words(rng, 400), [words(rng, 500) for _ in range(6)])
-                      for _ in range(TURNS)]
+    history: list[dict[str, Any]]
+    docs: list[str]
+    query: str
+
+
+class Case:
+    name: str
+    system: str
+    requests: list[Request]
+
+
+def rag_chat(seed: int) -> Case:
+    rng = random.Random(seed)
+    case = Case()
+    case.name = "RAG chat"
+    case.system = "You are the support agent of a shop. " + words(rng, 1_500)
+    turns = [(words(rng, 200), words(rng, 400), [words(rng, 500) for _ in range(6)]) for _ in range(TURNS)]
+    case.requests = []
+    for t in range(TURNS):
+        history = [m for q, a, _ in turns[:t] for m in ({"role": "user", "content": q},
+                                                        {"role": "assistant", "content": a})]
+        case.requests.append(Request(history + [{"role": "user", "content": turns[t][0]}], turns[t][2], turns[t][0]))
+    return case
+
+
+def agent_loop(seed: int) -> Case:
+    rng = random.Random(seed)
+    case = Case()
+    case.name = "agent loop"
+    case.system = "You are an agent with a search tool. " + words(rng, 1_500)
+    messages: list[dict[str, Any]] = []
+    case.requests = []
+    for t in range(TURNS):
+        task, step = divmod(t, 10)
+        if step == 0:
+            if t > 0:
+                messages.append({"role": "assistant", "content": words(rng, 150)})
+            messages.append({"role": "user", "content": words(rng, 200)})
+            query = messages[-1]["content"]
+        else:
+            call = f"call-{t}"
+            messages.append({"role": "assistant", "content": "", "tool_calls": [{
+                "id": call, "type": "function",
+                "function": {"name": "search", "arguments": json.dumps({"q": words(rng, 60)})}}]})
+            messages.append({"role": "tool", "tool_call_id": call, "content": words(rng, 400)})
+        case.requests.append(Request(list(messages), [words(rng, 500) for _ in range(2)], query))
+    return case
+
+
+def long_chat(seed: int) -> Case:
+    rng = random.Random(seed)
+    case = Case()
+    case.name = "long chat"
+    case.system = "You are a writing assistant. " + words(rng, 1_500)
+    turns = [(words(rng, 150), words(rng, 1_000)) for _ in range(TURNS)]
+    case.requests = []
+    for t in range(TURNS):
+        history = [m for q, a in turns[:t] for m in ({"role": "user", "content": q},
+                                                     {"role": "assistant", "content": a})]
+        case.requests.append(Request(history + [{"role": "user", "content": turns[t][0]}], [], turns[t][0]))
+    return case
 
 
 class _Docs:
@@ -101,83 +228,163 @@ class _Docs:
                 for i, d in enumerate(self.docs[:limit])]
 
 
-def ctxpack(chat: Chat, t: int, builder: cp.Builder, layout: str) -> list[dict[str, Any]]:
-    history = [m for q, a, _ in chat.turns[:t] for m in ({"role": "user", "content": q},
-                                                          {"role": "assistant", "content": a})]
-    messages = history + [{"role": "user", "content": chat.turns[t][0]}]
-    pack = builder.assemble(cp.AssembleRequest(
-        query=chat.turns[t][0], model="gpt-4o", budget=BUDGET, form="messages", system_prompt=chat.system,
-        conversation=conversation(messages), layout=layout), sources=_Docs(chat.turns[t][2]))
-    return to_openai(pack, messages)
+Layout = Callable[[Case, Request], tuple[list[dict[str, Any]], dict[str, Any]]]
 
 
-def cache_first(chat: Chat, t: int, builder: cp.Builder) -> list[dict[str, Any]]:
-    return ctxpack(chat, t, STEPPED, "cache-first")
+def ctxpack(layout: str, plan: Optional[dict[str, Any]] = None) -> Layout:
+    """ctxpack's pack in ``layout``, with its default plan or ``plan``."""
+    builder = cp.Builder({"profile": {"rag": {"retrieve_limit": 6}}, "plan": plan or {}})
+
+    def run(case: Case, r: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        pack = builder.assemble(cp.AssembleRequest(
+            query=r.query, model="claude-sonnet-4-5", tokenizer="o200k-base", entry_overhead=3, budget=BUDGET,
+            form="messages", system_prompt=case.system, conversation=conversation(r.history), layout=layout,
+            context=cp.AgentContext(session_id="bench", trace_id="bench")), sources=_Docs(r.docs))
+        return to_openai(pack, r.history), to_anthropic(pack, r.history)
+    return run
 
 
-def context_first(chat: Chat, t: int, builder: cp.Builder) -> list[dict[str, Any]]:
-    return ctxpack(chat, t, builder, "context-first")
+def _lc(m: dict[str, Any]) -> BaseMessage:
+    if m["role"] == "user":
+        return HumanMessage(m["content"])
+    if m["role"] == "tool":
+        return ToolMessage(m["content"], tool_call_id=m["tool_call_id"])
+    calls = [{"id": c["id"], "name": c["function"]["name"], "args": json.loads(c["function"]["arguments"])}
+             for c in m.get("tool_calls") or []]
+    return AIMessage(m["content"], tool_calls=calls)
 
 
-def langchain_template(chat: Chat, t: int, builder: cp.Builder) -> list[dict[str, Any]]:
-    docs = "\n\n".join(chat.turns[t][2])
-    head = [{"role": "system", "content": chat.system}, {"role": "system", "content": docs}]
-    history = [m for q, a, _ in chat.turns[:t] for m in (HumanMessage(q), AIMessage(a))]
-    history.append(HumanMessage(chat.turns[t][0]))
-    kept = lc_trim_messages(history, max_tokens=BUDGET - sent(head), strategy="last", start_on="human",
-                            token_counter=lambda ms: sum(len(ENC.encode(m.content)) + 3 for m in ms))
-    return head + [{"role": "user" if m.type == "human" else "assistant", "content": m.content} for m in kept]
+def _openai(m: BaseMessage) -> dict[str, Any]:
+    if isinstance(m, ToolMessage):
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    if isinstance(m, AIMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": m.content}
+        if m.tool_calls:
+            out["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
+                "name": c["name"], "arguments": json.dumps(c["args"])}} for c in m.tool_calls]
+        return out
+    return {"role": "user", "content": m.content}
 
 
-def stable_first(chat: Chat, t: int, builder: cp.Builder) -> list[dict[str, Any]]:
-    head = [{"role": "system", "content": chat.system}]
-    last = {"role": "user", "content": "\n\n".join(chat.turns[t][2]) + "\n\n" + chat.turns[t][0]}
-    room = BUDGET - sent(head) - sent([last])
-    pairs = [[{"role": "user", "content": q}, {"role": "assistant", "content": a}] for q, a, _ in chat.turns[:t]]
-    # The history gives way in steps: whole turns from the start, at least
-    # STEP tokens at a time, so its first message stays for many turns.
-    start = stable_first.start  # type: ignore[attr-defined]
-    while sum(sent(p) for p in pairs[start:]) > room:
-        dropped = 0
-        while start < len(pairs) and dropped < STEP:
-            dropped += sent(pairs[start])
-            start += 1
-    stable_first.start = start  # type: ignore[attr-defined]
-    return head + [m for p in pairs[start:] for m in p] + [last]
+def anthropic_of(messages: list[dict[str, Any]], marks: set[int]) -> dict[str, Any]:
+    """OpenAI messages in Anthropic's shape, by hand: the leading system
+    messages as the system blocks, the rest as blocks of merged turns;
+    ``cache_control`` on the last block of each message in ``marks``."""
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    for k, m in enumerate(messages):
+        mark = {"cache_control": {"type": "ephemeral"}} if k in marks else {}
+        if m["role"] == "system" and not out:
+            system.append({"type": "text", "text": m["content"], **mark})
+            continue
+        if m["role"] == "tool":
+            role, blocks = "user", [{"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}]
+        elif m["role"] == "assistant":
+            role = "assistant"
+            blocks = ([{"type": "text", "text": m["content"]}] if m["content"] else []) + [
+                {"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                 "input": json.loads(c["function"]["arguments"])} for c in m.get("tool_calls") or []]
+        else:
+            role, blocks = "user", [{"type": "text", "text": m["content"]}]
+        blocks[-1].update(mark)
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += blocks
+        else:
+            out.append({"role": role, "content": blocks})
+    return {"system": system, "messages": out}
 
 
-LAYOUTS: list[tuple[str, Callable[[Chat, int, cp.Builder], list[dict[str, Any]]]]] = [
-    ("ctxpack cache-first (cut_step 16)", cache_first),
-    ("ctxpack context-first (its order before)", context_first),
-    ("LangChain template (system, docs, trim)", langchain_template),
-    ("by hand: system, history in steps, docs + question", stable_first),
-]
+def langchain_template(case: Case, r: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    head = [{"role": "system", "content": case.system}]
+    if r.docs:
+        head.append({"role": "system", "content": "\n\n".join(r.docs)})
+    kept = lc_trim_messages([_lc(m) for m in r.history], max_tokens=BUDGET - sent(head), strategy="last",
+                            start_on="human", token_counter=lambda ms: sum(sent([_openai(m)]) for m in ms))
+    messages = head + [_openai(m) for m in kept]
+    # The breakpoint one adds by hand: the system prompt, which leads.
+    return messages, anthropic_of(messages, {0})
 
 
-#: Cache-first, the conversation gives way sixteen turns (eight questions and
-#: answers, ~4,800 tokens) at a time: the best step for this chat (12: 62.7%,
-#: 14: 63.7%, 18: 64.4%, 20: 64.4%).
-STEPPED = cp.Builder({"profile": {"rag": {"retrieve_limit": 6}}, "plan": {"cut_step": 16}})
+class StableFirst:
+    """By hand: the system prompt, the history giving way in steps of
+    STEP tokens, then the documents and the question in the last message."""
+
+    def __init__(self) -> None:
+        self.start = 0
+
+    def __call__(self, case: Case, r: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        head = [{"role": "system", "content": case.system}]
+        *history, question = r.history
+        last = {"role": "user", "content": "\n\n".join([*r.docs, question["content"]])}
+        room = BUDGET - sent(head) - sent([last])
+        pairs = [history[k:k + 2] for k in range(0, len(history), 2)]
+        if self.start > len(pairs):
+            self.start = 0
+        while sum(sent(p) for p in pairs[self.start:]) > room:
+            dropped = 0
+            while self.start < len(pairs) and dropped < STEP:
+                dropped += sent(pairs[self.start])
+                self.start += 1
+        messages = head + [m for p in pairs[self.start:] for m in p] + [last]
+        return messages, anthropic_of(messages, {0, len(messages) - 2})
 
 
-def main() -> None:
-    chat = Chat(45)
-    assert 180 <= len(ENC.encode(chat.turns[0][0])) <= 260, "a question is about 200 tokens"
-    builder = cp.Builder({"profile": {"rag": {"retrieve_limit": 6}}})
-    print(f"{'layout':<52} {'input':>9} {'cached':>9} {'share':>6}")
-    for name, layout in LAYOUTS:
-        stable_first.start = 0  # type: ignore[attr-defined]
-        before: list[int] = []
-        total = cached = 0
-        for t in range(TURNS):
-            messages = layout(chat, t, builder)
-            assert sent(messages) <= BUDGET, (name, t, sent(messages))
-            tokens = framed(messages)
-            if t > 0:
-                total += len(tokens)
-                cached += openai_cached(shared(before, tokens))
-            before = tokens
-        print(f"{name:<52} {total:>9} {cached:>9} {cached / total:>6.1%}")
+def layouts() -> list[tuple[str, Callable[[], Layout], tuple[str, ...]]]:
+    """Each layout, made afresh for each case, and the cases it runs."""
+    every = ("RAG chat", "agent loop", "long chat")
+    return [
+        ("ctxpack cache-first", lambda: ctxpack("cache-first"), every),
+        ("  turn by turn (cut_share 0)", lambda: ctxpack("cache-first", {"cut_share": 0}), every),
+        ("ctxpack context-first", lambda: ctxpack("context-first"), ("RAG chat", "agent loop")),
+        ("LangChain template", lambda: langchain_template, every),
+        ("by hand, stable first", StableFirst, ("RAG chat",)),
+    ]
+
+
+@dataclass
+class Tally:
+    requests: int = 0
+    tokens: int = 0
+    openai: int = 0
+    read: int = 0
+    write: int = 0
+    uncached: int = 0
+
+    @property
+    def cost(self) -> float:
+        return (READ * self.read + WRITE * self.write + self.uncached) / (self.read + self.write + self.uncached)
+
+
+def measure(case: Case, layout: Layout) -> Tally:
+    tally, anthropic = Tally(), Anthropic()
+    before: list[int] = []
+    for t, r in enumerate(case.requests):
+        messages, body = layout(case, r)
+        assert sent(messages) <= BUDGET, (case.name, t, sent(messages))
+        tokens = framed(messages)
+        read, write, uncached = anthropic.bill(body)
+        if t > 0:
+            tally.requests += 1
+            tally.tokens += len(tokens)
+            tally.openai += openai_cached(before, tokens)
+            tally.read, tally.write, tally.uncached = tally.read + read, tally.write + write, tally.uncached + uncached
+        before = tokens
+    return tally
+
+
+def main(seed: int = 45) -> None:
+    cases = [rag_chat(seed), agent_loop(seed), long_chat(seed)]
+    assert 180 <= count(cases[0].requests[0].query) <= 260, "a question is about 200 tokens"
+    print(f"{'case':<11} {'layout':<28} {'input':>8} {'OpenAI':>7} {'Anthropic':>9} {'÷ template':>10}")
+    for case in cases:
+        rows: list[tuple[str, Tally]] = []
+        for name, make, runs in layouts():
+            if case.name in runs:
+                rows.append((name, measure(case, make())))
+        template = next(t for n, t in rows if n == "LangChain template")
+        for name, t in rows:
+            print(f"{case.name:<11} {name:<28} {t.tokens:>8} {t.openai / t.tokens:>7.1%} "
+                  f"{t.cost:>9.1%} {template.cost / t.cost:>9.2f}×")
 
 
 if __name__ == "__main__":
