@@ -2,7 +2,7 @@
 // package, with the scenario's stores as callbacks that a switch makes
 // fail or answer late.
 import {
-  init, Builder, Router, diffSnapshots, AssemblyFailed, CtxpackError, HostError, explainReason,
+  init, Builder, Router, cachedPrefix, diffSnapshots, AssemblyFailed, CtxpackError, HostError, explainReason,
   PROFILES, tokenizerFile,
 } from '/packages/ctxpack/src/index.js';
 import { CALLS } from '/packages/ctxpack/src/calls.js';
@@ -22,7 +22,9 @@ const FUNCTIONS = Object.keys(CALLS);
 const SOURCE_OF = Object.fromEntries(Object.entries(CALLS)
   .filter(([, c]) => c.capability.startsWith('sources.'))
   .map(([f, c]) => [f, c.capability]));
-const state = { scenario: null, previous: null, current: null, sort: { key: 'order', dir: 1 } };
+const state = {
+  scenario: null, previous: null, current: null, previousPack: null, currentPack: null, sort: { key: 'order', dir: 1 },
+};
 
 const switches = Object.fromEntries(FUNCTIONS.map((f) => [f, { fail: false, delay: 0, last: '' }]));
 
@@ -127,6 +129,8 @@ async function loadScenario(name) {
   $('about').innerHTML = $('about').hidden ? '' : `<b>This scenario:</b> <span class="said">${escapeHtml(scenario.description)}</span>`;
   state.previous = null;
   state.current = null;
+  state.previousPack = null;
+  state.currentPack = null;
 }
 
 function readScenario() {
@@ -237,6 +241,8 @@ async function assemble() {
   $('timing').innerHTML = `${fig('this assembly', ms.toFixed(2), 'ms')}${pg.firstPackMs ? ` · ${fig('page load → first pack', pg.firstPackMs.toFixed(0), 'ms')}` : ''}`;
   state.previous = state.current ?? state.previous;
   state.current = snapshot;
+  state.previousPack = state.currentPack ?? state.previousPack;
+  state.currentPack = pack;
   pg.last = { pack, snapshot, routed, error: failure ? failure.message : null };
   $('snapshot-id').innerHTML = snapshot ? `snapshot ${idHtml(`${snapshot.id.slice(0, 12)}…`)}` : '';
   $('snapshot-id').dataset.id = snapshot?.id ?? '';
@@ -466,6 +472,7 @@ async function renderDiff() {
   if (!state.previous || !state.current) {
     $('diff-summary').textContent = state.current ? 'assemble again to compare' : '';
     $('diff').hidden = true;
+    $('cache-served').hidden = true;
     return;
   }
   const diff = await diffSnapshots(state.previous, state.current);
@@ -481,6 +488,30 @@ async function renderDiff() {
   }
   const n = diff.changes.length;
   $('diff-summary').innerHTML = n ? fig('', n, plural(n, 'change')) : 'no change';
+  await renderCached();
+}
+
+/**
+ * What a provider's prompt cache could serve of this pack after the
+ * previous run's: the longest of its cache prefixes this pack begins
+ * with byte for byte (`cachedPrefix`).
+ */
+async function renderCached() {
+  const box = $('cache-served');
+  const [before, now] = [state.previousPack, state.currentPack];
+  box.hidden = !before || !now;
+  if (box.hidden) return;
+  const served = await cachedPrefix(before, now);
+  const total = now.snapshot.messageTokens;
+  box.dataset.tokens = served?.tokens ?? 0;
+  box.dataset.boundary = served?.boundary ?? '';
+  if (!served) {
+    box.innerHTML = 'A prompt cache serves none of these messages: their start is not the previous run\'s.';
+    return;
+  }
+  const where = { stable: 'the stable system message', history: 'the conversation that leads', turn: 'the whole previous pack' }[served.boundary];
+  const note = served.cacheable ? '' : ' — under the least prefix the model\'s provider caches, so billed whole';
+  box.innerHTML = `A prompt cache could serve ${fig('', served.tokens, 'of')} ${fig('', total, plural(total, 'message token'))}: the previous run's messages to the end of ${where}${note}.`;
 }
 
 /**

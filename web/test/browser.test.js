@@ -559,6 +559,34 @@ test('the controls: sorting on a phone, an empty filter, the budget field, a rou
   await page.close();
 });
 
+test('against the previous run, the page says what a prompt cache could serve', async () => {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${base}?scenario=layout-cache-first-steps`);
+  await page.waitForFunction(() => window.ctxpackPlayground?.ready, null, { timeout: 30000 });
+  assert.equal(await page.isHidden('#cache-served'), true, 'no previous run yet');
+  // The next turn: the conversation keeps its start (turn 25), so the
+  // whole previous pack is sent again first.
+  await page.evaluate(() => {
+    const scenario = JSON.parse(document.getElementById('source').value);
+    scenario.request.conversation.push({ role: 'user', content: 'turn  40 of the chat' });
+    document.getElementById('source').value = JSON.stringify(scenario);
+  });
+  await assembleAndWait(page);
+  assert.equal(await page.getAttribute('#cache-served', 'data-boundary'), 'history');
+  assert.equal(await page.getAttribute('#cache-served', 'data-tokens'), '303');
+  assert.match(await page.textContent('#cache-served'), /^A prompt cache could serve 303 of 323 message tokens: the previous run's messages to the end of the conversation that leads — under the least prefix/);
+  // A smaller budget moves the conversation's start: only the system
+  // prompt is sent as before.
+  await page.fill('#budget', '200');
+  await assembleAndWait(page);
+  assert.equal(await page.getAttribute('#cache-served', 'data-boundary'), 'stable');
+  assert.equal(await page.getAttribute('#cache-served', 'data-tokens'), '3');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('a screenshot of the playground', async () => {
   // Retrieval filtered, a denial, a redaction, untrusted text; then the
   // budget cut, so the diff has something to say.

@@ -24,7 +24,9 @@ use crate::pack::{Message, PackEntry};
 use crate::snapshot::{Origin, Reason, Shortfall};
 
 use crate::tokenizer::{Count, Meter, Tally};
-use crate::types::{AssembleRequest, ConversationStart, Layer, Layout, PackForm, Role, Section};
+use crate::types::{
+    AssembleRequest, ConversationStart, ConversationTurn, Layer, Layout, PackForm, Role, Section,
+};
 
 /// What joins two entries in the flat text and in a system message.
 pub(crate) const SEPARATOR: &str = "\n\n";
@@ -716,6 +718,13 @@ impl Offer<'_, '_> {
         Err(shortfall)
     }
 
+    /// Renders turn `m` where it was not yet.
+    fn render_turn(&self, layers: &mut Layers, turns: &[ConversationTurn], m: usize) {
+        if layers.l1[m].count.is_none() {
+            crate::conversation::render_into(turns, &mut layers.l1, m, self.sent.headless());
+        }
+    }
+
     /// The conversation's kept run grows back by its older units, each
     /// run offered at a unit it may begin with, until one does not fit.
     fn conversation(
@@ -746,6 +755,11 @@ impl Offer<'_, '_> {
         let mut spoken = false;
         // Where each unit of the run begins in it.
         let mut units_in_run: Vec<usize> = Vec::new();
+        // Whether a unit may come back: within the window's step, each
+        // of its turns left out for room.
+        let open = |layers: &Layers, unit: &crate::conversation::Unit| {
+            unit.start >= stepped && unit.members.iter().all(|&m| reopens(layers.l1[m].reason()))
+        };
         // It grows back in steps of the largest size that begins at its
         // oldest kept turn or at an older one the room reaches (see
         // `Budget::steps`); by any turn where none does.
@@ -755,20 +769,16 @@ impl Offer<'_, '_> {
                 let room = self.budget.saturating_sub(rendered.used);
                 let (mut size, mut needed) = (steps.size_at(oldest), 0u64);
                 for unit in units.iter().rev().filter(|u| u.start < oldest) {
+                    if !open(layers, unit) {
+                        break;
+                    }
                     for &m in &unit.members {
-                        if layers.l1[m].count.is_none() {
-                            crate::conversation::render_into(
-                                turns,
-                                &mut layers.l1,
-                                m,
-                                self.sent.headless(),
-                            );
-                        }
+                        self.render_turn(layers, turns, m);
                         let limit = crate::tokenizer::clamp(room.saturating_sub(needed) + 1);
                         needed += layers.l1[m].measure(self.meter, limit).at_least();
                         needed += self.sent.charge(Section::ConversationState, self.separator);
                     }
-                    if needed > room || unit.start < stepped {
+                    if needed > room {
                         break;
                     }
                     size = size.min(steps.size_at(unit.start));
@@ -777,21 +787,12 @@ impl Offer<'_, '_> {
             }
         };
         for unit in units.iter().rev().filter(|u| u.start < oldest) {
-            let open = unit.start >= stepped
-                && unit.members.iter().all(|&m| reopens(layers.l1[m].reason()));
-            if !open {
+            if !open(layers, unit) {
                 break;
             }
             units_in_run.push(run.len());
             for &m in &unit.members {
-                if layers.l1[m].count.is_none() {
-                    crate::conversation::render_into(
-                        turns,
-                        &mut layers.l1,
-                        m,
-                        self.sent.headless(),
-                    );
-                }
+                self.render_turn(layers, turns, m);
                 run.push((3, m));
             }
             let role = turns[unit.start].role;
