@@ -544,7 +544,13 @@ def test_cache_breakpoints_mark_what_the_next_turn_repeats():
     lc = to_langchain(first, originals)
     assert lc[0].content[0]["cache_control"] == {"type": "ephemeral"}
     assert lc[2].content == [{"type": "text", "text": "Hourly.", "cache_control": {"type": "ephemeral"}}]
-    assert originals[1].content == "Hourly." and isinstance(lc[3].content, str)
+    assert originals[1].content == "Hourly."
+    # ChatAnthropic takes system messages only at the top: the context
+    # after the history is a user message, merged into the question's turn.
+    assert [m.type for m in lc] == ["system", "human", "ai", "human", "human"]
+    assert lc[3].content == [{"type": "text", "text": "[source: timetable/sunday]\nOn Sundays trains run every two hours."}]
+    gpt = to_langchain(pack(chat, model="gpt-4o"), originals)
+    assert [m.type for m in gpt] == ["system", "human", "ai", "system", "human"]
     # The next turn begins with the whole history the first marked: a
     # cache serves it, and the key stays the session's.
     turn = [*chat, {"role": "assistant", "content": "Every two hours."}, {"role": "user", "content": "Late trains?"}]

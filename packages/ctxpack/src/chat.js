@@ -526,14 +526,16 @@ function mark(blocks, at, taken) {
  * pack's system messages, then the kept originals when `messages` are
  * LangChain's, otherwise the OpenAI messages `toOpenAI` gives, made into
  * LangChain's (tool calls and results included). For a pack made for a
- * Claude model (`model: 'claude-…'`), the messages that end the prefixes
- * the next turn repeats carry Anthropic's `cache_control` (their content
- * then a list of blocks), as `toAnthropic` marks them; the originals
- * given are copied, never changed.
+ * Claude model (`model: 'claude-…'`), the context after a turn is a user
+ * message rather than a system one (Anthropic takes system text only at
+ * the top), and the messages that end the prefixes the next turn repeats
+ * carry Anthropic's `cache_control` (their content then a list of
+ * blocks), as `toAnthropic` marks them; the originals given are copied,
+ * never changed.
  */
 export async function toLangChain(pack, messages) {
   // Out of bundlers' sight: the package does not carry LangChain.
-  const { SystemMessage, coerceMessageLikeToMessage } = await import(
+  const { HumanMessage, SystemMessage, coerceMessageLikeToMessage } = await import(
     /* @vite-ignore */ /* webpackIgnore: true */ LANGCHAIN_MESSAGES
   );
   // Per pack message, the LangChain messages it becomes.
@@ -556,6 +558,15 @@ export async function toLangChain(pack, messages) {
     });
   }
   if ((pack.snapshot.model?.profile.name ?? '').toLowerCase().startsWith('claude')) {
+    // Anthropic takes system text only at the top (ChatAnthropic refuses
+    // a system message after a turn): the context that follows a turn is
+    // a user message, which ChatAnthropic merges into the next turn, as
+    // toAnthropic makes it a text block of that turn.
+    let spoken = false;
+    slotsOf(pack).forEach((slot, k) => {
+      if (slot !== null && spoken) out[k] = [new HumanMessage({ content: [{ type: 'text', text: slot }] })];
+      spoken ||= slot === null;
+    });
     const given = out.flat().flatMap((m) => (Array.isArray(m.content) ? m.content : []))
       .filter((b) => b !== null && typeof b === 'object' && 'cache_control' in b).length;
     const at = breakpointsOf(pack).sort((a, b) => b - a).slice(0, Math.max(0, BREAKPOINTS - given));

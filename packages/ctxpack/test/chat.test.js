@@ -824,7 +824,13 @@ test('cache breakpoints mark what the next turn repeats', async () => {
   const lc = await toLangChain(first, originals);
   assert.deepEqual(lc[0].content[0].cache_control, { type: 'ephemeral' });
   assert.deepEqual(lc[2].content, [{ type: 'text', text: 'Hourly.', cache_control: { type: 'ephemeral' } }]);
-  assert.ok(lc[2] instanceof AIMessage && originals[1].content === 'Hourly.' && typeof lc[3].content === 'string');
+  assert.ok(lc[2] instanceof AIMessage && originals[1].content === 'Hourly.');
+  // ChatAnthropic takes system messages only at the top: the context after
+  // the history is a user message, merged into the question's turn.
+  assert.deepEqual(lc.map((m) => m._getType()), ['system', 'human', 'ai', 'human', 'human']);
+  assert.deepEqual(lc[3].content, [{ type: 'text', text: '[source: timetable/sunday]\nOn Sundays trains run every two hours.' }]);
+  const gpt = await toLangChain(await pack(chat, { model: 'gpt-4o' }), originals);
+  assert.deepEqual(gpt.map((m) => m._getType()), ['system', 'human', 'ai', 'system', 'human']);
   // The next turn begins with the whole history the first marked: a cache
   // serves it, and the key stays the session's.
   const turn = [...chat, { role: 'assistant', content: 'Every two hours.' }, { role: 'user', content: 'Late trains?' }];

@@ -566,10 +566,12 @@ def to_anthropic(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
 def to_langchain(pack: ContextPack, messages: Optional[Sequence[Any]] = None) -> list[Any]:
     """LangChain messages (needs ``langchain_core``): the originals kept when
     ``messages`` is given, otherwise built from the pack's. For a pack made
-    for a Claude model (``model="claude-…"``), the messages that end the
-    prefixes the next turn repeats carry Anthropic's ``cache_control``
-    (their content then a list of blocks), as :func:`to_anthropic` marks
-    them; the originals given are copied, never changed."""
+    for a Claude model (``model="claude-…"``), the context after a turn is
+    a user message rather than a system one (Anthropic takes system text
+    only at the top), and the messages that end the prefixes the next turn
+    repeats carry Anthropic's ``cache_control`` (their content then a list
+    of blocks), as :func:`to_anthropic` marks them; the originals given are
+    copied, never changed."""
     from langchain_core.messages import convert_to_messages  # the extra
 
     # Per pack message, the LangChain messages it becomes.
@@ -588,6 +590,17 @@ def to_langchain(pack: ContextPack, messages: Optional[Sequence[Any]] = None) ->
             converted = converted[n:]
     model = pack.snapshot.model
     if model is not None and model.profile.name.lower().startswith("claude"):
+        # Anthropic takes system text only at the top (ChatAnthropic refuses
+        # a system message after a turn): the context that follows a turn
+        # is a user message, which ChatAnthropic merges into the next turn,
+        # as to_anthropic makes it a text block of that turn.
+        from langchain_core.messages import HumanMessage  # the extra
+
+        spoken = False
+        for k, slot in enumerate(_slots(pack)):
+            if slot is not None and spoken:
+                out[k] = [HumanMessage(content=[{"type": "text", "text": slot}])]
+            spoken |= slot is None
         given = sum(1 for ms in out for m in ms for b in (m.content if isinstance(m.content, list) else [])
                     if isinstance(b, dict) and "cache_control" in b)
         for n in sorted(_breakpoints(pack), reverse=True)[:max(0, _BREAKPOINTS - given)]:
