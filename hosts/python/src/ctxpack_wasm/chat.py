@@ -23,7 +23,7 @@ import inspect
 import json
 import re
 import unicodedata
-from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Literal, Optional, Sequence, TypeGuard, Union
 
 from . import AssemblyFailed, Builder, explain_reason
 from . import _images
@@ -431,6 +431,13 @@ def _breakpoints(pack: ContextPack) -> list[int]:
     return sorted(set(ends))
 
 
+def _takes_breakpoint(block: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether an Anthropic block can carry ``cache_control``: not a
+    thinking block, not an empty text."""
+    return isinstance(block, dict) and block.get("type") not in ("thinking", "redacted_thinking") \
+        and not (block.get("type") == "text" and not block.get("text"))
+
+
 def _mark(blocks: list[tuple[list[Any], int]], at: list[int], taken: int) -> None:
     """Puts ``cache_control`` on the blocks at ``at`` (indices into
     ``blocks``, each a list and a position in it), and, where a history
@@ -455,8 +462,7 @@ def _mark(blocks: list[tuple[list[Any], int]], at: list[int], taken: int) -> Non
         while k >= 0:
             where, i = blocks[k]
             block = where[i]
-            if isinstance(block, dict) and block.get("type") not in ("thinking", "redacted_thinking") \
-                    and not (block.get("type") == "text" and not block.get("text")):
+            if _takes_breakpoint(block):
                 if "cache_control" not in block:
                     where[i] = {**block, "cache_control": dict(_EPHEMERAL)}
                 break
@@ -620,8 +626,7 @@ def _mark_langchain(head: list[list[Any]]) -> None:
                 b = content[i]
                 if isinstance(b, str) and b:
                     b = {"type": "text", "text": b}
-                if isinstance(b, dict) and b.get("type") not in ("thinking", "redacted_thinking") \
-                        and not (b.get("type") == "text" and not b.get("text")):
+                if _takes_breakpoint(b):
                     if "cache_control" not in b:
                         content = [*content[:i], {**b, "cache_control": dict(_EPHEMERAL)}, *content[i + 1:]]
                         ms[k] = m.model_copy(update={"content": content})
