@@ -13,9 +13,9 @@
 //! target (from the fuzzer's bytes), so both reach the same space.
 
 use ctxpack_core::{
-    AgentContext, AssembleRequest, BuilderConfig, Candidate, ConversationStart, ConversationTurn,
-    FullSettings, Layout, PackForm, Plan, Profile, Provenance, RagMemorySettings, RagSettings,
-    Role, Section, SectionShare, StageSummary, Tokenizer, TrustTier, WorkflowStatus,
+    AgentContext, AssembleRequest, BuilderConfig, Candidate, Compaction, ConversationStart,
+    ConversationTurn, FullSettings, Layout, PackForm, Plan, Profile, Provenance, RagMemorySettings,
+    RagSettings, Role, Section, SectionShare, StageSummary, Tokenizer, TrustTier, WorkflowStatus,
 };
 use ctxpack_scenario::Scenario;
 use ctxpack_scenario::stores::{Answer, CounterRule, HostAnswers, PolicyRules, SummarizerRule};
@@ -429,6 +429,24 @@ fn policy(src: &mut Source, ids: u32) -> Option<PolicyRules> {
     Some(rules)
 }
 
+/// A compaction a previous turn could have left for `request`'s
+/// conversation: a summary of its first turns, where they end outside a
+/// tool call's run of turns, and some of its tool results cleared.
+fn compaction(src: &mut Source, request: &AssembleRequest) -> Compaction {
+    let n = request.conversation.len() as u32;
+    let mut c = Compaction {
+        summary: text(src, 10),
+        turns: src.below(n + 1),
+        cleared: src.below(n + 1),
+    };
+    let mut check = request.clone();
+    check.compaction = Some(c.clone());
+    if ctxpack_core::validate_request(&check).is_err() {
+        c.turns = 0;
+    }
+    c
+}
+
 fn summarizer(src: &mut Source) -> Option<SummarizerRule> {
     match src.below(12) {
         0 => None,
@@ -581,6 +599,7 @@ pub fn scenario(src: &mut Source) -> Scenario {
                 summary: text(src, 15),
             })
             .collect(),
+        compaction: None,
     };
     if request.form == Some(PackForm::Text) {
         // The flat text has no messages to charge an overhead for.
@@ -615,6 +634,17 @@ pub fn scenario(src: &mut Source) -> Scenario {
         2 => f64::from(1 + src.below(20)) / 1000.0,
         _ => 1.0,
     };
+    // Compaction, drawn after the rest: none, or at a share of the
+    // budget, its summary of no room, a sliver or the default, clearing
+    // none, any or some; and the state a previous turn left.
+    if !src.one_in(2) {
+        config.plan.compact_share = f64::from(src.below(60)) / 100.0;
+        config.plan.compact_tokens = src.pick(&[0, 8, Plan::default().compact_tokens]);
+        config.plan.clear_at_least = src.pick(&[0, 1, 30]);
+    }
+    if src.one_in(3) {
+        request.compaction = Some(compaction(src, &request));
+    }
     Scenario {
         description: "generated".to_owned(),
         config,

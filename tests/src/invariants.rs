@@ -386,12 +386,80 @@ fn request_candidates(request: &ctxpack_core::AssembleRequest) -> usize {
         + request.stage_summaries.len()
 }
 
+/// The conversation as a pack that compacted it sends it, made from the
+/// pack's `compaction` as the WIT says, apart from the core: the summary
+/// as a system turn in the place of the last turn it covers, each tool
+/// result from there to `cleared` as the placeholder. Checks that the
+/// compaction is the request's, or a later one: never a shorter summary
+/// or fewer results cleared, and that a new summary was the summariser's
+/// answer.
+pub fn compacted(
+    name: &str,
+    request: &ctxpack_core::AssembleRequest,
+    pack: &ContextPack,
+) -> ctxpack_core::AssembleRequest {
+    let mut sent = request.clone();
+    let Some(c) = &pack.compaction else {
+        assert!(
+            request.compaction.is_none(),
+            "{name}: a compaction given is not returned"
+        );
+        return sent;
+    };
+    let given = request.compaction.clone().unwrap_or_default();
+    assert!(
+        c.turns >= given.turns && c.cleared >= given.cleared,
+        "{name}: {c:?} after {given:?}"
+    );
+    if c.turns == given.turns {
+        assert_eq!(
+            c.summary, given.summary,
+            "{name}: a summary changed without compacting"
+        );
+    } else {
+        assert!(
+            pack.snapshot
+                .source_calls
+                .first()
+                .is_some_and(|call| call.capability == "summarizer.summarize"
+                    && matches!(call.outcome, ctxpack_core::SourceOutcome::Answered(1))),
+            "{name}: a new summary without the summariser's answer"
+        );
+    }
+    let (from, upto) = (c.turns as usize, c.cleared as usize);
+    for turn in sent.conversation.iter_mut().take(upto).skip(from) {
+        if turn.role == Role::Tool {
+            turn.content = "[tool result cleared]".to_owned();
+            turn.attached_tokens = None;
+        }
+    }
+    if let Some(last) = from.checked_sub(1) {
+        let turn = &mut sent.conversation[last];
+        turn.role = Role::System;
+        turn.content = format!("Summary of the earlier conversation:\n{}", c.summary);
+        turn.tool_call_id = None;
+        turn.attached_tokens = None;
+        // The turns before it are dropped into it.
+        for (k, e) in pack.snapshot.turns().take(last).enumerate() {
+            assert_eq!(
+                e.reason,
+                ctxpack_core::Reason::Summarized("conversation-summary".to_owned()),
+                "{name}: turn-{k} before the summary"
+            );
+        }
+    }
+    sent.compaction = None;
+    sent
+}
+
 pub fn check(
     name: &str,
     request: &ctxpack_core::AssembleRequest,
     pack: &ContextPack,
     tokenizers: &Tokenizers,
 ) {
+    let compacted = compacted(name, request, pack);
+    let request = &compacted;
     let snap = &pack.snapshot;
     let (tokenizer, overhead) = counting(request, pack);
     if let Some(b) = request.budget {
@@ -689,6 +757,21 @@ pub fn check(
             assert!(!e.compressed, "{name}: L0 entry {} compressed", e.id);
         }
         if let ctxpack_core::Reason::Summarized(id) = &e.reason {
+            if id == "conversation-summary" {
+                // A compacted conversation's summary stands for the turns
+                // before it (see `compacted`): the budget may let it go
+                // as the oldest turn it is, saying so.
+                let summary = snap.entries.iter().find(|s| &s.id == id);
+                let summary = summary.unwrap_or_else(|| panic!("{name}: {id} missing"));
+                let cites = summary.provenance.as_ref().map(|p| p.reference.as_str());
+                assert_eq!(cites, Some("compaction.summary"), "{name}");
+                assert!(e.compressed && !summary.compressed, "{name}");
+                assert!(
+                    summary.trust >= e.trust,
+                    "{name}: the conversation's summary is too trusted"
+                );
+                continue;
+            }
             let summary = snap.entries.iter().find(|s| &s.id == id && s.included);
             let summary = summary.unwrap_or_else(|| panic!("{name}: {id} missing"));
             let cites = summary

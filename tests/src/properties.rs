@@ -184,17 +184,19 @@ pub fn check_with(name: &str, s: &Scenario, outcome: &Outcome, tokenizers: &Toke
             e.id
         );
     }
-    // A tool call is never separated from its results.
+    // A tool call is never separated from its results, in the
+    // conversation as it is sent (compacted, where it was).
+    let sent = invariants::compacted(name, &s.request, pack);
     let kept: HashMap<usize, &ConversationTurn> = pack
         .snapshot
         .turns()
         .enumerate()
         .filter(|(_, e)| e.included)
-        .map(|(i, _)| (i, &s.request.conversation[i]))
+        .map(|(i, _)| (i, &sent.conversation[i]))
         .collect();
-    for (i, t) in s.request.conversation.iter().enumerate() {
+    for (i, t) in sent.conversation.iter().enumerate() {
         if let (Role::Tool, Some(id)) = (t.role, &t.tool_call_id) {
-            let call = s.request.conversation[..i]
+            let call = sent.conversation[..i]
                 .iter()
                 .position(|c| c.role == Role::Assistant && c.tool_call_id.as_ref() == Some(id));
             match call {

@@ -106,6 +106,7 @@ fn the_budget_holds_for_what_a_user_sends() {
     let mut refused: std::collections::BTreeMap<String, u64> = Default::default();
     let (mut tightest, mut largest_share) = (u64::MAX, 0f64);
     let (mut added_max, mut full) = (0u64, 0u64);
+    let mut compacted = [0u64; 3];
     for seed in 0..cases {
         let s = generated(seed);
         let outcome = run_native(&s);
@@ -137,16 +138,32 @@ fn the_budget_holds_for_what_a_user_sends() {
         }
         let own: u64 = pack.entries.iter().map(|e| u64::from(e.tokens)).sum();
         added_max = added_max.max(recounted.text.saturating_sub(own));
+        // What compaction did: summarised anew, cleared anew, or carried
+        // the state it was given.
+        if let Some(now) = &pack.compaction {
+            let was = s.request.compaction.clone().unwrap_or_default();
+            compacted[0] += u64::from(now.turns > was.turns);
+            compacted[1] += u64::from(now.cleared > was.cleared.max(now.turns));
+            compacted[2] += u64::from(s.request.compaction.is_some() && now == &was);
+        }
     }
     eprintln!(
         "{cases} generated requests: {packs} packs ({exact} with an exact encoding), \
          refused {refused:?}; every pack's text and messages within the budget; \
          smallest margin {tightest} tokens, largest share of a budget used {:.1}%, \
          {full} packs within 5% of their budget; the rendering added at most {added_max} \
-         tokens to the entries' own",
-        largest_share * 100.0
+         tokens to the entries' own; compaction summarised {}, cleared tool results in {}, \
+         carried a given state in {}",
+        largest_share * 100.0,
+        compacted[0],
+        compacted[1],
+        compacted[2]
     );
     assert!(packs > cases / 2, "most generated requests give a pack");
+    assert!(
+        compacted.iter().all(|&n| n > 0),
+        "the generated cases compact, clear and carry: {compacted:?}"
+    );
 }
 
 /// The hostile cases reach what they are for: packs whose fences hold

@@ -36,6 +36,7 @@ fn request(name: &str, texts: &[String]) -> AssembleRequest {
         form: None,
         layout: None,
         stage_summaries: Vec::new(),
+        compaction: None,
     }
 }
 

@@ -52,6 +52,7 @@ fn request(text: &str) -> AssembleRequest {
         form: None,
         layout: None,
         stage_summaries: Vec::new(),
+        compaction: None,
     }
 }
 

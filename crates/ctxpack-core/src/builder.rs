@@ -18,7 +18,7 @@ use crate::render::{self, Layers, Rendered};
 use crate::snapshot::{SectionCompression, SnapshotStatus, SourceCall};
 use crate::tokenizer::{CountCache, HostCounts, Meter, TokenCounter, Tokenizers};
 use crate::types::{AssembleRequest, ConversationStart, Section, Tokenizer};
-use crate::{admit, compress, conversation, fence, gather, layer, rank, validate};
+use crate::{admit, compact, compress, conversation, fence, gather, layer, rank, validate};
 use std::rc::Rc;
 use std::sync::{Mutex, TryLockError};
 
@@ -257,6 +257,24 @@ impl Builder {
             return Err(self.failed(request, settled, Decided::own(own), error, budget));
         }
 
+        // The conversation compacted, as the previous turn left it or
+        // anew: from here on the request is the one compacted.
+        let compacted = compact::compact(
+            request,
+            &self.plan,
+            meter,
+            channel,
+            (budget, settled.tokenizer.clone()),
+        )
+        .await;
+        let request: &AssembleRequest = &compacted.request;
+        if let Some(at) = compacted.summary_turn() {
+            own.l1 = layer::conversation_items(&request.conversation, sent);
+            layer::summarised(&mut own.l1, at);
+        } else if matches!(compacted.request, std::borrow::Cow::Owned(_)) {
+            own.l1 = layer::conversation_items(&request.conversation, sent);
+        }
+
         // 3. gather: each source the profile names, once.
         let gathered = gather::gather(request, self.profile, channel).await;
         if gathered.sources.iter().any(|s| !s.candidates.is_empty()) {
@@ -264,6 +282,7 @@ impl Builder {
             own.name_all();
         }
         let (mut calls, degraded) = (gathered.calls, gathered.degraded);
+        calls.splice(0..0, compacted.call.clone());
         // 4. rank: the sources fused.
         let ranked = rank::rank(gathered.sources, &self.ranking);
         // 5. admit: what can never be included is refused; untrusted host
@@ -280,7 +299,9 @@ impl Builder {
         let room = u64::from(budget) - own.l0_cost;
         let separator = u64::from(meter.count(render::SEPARATOR));
         let steps = conversation::Steps::of(request, &self.plan, u64::from(budget));
-        let window = conversation::window(request, &mut own.l1, (&steps, self.plan.cut_step));
+        let start = compacted.summary_turn().unwrap_or(0);
+        let window =
+            conversation::window(request, &mut own.l1, (&steps, self.plan.cut_step, start));
         let turns = &request.conversation;
         let turn = (
             sent.charge(Section::ConversationState, separator),
@@ -370,7 +391,9 @@ impl Builder {
         compress::restored(&mut compressions, &layers, &restored);
         compress::cut_instead(&mut compressions, &cut);
         let record = self.record(calls, status, budget, rendered, own.stable, compressions);
-        Ok(record::pack(request, settled, layers, record, &self.plan))
+        let mut pack = record::pack(request, settled, layers, record, &self.plan);
+        pack.compaction = compacted.state;
+        Ok(pack)
     }
 
     /// Stages 7 to 9 over what the budget decides: the fill's phases

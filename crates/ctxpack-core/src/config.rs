@@ -146,6 +146,21 @@ pub struct Plan {
     /// fits. 0 gives way turn by turn.
     #[serde(default = "Plan::default_cut_share")]
     pub cut_share: f64,
+    /// When the conversation since its summary (its text taken at 4 bytes
+    /// a token) passes this share of the budget, its oldest tool results
+    /// are cleared and, if it is still past, its oldest turns summarised,
+    /// until about half of it is left. 0 never
+    /// compacts.
+    #[serde(default)]
+    pub compact_share: f64,
+    /// The most tokens of the conversation's summary; 0 only clears tool
+    /// results.
+    #[serde(default = "Plan::default_compact_tokens")]
+    pub compact_tokens: u32,
+    /// Tool results are cleared only when that frees at least this many
+    /// tokens at once; 0 clears none.
+    #[serde(default)]
+    pub clear_at_least: u32,
 }
 
 impl BuilderConfig {
@@ -159,6 +174,7 @@ impl BuilderConfig {
         }
         self.plan.safety_margin = canonical(self.plan.safety_margin);
         self.plan.cut_share = canonical(self.plan.cut_share);
+        self.plan.compact_share = canonical(self.plan.compact_share);
         for s in &mut self.plan.shares {
             s.share = canonical(s.share);
         }
@@ -184,6 +200,9 @@ impl Plan {
     }
     fn default_cut_share() -> f64 {
         defaults::CUT_SHARE
+    }
+    fn default_compact_tokens() -> u32 {
+        defaults::COMPACT_TOKENS
     }
     /// [`defaults::SHARES`], as a plan holds them.
     pub fn default_shares() -> Vec<SectionShare> {
@@ -223,6 +242,9 @@ impl Default for Plan {
             min_summary_tokens: Plan::default_min_summary(),
             cut_step: Plan::default_cut_step(),
             cut_share: Plan::default_cut_share(),
+            compact_share: 0.0,
+            compact_tokens: Plan::default_compact_tokens(),
+            clear_at_least: 0,
         }
     }
 }

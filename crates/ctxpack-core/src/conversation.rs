@@ -114,7 +114,9 @@ impl Steps {
     }
 }
 
-/// Decides the turns outside the window — older than `keep-last`
+/// Decides the turns outside the window — from `start`, where a compacted
+/// conversation's summary stands (the turns before it are decided), older
+/// than `keep-last`
 /// (`keep-last`), before the window's step (`step-cut`), a turn of a unit
 /// that starts before it (`tool-pair`), a result without its call
 /// (`orphan-tool-result`) — and returns the window's units, newest first.
@@ -122,18 +124,25 @@ impl Steps {
 pub(crate) fn window(
     request: &AssembleRequest,
     l1: &mut [Item],
-    (steps, cut_step): (&Steps, u32),
+    (steps, cut_step, start): (&Steps, u32, usize),
 ) -> Vec<Group> {
     let n = request.conversation.len();
-    let first = n - n.min(request.keep_last as usize);
-    let stepped = if first == 0 { 0 } else { steps.from(first, n) };
+    let first = (n - n.min(request.keep_last as usize)).max(start);
+    let stepped = if first == start {
+        start
+    } else {
+        steps.from(first, n)
+    };
     let mut claimed = vec![false; l1.len()];
     let mut in_window: Vec<Group> = Vec::new();
     for unit in units(&request.conversation) {
         let head = unit.members.first().copied();
         for &m in &unit.members {
             claimed[m] = true;
-            let reason = if m < first {
+            let reason = if m < start {
+                // Summarised already (see `layer::summarised`).
+                continue;
+            } else if m < first {
                 Reason::KeepLast(request.keep_last)
             } else if m < stepped {
                 Reason::StepCut(cut_step)
@@ -149,7 +158,7 @@ pub(crate) fn window(
         }
     }
     // Turns that no unit claims are tool results without their call.
-    for (item, claimed) in l1.iter_mut().zip(claimed) {
+    for (item, claimed) in l1.iter_mut().zip(claimed).skip(start) {
         if !claimed {
             item.decide(Reason::OrphanToolResult);
         }

@@ -27,6 +27,10 @@ pub const CUT_STEP: u32 = 1;
 /// conversation's room is smaller).
 pub const CUT_SHARE: f64 = 0.5;
 
+/// The most tokens of a compacted conversation's summary
+/// (`plan.compact-tokens`).
+pub const COMPACT_TOKENS: u32 = 512;
+
 /// Each section's share of the budget (`plan.shares`). L0 and the
 /// conversation each have a tenth; the host's sections share the rest,
 /// retrieved knowledge and repository state most; stage summaries and

@@ -176,7 +176,10 @@ fn l0_items(request: &AssembleRequest) -> Vec<Item> {
 /// them is recorded as one entry (see [`Item::name`]).
 /// The turns, each charged what it sends beside its text unless the flat
 /// text alone is sent.
-fn conversation_items(turns: &[ConversationTurn], sent: crate::budget::Sent) -> Vec<Item> {
+pub(crate) fn conversation_items(
+    turns: &[ConversationTurn],
+    sent: crate::budget::Sent,
+) -> Vec<Item> {
     let text_only = sent.form == Some(crate::types::PackForm::Text);
     turns
         .iter()
@@ -197,6 +200,29 @@ fn conversation_items(turns: &[ConversationTurn], sent: crate::budget::Sent) -> 
             }
         })
         .collect()
+}
+
+/// Makes turn `at` the conversation's summary (see [`crate::compact`]):
+/// its id and provenance say so, and the turns before it are dropped as
+/// summarised in it.
+pub(crate) fn summarised(l1: &mut [Item], at: usize) {
+    // The summary is trusted as its least trusted turn.
+    let mut trust = TrustTier::System;
+    for item in l1.iter_mut().take(at) {
+        item.decide(Reason::Summarized(crate::compact::SUMMARY_ID.to_owned()));
+        item.compressed = true;
+        trust = trust.max(item.trust);
+    }
+    if let Some(item) = l1.get_mut(at) {
+        item.trust = item.trust.max(trust);
+        item.id = crate::compact::SUMMARY_ID.to_owned();
+        item.provenance = Some(crate::types::Provenance {
+            source_kind: "request".to_owned(),
+            reference: "compaction.summary".to_owned(),
+            source_version: None,
+            index_revision: None,
+        });
+    }
 }
 
 fn stage_items(request: &AssembleRequest) -> Vec<Item> {

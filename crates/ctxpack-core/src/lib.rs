@@ -97,6 +97,7 @@ mod budget;
 mod builder;
 mod call;
 mod capability;
+mod compact;
 mod compress;
 mod config;
 mod conversation;
@@ -160,9 +161,9 @@ pub use snapshot::{
 };
 pub use tokenizer::{Count, LoadedTokenizer, TokenCounter, Tokenizers};
 pub use types::{
-    AgentContext, AssembleRequest, Assumed, Candidate, ConversationStart, ConversationTurn,
-    KEEP_EVERY_TURN, Layer, Layout, ModelProfile, ModelUse, PackForm, Provenance, Role, Section,
-    StageSummary, SummaryRequest, Tokenizer, TrustTier, WorkflowStatus,
+    AgentContext, AssembleRequest, Assumed, Candidate, Compaction, ConversationStart,
+    ConversationTurn, KEEP_EVERY_TURN, Layer, Layout, ModelProfile, ModelUse, PackForm, Provenance,
+    Role, Section, StageSummary, SummaryRequest, Tokenizer, TrustTier, WorkflowStatus,
 };
 pub use validate::request as validate_request;
 

@@ -93,6 +93,11 @@ pub struct ContextPack {
     pub budget_used: u32,
     /// Budget.
     pub budget_limit: u32,
+    /// The conversation's compaction, to pass back with the next turn's
+    /// request: the one the request passed, or a newer one; none where
+    /// the plan does not compact and the request passed none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<crate::types::Compaction>,
     /// What was done to fit.
     pub compression: CompressionMetadata,
     /// Why every candidate was taken or dropped.

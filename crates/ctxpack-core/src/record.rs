@@ -218,7 +218,8 @@ fn compression(layers: &Layers) -> CompressionMetadata {
         strategies.push(Strategy::EvictOldest);
     }
     let hosted = || layers.l2.iter().chain(layers.l1_hosted.iter());
-    if hosted().any(|i| i.included() && i.origin == Origin::Summary) {
+    let compacted = || any(&layers.l1, |r| matches!(r, Reason::Summarized(_)));
+    if hosted().any(|i| i.included() && i.origin == Origin::Summary) || compacted() {
         strategies.push(Strategy::Summarize);
     }
     if hosted().any(|i| i.included() && i.compressed && i.origin != Origin::Summary) {
@@ -302,6 +303,7 @@ pub(crate) fn pack(
         messages,
         budget_used: used,
         budget_limit: record.budget,
+        compaction: None,
         compression,
         event: ContextAssembled::default(),
         metrics: Metrics::default(),

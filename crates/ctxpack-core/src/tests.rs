@@ -6,6 +6,7 @@ use crate::conversation::{Unit, render_reachable, render_turn, units};
 use crate::item::Group;
 use crate::tokenizer::{CharsPerToken, Meter, Recording};
 
+mod compaction;
 mod conversation;
 mod counters;
 #[cfg(feature = "o200k")]
@@ -62,6 +63,7 @@ fn request(budget: u32) -> AssembleRequest {
         form: None,
         layout: None,
         stage_summaries: vec![],
+        compaction: None,
     }
 }
 

@@ -382,6 +382,28 @@ pub struct AssembleRequest {
     /// Stage summaries, oldest first (L2).
     #[serde(default)]
     pub stage_summaries: Vec<StageSummary>,
+    /// The conversation as the previous turn's pack compacted it (see
+    /// [`Compaction`]); none yet when absent. Not written when absent, as
+    /// `layout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
+}
+
+/// A conversation compacted (see `plan.compact-share`): what a pack
+/// returns for the next turn's request to pass back, so the summary's
+/// bytes stay as they are until the conversation is compacted again.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Compaction {
+    /// The summary of the conversation's first `turns` turns, sent as a
+    /// system turn of its own in the place of the last of them.
+    pub summary: String,
+    /// How many of the conversation's first turns the summary stands for
+    /// (0: none); never inside a tool call's run of turns.
+    pub turns: u32,
+    /// The tool results before this turn are sent as a placeholder, their
+    /// calls as they were.
+    pub cleared: u32,
 }
 
 /// One text to summarise.

@@ -78,6 +78,12 @@ pub(crate) fn plan(plan: &Plan) -> Result<(), Error> {
             format!("{} is outside [0, 1]", plan.cut_share),
         ));
     }
+    if !(0.0..=1.0).contains(&plan.compact_share) {
+        return Err(Error::invalid(
+            "config.plan.compact-share",
+            format!("{} is outside [0, 1]", plan.compact_share),
+        ));
+    }
     if plan.model_window == Some(0) {
         return Err(Error::invalid(
             "config.plan.model-window",
@@ -191,6 +197,46 @@ pub fn request(request: &AssembleRequest) -> Result<(), Error> {
                 "must not be empty",
             ));
         }
+    }
+    match &request.compaction {
+        Some(c) => compaction(c, &request.conversation),
+        None => Ok(()),
+    }
+}
+
+/// Checks a compaction passed back against the conversation it compacts.
+fn compaction(
+    c: &crate::types::Compaction,
+    turns: &[crate::types::ConversationTurn],
+) -> Result<(), Error> {
+    let n = turns.len();
+    for (field, at) in [("turns", c.turns), ("cleared", c.cleared)] {
+        if at as usize > n {
+            return Err(Error::invalid(
+                format!("request.compaction.{field}"),
+                format!("{at} is past the conversation's {n} turns"),
+            ));
+        }
+    }
+    if c.turns > 0 && c.summary.trim().is_empty() {
+        return Err(Error::invalid(
+            "request.compaction.summary",
+            format!("must not be empty when it stands for {} turns", c.turns),
+        ));
+    }
+    let at = c.turns as usize;
+    if at > 0
+        && !crate::conversation::units(turns)
+            .iter()
+            .any(|u| u.start == at)
+        && at < n
+    {
+        return Err(Error::invalid(
+            "request.compaction.turns",
+            format!(
+                "{at} splits a tool call from its result (conversation[{at}] is inside a call's run)"
+            ),
+        ));
     }
     Ok(())
 }

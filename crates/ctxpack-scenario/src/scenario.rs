@@ -107,6 +107,10 @@ pub struct Expect {
     /// the snapshot's `cache-prefixes` records them, in order.
     #[serde(default)]
     pub cache_prefixes: Option<Vec<(String, u32, u32)>>,
+    /// The pack's compaction, exactly: the summary, the turns it stands
+    /// for, and the turn before which tool results are cleared.
+    #[serde(default)]
+    pub compaction: Option<ctxpack_core::Compaction>,
 }
 
 impl Expect {
@@ -237,6 +241,12 @@ impl Expect {
                 .collect();
             if &got != want {
                 broken.push(format!("cache prefixes {got:?}, not {want:?}"));
+            }
+        }
+        if let Some(want) = &self.compaction {
+            let got = reply.pack().and_then(|p| p.compaction.clone());
+            if got.as_ref() != Some(want) {
+                broken.push(format!("compaction {got:?}, not {want:?}"));
             }
         }
         if let Some(want) = &self.message_roles {

@@ -47,7 +47,8 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::WorkflowStatus, wit::WorkflowStatus, { status, stage_id });
             $crate::__record!(ctx::StageSummary, wit::StageSummary, { stage_id, outcome, summary });
             $crate::__record!(ctx::Candidate, wit::$Candidate, { id, section, text, provenance, trust, score, sequence, scope, token_count });
-            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, conversation_start, form, layout, stage_summaries });
+            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, conversation_start, form, layout, stage_summaries, compaction });
+            $crate::__record!(ctx::Compaction, wit::Compaction, { summary, turns, cleared });
             $crate::__record!(ctx::PackEntry, wit::PackEntry, { id, layer, section, role, text, tokens, provenance, trust });
             $crate::__cases!(ctx::Strategy, wit::Strategy, [L0Immutable, KeepLast, ConversationBudget, EvictOldest, Summarize, Truncate] []);
             $crate::__record!(ctx::CompressionMetadata, wit::CompressionMetadata, { applied_strategies, truncated_layers, entries_dropped });
@@ -67,7 +68,7 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, model, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, cache_prefixes, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, fence, entries });
             $crate::__cases!(ctx::CacheBoundary, wit::CacheBoundary, [Stable, History, Turn] []);
             $crate::__record!(ctx::CachePrefix, wit::CachePrefix, { boundary, messages, tokens, hash, cacheable });
-            $crate::__record!(ctx::ContextPack, wit::ContextPack, { id, session_id, cache_key, trace_id, stage_id, entries, text, messages, budget_used, budget_limit, compression, snapshot, event, metrics });
+            $crate::__record!(ctx::ContextPack, wit::ContextPack, { id, session_id, cache_key, trace_id, stage_id, entries, text, messages, budget_used, budget_limit, compaction, compression, snapshot, event, metrics });
             $crate::__record!(ctx::Message, wit::Message, { role, content, tool_call_id, attached_tokens });
             $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, { context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used, token_budget });
             $crate::__record!(ctx::Metrics, wit::Metrics, { tokens_per_section, dropped_by_reason });
@@ -79,7 +80,7 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::SnapshotDiff, wit::SnapshotDiff, { before_id, after_id, status_before, status_after, tokens_before, tokens_after, changes, unchanged });
             $crate::__record!(ctx::HostError, wit::HostError, { capability, message });
             $crate::__record!(ctx::BuilderConfig, wit::BuilderConfig, { preload, tokenizers, models, profile, near_duplicate_threshold, ranking, plan, count_cache_entries, fence_key });
-            $crate::__record!(ctx::Plan, wit::Plan, { default_budget, model_window, safety_margin, shares, compress, min_summary_tokens, cut_step, cut_share });
+            $crate::__record!(ctx::Plan, wit::Plan, { default_budget, model_window, safety_margin, shares, compress, min_summary_tokens, cut_step, cut_share, compact_share, compact_tokens, clear_at_least });
             $crate::__record!(ctx::SectionShare, wit::SectionShare, { section, share });
             $crate::__record!(ctx::Ranking, wit::Ranking, { trust_system, trust_trusted, trust_unverified, trust_untrusted, recency });
             $crate::__cases!(ctx::Profile, wit::Profile, [Passthrough] [Rag, RagMemory, Full]);

@@ -312,6 +312,8 @@ export interface AssembleRequest {
   layout: Layout | null;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries: StageSummary[];
+  /** The conversation as the previous turn's pack compacted it (its `compaction`, passed back): its first turns stand as their summary, and its tool results before `cleared` as a placeholder. When absent, nothing is compacted yet. */
+  compaction: Compaction | null;
 }
 
 /** What an application asks to be packed. (as the package accepts it) */
@@ -348,6 +350,28 @@ export interface AssembleRequestInit {
   layout?: Layout | null;
   /** Summaries of completed stages, oldest first (L2). */
   stageSummaries?: StageSummaryInit[];
+  /** The conversation as the previous turn's pack compacted it (its `compaction`, passed back): its first turns stand as their summary, and its tool results before `cleared` as a placeholder. When absent, nothing is compacted yet. */
+  compaction?: CompactionInit | null;
+}
+
+/** A conversation compacted: what a pack returns for the next turn's request to pass back, so the summary's bytes stay as they are until the conversation is compacted again (see `plan.compact-share`). (as the package gives it) */
+export interface Compaction {
+  /** The summary of the conversation's first `turns` turns: sent as a system turn of its own in the place of the last of them. */
+  summary: string;
+  /** How many of the conversation's first turns the summary stands for (0: none; never inside a tool call's run of turns). */
+  turns: number;
+  /** The tool results before this turn are sent as a placeholder, their calls as they were. */
+  cleared: number;
+}
+
+/** A conversation compacted: what a pack returns for the next turn's request to pass back, so the summary's bytes stay as they are until the conversation is compacted again (see `plan.compact-share`). (as the package accepts it) */
+export interface CompactionInit {
+  /** The summary of the conversation's first `turns` turns: sent as a system turn of its own in the place of the last of them. */
+  summary: string;
+  /** How many of the conversation's first turns the summary stands for (0: none; never inside a tool call's run of turns). */
+  turns: number;
+  /** The tool results before this turn are sent as a placeholder, their calls as they were. */
+  cleared: number;
 }
 
 /** One entry of an assembled pack. (as the package gives it) */
@@ -823,6 +847,8 @@ export interface ContextPack {
   budgetUsed: number;
   /** The budget. */
   budgetLimit: number;
+  /** The conversation's compaction, to pass back with the next turn's request: the one the request passed, or a newer one. None where the plan does not compact and the request passed none. */
+  compaction: Compaction | null;
   /** What was done to fit. */
   compression: CompressionMetadata;
   /** Why every candidate was taken or dropped. */
@@ -855,6 +881,8 @@ export interface ContextPackInit {
   budgetUsed: number;
   /** The budget. */
   budgetLimit: number;
+  /** The conversation's compaction, to pass back with the next turn's request: the one the request passed, or a newer one. None where the plan does not compact and the request passed none. */
+  compaction?: CompactionInit | null;
   /** What was done to fit. */
   compression: CompressionMetadataInit;
   /** Why every candidate was taken or dropped. */
@@ -1214,6 +1242,12 @@ export interface Plan {
   cutStep: number;
   /** In a cache-first layout, the conversation gives way this share of the budget at a time: its first kept turn is one where the conversation before it has filled a whole number of such steps (its text taken at 4 bytes a token, so a turn's steps never change as the conversation grows, and nothing it let go is counted). Where no step of that size begins within what fits, steps of its half, then its quarter; where none does, the oldest turn that fits begins it. 0.5 by default; 0 gives way turn by turn. */
   cutShare: number;
+  /** Compaction: when the conversation since its summary (its text taken at 4 bytes a token) passes this share of the budget, its oldest tool results are cleared, and if it is still past, its oldest turns are summarised by the host's summariser, until about half that share is left. The pack's `compaction` says what was, for the next request to pass back: until the next compaction its bytes stay as they are. 0 (the default) never compacts. */
+  compactShare: number;
+  /** The most tokens of the conversation's summary (512 by default); 0 only clears tool results. */
+  compactTokens: number;
+  /** Tool results are cleared only when that frees at least this many tokens at once, the newest 3 kept, each result's call kept with it; 0 (the default) clears none. */
+  clearAtLeast: number;
 }
 
 /** The plan of an assembly: the budget, the model window, and how the budget is shared among sections. L0 is charged first and whole; each optional section then fills up to its share, and what sections leave unused flows to the others in priority order: conversation, repository state, relevant knowledge, graph neighbours, episodic memory, current diff, tool results, supporting context, stage summaries. (as the package accepts it) */
@@ -1234,6 +1268,12 @@ export interface PlanInit {
   cutStep?: number;
   /** In a cache-first layout, the conversation gives way this share of the budget at a time: its first kept turn is one where the conversation before it has filled a whole number of such steps (its text taken at 4 bytes a token, so a turn's steps never change as the conversation grows, and nothing it let go is counted). Where no step of that size begins within what fits, steps of its half, then its quarter; where none does, the oldest turn that fits begins it. 0.5 by default; 0 gives way turn by turn. */
   cutShare?: number;
+  /** Compaction: when the conversation since its summary (its text taken at 4 bytes a token) passes this share of the budget, its oldest tool results are cleared, and if it is still past, its oldest turns are summarised by the host's summariser, until about half that share is left. The pack's `compaction` says what was, for the next request to pass back: until the next compaction its bytes stay as they are. 0 (the default) never compacts. */
+  compactShare?: number;
+  /** The most tokens of the conversation's summary (512 by default); 0 only clears tool results. */
+  compactTokens?: number;
+  /** Tool results are cleared only when that frees at least this many tokens at once, the newest 3 kept, each result's call kept with it; 0 (the default) clears none. */
+  clearAtLeast?: number;
 }
 
 /** One section's share of the budget. (as the package gives it) */

@@ -39,7 +39,7 @@ test('a wrong field is an error naming it, never a silent default', async () => 
     assert.equal(e.error.invalidField.field, 'request.keep_last');
     // Named as the caller spells them, without a position in text the
     // caller never wrote.
-    assert.match(e.message, /unknown field `keep_last`, expected one of `context`.*`keepLast`, `conversationStart`, `form`, `layout`, `stageSummaries`$/);
+    assert.match(e.message, /unknown field `keep_last`, expected one of `context`.*`keepLast`, `conversationStart`, `form`, `layout`, `stageSummaries`, `compaction`$/);
     return true;
   });
   const { tokenizer: _, ...noTokenizer } = REQUEST;

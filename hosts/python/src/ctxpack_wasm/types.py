@@ -266,6 +266,19 @@ class AssembleRequest(Record):
     """The order the pack is laid out in; when absent, cache-first for the messages form, context-first otherwise."""
     stage_summaries: List["StageSummary"] = field(default_factory=list)
     """Summaries of completed stages, oldest first (L2)."""
+    compaction: Optional["Compaction"] = None
+    """The conversation as the previous turn's pack compacted it (its `compaction`, passed back): its first turns stand as their summary, and its tool results before `cleared` as a placeholder. When absent, nothing is compacted yet."""
+
+
+@dataclass(kw_only=True, slots=True)
+class Compaction(Record):
+    """A conversation compacted: what a pack returns for the next turn's request to pass back, so the summary's bytes stay as they are until the conversation is compacted again (see `plan.compact-share`)."""
+    summary: str
+    """The summary of the conversation's first `turns` turns: sent as a system turn of its own in the place of the last of them."""
+    turns: int
+    """How many of the conversation's first turns the summary stands for (0: none; never inside a tool call's run of turns)."""
+    cleared: int
+    """The tool results before this turn are sent as a placeholder, their calls as they were."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -665,6 +678,8 @@ class ContextPack(Record):
     """Tokens used, entry overhead included; never above the budget."""
     budget_limit: int
     """The budget."""
+    compaction: Optional["Compaction"] = None
+    """The conversation's compaction, to pass back with the next turn's request: the one the request passed, or a newer one. None where the plan does not compact and the request passed none."""
     compression: "CompressionMetadata"
     """What was done to fit."""
     snapshot: "Snapshot"
@@ -903,6 +918,12 @@ class Plan(Record):
     """The first kept conversation turn (and stage summary) moves in steps of this many, so the rendered text stays byte-stable across the turns of a growing conversation and prompt caches hit; 1 moves it by one."""
     cut_share: float = UNSET
     """In a cache-first layout, the conversation gives way this share of the budget at a time: its first kept turn is one where the conversation before it has filled a whole number of such steps (its text taken at 4 bytes a token, so a turn's steps never change as the conversation grows, and nothing it let go is counted). Where no step of that size begins within what fits, steps of its half, then its quarter; where none does, the oldest turn that fits begins it. 0.5 by default; 0 gives way turn by turn."""
+    compact_share: float = UNSET
+    """Compaction: when the conversation since its summary (its text taken at 4 bytes a token) passes this share of the budget, its oldest tool results are cleared, and if it is still past, its oldest turns are summarised by the host's summariser, until about half that share is left. The pack's `compaction` says what was, for the next request to pass back: until the next compaction its bytes stay as they are. 0 (the default) never compacts."""
+    compact_tokens: int = UNSET
+    """The most tokens of the conversation's summary (512 by default); 0 only clears tool results."""
+    clear_at_least: int = UNSET
+    """Tool results are cleared only when that frees at least this many tokens at once, the newest 3 kept, each result's call kept with it; 0 (the default) clears none."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1223,6 +1244,7 @@ __all__ = [
     "Candidate",
     "Change",
     "ChangeKind",
+    "Compaction",
     "CompressionMetadata",
     "CompressionOutcome",
     "ConfigFormat",
@@ -1342,7 +1364,10 @@ def _d_Candidate(o):
     return Candidate(id=o["id"], section=_d_Section(o["section"]), text=o["text"], provenance=(None if (y := g("provenance")) is None else _d_Provenance(y)), trust=_d_TrustTier(o["trust"]), score=g("score"), sequence=g("sequence"), scope=g("scope"), token_count=g("token-count"))
 def _d_AssembleRequest(o):
     g = o.get
-    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), form=(None if (y := g("form")) is None else _d_PackForm(y)), layout=(None if (y := g("layout")) is None else _d_Layout(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])])
+    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), form=(None if (y := g("form")) is None else _d_PackForm(y)), layout=(None if (y := g("layout")) is None else _d_Layout(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])], compaction=(None if (y := g("compaction")) is None else _d_Compaction(y)))
+def _d_Compaction(o):
+    g = o.get
+    return Compaction(summary=o["summary"], turns=o["turns"], cleared=o["cleared"])
 def _d_PackEntry(o):
     g = o.get
     return PackEntry(id=o["id"], layer=_d_Layer(o["layer"]), section=_d_Section(o["section"]), role=_d_Role(o["role"]), text=o["text"], tokens=o["tokens"], provenance=_d_Provenance(o["provenance"]), trust=_d_TrustTier(o["trust"]))
@@ -1428,7 +1453,7 @@ def _d_CachePrefix(o):
     return CachePrefix(boundary=_d_CacheBoundary(o["boundary"]), messages=o["messages"], tokens=o["tokens"], hash=o["hash"], cacheable=o["cacheable"])
 def _d_ContextPack(o):
     g = o.get
-    return ContextPack(id=o["id"], session_id=g("session-id"), cache_key=g("cache-key"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
+    return ContextPack(id=o["id"], session_id=g("session-id"), cache_key=g("cache-key"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compaction=(None if (y := g("compaction")) is None else _d_Compaction(y)), compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
 def _d_Message(o):
     g = o.get
     return Message(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"), attached_tokens=g("attached-tokens"))
@@ -1486,7 +1511,7 @@ def _d_BuilderConfig(o):
     return BuilderConfig(preload=[_d_Tokenizer(x) for x in (g("preload") or [])], tokenizers=[_d_TokenizerFile(x) for x in (g("tokenizers") or [])], models=[_d_ModelProfile(x) for x in (g("models") or [])], profile=_d_Profile(o["profile"]), near_duplicate_threshold=o["near-duplicate-threshold"], ranking=_d_Ranking(o["ranking"]), plan=_d_Plan(o["plan"]), count_cache_entries=o["count-cache-entries"], fence_key=g("fence-key"))
 def _d_Plan(o):
     g = o.get
-    return Plan(default_budget=o["default-budget"], model_window=g("model-window"), safety_margin=o["safety-margin"], shares=[_d_SectionShare(x) for x in (g("shares") or [])], compress=o["compress"], min_summary_tokens=o["min-summary-tokens"], cut_step=o["cut-step"], cut_share=o["cut-share"])
+    return Plan(default_budget=o["default-budget"], model_window=g("model-window"), safety_margin=o["safety-margin"], shares=[_d_SectionShare(x) for x in (g("shares") or [])], compress=o["compress"], min_summary_tokens=o["min-summary-tokens"], cut_step=o["cut-step"], cut_share=o["cut-share"], compact_share=o["compact-share"], compact_tokens=o["compact-tokens"], clear_at_least=o["clear-at-least"])
 def _d_SectionShare(o):
     g = o.get
     return SectionShare(section=_d_Section(o["section"]), share=o["share"])
@@ -1604,6 +1629,7 @@ _DECODE = {
     "Candidate": _d_Candidate,
     "Change": _d_Change,
     "ChangeKind": _d_ChangeKind,
+    "Compaction": _d_Compaction,
     "CompressionMetadata": _d_CompressionMetadata,
     "CompressionOutcome": _d_CompressionOutcome,
     "ConfigFormat": _d_ConfigFormat,
@@ -1693,7 +1719,8 @@ _SCHEMA = {
     "WorkflowStatus": ("record", WorkflowStatus, [("status", "status", 'string'), ("stage_id", "stage-id", ['option', 'string'])]),
     "StageSummary": ("record", StageSummary, [("stage_id", "stage-id", 'string'), ("outcome", "outcome", 'string'), ("summary", "summary", 'string')]),
     "Candidate": ("record", Candidate, [("id", "id", 'string'), ("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("sequence", "sequence", ['option', 'u64']), ("scope", "scope", ['option', 'string']), ("token_count", "token-count", ['option', 'u32'])]),
-    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("form", "form", ['option', ['ref', 'PackForm']]), ("layout", "layout", ['option', ['ref', 'Layout']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']])]),
+    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("form", "form", ['option', ['ref', 'PackForm']]), ("layout", "layout", ['option', ['ref', 'Layout']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']]), ("compaction", "compaction", ['option', ['ref', 'Compaction']])]),
+    "Compaction": ("record", Compaction, [("summary", "summary", 'string'), ("turns", "turns", 'u32'), ("cleared", "cleared", 'u32')]),
     "PackEntry": ("record", PackEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("role", "role", ['ref', 'Role']), ("text", "text", 'string'), ("tokens", "tokens", 'u32'), ("provenance", "provenance", ['ref', 'Provenance']), ("trust", "trust", ['ref', 'TrustTier'])]),
     "Strategy": ("enum", Strategy),
     "CompressionMetadata": ("record", CompressionMetadata, [("applied_strategies", "applied-strategies", ['list', ['ref', 'Strategy']]), ("truncated_layers", "truncated-layers", ['list', ['ref', 'Layer']]), ("entries_dropped", "entries-dropped", 'u32')]),
@@ -1713,7 +1740,7 @@ _SCHEMA = {
     "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("model", "model", ['option', ['ref', 'ModelUse']]), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("cache_prefixes", "cache-prefixes", ['list', ['ref', 'CachePrefix']]), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
     "CacheBoundary": ("enum", CacheBoundary),
     "CachePrefix": ("record", CachePrefix, [("boundary", "boundary", ['ref', 'CacheBoundary']), ("messages", "messages", 'u32'), ("tokens", "tokens", 'u32'), ("hash", "hash", 'string'), ("cacheable", "cacheable", 'bool')]),
-    "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("cache_key", "cache-key", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
+    "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("cache_key", "cache-key", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compaction", "compaction", ['option', ['ref', 'Compaction']]), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
     "Message": ("record", Message, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string']), ("attached_tokens", "attached-tokens", ['option', 'u32'])]),
     "ContextAssembled": ("record", ContextAssembled, [("context_snapshot_id", "context-snapshot-id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("tokens_used", "tokens-used", 'u32'), ("token_budget", "token-budget", 'u32')]),
     "Metrics": ("record", Metrics, [("tokens_per_section", "tokens-per-section", ['list', ['ref', 'SectionTokens']]), ("dropped_by_reason", "dropped-by-reason", ['list', ['ref', 'ReasonCount']])]),
@@ -1729,7 +1756,7 @@ _SCHEMA = {
     "MandatoryShortfall": ("record", MandatoryShortfall, [("mandatory_tokens", "mandatory-tokens", 'u64'), ("budget", "budget", 'u32')]),
     "HostError": ("record", HostError, [("capability", "capability", 'string'), ("message", "message", 'string')]),
     "BuilderConfig": ("record", BuilderConfig, [("preload", "preload", ['list', ['ref', 'Tokenizer']]), ("tokenizers", "tokenizers", ['list', ['ref', 'TokenizerFile']]), ("models", "models", ['list', ['ref', 'ModelProfile']]), ("profile", "profile", ['ref', 'Profile']), ("near_duplicate_threshold", "near-duplicate-threshold", 'f64'), ("ranking", "ranking", ['ref', 'Ranking']), ("plan", "plan", ['ref', 'Plan']), ("count_cache_entries", "count-cache-entries", 'u32'), ("fence_key", "fence-key", ['option', 'string'])]),
-    "Plan": ("record", Plan, [("default_budget", "default-budget", 'u32'), ("model_window", "model-window", ['option', 'u32']), ("safety_margin", "safety-margin", 'f64'), ("shares", "shares", ['list', ['ref', 'SectionShare']]), ("compress", "compress", 'bool'), ("min_summary_tokens", "min-summary-tokens", 'u32'), ("cut_step", "cut-step", 'u32'), ("cut_share", "cut-share", 'f64')]),
+    "Plan": ("record", Plan, [("default_budget", "default-budget", 'u32'), ("model_window", "model-window", ['option', 'u32']), ("safety_margin", "safety-margin", 'f64'), ("shares", "shares", ['list', ['ref', 'SectionShare']]), ("compress", "compress", 'bool'), ("min_summary_tokens", "min-summary-tokens", 'u32'), ("cut_step", "cut-step", 'u32'), ("cut_share", "cut-share", 'f64'), ("compact_share", "compact-share", 'f64'), ("compact_tokens", "compact-tokens", 'u32'), ("clear_at_least", "clear-at-least", 'u32')]),
     "SectionShare": ("record", SectionShare, [("section", "section", ['ref', 'Section']), ("share", "share", 'f64')]),
     "Ranking": ("record", Ranking, [("trust_system", "trust-system", 'f64'), ("trust_trusted", "trust-trusted", 'f64'), ("trust_unverified", "trust-unverified", 'f64'), ("trust_untrusted", "trust-untrusted", 'f64'), ("recency", "recency", 'f64')]),
     "Profile": ("variant", Profile, {"passthrough": None, "rag": ['ref', 'RagSettings'], "rag-memory": ['ref', 'RagMemorySettings'], "full": ['ref', 'FullSettings']}),

@@ -1,0 +1,283 @@
+//! Compaction over a conversation's turns: the summary and the cleared
+//! tool results stay byte for byte between compactions, no call loses
+//! its result, and a summariser that fails leaves things as they were.
+
+use super::*;
+use crate::compact::{PLACEHOLDER, SUMMARY_ID};
+
+/// A summariser that says how many turns it was given, and how many
+/// times it was asked; or fails, or answers too long.
+#[derive(Default)]
+struct Summariser {
+    asked: usize,
+    texts: Vec<String>,
+    answer: Answering,
+}
+
+#[derive(Default, Clone, Copy, PartialEq)]
+enum Answering {
+    #[default]
+    Short,
+    Fails,
+    TooLong,
+}
+
+impl Host for Summariser {
+    fn summarize(&mut self, r: &[SummaryRequest], _: Tokenizer) -> Result<Vec<String>, HostError> {
+        self.asked += 1;
+        self.texts.extend(r.iter().map(|r| r.text.clone()));
+        match self.answer {
+            Answering::Fails => Err(HostError {
+                capability: "summarizer.summarize".into(),
+                message: "down".into(),
+            }),
+            Answering::TooLong => Ok(vec!["x".repeat(10_000)]),
+            Answering::Short => Ok(r
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} earlier turns, {} bytes",
+                        r.text.matches("\n\n").count() + 1,
+                        r.text.len()
+                    )
+                })
+                .collect()),
+        }
+    }
+}
+
+/// Compacting at half of a 1,000-token budget (4 characters a token):
+/// 2,000 bytes trigger it, 1,000 are kept.
+fn config() -> BuilderConfig {
+    let mut config = BuilderConfig::default();
+    config.plan.compact_share = 0.5;
+    config.plan.compact_tokens = 40;
+    config.plan.clear_at_least = 50;
+    config
+}
+
+/// Turn `i` of a chat whose every fifth exchange calls a tool that
+/// answers 400 bytes.
+fn chat(n: usize) -> Vec<ConversationTurn> {
+    (0..n)
+        .map(|i| match i % 10 {
+            7 => turn(Role::Assistant, "let me look", Some(&format!("call-{i}"))),
+            8 => turn(
+                Role::Tool,
+                &"r".repeat(400),
+                Some(&format!("call-{}", i - 1)),
+            ),
+            k if k % 2 == 0 => turn(Role::User, &format!("question {i:>4} asked here"), None),
+            _ => turn(Role::Assistant, &format!("answer {i:>4} given back"), None),
+        })
+        .collect()
+}
+
+fn assemble(r: &AssembleRequest, config: &BuilderConfig, host: &mut Summariser) -> ContextPack {
+    let c = CharsPerToken::new(4).unwrap();
+    let mut cache = crate::tokenizer::CountCache::new(0);
+    let builder = Builder::new(config.clone()).unwrap();
+    crate::validate::request(r).unwrap();
+    let settled = builder.models.settle(r).unwrap();
+    let m = Meter::new(&c, &settled.tokenizer, &mut cache);
+    let budget = r.budget.unwrap();
+    let (builder, m, settled) = (&builder, &m, &settled);
+    Assembly::new(|channel| async move { builder.run(r, &channel, m, settled, budget).await })
+        .drive(host, &r.context)
+        .map_err(|f| f.error)
+        .unwrap()
+}
+
+fn chat_request() -> AssembleRequest {
+    let mut r = request(1000);
+    r.tokenizer = Some(Tokenizer::CharsPerToken(4));
+    r.form = Some(PackForm::Messages);
+    r.keep_last = KEEP_EVERY_TURN;
+    r
+}
+
+#[test]
+fn a_compacted_conversation_keeps_its_prefix_until_the_next_compaction() {
+    let config = config();
+    let mut host = Summariser::default();
+    let mut r = chat_request();
+    let mut state: Option<Compaction> = None;
+    let mut previous: Option<ContextPack> = None;
+    let mut compactions = 0;
+    for n in 1..=200 {
+        r.conversation = chat(n);
+        r.compaction = state.clone();
+        let asked = host.asked;
+        let p = assemble(&r, &config, &mut host);
+        assert!(p.budget_used <= 1000, "{n}");
+        let now = p.compaction.clone().unwrap();
+        let was = state.clone().unwrap_or_default();
+        assert!(now.turns >= was.turns && now.cleared >= was.cleared, "{n}");
+        if now.turns != was.turns {
+            compactions += 1;
+            assert_eq!(host.asked, asked + 1, "{n}: asked once");
+            // The summary stands for the turns before it, the one before
+            // it given too.
+            let text = host.texts.last().unwrap();
+            assert_eq!(
+                now.summary,
+                format!(
+                    "{} earlier turns, {} bytes",
+                    text.matches("\n\n").count() + 1,
+                    text.len()
+                )
+            );
+            if was.turns > 0 {
+                assert!(
+                    text.starts_with(&format!("[summary] {}", was.summary)),
+                    "{n}"
+                );
+            }
+        } else {
+            assert_eq!(host.asked, asked, "{n}: not asked");
+        }
+        if now.turns > 0 {
+            // The summary is the message after the system prompt; the
+            // turns before it are summarised in it.
+            let at = now.turns as usize - 1;
+            assert_eq!(p.messages[1].role, Role::System);
+            assert!(p.messages[1].content.ends_with(&now.summary), "{n}");
+            let turns: Vec<&SnapshotEntry> = p.snapshot.turns().collect();
+            assert!(
+                turns[..at]
+                    .iter()
+                    .all(|e| e.reason == Reason::Summarized(SUMMARY_ID.into())),
+                "{n}"
+            );
+            assert_eq!(turns[at].id, SUMMARY_ID);
+            assert!(turns[at].included, "{n}");
+            // What is left of the conversation is about half the share.
+            let left: usize = p.messages[1..].iter().map(|m| m.content.len()).sum();
+            assert!(left <= 2000, "{n}: {left}");
+        }
+        // No tool result is sent without its call, and the newest three
+        // are never cleared.
+        let results: Vec<&Message> = p.messages.iter().filter(|m| m.role == Role::Tool).collect();
+        for m in &results {
+            let call = m.tool_call_id.as_deref();
+            assert!(
+                p.messages
+                    .iter()
+                    .any(|c| c.role == Role::Assistant && c.tool_call_id.as_deref() == call),
+                "{n}"
+            );
+        }
+        let whole = results.iter().rev().take(3);
+        assert!(whole.clone().all(|m| m.content != PLACEHOLDER), "{n}");
+        // Until the next compaction, the pack repeats the last one's
+        // messages but its newest.
+        if let Some(before) = previous.filter(|_| now == was) {
+            let kept = before.messages.len() - 1;
+            assert_eq!(p.messages[..kept], before.messages[..kept], "{n}");
+        }
+        state = Some(now);
+        previous = Some(p);
+    }
+    let state = state.unwrap();
+    assert!(compactions >= 4, "{compactions}");
+    assert!(state.turns > 150, "{state:?}");
+    assert!(state.cleared >= state.turns);
+}
+
+#[test]
+fn tool_results_are_cleared_before_turns_are_summarised() {
+    // 45 turns send 2,625 bytes, past 0.6 of the budget (2,400); clearing
+    // the oldest of four results frees 379 (94 tokens) and brings it back
+    // under: the summariser is not asked.
+    let mut config = config();
+    config.plan.compact_share = 0.6;
+    let mut host = Summariser::default();
+    let mut r = chat_request();
+    r.conversation = chat(45);
+    let p = assemble(&r, &config, &mut host);
+    let state = p.compaction.unwrap();
+    assert_eq!(host.asked, 0);
+    assert_eq!(state.turns, 0);
+    // Four results; the newest three are kept, the oldest cleared.
+    assert_eq!(state.cleared, 9);
+    let results: Vec<&str> = p
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(results.len(), 4);
+    assert_eq!(results[0], PLACEHOLDER);
+    assert!(results[1..].iter().all(|c| c.len() == 400));
+    // Clearing less than `clear-at-least` clears nothing: the turns are
+    // summarised instead.
+    config.plan.clear_at_least = 95;
+    let p = assemble(&r, &config, &mut host);
+    let state = p.compaction.unwrap();
+    assert_eq!(host.asked, 1);
+    assert!(state.turns > 9, "{state:?}");
+    assert!(p.messages.iter().all(|m| m.content != PLACEHOLDER));
+}
+
+#[test]
+fn a_summariser_that_fails_leaves_the_summary_as_it_was() {
+    let config = config();
+    let mut r = chat_request();
+    r.conversation = chat(120);
+    let given = Compaction {
+        summary: "what came before".into(),
+        turns: 20,
+        cleared: 20,
+    };
+    r.compaction = Some(given.clone());
+    for answer in [Answering::Fails, Answering::TooLong] {
+        let mut host = Summariser {
+            answer,
+            ..Summariser::default()
+        };
+        let p = assemble(&r, &config, &mut host);
+        assert_eq!(host.asked, 1);
+        let state = p.compaction.unwrap();
+        assert_eq!(
+            (state.summary.as_str(), state.turns),
+            ("what came before", 20)
+        );
+        let call = &p.snapshot.source_calls[0];
+        assert_eq!(call.capability, "summarizer.summarize");
+        assert!(matches!(call.outcome, SourceOutcome::Failed(_)), "{call:?}");
+        assert!(p.budget_used <= 1000);
+        assert!(p.messages[1].content.ends_with("what came before"));
+    }
+    // A plan that does not compact still sends the summary it is given.
+    r.conversation = chat(40);
+    let mut host = Summariser::default();
+    let p = assemble(&r, &BuilderConfig::default(), &mut host);
+    assert_eq!(host.asked, 0);
+    assert_eq!(p.compaction, Some(given));
+    assert!(p.messages[1].content.ends_with("what came before"));
+}
+
+#[test]
+fn a_compaction_that_does_not_fit_the_conversation_is_refused() {
+    let mut r = chat_request();
+    r.conversation = chat(30);
+    let refused = |c: Compaction, r: &mut AssembleRequest| {
+        r.compaction = Some(c);
+        match crate::validate::request(r) {
+            Err(Error::InvalidField { field, .. }) => field,
+            other => panic!("{other:?}"),
+        }
+    };
+    let c = |summary: &str, turns, cleared| Compaction {
+        summary: summary.into(),
+        turns,
+        cleared,
+    };
+    assert_eq!(refused(c("s", 31, 0), &mut r), "request.compaction.turns");
+    assert_eq!(refused(c("s", 0, 31), &mut r), "request.compaction.cleared");
+    assert_eq!(refused(c(" ", 4, 0), &mut r), "request.compaction.summary");
+    // Turn 8 is call 7's result.
+    assert_eq!(refused(c("s", 8, 0), &mut r), "request.compaction.turns");
+    r.compaction = Some(c("s", 9, 0));
+    assert!(crate::validate::request(&r).is_ok());
+}
