@@ -1226,3 +1226,98 @@ def test_mistakes_a_newcomer_made_name_what_they_wrote():
     prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("history")])
     chain = prompt | trim_messages(max_tokens=12, token_counter=len)
     assert [m.content for m in chain.invoke({"history": messages})] == ["a", "b", "c"]
+
+
+class _FirstWords:
+    """A summariser that keeps the start of what it is given, within its
+    target at 4 characters a token."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def summarize(self, requests, tokenizer):
+        self.asked.extend(r.text for r in requests)
+        return [r.text[: r.target_tokens * 2] for r in requests]
+
+
+def _agent_chat(steps: int) -> list[dict[str, Any]]:
+    """A user's question, then a tool call and its 400-character result
+    per step, and the assistant's word after each."""
+    chat: list[dict[str, Any]] = [{"role": "user", "content": "Find the cheapest flight to Porto."}]
+    for i in range(steps):
+        chat.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "search", "arguments": f'{{"day": {i}}}'}}]})
+        chat.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"fares for day {i}: " + "9" * 380})
+        chat.append({"role": "assistant", "content": f"Day {i} checked."})
+        chat.append({"role": "user", "content": f"Go on with day {i + 1}."})
+    return chat
+
+
+def _lc(m: dict[str, Any]) -> BaseMessage:
+    if m["role"] == "user":
+        return HumanMessage(m["content"])
+    if m["role"] == "tool":
+        return ToolMessage(m["content"], tool_call_id=m["tool_call_id"])
+    return AIMessage(m["content"], tool_calls=[
+        {"id": c["id"], "name": c["function"]["name"], "args": json.loads(c["function"]["arguments"])}
+        for c in m.get("tool_calls") or []])
+
+
+def test_a_compacted_conversation_goes_out_as_the_pack_sends_it():
+    # At 4 characters a token, a 1,000-token budget compacts past 1,600
+    # characters: the oldest tool results are cleared (the newest 3 kept),
+    # then the oldest turns summarised. Each turn passes back the pack's
+    # compaction; every output sends what the pack counted.
+    summariser = _FirstWords()
+    builder = cp.Builder({"plan": {"compact_share": 0.4, "compact_tokens": 60, "clear_at_least": 50}})
+    compaction = None
+    seen = set()
+    for steps in range(1, 16):
+        chat = _agent_chat(steps)
+        pack = builder.assemble(cp.AssembleRequest(
+            conversation=conversation(chat), budget=1_000, tokenizer=cp.Tokenizer.chars_per_token(4),
+            system_prompt="You book flights.", form="messages", compaction=compaction,
+            context=cp.AgentContext(session_id="s1", trace_id="t")), summarizer=summariser)
+        c = pack.compaction
+        assert c is not None and c.turns >= (compaction.turns if compaction else 0)
+        seen.add((c.turns > 0, c.cleared > c.turns))
+        compaction = c
+        openai = to_openai(pack, chat)
+        # Every message as the pack sends it (a call as OpenAI's tool
+        # call), within its budget.
+        assert [m["content"] for m in openai if not m.get("tool_calls")] == \
+            [m.content for m in pack.messages if not m.content.startswith("[tool call]")]
+        assert sum(math.ceil(len(m.content) / 4) for m in pack.messages) <= 1_000
+        results = [m for m in openai if m["role"] == "tool"]
+        cleared = [m for m in results if m["content"] == "[tool result cleared]"]
+        assert all(m["content"].startswith("fares") for m in results[-3:])
+        # A cleared result keeps its call, and the caller's message is not changed.
+        calls = {c["id"] for m in openai for c in m.get("tool_calls") or []}
+        assert all(m["tool_call_id"] in calls for m in results)
+        assert all(m["content"].startswith("fares") for m in chat if m["role"] == "tool")
+        anthropic = to_anthropic(pack, chat)
+        blocks = [b for m in anthropic["messages"] for b in m["content"] if b["type"] == "tool_result"]
+        assert [b["content"] for b in blocks] == [m["content"] for m in results]
+        lc = to_langchain(pack, [_lc(m) for m in chat])
+        assert [m.content for m in lc if isinstance(m, ToolMessage)] == [m["content"] for m in results]
+        if c.turns:
+            # The summary, after the system prompt; the turns it stands for
+            # are not sent.
+            # (its lines that would pass for a turn's header defused).
+            assert openai[1] == {"role": "system", "content": pack.messages[1].content}
+            assert openai[1]["content"].startswith("Summary of the earlier conversation:\n")
+            assert "Find the cheapest flight to Porto." in openai[1]["content"]
+            assert anthropic["system"] == "You book flights."
+            assert anthropic["messages"][0]["content"][0]["text"] == openai[1]["content"]
+            assert len(openai) < len(chat)
+        if c.cleared > c.turns:
+            assert cleared
+    # It cleared before it summarised, and summarised once the results
+    # were not enough; the summariser saw the summary before its own.
+    assert (False, True) in seen and any(summarised for summarised, _ in seen), seen
+    assert any(text.startswith("[summary] ") for text in summariser.asked)
+    # A compaction that does not fit the conversation is refused, naming it.
+    with pytest.raises(cp.AssemblyFailed, match=r"compaction\.turns"):
+        builder.assemble(cp.AssembleRequest(
+            conversation=conversation(_agent_chat(1)), budget=1_000, tokenizer=cp.Tokenizer.chars_per_token(4),
+            compaction=cp.Compaction(summary="s", turns=2, cleared=0)))

@@ -192,13 +192,27 @@ function isPack(pack, called) {
 export function keptMessages(pack, messages) {
   isPack(pack, 'keptMessages');
   const list = Array.from(messages);
+  // A compacted conversation's summary stands in the place of a turn.
   const madeFrom = pack.snapshot.entries
-    .filter((e) => e.section === 'conversation-state' && e.id.startsWith('turn-'))
+    .filter((e) => e.section === 'conversation-state' && (e.id.startsWith('turn-') || e.id === 'conversation-summary'))
     .reduce((n, e) => n + (e.run ? e.run.count : 1), 0);
   if (list.length !== madeFrom) {
     throw refuse('messages', `the pack's conversation was made from ${madeFrom} messages, got ${list.length}: give the messages it was made from`);
   }
-  return keptTurns(pack).map((i) => list[i]);
+  const indices = keptTurns(pack);
+  const c = pack.compaction;
+  if (c === undefined || c === null || c.cleared <= c.turns) return indices.map((i) => list[i]);
+  // The pack's own message for each kept turn, in order: a tool result its
+  // compaction cleared is sent as the placeholder the pack holds.
+  const sent = slotsOf(pack).map((slot, k) => [slot, pack.messages[k]]).filter(([slot]) => slot === null).map(([, m]) => m);
+  return indices.map((i, k) => (c.turns <= i && i < c.cleared && sent[k].role === 'tool' ? cleared(list[i], sent[k].content) : list[i]));
+}
+
+/** A copy of the tool result `m` with `text` for its result: each `tool_result` block's content, in Anthropic's blocks. */
+function cleared(m, text) {
+  const blocks = blocksOf(m);
+  if (blocks !== undefined) return withContent(m, blocks.map((b) => (b !== null && typeof b === 'object' && b.type === 'tool_result' ? { ...b, content: text } : b)));
+  return withContent(m, text);
 }
 
 /**

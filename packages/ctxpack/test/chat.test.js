@@ -935,3 +935,76 @@ test('mistakes a newcomer made name what they wrote', async () => {
   const image = { type: 'image', data: png(512, 512), mimeType: 'image/png' };
   assert.equal(conversationOf([{ role: 'user', content: [image] }])[0].attachedTokens, 255);
 });
+
+/** A user's question, then a tool call and its 400-character result per
+ * step, and the assistant's word after each. */
+function agentChat(steps) {
+  const out = [{ role: 'user', content: 'Find the cheapest flight to Porto.' }];
+  for (let i = 0; i < steps; i += 1) {
+    out.push({ role: 'assistant', content: '', tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'search', arguments: `{"day": ${i}}` } }] });
+    out.push({ role: 'tool', tool_call_id: `c${i}`, content: `fares for day ${i}: ${'9'.repeat(380)}` });
+    out.push({ role: 'assistant', content: `Day ${i} checked.` });
+    out.push({ role: 'user', content: `Go on with day ${i + 1}.` });
+  }
+  return out;
+}
+
+test('a compacted conversation goes out as the pack sends it', async () => {
+  // At 4 characters a token, a 1,000-token budget compacts past 1,600
+  // characters: the oldest tool results cleared (the newest 3 kept), then
+  // the oldest turns summarised. Each turn passes back the pack's
+  // compaction; every output sends what the pack counted.
+  const asked = [];
+  const builder = await Builder.create({ plan: { compactShare: 0.4, compactTokens: 60, clearAtLeast: 50 } }, {
+    summarize: (requests) => requests.map((r) => { asked.push(r.text); return r.text.slice(0, r.targetTokens * 2); }),
+  });
+  let compaction;
+  const seen = new Set();
+  for (let steps = 1; steps < 16; steps += 1) {
+    const chat = agentChat(steps);
+    const pack = await builder.assemble({
+      conversation: conversationOf(chat), budget: 1_000, tokenizer: { charsPerToken: 4 }, systemPrompt: 'You book flights.',
+      form: 'messages', compaction, context: { sessionId: 's1', traceId: 't' },
+    });
+    const c = pack.compaction;
+    assert.ok(c.turns >= (compaction?.turns ?? 0));
+    seen.add(`${c.turns > 0}/${c.cleared > c.turns}`);
+    compaction = c;
+    const openai = toOpenAI(pack, chat);
+    // Every message as the pack sends it (a call as OpenAI's tool call),
+    // within its budget.
+    assert.deepEqual(openai.filter((m) => !m.tool_calls).map((m) => m.content),
+      pack.messages.filter((m) => !m.content.startsWith('[tool call]')).map((m) => m.content));
+    assert.ok(pack.messages.reduce((n, m) => n + Math.ceil(m.content.length / 4), 0) <= 1_000);
+    const results = openai.filter((m) => m.role === 'tool');
+    assert.ok(results.slice(-3).every((m) => m.content.startsWith('fares')));
+    const calls = new Set(openai.flatMap((m) => (m.tool_calls ?? []).map((t) => t.id)));
+    assert.ok(results.every((m) => calls.has(m.tool_call_id)));
+    assert.ok(chat.filter((m) => m.role === 'tool').every((m) => m.content.startsWith('fares')), 'the caller\'s messages are not changed');
+    const anthropic = toAnthropic(pack, chat);
+    const blocks = anthropic.messages.flatMap((m) => m.content).filter((b) => b.type === 'tool_result');
+    assert.deepEqual(blocks.map((b) => b.content), results.map((m) => m.content));
+    const lc = await toLangChain(pack, chat.map((m) => (m.role === 'user' ? new HumanMessage(m.content)
+      : m.role === 'tool' ? new ToolMessage({ content: m.content, tool_call_id: m.tool_call_id })
+        : new AIMessage({ content: m.content, tool_calls: (m.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, args: JSON.parse(t.function.arguments) })) }))));
+    assert.deepEqual(lc.filter((m) => m instanceof ToolMessage).map((m) => m.content), results.map((m) => m.content));
+    if (c.turns > 0) {
+      // The summary, after the system prompt; the turns it stands for are not sent.
+      assert.deepEqual(openai[1], { role: 'system', content: pack.messages[1].content });
+      assert.ok(openai[1].content.startsWith('Summary of the earlier conversation:\n'));
+      assert.equal(anthropic.system, 'You book flights.');
+      assert.equal(anthropic.messages[0].content[0].text, openai[1].content);
+      assert.ok(openai.length < chat.length);
+    }
+    if (c.cleared > c.turns) assert.ok(results.some((m) => m.content === '[tool result cleared]'));
+  }
+  // It cleared before it summarised, and summarised once the results were
+  // not enough; the summariser saw the summary before its own.
+  assert.ok(seen.has('false/true') && [...seen].some((s) => s.startsWith('true')), [...seen].join());
+  assert.ok(asked.some((t) => t.startsWith('[summary] ')));
+  // A compaction that does not fit the conversation is refused, naming it.
+  await assert.rejects(builder.assemble({
+    conversation: conversationOf(agentChat(1)), budget: 1_000, tokenizer: { charsPerToken: 4 },
+    compaction: { summary: 's', turns: 2, cleared: 0 },
+  }), /compaction\.turns/);
+});

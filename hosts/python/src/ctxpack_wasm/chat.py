@@ -223,10 +223,14 @@ def _kept_turns(pack: ContextPack) -> list[int]:
 
 def kept(pack: ContextPack, messages: Sequence[Any]) -> list[Any]:
     """The messages of ``messages`` (those the pack's conversation was made
-    from, by :func:`conversation`) that the pack kept, unchanged."""
+    from, by :func:`conversation`) that the pack kept, unchanged — but a
+    tool result its compaction cleared (``pack.compaction.cleared``), a
+    copy whose result is the placeholder the pack sends."""
     _is_pack(pack, "kept")
+    # A compacted conversation's summary stands in the place of a turn.
     made_from = sum(e.run.count if e.run is not None else 1 for e in pack.snapshot.entries
-                    if e.section == "conversation-state" and e.id.startswith("turn-"))
+                    if e.section == "conversation-state"
+                    and (e.id.startswith("turn-") or e.id == "conversation-summary"))
     if len(messages) != made_from:
         raise ValueError(f"`messages`: the pack's conversation was made from {made_from} messages, got "
                          f"{len(messages)}: give the messages it was made from")
@@ -242,7 +246,28 @@ def _is_pack(pack: Any, called: str) -> None:
 
 def _kept(pack: ContextPack, messages: Sequence[Any]) -> list[Any]:
     """:func:`kept`, ``messages`` known to be the pack's."""
-    return [messages[i] for i in _kept_turns(pack)]
+    indices = _kept_turns(pack)
+    c = pack.compaction
+    if c is None or c.cleared <= c.turns:
+        return [messages[i] for i in indices]
+    # The pack's own message for each kept turn, in order.
+    sent = [m for slot, m in zip(_slots(pack), pack.messages) if slot is None]
+    return [_cleared(messages[i], m.content) if c.turns <= i < c.cleared and _role(m) == "tool" else messages[i]
+            for i, m in zip(indices, sent)]
+
+
+def _role(m: Any) -> str:
+    return str(getattr(m.role, "value", m.role))
+
+
+def _cleared(m: Any, text: str) -> Any:
+    """A copy of the tool result ``m`` with ``text`` for its result: each
+    ``tool_result`` block's content, in Anthropic's blocks."""
+    blocks = _blocks(m)
+    if blocks is not None:
+        return _with_content(m, [{**b, "content": text} if isinstance(b, dict) and b.get("type") == "tool_result"
+                                 else b for b in blocks])
+    return _with_content(m, text)
 
 
 def _system_kept(pack: ContextPack, messages: Sequence[Any]) -> None:
