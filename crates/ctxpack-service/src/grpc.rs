@@ -150,6 +150,11 @@ impl Grpc {
             token_budget: reply.token_budget,
             content_ref: reply.content_ref,
             replayed: reply.replayed,
+            compaction_json: reply
+                .compaction
+                .as_ref()
+                .map(crate::snapshots::json)
+                .unwrap_or_default(),
         }))
     }
 }

@@ -120,6 +120,11 @@ pub struct Reply {
     pub failure: Option<String>,
     /// Whether the attempt already had this very snapshot (a retry).
     pub replayed: bool,
+    /// The conversation's compaction (kebab-case keys, as the request's
+    /// `compaction` takes it back), where the plan compacts or the
+    /// request passed one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<ctxpack_core::Compaction>,
 }
 
 /// Why an assembly did not give a pack.
@@ -267,8 +272,12 @@ impl Service {
         let outcome = tokio::time::timeout(self.deadline, self.run(&request, started))
             .await
             .map_err(|_| AssembleError::Deadline(self.deadline))??;
+        let mut compaction = None;
         let mut record = match outcome {
-            Ok(pack) => record_of_pack(pack, &request),
+            Ok(mut pack) => {
+                compaction = pack.compaction.take();
+                record_of_pack(pack, &request)
+            }
             Err(Failure {
                 error,
                 snapshot: None,
@@ -295,6 +304,7 @@ impl Service {
             content_ref: format!("sha256:{}", s.content_hash),
             failure: s.failure.clone(),
             replayed: recorded == Recorded::Replayed,
+            compaction,
         };
         match recorded {
             Recorded::AttemptTaken(existing) => return Err(AssembleError::AttemptTaken(existing)),

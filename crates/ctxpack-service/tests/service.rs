@@ -118,6 +118,71 @@ async fn assembles_lists_explains_and_serves_the_content() {
     running.shutdown().await.unwrap();
 }
 
+/// A compacted conversation's state comes back with the reply, a retry's
+/// too, for the next request to pass back; a request without one gets
+/// none.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compaction_passed_comes_back_for_the_next_turn() {
+    let (running, c) = serve(options()).await;
+    let mut request = demo();
+    request["conversation"] = json!([
+        {"role": "user", "content": "What is an array?"},
+        {"role": "assistant", "content": "A list of values."},
+        {"role": "user", "content": "And a table?"}
+    ]);
+    let state = json!({"summary": "The user asked what an array is.", "turns": 2, "cleared": 2});
+    request["compaction"] = state.clone();
+    let path = "/factory/runs/run-1/attempts/a-1/context";
+    let first = post_json(&c, path, "acme", &request).await;
+    assert_eq!(first.status, 201, "{}", first.text());
+    assert_eq!(first.json()["compaction"], state);
+    let again = post_json(&c, path, "acme", &request).await;
+    assert_eq!((again.status, &again.json()["compaction"]), (200, &state));
+    // The summary is sent in the place of the last turn it stands for.
+    let id = first.json()["contextSnapshotId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let text = get(
+        &c,
+        &format!("/factory/context-snapshots/{id}/content"),
+        "acme",
+    )
+    .await;
+    assert!(
+        text.text().contains(
+            "[system] Summary of the earlier conversation:\nThe user asked what an array is."
+        ),
+        "{}",
+        text.text()
+    );
+    let plain = post_json(
+        &c,
+        "/factory/runs/run-1/attempts/a-2/context",
+        "acme",
+        &demo(),
+    )
+    .await;
+    assert_eq!(plain.status, 201);
+    assert!(plain.json().get("compaction").is_none(), "{}", plain.text());
+    // One past the conversation is refused, naming the field.
+    request["compaction"]["turns"] = json!(4);
+    let bad = post_json(
+        &c,
+        "/factory/runs/run-1/attempts/a-3/context",
+        "acme",
+        &request,
+    )
+    .await;
+    assert_eq!(bad.status, 400, "{}", bad.text());
+    assert!(
+        error_message(&bad).contains("compaction.turns"),
+        "{}",
+        bad.text()
+    );
+    running.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_retry_is_replayed_and_a_changed_request_conflicts() {
     let (running, c) = serve(options()).await;
