@@ -12,8 +12,7 @@ The cases:
   Each step is a request.
 - **Long chat**: the system prompt, then 50 questions of ~150 tokens and
   answers of ~1,000, no documents, 16,000 tokens: the conversation gives
-  way again and again. (ctxpack does not compact it into a summary yet:
-  the oldest turns give way in steps.)
+  way again and again.
 
 Each request is tokenised by tiktoken itself, apart from ctxpack's
 counters, and recounted within the budget.
@@ -32,12 +31,22 @@ layout emits them: ctxpack's from ``to_anthropic``; the template's on its
 system prompt, as one adds it by hand; by hand, on the system prompt and
 the history's last message.
 
+Columns: the input tokens of turns 2–50; the share OpenAI bills cached;
+Anthropic's cost relative to sending the same requests uncached, and the
+template's ÷ the layout's; and Anthropic's bill in input tokens' worth
+(a layout that sends less pays less at the same cached share).
+
 Layouts:
 - ctxpack cache-first (the default for the messages form): the system
   prompt, the conversation giving way in steps (``plan.cut_share``, half
   the budget at 4 bytes a token, by default), then what changes every
   turn, the newest user turn last; and the same giving way turn by turn
-  (``cut_share=0``);
+  (``cut_share=0``); and the same compacting (``COMPACTING``): past 0.8
+  of the budget the oldest tool results are cleared (2,000 tokens at a
+  time at least) and the oldest turns summarised in 512 tokens, the
+  summary passed back each turn (the summariser, a stand-in, keeps the
+  leading words; the tokens it is sent are shown apart, and billed
+  uncached in ``bill``);
 - ctxpack context-first (``layout="context-first"``, its order before):
   the system prompt, the retrieved documents, then the conversation;
 - a LangChain template: the system prompt, the documents, then
@@ -66,6 +75,9 @@ import ctxpack_wasm as cp
 from ctxpack_wasm.chat import conversation, to_anthropic, to_openai
 
 TURNS, BUDGET, STEP = 50, 16_000, 4_000
+#: The plan of ctxpack's compacting layout: compacted past 0.8 of the
+#: budget, tool results cleared 2,000 tokens at a time at least.
+COMPACTING = {"compact_share": 0.8, "compact_tokens": 512, "clear_at_least": 2_000}
 WORDS = ("refund order shipping delay invoice account password reset warehouse carrier parcel "
          "customer return label policy window stock the a to of and in is it for on with").split()
 ENC = tiktoken.get_encoding("o200k_base")
@@ -231,15 +243,37 @@ class _Docs:
 Layout = Callable[[Case, Request], tuple[list[dict[str, Any]], dict[str, Any]]]
 
 
+class Summariser:
+    """A stand-in for a model that summarises: the text's leading words,
+    within the target. Counts what a real one would be sent."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.tokens = 0
+
+    def summarize(self, requests: list[Any], tokenizer: Any) -> list[str]:
+        self.calls += 1
+        self.tokens += sum(count(r.text) for r in requests)
+        return [ENC.decode(ENC.encode(r.text)[:r.target_tokens]).strip() for r in requests]
+
+
 def ctxpack(layout: str, plan: Optional[dict[str, Any]] = None) -> Layout:
-    """ctxpack's pack in ``layout``, with its default plan or ``plan``."""
+    """ctxpack's pack in ``layout``, with its default plan or ``plan``;
+    a plan that compacts is lent a summariser, and each request passes
+    back the compaction the last pack returned."""
     builder = cp.Builder({"profile": {"rag": {"retrieve_limit": 6}}, "plan": plan or {}})
+    summariser = Summariser()
+    state: dict[str, Any] = {}
 
     def run(case: Case, r: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         pack = builder.assemble(cp.AssembleRequest(
             query=r.query, model="claude-sonnet-4-5", tokenizer="o200k-base", entry_overhead=3, budget=BUDGET,
             form="messages", system_prompt=case.system, conversation=conversation(r.history), layout=layout,
-            context=cp.AgentContext(session_id="bench", trace_id="bench")), sources=_Docs(r.docs))
+            compaction=state.get("compaction"),
+            context=cp.AgentContext(session_id="bench", trace_id="bench")), sources=_Docs(r.docs),
+            summarizer=summariser)
+        state["compaction"] = pack.compaction
+        run.summariser = summariser  # type: ignore[attr-defined]
         return to_openai(pack, r.history), to_anthropic(pack, r.history)
     return run
 
@@ -335,6 +369,7 @@ def layouts() -> list[tuple[str, Callable[[], Layout], tuple[str, ...]]]:
     return [
         ("ctxpack cache-first", lambda: ctxpack("cache-first"), every),
         ("  turn by turn (cut_share 0)", lambda: ctxpack("cache-first", {"cut_share": 0}), every),
+        ("  compacting", lambda: ctxpack("cache-first", COMPACTING), ("agent loop", "long chat")),
         ("ctxpack context-first", lambda: ctxpack("context-first"), ("RAG chat", "agent loop")),
         ("LangChain template", lambda: langchain_template, every),
         ("by hand, stable first", StableFirst, ("RAG chat",)),
@@ -349,6 +384,14 @@ class Tally:
     read: int = 0
     write: int = 0
     uncached: int = 0
+    #: The summariser's calls and the tokens they were sent.
+    summarised: tuple[int, int] = (0, 0)
+
+    @property
+    def bill(self) -> float:
+        """Anthropic's bill in input tokens' worth: reads, writes, what is
+        sent uncached, and what the summariser was sent (uncached)."""
+        return READ * self.read + WRITE * self.write + self.uncached + self.summarised[1]
 
     @property
     def cost(self) -> float:
@@ -369,13 +412,17 @@ def measure(case: Case, layout: Layout) -> Tally:
             tally.openai += openai_cached(before, tokens)
             tally.read, tally.write, tally.uncached = tally.read + read, tally.write + write, tally.uncached + uncached
         before = tokens
+    summariser = getattr(layout, "summariser", None)
+    if summariser is not None:
+        tally.summarised = (summariser.calls, summariser.tokens)
     return tally
 
 
 def main(seed: int = 45) -> None:
     cases = [rag_chat(seed), agent_loop(seed), long_chat(seed)]
     assert 180 <= count(cases[0].requests[0].query) <= 260, "a question is about 200 tokens"
-    print(f"{'case':<11} {'layout':<28} {'input':>8} {'OpenAI':>7} {'Anthropic':>9} {'÷ template':>10}")
+    print(f"{'case':<11} {'layout':<28} {'input':>8} {'OpenAI':>7} {'Anthropic':>9} {'÷ template':>10} "
+          f"{'bill':>8}")
     for case in cases:
         rows: list[tuple[str, Tally]] = []
         for name, make, runs in layouts():
@@ -384,7 +431,9 @@ def main(seed: int = 45) -> None:
         template = next(t for n, t in rows if n == "LangChain template")
         for name, t in rows:
             print(f"{case.name:<11} {name:<28} {t.tokens:>8} {t.openai / t.tokens:>7.1%} "
-                  f"{t.cost:>9.1%} {template.cost / t.cost:>9.2f}×")
+                  f"{t.cost:>9.1%} {template.cost / t.cost:>9.2f}× {t.bill / 1000:>7.0f}k"
+                  + (f"  (summariser: {t.summarised[0]} calls, {t.summarised[1]} tokens sent)"
+                     if t.summarised[0] else ""))
 
 
 if __name__ == "__main__":
