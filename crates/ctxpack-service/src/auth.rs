@@ -26,6 +26,11 @@
 //! `factory.metrics.read` reads `/metrics` on the main listener (the
 //! metrics listener, `--metrics-listen`, asks for nothing).
 //!
+//! The data scopes a request names (`context.scopes`) are bounded by the
+//! token: each must be listed in its `data-scopes-claim` claim
+//! (`data_scopes`: a list of strings, or one string, space separated); a
+//! token without it may name none.
+//!
 //! `--insecure-dev-no-auth` turns all of this off: the tenant is the
 //! `x-tenant-id` header, and the service listens on loopback only.
 //!
@@ -115,6 +120,9 @@ pub struct AuthFile {
     pub tenant_claim: Option<String>,
     /// Clock skew allowed on `exp` and `nbf`, seconds (30).
     pub leeway_s: Option<u64>,
+    /// The claim that lists the data scopes a caller may name in a
+    /// request's `context.scopes` (`data_scopes`).
+    pub data_scopes_claim: Option<String>,
 }
 
 /// Why a caller is refused.
@@ -140,6 +148,10 @@ pub struct Caller {
     /// The token's subject (`sub`), or `anonymous`.
     pub subject: String,
     scopes: Vec<Scope>,
+    /// The data scopes it may name in a request's `context.scopes`, and
+    /// the claim that listed them; none without authentication, where any
+    /// may be named.
+    data_scopes: Option<(Vec<String>, String)>,
 }
 
 impl Caller {
@@ -152,6 +164,26 @@ impl Caller {
                 "authorization: the token does not grant {} (by its scope or a role)",
                 scope.name()
             )))
+        }
+    }
+
+    /// Refuses a request whose `context.scopes` name a data scope the
+    /// token does not list: what a store answers within a scope is read
+    /// only by callers the issuer let read it.
+    pub fn may_read(&self, requested: &[String]) -> Result<(), Refusal> {
+        let Some((granted, claim)) = &self.data_scopes else {
+            return Ok(());
+        };
+        match requested
+            .iter()
+            .enumerate()
+            .find(|(_, s)| !granted.contains(s))
+        {
+            None => Ok(()),
+            Some((i, s)) => Err(Refusal::Forbidden(format!(
+                "request.context.scopes[{i}]: {} is not among the token's data scopes ({claim} claim)",
+                echo(s)
+            ))),
         }
     }
 }
@@ -169,6 +201,7 @@ pub struct Verifier {
     issuer: String,
     audience: String,
     tenant_claim: String,
+    data_scopes_claim: String,
     leeway: u64,
     keys: Mutex<Keys>,
     url: Option<String>,
@@ -247,10 +280,15 @@ impl Verifier {
             .tenant_claim
             .clone()
             .unwrap_or_else(|| "tenant_id".into());
+        let data_scopes_claim = file
+            .data_scopes_claim
+            .clone()
+            .unwrap_or_else(|| "data_scopes".into());
         Ok(Verifier {
             issuer,
             audience,
             tenant_claim,
+            data_scopes_claim,
             leeway: file.leeway_s.unwrap_or(30),
             keys: Mutex::new(keys),
             url: file.jwks_url.clone(),
@@ -381,10 +419,34 @@ impl Verifier {
         }
         scopes.sort();
         scopes.dedup();
+        // The data scopes: a list of strings, or one string of them
+        // space separated; none without the claim.
+        let claim = &self.data_scopes_claim;
+        let data_scopes = match c.rest.get(claim) {
+            None => Vec::new(),
+            Some(serde_json::Value::String(s)) => {
+                s.split_ascii_whitespace().map(str::to_owned).collect()
+            }
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    bad(format!(
+                        "the token's {claim} claim holds a value that is not a string"
+                    ))
+                })?,
+            Some(_) => {
+                return Err(bad(format!(
+                    "the token's {claim} claim is neither a list of strings nor a string"
+                )));
+            }
+        };
         Ok(Caller {
             tenant,
             subject: c.sub.unwrap_or_else(|| "anonymous".into()),
             scopes,
+            data_scopes: Some((data_scopes, claim.clone())),
         })
     }
 }
@@ -486,6 +548,7 @@ impl Auth {
                     tenant: tenant.to_owned(),
                     subject: "anonymous".into(),
                     scopes: Scope::ALL.to_vec(),
+                    data_scopes: None,
                 })
             }
             Auth::Jwt(v) => {

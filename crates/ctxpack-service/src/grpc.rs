@@ -37,6 +37,7 @@ fn status(e: &AssembleError) -> Status {
     let message = e.to_string();
     let mut s = match e {
         AssembleError::Invalid(_) => Status::invalid_argument(message),
+        AssembleError::Forbidden(_) => Status::permission_denied(message),
         AssembleError::Failed(_) => Status::failed_precondition(message),
         AssembleError::AttemptTaken(_) => Status::already_exists(message),
         AssembleError::Deadline(_) | AssembleError::Interrupted(_) => {
@@ -126,7 +127,7 @@ impl Grpc {
                 .insert("retry-after", t.retry_after_s.into());
             return Err(s);
         }
-        let tenant = caller.tenant;
+        let tenant = caller.tenant.clone();
         let r = request.into_inner();
         // Checked before they are logged.
         for (field, v) in [("runId", &r.run_id), ("attemptId", &r.attempt_id)] {
@@ -136,7 +137,7 @@ impl Grpc {
         }
         let reply = self
             .service
-            .assemble(&tenant, &r.run_id, &r.attempt_id, r.request_json.as_bytes())
+            .assemble(&caller, &r.run_id, &r.attempt_id, r.request_json.as_bytes())
             .await
             .map_err(|e| {
                 tracing::warn!(target: "ctxpack::grpc", tenant, run_id = r.run_id, attempt_id = r.attempt_id, code = e.code(), error = %e, "not assembled");
@@ -161,7 +162,7 @@ impl Grpc {
 
 /// The standard health service, following the service's readiness: the
 /// whole server (`""`) and `ContextAssembly` are SERVING while the store
-/// takes writes and the broker (if any) is connected.
+/// takes writes (a broker that is away does not stop assemblies).
 pub fn health(
     service: Arc<Service>,
     mut stop: tokio::sync::watch::Receiver<bool>,

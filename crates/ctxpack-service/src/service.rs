@@ -17,6 +17,7 @@ use record::{record_of_failure, record_of_pack};
 use request::{bind, checked, no_nul};
 
 use crate::answerers::Answerers;
+use crate::auth::Caller;
 use crate::metrics::{Metrics, Observation};
 use crate::pool::{Pool, ticks};
 use crate::settings::RequestLimits;
@@ -73,8 +74,12 @@ pub struct Service {
 /// Whether the service can take assemblies (`/readyz`, gRPC health).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Readiness {
-    /// Both below are.
+    /// The store takes writes: assemblies are taken. The broker is not
+    /// needed for it: the outbox keeps every event until it is back.
     pub ok: bool,
+    /// The broker is configured and not connected: events wait in the
+    /// outbox.
+    pub degraded: bool,
     /// `ok`, or why the store cannot take a write.
     pub store: String,
     /// `ok`, `not configured`, or the broker's connection state.
@@ -136,6 +141,10 @@ pub enum AssembleError {
     /// The assembly failed; its failed snapshot is recorded.
     #[error("assembly failed: {}", .0.failure.as_deref().unwrap_or("?"))]
     Failed(Box<Reply>),
+    /// The caller may not ask this (a data scope its token does not
+    /// list); nothing recorded.
+    #[error("{0}")]
+    Forbidden(String),
     /// The attempt already has another snapshot.
     #[error("attempt already has snapshot {0}; a changed request is a new attempt")]
     AttemptTaken(String),
@@ -159,6 +168,7 @@ impl AssembleError {
     pub fn code(&self) -> &'static str {
         match self {
             AssembleError::Invalid(_) => "invalid-request",
+            AssembleError::Forbidden(_) => "forbidden",
             AssembleError::Failed(_) => "assembly-failed",
             AssembleError::AttemptTaken(_) => "attempt-taken",
             AssembleError::Deadline(_) | AssembleError::Interrupted(_) => "deadline-exceeded",
@@ -218,7 +228,8 @@ impl Service {
             },
         };
         let r = Readiness {
-            ok: store == "ok" && (broker == "ok" || broker == "not configured"),
+            ok: store == "ok",
+            degraded: !(broker == "ok" || broker == "not configured"),
             store,
             broker,
         };
@@ -244,19 +255,25 @@ impl Service {
         }
     }
 
-    /// Assembles `body` for `tenant`'s attempt, records it, answers it.
+    /// Assembles `body` for `caller`'s tenant's attempt, records it,
+    /// answers it. The request's `context.scopes` must be among the data
+    /// scopes `caller`'s token lists.
     pub async fn assemble(
         &self,
-        tenant: &str,
+        caller: &Caller,
         run_id: &str,
         attempt_id: &str,
         body: &[u8],
     ) -> Result<Reply, AssembleError> {
         let started = Instant::now();
+        let tenant = caller.tenant.as_str();
         check_id("tenant (x-tenant-id)", tenant)?;
         check_id("runId", run_id)?;
         check_id("attemptId", attempt_id)?;
         let mut request = parse_request(body)?;
+        caller
+            .may_read(&request.context.scopes)
+            .map_err(|r| AssembleError::Forbidden(r.to_string()))?;
         self.limits.check(&request)?;
         no_nul(&request)?;
         let c = &mut request.context;

@@ -27,8 +27,9 @@
 //! grpc = "http://127.0.0.1:7001" # or http = "http://…/ctxpack"
 //! timeout-ms = 1000
 //! concurrency = 64
-//! retries = 2
+//! retries = 2                    # not for an answer over max-answer-bytes
 //! backoff-ms = 50
+//! max-answer-bytes = 67108864    # the most an answer may have (64 MiB)
 //! token-file = "/run/secrets/retrieve-token"   # or token-env = "NAME"
 //! index = "kb-main"              # the index it serves (IndexDegraded)
 //! # https:// (gRPC over TLS, or HTTPS): the roots it is checked against
@@ -244,6 +245,8 @@ struct UpstreamFile {
     retries: u32,
     #[serde(default = "default_backoff_ms")]
     backoff_ms: u64,
+    #[serde(default = "default_max_answer_bytes")]
+    max_answer_bytes: usize,
     token_file: Option<PathBuf>,
     token_env: Option<String>,
     index: Option<String>,
@@ -263,6 +266,9 @@ fn default_retries() -> u32 {
 }
 fn default_backoff_ms() -> u64 {
     50
+}
+fn default_max_answer_bytes() -> usize {
+    crate::upstream::MAX_ANSWER_BYTES
 }
 
 /// What the file configures, checked.

@@ -42,7 +42,8 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tonic::codegen::http;
 
-/// The most bytes an upstream's answer may have.
+/// The most bytes an upstream's answer may have, by default
+/// (`max-answer-bytes`).
 pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 /// `url` as it may be logged: a password in it (`scheme://user:secret@host`)
@@ -84,8 +85,11 @@ pub struct Settings {
     pub timeout: Duration,
     /// Most calls in flight at once; more wait.
     pub concurrency: usize,
-    /// Attempts after the first, for a failure worth retrying.
+    /// Attempts after the first, for a failure worth retrying (an answer
+    /// over `max_answer_bytes` is not: it would be as large again).
     pub retries: u32,
+    /// The most bytes an answer may have.
+    pub max_answer_bytes: usize,
     /// The first retry's wait; each next one doubles it (with jitter).
     pub backoff: Duration,
     /// Sent as `authorization: Bearer …`.
@@ -313,8 +317,8 @@ impl Upstream {
                 request.metadata_mut().insert(k, v);
             }
         });
-        let mut grpc =
-            tonic::client::Grpc::new(channel.clone()).max_decoding_message_size(MAX_ANSWER_BYTES);
+        let mut grpc = tonic::client::Grpc::new(channel.clone())
+            .max_decoding_message_size(self.settings.max_answer_bytes);
         grpc.ready()
             .await
             .map_err(|e| Fault::transient(format!("gRPC: {e}")))?;
@@ -364,10 +368,19 @@ impl Upstream {
             .await
             .map_err(|e| Fault::transient(format!("HTTP: {e}")))?;
         let status = response.status().as_u16();
-        let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+        let most = self.settings.max_answer_bytes;
+        let body = Limited::new(response.into_body(), most)
             .collect()
             .await
-            .map_err(|e| Fault::transient(format!("HTTP: reading the answer: {e}")))?
+            .map_err(|e| {
+                // An answer over the cap would be as large again: not
+                // retried.
+                if e.is::<http_body_util::LengthLimitError>() {
+                    Fault::fatal(format!("HTTP: the answer is larger than {most} bytes"))
+                } else {
+                    Fault::transient(format!("HTTP: reading the answer: {e}"))
+                }
+            })?
             .to_bytes();
         if status != 200 {
             let message = format!("HTTP {status}: {}", prefix(&String::from_utf8_lossy(&body)));

@@ -86,6 +86,8 @@ fn claims(tenant: &str, scope: &str, edit: impl FnOnce(&mut Value)) -> Value {
     let mut c = json!({
         "iss": ISSUER, "aud": AUDIENCE, "sub": "client-1", "tenant_id": tenant,
         "scope": scope, "iat": now(), "exp": now() + 600,
+        // The data scopes the bundled request names.
+        "data_scopes": ["repo:ctx", "mem:dev-3"],
     });
     edit(&mut c);
     c
@@ -399,6 +401,102 @@ async fn tokens_wrong_in_any_way_are_refused_on_http_and_grpc() {
     running.shutdown().await.unwrap();
 }
 
+/// A request's `context.scopes` are bounded by the token: each must be
+/// among the data scopes its `data_scopes` claim lists (a list, or a
+/// string of them space separated); a token without the claim may name
+/// none. Refused 403 on HTTP and PERMISSION_DENIED on gRPC, naming the
+/// scope, nothing recorded.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scopes_a_request_names_are_bounded_by_its_token() {
+    let dir = common::tempdir("scopes-bound");
+    let issuer = Issuer::new("k1");
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.auth = Some(auth_file(&dir, &issuer));
+    let (running, c) = serve(o).await;
+    let token = |data: Option<Value>| {
+        bearer(&issuer.sign(
+            "k1",
+            &claims("acme", ASSEMBLE, |c| match data {
+                Some(d) => c["data_scopes"] = d,
+                None => {
+                    c.as_object_mut().unwrap().remove("data_scopes");
+                }
+            }),
+        ))
+    };
+    let post = |token: String, body: Value, attempt: &'static str| {
+        let c = c.clone();
+        async move {
+            c.request(
+                "POST",
+                &format!("/factory/runs/r/attempts/{attempt}/context"),
+                &[
+                    ("authorization", &token),
+                    ("content-type", "application/json"),
+                ],
+                serde_json::to_vec(&body).unwrap(),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    // Another tenant's scope, asked by a token of acme: refused.
+    let mut globex = demo();
+    globex["context"]["scopes"] = json!(["tenant:globex"]);
+    let r = post(token(Some(json!(["repo:ctx"]))), globex, "1").await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.json()["error"]["message"],
+        "request.context.scopes[0]: \"tenant:globex\" is not among the token's data scopes (data_scopes claim)"
+    );
+    // One of two not listed: named.
+    let r = post(token(Some(json!(["repo:ctx"]))), demo(), "2").await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with("request.context.scopes[1]: \"mem:dev-3\""),
+        "{message}"
+    );
+    // No claim: no scope may be named; a request naming none is served.
+    let r = post(token(None), demo(), "3").await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    let mut none = demo();
+    none["context"]["scopes"] = json!([]);
+    let r = post(token(None), none, "4").await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    // Both listed, as a list or as a string: served.
+    let r = post(token(Some(json!(["repo:ctx", "mem:dev-3"]))), demo(), "5").await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = post(token(Some(json!("mem:dev-3 repo:ctx"))), demo(), "6").await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    // A claim of another type is a bad token.
+    let r = post(token(Some(json!(7))), demo(), "7").await;
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert!(r.text().contains("data_scopes claim"), "{}", r.text());
+    // gRPC the same.
+    let mut grpc = pb::context_assembly_client::ContextAssemblyClient::connect(format!(
+        "http://{}",
+        running.grpc.unwrap()
+    ))
+    .await
+    .unwrap();
+    let mut r = tonic::Request::new(pb::AssembleRequest {
+        run_id: "r".into(),
+        attempt_id: "8".into(),
+        request_json: serde_json::to_string(&demo()).unwrap(),
+    });
+    r.metadata_mut().insert(
+        "authorization",
+        token(Some(json!(["repo:ctx"]))).parse().unwrap(),
+    );
+    let e = grpc.assemble(r).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e:?}");
+    assert!(e.message().contains("mem:dev-3"), "{e:?}");
+    let census = running.service.store.census().await.unwrap();
+    assert_eq!(census.snapshots, 3);
+    running.shutdown().await.unwrap();
+}
+
 /// Without authentication the service listens on loopback only, and says
 /// so; with neither it does not start.
 #[tokio::test(flavor = "multi_thread")]
@@ -556,4 +654,76 @@ async fn jwks_from_a_url_follows_rotation_and_hs256_is_for_development() {
     bad.auth.as_mut().unwrap().issuer = None;
     let e = refusal(bad).await;
     assert!(e.contains("auth.issuer: required"), "{e}");
+}
+
+/// `ctxpack-load --tokens FILE` loads a service that checks tokens: each
+/// client sends one of the file's bearer tokens, its tenant the token's.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_load_tool_sends_bearer_tokens() {
+    let dir = common::tempdir("load-tokens");
+    let issuer = Issuer::new("k1");
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.auth = Some(auth_file(&dir, &issuer));
+    let (running, _c) = serve(o).await;
+    let tokens = dir.join("tokens");
+    let lines: Vec<String> = ["acme", "globex"]
+        .iter()
+        .map(|t| issuer.sign("k1", &claims(t, ASSEMBLE, |_| {})))
+        .collect();
+    std::fs::write(&tokens, lines.join("\n") + "\n").unwrap();
+    let url = format!("http://{}", running.http);
+    let load = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_ctxpack-load"))
+                .args(args)
+                .output()
+                .unwrap()
+        })
+    };
+    let tokens = tokens.display().to_string();
+    let out = load(
+        [
+            "--url",
+            &url,
+            "--clients",
+            "2",
+            "--seconds",
+            "1.5",
+            "--tokens",
+            &tokens,
+        ]
+        .map(String::from)
+        .to_vec(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_status = summary["byStatus"].as_object().unwrap();
+    assert_eq!(by_status.keys().collect::<Vec<_>>(), ["201"], "{summary}");
+    // Accepted, so each request carried a token (without one, 401).
+    assert!(summary["acknowledged"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(summary["acknowledged"], by_status["201"], "{summary}");
+    // A file with no token is refused, saying so.
+    let empty = dir.join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    let empty = empty.display().to_string();
+    let out = load(
+        ["--url", &url, "--tokens", &empty]
+            .map(String::from)
+            .to_vec(),
+    )
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no token in it"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    running.shutdown().await.unwrap();
 }

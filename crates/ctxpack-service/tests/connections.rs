@@ -349,3 +349,29 @@ async fn the_listeners_serve_tls() {
         .unwrap();
     running.shutdown().await.unwrap();
 }
+
+/// A body declared larger than the service takes is refused before the
+/// client sends it: `Expect: 100-continue` with a 50 MB `Content-Length`
+/// is answered 413, never `100 Continue`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_declared_too_large_is_refused_before_100_continue() {
+    let (running, _c) = serve(unauthenticated_options("continue")).await;
+    let mut s = tokio::net::TcpStream::connect(running.http).await.unwrap();
+    s.write_all(
+        b"POST /factory/runs/r/attempts/1/context HTTP/1.1\r\nHost: localhost\r\n\
+          x-tenant-id: continue\r\ncontent-type: application/json\r\n\
+          Expect: 100-continue\r\nContent-Length: 50000000\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), s.read_to_end(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(!answer.contains("100 Continue"), "{answer}");
+    assert!(answer.contains("larger than"), "{answer}");
+    running.shutdown().await.unwrap();
+}

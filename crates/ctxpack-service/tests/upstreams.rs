@@ -143,6 +143,21 @@ async fn the_seeds_outcomes_over(grpc: bool) {
         "{what}: {took:?}"
     );
 
+    // Retrieval answers over the cap: degraded, and not retried (the
+    // answer would be as large again).
+    b.set("sources.retrieve", Mode::Huge);
+    let before = b.calls("sources.retrieve");
+    let (status, reply, detail) = assemble(&c, 45, 20000).await;
+    assert_eq!(status, 201, "{what}: {reply}");
+    assert_eq!(reply["status"], json!(["degraded"]), "{what}: {reply}");
+    let failed = call_outcome(&detail, "sources.retrieve").to_string();
+    assert_eq!(
+        b.calls("sources.retrieve") - before,
+        1,
+        "{what}: retried: {failed}"
+    );
+    assert!(!failed.contains("attempts"), "{what}: {failed}");
+
     // The policy fails: the assembly fails (nothing unreviewed is ever
     // included), recorded with its reason.
     b.set("sources.retrieve", Mode::Answer);

@@ -6,6 +6,11 @@
 //!
 //! A request that cannot connect (the service restarting) is retried, for
 //! the same attempt, until it is answered or the run ends.
+//!
+//! Against a service with `[auth]`, `--tokens FILE` gives the bearer
+//! tokens (one a line, client k sending the k-th, round robin); without
+//! it, each client names its tenant in `x-tenant-id`, as a service with
+//! `--insecure-dev-no-auth` takes it.
 
 use ctxpack_service::client::Client;
 use std::collections::BTreeMap;
@@ -13,8 +18,11 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: ctxpack-load --url URL[,URL…] [--clients 50] [--seconds 30] \
-                     [--rate RPS] [--request FILE] [--tenants 4] [--acks FILE] [--label TEXT]\n\
-                     several URLs (replicas): client k posts to the k-th, round robin";
+                     [--rate RPS] [--request FILE] [--tenants 4 | --tokens FILE] [--acks FILE] \
+                     [--label TEXT]\n\
+                     several URLs (replicas): client k posts to the k-th, round robin;\n\
+                     --tokens: bearer tokens, one a line; client k sends the k-th, round robin \
+                     (its tenant the token's), instead of x-tenant-id";
 
 const QUERIES: &[&str] = &[
     "Why does the parser reject trailing commas?",
@@ -97,6 +105,17 @@ enum LoadError {
     /// The request file is not JSON.
     #[error("--request: {0}")]
     RequestJson(serde_json::Error),
+    /// The tokens file cannot be read.
+    #[error("--tokens {path}: {source}")]
+    Tokens {
+        /// The file.
+        path: String,
+        /// Why not.
+        source: std::io::Error,
+    },
+    /// The tokens file holds no token.
+    #[error("--tokens {0}: no token in it (one a line)")]
+    NoTokens(String),
     /// A client task panicked.
     #[error(transparent)]
     Task(#[from] tokio::task::JoinError),
@@ -128,17 +147,27 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// Who a client is: its tenant (`x-tenant-id`), or its bearer token.
+#[derive(Clone)]
+enum Caller {
+    Tenant(String),
+    Bearer(String),
+}
+
 async fn client_loop(
     k: usize,
     client: Client,
     body: serde_json::Value,
-    tenants: usize,
+    caller: Caller,
     until: Instant,
     interval: Option<Duration>,
 ) -> Tally {
     let mut t = Tally::default();
     let run = format!("load-{}-{k}", std::process::id());
-    let tenant = format!("tenant-{}", k % tenants.max(1));
+    let header = match &caller {
+        Caller::Tenant(tenant) => ("x-tenant-id", tenant.clone()),
+        Caller::Bearer(token) => ("authorization", format!("Bearer {token}")),
+    };
     let mut next = Instant::now();
     let mut n = 0u64;
     while Instant::now() < until {
@@ -155,7 +184,7 @@ async fn client_loop(
         loop {
             let sent = Instant::now();
             match client
-                .send("POST", &path, Some(&tenant), bytes.clone())
+                .request("POST", &path, &[(header.0, &header.1)], bytes.clone())
                 .await
             {
                 Ok(a) => {
@@ -187,6 +216,27 @@ async fn run(args: Vec<String>) -> Result<(), LoadError> {
     let seconds: f64 = num(&args, "--seconds", 30.0)?;
     let rate: f64 = num(&args, "--rate", 0.0)?;
     let tenants: usize = num(&args, "--tenants", 4)?;
+    let callers: Vec<Caller> = match arg(&args, "--tokens") {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Tokens {
+                path: path.clone(),
+                source,
+            })?;
+            let tokens: Vec<Caller> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(|l| Caller::Bearer(l.to_owned()))
+                .collect();
+            if tokens.is_empty() {
+                return Err(LoadError::NoTokens(path));
+            }
+            tokens
+        }
+        None => (0..tenants.max(1))
+            .map(|i| Caller::Tenant(format!("tenant-{i}")))
+            .collect(),
+    };
     let label = arg(&args, "--label").unwrap_or_else(|| "load".into());
     let request = arg(&args, "--request").map_or_else(
         || ctxpack_service::demo_path("tests/fixture/request.json"),
@@ -207,7 +257,7 @@ async fn run(args: Vec<String>) -> Result<(), LoadError> {
                 k,
                 replicas[k % replicas.len()].clone(),
                 body.clone(),
-                tenants,
+                callers[k % callers.len()].clone(),
                 until,
                 interval,
             ))

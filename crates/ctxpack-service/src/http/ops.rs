@@ -42,9 +42,11 @@ pub(super) async fn metrics(State(service): State<Arc<Service>>) -> Response {
         .into_response()
 }
 
-/// Whether the service can take assemblies: its store takes a write and
-/// its broker (when events are relayed) is connected. 503 with the reason
-/// and Retry-After when not.
+/// Whether the service can take assemblies: its store takes a write. 503
+/// with the reason and Retry-After when not. A broker (when events are
+/// relayed) that is not connected does not make it unready — the outbox
+/// keeps every event and assemblies go on — but `degraded`, with the
+/// broker's state.
 pub(super) async fn readyz(State(service): State<Arc<Service>>) -> Response {
     let ready = service.readiness().await;
     let status = if ready.ok {

@@ -94,6 +94,7 @@ pub(super) fn refusal(e: &Refusal) -> Response {
 pub(super) fn reject(e: &AssembleError) -> Response {
     let status = match e {
         AssembleError::Invalid(_) => StatusCode::BAD_REQUEST,
+        AssembleError::Forbidden(_) => StatusCode::FORBIDDEN,
         AssembleError::Failed(_) => StatusCode::UNPROCESSABLE_ENTITY,
         AssembleError::AttemptTaken(_) => StatusCode::CONFLICT,
         AssembleError::Deadline(_) | AssembleError::Interrupted(_) => StatusCode::GATEWAY_TIMEOUT,
@@ -101,6 +102,26 @@ pub(super) fn reject(e: &AssembleError) -> Response {
         AssembleError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     };
     error(status, e.code(), e)
+}
+
+/// The answer to a body over `most` bytes.
+pub(super) fn too_large(most: usize) -> Response {
+    error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "invalid-request",
+        format!("request body: larger than {most} bytes"),
+    )
+}
+
+/// Whether `headers` declare a body over `most` bytes (`Content-Length`):
+/// refused before a byte of it is read, so a client that waits for
+/// `100 Continue` is told 413 instead.
+pub(super) fn declared_over(headers: &axum::http::HeaderMap, most: usize) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > most as u64)
 }
 
 /// Reads a request body within the body timeout.
@@ -118,11 +139,7 @@ pub(super) async fn read_body(
         )),
         Ok(Err(e)) => {
             if e.is::<http_body_util::LengthLimitError>() {
-                Err(error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "invalid-request",
-                    format!("request body: larger than {most} bytes"),
-                ))
+                Err(too_large(most))
             } else {
                 Err(error(
                     StatusCode::BAD_REQUEST,

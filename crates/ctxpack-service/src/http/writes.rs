@@ -2,7 +2,7 @@
 //! marked deleted (`POST /factory/sources/{id}/deleted`).
 
 use super::Http;
-use super::request::{Authed, Ids, read_body, refusal, reject};
+use super::request::{Authed, Ids, declared_over, read_body, refusal, reject, too_large};
 use crate::auth::Scope;
 use crate::service::{AssembleError, Service, check_id};
 use crate::snapshots::{json, now_rfc3339};
@@ -32,12 +32,15 @@ pub(super) async fn assemble(
     let started = Instant::now();
     let service = &http.service;
     let most = service.max_body;
+    if declared_over(req.headers(), most) {
+        return too_large(most);
+    }
     let body = match read_body(req.into_body(), http.body_timeout, most).await {
         Ok(b) => b,
         Err(r) => return r,
     };
+    let result = service.assemble(&caller, &run_id, &attempt_id, &body).await;
     let tenant = caller.tenant;
-    let result = service.assemble(&tenant, &run_id, &attempt_id, &body).await;
     let ms = started.elapsed().as_secs_f64() * 1e3;
     match result {
         Ok(reply) => {

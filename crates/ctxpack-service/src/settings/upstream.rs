@@ -34,6 +34,13 @@ pub(super) fn upstream(
     if u.timeout_ms == 0 {
         return Err(at(path, &format!("{key}.timeout-ms"), "must be at least 1"));
     }
+    if u.max_answer_bytes == 0 {
+        return Err(at(
+            path,
+            &format!("{key}.max-answer-bytes"),
+            "must be at least 1",
+        ));
+    }
     if u.concurrency == 0 {
         return Err(at(
             path,
@@ -46,6 +53,7 @@ pub(super) fn upstream(
         timeout: Duration::from_millis(u.timeout_ms),
         concurrency: u.concurrency,
         retries: u.retries,
+        max_answer_bytes: u.max_answer_bytes,
         backoff: Duration::from_millis(u.backoff_ms),
         token: upstream_token(path, &key, u)?,
         compression_profile: c.compression_profile.clone(),

@@ -19,6 +19,8 @@ pub enum Mode {
     Answer,
     Fail,
     Hang,
+    /// An answer over the service's cap on an upstream's answer.
+    Huge,
 }
 
 /// A store whose behaviour the test sets, counting calls and keeping the
@@ -73,6 +75,10 @@ pub fn answering(b: Arc<Behaviour>) -> Answering {
                     }
                     Mode::Hang => {
                         tokio::time::sleep(Duration::from_secs(30)).await;
+                    }
+                    Mode::Huge => {
+                        let text = "x".repeat(MOST_ANSWER + 1);
+                        return Answer::Candidates(Ok(vec![candidate("huge", &text)]));
                     }
                     Mode::Answer => {}
                 }
@@ -196,6 +202,10 @@ pub fn config(dir: &Path, text: &str) -> PathBuf {
     path
 }
 
+/// The most bytes a retrieval answer may have in [`upstreams_toml`]:
+/// [`Mode::Huge`] answers more.
+pub const MOST_ANSWER: usize = 100_000;
+
 pub fn upstreams_toml(grpc: bool, addr: SocketAddr) -> String {
     let (key, url) = if grpc {
         ("grpc", format!("http://{addr}"))
@@ -215,6 +225,7 @@ profile = {{ rag = {{ retrieve-limit = 4 }} }}
 timeout-ms = 300
 retries = 1
 backoff-ms = 10
+max-answer-bytes = {MOST_ANSWER}
 token-file = "token"
 [upstreams.review]
 {key} = "{url}"
