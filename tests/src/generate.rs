@@ -434,15 +434,25 @@ fn policy(src: &mut Source, ids: u32) -> Option<PolicyRules> {
 /// tool call's run of turns, and some of its tool results cleared.
 fn compaction(src: &mut Source, request: &AssembleRequest) -> Compaction {
     let n = request.conversation.len() as u32;
+    let turns = &request.conversation;
+    let hash =
+        |c: &Compaction| ctxpack_core::compaction_hash(&turns[..c.turns.max(c.cleared) as usize]);
     let mut c = Compaction {
         summary: text(src, 10),
         turns: src.below(n + 1),
         cleared: src.below(n + 1),
+        hash: String::new(),
     };
+    c.hash = hash(&c);
     let mut check = request.clone();
     check.compaction = Some(c.clone());
     if ctxpack_core::validate_request(&check).is_err() {
         c.turns = 0;
+        c.hash = hash(&c);
+    }
+    // Now and then one from another conversation: refused.
+    if src.one_in(10) {
+        c.hash = ctxpack_core::compaction_hash(&[]).replace('0', "1");
     }
     c
 }

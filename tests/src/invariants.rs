@@ -426,6 +426,30 @@ pub fn compacted(
             "{name}: a new summary without the summariser's answer"
         );
     }
+    // Its hash is of the turns it stands for and clears, as the WIT
+    // writes them, recomputed here.
+    let covered = c.turns.max(c.cleared) as usize;
+    let mut h = sha2::Sha256::new();
+    for t in &request.conversation[..covered] {
+        let attached = t.attached_tokens.map(|n| n.to_string()).unwrap_or_default();
+        let role = serde_json::to_value(t.role)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned));
+        for field in [
+            role.unwrap_or_default().as_str(),
+            t.tool_call_id.as_deref().unwrap_or(""),
+            &attached,
+            &t.content,
+        ] {
+            h.update(format!("{}:", field.len()).as_bytes());
+            h.update(field.as_bytes());
+        }
+    }
+    assert_eq!(
+        c.hash,
+        format!("{:x}", h.finalize()),
+        "{name}: the compaction's hash"
+    );
     let (from, upto) = (c.turns as usize, c.cleared as usize);
     for turn in sent.conversation.iter_mut().take(upto).skip(from) {
         if turn.role == Role::Tool {

@@ -13,12 +13,14 @@
 //!    [`KEEP_TOOL_RESULTS`] kept;
 //! 2. if it is still past, its oldest turns, whole runs of a tool call and
 //!    its results, are summarised with the summary before them by the
-//!    host's summariser, in at most `compact-tokens`; the new summary
+//!    host's summariser, in at most `compact-tokens` — never past the
+//!    newest user turn, the question being answered —; the new summary
 //!    stands, as a system turn, in the place of the last turn it covers,
 //!    and the turns before it are dropped as `summarized`.
 //!
-//! The pack returns the state (see [`Compaction`]) and the caller passes
-//! it back with the next turn's request: the core keeps nothing between
+//! The pack returns the state (see [`Compaction`]), with the hash of the
+//! turns it covers (see [`covered_hash`]), and the caller passes it back
+//! with the next turn's request: the core keeps nothing between
 //! assemblies, and until the next compaction the summary and the cleared
 //! results are sent byte for byte as before, so the prefix a provider
 //! cached stays. A summariser that fails, answers nothing, or answers a
@@ -44,6 +46,34 @@ pub(crate) const KEEP_TOOL_RESULTS: usize = 3;
 
 /// The id of the conversation's summary in the pack and the snapshot.
 pub(crate) const SUMMARY_ID: &str = "conversation-summary";
+
+/// The hash a compaction keeps of the turns it stands for and clears
+/// (see [`Compaction::hash`]): hex SHA-256 of each turn's role, tool-call
+/// id, attached tokens (in decimal) and content, each as its UTF-8 byte
+/// length in decimal, `:`, and its bytes (an absent field empty) — as a
+/// cache prefix hashes its messages.
+pub fn covered_hash(turns: &[ConversationTurn]) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for t in turns {
+        let attached = t.attached_tokens.map(|n| n.to_string());
+        for field in [
+            t.role.name(),
+            t.tool_call_id.as_deref().unwrap_or(""),
+            attached.as_deref().unwrap_or(""),
+            &t.content,
+        ] {
+            h.update(format!("{}:", field.len()).as_bytes());
+            h.update(field.as_bytes());
+        }
+    }
+    format!("{:x}", h.finalize())
+}
+
+/// How many of the conversation's first turns a compaction's hash covers.
+pub(crate) fn covered(state: &Compaction) -> usize {
+    state.turns.max(state.cleared) as usize
+}
 
 /// What heads the summary's turn.
 const SUMMARY_HEAD: &str = "Summary of the earlier conversation:\n";
@@ -119,6 +149,7 @@ pub(crate) async fn compact<'r>(
             }
         }
     }
+    state.hash = covered_hash(&turns[..covered(&state).min(turns.len())]);
     Compacted {
         request: applied(request, &state),
         state: Some(state),
@@ -189,15 +220,20 @@ fn clear(turns: &[ConversationTurn], state: &mut Compaction, keep: u64, at_least
 /// The turn the summary should cover up to: the first start of a unit
 /// (see [`crate::conversation::units`]) after the summary's from which
 /// the conversation is within `keep` bytes — a user turn's where one
-/// follows —, or the newest unit's where none is. None where the newest
-/// unit begins at the summary already.
+/// follows —, or the last where none is. Never past the newest user
+/// turn: the question being answered, and the calls made for it since,
+/// are never summarised. None where no unit begins after the summary's
+/// turns and by then.
 fn cut(turns: &[ConversationTurn], state: &Compaction, keep: u64) -> Option<usize> {
     let from = state.turns as usize;
-    let starts: Vec<usize> = crate::conversation::units(turns)
+    let mut starts: Vec<usize> = crate::conversation::units(turns)
         .iter()
         .map(|u| u.start)
         .filter(|&s| s > from)
         .collect();
+    if let Some(question) = starts.iter().rposition(|&s| turns[s].role == Role::User) {
+        starts.truncate(question + 1);
+    }
     let newest = *starts.last()?;
     // The bytes from each turn on, as sent.
     let mut after = vec![0u64; turns.len() + 1];

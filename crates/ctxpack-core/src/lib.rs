@@ -135,6 +135,7 @@ pub use assembly::{Assembly, Next};
 pub use builder::Builder;
 pub use call::{Answer, Call};
 pub use capability::Capability;
+pub use compact::covered_hash as compaction_hash;
 pub use config::{
     BuilderConfig, FullSettings, Plan, Profile, RagMemorySettings, RagSettings, Ranking,
     SectionShare, TokenizerFile,

@@ -404,6 +404,11 @@ pub struct Compaction {
     /// The tool results before this turn are sent as a placeholder, their
     /// calls as they were.
     pub cleared: u32,
+    /// The hash of the turns it stands for and clears (the first
+    /// `max(turns, cleared)`, see `compaction_hash`): a compaction passed
+    /// back with another conversation, or with turns left out at its
+    /// start, is refused.
+    pub hash: String,
 }
 
 /// One text to summarise.

@@ -238,5 +238,15 @@ fn compaction(
             ),
         ));
     }
+    let covered = crate::compact::covered(c);
+    if crate::compact::covered_hash(&turns[..covered]) != c.hash {
+        return Err(Error::invalid(
+            "request.compaction.hash",
+            format!(
+                "the conversation's first {covered} turns are not the ones this compaction was made \
+                 from: pass back the whole conversation its pack was made from, new turns after it"
+            ),
+        ));
+    }
     Ok(())
 }

@@ -130,7 +130,10 @@ async fn a_compaction_passed_comes_back_for_the_next_turn() {
         {"role": "assistant", "content": "A list of values."},
         {"role": "user", "content": "And a table?"}
     ]);
-    let state = json!({"summary": "The user asked what an array is.", "turns": 2, "cleared": 2});
+    let turns: Vec<ctxpack_core::ConversationTurn> =
+        serde_json::from_value(request["conversation"].clone()).unwrap();
+    let hash = ctxpack_core::compaction_hash(&turns[..2]);
+    let state = json!({"summary": "The user asked what an array is.", "turns": 2, "cleared": 2, "hash": hash});
     request["compaction"] = state.clone();
     let path = "/factory/runs/run-1/attempts/a-1/context";
     let first = post_json(&c, path, "acme", &request).await;

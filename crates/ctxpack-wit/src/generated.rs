@@ -48,7 +48,7 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::StageSummary, wit::StageSummary, { stage_id, outcome, summary });
             $crate::__record!(ctx::Candidate, wit::$Candidate, { id, section, text, provenance, trust, score, sequence, scope, token_count });
             $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, conversation_start, form, layout, stage_summaries, compaction });
-            $crate::__record!(ctx::Compaction, wit::Compaction, { summary, turns, cleared });
+            $crate::__record!(ctx::Compaction, wit::Compaction, { summary, turns, cleared, hash });
             $crate::__record!(ctx::PackEntry, wit::PackEntry, { id, layer, section, role, text, tokens, provenance, trust });
             $crate::__cases!(ctx::Strategy, wit::Strategy, [L0Immutable, KeepLast, ConversationBudget, EvictOldest, Summarize, Truncate] []);
             $crate::__record!(ctx::CompressionMetadata, wit::CompressionMetadata, { applied_strategies, truncated_layers, entries_dropped });

@@ -1320,4 +1320,10 @@ def test_a_compacted_conversation_goes_out_as_the_pack_sends_it():
     with pytest.raises(cp.AssemblyFailed, match=r"compaction\.turns"):
         builder.assemble(cp.AssembleRequest(
             conversation=conversation(_agent_chat(1)), budget=1_000, tokenizer=cp.Tokenizer.chars_per_token(4),
-            compaction=cp.Compaction(summary="s", turns=2, cleared=0)))
+            compaction=cp.Compaction(summary="s", turns=2, cleared=0, hash="")))
+    # One passed back with another conversation is refused: its hash is of
+    # the turns it was made from.
+    with pytest.raises(cp.AssemblyFailed, match=r"compaction\.hash"):
+        builder.assemble(cp.AssembleRequest(
+            conversation=conversation(_agent_chat(20)[1:]), budget=1_000, tokenizer=cp.Tokenizer.chars_per_token(4),
+            compaction=compaction))

@@ -362,6 +362,8 @@ export interface Compaction {
   turns: number;
   /** The tool results before this turn are sent as a placeholder, their calls as they were. */
   cleared: number;
+  /** Hex SHA-256 of the turns it stands for and clears (the first `max(turns, cleared)`), each turn's role, tool-call id, attached tokens and content written as a cache prefix writes a message: passed back with another conversation, or with turns left out at its start, it is refused. */
+  hash: string;
 }
 
 /** A conversation compacted: what a pack returns for the next turn's request to pass back, so the summary's bytes stay as they are until the conversation is compacted again (see `plan.compact-share`). (as the package accepts it) */
@@ -372,6 +374,8 @@ export interface CompactionInit {
   turns: number;
   /** The tool results before this turn are sent as a placeholder, their calls as they were. */
   cleared: number;
+  /** Hex SHA-256 of the turns it stands for and clears (the first `max(turns, cleared)`), each turn's role, tool-call id, attached tokens and content written as a cache prefix writes a message: passed back with another conversation, or with turns left out at its start, it is refused. */
+  hash: string;
 }
 
 /** One entry of an assembled pack. (as the package gives it) */

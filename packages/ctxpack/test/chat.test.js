@@ -1005,6 +1005,10 @@ test('a compacted conversation goes out as the pack sends it', async () => {
   // A compaction that does not fit the conversation is refused, naming it.
   await assert.rejects(builder.assemble({
     conversation: conversationOf(agentChat(1)), budget: 1_000, tokenizer: { charsPerToken: 4 },
-    compaction: { summary: 's', turns: 2, cleared: 0 },
+    compaction: { summary: 's', turns: 2, cleared: 0, hash: '' },
   }), /compaction\.turns/);
+  // One passed back with another conversation is refused: its hash is of the turns it was made from.
+  await assert.rejects(builder.assemble({
+    conversation: conversationOf(agentChat(20).slice(1)), budget: 1_000, tokenizer: { charsPerToken: 4 }, compaction,
+  }), /compaction\.hash/);
 });

@@ -228,6 +228,7 @@ fn a_summariser_that_fails_leaves_the_summary_as_it_was() {
         summary: "what came before".into(),
         turns: 20,
         cleared: 20,
+        hash: crate::compact::covered_hash(&r.conversation[..20]),
     };
     r.compaction = Some(given.clone());
     for answer in [Answering::Fails, Answering::TooLong] {
@@ -268,10 +269,12 @@ fn a_compaction_that_does_not_fit_the_conversation_is_refused() {
             other => panic!("{other:?}"),
         }
     };
-    let c = |summary: &str, turns, cleared| Compaction {
+    let turns = r.conversation.clone();
+    let c = |summary: &str, at: u32, cleared: u32| Compaction {
         summary: summary.into(),
-        turns,
+        turns: at,
         cleared,
+        hash: crate::compact::covered_hash(&turns[..(at.max(cleared) as usize).min(turns.len())]),
     };
     assert_eq!(refused(c("s", 31, 0), &mut r), "request.compaction.turns");
     assert_eq!(refused(c("s", 0, 31), &mut r), "request.compaction.cleared");
@@ -280,4 +283,44 @@ fn a_compaction_that_does_not_fit_the_conversation_is_refused() {
     assert_eq!(refused(c("s", 8, 0), &mut r), "request.compaction.turns");
     r.compaction = Some(c("s", 9, 0));
     assert!(crate::validate::request(&r).is_ok());
+    // Another conversation's, or this one with its first turns left out:
+    // its hash says so.
+    let mut other = c("s", 9, 0);
+    other.hash = crate::compact::covered_hash(&chat(40)[1..10]);
+    assert_eq!(refused(other, &mut r), "request.compaction.hash");
+    let given = c("s", 9, 0);
+    r.conversation.remove(0);
+    assert_eq!(refused(given, &mut r), "request.compaction.hash");
+}
+
+#[test]
+fn the_question_being_answered_is_never_summarised() {
+    // The newest user turn, then a call whose result alone is past the
+    // share: the summary stops before the question, which is kept with
+    // the call and its result.
+    let mut config = config();
+    config.plan.clear_at_least = 0;
+    let mut host = Summariser::default();
+    let mut r = chat_request();
+    let mut turns = chat(12);
+    turns.push(turn(Role::User, "and the fares for Sunday?", None));
+    turns.push(turn(Role::Assistant, "looking", Some("call-sun")));
+    turns.push(turn(Role::Tool, &"s".repeat(2_500), Some("call-sun")));
+    r.conversation = turns;
+    let p = assemble(&r, &config, &mut host);
+    let state = p.compaction.unwrap();
+    assert_eq!(host.asked, 1);
+    assert_eq!(state.turns, 12, "{state:?}");
+    let roles: Vec<Role> = p.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::System,
+            Role::System,
+            Role::User,
+            Role::Assistant,
+            Role::Tool
+        ]
+    );
+    assert_eq!(p.messages[2].content, "and the fares for Sunday?");
 }

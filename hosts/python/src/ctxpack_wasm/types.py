@@ -279,6 +279,8 @@ class Compaction(Record):
     """How many of the conversation's first turns the summary stands for (0: none; never inside a tool call's run of turns)."""
     cleared: int
     """The tool results before this turn are sent as a placeholder, their calls as they were."""
+    hash: str
+    """Hex SHA-256 of the turns it stands for and clears (the first `max(turns, cleared)`), each turn's role, tool-call id, attached tokens and content written as a cache prefix writes a message: passed back with another conversation, or with turns left out at its start, it is refused."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1367,7 +1369,7 @@ def _d_AssembleRequest(o):
     return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), form=(None if (y := g("form")) is None else _d_PackForm(y)), layout=(None if (y := g("layout")) is None else _d_Layout(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])], compaction=(None if (y := g("compaction")) is None else _d_Compaction(y)))
 def _d_Compaction(o):
     g = o.get
-    return Compaction(summary=o["summary"], turns=o["turns"], cleared=o["cleared"])
+    return Compaction(summary=o["summary"], turns=o["turns"], cleared=o["cleared"], hash=o["hash"])
 def _d_PackEntry(o):
     g = o.get
     return PackEntry(id=o["id"], layer=_d_Layer(o["layer"]), section=_d_Section(o["section"]), role=_d_Role(o["role"]), text=o["text"], tokens=o["tokens"], provenance=_d_Provenance(o["provenance"]), trust=_d_TrustTier(o["trust"]))
@@ -1720,7 +1722,7 @@ _SCHEMA = {
     "StageSummary": ("record", StageSummary, [("stage_id", "stage-id", 'string'), ("outcome", "outcome", 'string'), ("summary", "summary", 'string')]),
     "Candidate": ("record", Candidate, [("id", "id", 'string'), ("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("sequence", "sequence", ['option', 'u64']), ("scope", "scope", ['option', 'string']), ("token_count", "token-count", ['option', 'u32'])]),
     "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("form", "form", ['option', ['ref', 'PackForm']]), ("layout", "layout", ['option', ['ref', 'Layout']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']]), ("compaction", "compaction", ['option', ['ref', 'Compaction']])]),
-    "Compaction": ("record", Compaction, [("summary", "summary", 'string'), ("turns", "turns", 'u32'), ("cleared", "cleared", 'u32')]),
+    "Compaction": ("record", Compaction, [("summary", "summary", 'string'), ("turns", "turns", 'u32'), ("cleared", "cleared", 'u32'), ("hash", "hash", 'string')]),
     "PackEntry": ("record", PackEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("role", "role", ['ref', 'Role']), ("text", "text", 'string'), ("tokens", "tokens", 'u32'), ("provenance", "provenance", ['ref', 'Provenance']), ("trust", "trust", ['ref', 'TrustTier'])]),
     "Strategy": ("enum", Strategy),
     "CompressionMetadata": ("record", CompressionMetadata, [("applied_strategies", "applied-strategies", ['list', ['ref', 'Strategy']]), ("truncated_layers", "truncated-layers", ['list', ['ref', 'Layer']]), ("entries_dropped", "entries-dropped", 'u32')]),
