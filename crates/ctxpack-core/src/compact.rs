@@ -56,16 +56,8 @@ pub fn covered_hash(turns: &[ConversationTurn]) -> String {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();
     for t in turns {
-        let attached = t.attached_tokens.map(|n| n.to_string());
-        for field in [
-            t.role.name(),
-            t.tool_call_id.as_deref().unwrap_or(""),
-            attached.as_deref().unwrap_or(""),
-            &t.content,
-        ] {
-            h.update(format!("{}:", field.len()).as_bytes());
-            h.update(field.as_bytes());
-        }
+        let (call, attached) = (t.tool_call_id.as_deref(), t.attached_tokens);
+        crate::digest::hashed_fields(t.role, call, attached, &t.content, &mut |b| h.update(b));
     }
     format!("{:x}", h.finalize())
 }

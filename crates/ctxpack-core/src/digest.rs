@@ -454,6 +454,29 @@ impl Hash128 {
     }
 }
 
+/// Writes a message's or a turn's fields as a cache prefix's hash takes
+/// them (see `record::cache_bytes`): role, tool-call id, attached tokens
+/// (in decimal) and content, each as its UTF-8 byte length in decimal,
+/// `:`, and its bytes; an absent field empty.
+pub(crate) fn hashed_fields(
+    role: crate::types::Role,
+    tool_call_id: Option<&str>,
+    attached_tokens: Option<u32>,
+    content: &str,
+    out: &mut impl FnMut(&[u8]),
+) {
+    let attached = attached_tokens.map(|n| n.to_string());
+    for field in [
+        role.name(),
+        tool_call_id.unwrap_or(""),
+        attached.as_deref().unwrap_or(""),
+        content,
+    ] {
+        out(format!("{}:", field.len()).as_bytes());
+        out(field.as_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// RFC 4231's test cases 2 and 6 (a key longer than a block).

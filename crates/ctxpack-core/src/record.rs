@@ -384,16 +384,14 @@ fn cache_prefixes(
 /// id, attached tokens (in decimal) and content, each as its UTF-8 byte
 /// length in decimal, `:`, and its bytes; an absent field empty.
 pub(crate) fn cache_bytes(message: &Message, out: &mut impl FnMut(&[u8])) {
-    let attached = message.attached_tokens.map(|n| n.to_string());
-    for field in [
-        message.role.name(),
-        message.tool_call_id.as_deref().unwrap_or(""),
-        attached.as_deref().unwrap_or(""),
-        &message.content,
-    ] {
-        out(format!("{}:", field.len()).as_bytes());
-        out(field.as_bytes());
-    }
+    let m = message;
+    crate::digest::hashed_fields(
+        m.role,
+        m.tool_call_id.as_deref(),
+        m.attached_tokens,
+        &m.content,
+        out,
+    );
 }
 
 /// The key that keeps a session's requests on one provider cache: a hash
