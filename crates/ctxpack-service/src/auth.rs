@@ -23,8 +23,9 @@
 //! `factory.runs.read` lists and reads snapshots and their content;
 //! `factory.context.assemble` assembles (HTTP `POST …/context`, gRPC
 //! `Assemble`); `factory.sources.delete` marks a source deleted;
-//! `factory.metrics.read` reads `/metrics` on the main listener (the
-//! metrics listener, `--metrics-listen`, asks for nothing).
+//! `factory.metrics.read` reads `/metrics` on the main listener: a
+//! tenant's series alone, every tenant's for the `PlatformAdmin` role (the
+//! metrics listener, `--metrics-listen`, asks for nothing and shows all).
 //!
 //! The data scopes a request names (`context.scopes`) are bounded by the
 //! token: each must be listed in its `data-scopes-claim` claim
@@ -152,6 +153,9 @@ pub struct Caller {
     /// the claim that listed them; none without authentication, where any
     /// may be named.
     data_scopes: Option<(Vec<String>, String)>,
+    /// Whether it acts for the platform (the `PlatformAdmin` role, or no
+    /// authentication): it sees every tenant's metrics.
+    pub platform: bool,
 }
 
 impl Caller {
@@ -447,6 +451,7 @@ impl Verifier {
             subject: c.sub.unwrap_or_else(|| "anonymous".into()),
             scopes,
             data_scopes: Some((data_scopes, claim.clone())),
+            platform: c.roles.iter().flatten().any(|r| r == "PlatformAdmin"),
         })
     }
 }
@@ -549,6 +554,7 @@ impl Auth {
                     subject: "anonymous".into(),
                     scopes: Scope::ALL.to_vec(),
                     data_scopes: None,
+                    platform: true,
                 })
             }
             Auth::Jwt(v) => {

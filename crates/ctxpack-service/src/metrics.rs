@@ -172,6 +172,32 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    /// The metrics one tenant may see: the series labelled with its name
+    /// (none of the service-wide ones, nor `_other`, which sums other
+    /// tenants), each family's `HELP` and `TYPE` with them.
+    pub fn render_for(&self, tenant: &str) -> String {
+        let label = format!("{{tenant=\"{}\"", escape(tenant));
+        let mut out = String::new();
+        let mut head = String::new();
+        for line in self.render().lines() {
+            if line.starts_with("# HELP") {
+                head.clear();
+            }
+            if line.starts_with('#') {
+                head.push_str(line);
+                head.push('\n');
+            } else if line.contains(&format!("{label},")) || line.contains(&format!("{label}}}")) {
+                out.push_str(&head);
+                head.clear();
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")

@@ -727,3 +727,63 @@ async fn the_load_tool_sends_bearer_tokens() {
     );
     running.shutdown().await.unwrap();
 }
+
+/// `/metrics` on the main listener shows a tenant role its own tenant's
+/// series alone, and every tenant's only to the platform's role.
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_show_a_tenant_its_own_series_and_the_platform_all() {
+    let dir = common::tempdir("metrics-tenants");
+    let issuer = Issuer::new("k1");
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.auth = Some(auth_file(&dir, &issuer));
+    let (running, c) = serve(o).await;
+    let as_role = |tenant: &str, role: &str| {
+        bearer(&issuer.sign(
+            "k1",
+            &claims(tenant, ASSEMBLE, |c| c["roles"] = json!([role])),
+        ))
+    };
+    for tenant in ["acme", "globex"] {
+        let r = c
+            .request(
+                "POST",
+                "/factory/runs/r/attempts/1/context",
+                &[("authorization", &as_role(tenant, "Requester"))],
+                serde_json::to_vec(&demo()).unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let metrics = |token: String| {
+        let c = c.clone();
+        async move {
+            let r = get_with(&c, "/metrics", &[("authorization", &token)]).await;
+            assert_eq!(r.status, 200, "{}", r.text());
+            r.text()
+        }
+    };
+    for role in ["Observer", "Operator"] {
+        let text = metrics(as_role("acme", role)).await;
+        assert!(
+            text.contains("ctxpack_context_assemblies_total{tenant=\"acme\""),
+            "{role}: {text}"
+        );
+        assert!(!text.contains("globex"), "{role}: {text}");
+        // Service-wide series sum every tenant's traffic: not shown.
+        assert!(!text.contains("ctxpack_responses_total"), "{role}: {text}");
+        assert!(
+            text.contains("# TYPE ctxpack_context_assembly_latency_seconds histogram"),
+            "{text}"
+        );
+    }
+    let all = metrics(as_role("acme", "PlatformAdmin")).await;
+    for want in [
+        "tenant=\"acme\"",
+        "tenant=\"globex\"",
+        "ctxpack_responses_total",
+    ] {
+        assert!(all.contains(want), "{want}: {all}");
+    }
+    running.shutdown().await.unwrap();
+}

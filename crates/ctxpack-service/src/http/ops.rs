@@ -11,7 +11,8 @@ use serde_json::Value;
 use std::sync::Arc;
 
 /// `/metrics` on the main listener: for a token granting
-/// `factory.metrics.read` (any caller without authentication).
+/// `factory.metrics.read` (any caller without authentication), its
+/// tenant's series alone unless it acts for the platform.
 pub(super) async fn guarded_metrics(
     State(service): State<Arc<Service>>,
     headers: HeaderMap,
@@ -26,8 +27,16 @@ pub(super) async fn guarded_metrics(
             Ok(token) => v.verify(token).await,
             Err(e) => Err(e),
         };
-        if let Err(e) = caller.and_then(|c| c.may(Scope::MetricsRead)) {
-            return refusal(&e);
+        let caller = match caller.and_then(|c| c.may(Scope::MetricsRead).map(|()| c)) {
+            Ok(c) => c,
+            Err(e) => return refusal(&e),
+        };
+        if !caller.platform {
+            return (
+                [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                service.metrics.render_for(&caller.tenant),
+            )
+                .into_response();
         }
     }
     metrics(State(service)).await
