@@ -89,6 +89,15 @@ fn ids_of(m: &tonic::metadata::MetadataMap) -> crate::trace::RequestIds {
     crate::trace::RequestIds::of(&m.clone().into_headers())
 }
 
+/// `s`, a refusal before the request is read, logged with its reason
+/// (within [`crate::trace::REFUSAL_LINES`] a second).
+fn logged(s: Status) -> Status {
+    if let Some(suppressed) = crate::trace::refusal_line() {
+        tracing::info!(target: "ctxpack::grpc", code = ?s.code(), reason = s.message(), suppressed, "refused");
+    }
+    s
+}
+
 fn refused(e: &Refusal) -> Status {
     match e {
         Refusal::Unauthenticated(m) => Status::unauthenticated(m.clone()),
@@ -119,13 +128,15 @@ impl Grpc {
                 &tenant_header.iter().map(Vec::as_slice).collect::<Vec<_>>(),
             )
             .await
-            .map_err(|e| refused(&e))?;
-        caller.may(Scope::Assemble).map_err(|e| refused(&e))?;
+            .map_err(|e| logged(refused(&e)))?;
+        caller
+            .may(Scope::Assemble)
+            .map_err(|e| logged(refused(&e)))?;
         if let Err(t) = self.service.admit(&caller.tenant) {
             let mut s = Status::resource_exhausted(t.message);
             s.metadata_mut()
                 .insert("retry-after", t.retry_after_s.into());
-            return Err(s);
+            return Err(logged(s));
         }
         let tenant = caller.tenant.clone();
         let r = request.into_inner();
@@ -140,7 +151,9 @@ impl Grpc {
             .assemble(&caller, &r.run_id, &r.attempt_id, r.request_json.as_bytes())
             .await
             .map_err(|e| {
-                tracing::warn!(target: "ctxpack::grpc", tenant, run_id = r.run_id, attempt_id = r.attempt_id, code = e.code(), error = %e, "not assembled");
+                if let Some(suppressed) = crate::trace::refusal_line() {
+                    tracing::warn!(target: "ctxpack::grpc", tenant, run_id = r.run_id, attempt_id = r.attempt_id, code = e.code(), error = %e, suppressed, "not assembled");
+                }
                 status(&e)
             })?;
         tracing::info!(target: "ctxpack::grpc", tenant, run_id = r.run_id, attempt_id = r.attempt_id, snapshot = %reply.context_snapshot_id, "assembled");

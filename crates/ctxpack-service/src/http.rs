@@ -106,12 +106,18 @@ pub(super) fn error(status: StatusCode, code: &str, message: impl std::fmt::Disp
         message.truncate(message.floor_char_boundary(MESSAGE));
         message.push('…');
     }
-    (
+    let mut res = (
         status,
-        axum::Json(json!({"error": {"code": code, "message": message}})),
+        axum::Json(json!({"error": {"code": code, "message": &message}})),
     )
-        .into_response()
+        .into_response();
+    res.extensions_mut().insert(Why(message));
+    res
 }
+
+/// Why an answer refused, for its log line (see [`observe`]).
+#[derive(Clone)]
+struct Why(String);
 
 /// Whether `req` names a loopback host (its `Host`, or its URI's authority
 /// over HTTP/2): `localhost`, `127.x.x.x` or `[::1]`, any port.
@@ -156,7 +162,9 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 }
 
 /// Every request: its ids, a span carrying them, its answer counted by
-/// route and status, and a log line for every refusal (4xx and 5xx).
+/// route and status, and a log line for a refusal (4xx and 5xx) with its
+/// reason — at most [`crate::trace::REFUSAL_LINES`] a second, the next
+/// line saying how many were left out (`suppressed`).
 async fn observe(State(service): State<Arc<Service>>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
     if matches!(service.auth, crate::auth::Auth::Off) && !loopback_host(&req) {
@@ -191,12 +199,16 @@ async fn observe(State(service): State<Arc<Service>>, mut req: Request, next: Ne
     service
         .metrics
         .response("http", &format!("{method} {route}"), status.as_str());
-    if status.is_client_error() || status.is_server_error() {
+    if (status.is_client_error() || status.is_server_error())
+        && let Some(suppressed) = crate::trace::refusal_line()
+    {
+        let why = res.extensions().get::<Why>().map_or("", |w| w.0.as_str());
         span.in_scope(|| {
             tracing::info!(
                 target: "ctxpack::http",
-                %method, route, status = status.as_u16(),
+                %method, route, status = status.as_u16(), reason = why,
                 ms = started.elapsed().as_secs_f64() * 1e3,
+                suppressed,
                 "refused"
             )
         });

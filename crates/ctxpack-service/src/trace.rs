@@ -84,6 +84,48 @@ pub fn cut(value: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The most refusal lines written a second (HTTP's `refused`, gRPC's
+/// `not assembled`): a client refused in a loop cannot flood the log.
+pub const REFUSAL_LINES: u32 = 10;
+
+/// This second's refusal lines, and those left out since the last one
+/// written.
+struct Refusals {
+    second: Option<std::time::Instant>,
+    written: u32,
+    suppressed: u64,
+}
+
+static REFUSALS: std::sync::Mutex<Refusals> = std::sync::Mutex::new(Refusals {
+    second: None,
+    written: 0,
+    suppressed: 0,
+});
+
+/// Whether a refusal line may be written now: then how many were left
+/// out since the last one written (to say in it); none past this second's
+/// [`REFUSAL_LINES`], counted instead.
+pub fn refusal_line() -> Option<u64> {
+    let mut r = match REFUSALS.lock() {
+        Ok(r) => r,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let now = std::time::Instant::now();
+    if r.second
+        .is_none_or(|s| now.duration_since(s) >= std::time::Duration::from_secs(1))
+    {
+        r.second = Some(now);
+        r.written = 0;
+    }
+    if r.written < REFUSAL_LINES {
+        r.written += 1;
+        Some(std::mem::take(&mut r.suppressed))
+    } else {
+        r.suppressed += 1;
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::cut;
