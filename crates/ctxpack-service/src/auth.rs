@@ -212,6 +212,31 @@ pub struct Verifier {
     hs256: Option<DecodingKey>,
 }
 
+impl Verifier {
+    /// Reads `[auth]`'s `jwks-file` again (on `SIGHUP`), so a rotated key
+    /// is taken without a restart: how many keys it now holds, or none
+    /// where the keys come from elsewhere. A file that cannot be read or is
+    /// no JWKS leaves the keys as they were and is the error.
+    pub fn reload_keys(&self, file: &AuthFile, at: &str) -> Result<Option<usize>, AuthError> {
+        let Some(path) = &file.jwks_file else {
+            return Ok(None);
+        };
+        let bytes = std::fs::read(path).map_err(|source| AuthError::Read {
+            at: at.to_owned(),
+            key: "jwks-file",
+            path: path.clone(),
+            source,
+        })?;
+        let keys = keys_of(&bytes, &format!("{at}: auth.jwks-file"))?;
+        let n = keys.by_kid.len();
+        match self.keys.lock() {
+            Ok(mut held) => *held = keys,
+            Err(poisoned) => *poisoned.into_inner() = keys,
+        }
+        Ok(Some(n))
+    }
+}
+
 /// The least time between two fetches of a JWKS URL.
 pub const REFETCH: Duration = Duration::from_secs(5);
 

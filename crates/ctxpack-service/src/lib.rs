@@ -241,6 +241,25 @@ impl service::Service {
                 "[service] changed: its settings take effect at the next start"
             );
         }
+        let at = reload.path.display().to_string();
+        if settings.auth != reload.auth {
+            // Who may call is not changed under the callers: said, loudly.
+            tracing::error!(
+                target: "ctxpack::serve",
+                "[auth] changed: NOT applied, the [auth] the service started with stays until a restart \
+                 (its jwks-file alone is read again on SIGHUP)"
+            );
+        } else if let (Some(file), auth::Auth::Jwt(v)) = (&settings.auth, &self.auth) {
+            match v.reload_keys(file, &at) {
+                Ok(Some(keys)) => {
+                    tracing::info!(target: "ctxpack::serve", keys, "auth.jwks-file read again")
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(target: "ctxpack::serve", error = %e, "auth.jwks-file not read again: the keys in use stay");
+                }
+            }
+        }
         let this = self.clone();
         let fixture = reload.fixture.clone();
         let (runtime, path, instances) = (
@@ -375,6 +394,7 @@ pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, StartError> {
             runtime: runtime.clone(),
             fixture,
             instances: o.instances,
+            auth: settings.auth.clone(),
         }),
         auth,
         limits: o

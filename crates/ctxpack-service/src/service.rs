@@ -98,6 +98,9 @@ pub struct Reload {
     pub fixture: Option<Arc<crate::fixture::DemoSources>>,
     /// Instances per pool.
     pub instances: usize,
+    /// The file's `[auth]` at start: a change is not applied (its
+    /// `jwks-file` is read again).
+    pub auth: Option<crate::auth::AuthFile>,
 }
 
 /// What an assembly answers.

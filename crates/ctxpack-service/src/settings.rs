@@ -43,7 +43,10 @@
 //!                                # IndexDegraded in, on NATS JetStream
 //! ```
 //!
-//! Everything but `[service]` is reloadable: on `SIGHUP` the file is read
+//! `[auth]`, `[tls]`, `[limits]` and `[events]` are read at start only
+//! too (but `[auth]`'s `jwks-file`, read again; an `[auth]` change is
+//! logged as not applied). Everything but `[service]` is otherwise
+//! reloadable: on `SIGHUP` the file is read
 //! again and, if it is valid, assemblies that start afterwards use it
 //! while those in flight finish with the one they began with. An invalid
 //! file is refused, naming the key, and the running configuration stays.

@@ -787,3 +787,51 @@ async fn metrics_show_a_tenant_its_own_series_and_the_platform_all() {
     }
     running.shutdown().await.unwrap();
 }
+
+/// On `SIGHUP` (`Service::reload`) the `jwks-file` is read again, so a
+/// rotated key is taken without a restart; any other change to `[auth]`
+/// is not applied (and said, loudly, in the log): who may call does not
+/// change under the callers.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rotated_jwks_file_is_read_again_on_reload() {
+    let dir = common::tempdir("auth-reload");
+    let (old, new) = (Issuer::new("k1"), Issuer::new("k2"));
+    let jwks = dir.join("jwks.json");
+    let write_jwks = |issuer: &Issuer| {
+        std::fs::write(&jwks, json!({"keys": [issuer.jwk]}).to_string()).unwrap();
+    };
+    write_jwks(&old);
+    let config = dir.join("ctxpack.toml");
+    let auth_toml = |issuer: &str| {
+        format!(
+            "[auth]\nissuer = \"{issuer}\"\naudience = \"{AUDIENCE}\"\njwks-file = \"{}\"\n",
+            jwks.display()
+        )
+    };
+    std::fs::write(&config, auth_toml(ISSUER)).unwrap();
+    let mut o = options(dir.join("store.db").display().to_string());
+    o.config = Some(config.clone());
+    let (running, c) = serve(o).await;
+    let by = |issuer: &Issuer, kid: &str| issuer.sign(kid, &claims("acme", ASSEMBLE, |_| {}));
+    assert_eq!(read_runs(&c, &by(&old, "k1")).await.status, 200);
+    assert_eq!(read_runs(&c, &by(&new, "k2")).await.status, 401);
+
+    // The issuer rotates its key: read again on reload.
+    write_jwks(&new);
+    running.service.reload().await.unwrap();
+    assert_eq!(read_runs(&c, &by(&new, "k2")).await.status, 200);
+    assert_eq!(read_runs(&c, &by(&old, "k1")).await.status, 401);
+
+    // A JWKS file broken mid-rotation leaves the keys in use.
+    std::fs::write(&jwks, "{not json").unwrap();
+    running.service.reload().await.unwrap();
+    assert_eq!(read_runs(&c, &by(&new, "k2")).await.status, 200);
+
+    // Another issuer is not applied: tokens of the one it started with
+    // still verify, and another's do not.
+    write_jwks(&new);
+    std::fs::write(&config, auth_toml("https://other.test/")).unwrap();
+    running.service.reload().await.unwrap();
+    assert_eq!(read_runs(&c, &by(&new, "k2")).await.status, 200);
+    running.shutdown().await.unwrap();
+}
