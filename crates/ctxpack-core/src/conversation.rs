@@ -13,7 +13,7 @@ use crate::snapshot::Reason;
 
 use crate::config::Plan;
 use crate::tokenizer::Meter;
-use crate::types::{AssembleRequest, ConversationTurn, Layout, Role};
+use crate::types::{AssembleRequest, ConversationStart, ConversationTurn, Layout, Role};
 use std::collections::HashMap;
 
 /// Bytes a token is taken to be where the conversation gives way in steps
@@ -27,10 +27,11 @@ const BYTES_PER_TOKEN: f64 = 4.0;
 pub(crate) const STEP_SIZES: u8 = 3;
 
 /// Where the conversation's window may begin: on a multiple of the plan's
-/// cut step, and, in a cache-first layout, on a turn where the turns
-/// before it filled a whole number of steps of the plan's cut share of
-/// the budget — or of its half or its quarter, where no step of the
-/// larger size fits. A turn's steps depend on the turns before it alone,
+/// cut step, and, in a cache-first layout, on the first turn the kept
+/// conversation may begin with (a unit's first; the user's, where it must
+/// begin with the user) after the turns before it filled a whole number
+/// of steps of the plan's cut share of the budget — or of its half or its
+/// quarter, where no step of the larger size fits. A turn's steps depend on the turns before it alone,
 /// so they stay as the conversation grows, and the window's start with
 /// them.
 pub(crate) struct Steps {
@@ -51,20 +52,37 @@ impl Steps {
                 sizes: Vec::new(),
             };
         }
-        // A turn begins a step where the turns before it reach into a step
-        // the turns before the one before it did not: the first turn at or
-        // after each multiple of the step's bytes.
+        // A step begins at the first turn, at or after each multiple of
+        // the step's bytes, that the kept conversation may begin with: a
+        // unit's first turn, and the user's where it must begin with the
+        // user. A step that began on a turn left out for where it stands
+        // would be charged for a turn never sent, and give way a turn
+        // early.
+        let turns = &request.conversation;
+        let any = request.conversation_start.unwrap_or_default() == ConversationStart::AnyTurn;
+        let mut may_begin = vec![false; turns.len()];
+        for unit in units(turns) {
+            may_begin[unit.start] = any || turns[unit.start].role == Role::User;
+        }
         let (mut before, mut last) = (0u64, None);
-        let sizes = request
-            .conversation
+        // The largest size of step reached since the last turn that began
+        // one.
+        let mut pending = STEP_SIZES;
+        let sizes = turns
             .iter()
-            .map(|t| {
+            .zip(may_begin)
+            .map(|(t, may_begin)| {
                 let now: [u64; STEP_SIZES as usize] = std::array::from_fn(|k| before / (size >> k));
                 before += t.content.len() as u64;
                 let was = last.replace(now);
-                (0..STEP_SIZES)
+                let reached = (0..STEP_SIZES)
                     .find(|&k| was.is_none_or(|w| w[usize::from(k)] != now[usize::from(k)]))
-                    .unwrap_or(STEP_SIZES)
+                    .unwrap_or(STEP_SIZES);
+                pending = pending.min(reached);
+                match may_begin {
+                    true => std::mem::replace(&mut pending, STEP_SIZES),
+                    false => STEP_SIZES,
+                }
             })
             .collect();
         Steps { every, sizes }

@@ -682,6 +682,39 @@ fn a_cache_first_conversation_gives_way_in_steps_of_tokens() {
 }
 
 #[test]
+fn a_step_begins_on_a_turn_the_conversation_may_begin_with() {
+    // Steps of five 20-byte turns, turns alternating from the user's: a
+    // step reached at an assistant's turn (5, 15, …) begins at the user's
+    // turn after it. Begun on the assistant's turn, the window was
+    // charged for a turn it then left out, and gave way a step early.
+    let mut config = BuilderConfig::default();
+    config.plan.cut_share = 1.0 / 16.0;
+    let mut r = request(400);
+    r.form = Some(PackForm::Messages);
+    r.keep_last = KEEP_EVERY_TURN;
+    let first = |p: &ContextPack| p.snapshot.turns().position(|e| e.included);
+    let step_starts: Vec<usize> = (0..80).map(|k| k * 5 + (k % 2)).collect();
+    let mut began_after_an_assistant = 0;
+    for n in (2..=60).step_by(2) {
+        r.conversation = alternating(n + 1, |i| format!("turn {i:>3} of the chat"));
+        config.plan.cut_share = 1.0 / 16.0;
+        let stepped = run_config(&r, config.clone());
+        config.plan.cut_share = 0.0;
+        let by_turn = first(&run_config(&r, config.clone())).unwrap();
+        let kept = first(&stepped).unwrap();
+        assert_eq!(r.conversation[kept].role, Role::User, "{n}");
+        // The oldest step from which the rest fits, as many turns as fit
+        // from there.
+        let oldest = step_starts.iter().copied().find(|&s| s >= by_turn);
+        assert_eq!(Some(kept), oldest, "{n}: turn by turn from {by_turn}");
+        let kept_turns = stepped.snapshot.turns().filter(|e| e.included).count();
+        assert_eq!(kept_turns, n + 1 - kept, "{n}");
+        began_after_an_assistant += usize::from(kept % 10 == 6);
+    }
+    assert!(began_after_an_assistant > 0);
+}
+
+#[test]
 fn a_step_larger_than_the_conversations_room_gives_way_in_smaller_ones() {
     // The room holds 19 turns of 20 characters: turns 21 to 39. No step
     // of half the budget (800 bytes, 40 turns) nor of its half (20 turns)
