@@ -38,7 +38,7 @@ template's ÷ the layout's; and Anthropic's bill in input tokens' worth
 
 Layouts:
 - ctxpack cache-first (the default for the messages form): the system
-  prompt, the conversation giving way in steps (``plan.cut_share``, half
+  prompt, the conversation giving way in steps (``plan.cut_share``, 0.55 of
   the budget at 4 bytes a token, by default), then what changes every
   turn, the newest user turn last; and the same giving way turn by turn
   (``cut_share=0``); and the same compacting (``COMPACTING``): past 0.8
@@ -53,7 +53,11 @@ Layouts:
   ``trim_messages`` of the history within what is left;
 - by hand, stable first (the RAG chat): the system prompt, the history
   giving way 4,000 tokens at a time, then the documents and the question
-  in the last message.
+  in the last message;
+- the best window in that order (the RAG chat): each turn's first
+  exchange chosen knowing the whole conversation, for the most served
+  over turns 2–50 — the ceiling of any layout that keeps the newest
+  exchanges in this order.
 
 ``TIKTOKEN_CACHE_DIR`` (``bench/prepare`` fills it) spares tiktoken its
 download. ``python hosts/python/bench/prompt_cache.py``.
@@ -363,6 +367,65 @@ class StableFirst:
         return messages, anthropic_of(messages, {0, len(messages) - 2})
 
 
+class BestWindow:
+    """The most any window of the newest exchanges could have cached, in
+    the by-hand order (the system prompt, the history, then the documents
+    and the question in the last message): over every choice of each
+    turn's first exchange, the one whose turns 2–50 share the most of
+    their tokens with the turn before, as OpenAI bills it. Computed over
+    the whole conversation at once (a layout sees one turn at a time), by
+    dynamic programming on the ratio (Dinkelbach's method): the ceiling
+    of a layout that keeps the newest exchanges and keeps this order."""
+
+    def __init__(self) -> None:
+        self.chosen: dict[int, list[dict[str, Any]]] = {}
+
+    def __call__(self, case: Case, r: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        if not self.chosen:
+            self.chosen = dict(enumerate(self.solve(case)))
+        messages = self.chosen[next(t for t, q in enumerate(case.requests) if q is r)]
+        return messages, anthropic_of(messages, {0, len(messages) - 2})
+
+    @staticmethod
+    def solve(case: Case) -> list[list[dict[str, Any]]]:
+        # Per turn, each window that fits: its first exchange, messages
+        # and framed tokens.
+        options: list[list[tuple[list[dict[str, Any]], list[int]]]] = []
+        for r in case.requests:
+            *history, question = r.history
+            head = [{"role": "system", "content": case.system}]
+            last = {"role": "user", "content": "\n\n".join([*r.docs, question["content"]])}
+            turn = []
+            for first in range(0, len(history) + 1, 2):
+                messages = head + history[first:] + [last]
+                if sent(messages) <= BUDGET:
+                    turn.append((messages, framed(messages)))
+            options.append(turn)
+        cached = [[[openai_cached(b[1], a[1]) for b in options[t - 1]] for a in options[t]]
+                  for t in range(1, len(options))]
+        share, choice = 0.0, [0] * len(options)
+        for _ in range(50):
+            # The best of cached − share × sent, backwards over the turns.
+            value = [0.0] * len(options[-1])
+            back: list[list[int]] = []
+            for t in range(len(options) - 1, 0, -1):
+                here = [len(o[1]) for o in options[t]]
+                prev = [max(range(len(options[t])), key=lambda a: cached[t - 1][a][b] - share * here[a] + value[a])
+                        for b in range(len(options[t - 1]))]
+                value = [cached[t - 1][prev[b]][b] - share * here[prev[b]] + value[prev[b]]
+                         for b in range(len(options[t - 1]))]
+                back.append(prev)
+            choice = [0]
+            for prev in reversed(back):
+                choice.append(prev[choice[-1]])
+            hit = sum(cached[t - 1][choice[t]][choice[t - 1]] for t in range(1, len(options)))
+            total = sum(len(options[t][choice[t]][1]) for t in range(1, len(options)))
+            if hit / total <= share:
+                break
+            share = hit / total
+        return [options[t][choice[t]][0] for t in range(len(options))]
+
+
 def layouts() -> list[tuple[str, Callable[[], Layout], tuple[str, ...]]]:
     """Each layout, made afresh for each case, and the cases it runs."""
     every = ("RAG chat", "agent loop", "long chat")
@@ -373,6 +436,7 @@ def layouts() -> list[tuple[str, Callable[[], Layout], tuple[str, ...]]]:
         ("ctxpack context-first", lambda: ctxpack("context-first"), ("RAG chat", "agent loop")),
         ("LangChain template", lambda: langchain_template, every),
         ("by hand, stable first", StableFirst, ("RAG chat",)),
+        ("best window, same order", BestWindow, ("RAG chat",)),
     ]
 
 
