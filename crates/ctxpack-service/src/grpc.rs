@@ -255,7 +255,16 @@ impl Serving {
         stop: &watch::Sender<bool>,
     ) -> Result<(SocketAddr, tokio::task::JoinHandle<Result<(), ListenError>>), ListenError> {
         let (listener, bound) = crate::listen::bind("--grpc", addr).await?;
-        let incoming = crate::listen::incoming(listener, self.limits.clone());
+        let conns = crate::listen::conns::Conns::new(
+            self.limits.max_connections,
+            self.limits.max_connections_per_client,
+        );
+        let incoming = crate::listen::incoming(
+            listener,
+            self.limits.clone(),
+            conns.clone(),
+            stop.subscribe(),
+        );
         let svc = server(self.service.clone(), self.max_body);
         let health = health(self.service.clone(), stop.subscribe());
         let mut until = stop.subscribe();
@@ -280,6 +289,7 @@ impl Serving {
         let task = tokio::spawn(async move {
             let serve = builder
                 .layer(StatusLayer)
+                .layer(crate::listen::conns::BusyLayer(conns))
                 .add_service(health)
                 .add_service(svc)
                 .serve_with_incoming_shutdown(incoming, shutdown);

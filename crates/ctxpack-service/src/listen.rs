@@ -1,9 +1,12 @@
 //! The HTTP listener: plain or TLS (rustls), with the limits a service
 //! facing clients it does not control needs.
 //!
-//! - **A connection cap**: past `max-connections` open connections, a new
-//!   one is closed as soon as it is accepted, so the file descriptors
-//!   left serve the connections already open (and the metrics listener).
+//! - **A connection cap**, and one per client address: past
+//!   `max-connections` open connections, or `max-connections-per-client`
+//!   from one address, a new one takes the place of the connection idle
+//!   the longest, which is closed; where every one has a request in
+//!   flight, the new one is closed as soon as it is accepted (see
+//!   [`conns`]).
 //! - **A header timeout**: a connection that does not send a whole request
 //!   head within `header-timeout-ms` (a slow client, or one idle between
 //!   requests) is closed. A TLS handshake has the same time.
@@ -15,7 +18,7 @@
 //! - **A shutdown deadline**: on stop, no new connections; those open get
 //!   `shutdown-ms` to finish their requests, then are cut.
 //!
-//! gRPC's listener ([`incoming`]) has the same cap and send timeout; its
+//! gRPC's listener ([`incoming`]) has the same caps and send timeout; its
 //! header timeout is the time to the connection's first byte (the HTTP/2
 //! preface), and HTTP/2 keep-alive pings find dead peers after that.
 
@@ -32,6 +35,9 @@ use tokio::net::TcpListener;
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::{Semaphore, watch};
+
+pub mod conns;
+use conns::{Conns, Place, Refused};
 use tokio::time::Sleep;
 
 /// The listener's limits (`[limits]`).
@@ -39,6 +45,8 @@ use tokio::time::Sleep;
 pub struct Limits {
     /// Most connections open at once.
     pub max_connections: usize,
+    /// Most connections open at once from one client address.
+    pub max_connections_per_client: usize,
     /// Most time to send a request head (and a TLS handshake).
     pub header_timeout: Duration,
     /// Most time to send a request body.
@@ -56,6 +64,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: 512,
+            max_connections_per_client: 128,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             shutdown: Duration::from_secs(10),
@@ -169,30 +178,125 @@ pub async fn serve(
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ListenError> {
     let mut server = Server {
-        permits: Arc::new(Semaphore::new(limits.max_connections.max(1))),
         graceful: GracefulShutdown::new(),
         acceptor: tls.map(tokio_rustls::TlsAcceptor::from),
-        conns: tokio::task::JoinSet::new(),
-        refused_logged: None,
+        tasks: tokio::task::JoinSet::new(),
         app,
         limits,
     };
+    let conns = Conns::new(
+        server.limits.max_connections,
+        server.limits.max_connections_per_client,
+    );
+    let mut admitted = admitted(
+        listener,
+        server.limits.clone(),
+        conns,
+        None,
+        "connection",
+        stop.clone(),
+    );
     loop {
-        while server.conns.try_join_next().is_some() {}
-        let Some((socket, peer)) = accept(&listener, &mut stop).await else {
-            break;
-        };
-        let Some(permit) = server.admit(peer) else {
-            drop(socket);
-            continue;
-        };
-        let _ = socket.set_nodelay(true);
-        let socket = Guarded::new(socket, permit, None, server.limits.send_timeout);
-        server.spawn(socket, peer);
+        while server.tasks.try_join_next().is_some() {}
+        tokio::select! {
+            next = admitted.recv() => match next {
+                Some((socket, peer)) => server.spawn(socket, peer),
+                None => break,
+            },
+            _ = async { let _ = stop.wait_for(|s| *s).await; } => break,
+        }
     }
-    drop(listener);
+    drop(admitted);
     server.drain().await;
     Ok(())
+}
+
+/// The connections accepted on `listener` and admitted among `conns`
+/// under `limits` (see [`conns`]), guarded (`first_bytes`: the time a
+/// connection has to send its first [`PREFACE`] bytes), until `stop`
+/// turns true or the receiver is dropped. A connection past a cap waits
+/// for its first bytes in a task of its own, at most as many at once as
+/// the cap: past that, the one waiting the longest is closed.
+fn admitted(
+    listener: TcpListener,
+    limits: Limits,
+    conns: Arc<Conns>,
+    first_bytes: Option<Duration>,
+    what: &'static str,
+    mut stop: watch::Receiver<bool>,
+) -> tokio::sync::mpsc::Receiver<(Guarded, std::net::SocketAddr)> {
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        // The connections waiting for their first bytes, oldest first:
+        // dropping one's sender closes it.
+        let mut waiting: std::collections::VecDeque<tokio::sync::oneshot::Sender<()>> =
+            std::collections::VecDeque::new();
+        let mut logged = None;
+        let send_timeout = limits.send_timeout;
+        let guard = move |socket: TcpStream, place: Place| {
+            let _ = socket.set_nodelay(true);
+            Guarded::new(socket, place, first_bytes, send_timeout)
+        };
+        while let Some((socket, peer)) = accept(&listener, &mut stop).await {
+            let refused = match conns.admit(peer, false) {
+                Ok(place) => {
+                    if tx.send((guard(socket, place), peer)).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                Err(r) => r,
+            };
+            if refused != Refused::Wait {
+                log_refused(&conns, peer, &limits, &mut logged, what, refused);
+                continue;
+            }
+            // Past a cap: taken once it sends something; at once if it has.
+            let socket = match sent_already(socket) {
+                Some((socket, true)) => {
+                    match conns.admit(peer, true) {
+                        Ok(place) => {
+                            if tx.send((guard(socket, place), peer)).await.is_err() {
+                                break;
+                            }
+                        }
+                        Err(r) => log_refused(&conns, peer, &limits, &mut logged, what, r),
+                    }
+                    continue;
+                }
+                Some((socket, false)) => socket,
+                None => continue,
+            };
+            waiting.retain(|w| !w.is_closed());
+            if waiting.len() >= limits.max_connections.max(1) {
+                waiting.pop_front();
+            }
+            let (closer, closed) = tokio::sync::oneshot::channel::<()>();
+            waiting.push_back(closer);
+            let (conns, tx) = (conns.clone(), tx.clone());
+            let (limits, most) = (
+                limits.clone(),
+                conns::FIRST_BYTES.min(limits.header_timeout),
+            );
+            tokio::spawn(async move {
+                let mut byte = [0u8; 1];
+                tokio::select! {
+                    biased;
+                    r = tokio::time::timeout(most, socket.peek(&mut byte)) => if !matches!(r, Ok(Ok(1))) {
+                        return;
+                    },
+                    _ = closed => return,
+                }
+                match conns.admit(peer, true) {
+                    Ok(place) => {
+                        let _ = tx.send((guard(socket, place), peer)).await;
+                    }
+                    Err(r) => log_refused(&conns, peer, &limits, &mut None, what, r),
+                }
+            });
+        }
+    });
+    rx
 }
 
 /// The next connection on `listener`, or none once `stop` turns true. A
@@ -216,54 +320,34 @@ async fn accept(
     }
 }
 
-/// What [`serve`] holds while it runs: the connection cap's permits, the
-/// connections open (watched for a graceful shutdown), TLS if any.
+/// What [`serve`] holds while it runs: the connections open (watched for
+/// a graceful shutdown), TLS if any.
 struct Server {
-    permits: Arc<Semaphore>,
     graceful: GracefulShutdown,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
-    conns: tokio::task::JoinSet<()>,
-    /// When a refusal at the cap was last logged.
-    refused_logged: Option<std::time::Instant>,
+    tasks: tokio::task::JoinSet<()>,
     app: Router,
     limits: Limits,
 }
 
 impl Server {
-    /// One of the cap's permits for a connection from `peer`; none when
-    /// the cap is reached (logged at most once per 10 s), and the
-    /// connection is closed.
-    fn admit(&mut self, peer: std::net::SocketAddr) -> Option<OwnedSemaphorePermit> {
-        let permit = self.permits.clone().try_acquire_owned().ok();
-        if permit.is_none()
-            && self
-                .refused_logged
-                .is_none_or(|t| t.elapsed() > Duration::from_secs(10))
-        {
-            self.refused_logged = Some(std::time::Instant::now());
-            tracing::warn!(
-                target: "ctxpack::serve",
-                max_connections = self.limits.max_connections,
-                %peer,
-                "connection refused: the connection cap is reached (logged once per 10 s)"
-            );
-        }
-        permit
-    }
-
     /// Serves HTTP/1.1 on `socket` in a task of its own, after the TLS
     /// handshake (within the header timeout) when TLS is configured.
     fn spawn(&mut self, socket: Guarded, peer: std::net::SocketAddr) {
+        let conn = socket.place.conn().clone();
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(self.limits.header_timeout)
             .max_buf_size(64 << 10);
-        let service = TowerToHyperService::new(self.app.clone());
+        let service = TowerToHyperService::new(conns::Busy {
+            inner: self.app.clone(),
+            conn,
+        });
         match &self.acceptor {
             None => {
                 let conn = http.serve_connection(TokioIo::new(socket), service);
                 let conn = self.graceful.watch(conn);
-                self.conns.spawn(async move {
+                self.tasks.spawn(async move {
                     let _ = conn.await;
                 });
             }
@@ -271,7 +355,7 @@ impl Server {
                 let acceptor = acceptor.clone();
                 let watcher = self.graceful.watcher();
                 let handshake = self.limits.header_timeout;
-                self.conns.spawn(async move {
+                self.tasks.spawn(async move {
                     let tls = match tokio::time::timeout(handshake, acceptor.accept(socket)).await
                     {
                         Ok(Ok(tls)) => tls,
@@ -302,7 +386,7 @@ impl Server {
                 "shutdown deadline passed: the connections still open are cut"
             );
         }
-        self.conns.abort_all();
+        self.tasks.abort_all();
     }
 }
 
@@ -310,13 +394,63 @@ impl Server {
 /// within the header timeout or is closed.
 pub const PREFACE: usize = 24;
 
-/// A connection under the listener's limits: it holds one of the cap's
-/// permits until it is dropped; taking longer than `first_bytes` to send
-/// its first [`PREFACE`] bytes, or longer than `stall` for a write to make
-/// progress, fails it, and the server closes it.
+/// Whether `socket` has sent something already (looked at without
+/// waiting, and without taking it), with the socket; none where it is
+/// closed or failed. A socket just accepted has no readiness known to the
+/// runtime yet, so it is looked at through the system's socket.
+fn sent_already(socket: TcpStream) -> Option<(TcpStream, bool)> {
+    let std = socket.into_std().ok()?;
+    let mut byte = [0u8; 1];
+    let sent = match std.peek(&mut byte) {
+        Ok(0) => return None,
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+        Err(_) => return None,
+    };
+    Some((TcpStream::from_std(std).ok()?, sent))
+}
+
+/// Logs that a connection from `peer` (`what`: the listener's kind of
+/// connection) was refused for `refused`, at most once per 10 s (`logged`:
+/// when last).
+fn log_refused(
+    conns: &Conns,
+    peer: std::net::SocketAddr,
+    limits: &Limits,
+    logged: &mut Option<std::time::Instant>,
+    what: &str,
+    refused: Refused,
+) {
+    if logged.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+        *logged = Some(std::time::Instant::now());
+        let (open, closing) = conns.count();
+        let why = match refused {
+            Refused::Wait => "past a cap, it sent nothing",
+            Refused::Full => "every connection is busy at max-connections",
+            Refused::Client => {
+                "every connection of the client is busy at max-connections-per-client"
+            }
+        };
+        tracing::warn!(
+            target: "ctxpack::serve",
+            max_connections = limits.max_connections,
+            max_connections_per_client = limits.max_connections_per_client,
+            open,
+            closing,
+            %peer,
+            "{what} refused: {why} (logged once per 10 s)"
+        );
+    }
+}
+
+/// A connection under the listener's limits: it holds its place among the
+/// connections until it is dropped; taking longer than `first_bytes` to
+/// send its first [`PREFACE`] bytes, or longer than `stall` for a write to
+/// make progress, or being chosen to make room for another, fails it, and
+/// the server closes it.
 pub struct Guarded {
     io: TcpStream,
-    _permit: OwnedSemaphorePermit,
+    place: Place,
     first_bytes: Option<Duration>,
     read: usize,
     stall: Duration,
@@ -325,15 +459,10 @@ pub struct Guarded {
 }
 
 impl Guarded {
-    fn new(
-        io: TcpStream,
-        permit: OwnedSemaphorePermit,
-        first_bytes: Option<Duration>,
-        stall: Duration,
-    ) -> Self {
+    fn new(io: TcpStream, place: Place, first_bytes: Option<Duration>, stall: Duration) -> Self {
         Guarded {
             io,
-            _permit: permit,
+            place,
             first_bytes,
             read: 0,
             stall,
@@ -367,10 +496,17 @@ impl AsyncRead for Guarded {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
+        if this.place.conn().evicted(cx) {
+            return Poll::Ready(Err(evicted()));
+        }
         let before = buf.filled().len();
         match Pin::new(&mut this.io).poll_read(cx, buf) {
             Poll::Ready(r) => {
-                this.read += buf.filled().len() - before;
+                let read = buf.filled().len() - before;
+                if read > 0 {
+                    this.place.conn().heard();
+                }
+                this.read += read;
                 if this.read >= PREFACE {
                     this.first_bytes = None;
                     this.read_timer = None;
@@ -392,8 +528,14 @@ impl AsyncWrite for Guarded {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        if this.place.conn().evicted(cx) {
+            return Poll::Ready(Err(evicted()));
+        }
         match Pin::new(&mut this.io).poll_write(cx, buf) {
             Poll::Ready(r) => {
+                if r.as_ref().is_ok_and(|&n| n > 0) {
+                    this.place.conn().touched();
+                }
                 this.write_timer = None;
                 Poll::Ready(r)
             }
@@ -417,6 +559,14 @@ impl AsyncWrite for Guarded {
     }
 }
 
+/// The error a connection chosen to make room fails with.
+fn evicted() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        "closed to make room: idle the longest at the connection cap",
+    )
+}
+
 impl tonic::transport::server::Connected for Guarded {
     type ConnectInfo = tonic::transport::server::TcpConnectInfo;
 
@@ -425,41 +575,27 @@ impl tonic::transport::server::Connected for Guarded {
     }
 }
 
-/// gRPC's connections from `listener` under `limits`: past the cap a new
-/// one is closed at once; one that sends nothing within the header
-/// timeout, or stops reading its answers, is closed.
+/// gRPC's connections from `listener` under `limits`, counted in `conns`
+/// (see [`conns`]), until `stop`; one that sends nothing within the
+/// header timeout, or stops reading its answers, is closed.
 pub fn incoming(
     listener: TcpListener,
     limits: Limits,
+    conns: Arc<Conns>,
+    stop: watch::Receiver<bool>,
 ) -> impl futures_util::Stream<Item = std::io::Result<Guarded>> {
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    futures_util::stream::unfold(
-        (listener, permits, limits),
-        |(listener, permits, limits)| async move {
-            loop {
-                let (socket, _) = match listener.accept().await {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(target: "ctxpack::serve", error = %e, "gRPC accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    drop(socket);
-                    continue;
-                };
-                let _ = socket.set_nodelay(true);
-                let guarded = Guarded::new(
-                    socket,
-                    permit,
-                    Some(limits.header_timeout),
-                    limits.send_timeout,
-                );
-                return Some((Ok(guarded), (listener, permits, limits)));
-            }
-        },
-    )
+    let first_bytes = Some(limits.header_timeout);
+    let rx = admitted(
+        listener,
+        limits,
+        conns,
+        first_bytes,
+        "gRPC connection",
+        stop,
+    );
+    futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|(g, _)| (Ok(g), rx))
+    })
 }
 
 /// The bytes of large answers being sent at once, in KiB.

@@ -104,6 +104,7 @@ struct TlsFile {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct LimitsFile {
     max_connections: Option<usize>,
+    max_connections_per_client: Option<usize>,
     header_timeout_ms: Option<u64>,
     body_timeout_ms: Option<u64>,
     shutdown_ms: Option<u64>,

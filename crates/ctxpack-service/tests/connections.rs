@@ -81,13 +81,15 @@ async fn closed_within(s: &mut tokio::net::TcpStream, most: Duration) -> Duratio
 }
 
 /// Slow and idle clients are cut at the header timeout; past the cap a new
-/// connection is closed at once and the open ones are still served; a
-/// client stuck mid-header does not hold the shutdown past its deadline.
+/// connection takes the place of the longest idle one, and is closed at
+/// once only where every one is busy; a client stuck mid-header does not
+/// hold the shutdown past its deadline.
 #[tokio::test(flavor = "multi_thread")]
 async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
     let mut o = unauthenticated_options("hostile-slow");
     o.listen_limits = Some(ctxpack_service::listen::Limits {
         max_connections: 4,
+        max_connections_per_client: 4,
         header_timeout: Duration::from_millis(500),
         body_timeout: Duration::from_millis(500),
         shutdown: Duration::from_millis(500),
@@ -116,42 +118,85 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
     let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut answer)).await;
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    // Four open connections fill the cap: a fifth is closed at once,
-    // while the four are served.
+    // Four idle connections fill the cap: a fifth that sends a request
+    // takes the place of the one idle the longest, which is closed, and
+    // is served.
     let mut held = Vec::new();
     for _ in 0..4 {
         held.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let mut fifth = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let took = closed_within(&mut fifth, Duration::from_millis(400)).await;
-    assert!(took < Duration::from_millis(400));
-    held[0]
+    held[1]
         .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await
         .unwrap();
     let mut buf = [0u8; 256];
-    let n = held[0].read(&mut buf).await.unwrap();
+    let n = held[1].read(&mut buf).await.unwrap();
     assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-    drop(held);
+    let mut fifth = tokio::net::TcpStream::connect(addr).await.unwrap();
+    fifth
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let took = closed_within(&mut held[0], Duration::from_millis(400)).await;
+    assert!(took < Duration::from_millis(400));
+    let n = fifth.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    drop((held, fifth));
+    // Four connections each sending a body (busy until it ends or the
+    // body timeout): a fifth is closed at once, and none of the four. One
+    // that sends nothing waits for its first bytes (at most the header
+    // timeout here), then is closed.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut busy = Vec::new();
+    for _ in 0..4 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(
+            b"POST /factory/runs/r/attempts/1/context HTTP/1.1\r\nHost: localhost\r\n\
+              x-tenant-id: acme\r\ncontent-length: 100\r\n\r\n{",
+        )
+        .await
+        .unwrap();
+        busy.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut fifth = tokio::net::TcpStream::connect(addr).await.unwrap();
+    fifth
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let took = closed_within(&mut fifth, Duration::from_millis(300)).await;
+    assert!(took < Duration::from_millis(300));
+    let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let took = closed_within(&mut silent, Duration::from_secs(2)).await;
+    assert!(took >= Duration::from_millis(400), "{took:?}");
+    for s in &mut busy {
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut answer)).await;
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    }
+    drop(busy);
     // Once they are gone, new connections are served again.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(health(&c).await, 200);
     // gRPC: idle sockets are closed at the header timeout, and past the
-    // cap a new one is closed at once.
+    // cap a new one that sends something takes the place of the longest
+    // idle.
     let grpc = running.grpc.unwrap();
     let mut idle = Vec::new();
     for _ in 0..4 {
         idle.push(tokio::net::TcpStream::connect(grpc).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
     let mut fifth = tokio::net::TcpStream::connect(grpc).await.unwrap();
+    fifth.write_all(b"PRI * HTTP/2.0").await.unwrap();
     assert!(
-        closed_within(&mut fifth, Duration::from_millis(400)).await < Duration::from_millis(400)
+        closed_within(&mut idle[0], Duration::from_millis(400)).await < Duration::from_millis(400)
     );
     // Half a preface, then nothing: closed too.
-    idle[0].write_all(b"PRI * HTTP/2.0").await.unwrap();
-    for s in &mut idle {
+    idle[1].write_all(b"PRI * HTTP/2.0").await.unwrap();
+    for s in idle[1..].iter_mut().chain([&mut fifth]) {
         closed_within(s, Duration::from_secs(5)).await;
     }
     // A client stuck mid-header at shutdown.
@@ -160,6 +205,95 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
     let t = Instant::now();
     running.shutdown().await.unwrap();
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+/// Whether the service closed `s` (without waiting).
+fn closed(s: &tokio::net::TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    match s.try_read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    }
+}
+
+/// A flood of idle sockets, reopened as fast as they are closed, from the
+/// same address as the callers: every caller is served, on HTTP and on
+/// gRPC, and the listener never holds more than its cap (and the sockets
+/// it is closing).
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_sockets_reopened_as_fast_as_closed_do_not_lock_callers_out() {
+    let mut o = unauthenticated_options("hostile-idle-flood");
+    o.listen_limits = Some(ctxpack_service::listen::Limits {
+        max_connections: 32,
+        max_connections_per_client: 32,
+        ..Default::default()
+    });
+    let (running, c) = serve(o).await;
+    let (addr, grpc) = (running.http, running.grpc.unwrap());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut flood = Vec::new();
+    for target in [addr, grpc] {
+        for _ in 0..4 {
+            let stop = stop.clone();
+            flood.push(tokio::spawn(async move {
+                // Each task keeps 40 idle sockets open, reopening each as
+                // soon as the service closes it.
+                let mut opened = 0u32;
+                let mut open: Vec<tokio::net::TcpStream> = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    open.retain(|s| !closed(s));
+                    while open.len() < 40 {
+                        match tokio::net::TcpStream::connect(target).await {
+                            Ok(s) => {
+                                open.push(s);
+                                opened += 1;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                opened
+            }));
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Callers, each on a connection of its own.
+    let mut served = 0;
+    for _ in 0..20 {
+        let fresh = Client::new(format!("http://{addr}"));
+        if health(&fresh).await == 200 {
+            served += 1;
+        }
+    }
+    let mut grpc_served = 0;
+    for _ in 0..10 {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{grpc}"))
+            .unwrap()
+            .connect()
+            .await;
+        let Ok(channel) = channel else { continue };
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+        let r = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: String::new(),
+            })
+            .await;
+        if r.is_ok() {
+            grpc_served += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut opened = 0;
+    for f in flood {
+        opened += f.await.unwrap();
+    }
+    // The flood did reach past the caps many times over.
+    assert!(opened > 4 * 32, "{opened}");
+    assert_eq!((served, grpc_served), (20, 10));
+    assert_eq!(health(&c).await, 200);
+    running.shutdown().await.unwrap();
 }
 
 /// Clients that ask for large answers and do not read them: each is cut

@@ -33,6 +33,12 @@ pub(super) fn listen_limits(
             l.max_connections,
             d.max_connections,
         )?,
+        max_connections_per_client: at_least_1(
+            path,
+            "max-connections-per-client",
+            l.max_connections_per_client,
+            d.max_connections_per_client,
+        )?,
         header_timeout: ms("header-timeout-ms", l.header_timeout_ms, d.header_timeout)?,
         body_timeout: ms("body-timeout-ms", l.body_timeout_ms, d.body_timeout)?,
         shutdown: ms("shutdown-ms", l.shutdown_ms, d.shutdown)?,

@@ -146,6 +146,10 @@ fn every_mistake_names_its_key() {
             "limits.max-connections: must be at least 1",
         ),
         (
+            "[limits]\nmax-connections-per-client = 0",
+            "limits.max-connections-per-client: must be at least 1",
+        ),
+        (
             "[limits]\nheader-timeout-ms = 0",
             "limits.header-timeout-ms: must be at least 1",
         ),
