@@ -216,7 +216,10 @@ pub async fn serve(
 /// connection has to send its first [`PREFACE`] bytes), until `stop`
 /// turns true or the receiver is dropped. A connection past a cap waits
 /// for its first bytes in a task of its own, at most as many at once as
-/// the cap: past that, the one waiting the longest is closed.
+/// the cap: past that, the one waiting the longest is closed, once it has
+/// waited [`conns::GRACE`] (until then no connection is accepted: the
+/// system's queue of connections holds them, and a caller's has its
+/// request in it by the time it is accepted).
 fn admitted(
     listener: TcpListener,
     limits: Limits,
@@ -229,8 +232,10 @@ fn admitted(
     tokio::spawn(async move {
         // The connections waiting for their first bytes, oldest first:
         // dropping one's sender closes it.
-        let mut waiting: std::collections::VecDeque<tokio::sync::oneshot::Sender<()>> =
-            std::collections::VecDeque::new();
+        let mut waiting: std::collections::VecDeque<(
+            tokio::time::Instant,
+            tokio::sync::oneshot::Sender<()>,
+        )> = std::collections::VecDeque::new();
         let mut logged = None;
         let send_timeout = limits.send_timeout;
         let guard = move |socket: TcpStream, place: Place| {
@@ -267,12 +272,15 @@ fn admitted(
                 Some((socket, false)) => socket,
                 None => continue,
             };
-            waiting.retain(|w| !w.is_closed());
-            if waiting.len() >= limits.max_connections.max(1) {
-                waiting.pop_front();
+            waiting.retain(|(_, w)| !w.is_closed());
+            if waiting.len() >= limits.max_connections.max(1)
+                && let Some((since, oldest)) = waiting.pop_front()
+            {
+                tokio::time::sleep_until(since + conns::GRACE).await;
+                drop(oldest);
             }
             let (closer, closed) = tokio::sync::oneshot::channel::<()>();
-            waiting.push_back(closer);
+            waiting.push_back((tokio::time::Instant::now(), closer));
             let (conns, tx) = (conns.clone(), tx.clone());
             let (limits, most) = (
                 limits.clone(),
