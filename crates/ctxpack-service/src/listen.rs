@@ -215,11 +215,10 @@ pub async fn serve(
 /// under `limits` (see [`conns`]), guarded (`first_bytes`: the time a
 /// connection has to send its first [`PREFACE`] bytes), until `stop`
 /// turns true or the receiver is dropped. A connection past a cap waits
-/// for its first bytes in a task of its own, at most as many at once as
-/// the cap: past that, the one waiting the longest is closed, once it has
-/// waited [`conns::GRACE`] (until then no connection is accepted: the
-/// system's queue of connections holds them, and a caller's has its
-/// request in it by the time it is accepted).
+/// for its first bytes in a task of its own, at most [`conns::WAITING`]
+/// times as many at once as the cap: past that, the one waiting the
+/// longest is closed once it has waited [`conns::GRACE`], and until then
+/// the new one is.
 fn admitted(
     listener: TcpListener,
     limits: Limits,
@@ -229,6 +228,7 @@ fn admitted(
     mut stop: watch::Receiver<bool>,
 ) -> tokio::sync::mpsc::Receiver<(Guarded, std::net::SocketAddr)> {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let room = conns::WAITING * limits.max_connections.max(1);
     tokio::spawn(async move {
         // The connections waiting for their first bytes, oldest first:
         // dropping one's sender closes it.
@@ -273,11 +273,18 @@ fn admitted(
                 None => continue,
             };
             waiting.retain(|(_, w)| !w.is_closed());
-            if waiting.len() >= limits.max_connections.max(1)
-                && let Some((since, oldest)) = waiting.pop_front()
-            {
-                tokio::time::sleep_until(since + conns::GRACE).await;
-                drop(oldest);
+            if waiting.len() >= room {
+                // The oldest gives up its turn once it has had its grace;
+                // until then, the newest waits no more.
+                match waiting.front() {
+                    Some((since, _)) if since.elapsed() >= conns::GRACE => {
+                        waiting.pop_front();
+                    }
+                    _ => {
+                        log_refused(&conns, peer, &limits, &mut logged, what, refused);
+                        continue;
+                    }
+                }
             }
             let (closer, closed) = tokio::sync::oneshot::channel::<()>();
             waiting.push_back((tokio::time::Instant::now(), closer));

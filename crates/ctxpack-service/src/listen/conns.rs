@@ -64,6 +64,10 @@ pub struct Conn {
 /// The most a connection past a cap waits to send its first bytes.
 pub const FIRST_BYTES: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// How many connections past a cap may wait for their first bytes at
+/// once, in caps.
+pub const WAITING: usize = 4;
+
 /// The least a connection past a cap may wait for its first bytes before
 /// a newer one takes its turn.
 pub const GRACE: std::time::Duration = std::time::Duration::from_millis(100);
