@@ -407,6 +407,10 @@ pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, StartError> {
         ready: Default::default(),
         checked: Default::default(),
         sending: listen::SendBudget::new(limits.response_bytes),
+        fair: service::fair::Fair::new(
+            std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+        ),
+        seats: service::fair::Fair::new(o.instances),
     });
     let (stop, _) = watch::channel(false);
     let (http, grpc, metrics, tasks) = listen_all(&o, &settings, &service, &limits, &stop).await?;

@@ -3,9 +3,11 @@
 //! the service's stores answering between steps, the snapshot recorded
 //! with its content and event, the metrics observed.
 //!
-//! Apart: each tenant's rate (`rate`), reading and checking the request
-//! and the stores' answers (`request`), and what is recorded (`record`).
+//! Apart: each tenant's rate (`rate`) and fair share of the assemblies
+//! running at once (`fair`), reading and checking the request and the
+//! stores' answers (`request`), and what is recorded (`record`).
 
+pub mod fair;
 mod rate;
 mod record;
 mod request;
@@ -69,6 +71,12 @@ pub struct Service {
     /// The KiB of large answers being sent, at most `[limits]
     /// max-response-bytes`.
     pub sending: crate::listen::SendBudget,
+    /// The work keeping a core busy, each tenant within its share of the
+    /// cores.
+    pub fair: Arc<fair::Fair>,
+    /// The assemblies running at once, each tenant within its share of
+    /// the pool's instances.
+    pub seats: Arc<fair::Fair>,
 }
 
 /// Whether the service can take assemblies (`/readyz`, gRPC health).
@@ -273,7 +281,10 @@ impl Service {
         check_id("tenant (x-tenant-id)", tenant)?;
         check_id("runId", run_id)?;
         check_id("attemptId", attempt_id)?;
-        let mut request = parse_request(body)?;
+        // The tenant's seat among the assemblies running, before its
+        // request is read: reading a large one is work too.
+        let seat = self.seats.enter(tenant).await;
+        let mut request = self.work(tenant, || parse_request(body)).await?;
         caller
             .may_read(&request.context.scopes)
             .map_err(|r| AssembleError::Forbidden(r.to_string()))?;
@@ -288,15 +299,20 @@ impl Service {
             "path's attemptId",
             attempt_id,
         )?;
-        let request_hash = ctxpack_core::text_hash(&crate::snapshots::json(&request));
+        let request_hash = self
+            .work(tenant, || {
+                ctxpack_core::text_hash(&crate::snapshots::json(&request))
+            })
+            .await;
         let outcome = tokio::time::timeout(self.deadline, self.run(&request, started))
             .await
             .map_err(|_| AssembleError::Deadline(self.deadline))??;
+        drop(seat);
         let mut compaction = None;
         let mut record = match outcome {
             Ok(mut pack) => {
                 compaction = pack.compaction.take();
-                record_of_pack(pack, &request)
+                self.work(tenant, || record_of_pack(pack, &request)).await
             }
             Err(Failure {
                 error,
@@ -335,6 +351,15 @@ impl Service {
             return Err(AssembleError::Failed(Box::new(reply)));
         }
         Ok(reply)
+    }
+
+    /// Runs `f`, work that keeps a core busy (parsing a request, running
+    /// the component, writing the record), in `tenant`'s turn (see
+    /// [`fair`]): between such work — while the stores answer — an
+    /// assembly holds no turn.
+    async fn work<T>(&self, tenant: &str, f: impl FnOnce() -> T) -> T {
+        let _turn = self.fair.enter(tenant).await;
+        heavy(f)
     }
 
     fn observe(&self, tenant: &str, record: &Record, took: Duration) {
@@ -382,6 +407,7 @@ impl Service {
         request: &AssembleRequest,
         started: Instant,
     ) -> Result<Result<ContextPack, Failure>, AssembleError> {
+        let tenant = request.context.tenant_id.as_deref().unwrap_or_default();
         let deadline = self.deadline;
         let trap = trapped(deadline);
         let left = || ticks(deadline.saturating_sub(started.elapsed()));
@@ -389,10 +415,13 @@ impl Service {
             .instance()
             .ok_or_else(|| wasm("the lease has no instance"))?;
         instance.set_deadline(left());
-        let mut a = instance.start(request).map_err(&trap)?;
+        let mut a = self
+            .work(tenant, || instance.start(request))
+            .await
+            .map_err(&trap)?;
         loop {
             a.set_deadline(left());
-            match a.next().map_err(&trap)? {
+            match self.work(tenant, || a.next()).await.map_err(&trap)? {
                 Step::Done(outcome) => return Ok(outcome),
                 Step::Calls(calls) => {
                     // One round's calls are independent: they run at once.
@@ -412,11 +441,24 @@ impl Service {
                     }
                     for (i, answer) in answers {
                         a.set_deadline(left());
-                        a.provide(i, answer).map_err(&trap)?.map_err(wasm)?;
+                        self.work(tenant, || a.provide(i, answer))
+                            .await
+                            .map_err(&trap)?
+                            .map_err(wasm)?;
                     }
                 }
             }
         }
+    }
+}
+
+/// Runs `f`, work that holds the thread (parsing a request, running the
+/// component), where the runtime's other tasks do not wait behind it: on a
+/// multi-threaded runtime its worker hands them to another first.
+fn heavy<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 

@@ -200,6 +200,73 @@ async fn the_seeds_outcomes_over(grpc: bool) {
     running.shutdown().await.unwrap();
 }
 
+/// A tenant whose store hangs holds at most all but one of the pool's
+/// instances, however many requests it sends: another tenant's assembly
+/// still runs at once. (Before, the pool's four instances went to the
+/// first tenant's four hanging assemblies, and the other tenant's waited
+/// for them.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenant_whose_store_hangs_leaves_another_tenant_a_seat() {
+    let dir = tempdir();
+    let b = Arc::new(Behaviour::default());
+    b.set("sources.retrieve", Mode::HangFor("noisy"));
+    let up = store(false, b.clone(), "127.0.0.1:0".parse().unwrap()).await;
+    let path = config(
+        &dir,
+        &format!(
+            "[builder]\nprofile = {{ rag = {{ retrieve-limit = 4 }} }}\n\
+             [upstreams.retrieve]\nhttp = \"http://{}/stores\"\ntimeout-ms = 20000\nretries = 0\n",
+            up.addr
+        ),
+    );
+    let mut o = options(&dir, Some(path));
+    o.instances = 4;
+    let (running, c) = serve(o).await;
+    let mut noisy = Vec::new();
+    for n in 0..8 {
+        let c = c.clone();
+        noisy.push(tokio::spawn(async move {
+            post(
+                &c,
+                &format!("/factory/runs/r/attempts/n-{n}/context"),
+                "noisy",
+                request(20000),
+            )
+            .await
+        }));
+    }
+    // The noisy tenant's assemblies have reached its store and hang there.
+    let t = Instant::now();
+    while b.calls("sources.retrieve") < 3 && t.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(b.calls("sources.retrieve"), 3, "all but one seat, no more");
+    let quiet = tokio::time::timeout(
+        Duration::from_secs(10),
+        post(
+            &c,
+            "/factory/runs/r/attempts/q-1/context",
+            "quiet",
+            request(20000),
+        ),
+    )
+    .await
+    .expect("the other tenant's assembly waited behind the hanging ones");
+    assert_eq!(quiet.status, 201, "{}", quiet.json());
+    assert_eq!(
+        quiet.json()["status"],
+        json!(["complete"]),
+        "{}",
+        quiet.json()
+    );
+    for n in noisy {
+        n.abort();
+    }
+    running.shutdown().await.unwrap();
+    up.down().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn grpc_upstreams_answer_fail_hang_and_come_back() {
     the_seeds_outcomes_over(true).await;

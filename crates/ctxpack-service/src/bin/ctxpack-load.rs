@@ -10,7 +10,9 @@
 //! Against a service with `[auth]`, `--tokens FILE` gives the bearer
 //! tokens (one a line, client k sending the k-th, round robin); without
 //! it, each client names its tenant in `x-tenant-id`, as a service with
-//! `--insecure-dev-no-auth` takes it.
+//! `--insecure-dev-no-auth` takes it: `PREFIX-0` to `PREFIX-(N-1)` for
+//! `--tenants N --tenant-prefix PREFIX` (`tenant` by default), so two
+//! runs at once can load different tenants.
 
 use ctxpack_service::client::Client;
 use std::collections::BTreeMap;
@@ -18,8 +20,8 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: ctxpack-load --url URL[,URL…] [--clients 50] [--seconds 30] \
-                     [--rate RPS] [--request FILE] [--tenants 4 | --tokens FILE] [--acks FILE] \
-                     [--label TEXT]\n\
+                     [--rate RPS] [--request FILE] [--tenants 4 [--tenant-prefix tenant] | \
+                     --tokens FILE] [--acks FILE] [--label TEXT]\n\
                      several URLs (replicas): client k posts to the k-th, round robin;\n\
                      --tokens: bearer tokens, one a line; client k sends the k-th, round robin \
                      (its tenant the token's), instead of x-tenant-id";
@@ -216,6 +218,7 @@ async fn run(args: Vec<String>) -> Result<(), LoadError> {
     let seconds: f64 = num(&args, "--seconds", 30.0)?;
     let rate: f64 = num(&args, "--rate", 0.0)?;
     let tenants: usize = num(&args, "--tenants", 4)?;
+    let prefix = arg(&args, "--tenant-prefix").unwrap_or_else(|| "tenant".into());
     let callers: Vec<Caller> = match arg(&args, "--tokens") {
         Some(path) => {
             let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Tokens {
@@ -234,7 +237,7 @@ async fn run(args: Vec<String>) -> Result<(), LoadError> {
             tokens
         }
         None => (0..tenants.max(1))
-            .map(|i| Caller::Tenant(format!("tenant-{i}")))
+            .map(|i| Caller::Tenant(format!("{prefix}-{i}")))
             .collect(),
     };
     let label = arg(&args, "--label").unwrap_or_else(|| "load".into());

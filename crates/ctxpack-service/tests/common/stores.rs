@@ -21,6 +21,8 @@ pub enum Mode {
     Hang,
     /// An answer over the service's cap on an upstream's answer.
     Huge,
+    /// Hangs for this tenant's calls, answers the others'.
+    HangFor(&'static str),
 }
 
 /// A store whose behaviour the test sets, counting calls and keeping the
@@ -64,7 +66,7 @@ pub fn candidate(id: &str, text: &str) -> Candidate {
 
 pub fn answering(b: Arc<Behaviour>) -> Answering {
     Arc::new(
-        move |call: Call<'static>, _context: AgentContext, auth: Option<String>| {
+        move |call: Call<'static>, context: AgentContext, auth: Option<String>| {
             let b = b.clone();
             Box::pin(async move {
                 let capability = call.capability();
@@ -76,6 +78,10 @@ pub fn answering(b: Arc<Behaviour>) -> Answering {
                     Mode::Hang => {
                         tokio::time::sleep(Duration::from_secs(30)).await;
                     }
+                    Mode::HangFor(tenant) if context.tenant_id.as_deref() == Some(tenant) => {
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                    }
+                    Mode::HangFor(_) => {}
                     Mode::Huge => {
                         let text = "x".repeat(MOST_ANSWER + 1);
                         return Answer::Candidates(Ok(vec![candidate("huge", &text)]));
