@@ -356,7 +356,7 @@ impl Server {
             .max_buf_size(64 << 10);
         let service = TowerToHyperService::new(conns::Busy {
             inner: self.app.clone(),
-            conn,
+            on: conns::On::Conn(conn),
         });
         match &self.acceptor {
             None => {

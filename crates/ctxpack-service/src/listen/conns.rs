@@ -275,12 +275,22 @@ impl Drop for BusyGuard {
     }
 }
 
-/// A service that marks its connection busy while each request is
-/// answered: HTTP/1.1's, made per connection.
+/// A service that marks the connection a request came on busy while it
+/// is answered.
 #[derive(Clone)]
 pub struct Busy<S> {
     pub(crate) inner: S,
-    pub(crate) conn: Arc<Conn>,
+    pub(crate) on: On,
+}
+
+/// Which connection a [`Busy`] service's requests come on.
+#[derive(Clone)]
+pub enum On {
+    /// This one: HTTP/1.1's service is made per connection.
+    Conn(Arc<Conn>),
+    /// The one of `Conns` at the peer address tonic gives each request:
+    /// gRPC's service is shared by its connections.
+    Peer(Arc<Conns>),
 }
 
 type Boxed<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
@@ -299,7 +309,15 @@ where
     }
 
     fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
-        let guard = self.conn.busy();
+        let guard = match &self.on {
+            On::Conn(conn) => Some(conn.busy()),
+            On::Peer(conns) => req
+                .extensions()
+                .get::<tonic::transport::server::TcpConnectInfo>()
+                .and_then(|i| i.remote_addr())
+                .and_then(|peer| conns.get(peer))
+                .map(|c| c.busy()),
+        };
         let answer = self.inner.call(req);
         Box::pin(async move {
             let out = answer.await;
@@ -309,54 +327,18 @@ where
     }
 }
 
-/// gRPC's layer: marks the connection a call came on busy while it is
-/// answered, found by the peer address tonic gives each request.
+/// gRPC's layer: [`Busy`] on the connection at each request's peer
+/// address.
 #[derive(Clone)]
 pub struct BusyLayer(pub Arc<Conns>);
 
 impl<S> tower::Layer<S> for BusyLayer {
-    type Service = BusyByPeer<S>;
-    fn layer(&self, inner: S) -> BusyByPeer<S> {
-        BusyByPeer {
+    type Service = Busy<S>;
+    fn layer(&self, inner: S) -> Busy<S> {
+        Busy {
             inner,
-            conns: self.0.clone(),
+            on: On::Peer(self.0.clone()),
         }
-    }
-}
-
-/// See [`BusyLayer`].
-#[derive(Clone)]
-pub struct BusyByPeer<S> {
-    inner: S,
-    conns: Arc<Conns>,
-}
-
-impl<S, B> tower::Service<axum::http::Request<B>> for BusyByPeer<S>
-where
-    S: tower::Service<axum::http::Request<B>>,
-    S::Future: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Boxed<Result<S::Response, S::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: axum::http::Request<B>) -> Self::Future {
-        let guard = req
-            .extensions()
-            .get::<tonic::transport::server::TcpConnectInfo>()
-            .and_then(|i| i.remote_addr())
-            .and_then(|peer| self.conns.get(peer))
-            .map(|c| c.busy());
-        let answer = self.inner.call(req);
-        Box::pin(async move {
-            let out = answer.await;
-            drop(guard);
-            out
-        })
     }
 }
 
