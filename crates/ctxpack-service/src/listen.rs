@@ -236,7 +236,8 @@ fn admitted(
             tokio::time::Instant,
             tokio::sync::oneshot::Sender<()>,
         )> = std::collections::VecDeque::new();
-        let mut logged = None;
+        // When a refusal was last logged, by this loop or a waiting task.
+        let logged = Arc::new(std::sync::Mutex::new(None));
         let send_timeout = limits.send_timeout;
         let guard = move |socket: TcpStream, place: Place| {
             let _ = socket.set_nodelay(true);
@@ -253,7 +254,7 @@ fn admitted(
                 Err(r) => r,
             };
             if refused != Refused::Wait {
-                log_refused(&conns, peer, &limits, &mut logged, what, refused);
+                log_refused(&conns, peer, &limits, &logged, what, refused);
                 continue;
             }
             // Past a cap: taken once it sends something; at once if it has.
@@ -265,7 +266,7 @@ fn admitted(
                                 break;
                             }
                         }
-                        Err(r) => log_refused(&conns, peer, &limits, &mut logged, what, r),
+                        Err(r) => log_refused(&conns, peer, &limits, &logged, what, r),
                     }
                     continue;
                 }
@@ -281,14 +282,14 @@ fn admitted(
                         waiting.pop_front();
                     }
                     _ => {
-                        log_refused(&conns, peer, &limits, &mut logged, what, refused);
+                        log_refused(&conns, peer, &limits, &logged, what, refused);
                         continue;
                     }
                 }
             }
             let (closer, closed) = tokio::sync::oneshot::channel::<()>();
             waiting.push_back((tokio::time::Instant::now(), closer));
-            let (conns, tx) = (conns.clone(), tx.clone());
+            let (conns, tx, logged) = (conns.clone(), tx.clone(), logged.clone());
             let (limits, most) = (
                 limits.clone(),
                 conns::FIRST_BYTES.min(limits.header_timeout),
@@ -306,7 +307,7 @@ fn admitted(
                     Ok(place) => {
                         let _ = tx.send((guard(socket, place), peer)).await;
                     }
-                    Err(r) => log_refused(&conns, peer, &limits, &mut None, what, r),
+                    Err(r) => log_refused(&conns, peer, &limits, &logged, what, r),
                 }
             });
         }
@@ -432,12 +433,21 @@ fn log_refused(
     conns: &Conns,
     peer: std::net::SocketAddr,
     limits: &Limits,
-    logged: &mut Option<std::time::Instant>,
+    logged: &std::sync::Mutex<Option<std::time::Instant>>,
     what: &str,
     refused: Refused,
 ) {
-    if logged.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
-        *logged = Some(std::time::Instant::now());
+    let now = std::time::Instant::now();
+    let due = {
+        // A panic while held leaves a time or none: taken as it is.
+        let mut last = logged.lock().unwrap_or_else(|p| p.into_inner());
+        let due = last.is_none_or(|t| now.duration_since(t) > Duration::from_secs(10));
+        if due {
+            *last = Some(now);
+        }
+        due
+    };
+    if due {
         let (open, closing) = conns.count();
         let why = match refused {
             Refused::Wait => "past a cap, it sent nothing",
