@@ -56,6 +56,13 @@ pub enum StartError {
          give it as postgres://user@host:port/db"
     )]
     KeyValueStore,
+    /// A PostgreSQL store without an artifact store.
+    #[error(
+        "--artifacts: a PostgreSQL store needs the artifact store all its replicas share, \
+         s3://bucket[/prefix] (AWS_* variables for the endpoint and credentials) or a \
+         directory they all see"
+    )]
+    NoArtifacts,
     /// The component does not load.
     #[error("loading the component: {0}")]
     Component(ctxpack_host::WasmError),

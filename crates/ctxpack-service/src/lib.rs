@@ -51,6 +51,10 @@ pub struct Options {
     pub grpc: Option<SocketAddr>,
     /// `postgres://…`, or a SQLite file path (optionally `sqlite:PATH`).
     pub store: String,
+    /// Where the store keeps plans and contents by hash: `s3://bucket`,
+    /// a directory (see [`snapshots::Artifacts::open`]); left out, the
+    /// directory beside a SQLite file.
+    pub artifacts: Option<String>,
     /// The configuration file (TOML, see [`settings`]), read again on
     /// reload; the defaults when unset.
     pub config: Option<PathBuf>,
@@ -122,6 +126,7 @@ impl Default for Options {
             http: SocketAddr::from(([127, 0, 0, 1], 8080)),
             grpc: Some(SocketAddr::from(([127, 0, 0, 1], 50051))),
             store: "ctxpack.db".into(),
+            artifacts: None,
             config: None,
             instances: std::thread::available_parallelism().map_or(4, |n| n.get() * 2),
             deadline: Duration::from_secs(10),
@@ -176,16 +181,25 @@ impl Running {
     }
 }
 
-/// Opens the store `spec` names.
+/// Opens the store `spec` names, its plans and contents in the artifact
+/// store `artifacts` names (see [`snapshots::Artifacts::open`]). Left out,
+/// a SQLite store keeps them in the directory beside its file
+/// (`ctxpack.db.artifacts`); a PostgreSQL store, shared by replicas,
+/// must be told where they all find them.
 pub async fn open_store(
     spec: &str,
+    artifacts: Option<&str>,
     connections: usize,
     slow_commit: Option<Duration>,
     init: bool,
 ) -> Result<snapshots::Store, StartError> {
-    let engine: Arc<dyn snapshots::Engine> =
+    let (engine, beside): (Arc<dyn snapshots::Engine>, Option<String>) =
         if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-            Arc::new(postgres::Postgres::connect(spec, connections, slow_commit, init).await?)
+            if artifacts.is_none() {
+                return Err(StartError::NoArtifacts);
+            }
+            let pg = postgres::Postgres::connect(spec, connections, slow_commit, init).await?;
+            (Arc::new(pg), None)
         } else if spec.split_whitespace().any(|w| {
             w.split_once('=')
                 .is_some_and(|(k, _)| !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphabetic()))
@@ -194,9 +208,17 @@ pub async fn open_store(
             return Err(StartError::KeyValueStore);
         } else {
             let path = PathBuf::from(spec.strip_prefix("sqlite:").unwrap_or(spec));
-            Arc::new(sqlite::Sqlite::open(&path, slow_commit, init)?)
+            let beside = format!("{}.artifacts", path.display());
+            (
+                Arc::new(sqlite::Sqlite::open(&path, slow_commit, init)?),
+                Some(beside),
+            )
         };
-    Ok(snapshots::Store::new(engine))
+    let artifacts = match artifacts.or(beside.as_deref()) {
+        Some(at) => snapshots::Artifacts::open(at)?,
+        None => return Err(StartError::NoArtifacts),
+    };
+    Ok(snapshots::Store::open(engine, artifacts).await?)
 }
 
 /// The settings in `path`, or the defaults.
@@ -349,7 +371,14 @@ pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, StartError> {
         None => None,
     };
     let auth = authentication(&o, &settings).await?;
-    let store = open_store(&o.store, o.instances * 2, rig.slow_commit, o.init_store).await?;
+    let store = open_store(
+        &o.store,
+        o.artifacts.as_deref(),
+        o.instances * 2,
+        rig.slow_commit,
+        o.init_store,
+    )
+    .await?;
     let runtime = load_runtime(o.max_memory).await?;
     let health = Arc::new(answerers::IndexHealth::default());
     health.set(store.degraded_indexes().await?);
@@ -369,6 +398,7 @@ pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, StartError> {
     tracing::info!(
         target: "ctxpack::serve",
         store = store.engine_name(),
+        artifacts = store.artifacts().described(),
         instances = o.instances,
         precompiled = runtime.from_artifact(),
         config = ?o.config,

@@ -15,6 +15,10 @@ usage:
       --listen ADDR          HTTP address (127.0.0.1:8080)
       --grpc ADDR|off        gRPC address (127.0.0.1:50051)
       --store PATH|URL       SQLite file (ctxpack.db) or postgres://user@host:port/db
+      --artifacts DIR|URL    where plans and contents are stored by hash: s3://bucket[/prefix]
+                             (AWS_ENDPOINT, AWS_ACCESS_KEY_ID, ... from the environment) or
+                             a directory; left out, DIR beside the SQLite file
+                             (ctxpack.db.artifacts); needed with postgres://
       --nats URL             relay ContextAssembled to NATS JetStream and read the
                              seed's inbound events there (the file's [events])
       --instances N          component instances, most assemblies at once (2 per core)
@@ -35,12 +39,14 @@ usage:
                              policy.review, ...) fails with probability P
       --source-delay-ms N    with --fixture: every source call answers N ms late
       --slow-commit-ms N     every store write is held N ms before it commits
-  ctxpack ingest [--store PATH|URL | --config FILE] PATH...
+  ctxpack ingest [--store PATH|URL [--artifacts DIR|URL] | --config FILE] PATH...
       indexes text and Markdown files (a directory: its .md, .markdown, .txt and
       .text files) into the store's document index, which `serve` retrieves from
       when no retrieval upstream is configured
-  ctxpack census --store PATH|URL [--acks FILE] [--nats URL [--stream NAME]]
-      counts snapshots and events and runs the integrity check; with a file of
+  ctxpack census --store PATH|URL [--artifacts DIR|URL] [--acks FILE]
+                 [--nats URL [--stream NAME]]
+      counts snapshots and events, finds each snapshot's plan and content in the
+      artifact store, and runs the integrity check; with a file of
       acknowledged snapshot ids (one per line), checks each has exactly one
       snapshot row and one event; with --nats, reads the whole stream
       (CONTEXT_ASSEMBLY) and checks each event was published and is on it
@@ -181,6 +187,7 @@ fn serve_flag(
             };
         }
         "--store" => o.store = value(args, i, flag)?.to_owned(),
+        "--artifacts" => o.artifacts = Some(value(args, i, flag)?.to_owned()),
         "--nats" => {
             let url = value(args, i, flag)?;
             let mut events = o
@@ -245,6 +252,9 @@ fn service_section(o: &mut Options, path: &str) -> Result<(), CliError> {
     }
     if let Some(v) = s.store {
         o.store = v;
+    }
+    if let Some(v) = s.artifacts {
+        o.artifacts = Some(v);
     }
     if let Some(v) = s.instances {
         o.instances = v;
@@ -321,16 +331,19 @@ async fn signal() -> &'static str {
 
 async fn ingest(args: &[String]) -> Result<(), CliError> {
     let mut store = None;
+    let mut artifacts = None;
     let mut paths = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let flag = args[i].as_str();
         match flag {
             "--store" => store = Some(value(args, &mut i, flag)?.to_owned()),
+            "--artifacts" => artifacts = Some(value(args, &mut i, flag)?.to_owned()),
             "--config" => {
                 let path = value(args, &mut i, flag)?;
                 let s = Settings::read(path.as_ref())?;
                 store = store.or(s.service.store);
+                artifacts = artifacts.or(s.service.artifacts);
             }
             other if other.starts_with("--") => {
                 return Err(CliError::UnknownOption(other.to_owned()));
@@ -345,7 +358,7 @@ async fn ingest(args: &[String]) -> Result<(), CliError> {
         )));
     }
     let spec = store.unwrap_or_else(|| Options::default().store);
-    let store = open_store(&spec, 2, None, false).await?;
+    let store = open_store(&spec, artifacts.as_deref(), 2, None, false).await?;
     let files = ctxpack_service::index::files(&paths)?;
     let (mut written, mut unchanged, mut chunks) = (0, 0, 0);
     for file in &files {
@@ -376,6 +389,7 @@ async fn ingest(args: &[String]) -> Result<(), CliError> {
 
 async fn census(args: &[String]) -> Result<(), CliError> {
     let mut store = None;
+    let mut artifacts = None;
     let mut acks = None;
     let mut nats = None;
     let mut stream = "CONTEXT_ASSEMBLY".to_owned();
@@ -384,6 +398,7 @@ async fn census(args: &[String]) -> Result<(), CliError> {
         let flag = args[i].as_str();
         match flag {
             "--store" => store = Some(value(args, &mut i, flag)?.to_owned()),
+            "--artifacts" => artifacts = Some(value(args, &mut i, flag)?.to_owned()),
             "--acks" => acks = Some(value(args, &mut i, flag)?.to_owned()),
             "--nats" => nats = Some(value(args, &mut i, flag)?.to_owned()),
             "--stream" => stream = value(args, &mut i, flag)?.to_owned(),
@@ -392,13 +407,19 @@ async fn census(args: &[String]) -> Result<(), CliError> {
         i += 1;
     }
     let store = store.ok_or_else(|| CliError::Invalid("--store: required".into()))?;
-    let store = open_store(&store, 2, None, false).await?;
+    let store = open_store(&store, artifacts.as_deref(), 2, None, false).await?;
     let c = store.census().await?;
     println!(
-        "snapshots {}  events {}  snapshots without exactly one event {}  integrity {}",
-        c.snapshots, c.events, c.unmatched, c.integrity
+        "snapshots {}  events {}  snapshots without exactly one event {}  \
+         snapshots without their plan or content in {} {}  integrity {}",
+        c.snapshots,
+        c.events,
+        c.unmatched,
+        store.artifacts().described(),
+        c.without_content,
+        c.integrity
     );
-    let mut bad = c.unmatched > 0 || c.integrity != "ok";
+    let mut bad = c.unmatched > 0 || c.without_content > 0 || c.integrity != "ok";
     let published = match &nats {
         Some(url) => {
             let (ids, stream_bad) = census_stream(&store, url, &stream).await?;

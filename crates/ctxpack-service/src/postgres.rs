@@ -29,6 +29,13 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
 ];
 
+/// The migrations the store runs once its own work is done
+/// ([`Engine::late_migration`]): (version, SQL).
+const LATE: &[(i64, &str)] = &[(
+    crate::snapshots::CONTENTS_MOVED,
+    include_str!("../migrations/postgres/0009_artifacts.sql"),
+)];
+
 /// PostgreSQL.
 pub struct Postgres {
     pool: Pool,
@@ -398,7 +405,7 @@ impl Engine for Postgres {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(pool_err)?;
             for table in [
-                "context_contents",
+                "context_artifacts",
                 "context_snapshots",
                 "context_items",
                 "context_outbox",
@@ -413,6 +420,23 @@ impl Engine for Postgres {
 
     fn name(&self) -> &'static str {
         "postgres"
+    }
+
+    fn late_migration(&self, version: i64) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            let (_, sql) = LATE
+                .iter()
+                .find(|(v, _)| *v == version)
+                .ok_or_else(|| db(format!("no migration {version}")))?;
+            let mut client = self.pool.get().await.map_err(pool_err)?;
+            let tx = client.transaction().await.map_err(pg)?;
+            // One replica migrates at a time, as at opening.
+            tx.batch_execute("SELECT pg_advisory_xact_lock(7242013)")
+                .await
+                .map_err(pg)?;
+            apply(&tx, version, sql).await?;
+            tx.commit().await.map_err(pg)
+        })
     }
 
     fn relay<'a>(
@@ -487,29 +511,40 @@ async fn migrate(pool: &Pool, url: &str, init: bool) -> Result<(), StoreError> {
         )));
     }
     for (version, sql) in MIGRATIONS {
-        let done: i64 = tx
-            .query_one(
-                "SELECT COUNT(*) FROM schema_migrations WHERE version = $1",
-                &[version],
-            )
-            .await
-            .map_err(pg)?
-            .get(0);
-        if done == 0 {
-            tx.batch_execute(sql).await.map_err(|e| {
-                let StoreError::Database(m) = pg(e) else {
-                    return db("migration failed");
-                };
-                db(format!("migration {version}: {m}"))
-            })?;
-            tx.execute(
-                "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
-                &[version, &crate::snapshots::now_rfc3339()],
-            )
-            .await
-            .map_err(pg)?;
-        }
+        apply(&tx, *version, sql).await?;
     }
     tx.commit().await.map_err(pg)?;
+    Ok(())
+}
+
+/// Runs migration `version` (`sql`) in `tx` and records it, unless it is
+/// recorded already.
+async fn apply(
+    tx: &tokio_postgres::Transaction<'_>,
+    version: i64,
+    sql: &str,
+) -> Result<(), StoreError> {
+    let done: i64 = tx
+        .query_one(
+            "SELECT COUNT(*) FROM schema_migrations WHERE version = $1",
+            &[&version],
+        )
+        .await
+        .map_err(pg)?
+        .get(0);
+    if done == 0 {
+        tx.batch_execute(sql).await.map_err(|e| {
+            let StoreError::Database(m) = pg(e) else {
+                return db("migration failed");
+            };
+            db(format!("migration {version}: {m}"))
+        })?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+            &[&version, &crate::snapshots::now_rfc3339()],
+        )
+        .await
+        .map_err(pg)?;
+    }
     Ok(())
 }

@@ -6,6 +6,9 @@
 //! listen = "127.0.0.1:8080"
 //! grpc = "127.0.0.1:50051"       # or "off"
 //! store = "ctxpack.db"           # or postgres://…
+//! artifacts = "s3://bucket/ctxpack"  # plans and contents by hash; or a
+//!                                # directory (beside the SQLite file when
+//!                                # left out; needed with postgres://)
 //! instances = 4
 //! deadline-ms = 10000
 //! max-body-bytes = 4194304
@@ -201,6 +204,8 @@ pub struct ServiceFile {
     pub grpc: Option<String>,
     /// The store.
     pub store: Option<String>,
+    /// The artifact store.
+    pub artifacts: Option<String>,
     /// Component instances.
     pub instances: Option<usize>,
     /// Most time per assembly.

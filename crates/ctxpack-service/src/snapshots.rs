@@ -1,11 +1,12 @@
 //! The snapshot store: the seed's `ContextSnapshots` and `ContextItems`
-//! tables, the content they reference stored once by hash, the
+//! tables, the plan and content they reference stored once by hash in the
+//! artifact store (the rows keep only the reference), the
 //! `ContextAssembled` outbox and the deleted-citation records.
 //!
-//! By its seams: the engine trait (`engine`), rows by column name
-//! (`row`), writing a record (`write`), reading snapshots back (`read`),
-//! lineage (`lineage`), the outbox (`outbox`) and index health
-//! (`health`).
+//! By its seams: the engine trait (`engine`), the object store
+//! (`artifacts`), rows by column name (`row`), writing a record
+//! (`write`), reading snapshots back (`read`), lineage (`lineage`), the
+//! outbox (`outbox`) and index health (`health`).
 //!
 //! [`Store`] holds the repository's logic once, written against [`Engine`]:
 //! the one trait a database implements (a transaction of statements, a
@@ -14,6 +15,7 @@
 //! behind a load balancer. Statements use `$1`… placeholders, which both
 //! read.
 
+mod artifacts;
 mod engine;
 mod health;
 mod lineage;
@@ -22,6 +24,7 @@ mod read;
 mod row;
 mod write;
 
+pub use artifacts::Artifacts;
 pub use engine::{BoxFuture, Committed, Engine, Stmt, StoreError, Value};
 pub(crate) use outbox::{PENDING, pending_of};
 pub use outbox::{Pending, Publish, TOPIC};
@@ -32,6 +35,10 @@ pub use write::{Record, Recorded};
 use row::{corrupt, uint};
 use std::sync::Arc;
 
+/// The migration that drops the bodies from the database once they are in
+/// the artifact store.
+pub const CONTENTS_MOVED: i64 = 9;
+
 /// Counts for checking a store after a load run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Census {
@@ -41,6 +48,8 @@ pub struct Census {
     pub events: u64,
     /// Snapshots without exactly one event.
     pub unmatched: u64,
+    /// Snapshots whose plan or content is not in the artifact store.
+    pub without_content: u64,
     /// The database's integrity check.
     pub integrity: String,
 }
@@ -49,17 +58,95 @@ pub struct Census {
 #[derive(Clone)]
 pub struct Store {
     engine: Arc<dyn Engine>,
+    /// Where plans and contents are, by hash.
+    artifacts: Artifacts,
     /// Why the store is known to be corrupt, once it is: it takes no more
     /// writes (a restart runs the full check and refuses it).
     corrupt: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Store {
-    /// A store on `engine`, whose schema is migrated.
-    pub fn new(engine: Arc<dyn Engine>) -> Self {
-        Store {
+    /// A store on `engine`, whose schema is migrated, with its plans and
+    /// contents in `artifacts`; contents still in the database (a store
+    /// from before the artifact store) are moved there first.
+    pub async fn open(engine: Arc<dyn Engine>, artifacts: Artifacts) -> Result<Self, StoreError> {
+        let store = Store {
             engine,
+            artifacts,
             corrupt: Default::default(),
+        };
+        store.move_contents().await?;
+        Ok(store)
+    }
+
+    /// The artifact store.
+    pub fn artifacts(&self) -> &Artifacts {
+        &self.artifacts
+    }
+
+    /// Whether migration `version` has run.
+    async fn migrated(&self, version: i64) -> Result<bool, StoreError> {
+        let sql = "SELECT COUNT(*) FROM schema_migrations WHERE version = $1";
+        Ok(self.count(sql, vec![Value::Int(version)]).await? > 0)
+    }
+
+    /// Copies every body still in `context_contents` to the artifact store,
+    /// each checked against its hash, then drops the bodies
+    /// ([`CONTENTS_MOVED`]). A copy cut short is copied again at the next
+    /// start (a put of the same hash writes the same object); a replica
+    /// that finds another has finished the move goes on.
+    async fn move_contents(&self) -> Result<(), StoreError> {
+        if self.migrated(CONTENTS_MOVED).await? {
+            return Ok(());
+        }
+        match self.copy_contents().await {
+            Ok(moved) => {
+                if moved > 0 {
+                    tracing::info!(
+                        target: "ctxpack::store",
+                        moved,
+                        artifacts = self.artifacts.described(),
+                        "stored contents moved to the artifact store"
+                    );
+                }
+                self.engine.late_migration(CONTENTS_MOVED).await
+            }
+            Err(_) if self.migrated(CONTENTS_MOVED).await? => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Puts every body of `context_contents` in the artifact store; answers
+    /// how many.
+    async fn copy_contents(&self) -> Result<u64, StoreError> {
+        let mut after = String::new();
+        let mut moved = 0;
+        loop {
+            let rows = self
+                .read(
+                    "SELECT content_hash, body FROM context_contents WHERE content_hash > $1 \
+                     ORDER BY content_hash LIMIT 256",
+                    vec![Value::Text(after.clone())],
+                )
+                .await?;
+            if rows.is_empty() {
+                return Ok(moved);
+            }
+            for r in &rows {
+                let (Some(Value::Text(hash)), Some(Value::Text(body))) = (r.first(), r.get(1))
+                else {
+                    return Err(corrupt(
+                        "context_contents",
+                        "a row without its hash or body",
+                    ));
+                };
+                if ctxpack_core::text_hash(body) != *hash {
+                    return Err(corrupt(hash, "the stored body is not its hash's"));
+                }
+                self.artifacts.put(hash, body).await?;
+                moved += 1;
+                after.clone_from(hash);
+            }
         }
     }
 
@@ -155,10 +242,25 @@ impl Store {
             )
             .await?;
         let r = rows.first().ok_or_else(|| corrupt("census", "no count"))?;
+        let stored = self.artifacts.hashes().await?;
+        let refs = self
+            .read(
+                "SELECT plan_ref, content_ref FROM context_snapshots",
+                vec![],
+            )
+            .await?;
+        let without_content = refs
+            .iter()
+            .filter(|r| {
+                r.iter()
+                    .any(|v| !matches!(v, Value::Text(h) if stored.contains(h)))
+            })
+            .count();
         Ok(Census {
             snapshots: uint(&r[0], "census")?,
             events: uint(&r[1], "census")?,
             unmatched: uint(&r[2], "census")?,
+            without_content: u64::try_from(without_content).unwrap_or(u64::MAX),
             integrity: self.engine.integrity_check().await?,
         })
     }

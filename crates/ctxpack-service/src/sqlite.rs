@@ -32,6 +32,13 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
 ];
 
+/// The migrations the store runs once its own work is done
+/// ([`Engine::late_migration`]): (version, SQL).
+const LATE: &[(i64, &str)] = &[(
+    crate::snapshots::CONTENTS_MOVED,
+    include_str!("../migrations/sqlite/0009_artifacts.sql"),
+)];
+
 /// SQLite.
 pub struct Sqlite {
     path: PathBuf,
@@ -141,28 +148,34 @@ fn migrate(c: &mut Connection) -> Result<(), StoreError> {
     )
     .map_err(db)?;
     for (version, sql) in MIGRATIONS {
-        let tx = c
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(db)?;
-        let done: i64 = tx
-            .query_row(
-                "SELECT COUNT(*) FROM schema_migrations WHERE version = ?1",
-                [version],
-                |r| r.get(0),
-            )
-            .map_err(db)?;
-        if done == 0 {
-            tx.execute_batch(sql)
-                .map_err(|e| db(format!("migration {version}: {e}")))?;
-            tx.execute(
-                "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
-                rusqlite::params![version, crate::snapshots::now_rfc3339()],
-            )
-            .map_err(db)?;
-        }
-        tx.commit().map_err(db)?;
+        apply(c, *version, sql)?;
     }
     Ok(())
+}
+
+/// Runs migration `version` (`sql`) and records it, in one transaction,
+/// unless it is recorded already.
+fn apply(c: &mut Connection, version: i64, sql: &str) -> Result<(), StoreError> {
+    let tx = c
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let done: i64 = tx
+        .query_row(
+            "SELECT COUNT(*) FROM schema_migrations WHERE version = ?1",
+            [version],
+            |r| r.get(0),
+        )
+        .map_err(db)?;
+    if done == 0 {
+        tx.execute_batch(sql)
+            .map_err(|e| db(format!("migration {version}: {e}")))?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+            rusqlite::params![version, crate::snapshots::now_rfc3339()],
+        )
+        .map_err(db)?;
+    }
+    tx.commit().map_err(db)
 }
 
 /// Every value of a check's rows, as text.
@@ -295,6 +308,18 @@ impl Engine for Sqlite {
 
     fn name(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn late_migration(&self, version: i64) -> BoxFuture<'_, Result<(), StoreError>> {
+        let writer = self.writer.clone();
+        Box::pin(blocking(move || {
+            let (_, sql) = LATE
+                .iter()
+                .find(|(v, _)| *v == version)
+                .ok_or_else(|| db(format!("no migration {version}")))?;
+            let mut c = writer.lock().map_err(|_| db("writer lock poisoned"))?;
+            apply(&mut c, version, sql)
+        }))
     }
 
     fn relay<'a>(

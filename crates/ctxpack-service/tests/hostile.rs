@@ -240,7 +240,16 @@ async fn hostile_requests_on_postgres() {
     std::fs::write(&other_ca, other.cert.pem()).unwrap();
     let open = |query: String| {
         let fresh = fresh.clone();
-        async move { ctxpack_service::open_store(&format!("{fresh}?{query}"), 1, None, false).await }
+        async move {
+            ctxpack_service::open_store(
+                &format!("{fresh}?{query}"),
+                Some("memory:"),
+                1,
+                None,
+                false,
+            )
+            .await
+        }
     };
     for query in [
         "sslmode=require".to_owned(),
@@ -274,11 +283,17 @@ async fn hostile_requests_on_postgres() {
         .to_string();
     assert!(e.contains("sslmode"), "{e}");
     // A password in a URL that does not parse is not printed.
-    let e = ctxpack_service::open_store("postgres://u:hunter2@127.0.0.1:x/db", 1, None, false)
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+    let e = ctxpack_service::open_store(
+        "postgres://u:hunter2@127.0.0.1:x/db",
+        Some("memory:"),
+        1,
+        None,
+        false,
+    )
+    .await
+    .err()
+    .unwrap()
+    .to_string();
     assert!(!e.contains("hunter2") && e.contains("u:***@"), "{e}");
 }
 

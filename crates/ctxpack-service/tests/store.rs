@@ -4,7 +4,9 @@
 //!
 //! PostgreSQL runs when `CTXPACK_TEST_POSTGRES` names a server
 //! (`postgres://user@host:port/db`; `.ci/run` starts one and sets it); with
-//! `CTXPACK_REQUIRE_POSTGRES=1` (set by `.ci/run`) its absence fails.
+//! `CTXPACK_REQUIRE_POSTGRES=1` (set by `.ci/run`) its absence fails. The
+//! artifact store on S3 runs when `CTXPACK_TEST_S3` names a server
+//! (`crates/ctxpack-service/s3`), likewise with `CTXPACK_REQUIRE_S3`.
 
 // Helpers outside #[test] functions unwrap too: a failure is the test's.
 #![allow(clippy::unwrap_used)]
@@ -230,7 +232,7 @@ async fn exercise(store: &Store) {
     let rows_with_r0s_content =
         |sql: &'static str| store.count(sql, vec![Value::Text(r0.snapshot.content_hash.clone())]);
     assert_eq!(
-        rows_with_r0s_content("SELECT COUNT(*) FROM context_contents WHERE content_hash = $1")
+        rows_with_r0s_content("SELECT COUNT(*) FROM context_artifacts WHERE content_hash = $1")
             .await
             .unwrap(),
         1
@@ -243,11 +245,30 @@ async fn exercise(store: &Store) {
         2
     );
 
-    // One event per snapshot, the database whole.
+    // The bodies are in the artifact store, not the database.
+    for r in &records {
+        let plan = ctxpack_service::snapshots::json(&r.snapshot.plan);
+        let a = store.artifacts();
+        assert_eq!(
+            a.get(&r.snapshot.content_hash).await.unwrap().unwrap(),
+            r.text
+        );
+        assert_eq!(
+            a.get(&ctxpack_core::text_hash(&plan))
+                .await
+                .unwrap()
+                .unwrap(),
+            plan
+        );
+    }
+
+    // One event per snapshot, its plan and content found, the database
+    // whole.
     let c = store.census().await.unwrap();
     assert_eq!(c.snapshots, records.len() as u64 + 1);
     assert_eq!(c.events, c.snapshots);
     assert_eq!(c.unmatched, 0);
+    assert_eq!(c.without_content, 0);
     assert_eq!(c.integrity, "ok");
     let payload = store
         .count(
@@ -267,8 +288,8 @@ async fn exercise(store: &Store) {
         "DELETE FROM context_snapshots",
         "UPDATE context_items SET included = NOT included",
         "DELETE FROM context_items",
-        "UPDATE context_contents SET body = 'changed'",
-        "DELETE FROM context_contents",
+        "UPDATE context_artifacts SET kind = 'changed'",
+        "DELETE FROM context_artifacts",
     ] {
         let e = store.execute(sql, vec![]).await.unwrap_err().to_string();
         assert!(e.contains("immutable"), "{sql}: {e}");
@@ -315,13 +336,13 @@ async fn sqlite_store() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("store.db");
     let _ = std::fs::remove_file(&path);
-    let store = ctxpack_service::open_store(path.to_str().unwrap(), 2, None, false)
+    let store = ctxpack_service::open_store(path.to_str().unwrap(), None, 2, None, false)
         .await
         .unwrap();
     exercise(&store).await;
     // Reopened: the migrations are not applied twice, the rows are there.
     drop(store);
-    let store = ctxpack_service::open_store(path.to_str().unwrap(), 2, None, false)
+    let store = ctxpack_service::open_store(path.to_str().unwrap(), None, 2, None, false)
         .await
         .unwrap();
     assert!(store.census().await.unwrap().snapshots > 30);
@@ -339,7 +360,8 @@ async fn postgres_store() {
     let Some((fresh, client)) = common::fresh_postgres("test").await else {
         return;
     };
-    let store = ctxpack_service::open_store(&fresh, 4, None, false)
+    let artifacts = common::tempdir("pg-artifacts").display().to_string();
+    let store = ctxpack_service::open_store(&fresh, Some(&artifacts), 4, None, false)
         .await
         .unwrap();
     exercise(&store).await;
@@ -350,12 +372,27 @@ async fn postgres_store() {
     common::drop_postgres(&client, &fresh).await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn s3_artifact_store() {
+    let Some(artifacts) = common::fresh_s3("store") else {
+        return;
+    };
+    let path = common::tempdir("store-s3").join("store.db");
+    let store =
+        ctxpack_service::open_store(path.to_str().unwrap(), Some(&artifacts), 2, None, false)
+            .await
+            .unwrap();
+    exercise(&store).await;
+    // Nothing went beside the file: the objects are in the bucket.
+    assert!(!path.with_extension("db.artifacts").exists());
+}
+
 async fn futures_join(url: &str) -> Vec<Result<(), ctxpack_service::StartError>> {
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..4 {
         let url = url.to_owned();
         set.spawn(async move {
-            ctxpack_service::open_store(&url, 1, None, false)
+            ctxpack_service::open_store(&url, Some("memory:"), 1, None, false)
                 .await
                 .map(drop)
         });
@@ -365,4 +402,311 @@ async fn futures_join(url: &str) -> Vec<Result<(), ctxpack_service::StartError>>
         out.push(r.unwrap());
     }
     out
+}
+
+/// The migrations of `engine` from before the artifact store (0001–0008),
+/// in order: (version, SQL).
+fn before_the_artifact_store(engine: &str) -> Vec<(i64, String)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations")
+        .join(engine);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name[..4].parse::<i64>().unwrap(), p)
+        })
+        .filter(|(v, _)| *v < ctxpack_service::snapshots::CONTENTS_MOVED)
+        .map(|(v, p)| (v, std::fs::read_to_string(p).unwrap()))
+        .collect()
+}
+
+/// A SQLite store as it was before the artifact store, at `path`: its
+/// snapshots, items and events those of the store at `now`, and the
+/// plans and contents of `records` in its `context_contents`.
+fn old_sqlite_store(path: &std::path::Path, now: &std::path::Path, records: &[Record]) {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.execute_batch(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+    )
+    .unwrap();
+    for (version, sql) in before_the_artifact_store("sqlite") {
+        c.execute_batch(&sql).unwrap();
+        c.execute(
+            "INSERT INTO schema_migrations VALUES (?1, '2026-01-01T00:00:00Z')",
+            [version],
+        )
+        .unwrap();
+    }
+    for r in records {
+        let plan = ctxpack_service::snapshots::json(&r.snapshot.plan);
+        for (kind, body) in [("plan", plan.as_str()), ("context", r.text.as_str())] {
+            c.execute(
+                "INSERT INTO context_contents (content_hash, kind, body) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT DO NOTHING",
+                [&ctxpack_core::text_hash(body), kind, body],
+            )
+            .unwrap();
+        }
+    }
+    c.execute("ATTACH ?1 AS now", [now.to_str().unwrap()])
+        .unwrap();
+    for table in ["context_snapshots", "context_items", "context_outbox"] {
+        c.execute(
+            &format!("INSERT INTO {table} SELECT * FROM now.{table}"),
+            [],
+        )
+        .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_from_before_the_artifact_store_has_its_contents_moved_there() {
+    let dir = common::tempdir("store-moved");
+    let records: Vec<Record> = records().into_iter().take(12).collect();
+    let now = dir.join("now.db");
+    let store = ctxpack_service::open_store(now.to_str().unwrap(), None, 2, None, false)
+        .await
+        .unwrap();
+    for r in &records {
+        assert_eq!(store.record(r).await.unwrap(), Recorded::New);
+    }
+    drop(store);
+
+    let old = dir.join("old.db");
+    old_sqlite_store(&old, &now, &records);
+    let bodies = common::count(
+        &ctxpack_service::open_store(now.to_str().unwrap(), None, 1, None, false)
+            .await
+            .unwrap(),
+        "SELECT COUNT(*) FROM context_artifacts",
+    )
+    .await;
+    let store = ctxpack_service::open_store(old.to_str().unwrap(), None, 2, None, false)
+        .await
+        .unwrap();
+    // Every body is a file of the directory beside the store, and the
+    // database keeps only the references.
+    let files = walk(&dir.join("old.db.artifacts"));
+    assert_eq!(files as u64, bodies);
+    let tables = common::count(
+        &store,
+        "SELECT COUNT(*) FROM sqlite_master WHERE name = 'context_contents'",
+    )
+    .await;
+    assert_eq!(tables, 0, "context_contents is gone");
+    assert_eq!(
+        common::count(&store, "SELECT COUNT(*) FROM context_artifacts").await,
+        bodies
+    );
+    for r in &records {
+        let id = &r.snapshot.id;
+        let d = store.get("corpus", id).await.unwrap().unwrap();
+        assert_eq!(d.snapshot, r.snapshot);
+        assert_eq!(
+            store.content_of("corpus", id).await.unwrap().as_deref(),
+            Some(r.text.as_str())
+        );
+        assert_eq!(
+            store.content_size("corpus", id).await.unwrap(),
+            Some(r.text.len() as u64)
+        );
+    }
+    let c = store.census().await.unwrap();
+    assert_eq!((c.snapshots, c.without_content), (12, 0));
+    assert_eq!(c.integrity, "ok");
+    // Reopened: nothing to move, the rows and objects as they were.
+    drop(store);
+    let store = ctxpack_service::open_store(old.to_str().unwrap(), None, 2, None, false)
+        .await
+        .unwrap();
+    assert_eq!(store.census().await.unwrap().without_content, 0);
+    drop(store);
+
+    // A body that is not its hash's is not moved: the store is refused,
+    // naming it, and nothing is dropped.
+    let bad = dir.join("bad.db");
+    old_sqlite_store(&bad, &now, &records);
+    let c = rusqlite::Connection::open(&bad).unwrap();
+    c.execute_batch(
+        "DROP TRIGGER context_contents_immutable_update; \
+         UPDATE context_contents SET body = 'changed' WHERE kind = 'context'",
+    )
+    .unwrap();
+    drop(c);
+    let e = ctxpack_service::open_store(bad.to_str().unwrap(), None, 1, None, false)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("not its hash's"), "{e}");
+    let c = rusqlite::Connection::open(&bad).unwrap();
+    let kept: i64 = c
+        .query_row("SELECT COUNT(*) FROM context_contents", [], |r| r.get(0))
+        .unwrap();
+    assert!(kept > 0);
+
+    // Once the move is done, a snapshot whose object is lost is counted by
+    // the census, and reading its content fails (it is not an empty text).
+    let store = ctxpack_service::open_store(old.to_str().unwrap(), None, 1, None, false)
+        .await
+        .unwrap();
+    let r0 = &records[0];
+    let h = &r0.snapshot.content_hash;
+    std::fs::remove_file(dir.join("old.db.artifacts/sha256").join(&h[..2]).join(h)).unwrap();
+    let lost = records
+        .iter()
+        .filter(|r| r.snapshot.content_hash == *h)
+        .count() as u64;
+    assert_eq!(store.census().await.unwrap().without_content, lost);
+    let e = store
+        .content_of("corpus", &r0.snapshot.id)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not in the artifact store"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// How many files are under `dir`.
+fn walk(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            if p.is_dir() { walk(&p) } else { 1 }
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_contents_are_moved_once_by_replicas_starting_together() {
+    let Some((fresh, admin)) = common::fresh_postgres("moved").await else {
+        return;
+    };
+    let (c, conn) = tokio_postgres::connect(&fresh, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    c.batch_execute(
+        "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+    )
+    .await
+    .unwrap();
+    for (version, sql) in before_the_artifact_store("postgres") {
+        c.batch_execute(&sql).await.unwrap();
+        c.execute(
+            "INSERT INTO schema_migrations VALUES ($1, '2026-01-01T00:00:00Z')",
+            &[&version],
+        )
+        .await
+        .unwrap();
+    }
+    let bodies: Vec<String> = (0..600).map(|i| format!("body {i}")).collect();
+    for b in &bodies {
+        c.execute(
+            "INSERT INTO context_contents (content_hash, kind, body) VALUES ($1, 'context', $2)",
+            &[&ctxpack_core::text_hash(b), b],
+        )
+        .await
+        .unwrap();
+    }
+    let dir = common::tempdir("pg-moved");
+    let at = dir.display().to_string();
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let (url, at) = (fresh.clone(), at.clone());
+        set.spawn(async move {
+            ctxpack_service::open_store(&url, Some(&at), 1, None, false)
+                .await
+                .map(drop)
+        });
+    }
+    while let Some(r) = set.join_next().await {
+        r.unwrap().unwrap();
+    }
+    let store = ctxpack_service::open_store(&fresh, Some(&at), 1, None, false)
+        .await
+        .unwrap();
+    for b in &bodies {
+        let got = store.content(&ctxpack_core::text_hash(b)).await.unwrap();
+        assert_eq!(got.as_deref(), Some(b.as_str()));
+    }
+    assert_eq!(walk(&dir), bodies.len());
+    let left = common::count(
+        &store,
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'context_contents' \
+         AND table_schema = current_schema()",
+    )
+    .await;
+    assert_eq!(left, 0);
+    assert_eq!(
+        common::count(&store, "SELECT COUNT(*) FROM context_artifacts").await,
+        600
+    );
+    drop((store, c));
+    common::drop_postgres(&admin, &fresh).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_store_that_does_not_answer_fails_the_record_and_nothing_is_written() {
+    // A server that takes connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let dir = common::tempdir("store-fail-fast");
+    let path = dir.join("store.db");
+    let spec = format!(
+        "s3://ctxpack?endpoint=http://127.0.0.1:{port}&allow_http=true&skip_signature=true&region=us-east-1"
+    );
+    let store = ctxpack_service::open_store(path.to_str().unwrap(), Some(&spec), 1, None, false)
+        .await
+        .unwrap();
+    let r = &records()[0];
+    let started = std::time::Instant::now();
+    let e = store.record(r).await.unwrap_err().to_string();
+    assert!(e.starts_with("artifact store: put"), "{e}");
+    // Fail-fast: within the timeout and its one retry's margin.
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    for table in [
+        "SELECT COUNT(*) FROM context_snapshots",
+        "SELECT COUNT(*) FROM context_outbox",
+        "SELECT COUNT(*) FROM context_artifacts",
+    ] {
+        assert_eq!(common::count(&store, table).await, 0, "{table}");
+    }
+    // The census needs the object store too: it says so, it does not
+    // count a snapshot as whole.
+    let e = store.census().await.unwrap_err().to_string();
+    assert!(e.starts_with("artifact store: list"), "{e}");
+    // Bad input names the field.
+    let e = ctxpack_service::open_store(
+        dir.join("other.db").to_str().unwrap(),
+        Some("s3://bucket?secret_access_key=x"),
+        1,
+        None,
+        false,
+    )
+    .await
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.contains("--artifacts") && e.contains("secret_access_key"),
+        "{e}"
+    );
+    assert!(
+        ctxpack_service::open_store("postgres://u@127.0.0.1:1/db", None, 1, None, false)
+            .await
+            .err()
+            .unwrap()
+            .to_string()
+            .starts_with("--artifacts: a PostgreSQL store needs")
+    );
+    drop(silent);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -62,6 +62,9 @@ pub enum StoreError {
     /// The database failed.
     #[error("store: {0}")]
     Database(String),
+    /// The artifact store failed, or lacks an object a row refers to.
+    #[error("artifact store: {0}")]
+    Artifacts(String),
     /// A row the service wrote cannot be read back.
     #[error("store: row of snapshot {snapshot}: {message}")]
     Corrupt {
@@ -91,6 +94,11 @@ pub trait Engine: Send + Sync + 'static {
     }
     /// The engine's name, for logs.
     fn name(&self) -> &'static str;
+    /// Runs migration `version`, one held back from opening until the
+    /// store's own part is done (the contents moved to the artifact store),
+    /// and records it — unless it is recorded already; on PostgreSQL one
+    /// replica at a time.
+    fn late_migration(&self, version: i64) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Claims up to `limit` unpublished events, oldest first — on
     /// PostgreSQL with row locks that skip those another replica's relay
     /// holds — and gives them to `publish`, which answers the ids the

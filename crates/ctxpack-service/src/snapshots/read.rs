@@ -3,7 +3,7 @@
 
 use super::Store;
 use super::engine::{StoreError, Value};
-use super::row::{Row, Sql, corrupt, text, uint};
+use super::row::{Row, Sql, text};
 use ctxpack_core::{CompressionMetadata, Provenance, Run, Snapshot, SnapshotEntry};
 use serde::Serialize;
 
@@ -223,10 +223,11 @@ impl Store {
             return Ok(None);
         };
         let r = Row::new(&SNAPSHOT, r, id);
+        let plan_ref = r.text("plan_ref")?;
         let plan = self
-            .content(&r.text("plan_ref")?)
+            .content(&plan_ref)
             .await?
-            .ok_or_else(|| corrupt(id, "plan"))?;
+            .ok_or_else(|| lost(id, &plan_ref))?;
         let snapshot = Snapshot {
             id: r.text("context_snapshot_id")?,
             tenant_id: Some(r.text("tenant_id")?),
@@ -296,45 +297,18 @@ impl Store {
             .collect()
     }
 
-    /// The stored body with hash `hash` (hex).
+    /// The stored body with hash `hash` (hex), from the artifact store.
     pub async fn content(&self, hash: &str) -> Result<Option<String>, StoreError> {
-        let rows = self
-            .read(
-                "SELECT body FROM context_contents WHERE content_hash = $1",
-                vec![Value::Text(hash.into())],
-            )
-            .await?;
-        rows.first()
-            .and_then(|r| r.first())
-            .map(|v| text(v, hash))
-            .transpose()
+        self.artifacts.get(hash).await
     }
 
-    /// The size in bytes of the assembled text of `tenant`'s snapshot
-    /// `id`; `None` when the tenant has no such snapshot.
-    pub async fn content_size(&self, tenant: &str, id: &str) -> Result<Option<u64>, StoreError> {
+    /// The hash of the assembled text of `tenant`'s snapshot `id`; `None`
+    /// when the tenant has no such snapshot.
+    async fn content_ref(&self, tenant: &str, id: &str) -> Result<Option<String>, StoreError> {
         let rows = self
             .read(
-                "SELECT CAST(octet_length(c.body) AS BIGINT) FROM context_snapshots s \
-                 JOIN context_contents c ON c.content_hash = s.content_ref \
-                 WHERE s.context_snapshot_id = $1 AND s.tenant_id = $2",
-                vec![Value::Text(id.into()), Value::Text(tenant.into())],
-            )
-            .await?;
-        rows.first()
-            .and_then(|r| r.first())
-            .map(|v| uint(v, id))
-            .transpose()
-    }
-
-    /// The assembled text of `tenant`'s snapshot `id`; `None` when the
-    /// tenant has no such snapshot.
-    pub async fn content_of(&self, tenant: &str, id: &str) -> Result<Option<String>, StoreError> {
-        let rows = self
-            .read(
-                "SELECT c.body FROM context_snapshots s JOIN context_contents c \
-                 ON c.content_hash = s.content_ref \
-                 WHERE s.context_snapshot_id = $1 AND s.tenant_id = $2",
+                "SELECT content_ref FROM context_snapshots \
+                 WHERE context_snapshot_id = $1 AND tenant_id = $2",
                 vec![Value::Text(id.into()), Value::Text(tenant.into())],
             )
             .await?;
@@ -343,6 +317,33 @@ impl Store {
             .map(|v| text(v, id))
             .transpose()
     }
+
+    /// The size in bytes of the assembled text of `tenant`'s snapshot
+    /// `id`; `None` when the tenant has no such snapshot.
+    pub async fn content_size(&self, tenant: &str, id: &str) -> Result<Option<u64>, StoreError> {
+        let Some(hash) = self.content_ref(tenant, id).await? else {
+            return Ok(None);
+        };
+        let size = self.artifacts.size(&hash).await?;
+        size.map(Some).ok_or_else(|| lost(id, &hash))
+    }
+
+    /// The assembled text of `tenant`'s snapshot `id`; `None` when the
+    /// tenant has no such snapshot.
+    pub async fn content_of(&self, tenant: &str, id: &str) -> Result<Option<String>, StoreError> {
+        let Some(hash) = self.content_ref(tenant, id).await? else {
+            return Ok(None);
+        };
+        let body = self.artifacts.get(&hash).await?;
+        body.map(Some).ok_or_else(|| lost(id, &hash))
+    }
+}
+
+/// A snapshot's object that the artifact store does not have.
+fn lost(id: &str, hash: &str) -> StoreError {
+    StoreError::Artifacts(format!(
+        "snapshot {id}: object {hash} is not in the artifact store"
+    ))
 }
 
 /// One row of `context_items` as the snapshot's entry.

@@ -1,5 +1,6 @@
-//! Writing an assembly's record: its content and plan by hash, the
-//! snapshot row, its items and its event, in one transaction.
+//! Writing an assembly's record: its content and plan by hash in the
+//! artifact store first, then the references, the snapshot row, its items
+//! and its event, in one transaction.
 
 use super::Store;
 use super::engine::{Committed, Stmt, StoreError, Value};
@@ -52,9 +53,11 @@ static INSERT_ITEM: Sql = Sql::new();
 static INSERT_EVENT: Sql = Sql::new();
 
 impl Store {
-    /// Records `record`: its content and plan by hash, the snapshot row,
-    /// its items and its event, in one transaction. An attempt that has a
-    /// snapshot already is not written again.
+    /// Records `record`: its content and plan by hash in the artifact
+    /// store (fail-fast: an object store that does not take them fails the
+    /// record, and nothing is written), then their references, the
+    /// snapshot row, its items and its event, in one transaction. An
+    /// attempt that has a snapshot already is not written again.
     pub async fn record(&self, record: &Record) -> Result<Recorded, StoreError> {
         let s = &record.snapshot;
         let plan = json(&s.plan);
@@ -62,9 +65,21 @@ impl Store {
         if ctxpack_core::text_hash(&record.text) != s.content_hash {
             return Err(corrupt(&s.id, "the text is not the snapshot's content"));
         }
+        if let Some(why) = self.corrupt() {
+            return Err(StoreError::Database(format!(
+                "the store is corrupt ({why}): nothing more is written to it; \
+                 restore it and restart"
+            )));
+        }
+        let (p, c) = futures_util::future::join(
+            self.artifacts.put(&plan_hash, &plan),
+            self.artifacts.put(&s.content_hash, &record.text),
+        )
+        .await;
+        p.and(c)?;
         let mut stmts = vec![
-            content_stmt(&plan_hash, "plan", plan),
-            content_stmt(&s.content_hash, "context", record.text.clone()),
+            reference_stmt(&plan_hash, "plan"),
+            reference_stmt(&s.content_hash, "context"),
             named(
                 &INSERT_SNAPSHOT,
                 "context_snapshots",
@@ -90,12 +105,6 @@ impl Store {
             ("created_at", Value::Text(record.assembled_at.clone())),
         ]);
         stmts.push(named(&INSERT_EVENT, "context_outbox", event, "", false));
-        if let Some(why) = self.corrupt() {
-            return Err(StoreError::Database(format!(
-                "the store is corrupt ({why}): nothing more is written to it; \
-                 restore it and restart"
-            )));
-        }
         match self
             .engine
             .transaction(stmts)
@@ -159,15 +168,16 @@ fn named(sql: &'static Sql, table: &str, row: Named, tail: &str, must_change: bo
     }
 }
 
-fn content_stmt(hash: &str, kind: &str, body: String) -> Stmt {
+/// The reference to an object of the artifact store: its hash and kind
+/// (`plan` or `context`).
+fn reference_stmt(hash: &str, kind: &str) -> Stmt {
     let row = Named(vec![
         ("content_hash", Value::Text(hash.into())),
         ("kind", Value::Text(kind.into())),
-        ("body", Value::Text(body)),
     ]);
     named(
         &INSERT_CONTENT,
-        "context_contents",
+        "context_artifacts",
         row,
         "ON CONFLICT DO NOTHING",
         false,

@@ -59,6 +59,29 @@ pub async fn fresh_postgres(what: &str) -> Option<(String, tokio_postgres::Clien
     Some((format!("{}/{db}", url.rsplit_once('/').unwrap().0), admin))
 }
 
+/// An artifact store of its own, named for `what`, in the S3-compatible
+/// server `CTXPACK_TEST_S3` names (the URL `crates/ctxpack-service/s3`
+/// prints; its key pair in `AWS_ACCESS_KEY_ID` and
+/// `AWS_SECRET_ACCESS_KEY`); none when it is unset (with
+/// `CTXPACK_REQUIRE_S3`, as `.ci/run` sets, its absence fails the test).
+#[allow(dead_code)]
+pub fn fresh_s3(what: &str) -> Option<String> {
+    let Ok(url) = std::env::var("CTXPACK_TEST_S3") else {
+        assert!(
+            std::env::var("CTXPACK_REQUIRE_S3").is_err(),
+            "CTXPACK_REQUIRE_S3 is set but CTXPACK_TEST_S3 is not"
+        );
+        eprintln!("CTXPACK_TEST_S3 unset: not run");
+        return None;
+    };
+    let (bucket, query) = url.split_once('?').unwrap_or((&url, ""));
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    Some(format!(
+        "{bucket}/{what}-{}-{n}?{query}",
+        std::process::id()
+    ))
+}
+
 /// Drops the database [`fresh_postgres`] made at `url`, with `admin`, its
 /// server's client.
 #[allow(dead_code, clippy::unwrap_used)]
@@ -86,6 +109,11 @@ pub fn options(store: String) -> Options {
     Options {
         http: "127.0.0.1:0".parse().unwrap(),
         grpc: None,
+        // A PostgreSQL store's artifact store: a directory of its own.
+        artifacts: store.starts_with("postgres").then(|| {
+            let db = store.rsplit('/').next().unwrap_or("store");
+            tempdir(&format!("artifacts-{db}")).display().to_string()
+        }),
         store,
         instances: 2,
         config: Some(demo_path("tests/fixture/ctxpack.toml")),
