@@ -8,7 +8,8 @@
 //!   WIT (`ctxpack_wit::wit_conversions!`);
 //! - the table of calls each JSON driver (Python, JavaScript) dispatches a
 //!   step's calls through, from the component's imports;
-//! - the `.proto` of the stores `ctxpack serve` calls over gRPC.
+//! - the `.proto` of the stores `ctxpack serve` calls over gRPC;
+//! - the JSON Schemas of the service's API description.
 //!
 //! `cargo run -p ctxpack-codegen` writes them; `-- --check` fails while any
 //! is stale (CI runs it, and `tests/tests/generated.rs`).
@@ -20,6 +21,7 @@ pub mod errors;
 pub mod proto;
 pub mod python;
 pub mod rust;
+pub mod schema;
 pub mod typescript;
 pub mod wit;
 
@@ -76,6 +78,10 @@ pub fn outputs(root: &Path) -> Result<Vec<Output>, String> {
         out(
             "crates/ctxpack-service/proto/ctxpack/stores/v1/stores.proto",
             proto::stores(&wit)?,
+        ),
+        out(
+            "crates/ctxpack-service/openapi/core-schemas.json",
+            schema::schemas(&wit, UNSPELT, &structs)?,
         ),
     ])
 }

@@ -7,6 +7,19 @@ use hyper_util::client::legacy::Client as Hyper;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+/// A function told of every answer any client of the process receives:
+/// the method, the path (with its query) and the answer.
+pub type Observer = fn(&str, &str, &Answer);
+
+static OBSERVER: std::sync::OnceLock<Observer> = std::sync::OnceLock::new();
+
+/// Sets, once per process, the function told of every answer any client
+/// receives (the service's tests hold each to the API description); a
+/// second call changes nothing.
+pub fn observe_answers(observer: Observer) {
+    let _ = OBSERVER.set(observer);
+}
+
 /// A client of one service.
 #[derive(Clone)]
 pub struct Client {
@@ -103,11 +116,15 @@ impl Client {
             .map(str::to_owned);
         let headers = res.headers().clone();
         let body = res.into_body().collect().await?.to_bytes();
-        Ok(Answer {
+        let answer = Answer {
             status,
             location,
             headers,
             body,
-        })
+        };
+        if let Some(observe) = OBSERVER.get() {
+            observe(method, path, &answer);
+        }
+        Ok(answer)
     }
 }

@@ -65,11 +65,12 @@ pub fn router(http: Http, max_body: usize) -> Router {
         .route("/metrics", get(ops::guarded_metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ops::readyz))
+        .route("/openapi.json", get(ops::openapi))
         .fallback(|| async {
             error(
                 StatusCode::NOT_FOUND,
                 "not-found",
-                "no such route; see the API in the service's README",
+                "no such route; see the API in /openapi.json and the service's README",
             )
         })
         .layer(DefaultBodyLimit::max(max_body))

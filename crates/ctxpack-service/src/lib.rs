@@ -23,6 +23,7 @@ pub mod ids;
 pub mod index;
 pub mod listen;
 pub mod metrics;
+pub mod openapi;
 pub mod pool;
 pub mod postgres;
 pub mod protojson;

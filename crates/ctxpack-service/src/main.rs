@@ -39,6 +39,9 @@ usage:
                              policy.review, ...) fails with probability P
       --source-delay-ms N    with --fixture: every source call answers N ms late
       --slow-commit-ms N     every store write is held N ms before it commits
+  ctxpack openapi
+      prints the HTTP API's OpenAPI 3.1 document (served at /openapi.json too;
+      crates/ctxpack-service/openapi.json in the repository)
   ctxpack ingest [--store PATH|URL [--artifacts DIR|URL] | --config FILE] PATH...
       indexes text and Markdown files (a directory: its .md, .markdown, .txt and
       .text files) into the store's document index, which `serve` retrieves from
@@ -525,6 +528,10 @@ fn main() -> ExitCode {
             Some("serve") => serve(&args[1..]).await,
             Some("census") => census(&args[1..]).await,
             Some("ingest") => ingest(&args[1..]).await,
+            Some("openapi") => {
+                print!("{}", ctxpack_service::openapi::text());
+                Ok(())
+            }
             Some("-h" | "--help" | "help") => {
                 print!("{USAGE}");
                 Ok(())

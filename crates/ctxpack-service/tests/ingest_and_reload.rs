@@ -154,6 +154,7 @@ async fn sighup_reloads_the_configuration_without_dropping_a_request() {
             }
         })
     };
+    common::openapi::hold_answers();
     let c = Client::new(format!("http://{addr}"));
     let hangup = || {
         let ok = std::process::Command::new("kill")

@@ -42,6 +42,16 @@ pub(super) async fn guarded_metrics(
     metrics(State(service)).await
 }
 
+/// The API's description (see [`crate::openapi`]), open to every caller:
+/// it says nothing of any tenant.
+pub(super) async fn openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::openapi::text(),
+    )
+        .into_response()
+}
+
 /// The metrics, in Prometheus' text format.
 pub(super) async fn metrics(State(service): State<Arc<Service>>) -> Response {
     (

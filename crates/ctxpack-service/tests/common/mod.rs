@@ -7,6 +7,9 @@
 #[allow(dead_code)]
 pub mod stores;
 
+/// Answers held to the API description.
+pub mod openapi;
+
 use ctxpack_service::client::{Answer, Client};
 use ctxpack_service::snapshots::Store;
 use ctxpack_service::{Options, Rig, Running, demo_path, start_rigged};
@@ -142,6 +145,7 @@ pub fn any_port() -> std::net::SocketAddr {
 /// listener.
 #[allow(dead_code, clippy::unwrap_used)]
 pub async fn serve_on(o: Options, rig: Rig) -> (Running, Client) {
+    openapi::hold_answers();
     let running = start_rigged(o, rig).await.unwrap();
     let client = Client::new(format!("http://{}", running.http));
     (running, client)
