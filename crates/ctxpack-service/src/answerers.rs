@@ -14,7 +14,15 @@
 //! for it ([`IndexHealth`]), its calls are not made: each fails saying so,
 //! and the assembly plans around it from the other sources, degraded —
 //! the seed's "Retrieval degraded" row.
+//!
+//! With the cache and coordination store ([`crate::coord`]), what
+//! `sources.expand-graph` answers is kept there for the tenant, keyed by
+//! what the answer can depend on — the answerer, the project, the user,
+//! the scopes, the items and the depth (not the session, run or trace) —
+//! and read back by every replica until `GraphFactsUpdated` for the tenant
+//! or `graph-ttl-s`. A failed call is not kept.
 
+use crate::coord::Coord;
 use crate::fixture::DemoSources;
 use crate::settings::Settings;
 use crate::snapshots::Store;
@@ -63,6 +71,8 @@ enum Answerer {
 pub struct Answerers {
     answerers: BTreeMap<&'static str, Answerer>,
     health: Arc<IndexHealth>,
+    /// Where graph neighbourhoods are cached, when they are.
+    graph_cache: Option<Coord>,
 }
 
 impl Answerers {
@@ -73,6 +83,7 @@ impl Answerers {
         store: &Store,
         fixture: Option<Arc<DemoSources>>,
         health: Arc<IndexHealth>,
+        coord: Option<Coord>,
     ) -> Result<Answerers, UpstreamError> {
         let mut answerers = BTreeMap::new();
         for (name, capability) in Capability::ALL.map(|c| (c.function(), c.name())) {
@@ -103,7 +114,11 @@ impl Answerers {
                 });
             }
         }
-        Ok(Answerers { answerers, health })
+        Ok(Answerers {
+            answerers,
+            health,
+            graph_cache: coord.filter(|c| !c.graph_ttl.is_zero()),
+        })
     }
 
     /// What answers each capability, for the start-up log.
@@ -126,8 +141,53 @@ impl Answerers {
             .collect()
     }
 
-    /// Answers one call of a step, for the request of `context`.
+    /// Answers one call of a step, for the request of `context`: a graph
+    /// neighbourhood from the cache when it holds it.
     pub async fn answer(&self, call: &Call<'static>, context: &AgentContext) -> Answer {
+        let (Some(cache), Call::ExpandGraph { item_ids, depth }, Some(tenant)) =
+            (&self.graph_cache, call, context.tenant_id.as_deref())
+        else {
+            return self.answer_now(call, context).await;
+        };
+        let answerer = self.describe().get(call.capability()).cloned();
+        let mut scopes = context.scopes.clone();
+        scopes.sort();
+        let what = serde_json::json!([
+            answerer,
+            context.project_id,
+            context.user_id,
+            scopes,
+            item_ids,
+            depth
+        ]);
+        let hash = ctxpack_core::text_hash(&what.to_string());
+        let generation = match cache.neighbourhood(tenant, &hash).await {
+            Ok((_, Some(kept))) => {
+                if let Ok(candidates) = serde_json::from_str(&kept) {
+                    return Answer::Candidates(Ok(candidates));
+                }
+                None
+            }
+            Ok((generation, None)) => Some(generation),
+            Err(e) => {
+                tracing::debug!(target: "ctxpack::cache", error = %e, "graph cache: not answering");
+                None
+            }
+        };
+        let answer = self.answer_now(call, context).await;
+        if let (Some(generation), Answer::Candidates(Ok(candidates))) = (generation, &answer)
+            && let Ok(text) = serde_json::to_string(candidates)
+            && let Err(e) = cache
+                .keep_neighbourhood(tenant, &generation, &hash, &text)
+                .await
+        {
+            tracing::debug!(target: "ctxpack::cache", error = %e, "graph cache: not kept");
+        }
+        answer
+    }
+
+    /// Answers one call of a step now, from what answers its capability.
+    async fn answer_now(&self, call: &Call<'static>, context: &AgentContext) -> Answer {
         let capability = call.capability();
         let answerer = self.answerers.get(capability);
         let index = match answerer {

@@ -56,6 +56,9 @@ pub enum StartError {
          give it as postgres://user@host:port/db"
     )]
     KeyValueStore,
+    /// The cache and coordination store's URL does not parse.
+    #[error("redis.url: {0}")]
+    Redis(crate::coord::CoordError),
     /// A PostgreSQL store without an artifact store.
     #[error(
         "--artifacts: a PostgreSQL store needs the artifact store all its replicas share, \

@@ -122,6 +122,7 @@ pub fn start(
     events: Events,
     store: Store,
     health: Arc<IndexHealth>,
+    coord: Option<crate::coord::Coord>,
     stop: watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<Result<(), EventsError>>> {
     let out = tokio::spawn(outbound::relay(
@@ -130,7 +131,14 @@ pub fn start(
         store.clone(),
         stop.clone(),
     ));
-    let inbound = tokio::spawn(inbound::read(context(client), events, store, health, stop));
+    let inbound = tokio::spawn(inbound::read(
+        context(client),
+        events,
+        store,
+        health,
+        coord,
+        stop,
+    ));
     vec![out, inbound]
 }
 

@@ -132,7 +132,7 @@ impl Grpc {
         caller
             .may(Scope::Assemble)
             .map_err(|e| logged(refused(&e)))?;
-        if let Err(t) = self.service.admit(&caller.tenant) {
+        if let Err(t) = self.service.admit(&caller.tenant).await {
             let mut s = Status::resource_exhausted(t.message);
             s.metadata_mut()
                 .insert("retry-after", t.retry_after_s.into());

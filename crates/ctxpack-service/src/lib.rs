@@ -14,6 +14,7 @@ pub mod answerers;
 pub mod auth;
 pub mod camel;
 pub mod client;
+pub mod coord;
 mod error;
 pub mod events;
 pub mod fixture;
@@ -56,6 +57,9 @@ pub struct Options {
     /// a directory (see [`snapshots::Artifacts::open`]); left out, the
     /// directory beside a SQLite file.
     pub artifacts: Option<String>,
+    /// The cache and coordination store (`--redis URL`), over the file's
+    /// `[redis] url`.
+    pub redis: Option<String>,
     /// The configuration file (TOML, see [`settings`]), read again on
     /// reload; the defaults when unset.
     pub config: Option<PathBuf>,
@@ -128,6 +132,7 @@ impl Default for Options {
             grpc: Some(SocketAddr::from(([127, 0, 0, 1], 50051))),
             store: "ctxpack.db".into(),
             artifacts: None,
+            redis: None,
             config: None,
             instances: std::thread::available_parallelism().map_or(4, |n| n.get() * 2),
             deadline: Duration::from_secs(10),
@@ -222,6 +227,46 @@ pub async fn open_store(
     Ok(snapshots::Store::open(engine, artifacts).await?)
 }
 
+/// The cache and coordination store `--redis` or the file's `[redis]`
+/// names, if any. One that does not answer at start is said, and the
+/// service starts without it until it does.
+async fn coordination(
+    o: &Options,
+    settings: &settings::Settings,
+) -> Result<Option<coord::Coord>, StartError> {
+    let redis = match (&o.redis, &settings.redis) {
+        (Some(url), Some(file)) => settings::Redis {
+            url: url.clone(),
+            ..file.clone()
+        },
+        (Some(url), None) => settings::Redis::at(url),
+        (None, Some(file)) => file.clone(),
+        (None, None) => return Ok(None),
+    };
+    let c = coord::Coord::new(
+        &redis.url,
+        Duration::from_millis(redis.timeout_ms),
+        Duration::from_secs(redis.graph_ttl_s),
+    )
+    .map_err(StartError::Redis)?;
+    let at = upstream::masked(&redis.url);
+    match c.ping().await {
+        Ok(()) => tracing::info!(
+            target: "ctxpack::serve",
+            redis = %at,
+            graph_ttl_s = redis.graph_ttl_s,
+            "rate limits shared through redis, graph neighbourhoods cached there"
+        ),
+        Err(e) => tracing::error!(
+            target: "ctxpack::serve",
+            redis = %at,
+            error = %e,
+            "redis does not answer: each replica keeps its own rate and no neighbourhood is cached until it does"
+        ),
+    }
+    Ok(Some(c))
+}
+
 /// The settings in `path`, or the defaults.
 fn settings_of(path: Option<&Path>) -> Result<settings::Settings, StartError> {
     match path {
@@ -237,9 +282,10 @@ fn live(
     store: &snapshots::Store,
     fixture: Option<Arc<fixture::DemoSources>>,
     health: Arc<answerers::IndexHealth>,
+    coord: Option<coord::Coord>,
     instances: usize,
 ) -> Result<service::Live, StartError> {
-    let stores = answerers::Answerers::new(settings, store, fixture, health)?;
+    let stores = answerers::Answerers::new(settings, store, fixture, health, coord)?;
     let pool = pool::Pool::new(runtime.clone(), settings.builder.clone(), instances)
         .map_err(StartError::Builder)?;
     Ok(service::Live {
@@ -292,9 +338,18 @@ impl service::Service {
         );
         let next = tokio::task::spawn_blocking(move || {
             let health = this.health.clone();
-            live(&runtime, &settings, &this.store, fixture, health, instances)
-                .map(|l| (l, settings))
-                .map_err(|e| in_file(&path, e))
+            let coord = this.coord.clone();
+            live(
+                &runtime,
+                &settings,
+                &this.store,
+                fixture,
+                health,
+                coord,
+                instances,
+            )
+            .map(|l| (l, settings))
+            .map_err(|e| in_file(&path, e))
         })
         .await??;
         let (next, settings) = next;
@@ -383,12 +438,14 @@ pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, StartError> {
     let runtime = load_runtime(o.max_memory).await?;
     let health = Arc::new(answerers::IndexHealth::default());
     health.set(store.degraded_indexes().await?);
+    let coord = coordination(&o, &settings).await?;
     let first = live(
         &runtime,
         &settings,
         &store,
         fixture.clone(),
         health.clone(),
+        coord.clone(),
         o.instances,
     )
     .map_err(|e| match &o.config {
@@ -432,7 +489,8 @@ pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, StartError> {
             .request_limits
             .clone()
             .unwrap_or_else(|| settings.requests.clone()),
-        rate: Default::default(),
+        rate: service::rate::RateLimiter::shared(coord.clone()),
+        coord,
         max_body: o.max_body,
         broker: Default::default(),
         ready: Default::default(),
@@ -491,8 +549,9 @@ async fn listen_all(
         let _ = service.broker.set(client.clone());
         tracing::info!(target: "ctxpack::serve", nats = %upstream::masked(&events.nats), stream = %events.stream, "relaying events");
         let (store, health) = (service.store.clone(), service.health.clone());
+        let coord = service.coord.clone();
         tasks.extend(
-            events::start(client, events, store, health, stop.subscribe())
+            events::start(client, events, store, health, coord, stop.subscribe())
                 .into_iter()
                 .map(joined),
         );

@@ -19,6 +19,9 @@ usage:
                              (AWS_ENDPOINT, AWS_ACCESS_KEY_ID, ... from the environment) or
                              a directory; left out, DIR beside the SQLite file
                              (ctxpack.db.artifacts); needed with postgres://
+      --redis URL            the cache and coordination store (the file's [redis]):
+                             rate limits shared by replicas, graph neighbourhoods
+                             cached until GraphFactsUpdated
       --nats URL             relay ContextAssembled to NATS JetStream and read the
                              seed's inbound events there (the file's [events])
       --instances N          component instances, most assemblies at once (2 per core)
@@ -191,6 +194,7 @@ fn serve_flag(
         }
         "--store" => o.store = value(args, i, flag)?.to_owned(),
         "--artifacts" => o.artifacts = Some(value(args, i, flag)?.to_owned()),
+        "--redis" => o.redis = Some(value(args, i, flag)?.to_owned()),
         "--nats" => {
             let url = value(args, i, flag)?;
             let mut events = o

@@ -8,7 +8,7 @@
 //! stores' answers (`request`), and what is recorded (`record`).
 
 pub mod fair;
-mod rate;
+pub mod rate;
 mod record;
 mod request;
 
@@ -60,6 +60,8 @@ pub struct Service {
     pub limits: RequestLimits,
     /// Each tenant's requests, for its rate limit.
     pub rate: RateLimiter,
+    /// The cache and coordination store, when there is one.
+    pub coord: Option<crate::coord::Coord>,
     /// Most bytes of a request body.
     pub max_body: usize,
     /// The broker events are relayed to, once connected.

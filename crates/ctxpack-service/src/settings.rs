@@ -41,12 +41,19 @@
 //! cert-file = "client.pem"
 //! key-file = "client.key"
 //!
+//! [redis]                        # read at start only; optional
+//! url = "redis://127.0.0.1:6379" # rate limits shared by the replicas, and
+//!                                # graph neighbourhoods cached until
+//!                                # GraphFactsUpdated (see crate::coord)
+//! timeout-ms = 100               # then each replica goes on without it
+//! graph-ttl-s = 300              # 0: no neighbourhood cached
+//!
 //! [events]                       # read at start only
 //! nats = "nats://127.0.0.1:4222" # ContextAssembled out, SourceDeleted and
 //!                                # IndexDegraded in, on NATS JetStream
 //! ```
 //!
-//! `[auth]`, `[tls]`, `[limits]` and `[events]` are read at start only
+//! `[auth]`, `[tls]`, `[limits]`, `[redis]` and `[events]` are read at start only
 //! too (but `[auth]`'s `jwks-file`, read again; an `[auth]` change is
 //! logged as not applied). Everything but `[service]` is otherwise
 //! reloadable: on `SIGHUP` the file is read
@@ -91,6 +98,42 @@ struct File {
     tls: Option<TlsFile>,
     #[serde(default)]
     limits: LimitsFile,
+    #[serde(default)]
+    redis: Option<Redis>,
+}
+
+/// `[redis]`: the cache and coordination store (see [`crate::coord`]).
+/// Read at start only.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Redis {
+    /// `redis://host:port/db` (`rediss://` for TLS).
+    pub url: String,
+    /// Most time one call to it may take before the service goes on
+    /// without it (the replica's own rate, the store's own answer).
+    #[serde(default = "Redis::default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// How long a cached graph neighbourhood lives at most, in seconds;
+    /// 0: none is cached (the rate is still shared).
+    #[serde(default = "Redis::default_graph_ttl_s")]
+    pub graph_ttl_s: u64,
+}
+
+impl Redis {
+    /// The defaults, for the server at `url`.
+    pub fn at(url: &str) -> Redis {
+        Redis {
+            url: url.to_owned(),
+            timeout_ms: Redis::default_timeout_ms(),
+            graph_ttl_s: Redis::default_graph_ttl_s(),
+        }
+    }
+    fn default_timeout_ms() -> u64 {
+        100
+    }
+    fn default_graph_ttl_s() -> u64 {
+        300
+    }
 }
 
 /// `[tls]`: the listener's certificate (HTTPS and gRPC over TLS). Read at
@@ -155,6 +198,10 @@ pub struct Events {
     /// recovered.
     #[serde(default = "Events::default_index_revision_ready")]
     pub index_revision_ready: String,
+    /// `GraphFactsUpdated`: `{"tenantId"}`; the tenant's cached graph
+    /// neighbourhoods are not read again (with `[redis]`).
+    #[serde(default = "Events::default_graph_facts_updated")]
+    pub graph_facts_updated: String,
 }
 
 impl Events {
@@ -169,6 +216,7 @@ impl Events {
             source_deleted: Events::default_source_deleted(),
             index_degraded: Events::default_index_degraded(),
             index_revision_ready: Events::default_index_revision_ready(),
+            graph_facts_updated: Events::default_graph_facts_updated(),
         }
     }
     fn default_stream() -> String {
@@ -191,6 +239,9 @@ impl Events {
     }
     fn default_index_revision_ready() -> String {
         "vector-memory.indexes.v1.index-revision-ready".into()
+    }
+    fn default_graph_facts_updated() -> String {
+        "vector-memory.graph.v1.graph-facts-updated".into()
     }
 }
 
@@ -301,6 +352,8 @@ pub struct Settings {
     pub listen: crate::listen::Limits,
     /// `[limits]` for each request.
     pub requests: RequestLimits,
+    /// `[redis]`.
+    pub redis: Option<Redis>,
 }
 
 /// The service's builder configuration when the file gives none:
@@ -325,6 +378,7 @@ impl Default for Settings {
             tls: None,
             listen: Default::default(),
             requests: Default::default(),
+            redis: None,
         }
     }
 }
@@ -350,6 +404,9 @@ impl Settings {
         if let Some(e) = &file.events {
             events(path, e)?;
         }
+        if let Some(r) = &file.redis {
+            redis(path, r)?;
+        }
         let dir = path.parent().unwrap_or(Path::new("."));
         Ok(Settings {
             builder,
@@ -365,6 +422,7 @@ impl Settings {
             requests: request_limits(path, &file.limits)?,
             service: file.service,
             events: file.events,
+            redis: file.redis,
         })
     }
 }
@@ -525,6 +583,23 @@ fn section_shares(
 
 /// `[events]`: a NATS address, stream names of letters, digits, `_` and
 /// `-`, a batch of at least 1.
+fn redis(path: &Path, r: &Redis) -> Result<(), SettingsError> {
+    if !(r.url.starts_with("redis://") || r.url.starts_with("rediss://")) {
+        return Err(at(
+            path,
+            "redis.url",
+            format!(
+                "`{}`: needs redis://host:port",
+                crate::upstream::masked(&r.url)
+            ),
+        ));
+    }
+    if r.timeout_ms == 0 {
+        return Err(at(path, "redis.timeout-ms", "must be at least 1"));
+    }
+    Ok(())
+}
+
 fn events(path: &Path, e: &Events) -> Result<(), SettingsError> {
     if !(e.nats.starts_with("nats://") || e.nats.starts_with("tls://")) {
         return Err(at(

@@ -454,3 +454,149 @@ async fn two_replicas_on_one_postgresql_publish_each_event_once() {
     b.shutdown().await.unwrap();
     common::drop_postgres(&admin, &fresh).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn graph_neighbourhoods_are_cached_across_replicas_until_graph_facts_updated() {
+    let Some(bin) = nats_server() else { return };
+    let Some((redis, tenant)) = common::fresh_redis("graph") else {
+        return;
+    };
+    let broker = Broker::start(bin);
+    let url = broker.url();
+    // A store counting its graph calls, each answer naming its call.
+    let graph_calls = std::sync::Arc::new(AtomicU32::new(0));
+    let counted = graph_calls.clone();
+    let answering: ctxpack_service::upstream_server::Answering =
+        std::sync::Arc::new(move |call: ctxpack_core::Call<'static>, _context, _auth| {
+            let counted = counted.clone();
+            Box::pin(async move {
+                use ctxpack_core::{Answer, Call};
+                match call {
+                    Call::Retrieve { .. } => {
+                        Answer::Candidates(Ok(vec![common::stores::candidate(
+                            "seed-1",
+                            "The parser rejects trailing commas.",
+                        )]))
+                    }
+                    Call::ExpandGraph { .. } => {
+                        let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+                        Answer::Candidates(Ok(vec![common::stores::candidate(
+                            "fact-1",
+                            &format!("Neighbourhood as of graph call {n}."),
+                        )]))
+                    }
+                    Call::RecallMemory { .. } | Call::RepositoryState { .. } => {
+                        Answer::Candidates(Ok(vec![]))
+                    }
+                    other => {
+                        other.failed(ctxpack_core::HostError::not_provided(other.capability()))
+                    }
+                }
+            })
+        });
+    let store = common::stores::serve_store(false, answering, "127.0.0.1:0".parse().unwrap()).await;
+    let stores = format!("http://{}/stores", store.addr);
+    let mut config = String::from(
+        "[builder]\nprofile = { full = { retrieve-limit = 4, graph-depth = 1, memory-limit = 2, repository-state = false } }\n",
+    );
+    for capability in [
+        "retrieve",
+        "expand-graph",
+        "recall-memory",
+        "repository-state",
+    ] {
+        config.push_str(&format!("[upstreams.{capability}]\nhttp = \"{stores}\"\n"));
+    }
+    config.push_str(&format!("[redis]\nurl = \"{redis}\"\n"));
+    let mut replicas = Vec::new();
+    for _ in 0..2 {
+        let dir = tempdir();
+        let path = dir.join("ctxpack.toml");
+        std::fs::write(&path, &config).unwrap();
+        let mut o = options(
+            dir.join("store.db").display().to_string(),
+            Some(Events::at(&url)),
+        );
+        o.config = Some(path);
+        replicas.push(common::serve_on(o, ctxpack_service::Rig::default()).await);
+    }
+    let n = AtomicU32::new(0);
+    let assemble = |replica: usize, tenant: String| {
+        let c = replicas[replica].1.clone();
+        let n = n.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let a = post_json(
+                &c,
+                &format!("/factory/runs/graph/attempts/a-{n}/context"),
+                &tenant,
+                &json!({"query": "Why are trailing commas rejected?", "tokenizer": "o200k-base",
+                        "context": {"project-id": "parser"}}),
+            )
+            .await;
+            assert_eq!(a.status, 201, "{}", a.text());
+            let id = a.json()["contextSnapshotId"].as_str().unwrap().to_owned();
+            get(
+                &c,
+                &format!("/factory/context-snapshots/{id}/content"),
+                &tenant,
+            )
+            .await
+            .text()
+        }
+    };
+    let first = assemble(0, tenant.clone()).await;
+    assert!(first.contains("as of graph call 1"), "{first}");
+    assert_eq!(graph_calls.load(Ordering::SeqCst), 1);
+    // The other replica, another run and session: read from the cache.
+    let again = assemble(1, tenant.clone()).await;
+    assert!(again.contains("as of graph call 1"), "{again}");
+    assert_eq!(graph_calls.load(Ordering::SeqCst), 1);
+    // Another tenant's neighbourhood is its own.
+    assemble(1, format!("{tenant}-other")).await;
+    assert_eq!(graph_calls.load(Ordering::SeqCst), 2);
+
+    // GraphFactsUpdated for the tenant: its next assembly asks the store.
+    let client = async_nats::connect(&url).await.unwrap();
+    let js = async_nats::jetstream::new(client.clone());
+    eventually("the inbound consumer exists", || {
+        let js = js.clone();
+        async move {
+            match js.get_stream("CONTEXT_ASSEMBLY_INBOUND").await {
+                Ok(s) => s
+                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>("ctxpack-serve")
+                    .await
+                    .is_ok(),
+                Err(_) => false,
+            }
+        }
+    })
+    .await;
+    client
+        .publish(
+            "vector-memory.graph.v1.graph-facts-updated",
+            serde_json::to_vec(&json!({"tenantId": tenant}))
+                .unwrap()
+                .into(),
+        )
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    eventually("the tenant's neighbourhood asked again", || async {
+        assemble(0, tenant.clone())
+            .await
+            .contains("as of graph call 3")
+    })
+    .await;
+    // And cached again, for both replicas.
+    let calls = graph_calls.load(Ordering::SeqCst);
+    assert!(
+        assemble(1, tenant.clone())
+            .await
+            .contains("as of graph call 3")
+    );
+    assert_eq!(graph_calls.load(Ordering::SeqCst), calls);
+    for (running, _) in replicas {
+        running.shutdown().await.unwrap();
+    }
+    store.down().await;
+}

@@ -1,9 +1,11 @@
 //! In: the seed's events — `SourceDeleted`, `IndexDegraded`,
-//! `IndexRevisionReady` — read through one durable consumer the replicas
-//! share, each acknowledged once the store has it.
+//! `IndexRevisionReady`, `GraphFactsUpdated` — read through one durable
+//! consumer the replicas share, each acknowledged once the store (or, for
+//! `GraphFactsUpdated`, the cache) has it.
 
 use super::{EventsError, MOST_BACKOFF, POLL, broker, pause};
 use crate::answerers::IndexHealth;
+use crate::coord::Coord;
 use crate::settings::Events;
 use crate::snapshots::Store;
 use async_nats::jetstream::{self, consumer, stream};
@@ -33,6 +35,22 @@ struct IndexDegraded {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+struct GraphFactsUpdated {
+    tenant_id: String,
+}
+
+/// Why an inbound event waits (it is not acknowledged, and is delivered
+/// again).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Waits {
+    #[error("the store failed: {0}")]
+    Store(#[from] crate::snapshots::StoreError),
+    #[error("the cache failed: {0}")]
+    Cache(#[from] crate::coord::CoordError),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct IndexRevisionReady {
     index_id: String,
     #[serde(default)]
@@ -45,9 +63,10 @@ async fn handle(
     events: &Events,
     store: &Store,
     health: &IndexHealth,
+    coord: Option<&Coord>,
     subject: &str,
     body: &[u8],
-) -> Result<(), crate::snapshots::StoreError> {
+) -> Result<(), Waits> {
     fn read<'a, T: Deserialize<'a>>(subject: &str, body: &'a [u8]) -> Option<T> {
         serde_json::from_slice(body)
             .map_err(|e| {
@@ -79,6 +98,18 @@ async fn handle(
             health.set(store.degraded_indexes().await?);
             tracing::info!(target: "ctxpack::events", index = %e.index_id, revision = %revision, "IndexRevisionReady");
         }
+    } else if subject == events.graph_facts_updated {
+        if let Some(e) = read::<GraphFactsUpdated>(subject, body) {
+            match coord {
+                Some(c) => {
+                    let generation = c.graph_facts_updated(&e.tenant_id).await?;
+                    tracing::info!(target: "ctxpack::events", tenant = %e.tenant_id, generation, "GraphFactsUpdated: the tenant's cached neighbourhoods are not read again");
+                }
+                None => {
+                    tracing::debug!(target: "ctxpack::events", tenant = %e.tenant_id, "GraphFactsUpdated: no cache to invalidate");
+                }
+            }
+        }
     } else {
         tracing::warn!(target: "ctxpack::events", subject, "an event on a subject the service does not read: dropped");
     }
@@ -90,6 +121,7 @@ pub(super) async fn read(
     events: Events,
     store: Store,
     health: Arc<IndexHealth>,
+    coord: Option<Coord>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), EventsError> {
     let mut backoff = POLL;
@@ -139,6 +171,7 @@ pub(super) async fn read(
                 &events,
                 &store,
                 &health,
+                coord.as_ref(),
                 message.subject.as_str(),
                 &message.payload,
             )
@@ -151,7 +184,7 @@ pub(super) async fn read(
                 }
                 // Not acknowledged: redelivered after the ack wait.
                 Err(e) => {
-                    tracing::warn!(target: "ctxpack::events", error = %e, "an inbound event waits: the store failed");
+                    tracing::warn!(target: "ctxpack::events", error = %e, "an inbound event waits");
                 }
             }
         }
@@ -164,19 +197,38 @@ async fn durable(
     js: &jetstream::Context,
     events: &Events,
 ) -> Result<consumer::Consumer<consumer::pull::Config>, EventsError> {
+    let subjects = vec![
+        events.source_deleted.clone(),
+        events.index_degraded.clone(),
+        events.index_revision_ready.clone(),
+        events.graph_facts_updated.clone(),
+    ];
     let s = js
         .get_or_create_stream(stream::Config {
             name: events.inbound_stream.clone(),
-            subjects: vec![
-                events.source_deleted.clone(),
-                events.index_degraded.clone(),
-                events.index_revision_ready.clone(),
-            ],
+            subjects: subjects.clone(),
             storage: stream::StorageType::File,
             ..Default::default()
         })
         .await
         .map_err(broker)?;
+    // A stream made by an earlier version captures fewer subjects: the
+    // ones missing are added, those it has kept.
+    let config = s.cached_info().config.clone();
+    if subjects.iter().any(|x| !config.subjects.contains(x)) {
+        let mut all = config.subjects.clone();
+        all.extend(
+            subjects
+                .into_iter()
+                .filter(|x| !config.subjects.contains(x)),
+        );
+        js.update_stream(stream::Config {
+            subjects: all,
+            ..config
+        })
+        .await
+        .map_err(broker)?;
+    }
     s.get_or_create_consumer(
         CONSUMER,
         consumer::pull::Config {

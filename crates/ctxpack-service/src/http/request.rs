@@ -66,7 +66,7 @@ impl axum::extract::FromRequestParts<Http> for Authed {
             )
             .await
             .map_err(|e| refusal(&e))?;
-        if let Err(t) = service.admit(&caller.tenant) {
+        if let Err(t) = service.admit(&caller.tenant).await {
             let mut res = error(StatusCode::TOO_MANY_REQUESTS, "rate-limited", &t.message);
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(t.retry_after_s));

@@ -1,17 +1,61 @@
-//! Each tenant's rate: a token bucket per tenant, and the refusal of a
-//! request past it.
+//! Each tenant's rate: one allowance all replicas share in the cache and
+//! coordination store when there is one ([`crate::coord`]), else — and
+//! while it does not answer — a token bucket per tenant in this replica;
+//! and the refusal of a request past it.
 
 use super::Service;
+use crate::coord::Coord;
 use crate::settings::RequestLimits;
 use std::time::{Duration, Instant};
 
-/// A token bucket per tenant.
+/// Each tenant's rate.
 #[derive(Default)]
 pub struct RateLimiter {
     buckets: std::sync::Mutex<std::collections::HashMap<String, (f64, Instant)>>,
+    /// The store the replicas share the allowances in.
+    shared: Option<Coord>,
+    /// When this replica last said the shared store did not answer.
+    said: std::sync::Mutex<Option<Instant>>,
 }
 
 impl RateLimiter {
+    /// A limiter sharing each tenant's allowance in `shared`, when given.
+    pub fn shared(shared: Option<Coord>) -> Self {
+        RateLimiter {
+            shared,
+            ..Default::default()
+        }
+    }
+
+    /// Takes one request from `tenant`'s allowance: the one the replicas
+    /// share when the store answers, else this replica's own.
+    pub async fn admit(&self, tenant: &str, limits: &RequestLimits) -> Result<(), Duration> {
+        let rate = limits.requests_per_second;
+        if rate <= 0.0 {
+            return Ok(());
+        }
+        if let Some(shared) = &self.shared {
+            match shared.take(tenant, rate, limits.burst).await {
+                Ok(None) => return Ok(()),
+                Ok(Some(wait)) => return Err(wait),
+                Err(e) => {
+                    let now = Instant::now();
+                    if let Ok(mut said) = self.said.lock()
+                        && said.is_none_or(|at| now.duration_since(at) >= Duration::from_secs(10))
+                    {
+                        *said = Some(now);
+                        tracing::warn!(
+                            target: "ctxpack::rate",
+                            error = %e,
+                            "the shared rate is not answering: this replica counts each tenant's rate alone"
+                        );
+                    }
+                }
+            }
+        }
+        self.take(tenant, limits)
+    }
+
     /// Takes one request from `tenant`'s bucket; when it is empty, how long
     /// until it holds one.
     pub fn take(&self, tenant: &str, limits: &RequestLimits) -> Result<(), Duration> {
@@ -52,8 +96,8 @@ pub struct Throttled {
 
 impl Service {
     /// Takes one of `tenant`'s requests within its rate limit.
-    pub fn admit(&self, tenant: &str) -> Result<(), Throttled> {
-        self.rate.take(tenant, &self.limits).map_err(|wait| {
+    pub async fn admit(&self, tenant: &str) -> Result<(), Throttled> {
+        self.rate.admit(tenant, &self.limits).await.map_err(|wait| {
             let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
             Throttled {
                 retry_after_s: secs,

@@ -85,6 +85,26 @@ pub fn fresh_s3(what: &str) -> Option<String> {
     ))
 }
 
+/// The Redis server `CTXPACK_TEST_REDIS` names (the URL
+/// `crates/ctxpack-service/redis` prints), and a name no other run's keys
+/// use, for `what`; none when it is unset (with `CTXPACK_REQUIRE_REDIS`,
+/// as `.ci/run` sets, its absence fails the test).
+#[allow(dead_code)]
+pub fn fresh_redis(what: &str) -> Option<(String, String)> {
+    let Ok(url) = std::env::var("CTXPACK_TEST_REDIS") else {
+        assert!(
+            std::env::var("CTXPACK_REQUIRE_REDIS").is_err(),
+            "CTXPACK_REQUIRE_REDIS is set but CTXPACK_TEST_REDIS is not"
+        );
+        eprintln!("CTXPACK_TEST_REDIS unset: not run");
+        return None;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    Some((url, format!("{what}-{}-{nanos}", std::process::id())))
+}
+
 /// Drops the database [`fresh_postgres`] made at `url`, with `admin`, its
 /// server's client.
 #[allow(dead_code, clippy::unwrap_used)]
