@@ -194,7 +194,9 @@ impl Artifacts {
             .timed("get", got.bytes())
             .await?
             .map_err(|e| failed("get", e))?;
-        String::from_utf8(bytes.to_vec())
+        // Without a copy where the bytes are not shared: an answer held
+        // for a slow client is its size once, not twice.
+        String::from_utf8(Vec::from(bytes))
             .map(Some)
             .map_err(|_| failed("get", format!("{hash}: not UTF-8")))
     }
