@@ -25,6 +25,7 @@ pub mod index;
 pub mod listen;
 pub mod metrics;
 pub mod openapi;
+pub mod pages;
 pub mod pool;
 pub mod postgres;
 pub mod protojson;

@@ -11,6 +11,7 @@
 //! `ctxpack-codegen` (`openapi/core-schemas.json`), so they cannot drift
 //! from what the core reads and writes.
 
+use crate::pages::{ITEMS_PAGE, LIST_PAGE};
 use serde_json::{Map, Value, json};
 use std::sync::OnceLock;
 
@@ -194,8 +195,8 @@ fn paths() -> Value {
             "A page of a run's snapshots",
             vec![
                 run,
-                query_param("limit", "Snapshots per page (100 when left out).",
-                    json!({"type": "integer", "minimum": 1, "maximum": crate::http::LIST_PAGE.1})),
+                query_param("limit", &format!("Snapshots per page ({} when left out).", LIST_PAGE.0),
+                    json!({"type": "integer", "minimum": 1, "maximum": LIST_PAGE.1})),
                 query_param("after", "The page after this snapshot id (a page's `nextAfter`).", string()),
             ],
             responses(vec![("200", answer("The page; `nextAfter` names the next, `null` at the end.", "SnapshotList"))]),
@@ -206,8 +207,8 @@ fn paths() -> Value {
             vec![
                 snapshot.clone(),
                 query_param("itemsOffset", "The first item of the page (0 when left out).", count()),
-                query_param("itemsLimit", "Items per page (500 when left out).",
-                    json!({"type": "integer", "minimum": 1, "maximum": crate::http::ITEMS_PAGE.1})),
+                query_param("itemsLimit", &format!("Items per page ({} when left out).", ITEMS_PAGE.0),
+                    json!({"type": "integer", "minimum": 1, "maximum": ITEMS_PAGE.1})),
             ],
             responses(vec![
                 ("200", answer("The snapshot.", "SnapshotDetail")),

@@ -152,6 +152,24 @@ async fn eventually<F: std::future::Future<Output = bool>>(what: &str, check: im
     }
 }
 
+/// Waits until the service has made its inbound stream and consumer: an
+/// event published before would reach no stream.
+async fn inbound_consumer_made(js: &async_nats::jetstream::Context) {
+    eventually("the inbound consumer exists", || {
+        let js = js.clone();
+        async move {
+            match js.get_stream("CONTEXT_ASSEMBLY_INBOUND").await {
+                Ok(s) => s
+                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>("ctxpack-serve")
+                    .await
+                    .is_ok(),
+                Err(_) => false,
+            }
+        }
+    })
+    .await;
+}
+
 async fn on_stream(url: &str) -> u64 {
     stream_census(url, "CONTEXT_ASSEMBLY")
         .await
@@ -299,19 +317,7 @@ async fn inbound_events_degrade_an_index_and_record_deletions() {
     // Events published before the service has made its inbound stream and
     // consumer would reach no stream: wait for them.
     let js = async_nats::jetstream::new(client.clone());
-    eventually("the inbound consumer exists", || {
-        let js = js.clone();
-        async move {
-            match js.get_stream("CONTEXT_ASSEMBLY_INBOUND").await {
-                Ok(s) => s
-                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>("ctxpack-serve")
-                    .await
-                    .is_ok(),
-                Err(_) => false,
-            }
-        }
-    })
-    .await;
+    inbound_consumer_made(&js).await;
     let post = |n: u32| {
         let c = c.clone();
         async move {
@@ -558,19 +564,7 @@ async fn graph_neighbourhoods_are_cached_across_replicas_until_graph_facts_updat
     // GraphFactsUpdated for the tenant: its next assembly asks the store.
     let client = async_nats::connect(&url).await.unwrap();
     let js = async_nats::jetstream::new(client.clone());
-    eventually("the inbound consumer exists", || {
-        let js = js.clone();
-        async move {
-            match js.get_stream("CONTEXT_ASSEMBLY_INBOUND").await {
-                Ok(s) => s
-                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>("ctxpack-serve")
-                    .await
-                    .is_ok(),
-                Err(_) => false,
-            }
-        }
-    })
-    .await;
+    inbound_consumer_made(&js).await;
     client
         .publish(
             "vector-memory.graph.v1.graph-facts-updated",

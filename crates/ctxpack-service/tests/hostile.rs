@@ -283,17 +283,7 @@ async fn hostile_requests_on_postgres() {
         .to_string();
     assert!(e.contains("sslmode"), "{e}");
     // A password in a URL that does not parse is not printed.
-    let e = ctxpack_service::open_store(
-        "postgres://u:hunter2@127.0.0.1:x/db",
-        Some("memory:"),
-        1,
-        None,
-        false,
-    )
-    .await
-    .err()
-    .unwrap()
-    .to_string();
+    let e = common::store_refusal("postgres://u:hunter2@127.0.0.1:x/db", Some("memory:")).await;
     assert!(!e.contains("hunter2") && e.contains("u:***@"), "{e}");
 }
 

@@ -684,28 +684,20 @@ async fn an_object_store_that_does_not_answer_fails_the_record_and_nothing_is_wr
     let e = store.census().await.unwrap_err().to_string();
     assert!(e.starts_with("artifact store: list"), "{e}");
     // Bad input names the field.
-    let e = ctxpack_service::open_store(
-        dir.join("other.db").to_str().unwrap(),
+    let other = dir.join("other.db");
+    let e = common::store_refusal(
+        other.to_str().unwrap(),
         Some("s3://bucket?secret_access_key=x"),
-        1,
-        None,
-        false,
     )
-    .await
-    .err()
-    .unwrap()
-    .to_string();
+    .await;
     assert!(
         e.contains("--artifacts") && e.contains("secret_access_key"),
         "{e}"
     );
+    let e = common::store_refusal("postgres://u@127.0.0.1:1/db", None).await;
     assert!(
-        ctxpack_service::open_store("postgres://u@127.0.0.1:1/db", None, 1, None, false)
-            .await
-            .err()
-            .unwrap()
-            .to_string()
-            .starts_with("--artifacts: a PostgreSQL store needs")
+        e.starts_with("--artifacts: a PostgreSQL store needs"),
+        "{e}"
     );
     drop(silent);
     let _ = std::fs::remove_dir_all(&dir);

@@ -25,10 +25,7 @@ pub(super) struct ListPage {
     after: Option<String>,
 }
 
-/// The default and the largest page of a run's snapshots.
-pub const LIST_PAGE: (u64, u64) = (100, 1000);
-/// The default and the largest page of a snapshot's items.
-pub const ITEMS_PAGE: (u64, u64) = (500, 5000);
+pub use crate::pages::{ITEMS_PAGE, LIST_PAGE};
 
 /// A page size out of range: the query's field, the size asked, the
 /// largest.

@@ -105,6 +105,16 @@ pub fn fresh_redis(what: &str) -> Option<(String, String)> {
     Some((url, format!("{what}-{}-{nanos}", std::process::id())))
 }
 
+/// Why the store `spec` with the artifact store `artifacts` does not
+/// open: its error, as text. It opening fails the test.
+#[allow(dead_code)]
+pub async fn store_refusal(spec: &str, artifacts: Option<&str>) -> String {
+    match ctxpack_service::open_store(spec, artifacts, 1, None, false).await {
+        Ok(_) => panic!("the store {spec} opened, and should not have"),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// Drops the database [`fresh_postgres`] made at `url`, with `admin`, its
 /// server's client.
 #[allow(dead_code, clippy::unwrap_used)]
