@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 fn every_generated_file_is_fresh() {
     let root = repository_root();
     let outputs = outputs(&root).unwrap();
-    assert_eq!(outputs.len(), 11);
+    assert_eq!(outputs.len(), 12);
     let stale = stale(&root, &outputs);
     assert!(
         stale.is_empty(),
@@ -68,6 +68,7 @@ fn a_changed_wit_makes_each_spelling_of_it_stale() {
     let mut stale = stale(&dir, &generated);
     stale.sort();
     let expect: Vec<PathBuf> = [
+        "crates/ctxpack-service/openapi/core-schemas.json",
         "crates/ctxpack-service/proto/ctxpack/stores/v1/stores.proto",
         "crates/ctxpack-wit/src/generated.rs",
         "hosts/python/src/ctxpack_wasm/types.py",
@@ -93,6 +94,19 @@ fn a_changed_wit_makes_each_spelling_of_it_stale() {
     assert!(
         text("crates/ctxpack-service/proto/ctxpack/stores/v1/stores.proto")
             .contains("  // The text, as the store has it.\n  string text = 3;")
+    );
+    // The API description's schemas: the new layer, the new field text.
+    let schemas: serde_json::Value =
+        serde_json::from_str(&text("crates/ctxpack-service/openapi/core-schemas.json")).unwrap();
+    assert_eq!(
+        schemas["Layer"]["enum"],
+        serde_json::json!(["l0", "l1", "l2", "l3"])
+    );
+    assert!(
+        schemas["camel.Candidate"]["properties"]["text"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("The text, as the store has it.")
     );
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -56,6 +56,9 @@ pub enum StartError {
          give it as postgres://user@host:port/db"
     )]
     KeyValueStore,
+    /// The artifact store cannot be written at start.
+    #[error("--artifacts {0}")]
+    Artifacts(String),
     /// The cache and coordination store's URL does not parse.
     #[error("redis.url: {0}")]
     Redis(crate::coord::CoordError),

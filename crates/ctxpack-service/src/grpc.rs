@@ -44,6 +44,9 @@ fn status(e: &AssembleError) -> Status {
             Status::deadline_exceeded(message)
         }
         AssembleError::Wasm(_) => Status::internal(message),
+        AssembleError::Store(crate::snapshots::StoreError::Corrupt { .. }) => {
+            Status::data_loss(message)
+        }
         AssembleError::Store(_) => Status::unavailable(message),
     };
     if let AssembleError::Failed(reply) = e

@@ -14,9 +14,12 @@ pub fn echo(v: &str) -> String {
     format!("{cut:?}")
 }
 
-/// Why `v` is no id for `field`: an id is 1 to 200 characters without
-/// control characters.
+/// The most characters of an id.
+pub const ID_CHARS: usize = 200;
+
+/// Why `v` is no id for `field`: an id is 1 to [`ID_CHARS`] characters
+/// without control characters.
 pub fn id_error(field: &str, v: &str) -> Option<String> {
-    (v.is_empty() || v.chars().count() > 200 || v.chars().any(char::is_control))
-        .then(|| format!("{field}: must be 1 to 200 characters without control characters"))
+    (v.is_empty() || v.chars().count() > ID_CHARS || v.chars().any(char::is_control))
+        .then(|| format!("{field}: must be 1 to {ID_CHARS} characters without control characters"))
 }

@@ -200,6 +200,26 @@ pub async fn open_store(
     slow_commit: Option<Duration>,
     init: bool,
 ) -> Result<snapshots::Store, StartError> {
+    opened(spec, artifacts, connections, slow_commit, init, true).await
+}
+
+/// [`open_store`] for a command that only reads (`census`): an artifact
+/// directory that is not there is an error, not made.
+pub async fn open_store_to_read(
+    spec: &str,
+    artifacts: Option<&str>,
+) -> Result<snapshots::Store, StartError> {
+    opened(spec, artifacts, 2, None, false, false).await
+}
+
+async fn opened(
+    spec: &str,
+    artifacts: Option<&str>,
+    connections: usize,
+    slow_commit: Option<Duration>,
+    init: bool,
+    create: bool,
+) -> Result<snapshots::Store, StartError> {
     let (engine, beside): (Arc<dyn snapshots::Engine>, Option<String>) =
         if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
             if artifacts.is_none() {
@@ -222,7 +242,7 @@ pub async fn open_store(
             )
         };
     let artifacts = match artifacts.or(beside.as_deref()) {
-        Some(at) => snapshots::Artifacts::open(at)?,
+        Some(at) => snapshots::Artifacts::open(at, create)?,
         None => return Err(StartError::NoArtifacts),
     };
     Ok(snapshots::Store::open(engine, artifacts).await?)
@@ -436,6 +456,14 @@ pub async fn start_rigged(o: Options, rig: Rig) -> Result<Running, StartError> {
         o.init_store,
     )
     .await?;
+    // An artifact store the service cannot write (no credentials, no
+    // bucket, not reached) would fail every assembly: said at start.
+    store.artifacts().probe().await.map_err(|e| {
+        StartError::Artifacts(format!(
+            "{}: {e} (for s3://, are AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY set, and the bucket made?)",
+            store.artifacts().described()
+        ))
+    })?;
     let runtime = load_runtime(o.max_memory).await?;
     let health = Arc::new(answerers::IndexHealth::default());
     health.set(store.degraded_indexes().await?);

@@ -414,7 +414,7 @@ async fn census(args: &[String]) -> Result<(), CliError> {
         i += 1;
     }
     let store = store.ok_or_else(|| CliError::Invalid("--store: required".into()))?;
-    let store = open_store(&store, artifacts.as_deref(), 2, None, false).await?;
+    let store = ctxpack_service::open_store_to_read(&store, artifacts.as_deref()).await?;
     let c = store.census().await?;
     println!(
         "snapshots {}  events {}  snapshots without exactly one event {}  \

@@ -65,11 +65,25 @@ fn refused(description: &str) -> Value {
     answer(description, "Error")
 }
 
+/// An error answer that says when to come back.
+fn come_back(description: &str) -> Value {
+    let mut a = refused(description);
+    a["headers"] = retry_after();
+    a
+}
+
 fn path_param(name: &str, description: &str) -> Value {
     json!({
         "name": name, "in": "path", "required": true, "description": description,
-        "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+        "schema": {"type": "string", "minLength": 1, "maxLength": crate::ids::ID_CHARS,
+                   "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"},
     })
+}
+
+/// `Retry-After`, in whole seconds.
+fn retry_after() -> Value {
+    json!({"Retry-After": {"description": "Seconds to wait before trying again.",
+                           "schema": {"type": "integer", "minimum": 1}}})
 }
 
 fn query_param(name: &str, description: &str, schema: Value) -> Value {
@@ -85,14 +99,19 @@ fn refusals(responses: &mut Map<String, Value>) {
             "No bearer token, or one that is not valid (`WWW-Authenticate` says why).",
         ),
         ("403", "The token's roles or scopes do not allow this."),
-        ("429", "The tenant is over its rate limit (`Retry-After`)."),
         (
-            "503",
-            "The store cannot be reached, or the service is busy (`Retry-After`).",
+            "500",
+            "What was written cannot be read back (`store-corrupt`, a lost object): not a passing fault.",
         ),
     ] {
         responses.entry(status).or_insert_with(|| refused(what));
     }
+    responses.entry("429").or_insert_with(|| {
+        come_back("The tenant is over its rate limit: every `/factory` request counts.")
+    });
+    responses.entry("503").or_insert_with(|| {
+        come_back("The store or the artifact store cannot be reached, or the service is busy.")
+    });
 }
 
 /// The answers the listener itself may give to any request, before it is
@@ -103,7 +122,7 @@ fn listener(responses: &mut Map<String, Value>) {
     });
     responses
         .entry("503")
-        .or_insert_with(|| refused("The service is busy or stopping (`Retry-After`)."));
+        .or_insert_with(|| come_back("The service is busy or stopping."));
 }
 
 fn operation(
@@ -139,19 +158,18 @@ fn paths() -> Value {
         "The attempt of the run: one snapshot per attempt.",
     );
     let snapshot = path_param("id", "The snapshot's `contextSnapshotId`.");
+    let mut created = answer("Assembled and recorded.", "AssembleReply");
+    created["headers"] = json!({"Location": {
+        "description": "The snapshot: `/factory/context-snapshots/{contextSnapshotId}`.",
+        "schema": {"type": "string"},
+    }});
     let assemble = {
         let mut op = operation(
             "assemble",
             "Assemble the context for an attempt and record its snapshot",
             vec![run.clone(), attempt],
             responses(vec![
-                (
-                    "201",
-                    answer(
-                        "Assembled and recorded; `Location` is the snapshot.",
-                        "AssembleReply",
-                    ),
-                ),
+                ("201", created),
                 (
                     "200",
                     answer(
@@ -177,7 +195,10 @@ fn paths() -> Value {
                         "FailedAssembly",
                     ),
                 ),
-                ("500", refused("The component failed.")),
+                (
+                    "500",
+                    refused("The component failed, or the store cannot read back what it wrote."),
+                ),
                 ("504", refused("The deadline passed; nothing recorded.")),
             ]),
         );
@@ -188,6 +209,8 @@ fn paths() -> Value {
         });
         op
     };
+    let mut unready = answer("Not ready: `store` or `artifacts` says why.", "Readiness");
+    unready["headers"] = retry_after();
     let mut paths = json!({
         "/factory/runs/{runId}/attempts/{attemptId}/context": {"post": assemble},
         "/factory/runs/{runId}/context-snapshots": {"get": operation(
@@ -252,7 +275,7 @@ fn paths() -> Value {
             "security": [],
             "responses": {
                 "200": answer("Ready; `degraded` when the broker is away (events wait in the outbox).", "Readiness"),
-                "503": answer("Not ready (`Retry-After`): the store says why.", "Readiness"),
+                "503": unready,
             },
         }},
         "/openapi.json": {"get": {

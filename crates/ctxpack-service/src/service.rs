@@ -92,6 +92,9 @@ pub struct Readiness {
     pub degraded: bool,
     /// `ok`, or why the store cannot take a write.
     pub store: String,
+    /// `ok`, or why the artifact store cannot take an object: an assembly
+    /// is refused without it (fail-fast), so the service is not ready.
+    pub artifacts: String,
     /// `ok`, `not configured`, or the broker's connection state.
     pub broker: String,
 }
@@ -186,6 +189,7 @@ impl AssembleError {
             AssembleError::AttemptTaken(_) => "attempt-taken",
             AssembleError::Deadline(_) | AssembleError::Interrupted(_) => "deadline-exceeded",
             AssembleError::Wasm(_) => "component-failed",
+            AssembleError::Store(StoreError::Corrupt { .. }) => "store-corrupt",
             AssembleError::Store(_) => "store-unavailable",
         }
     }
@@ -208,8 +212,8 @@ fn trapped(deadline: Duration) -> impl Fn(WasmError) -> AssembleError {
 }
 
 impl Service {
-    /// Whether the store takes a write and the broker (if any) is
-    /// connected; found again at most once a second.
+    /// Whether the store and the artifact store take a write and the
+    /// broker (if any) is connected; found again at most once a second.
     pub async fn readiness(&self) -> Readiness {
         let mut last = self.ready.lock().await;
         if let Some((at, r)) = &*last
@@ -233,6 +237,14 @@ impl Service {
                 m
             }
         };
+        let artifacts = match self.store.artifacts().probe().await {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => {
+                let mut m = e.to_string();
+                m.truncate(m.floor_char_boundary(300));
+                m
+            }
+        };
         let broker = match self.broker.get() {
             None => "not configured".to_owned(),
             Some(c) => match c.connection_state() {
@@ -241,9 +253,10 @@ impl Service {
             },
         };
         let r = Readiness {
-            ok: store == "ok",
+            ok: store == "ok" && artifacts == "ok",
             degraded: !(broker == "ok" || broker == "not configured"),
             store,
+            artifacts,
             broker,
         };
         *last = Some((Instant::now(), r.clone()));

@@ -76,7 +76,33 @@ impl Store {
             corrupt: Default::default(),
         };
         store.move_contents().await?;
+        store.holds_its_contents().await?;
         Ok(store)
+    }
+
+    /// Refuses an artifact store that does not hold the newest snapshot's
+    /// content: it is not the one the store was written with (a
+    /// `--artifacts` left out or mistyped), and every read of a snapshot
+    /// would fail.
+    async fn holds_its_contents(&self) -> Result<(), StoreError> {
+        let rows = self
+            .read(
+                "SELECT content_ref FROM context_snapshots \
+                 ORDER BY assembled_at DESC, context_snapshot_id LIMIT 1",
+                vec![],
+            )
+            .await?;
+        let Some(Value::Text(newest)) = rows.first().and_then(|r| r.first()) else {
+            return Ok(());
+        };
+        match self.artifacts.size(newest).await? {
+            Some(_) => Ok(()),
+            None => Err(StoreError::Artifacts(format!(
+                "{} does not hold this store's contents (the newest snapshot's, {newest}, \
+                 is not there): give the --artifacts the store was written with",
+                self.artifacts.described()
+            ))),
+        }
     }
 
     /// The artifact store.

@@ -238,12 +238,15 @@ async fn hostile_requests_on_postgres() {
     let other_ca = dir.join("other.crt");
     let other = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     std::fs::write(&other_ca, other.cert.pem()).unwrap();
+    // The same artifact store the service ran with: the store's own.
+    let artifacts = options(fresh.clone()).artifacts.unwrap();
     let open = |query: String| {
         let fresh = fresh.clone();
+        let artifacts = artifacts.clone();
         async move {
             ctxpack_service::open_store(
                 &format!("{fresh}?{query}"),
-                Some("memory:"),
+                Some(&artifacts),
                 1,
                 None,
                 false,

@@ -39,7 +39,8 @@ static COUNTING: Counting = Counting;
 #[tokio::test(flavor = "current_thread")]
 async fn a_text_read_from_the_artifact_store_is_in_memory_once() {
     let dir = common::tempdir("memory");
-    let artifacts = ctxpack_service::snapshots::Artifacts::open(dir.to_str().unwrap()).unwrap();
+    let artifacts =
+        ctxpack_service::snapshots::Artifacts::open(dir.to_str().unwrap(), true).unwrap();
     let size = 8 << 20;
     let text = "The parser rejects trailing commas. ".repeat(size / 36);
     let hash = ctxpack_core::text_hash(&text);

@@ -366,7 +366,7 @@ async fn postgres_store() {
         .unwrap();
     exercise(&store).await;
     // Several replicas migrating at once: one applies, the rest find it.
-    let opened = futures_join(&fresh).await;
+    let opened = futures_join(&fresh, &artifacts).await;
     assert!(opened.iter().all(Result::is_ok), "{opened:?}");
     drop(store);
     common::drop_postgres(&client, &fresh).await;
@@ -387,12 +387,12 @@ async fn s3_artifact_store() {
     assert!(!path.with_extension("db.artifacts").exists());
 }
 
-async fn futures_join(url: &str) -> Vec<Result<(), ctxpack_service::StartError>> {
+async fn futures_join(url: &str, artifacts: &str) -> Vec<Result<(), ctxpack_service::StartError>> {
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..4 {
-        let url = url.to_owned();
+        let (url, artifacts) = (url.to_owned(), artifacts.to_owned());
         set.spawn(async move {
-            ctxpack_service::open_store(&url, Some("memory:"), 1, None, false)
+            ctxpack_service::open_store(&url, Some(&artifacts), 1, None, false)
                 .await
                 .map(drop)
         });
@@ -701,4 +701,112 @@ async fn an_object_store_that_does_not_answer_fails_the_record_and_nothing_is_wr
     );
     drop(silent);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_artifact_store_not_the_stores_own_or_not_writable_is_said_at_start() {
+    // A store with snapshots, opened with another artifact directory: refused,
+    // naming it, rather than every old snapshot unreadable.
+    let dir = common::tempdir("artifacts-wrong");
+    let path = dir.join("store.db");
+    let store = ctxpack_service::open_store(path.to_str().unwrap(), None, 1, None, false)
+        .await
+        .unwrap();
+    for r in records().iter().take(3) {
+        store.record(r).await.unwrap();
+    }
+    drop(store);
+    let elsewhere = dir.join("elsewhere");
+    let e = common::store_refusal(path.to_str().unwrap(), elsewhere.to_str()).await;
+    assert!(e.contains("does not hold this store's contents"), "{e}");
+    // A command that only reads makes no directory, and says so.
+    let missing = dir.join("missing");
+    let e = ctxpack_service::open_store_to_read(path.to_str().unwrap(), missing.to_str())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("no such directory"), "{e}");
+    assert!(!missing.exists());
+    // Its own opens, and a census reads it.
+    let store = ctxpack_service::open_store_to_read(path.to_str().unwrap(), None)
+        .await
+        .unwrap();
+    assert_eq!(store.census().await.unwrap().without_content, 0);
+
+    // An S3 store that cannot be written: the service does not start, and
+    // says what to look at.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut o = common::unauthenticated_options("artifacts-unwritable");
+    o.artifacts = Some(format!(
+        "s3://ctxpack?endpoint=http://127.0.0.1:{port}&allow_http=true&skip_signature=true&region=us-east-1"
+    ));
+    let e = common::refusal(o).await;
+    assert!(
+        e.starts_with("--artifacts s3://") && e.contains("AWS_ACCESS_KEY_ID"),
+        "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_artifact_store_gone_while_serving_is_unready_and_a_lost_object_is_not_a_passing_fault()
+{
+    let o = common::unauthenticated_options("artifacts-gone");
+    let store = std::path::PathBuf::from(&o.store);
+    let (running, c) = common::serve(o).await;
+    let a = common::assemble_demo(&c).await;
+    assert_eq!(a.status, 201, "{}", a.text());
+    let id = a.json()["contextSnapshotId"].as_str().unwrap().to_owned();
+    let ready = c.send("GET", "/readyz", None, "").await.unwrap();
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    assert_eq!(ready.json()["artifacts"], "ok");
+
+    // Its objects lost: reading the content is 500 store-corrupt, no
+    // Retry-After, not 503.
+    let artifacts = store.with_extension("db.artifacts");
+    std::fs::remove_dir_all(artifacts.join("sha256")).unwrap();
+    let lost = common::get(
+        &c,
+        &format!("/factory/context-snapshots/{id}/content"),
+        "acme",
+    )
+    .await;
+    assert_eq!(lost.status, 500, "{}", lost.text());
+    assert_eq!(lost.json()["error"]["code"], "store-corrupt");
+    assert!(!lost.headers.contains_key("retry-after"));
+
+    // The directory gone and a file in its place: nothing can be written,
+    // so the service is not ready, and an assembly is refused, recording
+    // nothing.
+    std::fs::remove_dir_all(&artifacts).unwrap();
+    std::fs::write(&artifacts, "not a directory").unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let ready = c.send("GET", "/readyz", None, "").await.unwrap();
+    assert_eq!(ready.status, 503, "{}", ready.text());
+    assert!(
+        ready.json()["artifacts"]
+            .as_str()
+            .unwrap()
+            .starts_with("artifact store: probe")
+    );
+    let a = common::post_json(
+        &c,
+        "/factory/runs/run-1/attempts/a-2/context",
+        "acme",
+        &common::demo(),
+    )
+    .await;
+    assert_eq!(a.status, 503, "{}", a.text());
+    assert_eq!(a.json()["error"]["code"], "store-unavailable");
+    let snapshots = common::count(
+        &running.service.store,
+        "SELECT COUNT(*) FROM context_snapshots",
+    )
+    .await;
+    assert_eq!(snapshots, 1);
+    running.shutdown().await.unwrap();
 }

@@ -99,6 +99,10 @@ pub(super) fn reject(e: &AssembleError) -> Response {
         AssembleError::AttemptTaken(_) => StatusCode::CONFLICT,
         AssembleError::Deadline(_) | AssembleError::Interrupted(_) => StatusCode::GATEWAY_TIMEOUT,
         AssembleError::Wasm(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        // What was written cannot be read back: not a passing fault.
+        AssembleError::Store(crate::snapshots::StoreError::Corrupt { .. }) => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
         AssembleError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     };
     error(status, e.code(), e)

@@ -35,7 +35,17 @@ impl RateLimiter {
             return Ok(());
         }
         if let Some(shared) = &self.shared {
-            match shared.take(tenant, rate, limits.burst).await {
+            let taken = shared.take(tenant, rate, limits.burst).await;
+            if taken.is_ok()
+                && let Ok(mut said) = self.said.lock()
+                && said.take().is_some()
+            {
+                tracing::info!(
+                    target: "ctxpack::rate",
+                    "the shared rate answers again: the replicas count each tenant's rate together"
+                );
+            }
+            match taken {
                 Ok(None) => return Ok(()),
                 Ok(Some(wait)) => return Err(wait),
                 Err(e) => {

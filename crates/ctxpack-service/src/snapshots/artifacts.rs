@@ -48,8 +48,8 @@ impl Artifacts {
     /// `skip_signature` and `virtual_hosted_style_request`, for an
     /// S3-compatible server),
     /// `memory:` (gone with the process, for tests), or a directory, made
-    /// when missing.
-    pub fn open(spec: &str) -> Result<Self, StoreError> {
+    /// when missing if `create` (a command that only reads makes none).
+    pub fn open(spec: &str, create: bool) -> Result<Self, StoreError> {
         let timeout = Duration::from_secs(5);
         if let Some(rest) = spec.strip_prefix("s3://") {
             let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
@@ -71,13 +71,18 @@ impl Artifacts {
                     base: 2.0,
                 },
             };
-            let client = object_store::ClientOptions::new()
-                .with_timeout(timeout)
-                .with_connect_timeout(Duration::from_secs(2));
+            // The timeouts are set key by key: a whole `ClientOptions`
+            // would replace what the environment set (`AWS_ALLOW_HTTP`).
+            use object_store::ClientConfigKey as Client;
+            use object_store::aws::AmazonS3ConfigKey as Key;
             let mut builder = object_store::aws::AmazonS3Builder::from_env()
                 .with_bucket_name(bucket)
                 .with_retry(retry)
-                .with_client_options(client);
+                .with_config(
+                    Key::Client(Client::Timeout),
+                    format!("{}s", timeout.as_secs()),
+                )
+                .with_config(Key::Client(Client::ConnectTimeout), "2s");
             for pair in query.split('&').filter(|p| !p.is_empty()) {
                 let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
                 builder = match key {
@@ -115,6 +120,12 @@ impl Artifacts {
             return Ok(Artifacts::memory());
         }
         let dir = std::path::Path::new(spec.strip_prefix("file://").unwrap_or(spec));
+        if !dir.is_dir() && !create {
+            return Err(failed(
+                &format!("--artifacts {spec}"),
+                "no such directory (it is made by `serve`, not by a command that only reads)",
+            ));
+        }
         std::fs::create_dir_all(dir).map_err(|e| failed(&format!("--artifacts {spec}"), e))?;
         let local = object_store::local::LocalFileSystem::new_with_prefix(dir)
             .map_err(|e| failed(&format!("--artifacts {spec}"), e))?;
@@ -213,6 +224,28 @@ impl Artifacts {
         }
     }
 
+    /// Writes and reads back one small object outside the hashes' tree
+    /// (`probe/readiness`): what a record needs of the store — reached,
+    /// the credentials taken, the bucket writable.
+    pub async fn probe(&self) -> Result<(), StoreError> {
+        let path = Path::from_iter(["probe", "readiness"]);
+        let body = bytes::Bytes::from_static(b"ctxpack");
+        self.timed("probe", self.objects.put(&path, PutPayload::from(body)))
+            .await?
+            .map_err(|e| failed("probe", e))?;
+        let got = self
+            .timed("probe", self.objects.head(&path))
+            .await?
+            .map_err(|e| failed("probe", e))?;
+        if got.size != 7 {
+            return Err(failed(
+                "probe",
+                "the object read back is not the one written",
+            ));
+        }
+        Ok(())
+    }
+
     /// Every hash stored (for the census), listed without a timeout.
     pub async fn hashes(&self) -> Result<HashSet<String>, StoreError> {
         let mut found = HashSet::new();
@@ -236,7 +269,8 @@ mod tests {
     #[tokio::test]
     async fn a_body_is_stored_once_by_its_hash_and_nothing_else_makes_a_path() {
         let dir = std::env::temp_dir().join(format!("ctxpack-artifacts-{}", std::process::id()));
-        let a = Artifacts::open(dir.to_str().unwrap()).unwrap();
+        assert!(Artifacts::open(dir.to_str().unwrap(), false).is_err());
+        let a = Artifacts::open(dir.to_str().unwrap(), true).unwrap();
         let hash = ctxpack_core::text_hash("hello");
         a.put(&hash, "hello").await.unwrap();
         a.put(&hash, "hello").await.unwrap();

@@ -339,11 +339,13 @@ impl Store {
     }
 }
 
-/// A snapshot's object that the artifact store does not have.
+/// A snapshot's object that the artifact store does not have: the store
+/// cannot read back what it wrote (not a passing fault).
 fn lost(id: &str, hash: &str) -> StoreError {
-    StoreError::Artifacts(format!(
-        "snapshot {id}: object {hash} is not in the artifact store"
-    ))
+    StoreError::Corrupt {
+        snapshot: id.to_owned(),
+        message: format!("object {hash} is not in the artifact store"),
+    }
 }
 
 /// One row of `context_items` as the snapshot's entry.

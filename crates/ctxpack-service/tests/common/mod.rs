@@ -143,9 +143,14 @@ pub fn options(store: String) -> Options {
         http: "127.0.0.1:0".parse().unwrap(),
         grpc: None,
         // A PostgreSQL store's artifact store: a directory of its own.
+        // A PostgreSQL store's artifact store: a directory named for its
+        // database, the same each time the test starts a service on it.
         artifacts: store.starts_with("postgres").then(|| {
             let db = store.rsplit('/').next().unwrap_or("store");
-            tempdir(&format!("artifacts-{db}")).display().to_string()
+            std::env::temp_dir()
+                .join(format!("ctxpack-artifacts-{db}"))
+                .display()
+                .to_string()
         }),
         store,
         instances: 2,
