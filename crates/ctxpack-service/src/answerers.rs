@@ -71,8 +71,9 @@ enum Answerer {
 pub struct Answerers {
     answerers: BTreeMap<&'static str, Answerer>,
     health: Arc<IndexHealth>,
-    /// Where graph neighbourhoods are cached, when they are.
-    graph_cache: Option<Coord>,
+    /// Where graph neighbourhoods are cached, when they are, and what
+    /// answers them (part of each entry's key), found once.
+    graph_cache: Option<(Coord, String)>,
 }
 
 impl Answerers {
@@ -114,11 +115,19 @@ impl Answerers {
                 });
             }
         }
-        Ok(Answerers {
+        let mut made = Answerers {
             answerers,
             health,
-            graph_cache: coord.filter(|c| !c.graph_ttl.is_zero()),
-        })
+            graph_cache: None,
+        };
+        if let Some(c) = coord.filter(|c| !c.graph_ttl.is_zero()) {
+            let answerer = made
+                .describe()
+                .remove(Capability::ExpandGraph.name())
+                .unwrap_or_default();
+            made.graph_cache = Some((c, answerer));
+        }
+        Ok(made)
     }
 
     /// What answers each capability, for the start-up log.
@@ -144,12 +153,11 @@ impl Answerers {
     /// Answers one call of a step, for the request of `context`: a graph
     /// neighbourhood from the cache when it holds it.
     pub async fn answer(&self, call: &Call<'static>, context: &AgentContext) -> Answer {
-        let (Some(cache), Call::ExpandGraph { item_ids, depth }, Some(tenant)) =
+        let (Some((cache, answerer)), Call::ExpandGraph { item_ids, depth }, Some(tenant)) =
             (&self.graph_cache, call, context.tenant_id.as_deref())
         else {
             return self.answer_now(call, context).await;
         };
-        let answerer = self.describe().get(call.capability()).cloned();
         let mut scopes = context.scopes.clone();
         scopes.sort();
         let what = serde_json::json!([
