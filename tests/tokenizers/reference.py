@@ -142,6 +142,13 @@ def references(files: Path):
         enc = tiktoken_encoding(name, rank_file(path), regex)
         yield name, path, pattern, regex, (lambda e: lambda t: len(e.encode_ordinary(t)))(enc)
 
+    # tokenizer.json files with an empty subword prefix and suffix: Qwen
+    # 3's own, and the conversions of o200k and cl100k.
+    for name, folder in [("qwen3-json", "qwen3-json"), ("gpt4o-json", "gpt4o-json"), ("gpt35-json", "gpt35-json")]:
+        path = files / folder / "tokenizer.json"
+        tok = tokenizers.Tokenizer.from_file(str(path))
+        yield name, path, None, None, (lambda k: lambda t: len(k.encode(t, add_special_tokens=False).ids))(tok)
+
     gemma3 = files / "gemma3" / "tokenizer.json"
     gemma = tokenizers.Tokenizer.from_file(str(gemma3))
     yield "gemma3", gemma3, None, None, lambda t: len(gemma.encode(t, add_special_tokens=False).ids)

@@ -429,15 +429,19 @@ fn describe_all(parts: &[&Json]) -> String {
 }
 
 /// Refuses a BPE `model` that merges otherwise than its tokens and list
-/// say: with dropout, or a subword prefix or suffix.
+/// say: with dropout, or a subword prefix or suffix. An empty prefix or
+/// suffix (Qwen 3's file, the gpt-4o and gpt-3.5 conversions write `""`)
+/// adds nothing, and merges as none does.
 fn merging_as_read(model: &Json) -> Result<(), String> {
     if model.get("dropout").is_nonzero() {
         return Err("model.dropout: dropout is not supported".into());
     }
-    if model.get("continuing_subword_prefix").as_str().is_some()
-        || model.get("end_of_word_suffix").as_str().is_some()
-    {
-        return Err("model: a subword prefix or suffix is not supported".into());
+    for field in ["continuing_subword_prefix", "end_of_word_suffix"] {
+        if model.get(field).as_str().is_some_and(|s| !s.is_empty()) {
+            return Err(format!(
+                "model.{field}: a subword prefix or suffix is not supported"
+            ));
+        }
     }
     Ok(())
 }
