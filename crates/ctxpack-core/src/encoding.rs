@@ -200,6 +200,8 @@ pub(crate) struct Loaded {
     pub(crate) tokens: usize,
     /// Its special tokens, matched in text.
     pub(crate) specials: usize,
+    /// Whether text is put in Normalization Form C before it is counted.
+    pub(crate) nfc: bool,
 }
 
 impl Encoding {
@@ -250,6 +252,7 @@ impl Encoding {
             kind: read.kind,
             tokens,
             specials,
+            nfc: read.nfc,
         })
     }
 

@@ -105,27 +105,7 @@ pub trait TokenCounter {
     /// count fewer tokens; where that fails, the prefix it gives still
     /// counts at most `max`.
     fn truncate(&self, text: &str, max: u32) -> String {
-        if self.count(text) <= max {
-            return text.to_owned();
-        }
-        // The prefix ending at `fits` counts at most `max` (the empty one
-        // does); the one ending at `over` more.
-        let (mut fits, mut over) = (0, text.len());
-        loop {
-            let mut mid = fits + (over - fits) / 2;
-            while !text.is_char_boundary(mid) {
-                mid -= 1;
-            }
-            if mid <= fits {
-                break;
-            }
-            if self.count(&text[..mid]) <= max {
-                fits = mid;
-            } else {
-                over = mid;
-            }
-        }
-        text[..fits].to_owned()
+        truncate_by_counting(&|t: &str| self.count(t), text, max)
     }
 
     /// Whether the count of a text is the sum of the counts of its pieces
@@ -136,6 +116,33 @@ pub trait TokenCounter {
     fn additive_at_splits(&self) -> bool {
         false
     }
+}
+
+/// The longest prefix of `text` that `count` counts at most `max`, found
+/// by a binary search over its character boundaries (see
+/// [`TokenCounter::truncate`]).
+fn truncate_by_counting(count: &dyn Fn(&str) -> u32, text: &str, max: u32) -> String {
+    if count(text) <= max {
+        return text.to_owned();
+    }
+    // The prefix ending at `fits` counts at most `max` (the empty one
+    // does); the one ending at `over` more.
+    let (mut fits, mut over) = (0, text.len());
+    loop {
+        let mut mid = fits + (over - fits) / 2;
+        while !text.is_char_boundary(mid) {
+            mid -= 1;
+        }
+        if mid <= fits {
+            break;
+        }
+        if count(&text[..mid]) <= max {
+            fits = mid;
+        } else {
+            over = mid;
+        }
+    }
+    text[..fits].to_owned()
 }
 
 /// Exact counts with a tiktoken encoding. Special-token markers in the text
@@ -366,6 +373,8 @@ pub struct LoadedTokenizer {
     kind: &'static str,
     tokens: usize,
     specials: usize,
+    /// Whether text is put in Normalization Form C first (Qwen 3's file).
+    nfc: bool,
 }
 
 impl LoadedTokenizer {
@@ -412,22 +421,43 @@ impl From<crate::encoding::Loaded> for LoadedTokenizer {
             kind: loaded.kind,
             tokens: loaded.tokens,
             specials: loaded.specials,
+            nfc: loaded.nfc,
+        }
+    }
+}
+
+impl LoadedTokenizer {
+    /// `text` as the file's normalizer writes it: in Normalization Form C
+    /// where the file says so; none where it is already (no copy).
+    fn normalised(&self, text: &str) -> Option<String> {
+        use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
+        match self.nfc && is_nfc_quick(text.chars()) != IsNormalized::Yes {
+            true => Some(text.nfc().collect()),
+            false => None,
         }
     }
 }
 
 impl TokenCounter for LoadedTokenizer {
     fn count(&self, text: &str) -> u32 {
-        Exact(&self.encoding).count(text)
+        let normalised = self.normalised(text);
+        Exact(&self.encoding).count(normalised.as_deref().unwrap_or(text))
     }
     fn count_up_to(&self, text: &str, limit: u32) -> Count {
-        Exact(&self.encoding).count_up_to(text, limit)
+        let normalised = self.normalised(text);
+        Exact(&self.encoding).count_up_to(normalised.as_deref().unwrap_or(text), limit)
     }
     fn at_least(&self, text: &str) -> u32 {
-        Exact(&self.encoding).at_least(text)
+        let normalised = self.normalised(text);
+        Exact(&self.encoding).at_least(normalised.as_deref().unwrap_or(text))
     }
+    /// A text its normalizer changes is cut by counting its prefixes, each
+    /// normalised as a text of its own is (see [`TokenCounter::truncate`]).
     fn truncate(&self, text: &str, max: u32) -> String {
-        Exact(&self.encoding).truncate(text, max)
+        if self.normalised(text).is_none() {
+            return Exact(&self.encoding).truncate(text, max);
+        }
+        truncate_by_counting(&|t: &str| self.count(t), text, max)
     }
     fn additive_at_splits(&self) -> bool {
         Exact(&self.encoding).additive_at_splits()

@@ -20,7 +20,7 @@
 //! do and lists every merge ranking would make, both merge alike and the
 //! rank tables count it; otherwise (DeepSeek V3's) the list itself is
 //! kept and merged by ([`super::pairs`]). Anything the counting does not
-//! follow (another model, a normalizer, byte fallback, another
+//! follow (another model, a normalizer but NFC, byte fallback, another
 //! pre-tokenizer or pattern, an added token that strips spaces) is
 //! refused, naming it.
 
@@ -44,6 +44,9 @@ pub(crate) struct Read {
     /// would merge otherwise: the text is then merged by this list
     /// ([`super::pairs`]).
     pub(crate) merges: Option<Merges>,
+    /// Whether the text is put in Normalization Form C before it is
+    /// split (a Hugging Face file's `NFC` normalizer: Qwen 3's).
+    pub(crate) nfc: bool,
 }
 
 /// A Hugging Face file's list of merges (see [`Read::merges`]).
@@ -124,6 +127,7 @@ pub(crate) fn read(file: &[u8], pattern: Option<&str>) -> Result<Read, Unread> {
             pattern,
             specials: Vec::new(),
             merges: None,
+            nfc: false,
         });
     }
     if let Some(given) = pattern {
@@ -257,6 +261,7 @@ fn tekken(json: &Json) -> Result<Read, String> {
         pattern,
         specials: Vec::new(),
         merges: None,
+        nfc: false,
     })
 }
 
@@ -274,11 +279,12 @@ fn hugging_face(json: &Json) -> Result<Read, String> {
         return sentence_piece(json);
     }
     merging_as_read(model)?;
-    match json.get("normalizer") {
-        Json::Null => {}
-        n if is_empty_sequence(n, "normalizers") => {}
+    let nfc = match json.get("normalizer") {
+        Json::Null => false,
+        n if is_empty_sequence(n, "normalizers") => false,
+        n if n.get("type").as_str() == Some("NFC") => true,
         n => return refuse("normalizer", &describe(n)),
-    }
+    };
     let pattern = split_pattern(json.get("pre_tokenizer"))?;
     let added = match json.get("added_tokens") {
         Json::Null => &[][..],
@@ -335,6 +341,7 @@ fn hugging_face(json: &Json) -> Result<Read, String> {
         pattern,
         specials,
         merges,
+        nfc,
     })
 }
 
@@ -395,9 +402,21 @@ fn split_pattern(pre: &Json) -> Result<Pattern, String> {
     }
     let mut regexes = Vec::with_capacity(splits.len());
     for split in splits {
-        if split.get("behavior").as_str() != Some("Isolated") || split.get("invert").is_true() {
+        // Its matches kept as pieces: isolated, or the text between them
+        // removed (`Removed`, inverted: the gpt-4o and gpt-3.5
+        // conversions'), which is the same for the patterns read here —
+        // each matches every character, so there is nothing between.
+        let behaviour = (
+            split.get("behavior").as_str(),
+            split.get("invert").is_true(),
+        );
+        if !matches!(
+            behaviour,
+            (Some("Isolated"), false) | (Some("Removed"), true)
+        ) {
             return Err(
-                "pre_tokenizer: a Split that does not isolate its matches is not supported".into(),
+                "pre_tokenizer: a Split that does not keep its matches as pieces is not supported"
+                    .into(),
             );
         }
         regexes.push(split.get("pattern").get("Regex").as_str().ok_or(
@@ -568,6 +587,7 @@ fn sentence_piece(json: &Json) -> Result<Read, String> {
                 fallback_joins_space,
             }),
         }),
+        nfc: false,
     })
 }
 
