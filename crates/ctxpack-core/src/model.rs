@@ -469,7 +469,7 @@ fn undated(name: &str) -> Option<&str> {
     let cut = |stamp_len: usize| {
         let at = name.len().checked_sub(stamp_len + 1)?;
         let (rest, stamp) = (name.get(..at)?, name.get(at..)?);
-        (!rest.is_empty() && stamp.starts_with('-')).then_some((rest, &stamp[1..]))
+        (!rest.is_empty() && stamp.starts_with('-')).then(|| (rest, &stamp[1..]))
     };
     if let Some((rest, stamp)) = cut(10)
         && stamp.len() == 10

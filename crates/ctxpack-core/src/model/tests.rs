@@ -251,6 +251,19 @@ fn only_a_date_stamp_is_taken_off() {
     assert_eq!(undated("gpt-4o-2024-08-06"), Some("gpt-4o"));
     assert_eq!(undated("claude-x-20250929"), Some("claude-x"));
     assert_eq!(undated("gpt-4-0613"), Some("gpt-4"));
+    // A name of any Unicode: the stamp's place may fall inside a
+    // character, which is never sliced.
+    for name in [
+        "日本語",
+        "õy\u{1f}:",
+        "ab日本語x",
+        "x-日本語本",
+        "é-2024-08-06",
+        "-日日日日",
+    ] {
+        let _ = undated(name);
+        let _ = Models::default().find(name);
+    }
     for name in [
         "gpt-4o-2024-08-06-",
         "gpt-4o-1-1-1-1",
