@@ -218,14 +218,20 @@ fn clear(turns: &[ConversationTurn], state: &mut Compaction, keep: u64, at_least
 /// turns and by then.
 fn cut(turns: &[ConversationTurn], state: &Compaction, keep: u64) -> Option<usize> {
     let from = state.turns as usize;
-    let mut starts: Vec<usize> = crate::conversation::units(turns)
+    let units = crate::conversation::units(turns);
+    // The question is found among every unit, the summary's own turn
+    // included: a summary that ended just before it leaves nothing to
+    // summarise before it, not the question and its calls.
+    let question = units
+        .iter()
+        .rev()
+        .map(|u| u.start)
+        .find(|&s| turns[s].role == Role::User);
+    let starts: Vec<usize> = units
         .iter()
         .map(|u| u.start)
-        .filter(|&s| s > from)
+        .filter(|&s| s > from && question.is_none_or(|q| s <= q))
         .collect();
-    if let Some(question) = starts.iter().rposition(|&s| turns[s].role == Role::User) {
-        starts.truncate(question + 1);
-    }
     let newest = *starts.last()?;
     // The bytes from each turn on, as sent.
     let mut after = vec![0u64; turns.len() + 1];
