@@ -574,6 +574,7 @@ pub fn scenario(src: &mut Source) -> Scenario {
         tokenizer: Some(src.pick(TOKENIZERS)),
         budget: None,
         entry_overhead: Some(overhead(src)),
+        reply_overhead: None,
         system_prompt: if src.one_in(5) {
             String::new()
         } else {
@@ -586,6 +587,7 @@ pub fn scenario(src: &mut Source) -> Scenario {
         instructions: (0..src.below(3)).map(|_| text(src, 10)).collect(),
         current_task: src.one_in(2).then(|| text(src, 12)),
         conversation: conversation(src),
+        chat: None,
         keep_last: match src.below(6) {
             0 => 0,
             1 => u32::MAX,

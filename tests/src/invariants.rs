@@ -164,7 +164,13 @@ pub fn counting(
             Assumed::EntryOverhead,
         ),
     ];
-    let assumed: Vec<Assumed> = left_out.iter().filter(|l| l.0).map(|l| l.1).collect();
+    let mut assumed: Vec<Assumed> = left_out.iter().filter(|l| l.0).map(|l| l.1).collect();
+    if request.reply_overhead.is_none()
+        && request.form != Some(PackForm::Text)
+        && profile.reply_overhead > 0
+    {
+        assumed.push(Assumed::ReplyOverhead);
+    }
     assert_eq!(used.assumed, assumed, "{name:?}: what was assumed");
     let tokenizer = request
         .tokenizer
@@ -205,8 +211,22 @@ pub fn attached(
         .map_or(0, u64::from)
 }
 
+/// The tokens that prime the reply of `pack` sent as messages: the
+/// request's, else its model's; none for the flat text.
+pub fn reply(request: &ctxpack_core::AssembleRequest, pack: &ContextPack) -> u64 {
+    if request.form == Some(PackForm::Text) {
+        return 0;
+    }
+    let model = pack
+        .snapshot
+        .model
+        .as_ref()
+        .map(|m| m.profile.reply_overhead);
+    u64::from(request.reply_overhead.or(model).unwrap_or(0))
+}
+
 /// Recounts `pack` as it is sent (see [`recount`]), a kept turn's images
-/// at the tokens its request turn gives them.
+/// at the tokens its request turn gives them, and the reply's priming.
 pub fn sent(request: &ctxpack_core::AssembleRequest, pack: &ContextPack) -> Sent {
     let (tokenizer, overhead) = counting(request, pack);
     let origins = crate::fence::origins(pack);
@@ -224,7 +244,9 @@ pub fn sent(request: &ctxpack_core::AssembleRequest, pack: &ContextPack) -> Sent
     Sent {
         text: recount(&tokenizer, &pack.text),
         contents,
-        messages: contents + u64::from(overhead) * pack.messages.len() as u64,
+        messages: contents
+            + u64::from(overhead) * pack.messages.len() as u64
+            + reply(request, pack),
     }
 }
 
@@ -523,7 +545,7 @@ pub fn check(
     let added = recounted.text.max(recounted.contents).saturating_sub(own);
     let used = match request.form {
         Some(_) => recounted.of(request.form),
-        None => charged + added,
+        None => charged + added + reply(request, pack),
     };
     assert_eq!(
         used,
@@ -754,8 +776,10 @@ pub fn check(
         Some(PackForm::Text) => i128::from(recounted.text) - i128::from(own),
         Some(PackForm::Messages) => i128::from(recounted.contents) - i128::from(own),
     };
+    // The reply's priming is no section's.
+    let reply = i128::from(reply(request, pack));
     assert_eq!(
-        i128::from(section_sum) + added,
+        i128::from(section_sum) + added + reply,
         i128::from(pack.budget_used),
         "{name}: metrics per section"
     );

@@ -203,7 +203,7 @@ fn the_book_and_builder_run_name_the_stages_in_one_order() {
 /// The book's table of built-in model profiles is the code's.
 #[test]
 fn the_books_model_table_is_the_built_in_one() {
-    use ctxpack_core::{Tokenizer, built_in_models};
+    use ctxpack_core::{ImageRule, Tokenizer, built_in_models};
     let page = read(&repo().join("docs/src/models.md"));
     let rows: Vec<Vec<String>> = page
         .lines()
@@ -227,12 +227,22 @@ fn the_books_model_table_is_the_built_in_one() {
                 Tokenizer::CharsPerToken(n) => format!("{n} characters a token"),
                 Tokenizer::Host(_) => "the host".to_owned(),
             };
+            let images = match m.images {
+                None => "—".to_owned(),
+                Some(ImageRule::Tiles(t)) => format!("tiles {} + {}", t.base, t.tile),
+                Some(ImageRule::Patches(x)) => format!("patches × {x}"),
+                Some(ImageRule::Pixels) => "pixels".to_owned(),
+                Some(ImageRule::GeminiTiles) => "Gemini's tiles".to_owned(),
+                Some(ImageRule::None) => "none".to_owned(),
+            };
             vec![
                 m.name,
                 tokenizer,
                 m.context_window.to_string(),
                 m.output_reserve.to_string(),
                 m.message_overhead.to_string(),
+                m.reply_overhead.to_string(),
+                images,
             ]
         })
         .collect();

@@ -67,15 +67,28 @@ pub(crate) struct Sent {
     pub form: Option<PackForm>,
     /// Tokens of a message's framing, charged once per message.
     pub overhead: u64,
+    /// Tokens charged once for the messages (the reply's priming).
+    pub reply: u64,
+    /// Whether the turns are a chat's sent as messages: each as the
+    /// caller gave it, not written as a host text is.
+    pub verbatim: bool,
 }
 
 impl Sent {
-    /// What `request` sends, with the entry `overhead` settled for it.
-    pub fn of(request: &AssembleRequest, overhead: u32) -> Self {
+    /// What `request` sends, with the overheads `settled` for it.
+    pub fn of(request: &AssembleRequest, settled: &crate::model::Settled) -> Self {
         Sent {
             form: request.form,
-            overhead: u64::from(overhead),
+            overhead: u64::from(settled.overhead),
+            reply: u64::from(settled.reply),
+            verbatim: settled.verbatim && request.form == Some(PackForm::Messages),
         }
+    }
+
+    /// How a turn's text is written (see
+    /// [`crate::conversation::render_into`]): headless, and as given.
+    pub fn written(self) -> (bool, bool) {
+        (self.headless(), self.verbatim)
     }
 
     /// Whether a turn is charged its content alone: its `[role] ` header
@@ -111,6 +124,10 @@ pub(crate) struct Budgeting<'a, 'm> {
     pub meter: &'a Meter<'m>,
     pub tokenizer: Tokenizer,
     pub channel: &'a Channel,
+    /// How many of the conversation's units, newest first, are sent
+    /// whatever happens (see [`crate::conversation::mandatory`]): taken
+    /// before any share, never let go for a step.
+    pub mandatory: usize,
 }
 
 impl Budgeting<'_, '_> {
@@ -144,6 +161,7 @@ impl<'a, 'm> Budgeting<'a, 'm> {
             meter,
             tokenizer,
             channel,
+            mandatory: 0,
         }
     }
 }
@@ -361,7 +379,22 @@ impl Filling {
         let mut reserved: Vec<(usize, u64)> = Vec::new();
         for (l, lane) in self.lanes.iter_mut().enumerate() {
             let share = (b.plan.share(lane.section) * b.budget as f64).floor() as u64;
-            let cap = share.min(self.remaining);
+            // The conversation's mandatory units first, whatever its
+            // share: they were checked to fit with L0.
+            let mut first = 0;
+            if lane.section == Section::ConversationState && b.mandatory > 0 {
+                let rest = lane.queue.split_off(b.mandatory.min(lane.queue.len()));
+                first = lane.fill(
+                    pool,
+                    b.meter,
+                    self.remaining,
+                    b.charge(lane.section),
+                    strict,
+                );
+                lane.queue.extend(rest);
+                self.remaining -= first;
+            }
+            let cap = share.saturating_sub(first).min(self.remaining);
             let used = lane.fill(pool, b.meter, cap, b.charge(lane.section), strict);
             self.remaining -= used;
             let room = cap - used;
@@ -431,8 +464,12 @@ impl Filling {
             if lane.fill != Fill::Contiguous || lane.queue.is_empty() || sizes[l].is_none() {
                 continue;
             }
-            // The newest kept group always stays.
-            while lane.taken.len() > 1 {
+            // The newest kept group always stays, and the mandatory ones.
+            let stays = match lane.section {
+                Section::ConversationState => b.mandatory.max(1),
+                _ => 1,
+            };
+            while lane.taken.len() > stays {
                 let Some(oldest) = lane.taken.last() else {
                     break;
                 };

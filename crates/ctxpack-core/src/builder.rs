@@ -18,7 +18,7 @@ use crate::render::{self, Layers, Rendered};
 use crate::snapshot::{SectionCompression, SnapshotStatus, SourceCall};
 use crate::tokenizer::{CountCache, HostCounts, Meter, TokenCounter, Tokenizers};
 use crate::types::{AssembleRequest, ConversationStart, Section, Tokenizer};
-use crate::{admit, compact, compress, conversation, fence, gather, layer, rank, validate};
+use crate::{admit, chat, compact, compress, conversation, fence, gather, layer, rank, validate};
 use std::rc::Rc;
 use std::sync::{Mutex, TryLockError};
 
@@ -130,6 +130,19 @@ impl Builder {
         validate::request(request)?;
         let settled = self.models.settle(request)?;
         let budget = settled.budget(&self.plan)?;
+        // A chat is read once, its images priced by the model's rule;
+        // each pass counts its turns (see `run`).
+        let chat = match &request.chat {
+            Some(given) => {
+                let images = settled
+                    .model
+                    .as_ref()
+                    .and_then(|m| m.profile.images.as_ref());
+                Some(chat::read(given, images, request.model.as_deref())?)
+            }
+            None => None,
+        };
+        let chat = chat.as_ref();
         if let (Some(model), Tokenizer::Named(file)) = (&settled.model, &settled.tokenizer)
             && let Some(pattern) = self.tokenizers.pattern_of(file)
         {
@@ -137,7 +150,7 @@ impl Builder {
         }
         if let Tokenizer::Host(name) = &settled.tokenizer {
             return self
-                .counted_by_host(name, request, channel, &settled, budget)
+                .counted_by_host(name, (request, chat), channel, &settled, budget)
                 .await;
         }
         let counter = match (self.tokenizers.counter(&settled.tokenizer), &settled.model) {
@@ -160,7 +173,8 @@ impl Builder {
             None => &mut spare,
         };
         let meter = Meter::new(counter.as_ref(), &settled.tokenizer, cache);
-        self.run(request, channel, &meter, &settled, budget).await
+        self.run((request, chat), channel, &meter, &settled, budget)
+            .await
     }
 
     /// The pipeline, counting with the host (`Tokenizer::Host(name)`): a
@@ -175,7 +189,7 @@ impl Builder {
     async fn counted_by_host(
         &self,
         name: &str,
-        request: &AssembleRequest,
+        (request, chat): (&AssembleRequest, Option<&chat::Read>),
         channel: &assembly::Channel,
         settled: &Settled,
         budget: u32,
@@ -189,7 +203,8 @@ impl Builder {
                 // for other assemblies, whose host may count otherwise.
                 let mut none = CountCache::new(0);
                 let meter = Meter::new(counts.as_ref(), &settled.tokenizer, &mut none);
-                let pass = std::pin::pin!(self.run(request, channel, &meter, settled, budget));
+                let pass =
+                    std::pin::pin!(self.run((request, chat), channel, &meter, settled, budget));
                 channel.until_counts_wanted(pass).await
             };
             match outcome {
@@ -237,21 +252,32 @@ impl Builder {
         }
     }
 
-    /// The pipeline, on a valid request (stage 1, `validate`, is done),
-    /// counting with `meter`: each stage is a module, run in the order the
-    /// book's pipeline chapter numbers them.
+    /// The pipeline, on a valid request (stage 1, `validate`, is done) and
+    /// its `chat` as read, counting with `meter`: each stage is a module,
+    /// run in the order the book's pipeline chapter numbers them.
     pub(crate) async fn run(
         &self,
-        request: &AssembleRequest,
+        (request, chat): (&AssembleRequest, Option<&chat::Read>),
         channel: &assembly::Channel,
         meter: &Meter<'_>,
         settled: &Settled,
         budget: u32,
     ) -> Result<ContextPack, Failure> {
+        // A chat's turns, charged as sent: the request as the pipeline
+        // sees it (see `chat::derive`).
+        let derived;
+        let request = match chat {
+            Some(read) => {
+                derived = chat::request(request, read, meter);
+                validate::request(&derived)?;
+                &derived
+            }
+            None => request,
+        };
         // 2. layer: the request's own candidates. L0 is charged first, as
         // it renders; alone over the budget, the assembly fails before any
         // host is asked for anything.
-        let sent = budget::Sent::of(request, settled.overhead);
+        let sent = budget::Sent::of(request, settled);
         let mut own = layer::own(request, meter, sent);
         if let Some(error) = own.over(budget) {
             return Err(self.failed(request, settled, Decided::own(own), error, budget));
@@ -305,14 +331,37 @@ impl Builder {
         let turns = &request.conversation;
         let turn = (
             sent.charge(Section::ConversationState, separator),
-            sent.headless(),
+            sent.written(),
         );
+        // The question being answered and what follows it are sent whole
+        // with L0, or the assembly fails as for L0 alone: counted first.
+        let tail = conversation::mandatory(request, &window);
+        for &m in window[..tail].iter().flat_map(|g| g.iter()) {
+            conversation::render_into(turns, &mut own.l1, m, sent.written());
+            own.l1[m].measure(meter, u32::MAX);
+        }
+        if tail > 0 {
+            let needed = layer::with_tail(&own, &window[..tail], request, meter, sent);
+            if needed > u64::from(budget) {
+                let error = Error::MandatoryOverBudget {
+                    mandatory_tokens: needed,
+                    budget,
+                };
+                let decided = Decided {
+                    calls,
+                    degraded,
+                    ..Decided::own(own)
+                };
+                return Err(self.failed(request, settled, decided, error, budget));
+            }
+        }
+        let mandatory_from = window[..tail].iter().flat_map(|g| g.iter()).min().copied();
         conversation::render_reachable(turns, &mut own.l1, &window, meter, room, turn);
 
         // 7, 8 and 9. budget, policy, compress: the sections share the
         // budget, what they take is reviewed, a section over its share is
         // compressed.
-        let b = Budgeting::new(
+        let mut b = Budgeting::new(
             (&self.plan, &steps),
             budget,
             (sent, separator),
@@ -320,6 +369,7 @@ impl Builder {
             settled.tokenizer.clone(),
             channel,
         );
+        b.mandatory = tail;
         let (l1, l2) = (std::mem::take(&mut own.l1), std::mem::take(&mut own.l2));
         let (shared, mut reviewer) = match Self::fill(&b, l1, l2, hosted, window, room).await {
             Ok(filled) => filled,
@@ -339,6 +389,7 @@ impl Builder {
             shared.l1,
         )
         .laid_out(request);
+        layers.mandatory_from = mandatory_from;
         let rendered = render::settle(&mut layers, request, meter, sent, u64::from(budget));
         let rendered = self.start_conversation(request, &mut layers, meter, sent, rendered);
         // Room the settling or the conversation's start left is offered
@@ -391,9 +442,10 @@ impl Builder {
         compress::restored(&mut compressions, &layers, &restored);
         compress::cut_instead(&mut compressions, &cut);
         let record = self.record(calls, status, budget, rendered, own.stable, compressions);
-        let mut pack = record::pack(request, settled, layers, record, &self.plan);
-        pack.compaction = compacted.state;
-        Ok(pack)
+        let made = (chat, compacted.state);
+        Ok(record::pack(
+            request, settled, layers, record, &self.plan, made,
+        ))
     }
 
     /// Stages 7 to 9 over what the budget decides: the fill's phases

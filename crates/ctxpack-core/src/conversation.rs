@@ -146,14 +146,27 @@ pub(crate) fn window(
 ) -> Vec<Group> {
     let n = request.conversation.len();
     let first = (n - n.min(request.keep_last as usize)).max(start);
+    let all = units(&request.conversation);
+    // A step never moves the window's start past the question being
+    // answered (see [`mandatory`]), nor past the newest unit.
+    let turns = &request.conversation;
+    let question = all
+        .iter()
+        .rev()
+        .take_while(|u| u.start >= first)
+        .find(|u| turns[u.start].role == Role::User)
+        .map(|u| u.start);
+    let newest = all.last().map(|u| u.start).filter(|&s| s >= first);
+    let any_turn = request.conversation_start == Some(ConversationStart::AnyTurn);
+    let latest = question.or(newest.filter(|_| any_turn)).unwrap_or(n);
     let stepped = if first == start {
         start
     } else {
-        steps.from(first, n)
+        steps.from(first, n).min(latest)
     };
     let mut claimed = vec![false; l1.len()];
     let mut in_window: Vec<Group> = Vec::new();
-    for unit in units(&request.conversation) {
+    for unit in all {
         let head = unit.members.first().copied();
         for &m in &unit.members {
             claimed[m] = true;
@@ -183,6 +196,29 @@ pub(crate) fn window(
     }
     in_window.reverse();
     in_window
+}
+
+/// How many of the window's units, newest first, are sent whatever
+/// happens: up to the newest that begins with a user turn — the question
+/// being answered, and the calls made for it since. Where no unit of the
+/// window begins with a user turn, the newest unit, if the conversation
+/// may begin with any turn; none otherwise (a conversation that must
+/// begin with the user has nothing to send). Its cost with L0's is what
+/// must fit (see `Builder::run`).
+pub(crate) fn mandatory(request: &AssembleRequest, window: &[Group]) -> usize {
+    let turns = &request.conversation;
+    let by_user = |g: &Group| {
+        g.iter()
+            .min()
+            .is_some_and(|&s| turns.get(s).is_some_and(|t| t.role == Role::User))
+    };
+    match window.iter().position(by_user) {
+        Some(k) => k + 1,
+        None if request.conversation_start == Some(ConversationStart::AnyTurn) => {
+            usize::from(!window.is_empty())
+        }
+        None => 0,
+    }
 }
 
 /// Leaves out the kept turns before the first kept unit that begins with a
@@ -292,16 +328,23 @@ pub(crate) fn turn_content(role: Role, text: &str) -> &str {
 }
 
 /// Gives turn `m` of `turns` its text as charged: rendered (see
-/// [`render_turn`]), or with `headless` its content alone, as a message
-/// sends it (the header is put back for the flat text, see
-/// [`crate::render::entries`]).
-pub(crate) fn render_into(turns: &[ConversationTurn], l1: &mut [Item], m: usize, headless: bool) {
-    (l1[m].text, l1[m].altered) = match headless {
-        true => {
+/// [`render_turn`]), or where the form is `sent` headless its content
+/// alone, as a message sends it (the header is put back for the flat
+/// text, see [`crate::render::entries`]): written as a host text is, or
+/// a chat's turn as the caller gave it (its message is sent as given).
+pub(crate) fn render_into(
+    turns: &[ConversationTurn],
+    l1: &mut [Item],
+    m: usize,
+    (headless, verbatim): (bool, bool),
+) {
+    (l1[m].text, l1[m].altered) = match (headless, verbatim) {
+        (true, true) => (turns[m].content.clone(), Altered::default()),
+        (true, false) => {
             let (content, altered) = fence::write(&turns[m].content);
             (content.into_owned(), altered)
         }
-        false => render_turn(&turns[m]),
+        (false, _) => render_turn(&turns[m]),
     };
 }
 
@@ -318,13 +361,13 @@ pub(crate) fn render_reachable(
     window: &[Group],
     meter: &Meter,
     room: u64,
-    (charge, headless): (u64, bool),
+    (charge, written): (u64, (bool, bool)),
 ) {
     let mut floor = 0u64;
     for unit in window {
         for &m in unit {
             floor += u64::from(meter.at_least(&turns[m].content)) + charge;
-            render_into(turns, l1, m, headless);
+            render_into(turns, l1, m, written);
         }
         if floor > room {
             break;

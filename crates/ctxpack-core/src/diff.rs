@@ -272,6 +272,7 @@ mod tests {
             source_calls: vec![],
             compressions: vec![],
             fence: Default::default(),
+            chat: None,
             entries,
         }
     }

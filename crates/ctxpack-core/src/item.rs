@@ -237,6 +237,16 @@ impl Item {
         }
     }
 
+    /// A copy of it, as far as it was counted and decided.
+    pub(crate) fn copied(&self) -> Item {
+        Item {
+            count: self.count,
+            uncut: self.uncut.clone(),
+            hint: self.hint,
+            ..self.with_text(self.text.clone())
+        }
+    }
+
     /// Its exact tokens; an item is counted exactly before it is included.
     pub(crate) fn tokens(&self) -> u32 {
         self.count.and_then(Count::exact).unwrap_or(0)

@@ -24,8 +24,9 @@ pub(crate) struct Own {
     pub l0: Vec<Item>,
     pub l1: Vec<Item>,
     pub l2: Vec<Item>,
-    /// What L0 costs rendered together, entry overhead included (laid
-    /// out cache-first, at most: its current task and workflow status may
+    /// What L0 costs rendered together, entry overhead included, and the
+    /// reply's priming where the pack is sent as messages (laid out
+    /// cache-first, at most: its current task and workflow status may
     /// render apart).
     pub l0_cost: u64,
     /// What the L0 entries rendered first cost: the stable prefix.
@@ -92,8 +93,37 @@ pub(crate) fn own(request: &AssembleRequest, meter: &Meter, sent: crate::budget:
         l1: conversation_items(&request.conversation, sent),
         l2: stage_items(request),
         l0_cost,
-        stable,
+        // The reply's priming is charged with L0, and in no prefix.
+        stable: stable.saturating_sub(sent.reply),
     }
+}
+
+/// What L0 and the conversation's turns of `tail` (counted already)
+/// cost rendered together, as `request` lays them out: what must fit the
+/// budget whatever else is given up.
+pub(crate) fn with_tail(
+    own: &Own,
+    tail: &[crate::item::Group],
+    request: &AssembleRequest,
+    meter: &Meter,
+    sent: crate::budget::Sent,
+) -> u64 {
+    let l1 = tail
+        .iter()
+        .flat_map(|g| g.iter())
+        .map(|&m| {
+            let mut item = own.l1[m].copied();
+            item.decide(Reason::WithinBudget);
+            item
+        })
+        .collect();
+    let layers = Layers {
+        l0: own.l0.iter().map(Item::copied).collect(),
+        l1,
+        ..Layers::default()
+    }
+    .laid_out(request);
+    render::account(&layers, meter, sent).used
 }
 
 fn from_request(

@@ -97,6 +97,7 @@ mod budget;
 mod builder;
 mod call;
 mod capability;
+mod chat;
 mod compact;
 mod compress;
 mod config;
@@ -147,8 +148,8 @@ pub use handle::{Dispatch, FallbackDispatch, Handling, SkillDispatch, context_fr
 pub use host::{Host, NoHost, Verdict};
 pub use model::built_in_models;
 pub use pack::{
-    CompressionMetadata, ContextAssembled, ContextPack, Message, Metrics, PackEntry, ReasonCount,
-    RequestContext, SectionTokens, Strategy,
+    ChatRequest, CompressionMetadata, ContextAssembled, ContextPack, Message, Metrics, PackEntry,
+    ReasonCount, RequestContext, SectionTokens, Strategy,
 };
 pub use policy::REVIEW_ROUNDS;
 pub use router::{
@@ -156,15 +157,16 @@ pub use router::{
     RuleConfig, RuleScore,
 };
 pub use snapshot::{
-    CacheBoundary, CachePrefix, CompressionOutcome, Counted, FenceReport, Origin, Reason, Run,
-    SectionCompression, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus, SourceCall,
-    SourceOutcome,
+    CacheBoundary, CachePrefix, ChatReport, CompressionOutcome, Counted, FenceReport, Origin,
+    Reason, Run, SectionCompression, Shortfall, Snapshot, SnapshotEntry, SnapshotStatus,
+    SourceCall, SourceOutcome,
 };
 pub use tokenizer::{Count, LoadedTokenizer, TokenCounter, Tokenizers};
 pub use types::{
-    AgentContext, AssembleRequest, Assumed, Candidate, Compaction, ConversationStart,
-    ConversationTurn, KEEP_EVERY_TURN, Layer, Layout, ModelProfile, ModelUse, PackForm, Provenance,
-    Role, Section, StageSummary, SummaryRequest, Tokenizer, TrustTier, WorkflowStatus,
+    AgentContext, AssembleRequest, Assumed, Candidate, Chat, ChatShape, Compaction,
+    ConversationStart, ConversationTurn, ImageRule, ImageTiles, KEEP_EVERY_TURN, Layer, Layout,
+    ModelProfile, ModelUse, PackForm, Provenance, Role, Section, StageSummary, SummaryRequest,
+    Tokenizer, TrustTier, WorkflowStatus,
 };
 pub use validate::request as validate_request;
 

@@ -10,7 +10,9 @@
 use crate::config::Plan;
 use crate::error::Error;
 use crate::near::{nearest, shown};
-use crate::types::{AssembleRequest, Assumed, ModelProfile, ModelUse, PackForm, Tokenizer};
+use crate::types::{
+    AssembleRequest, Assumed, ImageRule, ImageTiles, ModelProfile, ModelUse, PackForm, Tokenizer,
+};
 use crate::validate;
 
 /// How a built-in profile counts: with an encoding of this build, or with
@@ -70,84 +72,102 @@ const PHI4: Counts = Counts::File(
 );
 
 /// The built-in profiles: name, tokenizer, context window, output reserve,
-/// message overhead, and the fewest prefix tokens the provider's prompt
-/// cache keeps (0: no provider cache known). OpenAI caches from 1,024
+/// message overhead, reply overhead, the fewest prefix tokens the
+/// provider's prompt cache keeps (0: no provider cache known), and how
+/// the provider bills an image. OpenAI caches from 1,024
 /// tokens for GPT-4o and later; Claude from 1,024, 2,048 for Haiku 3.5
 /// and 4,096 for Opus 4.5 and Haiku 4.5; Gemini from 1,024 for the Flash
 /// models and 4,096 for the Pro ones (and 2.0 Flash's explicit cache). The reserve is the provider's largest answer; for a
 /// model whose answer may fill its whole window, 8,192 tokens or a quarter
-/// of the window, whichever is less. The overhead is what the model's chat
-/// template adds around one message's content, in its own tokens: OpenAI's
-/// chat format 3 (`<|im_start|>`, the role, the separator), Harmony 4,
-/// Llama 3 and 4, ChatML (Qwen) and Gemma 5, Phi-4 4, Mistral and
-/// DeepSeek 2. A model counted by the host (Claude, Gemini) has none: the
-/// host's count of a text is taken as it is, with whatever the host counts
-/// around it.
+/// of the window, whichever is less. The overheads are what the model's
+/// chat format adds, in its own tokens: around one message's content —
+/// OpenAI's 3 and the role's one token (its cookbook's count), Harmony
+/// 4, Llama 3 and 4, ChatML (Qwen) and Gemma 5, Phi-4 4, Mistral and
+/// DeepSeek 2 — and once, to prime the reply: OpenAI's 3
+/// (`<|start|>assistant<|message|>`), Llama 3's 5 (`<|begin_of_text|>`
+/// and the assistant's header), Llama 4's 4, ChatML's and Phi-4's 3,
+/// Gemma's 4 (`<bos>` and the model's turn), Harmony's and DeepSeek's 2,
+/// Mistral's 1 (`<s>`). A model counted by the host (Claude, Gemini) has
+/// none: the host's count of a text is taken as it is, with whatever the
+/// host counts around it. Images by OpenAI's published tiles and patches
+/// (GPT-4o mini's tiles at 2,833 and 5,667), Anthropic's pixels and
+/// Gemini's tiles; a model whose images are not priced here has none.
 #[rustfmt::skip]
-const BUILT_IN: &[(&str, Counts, u32, u32, u32, u32)] = &[
-    ("gpt-4o", Counts::O200k, 128_000, 16_384, 3, 1_024),
-    ("gpt-4o-mini", Counts::O200k, 128_000, 16_384, 3, 1_024),
-    ("gpt-4.1", Counts::O200k, 1_047_576, 32_768, 3, 1_024),
-    ("gpt-4.1-mini", Counts::O200k, 1_047_576, 32_768, 3, 1_024),
-    ("gpt-4.1-nano", Counts::O200k, 1_047_576, 32_768, 3, 1_024),
-    ("o1", Counts::O200k, 200_000, 100_000, 3, 1_024),
-    ("o3", Counts::O200k, 200_000, 100_000, 3, 1_024),
-    ("o3-mini", Counts::O200k, 200_000, 100_000, 3, 1_024),
-    ("o4-mini", Counts::O200k, 200_000, 100_000, 3, 1_024),
-    ("gpt-5", Counts::O200k, 400_000, 128_000, 3, 1_024),
-    ("gpt-5-mini", Counts::O200k, 400_000, 128_000, 3, 1_024),
-    ("gpt-5-nano", Counts::O200k, 400_000, 128_000, 3, 1_024),
-    ("gpt-5.1", Counts::O200k, 400_000, 128_000, 3, 1_024),
-    ("gpt-oss-120b", Counts::O200k, 131_072, 8_192, 4, 0),
-    ("gpt-oss-20b", Counts::O200k, 131_072, 8_192, 4, 0),
-    ("gpt-4-turbo", Counts::Cl100k, 128_000, 4_096, 3, 0),
-    ("gpt-4", Counts::Cl100k, 8_192, 2_048, 3, 0),
-    ("gpt-3.5-turbo", Counts::Cl100k, 16_385, 4_096, 3, 0),
-    ("llama-3-8b-instruct", LLAMA3, 8_192, 2_048, 5, 0),
-    ("llama-3-70b-instruct", LLAMA3, 8_192, 2_048, 5, 0),
-    ("llama-3.1-8b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
-    ("llama-3.1-70b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
-    ("llama-3.1-405b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
-    ("llama-3.2-1b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
-    ("llama-3.2-3b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
-    ("llama-3.3-70b-instruct", LLAMA3, 131_072, 8_192, 5, 0),
-    ("llama-4-scout", LLAMA4, 10_485_760, 8_192, 5, 0),
-    ("llama-4-maverick", LLAMA4, 1_048_576, 8_192, 5, 0),
-    ("qwen2.5-7b-instruct", QWEN, 32_768, 8_192, 5, 0),
-    ("qwen2.5-72b-instruct", QWEN, 32_768, 8_192, 5, 0),
-    ("qwen3-0.6b", QWEN, 32_768, 8_192, 5, 0),
-    ("qwen3-1.7b", QWEN, 32_768, 8_192, 5, 0),
-    ("qwen3-4b", QWEN, 32_768, 8_192, 5, 0),
-    ("qwen3-8b", QWEN, 32_768, 8_192, 5, 0),
-    ("qwen3-14b", QWEN, 32_768, 8_192, 5, 0),
-    ("qwen3-32b", QWEN, 32_768, 8_192, 5, 0),
-    ("qwen3-30b-a3b", QWEN, 32_768, 8_192, 5, 0),
-    ("qwen3-235b-a22b", QWEN, 32_768, 8_192, 5, 0),
-    ("gemma-3-1b-it", GEMMA3, 32_768, 8_192, 5, 0),
-    ("gemma-3-4b-it", GEMMA3, 131_072, 8_192, 5, 0),
-    ("gemma-3-12b-it", GEMMA3, 131_072, 8_192, 5, 0),
-    ("gemma-3-27b-it", GEMMA3, 131_072, 8_192, 5, 0),
-    ("mistral-nemo", TEKKEN, 131_072, 8_192, 2, 0),
-    ("mistral-small-3.1", TEKKEN, 131_072, 8_192, 2, 0),
-    ("ministral-8b", TEKKEN, 131_072, 8_192, 2, 0),
-    ("mistral-large-2411", MISTRAL7, 131_072, 8_192, 2, 0),
-    ("deepseek-v3", DEEPSEEK, 131_072, 8_192, 2, 0),
-    ("deepseek-r1", DEEPSEEK, 131_072, 8_192, 2, 0),
-    ("phi-4", PHI4, 16_384, 4_096, 4, 0),
-    ("claude-opus-4-5", Counts::Host, 200_000, 64_000, 0, 4_096),
-    ("claude-sonnet-4-5", Counts::Host, 200_000, 64_000, 0, 1_024),
-    ("claude-haiku-4-5", Counts::Host, 200_000, 64_000, 0, 4_096),
-    ("claude-opus-4-1", Counts::Host, 200_000, 32_000, 0, 1_024),
-    ("claude-opus-4", Counts::Host, 200_000, 32_000, 0, 1_024),
-    ("claude-sonnet-4", Counts::Host, 200_000, 64_000, 0, 1_024),
-    ("claude-3-7-sonnet", Counts::Host, 200_000, 64_000, 0, 1_024),
-    ("claude-3-5-haiku", Counts::Host, 200_000, 8_192, 0, 2_048),
-    ("gemini-3-pro-preview", Counts::Host, 1_048_576, 65_536, 0, 4_096),
-    ("gemini-2.5-pro", Counts::Host, 1_048_576, 65_536, 0, 4_096),
-    ("gemini-2.5-flash", Counts::Host, 1_048_576, 65_536, 0, 1_024),
-    ("gemini-2.5-flash-lite", Counts::Host, 1_048_576, 65_536, 0, 1_024),
-    ("gemini-2.0-flash", Counts::Host, 1_048_576, 8_192, 0, 4_096),
+const BUILT_IN: &[Row] = &[
+    ("gpt-4o", Counts::O200k, 128_000, 16_384, 4, 3, 1_024, tiles(85, 170)),
+    ("gpt-4o-mini", Counts::O200k, 128_000, 16_384, 4, 3, 1_024, tiles(2_833, 5_667)),
+    ("gpt-4.1", Counts::O200k, 1_047_576, 32_768, 4, 3, 1_024, tiles(85, 170)),
+    ("gpt-4.1-mini", Counts::O200k, 1_047_576, 32_768, 4, 3, 1_024, PATCHES_162),
+    ("gpt-4.1-nano", Counts::O200k, 1_047_576, 32_768, 4, 3, 1_024, PATCHES_246),
+    ("o1", Counts::O200k, 200_000, 100_000, 4, 3, 1_024, tiles(75, 150)),
+    ("o3", Counts::O200k, 200_000, 100_000, 4, 3, 1_024, tiles(75, 150)),
+    ("o3-mini", Counts::O200k, 200_000, 100_000, 4, 3, 1_024, NO_IMAGES),
+    ("o4-mini", Counts::O200k, 200_000, 100_000, 4, 3, 1_024, PATCHES_172),
+    ("gpt-5", Counts::O200k, 400_000, 128_000, 4, 3, 1_024, tiles(70, 140)),
+    ("gpt-5-mini", Counts::O200k, 400_000, 128_000, 4, 3, 1_024, PATCHES_162),
+    ("gpt-5-nano", Counts::O200k, 400_000, 128_000, 4, 3, 1_024, PATCHES_246),
+    ("gpt-5.1", Counts::O200k, 400_000, 128_000, 4, 3, 1_024, tiles(70, 140)),
+    ("gpt-oss-120b", Counts::O200k, 131_072, 8_192, 4, 2, 0, NO_IMAGES),
+    ("gpt-oss-20b", Counts::O200k, 131_072, 8_192, 4, 2, 0, NO_IMAGES),
+    ("gpt-4-turbo", Counts::Cl100k, 128_000, 4_096, 4, 3, 0, tiles(85, 170)),
+    ("gpt-4", Counts::Cl100k, 8_192, 2_048, 4, 3, 0, NO_IMAGES),
+    ("gpt-3.5-turbo", Counts::Cl100k, 16_385, 4_096, 4, 3, 0, NO_IMAGES),
+    ("llama-3-8b-instruct", LLAMA3, 8_192, 2_048, 5, 5, 0, UNKNOWN),
+    ("llama-3-70b-instruct", LLAMA3, 8_192, 2_048, 5, 5, 0, UNKNOWN),
+    ("llama-3.1-8b-instruct", LLAMA3, 131_072, 8_192, 5, 5, 0, UNKNOWN),
+    ("llama-3.1-70b-instruct", LLAMA3, 131_072, 8_192, 5, 5, 0, UNKNOWN),
+    ("llama-3.1-405b-instruct", LLAMA3, 131_072, 8_192, 5, 5, 0, UNKNOWN),
+    ("llama-3.2-1b-instruct", LLAMA3, 131_072, 8_192, 5, 5, 0, UNKNOWN),
+    ("llama-3.2-3b-instruct", LLAMA3, 131_072, 8_192, 5, 5, 0, UNKNOWN),
+    ("llama-3.3-70b-instruct", LLAMA3, 131_072, 8_192, 5, 5, 0, UNKNOWN),
+    ("llama-4-scout", LLAMA4, 10_485_760, 8_192, 5, 4, 0, UNKNOWN),
+    ("llama-4-maverick", LLAMA4, 1_048_576, 8_192, 5, 4, 0, UNKNOWN),
+    ("qwen2.5-7b-instruct", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("qwen2.5-72b-instruct", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("qwen3-0.6b", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("qwen3-1.7b", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("qwen3-4b", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("qwen3-8b", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("qwen3-14b", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("qwen3-32b", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("qwen3-30b-a3b", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("qwen3-235b-a22b", QWEN, 32_768, 8_192, 5, 3, 0, UNKNOWN),
+    ("gemma-3-1b-it", GEMMA3, 32_768, 8_192, 5, 4, 0, UNKNOWN),
+    ("gemma-3-4b-it", GEMMA3, 131_072, 8_192, 5, 4, 0, UNKNOWN),
+    ("gemma-3-12b-it", GEMMA3, 131_072, 8_192, 5, 4, 0, UNKNOWN),
+    ("gemma-3-27b-it", GEMMA3, 131_072, 8_192, 5, 4, 0, UNKNOWN),
+    ("mistral-nemo", TEKKEN, 131_072, 8_192, 2, 1, 0, UNKNOWN),
+    ("mistral-small-3.1", TEKKEN, 131_072, 8_192, 2, 1, 0, UNKNOWN),
+    ("ministral-8b", TEKKEN, 131_072, 8_192, 2, 1, 0, UNKNOWN),
+    ("mistral-large-2411", MISTRAL7, 131_072, 8_192, 2, 1, 0, UNKNOWN),
+    ("deepseek-v3", DEEPSEEK, 131_072, 8_192, 2, 2, 0, UNKNOWN),
+    ("deepseek-r1", DEEPSEEK, 131_072, 8_192, 2, 2, 0, UNKNOWN),
+    ("phi-4", PHI4, 16_384, 4_096, 4, 3, 0, UNKNOWN),
+    ("claude-opus-4-5", Counts::Host, 200_000, 64_000, 0, 0, 4_096, PIXELS),
+    ("claude-sonnet-4-5", Counts::Host, 200_000, 64_000, 0, 0, 1_024, PIXELS),
+    ("claude-haiku-4-5", Counts::Host, 200_000, 64_000, 0, 0, 4_096, PIXELS),
+    ("claude-opus-4-1", Counts::Host, 200_000, 32_000, 0, 0, 1_024, PIXELS),
+    ("claude-opus-4", Counts::Host, 200_000, 32_000, 0, 0, 1_024, PIXELS),
+    ("claude-sonnet-4", Counts::Host, 200_000, 64_000, 0, 0, 1_024, PIXELS),
+    ("claude-3-7-sonnet", Counts::Host, 200_000, 64_000, 0, 0, 1_024, PIXELS),
+    ("claude-3-5-haiku", Counts::Host, 200_000, 8_192, 0, 0, 2_048, PIXELS),
+    ("gemini-3-pro-preview", Counts::Host, 1_048_576, 65_536, 0, 0, 4_096, GEMINI),
+    ("gemini-2.5-pro", Counts::Host, 1_048_576, 65_536, 0, 0, 4_096, GEMINI),
+    ("gemini-2.5-flash", Counts::Host, 1_048_576, 65_536, 0, 0, 1_024, GEMINI),
+    ("gemini-2.5-flash-lite", Counts::Host, 1_048_576, 65_536, 0, 0, 1_024, GEMINI),
+    ("gemini-2.0-flash", Counts::Host, 1_048_576, 8_192, 0, 0, 4_096, GEMINI),
 ];
+
+const fn tiles(base: u32, tile: u32) -> Option<ImageRule> {
+    Some(ImageRule::Tiles(ImageTiles { base, tile }))
+}
+const PATCHES_162: Option<ImageRule> = Some(ImageRule::Patches(1.62));
+const PATCHES_172: Option<ImageRule> = Some(ImageRule::Patches(1.72));
+const PATCHES_246: Option<ImageRule> = Some(ImageRule::Patches(2.46));
+const PIXELS: Option<ImageRule> = Some(ImageRule::Pixels);
+const GEMINI: Option<ImageRule> = Some(ImageRule::GeminiTiles);
+const NO_IMAGES: Option<ImageRule> = Some(ImageRule::None);
+const UNKNOWN: Option<ImageRule> = None;
 
 /// The profiles a builder knows: the built-in table and its own.
 #[derive(Debug, Default)]
@@ -164,6 +184,11 @@ pub(crate) struct Settled {
     pub budget: Option<u32>,
     /// Tokens charged on top of each included entry.
     pub overhead: u32,
+    /// Tokens charged once for a pack sent as messages.
+    pub reply: u32,
+    /// Whether the turns are a chat's, sent as messages: each as the
+    /// caller gave it (see [`crate::chat`]).
+    pub verbatim: bool,
     /// The model's window, for the plan's window limit.
     pub window: Option<u32>,
     /// The model named, and what was taken from it.
@@ -277,6 +302,14 @@ impl Models {
                  text) has none: leave it out, or send messages",
             ));
         }
+        if text && request.reply_overhead.is_some_and(|n| n > 0) {
+            return Err(Error::invalid(
+                "request.reply-overhead",
+                "is charged once for a pack sent as messages, and a pack sent as flat text \
+                 (`request.form`: text) is not: leave it out, or send messages",
+            ));
+        }
+        let verbatim = request.chat.is_some() && !text;
         let Some(name) = &request.model else {
             let Some(tokenizer) = request.tokenizer.clone() else {
                 return Err(Error::invalid(
@@ -288,6 +321,12 @@ impl Models {
                 tokenizer,
                 budget: request.budget,
                 overhead: request.entry_overhead.unwrap_or(0),
+                reply: if text {
+                    0
+                } else {
+                    request.reply_overhead.unwrap_or(0)
+                },
+                verbatim,
                 window: None,
                 model: None,
             });
@@ -316,11 +355,21 @@ impl Models {
                 profile.message_overhead
             }
         };
+        let reply = match request.reply_overhead {
+            Some(n) => n,
+            None if text || profile.reply_overhead == 0 => 0,
+            None => {
+                assumed.push(Assumed::ReplyOverhead);
+                profile.reply_overhead
+            }
+        };
         Ok(Settled {
             window: Some(profile.context_window),
             tokenizer,
             budget: Some(budget),
             overhead,
+            reply,
+            verbatim,
             model: Some(ModelUse { profile, assumed }),
         })
     }
@@ -430,10 +479,20 @@ pub(crate) fn missing_file(model: &ModelUse, error: Error) -> Error {
     ))
 }
 
+/// A built-in profile's row.
+type Row = (
+    &'static str,
+    Counts,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    Option<ImageRule>,
+);
+
 /// A built-in row as a profile.
-fn row(
-    &(name, counts, window, reserve, overhead, cache): &(&str, Counts, u32, u32, u32, u32),
-) -> ModelProfile {
+fn row(&(name, counts, window, reserve, overhead, reply, cache, ref images): &Row) -> ModelProfile {
     ModelProfile {
         name: name.to_owned(),
         tokenizer: match counts {
@@ -445,7 +504,9 @@ fn row(
         context_window: window,
         output_reserve: reserve,
         message_overhead: overhead,
+        reply_overhead: reply,
         cache_min_tokens: (cache > 0).then_some(cache),
+        images: images.clone(),
     }
 }
 

@@ -98,6 +98,11 @@ pub struct ContextPack {
     /// the plan does not compact and the request passed none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<crate::types::Compaction>,
+    /// The request to send, in the shape of the request's chat; none
+    /// where it carried none, or asked for the flat text (`form: text`).
+    /// Not written when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatRequest>,
     /// What was done to fit.
     pub compression: CompressionMetadata,
     /// Why every candidate was taken or dropped.
@@ -106,6 +111,22 @@ pub struct ContextPack {
     pub event: ContextAssembled,
     /// Metrics of this assembly, for the host to record.
     pub metrics: Metrics,
+}
+
+/// What to send: a pack given back in the shape its chat came in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ChatRequest {
+    /// The shape, the chat's.
+    pub shape: crate::types::ChatShape,
+    /// JSON text of the request's body but the model and its options: the
+    /// system text, the kept messages in the pack's layout (the caller's
+    /// own, unchanged but for a cache hint), the other context as a
+    /// message of the pack's, and the provider's cache hints.
+    pub body: String,
+    /// For each message of the body's list, the index in the chat's
+    /// messages of the one it is, or none for one the pack made.
+    pub sources: Vec<Option<u32>>,
 }
 
 /// One chat message.

@@ -75,6 +75,7 @@ fn blank(
         source_calls: Vec::new(),
         compressions: Vec::new(),
         fence: FenceReport::default(),
+        chat: None,
         entries: Vec::new(),
     }
 }
@@ -248,23 +249,39 @@ fn compression(layers: &Layers) -> CompressionMetadata {
     }
 }
 
-/// The pack of the decided items in `layers`, with its snapshot.
+/// The pack of the decided items in `layers`, with its snapshot: the
+/// conversation `compaction` to pass back, and for a request's `chat`
+/// the request to send in its shape.
 pub(crate) fn pack(
     request: &AssembleRequest,
     settled: &Settled,
     mut layers: Layers,
     record: Record,
     plan: &Plan,
+    (chat, compaction): (Option<&crate::chat::Read>, Option<crate::types::Compaction>),
 ) -> ContextPack {
     let compression = compression(&layers);
-    let (entries, turns) = render::entries(
-        &mut layers,
-        crate::budget::Sent::of(request, settled.overhead),
-    );
+    let (entries, turns) = render::entries(&mut layers, crate::budget::Sent::of(request, settled));
     let fence = fence_report(&layers, record.keyed);
     let text = render::text(&entries);
-    let messages = render::messages(request, &entries, &turns);
+    let (messages, message_turns) = render::messages(request, &entries, &turns);
     let cache_prefixes = cache_prefixes(request, settled, &messages, &record.rendered);
+    let cache_key = cache_key(request, &cache_prefixes);
+    let sent_chat = chat
+        .filter(|_| request.form != Some(PackForm::Text))
+        .map(|read| {
+            crate::chat::write(
+                read,
+                &crate::chat::Pack {
+                    messages: &messages,
+                    turns: &message_turns,
+                    prefixes: &cache_prefixes,
+                    cache_key: cache_key.as_deref(),
+                    compaction: compaction.as_ref(),
+                    model: request.model.as_deref(),
+                },
+            )
+        });
     // Render order: L0, then the slow-moving L2, then L1 with the
     // conversation last; or laid out cache-first (see `Layers::order`).
     let order: Option<Vec<render::At>> = layers.cache_first.map(|_| layers.order().collect());
@@ -295,7 +312,7 @@ pub(crate) fn pack(
             ctx.session_id.as_deref().unwrap_or("unknown")
         ),
         session_id: ctx.session_id.clone(),
-        cache_key: cache_key(request, &cache_prefixes),
+        cache_key,
         trace_id: ctx.trace_id.clone(),
         stage_id: request.workflow.as_ref().and_then(|w| w.stage_id.clone()),
         entries,
@@ -303,7 +320,8 @@ pub(crate) fn pack(
         messages,
         budget_used: used,
         budget_limit: record.budget,
-        compaction: None,
+        compaction,
+        chat: sent_chat,
         compression,
         event: ContextAssembled::default(),
         metrics: Metrics::default(),
@@ -317,6 +335,7 @@ pub(crate) fn pack(
             source_calls: record.source_calls,
             compressions: record.compressions,
             fence,
+            chat: chat.map(crate::chat::report),
             entries: snapshot_entries,
             ..blank((request, settled), record.budget, record.profile, plan)
         },
@@ -353,7 +372,11 @@ fn cache_prefixes(
         let (n, tokens) = stable.unwrap_or((0, 0));
         (n + lead.turns as usize, tokens + lead.turn_tokens)
     });
-    let turn = Some((messages.len(), rendered.messages));
+    // The reply's priming follows the messages: no prefix holds it.
+    let turn = Some((
+        messages.len(),
+        rendered.messages.saturating_sub(u64::from(settled.reply)),
+    ));
     let mut chain = sha2::Sha256::new();
     let mut hashed = 0;
     let mut out = Vec::new();

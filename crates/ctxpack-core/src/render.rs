@@ -72,6 +72,10 @@ pub(crate) struct Layers {
     /// Whether they render cache-first (see [`Layout::CacheFirst`]), and
     /// the request's newest turn if it is a user turn: last then.
     pub cache_first: Option<Option<usize>>,
+    /// The first turn of those sent whatever happens: the question being
+    /// answered and what follows it (see
+    /// [`crate::conversation::mandatory`]), never given up to settle.
+    pub mandatory_from: Option<usize>,
 }
 
 impl Layers {
@@ -83,6 +87,7 @@ impl Layers {
             l1_hosted,
             l1,
             cache_first: None,
+            mandatory_from: None,
         }
     }
 
@@ -245,7 +250,7 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
     let contents = first + second.finish() + turn_tokens;
     let messages = opened.iter().filter(|&&o| o).count() as u64 + turns;
     let added = text.max(contents).saturating_sub(own);
-    let messages = contents + overhead * messages;
+    let messages = contents + overhead * messages + sent.reply;
     Rendered {
         text,
         messages,
@@ -253,7 +258,7 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
         used: match sent.form {
             Some(PackForm::Text) => text,
             Some(PackForm::Messages) => messages,
-            None => own + overhead * entries + added,
+            None => own + overhead * entries + added + sent.reply,
         },
     }
 }
@@ -329,6 +334,8 @@ fn victims(layers: &Layers, request: &AssembleRequest) -> Vec<At> {
                     .filter(|i| i.included())
                     .filter_map(|i| i.turn)
                     .min();
+                // The question being answered is never given up.
+                let oldest = oldest.filter(|&t| layers.mandatory_from.is_none_or(|m| t < m));
                 if let Some(oldest) = oldest {
                     let units = crate::conversation::units(&request.conversation);
                     if let Some(unit) = units.iter().find(|u| u.members.contains(&oldest)) {
@@ -721,7 +728,7 @@ impl Offer<'_, '_> {
     /// Renders turn `m` where it was not yet.
     fn render_turn(&self, layers: &mut Layers, turns: &[ConversationTurn], m: usize) {
         if layers.l1[m].count.is_none() {
-            crate::conversation::render_into(turns, &mut layers.l1, m, self.sent.headless());
+            crate::conversation::render_into(turns, &mut layers.l1, m, self.sent.written());
         }
     }
 
@@ -1038,13 +1045,15 @@ pub(crate) fn text(entries: &[PackEntry]) -> String {
 /// is which turn): each kept turn a message of its own; the other entries
 /// joined into system messages, one for L0 and one for the other context
 /// (a cache-first layout's current task and workflow status with it once
-/// a turn or other context came before them), as [`account`] counts them.
+/// a turn or other context came before them), as [`account`] counts them;
+/// and for each message, the turn it is.
 pub(crate) fn messages(
     request: &AssembleRequest,
     entries: &[PackEntry],
     turns: &[Option<usize>],
-) -> Vec<Message> {
+) -> (Vec<Message>, Vec<Option<usize>>) {
     let mut out: Vec<Message> = Vec::new();
+    let mut which: Vec<Option<usize>> = Vec::new();
     // The block of the system message last written, while it is the last
     // message; and whether entries now go to the second.
     let (mut open, mut past_l0) = (None, false);
@@ -1059,6 +1068,7 @@ pub(crate) fn messages(
                     .attached_tokens
                     .filter(|_| request.form != Some(crate::types::PackForm::Text)),
             });
+            which.push(*turn);
             (open, past_l0) = (None, true);
             continue;
         }
@@ -1076,9 +1086,10 @@ pub(crate) fn messages(
                     tool_call_id: None,
                     attached_tokens: None,
                 });
+                which.push(None);
                 open = Some(block);
             }
         }
     }
-    out
+    (out, which)
 }

@@ -222,9 +222,27 @@ pub struct Snapshot {
     pub compressions: Vec<SectionCompression>,
     /// How host texts and turns were written into the rendered context.
     pub fence: FenceReport,
+    /// How the request's chat was read and charged. Not written when
+    /// absent, so a snapshot's id is what it was before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatReport>,
     /// One entry per candidate; a run of turns or stage summaries dropped
     /// alike is one entry (see [`Run`]).
     pub entries: Vec<SnapshotEntry>,
+}
+
+/// How a request's chat was read and charged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ChatReport {
+    /// The shape it came in.
+    pub shape: crate::types::ChatShape,
+    /// For each turn of the conversation (`turn-N`), the index in the
+    /// chat's messages of its first message.
+    pub turns: Vec<u32>,
+    /// Where a charge is an upper bound rather than exact, each naming its
+    /// place and why.
+    pub bounded: Vec<String>,
 }
 
 /// How host texts and turns were written into the rendered context (see

@@ -6,6 +6,7 @@ use crate::conversation::{Unit, render_reachable, render_turn, units};
 use crate::item::Group;
 use crate::tokenizer::{CharsPerToken, Meter, Recording};
 
+mod chat;
 mod compaction;
 mod conversation;
 mod counters;
@@ -53,11 +54,13 @@ fn request(budget: u32) -> AssembleRequest {
         tokenizer: Some(Tokenizer::CharsPerToken(1)),
         budget: Some(budget),
         entry_overhead: None,
+        reply_overhead: None,
         system_prompt: "SYS".into(),
         workflow: None,
         instructions: vec![],
         current_task: None,
         conversation: vec![],
+        chat: None,
         keep_last: 10,
         conversation_start: None,
         form: None,
@@ -79,9 +82,11 @@ fn run_with(
     let m = Meter::new(counter, &settled.tokenizer, cache);
     let budget = r.budget.unwrap();
     let (builder, m, settled) = (&builder, &m, &settled);
-    Assembly::new(|channel| async move { builder.run(r, &channel, m, settled, budget).await })
-        .drive(&mut NoHost, &r.context)
-        .map_err(|f| f.error)
+    Assembly::new(
+        |channel| async move { builder.run((r, None), &channel, m, settled, budget).await },
+    )
+    .drive(&mut NoHost, &r.context)
+    .map_err(|f| f.error)
 }
 
 fn run(r: &AssembleRequest) -> Result<ContextPack, Error> {
@@ -120,9 +125,11 @@ fn a_re_assembly_counts_only_the_new_turn() {
     // room: a known count over the limit asked is made again, only as
     // far as the limit, so that a warm builder records what a cold one
     // would. No other turn is counted again.
+    // The new turn is the question being answered: counted first, with
+    // L0, as it is sent whatever happens.
     assert_eq!(
         turns_counted(&counter.1.borrow()),
-        ["[user] turn 6", "[user] turn 5", "turn 6"]
+        ["[user] turn 6", "turn 6", "[user] turn 5"]
     );
 }
 
@@ -137,13 +144,19 @@ fn only_turns_the_budget_can_reach_are_rendered() {
     let meter = Meter::new(&*counter, &Tokenizer::O200kBase, &mut cache);
     let mut r = request(100);
     r.conversation = turns.clone();
-    let mut l1 = crate::layer::own(&r, &meter, crate::budget::Sent::of(&r, 0)).l1;
+    let sent = crate::budget::Sent {
+        form: r.form,
+        overhead: 0,
+        reply: 0,
+        verbatim: false,
+    };
+    let mut l1 = crate::layer::own(&r, &meter, sent).l1;
     assert!(l1.iter().all(|i| i.text.is_empty()));
     let window: Vec<Group> = (0..1000).rev().map(Group::One).collect();
     // Each turn's content is six runs, so at least six tokens, plus an
     // overhead of one: the eleventh newest turn passes 70, and is the
     // last the budgeting could count.
-    render_reachable(&turns, &mut l1, &window, &meter, 70, (1, false));
+    render_reachable(&turns, &mut l1, &window, &meter, 70, (1, sent.written()));
     let rendered: Vec<usize> = (0..1000).filter(|&i| !l1[i].text.is_empty()).collect();
     assert_eq!(rendered, (989..1000).collect::<Vec<_>>());
     assert_eq!(l1[995].text, "[user] turn 995 says a few words");
@@ -195,7 +208,7 @@ fn l0_over_budget_fails_with_both_numbers() {
 #[test]
 fn l0_is_kept_even_when_it_uses_the_whole_budget() {
     let mut r = request(3);
-    r.conversation = vec![turn(Role::User, "hi", None)];
+    r.conversation = vec![turn(Role::Assistant, "hi", None)];
     r.stage_summaries = vec![StageSummary {
         stage_id: "a".into(),
         outcome: "ok".into(),
@@ -206,6 +219,106 @@ fn l0_is_kept_even_when_it_uses_the_whole_budget() {
     assert_eq!(p.entries.len(), 1);
     assert_eq!(p.entries[0].id, "system-prompt");
     assert_eq!(p.compression.entries_dropped, 2);
+    // A question being answered is sent with L0, or the assembly fails
+    // with both counted: "SYS", a blank line, "[user] hi".
+    r.conversation = vec![turn(Role::User, "hi", None)];
+    assert_eq!(
+        run(&r).unwrap_err(),
+        Error::MandatoryOverBudget {
+            mandatory_tokens: 14,
+            budget: 3
+        }
+    );
+}
+
+/// A retriever of `n` trusted texts of `len` characters each.
+struct Texts(usize, usize);
+
+impl Host for Texts {
+    fn retrieve(&mut self, _: &AgentContext, _: &str, _: u32) -> Result<Vec<Candidate>, HostError> {
+        Ok((0..self.0)
+            .map(|i| Candidate {
+                id: format!("kb-{i}"),
+                section: Section::RelevantKnowledge,
+                text: (0..self.1 / 8)
+                    .map(|k| format!("d{i:02}w{k:03} "))
+                    .collect(),
+                provenance: Some(Provenance {
+                    source_kind: "kb".into(),
+                    reference: format!("kb/{i}"),
+                    source_version: None,
+                    index_revision: None,
+                }),
+                trust: TrustTier::Trusted,
+                score: Some(1.0 - i as f64 / 100.0),
+                sequence: None,
+                scope: None,
+                token_count: None,
+            })
+            .collect())
+    }
+
+    fn review(
+        &mut self,
+        _: &AgentContext,
+        items: &[&Candidate],
+    ) -> Result<Vec<Verdict>, HostError> {
+        Ok(vec![Verdict::Allow; items.len()])
+    }
+}
+
+#[test]
+fn the_question_being_answered_and_its_calls_are_never_given_up() {
+    // Retrieved text that fills its share, and a share of the
+    // conversation smaller than its newest user turn and the call after
+    // it: those are sent all the same, and older turns give way.
+    let mut r = request(400);
+    r.form = Some(PackForm::Messages);
+    r.conversation = vec![
+        turn(Role::User, &"old question ".repeat(3), None),
+        turn(Role::Assistant, &"old answer ".repeat(8), None),
+        turn(Role::User, &"new question ".repeat(6), None),
+        turn(Role::Assistant, "looking", Some("c1")),
+        turn(Role::Tool, &"found it ".repeat(12), Some("c1")),
+    ];
+    let mut config = BuilderConfig {
+        profile: Profile::Rag(RagSettings { retrieve_limit: 10 }),
+        ..BuilderConfig::default()
+    };
+    config.plan.shares = vec![
+        crate::SectionShare {
+            section: Section::ConversationState,
+            share: 0.05,
+        },
+        crate::SectionShare {
+            section: Section::RelevantKnowledge,
+            share: 0.95,
+        },
+    ];
+    let builder = Builder::new(config).unwrap();
+    let p = builder.assemble(&r, &mut Texts(10, 60)).unwrap();
+    let turns: Vec<&str> = p
+        .entries
+        .iter()
+        .filter(|e| e.section == Section::ConversationState)
+        .map(|e| e.id.as_str())
+        .collect();
+    assert_eq!(turns, ["turn-2", "turn-3", "turn-4"]);
+    assert!(p.entries.iter().any(|e| e.id.starts_with("kb-")));
+    assert!(p.budget_used <= 400);
+    // Where they cannot fit with L0, the assembly fails saying so.
+    r.budget = Some(150);
+    match builder.assemble(&r, &mut Texts(10, 60)) {
+        Err(Failure {
+            error:
+                Error::MandatoryOverBudget {
+                    budget: 150,
+                    mandatory_tokens,
+                },
+            snapshot: Some(_),
+        }) => assert!(mandatory_tokens > 150),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -614,10 +727,12 @@ fn run_config(r: &AssembleRequest, config: BuilderConfig) -> ContextPack {
     let m = Meter::new(&c, &settled.tokenizer, &mut cache);
     let budget = r.budget.unwrap();
     let (builder, m, settled) = (&builder, &m, &settled);
-    Assembly::new(|channel| async move { builder.run(r, &channel, m, settled, budget).await })
-        .drive(&mut NoHost, &r.context)
-        .map_err(|f| f.error)
-        .unwrap()
+    Assembly::new(
+        |channel| async move { builder.run((r, None), &channel, m, settled, budget).await },
+    )
+    .drive(&mut NoHost, &r.context)
+    .map_err(|f| f.error)
+    .unwrap()
 }
 
 #[test]

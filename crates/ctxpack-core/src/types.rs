@@ -345,6 +345,11 @@ pub struct AssembleRequest {
     /// model's message overhead, or else 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry_overhead: Option<u32>,
+    /// Tokens charged once for a pack sent as messages (the reply's
+    /// priming); when left out, the model's reply overhead, or else 0. Not
+    /// written when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_overhead: Option<u32>,
     /// System prompt (L0); empty when left out.
     #[serde(default)]
     pub system_prompt: String,
@@ -360,6 +365,14 @@ pub struct AssembleRequest {
     /// Conversation, oldest first (L1).
     #[serde(default)]
     pub conversation: Vec<ConversationTurn>,
+    /// The conversation as chat messages in a provider's shape, instead of
+    /// `conversation` (see [`Chat`] and the `chat` module): read into its
+    /// turns, charged as the provider is sent them, and given back as the
+    /// pack's [`crate::ChatRequest`]. A request that carries it is sent
+    /// as messages, cache-first, unless it says otherwise. Not written
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<Chat>,
     /// How many of the newest turns are considered; every turn when left
     /// out ([`KEEP_EVERY_TURN`]).
     #[serde(default = "keep_every_turn")]
@@ -444,11 +457,119 @@ pub struct ModelProfile {
     /// the end-of-turn marker): the entry overhead of a request that gives
     /// none.
     pub message_overhead: u32,
+    /// Tokens its chat format adds once to a request sent as messages, to
+    /// prime the reply: the reply overhead of a request that gives none.
+    /// 0 when left out, and not written when 0, so a profile's digest is
+    /// what it was before the field existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reply_overhead: u32,
     /// The fewest tokens of a prompt's prefix its provider's prompt cache
     /// keeps: a pack's prefix is cacheable from there (see
     /// [`crate::CachePrefix`]). None where no provider cache is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_min_tokens: Option<u32>,
+    /// How its provider bills an image in a message; none where it is not
+    /// known (a chat with an image is then refused). Not written when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImageRule>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// A provider's published rule for what an image in a message costs (see
+/// the `chat` module's images).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImageRule {
+    /// OpenAI's 512-pixel tiles: `detail: low` costs the base; any other
+    /// image is fitted within 2048×2048, its short side brought to at most
+    /// 768, and costs the base and the tile price per tile.
+    Tiles(ImageTiles),
+    /// OpenAI's 32-pixel patches, at most 1,536, times this multiplier,
+    /// rounded up.
+    Patches(f64),
+    /// Anthropic's: width × height / 750 once the long side is within
+    /// 1,568 pixels, rounded up, at most 1,600.
+    Pixels,
+    /// Gemini's: 258 within 384×384, else 258 per 768-pixel tile.
+    GeminiTiles,
+    /// The model takes no images.
+    None,
+}
+
+impl Eq for ImageRule {}
+
+/// The prices of OpenAI's tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ImageTiles {
+    /// What any image costs.
+    pub base: u32,
+    /// What each 512-pixel tile adds.
+    pub tile: u32,
+}
+
+/// The shape a provider's API gives chat messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChatShape {
+    /// OpenAI's Chat Completions `messages`.
+    OpenaiChat,
+    /// OpenAI's Responses `input` items.
+    OpenaiResponses,
+    /// Anthropic's Messages `messages` (and `system`).
+    Anthropic,
+    /// Gemini's `contents` (and `systemInstruction`).
+    Gemini,
+}
+
+impl ChatShape {
+    /// The name of the body's list of messages in this shape.
+    pub fn list_name(self) -> &'static str {
+        match self {
+            ChatShape::OpenaiChat | ChatShape::Anthropic => "messages",
+            ChatShape::OpenaiResponses => "input",
+            ChatShape::Gemini => "contents",
+        }
+    }
+}
+
+/// Chat messages as a provider's API takes them (see
+/// [`AssembleRequest::chat`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Chat {
+    /// The shape they are in.
+    pub shape: ChatShape,
+    /// JSON text: the list of messages, or an object holding it under its
+    /// name (`messages`, `input`, `contents`) with the system text beside
+    /// it (`system`, `instructions`, `systemInstruction`). In JSON it may
+    /// also be given as the value itself (a scenario file's), read as its
+    /// text (keys in order of their names).
+    #[serde(deserialize_with = "json_text")]
+    pub messages: String,
+}
+
+/// A JSON text given as a string, or as the JSON value it holds.
+fn json_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(text) => Ok(text),
+        value => Ok(value.to_string()),
+    }
+}
+
+impl Chat {
+    /// `messages` (a JSON value: the list, or an object holding it) in
+    /// `shape`.
+    pub fn new(shape: ChatShape, messages: &serde_json::Value) -> Self {
+        Chat {
+            shape,
+            messages: messages.to_string(),
+        }
+    }
 }
 
 /// A request field whose value was taken from the model's profile.
@@ -461,6 +582,8 @@ pub enum Assumed {
     Budget,
     /// The profile's message overhead.
     EntryOverhead,
+    /// The profile's reply overhead.
+    ReplyOverhead,
 }
 
 /// The model a snapshot's request named: its profile, and what was taken

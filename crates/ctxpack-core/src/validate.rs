@@ -162,6 +162,12 @@ pub fn request(request: &AssembleRequest) -> Result<(), Error> {
             ));
         }
     }
+    if request.chat.is_some() && !request.conversation.is_empty() {
+        return Err(Error::invalid(
+            "request.chat",
+            "a request carries its conversation as `conversation` or as `chat`, not both",
+        ));
+    }
     let mut calls: HashMap<&str, usize> = HashMap::new();
     for (i, turn) in request.conversation.iter().enumerate() {
         let field = || format!("request.conversation[{i}].tool-call-id");

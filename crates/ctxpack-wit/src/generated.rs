@@ -31,8 +31,10 @@ macro_rules! wit_conversions {
             $crate::__shaped_conversions!();
             $crate::__record!(ctx::AgentContext, wit::$AgentContext, { session_id, trace_id, user_id, tenant_id, project_id, run_id, attempt_id, scopes });
             $crate::__cases!(ctx::Tokenizer, wit::$Tokenizer, [O200kBase, Cl100kBase] [CharsPerToken, Named, Host]);
-            $crate::__record!(ctx::ModelProfile, wit::ModelProfile, { name, tokenizer, context_window, output_reserve, message_overhead, cache_min_tokens });
-            $crate::__cases!(ctx::Assumed, wit::Assumed, [Tokenizer, Budget, EntryOverhead] []);
+            $crate::__record!(ctx::ModelProfile, wit::ModelProfile, { name, tokenizer, context_window, output_reserve, message_overhead, reply_overhead, cache_min_tokens, images });
+            $crate::__cases!(ctx::ImageRule, wit::ImageRule, [Pixels, GeminiTiles, None] [Tiles, Patches]);
+            $crate::__record!(ctx::ImageTiles, wit::ImageTiles, { base, tile });
+            $crate::__cases!(ctx::Assumed, wit::Assumed, [Tokenizer, Budget, EntryOverhead, ReplyOverhead] []);
             $crate::__record!(ctx::ModelUse, wit::ModelUse, { profile, assumed });
             $crate::__record!(ctx::TokenizerFile, wit::TokenizerFile, { name, text, pattern });
             $crate::__cases!(ctx::Layer, wit::Layer, [L0, L1, L2] []);
@@ -47,7 +49,11 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::WorkflowStatus, wit::WorkflowStatus, { status, stage_id });
             $crate::__record!(ctx::StageSummary, wit::StageSummary, { stage_id, outcome, summary });
             $crate::__record!(ctx::Candidate, wit::$Candidate, { id, section, text, provenance, trust, score, sequence, scope, token_count });
-            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, system_prompt, workflow, instructions, current_task, conversation, keep_last, conversation_start, form, layout, stage_summaries, compaction });
+            $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, reply_overhead, system_prompt, workflow, instructions, current_task, conversation, chat, keep_last, conversation_start, form, layout, stage_summaries, compaction });
+            $crate::__cases!(ctx::ChatShape, wit::ChatShape, [OpenaiChat, OpenaiResponses, Anthropic, Gemini] []);
+            $crate::__record!(ctx::Chat, wit::Chat, { shape, messages });
+            $crate::__record!(ctx::ChatRequest, wit::ChatRequest, { shape, body, sources });
+            $crate::__record!(ctx::ChatReport, wit::ChatReport, { shape, turns, bounded });
             $crate::__record!(ctx::Compaction, wit::Compaction, { summary, turns, cleared, hash });
             $crate::__record!(ctx::PackEntry, wit::PackEntry, { id, layer, section, role, text, tokens, provenance, trust });
             $crate::__cases!(ctx::Strategy, wit::Strategy, [L0Immutable, KeepLast, ConversationBudget, EvictOldest, Summarize, Truncate] []);
@@ -65,10 +71,10 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::SectionCompression, wit::SectionCompression, { section, target_tokens, outcome });
             $crate::__cases!(ctx::CompressionOutcome, wit::CompressionOutcome, [] [Summarized, Cut, Skipped, Whole]);
             $crate::__record!(ctx::FenceReport, wit::FenceReport, { keyed, stripped, defused });
-            $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, model, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, cache_prefixes, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, fence, entries });
+            $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, model, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, cache_prefixes, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, fence, chat, entries });
             $crate::__cases!(ctx::CacheBoundary, wit::CacheBoundary, [Stable, History, Turn] []);
             $crate::__record!(ctx::CachePrefix, wit::CachePrefix, { boundary, messages, tokens, hash, cacheable });
-            $crate::__record!(ctx::ContextPack, wit::ContextPack, { id, session_id, cache_key, trace_id, stage_id, entries, text, messages, budget_used, budget_limit, compaction, compression, snapshot, event, metrics });
+            $crate::__record!(ctx::ContextPack, wit::ContextPack, { id, session_id, cache_key, trace_id, stage_id, entries, text, messages, budget_used, budget_limit, compaction, chat, compression, snapshot, event, metrics });
             $crate::__record!(ctx::Message, wit::Message, { role, content, tool_call_id, attached_tokens });
             $crate::__record!(ctx::ContextAssembled, wit::ContextAssembled, { context_snapshot_id, tenant_id, run_id, attempt_id, status, tokens_used, token_budget });
             $crate::__record!(ctx::Metrics, wit::Metrics, { tokens_per_section, dropped_by_reason });

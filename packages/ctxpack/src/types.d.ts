@@ -68,10 +68,14 @@ export interface ModelProfile {
   contextWindow: number;
   /** Tokens kept for its answer: a request that gives no budget gets the window less this. Less than the window. */
   outputReserve: number;
-  /** Tokens its chat format adds to each message (the role's header and the end-of-turn marker): the entry overhead of a request that gives none. */
+  /** Tokens its chat format adds to each message (the role's header and the end-of-turn marker; OpenAI's 3 and the role's token): the entry overhead of a request that gives none. */
   messageOverhead: number;
+  /** Tokens its chat format adds once to a request sent as messages, to prime the reply (OpenAI's 3, Llama 3's 5): the reply overhead of a request that gives none (in JSON, 0 when left out). */
+  replyOverhead: number;
   /** The fewest tokens of a prompt's prefix its provider's prompt cache keeps (OpenAI 1,024; Claude 1,024 to 4,096 by model; Gemini 1,024 or 4,096): a pack's prefix is `cacheable` from there (see `cache-prefix`). None where no provider cache is known (a model one serves oneself). */
   cacheMinTokens: number | null;
+  /** How its provider bills an image in a message: a chat's images are charged with their message by it. None where it is not known: a chat with an image is then refused, naming it. */
+  images: ImageRule | null;
 }
 
 /** A model a request can name (`assemble-request.model`): the values a request that names it takes where it gives none. (as the package accepts it) */
@@ -84,20 +88,56 @@ export interface ModelProfileInit {
   contextWindow: number;
   /** Tokens kept for its answer: a request that gives no budget gets the window less this. Less than the window. */
   outputReserve: number;
-  /** Tokens its chat format adds to each message (the role's header and the end-of-turn marker): the entry overhead of a request that gives none. */
+  /** Tokens its chat format adds to each message (the role's header and the end-of-turn marker; OpenAI's 3 and the role's token): the entry overhead of a request that gives none. */
   messageOverhead: number;
+  /** Tokens its chat format adds once to a request sent as messages, to prime the reply (OpenAI's 3, Llama 3's 5): the reply overhead of a request that gives none (in JSON, 0 when left out). */
+  replyOverhead?: number;
   /** The fewest tokens of a prompt's prefix its provider's prompt cache keeps (OpenAI 1,024; Claude 1,024 to 4,096 by model; Gemini 1,024 or 4,096): a pack's prefix is `cacheable` from there (see `cache-prefix`). None where no provider cache is known (a model one serves oneself). */
   cacheMinTokens?: number | null;
+  /** How its provider bills an image in a message: a chat's images are charged with their message by it. None where it is not known: a chat with an image is then refused, naming it. */
+  images?: ImageRuleInit | null;
+}
+
+/** A provider's published rule for what an image in a message costs. An image's size is read from its bytes (PNG, JPEG, GIF, WebP, sent inline as base64); one given by URL, whose size is not known, is charged the most the rule lets an image cost, and the snapshot's `chat.bounded` says so. (as the package gives it) */
+export type ImageRule =
+  | { tiles: ImageTiles }
+  | { patches: number }
+  | "pixels"
+  | "gemini-tiles"
+  | "none";
+
+/** A provider's published rule for what an image in a message costs. An image's size is read from its bytes (PNG, JPEG, GIF, WebP, sent inline as base64); one given by URL, whose size is not known, is charged the most the rule lets an image cost, and the snapshot's `chat.bounded` says so. (as the package accepts it) */
+export type ImageRuleInit =
+  | { tiles: ImageTilesInit }
+  | { patches: number }
+  | "pixels"
+  | "gemini-tiles"
+  | "none";
+
+/** The prices of OpenAI's tiles. (as the package gives it) */
+export interface ImageTiles {
+  /** What any image costs. */
+  base: number;
+  /** What each 512-pixel tile adds. */
+  tile: number;
+}
+
+/** The prices of OpenAI's tiles. (as the package accepts it) */
+export interface ImageTilesInit {
+  /** What any image costs. */
+  base: number;
+  /** What each 512-pixel tile adds. */
+  tile: number;
 }
 
 /** A request's field whose value was taken from its model's profile. */
-export type Assumed = "tokenizer" | "budget" | "entry-overhead";
+export type Assumed = "tokenizer" | "budget" | "entry-overhead" | "reply-overhead";
 
 /** The model a request named: its profile, and what was taken from it. (as the package gives it) */
 export interface ModelUse {
   /** The profile, as it was when the pack was assembled. */
   profile: ModelProfile;
-  /** The request's fields taken from it, in the order tokenizer, budget, entry overhead. */
+  /** The request's fields taken from it, in the order tokenizer, budget, entry overhead, reply overhead. */
   assumed: Assumed[];
 }
 
@@ -105,7 +145,7 @@ export interface ModelUse {
 export interface ModelUseInit {
   /** The profile, as it was when the pack was assembled. */
   profile: ModelProfileInit;
-  /** The request's fields taken from it, in the order tokenizer, budget, entry overhead. */
+  /** The request's fields taken from it, in the order tokenizer, budget, entry overhead, reply overhead. */
   assumed: Assumed[];
 }
 
@@ -292,6 +332,8 @@ export interface AssembleRequest {
   budget: number | null;
   /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). When absent: the model's message overhead, else 0. */
   entryOverhead: number | null;
+  /** Tokens charged once for a pack sent as messages, as the model's chat format primes its reply (OpenAI's 3). When absent: the model's reply overhead, else 0. */
+  replyOverhead: number | null;
   /** The system prompt (L0; in JSON, empty when left out). */
   systemPrompt: string;
   /** The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>". */
@@ -302,6 +344,8 @@ export interface AssembleRequest {
   currentTask: string | null;
   /** The conversation, oldest turn first (L1). */
   conversation: ConversationTurn[];
+  /** The conversation as chat messages in a provider's shape, instead of `conversation` (give one of the two): read into its turns — each message one turn with its parts, its tool calls and results, kept or dropped together —, charged as the provider is sent them, and given back in `context-pack.chat` as the request to send, the kept messages unchanged. Its system text (a system field, or the system messages that lead it) is the system prompt, after the request's own. A request that carries it is sent as messages, cache-first, unless it says otherwise. */
+  chat: Chat | null;
   /** At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way). */
   keepLast: number;
   /** Which turn the kept conversation may begin with; `user-turn` when absent. */
@@ -330,6 +374,8 @@ export interface AssembleRequestInit {
   budget?: number | null;
   /** Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). When absent: the model's message overhead, else 0. */
   entryOverhead?: number | null;
+  /** Tokens charged once for a pack sent as messages, as the model's chat format primes its reply (OpenAI's 3). When absent: the model's reply overhead, else 0. */
+  replyOverhead?: number | null;
   /** The system prompt (L0; in JSON, empty when left out). */
   systemPrompt?: string;
   /** The workflow's status (L0), rendered "Status: <status>, Stage: <stage or none>". */
@@ -340,6 +386,8 @@ export interface AssembleRequestInit {
   currentTask?: string | null;
   /** The conversation, oldest turn first (L1). */
   conversation?: ConversationTurnInit[];
+  /** The conversation as chat messages in a provider's shape, instead of `conversation` (give one of the two): read into its turns — each message one turn with its parts, its tool calls and results, kept or dropped together —, charged as the provider is sent them, and given back in `context-pack.chat` as the request to send, the kept messages unchanged. Its system text (a system field, or the system messages that lead it) is the system prompt, after the request's own. A request that carries it is sent as messages, cache-first, unless it says otherwise. */
+  chat?: ChatInit | null;
   /** At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way). */
   keepLast?: number;
   /** Which turn the kept conversation may begin with; `user-turn` when absent. */
@@ -352,6 +400,65 @@ export interface AssembleRequestInit {
   stageSummaries?: StageSummaryInit[];
   /** The conversation as the previous turn's pack compacted it (its `compaction`, passed back): its first turns stand as their summary, and its tool results before `cleared` as a placeholder. When absent, nothing is compacted yet. */
   compaction?: CompactionInit | null;
+}
+
+/** The shape a provider's API gives chat messages. */
+export type ChatShape = "openai-chat" | "openai-responses" | "anthropic" | "gemini";
+
+/** Chat messages as a provider's API takes them. (as the package gives it) */
+export interface Chat {
+  /** The shape they are in. */
+  shape: ChatShape;
+  /** JSON text: the list of messages (`messages`, `input` or `contents`), or an object holding that list under its name with the system text beside it (`system`, `systemInstruction`, `instructions`). Anything else is refused, naming it. */
+  messages: string;
+}
+
+/** Chat messages as a provider's API takes them. (as the package accepts it) */
+export interface ChatInit {
+  /** The shape they are in. */
+  shape: ChatShape;
+  /** JSON text: the list of messages (`messages`, `input` or `contents`), or an object holding that list under its name with the system text beside it (`system`, `systemInstruction`, `instructions`). Anything else is refused, naming it. */
+  messages: string;
+}
+
+/** What to send: a pack given back in the shape its chat came in. (as the package gives it) */
+export interface ChatRequest {
+  /** The shape, the chat's. */
+  shape: ChatShape;
+  /** JSON text of the request's body but the model and its options: the system text (L0, in the shape's place for it), the kept messages in the pack's layout, each the caller's own unchanged but for a cache hint, and the other context as a message of the pack's. With the provider's cache hints: Anthropic's `cache_control` at the prefixes the next turn repeats (see `cache-prefix`, at most 4 breakpoints in all), OpenAI's `prompt_cache_key` (the pack's `cache-key`). */
+  body: string;
+  /** For each message of the body's list (`messages`, `input`, `contents`), the index in the chat's messages of the one it is, or none for a message the pack made. */
+  sources: (number | null)[];
+}
+
+/** What to send: a pack given back in the shape its chat came in. (as the package accepts it) */
+export interface ChatRequestInit {
+  /** The shape, the chat's. */
+  shape: ChatShape;
+  /** JSON text of the request's body but the model and its options: the system text (L0, in the shape's place for it), the kept messages in the pack's layout, each the caller's own unchanged but for a cache hint, and the other context as a message of the pack's. With the provider's cache hints: Anthropic's `cache_control` at the prefixes the next turn repeats (see `cache-prefix`, at most 4 breakpoints in all), OpenAI's `prompt_cache_key` (the pack's `cache-key`). */
+  body: string;
+  /** For each message of the body's list (`messages`, `input`, `contents`), the index in the chat's messages of the one it is, or none for a message the pack made. */
+  sources: (number | null)[];
+}
+
+/** How a chat was read and charged. (as the package gives it) */
+export interface ChatReport {
+  /** The shape it came in. */
+  shape: ChatShape;
+  /** For each turn of the conversation (`turn-N`), the index in the chat's messages of its first message. */
+  turns: number[];
+  /** Where a charge is an upper bound rather than exact, each naming its place and why (`messages[3].content[1]: an image given by URL, charged the most it can cost`). */
+  bounded: string[];
+}
+
+/** How a chat was read and charged. (as the package accepts it) */
+export interface ChatReportInit {
+  /** The shape it came in. */
+  shape: ChatShape;
+  /** For each turn of the conversation (`turn-N`), the index in the chat's messages of its first message. */
+  turns: number[];
+  /** Where a charge is an upper bound rather than exact, each naming its place and why (`messages[3].content[1]: an image given by URL, charged the most it can cost`). */
+  bounded: string[];
 }
 
 /** A conversation compacted: what a pack returns for the next turn's request to pass back, so the summary's bytes stay as they are until the conversation is compacted again (see `plan.compact-share`). (as the package gives it) */
@@ -740,6 +847,8 @@ export interface Snapshot {
   compressions: SectionCompression[];
   /** How host texts and turns were written into the rendered context. */
   fence: FenceReport;
+  /** How the request's chat was read and charged (in JSON, left out when the request carried none). */
+  chat: ChatReport | null;
   /** One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`). */
   entries: SnapshotEntry[];
 }
@@ -794,6 +903,8 @@ export interface SnapshotInit {
   compressions: SectionCompressionInit[];
   /** How host texts and turns were written into the rendered context. */
   fence: FenceReportInit;
+  /** How the request's chat was read and charged (in JSON, left out when the request carried none). */
+  chat?: ChatReportInit | null;
   /** One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`). */
   entries: SnapshotEntryInit[];
 }
@@ -853,6 +964,8 @@ export interface ContextPack {
   budgetLimit: number;
   /** The conversation's compaction, to pass back with the next turn's request: the one the request passed, or a newer one. None where the plan does not compact and the request passed none. */
   compaction: Compaction | null;
+  /** The request to send, in the shape of the request's chat; none where the request carried no chat, or asked for the flat text (`form: text`), which is then the pack's `text` alone. */
+  chat: ChatRequest | null;
   /** What was done to fit. */
   compression: CompressionMetadata;
   /** Why every candidate was taken or dropped. */
@@ -887,6 +1000,8 @@ export interface ContextPackInit {
   budgetLimit: number;
   /** The conversation's compaction, to pass back with the next turn's request: the one the request passed, or a newer one. None where the plan does not compact and the request passed none. */
   compaction?: CompactionInit | null;
+  /** The request to send, in the shape of the request's chat; none where the request carried no chat, or asked for the flat text (`form: text`), which is then the pack's `text` alone. */
+  chat?: ChatRequestInit | null;
   /** What was done to fit. */
   compression: CompressionMetadataInit;
   /** Why every candidate was taken or dropped. */

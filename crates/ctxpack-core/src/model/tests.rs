@@ -11,7 +11,9 @@ fn profile(name: &str, tokenizer: Tokenizer) -> ModelProfile {
         context_window: 10_000,
         output_reserve: 1_000,
         message_overhead: 7,
+        reply_overhead: 0,
         cache_min_tokens: None,
+        images: None,
     }
 }
 
@@ -102,17 +104,27 @@ fn what_the_request_leaves_out_is_the_models() {
     assert_eq!(model.profile.name, "qwen3-8b");
     assert_eq!(
         model.assumed,
-        [Assumed::Tokenizer, Assumed::Budget, Assumed::EntryOverhead]
+        [
+            Assumed::Tokenizer,
+            Assumed::Budget,
+            Assumed::EntryOverhead,
+            Assumed::ReplyOverhead
+        ]
     );
+    assert_eq!(settled.reply, 3);
 
     // What it gives is its own, and not recorded as assumed.
     let mut r = request(Some("gpt-4o"));
     r.tokenizer = Some(Tokenizer::Cl100kBase);
     r.budget = Some(500);
     r.entry_overhead = Some(0);
+    r.reply_overhead = Some(0);
     let settled = models.settle(&r).unwrap();
     assert_eq!(settled.tokenizer, Tokenizer::Cl100kBase);
-    assert_eq!((settled.budget, settled.overhead), (Some(500), 0));
+    assert_eq!(
+        (settled.budget, settled.overhead, settled.reply),
+        (Some(500), 0, 0)
+    );
     assert_eq!(settled.model.unwrap().assumed, []);
 }
 

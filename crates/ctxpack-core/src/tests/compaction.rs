@@ -82,10 +82,12 @@ fn assemble(r: &AssembleRequest, config: &BuilderConfig, host: &mut Summariser) 
     let m = Meter::new(&c, &settled.tokenizer, &mut cache);
     let budget = r.budget.unwrap();
     let (builder, m, settled) = (&builder, &m, &settled);
-    Assembly::new(|channel| async move { builder.run(r, &channel, m, settled, budget).await })
-        .drive(host, &r.context)
-        .map_err(|f| f.error)
-        .unwrap()
+    Assembly::new(
+        |channel| async move { builder.run((r, None), &channel, m, settled, budget).await },
+    )
+    .drive(host, &r.context)
+    .map_err(|f| f.error)
+    .unwrap()
 }
 
 fn chat_request() -> AssembleRequest {
@@ -323,4 +325,51 @@ fn the_question_being_answered_is_never_summarised() {
         ]
     );
     assert_eq!(p.messages[2].content, "and the fares for Sunday?");
+}
+
+#[test]
+fn an_agent_loop_passed_its_compaction_back_keeps_its_question_and_calls() {
+    // One question, then an agent's calls with long results, the pack's
+    // compaction passed back every step. A compaction that ended just
+    // before the question must not take it (nor its calls) the next time;
+    // the calls' old results are cleared, so they stay within the budget.
+    let mut config = config();
+    config.plan.clear_at_least = 10;
+    let mut host = Summariser::default();
+    let mut r = chat_request();
+    let mut turns = chat(20);
+    let question = turns.len();
+    turns.push(turn(Role::User, "book the cheapest Sunday fare", None));
+    let mut state: Option<Compaction> = None;
+    let mut compacted_at_question = 0;
+    for step in 0..40 {
+        let id = format!("call-agent-{step}");
+        turns.push(turn(Role::Assistant, "searching", Some(&id)));
+        turns.push(turn(Role::Tool, &"f".repeat(300), Some(&id)));
+        r.conversation = turns.clone();
+        r.compaction = state.clone();
+        let p = assemble(&r, &config, &mut host);
+        let now = p.compaction.clone().unwrap();
+        assert!(now.turns as usize <= question, "{step}: {now:?}");
+        compacted_at_question += usize::from(now.turns as usize == question);
+        // The question is sent, and the newest call with its result.
+        assert!(
+            p.messages
+                .iter()
+                .any(|m| m.content == "book the cheapest Sunday fare"),
+            "{step}: {:?}",
+            p.messages.iter().map(|m| m.role).collect::<Vec<_>>()
+        );
+        let last = p.messages.last().unwrap();
+        assert_eq!(last.tool_call_id.as_deref(), Some(id.as_str()), "{step}");
+        assert!(
+            !p.snapshot
+                .entries
+                .iter()
+                .any(|e| e.reason == Reason::BeforeUserTurn)
+        );
+        state = Some(now);
+    }
+    // The case the loop exists for was met.
+    assert!(compacted_at_question > 0);
 }

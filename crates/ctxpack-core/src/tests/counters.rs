@@ -64,7 +64,9 @@ fn a_request_counts_with_a_counter_the_builder_was_given() {
         context_window: 1_000,
         output_reserve: 100,
         message_overhead: 2,
+        reply_overhead: 0,
         cache_min_tokens: None,
+        images: None,
     };
     let config = BuilderConfig {
         models: vec![house],
@@ -73,7 +75,7 @@ fn a_request_counts_with_a_counter_the_builder_was_given() {
     let counters: Vec<(String, Box<dyn TokenCounter + Send + Sync>)> =
         vec![("words".into(), Box::new(Words::default()))];
     let builder = Builder::with_counters(config, counters).unwrap();
-    for budget in [5, 17, 40, 400] {
+    for budget in [6, 17, 40, 400] {
         let mut r = request(budget);
         r.tokenizer = Some(Tokenizer::Named("words".into()));
         r.conversation = chat(30);

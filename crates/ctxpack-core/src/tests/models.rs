@@ -67,12 +67,19 @@ fn a_model_gives_the_tokenizer_the_budget_and_the_overhead() {
     assert_eq!(model.profile.name, "gpt-4o");
     assert_eq!(
         model.assumed,
-        [Assumed::Tokenizer, Assumed::Budget, Assumed::EntryOverhead]
+        [
+            Assumed::Tokenizer,
+            Assumed::Budget,
+            Assumed::EntryOverhead,
+            Assumed::ReplyOverhead
+        ]
     );
     assert_eq!(snap.tokenizer, Tokenizer::O200kBase);
     // The window less the reserve, within the plan's 10% margin.
     assert_eq!(snap.token_budget, 128_000 - 16_384);
-    // Three tokens per message, on top of each message's content.
+    // As OpenAI's count of a chat request: three tokens and the role's
+    // per message, on top of each message's content, and three that
+    // prime the reply.
     let contents: u32 = pack
         .messages
         .iter()
@@ -85,7 +92,7 @@ fn a_model_gives_the_tokenizer_the_budget_and_the_overhead() {
         .sum();
     assert_eq!(
         snap.message_tokens,
-        contents + 3 * pack.messages.len() as u32
+        contents + 4 * pack.messages.len() as u32 + 3
     );
 
     // Without one, nothing is recorded, and the JSON has no `model`.
@@ -109,7 +116,9 @@ fn the_models_budget_is_kept_within_the_plans_window_limit() {
         context_window: 1_000,
         output_reserve: 10,
         message_overhead: 2,
+        reply_overhead: 0,
         cache_min_tokens: None,
+        images: None,
     };
     let config = BuilderConfig {
         models: vec![house],
@@ -206,8 +215,13 @@ fn a_model_counts_with_the_file_given_under_its_tokenizers_name() {
     };
     let pack = assemble(config, request.clone()).unwrap();
     assert_eq!(pack.snapshot.tokenizer, Tokenizer::Named("qwen3".into()));
-    // One token a byte, and ChatML's five a message.
-    let sent: usize = pack.messages.iter().map(|m| m.content.len() + 5).sum();
+    // One token a byte, ChatML's five a message and three that prime the
+    // reply (`<|im_start|>assistant\n`).
+    let sent: usize = 3 + pack
+        .messages
+        .iter()
+        .map(|m| m.content.len() + 5)
+        .sum::<usize>();
     assert_eq!(pack.snapshot.message_tokens as usize, sent);
     assert!(sent <= 120);
 }

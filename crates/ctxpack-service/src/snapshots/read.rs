@@ -253,6 +253,7 @@ impl Store {
             source_calls: r.parse("source_calls")?,
             compressions: r.parse("compressions")?,
             fence: r.parse("fence")?,
+            chat: None,
             entries: self.entries(id, offset, limit).await?,
         };
         Ok(Some(Detail {

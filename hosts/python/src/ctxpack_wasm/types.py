@@ -72,9 +72,51 @@ class ModelProfile(Record):
     output_reserve: int
     """Tokens kept for its answer: a request that gives no budget gets the window less this. Less than the window."""
     message_overhead: int
-    """Tokens its chat format adds to each message (the role's header and the end-of-turn marker): the entry overhead of a request that gives none."""
+    """Tokens its chat format adds to each message (the role's header and the end-of-turn marker; OpenAI's 3 and the role's token): the entry overhead of a request that gives none."""
+    reply_overhead: int = UNSET
+    """Tokens its chat format adds once to a request sent as messages, to prime the reply (OpenAI's 3, Llama 3's 5): the reply overhead of a request that gives none (in JSON, 0 when left out)."""
     cache_min_tokens: Optional[int] = None
     """The fewest tokens of a prompt's prefix its provider's prompt cache keeps (OpenAI 1,024; Claude 1,024 to 4,096 by model; Gemini 1,024 or 4,096): a pack's prefix is `cacheable` from there (see `cache-prefix`). None where no provider cache is known (a model one serves oneself)."""
+    images: Optional[Union["ImageRule", Literal["pixels", "gemini-tiles", "none"]]] = None
+    """How its provider bills an image in a message: a chat's images are charged with their message by it. None where it is not known: a chat with an image is then refused, naming it."""
+
+
+class ImageRule(Variant):
+    """A provider's published rule for what an image in a message costs. An image's size is read from its bytes (PNG, JPEG, GIF, WebP, sent inline as base64); one given by URL, whose size is not known, is charged the most the rule lets an image cost, and the snapshot's `chat.bounded` says so."""
+
+    @classmethod
+    def tiles(cls, value: "ImageTiles") -> "ImageRule":
+        """OpenAI's tiles (GPT-4o, GPT-4.1, GPT-5, o1, o3): an image with `detail: low` costs the base; any other is fitted within 2048×2048, scaled down so its short side is at most 768, and costs the base and the tile price for each 512-pixel tile."""
+        return cls("tiles", value)
+
+    @classmethod
+    def patches(cls, value: float) -> "ImageRule":
+        """OpenAI's patches (GPT-4.1 mini and nano, GPT-5 mini and nano, o4-mini): one token for each 32-pixel patch that covers the image scaled to at most 1,536 patches, times this multiplier, rounded up."""
+        return cls("patches", value)
+
+    @classmethod
+    def pixels(cls) -> "ImageRule":
+        """Anthropic's: width × height / 750 once the long side is fitted within 1,568 pixels, rounded up, at most 1,600."""
+        return cls("pixels")
+
+    @classmethod
+    def gemini_tiles(cls) -> "ImageRule":
+        """Gemini's: 258 for an image within 384×384, else 258 for each 768-pixel tile that covers it."""
+        return cls("gemini-tiles")
+
+    @classmethod
+    def none(cls) -> "ImageRule":
+        """The model takes no images: a chat with one is refused."""
+        return cls("none")
+
+
+@dataclass(kw_only=True, slots=True)
+class ImageTiles(Record):
+    """The prices of OpenAI's tiles."""
+    base: int
+    """What any image costs."""
+    tile: int
+    """What each 512-pixel tile adds."""
 
 
 class Assumed(str, enum.Enum):
@@ -82,6 +124,7 @@ class Assumed(str, enum.Enum):
     TOKENIZER = "tokenizer"
     BUDGET = "budget"
     ENTRY_OVERHEAD = "entry-overhead"
+    REPLY_OVERHEAD = "reply-overhead"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -90,7 +133,7 @@ class ModelUse(Record):
     profile: "ModelProfile"
     """The profile, as it was when the pack was assembled."""
     assumed: List["Assumed"]
-    """The request's fields taken from it, in the order tokenizer, budget, entry overhead."""
+    """The request's fields taken from it, in the order tokenizer, budget, entry overhead, reply overhead."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -246,6 +289,8 @@ class AssembleRequest(Record):
     """Most tokens the pack may hold, counted per entry. When absent: the model's window less its output reserve (within the plan's safety margin), else the plan's default budget (the snapshot records the one used)."""
     entry_overhead: Optional[int] = None
     """Tokens charged on top of each included entry for the message framing of the model's API (0 for a flat prompt). When absent: the model's message overhead, else 0."""
+    reply_overhead: Optional[int] = None
+    """Tokens charged once for a pack sent as messages, as the model's chat format primes its reply (OpenAI's 3). When absent: the model's reply overhead, else 0."""
     system_prompt: str = UNSET
     """The system prompt (L0; in JSON, empty when left out)."""
     workflow: Optional["WorkflowStatus"] = None
@@ -256,6 +301,8 @@ class AssembleRequest(Record):
     """The current task (L0), never truncated."""
     conversation: List["ConversationTurn"] = field(default_factory=list)
     """The conversation, oldest turn first (L1)."""
+    chat: Optional["Chat"] = None
+    """The conversation as chat messages in a provider's shape, instead of `conversation` (give one of the two): read into its turns — each message one turn with its parts, its tool calls and results, kept or dropped together —, charged as the provider is sent them, and given back in `context-pack.chat` as the request to send, the kept messages unchanged. Its system text (a system field, or the system messages that lead it) is the system prompt, after the request's own. A request that carries it is sent as messages, cache-first, unless it says otherwise."""
     keep_last: int = UNSET
     """At most this many of the newest turns are considered (in JSON, every turn when left out: 4294967295, and the budget alone decides which of the oldest give way)."""
     conversation_start: Optional[Union["ConversationStart", Literal["user-turn", "any-turn"]]] = None
@@ -268,6 +315,45 @@ class AssembleRequest(Record):
     """Summaries of completed stages, oldest first (L2)."""
     compaction: Optional["Compaction"] = None
     """The conversation as the previous turn's pack compacted it (its `compaction`, passed back): its first turns stand as their summary, and its tool results before `cleared` as a placeholder. When absent, nothing is compacted yet."""
+
+
+class ChatShape(str, enum.Enum):
+    """The shape a provider's API gives chat messages."""
+    OPENAI_CHAT = "openai-chat"
+    OPENAI_RESPONSES = "openai-responses"
+    ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
+
+
+@dataclass(kw_only=True, slots=True)
+class Chat(Record):
+    """Chat messages as a provider's API takes them."""
+    shape: Union["ChatShape", Literal["openai-chat", "openai-responses", "anthropic", "gemini"]]
+    """The shape they are in."""
+    messages: str
+    """JSON text: the list of messages (`messages`, `input` or `contents`), or an object holding that list under its name with the system text beside it (`system`, `systemInstruction`, `instructions`). Anything else is refused, naming it."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ChatRequest(Record):
+    """What to send: a pack given back in the shape its chat came in."""
+    shape: "ChatShape"
+    """The shape, the chat's."""
+    body: str
+    """JSON text of the request's body but the model and its options: the system text (L0, in the shape's place for it), the kept messages in the pack's layout, each the caller's own unchanged but for a cache hint, and the other context as a message of the pack's. With the provider's cache hints: Anthropic's `cache_control` at the prefixes the next turn repeats (see `cache-prefix`, at most 4 breakpoints in all), OpenAI's `prompt_cache_key` (the pack's `cache-key`)."""
+    sources: List[Optional[int]]
+    """For each message of the body's list (`messages`, `input`, `contents`), the index in the chat's messages of the one it is, or none for a message the pack made."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ChatReport(Record):
+    """How a chat was read and charged."""
+    shape: "ChatShape"
+    """The shape it came in."""
+    turns: List[int]
+    """For each turn of the conversation (`turn-N`), the index in the chat's messages of its first message."""
+    bounded: List[str]
+    """Where a charge is an upper bound rather than exact, each naming its place and why (`messages[3].content[1]: an image given by URL, charged the most it can cost`)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -631,6 +717,8 @@ class Snapshot(Record):
     """Each optional section still over its share once the unused shares had flowed, in priority order, and what compression did to it."""
     fence: "FenceReport"
     """How host texts and turns were written into the rendered context."""
+    chat: Optional["ChatReport"] = None
+    """How the request's chat was read and charged (in JSON, left out when the request carried none)."""
     entries: List["SnapshotEntry"]
     """One entry per candidate, in render order (dropped ones where they would have stood); a run of turns or stage summaries dropped alike is one entry (see `entry-run`)."""
 
@@ -682,6 +770,8 @@ class ContextPack(Record):
     """The budget."""
     compaction: Optional["Compaction"] = None
     """The conversation's compaction, to pass back with the next turn's request: the one the request passed, or a newer one. None where the plan does not compact and the request passed none."""
+    chat: Optional["ChatRequest"] = None
+    """The request to send, in the shape of the request's chat; none where the request carried no chat, or asked for the flat text (`form: text`), which is then the pack's `text` alone."""
     compression: "CompressionMetadata"
     """What was done to fit."""
     snapshot: "Snapshot"
@@ -1246,6 +1336,10 @@ __all__ = [
     "Candidate",
     "Change",
     "ChangeKind",
+    "Chat",
+    "ChatReport",
+    "ChatRequest",
+    "ChatShape",
     "Compaction",
     "CompressionMetadata",
     "CompressionOutcome",
@@ -1268,6 +1362,8 @@ __all__ = [
     "FullSettings",
     "Handling",
     "HostError",
+    "ImageRule",
+    "ImageTiles",
     "Layer",
     "Layout",
     "MandatoryShortfall",
@@ -1334,7 +1430,19 @@ def _d_Tokenizer(o):
     return Tokenizer(tag, v)
 def _d_ModelProfile(o):
     g = o.get
-    return ModelProfile(name=o["name"], tokenizer=_d_Tokenizer(o["tokenizer"]), context_window=o["context-window"], output_reserve=o["output-reserve"], message_overhead=o["message-overhead"], cache_min_tokens=g("cache-min-tokens"))
+    return ModelProfile(name=o["name"], tokenizer=_d_Tokenizer(o["tokenizer"]), context_window=o["context-window"], output_reserve=o["output-reserve"], message_overhead=o["message-overhead"], reply_overhead=o["reply-overhead"], cache_min_tokens=g("cache-min-tokens"), images=(None if (y := g("images")) is None else _d_ImageRule(y)))
+def _d_ImageRule(o):
+    if o.__class__ is str:
+        return ImageRule(o)
+    ((tag, v),) = o.items()
+    if tag == "tiles":
+        return ImageRule(tag, _d_ImageTiles(v))
+    if tag == "patches":
+        return ImageRule(tag, v)
+    return ImageRule(tag, v)
+def _d_ImageTiles(o):
+    g = o.get
+    return ImageTiles(base=o["base"], tile=o["tile"])
 _d_Assumed = Assumed._value2member_map_.__getitem__
 def _d_ModelUse(o):
     g = o.get
@@ -1366,7 +1474,17 @@ def _d_Candidate(o):
     return Candidate(id=o["id"], section=_d_Section(o["section"]), text=o["text"], provenance=(None if (y := g("provenance")) is None else _d_Provenance(y)), trust=_d_TrustTier(o["trust"]), score=g("score"), sequence=g("sequence"), scope=g("scope"), token_count=g("token-count"))
 def _d_AssembleRequest(o):
     g = o.get
-    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), form=(None if (y := g("form")) is None else _d_PackForm(y)), layout=(None if (y := g("layout")) is None else _d_Layout(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])], compaction=(None if (y := g("compaction")) is None else _d_Compaction(y)))
+    return AssembleRequest(context=_d_AgentContext(o["context"]), query=o["query"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), budget=g("budget"), entry_overhead=g("entry-overhead"), reply_overhead=g("reply-overhead"), system_prompt=o["system-prompt"], workflow=(None if (y := g("workflow")) is None else _d_WorkflowStatus(y)), instructions=(g("instructions") or []), current_task=g("current-task"), conversation=[_d_ConversationTurn(x) for x in (g("conversation") or [])], chat=(None if (y := g("chat")) is None else _d_Chat(y)), keep_last=o["keep-last"], conversation_start=(None if (y := g("conversation-start")) is None else _d_ConversationStart(y)), form=(None if (y := g("form")) is None else _d_PackForm(y)), layout=(None if (y := g("layout")) is None else _d_Layout(y)), stage_summaries=[_d_StageSummary(x) for x in (g("stage-summaries") or [])], compaction=(None if (y := g("compaction")) is None else _d_Compaction(y)))
+_d_ChatShape = ChatShape._value2member_map_.__getitem__
+def _d_Chat(o):
+    g = o.get
+    return Chat(shape=_d_ChatShape(o["shape"]), messages=o["messages"])
+def _d_ChatRequest(o):
+    g = o.get
+    return ChatRequest(shape=_d_ChatShape(o["shape"]), body=o["body"], sources=(g("sources") or []))
+def _d_ChatReport(o):
+    g = o.get
+    return ChatReport(shape=_d_ChatShape(o["shape"]), turns=(g("turns") or []), bounded=(g("bounded") or []))
 def _d_Compaction(o):
     g = o.get
     return Compaction(summary=o["summary"], turns=o["turns"], cleared=o["cleared"], hash=o["hash"])
@@ -1448,14 +1566,14 @@ def _d_FenceReport(o):
     return FenceReport(keyed=o["keyed"], stripped=(g("stripped") or []), defused=(g("defused") or []))
 def _d_Snapshot(o):
     g = o.get
-    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), model=(None if (y := g("model")) is None else _d_ModelUse(y)), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], cache_prefixes=[_d_CachePrefix(x) for x in (g("cache-prefixes") or [])], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], fence=_d_FenceReport(o["fence"]), entries=LazyList((g("entries") or []), _d_SnapshotEntry))
+    return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), model=(None if (y := g("model")) is None else _d_ModelUse(y)), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], cache_prefixes=[_d_CachePrefix(x) for x in (g("cache-prefixes") or [])], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], fence=_d_FenceReport(o["fence"]), chat=(None if (y := g("chat")) is None else _d_ChatReport(y)), entries=LazyList((g("entries") or []), _d_SnapshotEntry))
 _d_CacheBoundary = CacheBoundary._value2member_map_.__getitem__
 def _d_CachePrefix(o):
     g = o.get
     return CachePrefix(boundary=_d_CacheBoundary(o["boundary"]), messages=o["messages"], tokens=o["tokens"], hash=o["hash"], cacheable=o["cacheable"])
 def _d_ContextPack(o):
     g = o.get
-    return ContextPack(id=o["id"], session_id=g("session-id"), cache_key=g("cache-key"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compaction=(None if (y := g("compaction")) is None else _d_Compaction(y)), compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
+    return ContextPack(id=o["id"], session_id=g("session-id"), cache_key=g("cache-key"), trace_id=o["trace-id"], stage_id=g("stage-id"), entries=[_d_PackEntry(x) for x in (g("entries") or [])], text=o["text"], messages=[_d_Message(x) for x in (g("messages") or [])], budget_used=o["budget-used"], budget_limit=o["budget-limit"], compaction=(None if (y := g("compaction")) is None else _d_Compaction(y)), chat=(None if (y := g("chat")) is None else _d_ChatRequest(y)), compression=_d_CompressionMetadata(o["compression"]), snapshot=_d_Snapshot(o["snapshot"]), event=_d_ContextAssembled(o["event"]), metrics=_d_Metrics(o["metrics"]))
 def _d_Message(o):
     g = o.get
     return Message(role=_d_Role(o["role"]), content=o["content"], tool_call_id=g("tool-call-id"), attached_tokens=g("attached-tokens"))
@@ -1631,6 +1749,10 @@ _DECODE = {
     "Candidate": _d_Candidate,
     "Change": _d_Change,
     "ChangeKind": _d_ChangeKind,
+    "Chat": _d_Chat,
+    "ChatReport": _d_ChatReport,
+    "ChatRequest": _d_ChatRequest,
+    "ChatShape": _d_ChatShape,
     "Compaction": _d_Compaction,
     "CompressionMetadata": _d_CompressionMetadata,
     "CompressionOutcome": _d_CompressionOutcome,
@@ -1653,6 +1775,8 @@ _DECODE = {
     "FullSettings": _d_FullSettings,
     "Handling": _d_Handling,
     "HostError": _d_HostError,
+    "ImageRule": _d_ImageRule,
+    "ImageTiles": _d_ImageTiles,
     "Layer": _d_Layer,
     "Layout": _d_Layout,
     "MandatoryShortfall": _d_MandatoryShortfall,
@@ -1705,7 +1829,9 @@ _DECODE = {
 _SCHEMA = {
     "AgentContext": ("record", AgentContext, [("session_id", "session-id", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("user_id", "user-id", ['option', 'string']), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string'])]),
     "Tokenizer": ("variant", Tokenizer, {"o200k-base": None, "cl100k-base": None, "chars-per-token": 'u32', "named": 'string', "host": 'string'}),
-    "ModelProfile": ("record", ModelProfile, [("name", "name", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("context_window", "context-window", 'u32'), ("output_reserve", "output-reserve", 'u32'), ("message_overhead", "message-overhead", 'u32'), ("cache_min_tokens", "cache-min-tokens", ['option', 'u32'])]),
+    "ModelProfile": ("record", ModelProfile, [("name", "name", 'string'), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("context_window", "context-window", 'u32'), ("output_reserve", "output-reserve", 'u32'), ("message_overhead", "message-overhead", 'u32'), ("reply_overhead", "reply-overhead", 'u32'), ("cache_min_tokens", "cache-min-tokens", ['option', 'u32']), ("images", "images", ['option', ['ref', 'ImageRule']])]),
+    "ImageRule": ("variant", ImageRule, {"tiles": ['ref', 'ImageTiles'], "patches": 'f64', "pixels": None, "gemini-tiles": None, "none": None}),
+    "ImageTiles": ("record", ImageTiles, [("base", "base", 'u32'), ("tile", "tile", 'u32')]),
     "Assumed": ("enum", Assumed),
     "ModelUse": ("record", ModelUse, [("profile", "profile", ['ref', 'ModelProfile']), ("assumed", "assumed", ['list', ['ref', 'Assumed']])]),
     "TokenizerFile": ("record", TokenizerFile, [("name", "name", 'string'), ("text", "text", 'string'), ("pattern", "pattern", ['option', 'string'])]),
@@ -1721,7 +1847,11 @@ _SCHEMA = {
     "WorkflowStatus": ("record", WorkflowStatus, [("status", "status", 'string'), ("stage_id", "stage-id", ['option', 'string'])]),
     "StageSummary": ("record", StageSummary, [("stage_id", "stage-id", 'string'), ("outcome", "outcome", 'string'), ("summary", "summary", 'string')]),
     "Candidate": ("record", Candidate, [("id", "id", 'string'), ("section", "section", ['ref', 'Section']), ("text", "text", 'string'), ("provenance", "provenance", ['option', ['ref', 'Provenance']]), ("trust", "trust", ['ref', 'TrustTier']), ("score", "score", ['option', 'f64']), ("sequence", "sequence", ['option', 'u64']), ("scope", "scope", ['option', 'string']), ("token_count", "token-count", ['option', 'u32'])]),
-    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("form", "form", ['option', ['ref', 'PackForm']]), ("layout", "layout", ['option', ['ref', 'Layout']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']]), ("compaction", "compaction", ['option', ['ref', 'Compaction']])]),
+    "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("reply_overhead", "reply-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("chat", "chat", ['option', ['ref', 'Chat']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("form", "form", ['option', ['ref', 'PackForm']]), ("layout", "layout", ['option', ['ref', 'Layout']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']]), ("compaction", "compaction", ['option', ['ref', 'Compaction']])]),
+    "ChatShape": ("enum", ChatShape),
+    "Chat": ("record", Chat, [("shape", "shape", ['ref', 'ChatShape']), ("messages", "messages", 'string')]),
+    "ChatRequest": ("record", ChatRequest, [("shape", "shape", ['ref', 'ChatShape']), ("body", "body", 'string'), ("sources", "sources", ['list', ['option', 'u32']])]),
+    "ChatReport": ("record", ChatReport, [("shape", "shape", ['ref', 'ChatShape']), ("turns", "turns", ['list', 'u32']), ("bounded", "bounded", ['list', 'string'])]),
     "Compaction": ("record", Compaction, [("summary", "summary", 'string'), ("turns", "turns", 'u32'), ("cleared", "cleared", 'u32'), ("hash", "hash", 'string')]),
     "PackEntry": ("record", PackEntry, [("id", "id", 'string'), ("layer", "layer", ['ref', 'Layer']), ("section", "section", ['ref', 'Section']), ("role", "role", ['ref', 'Role']), ("text", "text", 'string'), ("tokens", "tokens", 'u32'), ("provenance", "provenance", ['ref', 'Provenance']), ("trust", "trust", ['ref', 'TrustTier'])]),
     "Strategy": ("enum", Strategy),
@@ -1739,10 +1869,10 @@ _SCHEMA = {
     "SectionCompression": ("record", SectionCompression, [("section", "section", ['ref', 'Section']), ("target_tokens", "target-tokens", 'u32'), ("outcome", "outcome", ['ref', 'CompressionOutcome'])]),
     "CompressionOutcome": ("variant", CompressionOutcome, {"summarized": 'u32', "cut": 'string', "skipped": 'string', "whole": 'string'}),
     "FenceReport": ("record", FenceReport, [("keyed", "keyed", 'bool'), ("stripped", "stripped", ['list', 'string']), ("defused", "defused", ['list', 'string'])]),
-    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("model", "model", ['option', ['ref', 'ModelUse']]), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("cache_prefixes", "cache-prefixes", ['list', ['ref', 'CachePrefix']]), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
+    "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("model", "model", ['option', ['ref', 'ModelUse']]), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("cache_prefixes", "cache-prefixes", ['list', ['ref', 'CachePrefix']]), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("chat", "chat", ['option', ['ref', 'ChatReport']]), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
     "CacheBoundary": ("enum", CacheBoundary),
     "CachePrefix": ("record", CachePrefix, [("boundary", "boundary", ['ref', 'CacheBoundary']), ("messages", "messages", 'u32'), ("tokens", "tokens", 'u32'), ("hash", "hash", 'string'), ("cacheable", "cacheable", 'bool')]),
-    "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("cache_key", "cache-key", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compaction", "compaction", ['option', ['ref', 'Compaction']]), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
+    "ContextPack": ("record", ContextPack, [("id", "id", 'string'), ("session_id", "session-id", ['option', 'string']), ("cache_key", "cache-key", ['option', 'string']), ("trace_id", "trace-id", 'string'), ("stage_id", "stage-id", ['option', 'string']), ("entries", "entries", ['list', ['ref', 'PackEntry']]), ("text", "text", 'string'), ("messages", "messages", ['list', ['ref', 'Message']]), ("budget_used", "budget-used", 'u32'), ("budget_limit", "budget-limit", 'u32'), ("compaction", "compaction", ['option', ['ref', 'Compaction']]), ("chat", "chat", ['option', ['ref', 'ChatRequest']]), ("compression", "compression", ['ref', 'CompressionMetadata']), ("snapshot", "snapshot", ['ref', 'Snapshot']), ("event", "event", ['ref', 'ContextAssembled']), ("metrics", "metrics", ['ref', 'Metrics'])]),
     "Message": ("record", Message, [("role", "role", ['ref', 'Role']), ("content", "content", 'string'), ("tool_call_id", "tool-call-id", ['option', 'string']), ("attached_tokens", "attached-tokens", ['option', 'u32'])]),
     "ContextAssembled": ("record", ContextAssembled, [("context_snapshot_id", "context-snapshot-id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("tokens_used", "tokens-used", 'u32'), ("token_budget", "token-budget", 'u32')]),
     "Metrics": ("record", Metrics, [("tokens_per_section", "tokens-per-section", ['list', ['ref', 'SectionTokens']]), ("dropped_by_reason", "dropped-by-reason", ['list', ['ref', 'ReasonCount']])]),
