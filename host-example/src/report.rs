@@ -212,6 +212,15 @@ pub fn outcome(o: &Outcome) -> String {
             out
         }
         Reply::Failed(f) => failure(f),
+        Reply::Trimmed(t) => format!(
+            "kept messages {:?} ({} tokens){}\n",
+            t.kept,
+            t.tokens,
+            match &t.partial {
+                Some(p) => format!(", message {} cut", p.message),
+                None => String::new(),
+            }
+        ),
     };
     let calls: Vec<String> = o
         .host_calls

@@ -195,10 +195,17 @@ fn resource_limits_stop_a_call_and_say_which_limit() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("memory limit hit"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    // With room for it, the same request is assembled (the turn dropped).
+    // With room for it, the same request is assembled: the turn is the
+    // question being answered, counted whole and over the budget, and the
+    // assembly says so (exit 1, a failed assembly, not a limit).
     let roomy = run(&["assemble", path_arg, "--max-memory-mb", "512"]);
     std::fs::remove_file(&path).unwrap();
-    assert!(roomy.status.success(), "{}", text(&roomy.stderr));
+    assert_eq!(roomy.status.code(), Some(1), "{}", text(&roomy.stderr));
+    let said = text(&roomy.stdout) + &text(&roomy.stderr);
+    assert!(
+        said.contains("mandatory layer needs 3200027 tokens but the budget is 400"),
+        "{said}"
+    );
 
     let out = run(&["assemble", scenario, "--fuel", "100000"]);
     assert_eq!(out.status.code(), Some(2));

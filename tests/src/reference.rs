@@ -31,13 +31,23 @@ pub struct Reference {
 /// matching its special tokens if it has any; or, for a file that merges
 /// by its list of merges (DeepSeek V3's, Gemma 3's), [`ByList`].
 pub enum Counter {
-    Ranks { bpe: CoreBPE, specials: bool },
+    Ranks {
+        bpe: CoreBPE,
+        specials: bool,
+    },
     ByList(ByList),
+    /// A file whose normalizer is NFC (Qwen 3's tokenizer.json): the text
+    /// in Normalization Form C, then counted.
+    Nfc(Box<Counter>),
 }
 
 impl Counter {
     pub fn count(&self, text: &str) -> u64 {
         match self {
+            Counter::Nfc(inner) => {
+                use unicode_normalization::UnicodeNormalization;
+                inner.count(&text.nfc().collect::<String>())
+            }
             Counter::Ranks { bpe, specials } => {
                 let tokens = match specials {
                     true => bpe.encode_with_special_tokens(text),
@@ -357,6 +367,11 @@ fn by_list(json: &serde_json::Value) -> Counter {
 }
 
 fn hugging_face(json: &serde_json::Value) -> Counter {
+    if json["normalizer"]["type"] == "NFC" {
+        let mut plain = json.clone();
+        plain["normalizer"] = serde_json::Value::Null;
+        return Counter::Nfc(Box::new(hugging_face(&plain)));
+    }
     let splits = json["pre_tokenizer"]["pretokenizers"]
         .as_array()
         .map_or(0, |p| p.iter().filter(|p| p["type"] == "Split").count());

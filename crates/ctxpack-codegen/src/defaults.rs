@@ -150,10 +150,10 @@ macro_rules! zero {
 impl<'de> de::Deserializer<'de> for Probe<'_> {
     type Error = Error;
 
-    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        Err(Error::Other(
-            "a value read by its shape: the probe cannot offer one".into(),
-        ))
+    /// A value read by its shape (a chat's messages, JSON text or the
+    /// value itself) is offered as the WIT spells it: a string.
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_str("")
     }
 
     zero! {

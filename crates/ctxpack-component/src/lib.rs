@@ -101,6 +101,20 @@ impl GuestContextBuilder for Builder {
         let assembly = ctx::Builder::start_owned(Rc::clone(&self.0), request.convert());
         Assembly::new(AssemblyResource(RefCell::new(assembly)))
     }
+
+    fn count(&self, request: wit::CountRequest) -> Result<wit::TokenCounts, wit::CtxpackError> {
+        match self.0.count(&request.convert()) {
+            Ok(counts) => Ok(counts.convert()),
+            Err(e) => Err(e.convert()),
+        }
+    }
+
+    fn trim(&self, request: wit::TrimRequest) -> Result<wit::Trimmed, wit::CtxpackError> {
+        match self.0.trim(&request.convert(), &mut Imports) {
+            Ok(trimmed) => Ok(trimmed.convert()),
+            Err(failure) => Err(failure.error.convert()),
+        }
+    }
 }
 
 /// The `assembly` resource: one core assembly, driven by the host's
@@ -226,6 +240,33 @@ impl<'a> Lend<'a> for ctx::SummaryRequest {
             section: section.convert(),
             text,
             target_tokens: *target_tokens,
+        }
+    }
+}
+
+impl<'a> Lend<'a> for ctx::MessageList {
+    type Param = wit::MessageListParam<'a>;
+
+    /// Destructured, as a candidate is.
+    fn lend(&'a self) -> wit::MessageListParam<'a> {
+        let ctx::MessageList { messages, cut } = self;
+        wit::MessageListParam {
+            messages,
+            cut: cut.as_ref().map(|p| {
+                let ctx::Partial {
+                    message,
+                    blocks,
+                    text,
+                } = p;
+                wit::PartialParam {
+                    message: *message,
+                    blocks: blocks.map(|b| wit::BlockRange {
+                        first: b.first,
+                        count: b.count,
+                    }),
+                    text: text.as_deref(),
+                }
+            }),
         }
     }
 }
@@ -358,6 +399,15 @@ mod json {
         fn handle(&self, router: RouterBorrow<'_>, request: String) -> JsonAssembly {
             let router: &RouterResource = router.get();
             let assembly = ctx::json::JsonAssembly::handle(&router.0, Rc::clone(&self.0), &request);
+            JsonAssembly::new(Assembly(RefCell::new(assembly)))
+        }
+
+        fn count(&self, request: String) -> Result<String, wit::CtxpackError> {
+            ctx::json::count(&self.0, &request).map_err(Convert::convert)
+        }
+
+        fn trim(&self, request: String) -> JsonAssembly {
+            let assembly = ctx::json::JsonAssembly::trim(Rc::clone(&self.0), &request);
             JsonAssembly::new(Assembly(RefCell::new(assembly)))
         }
     }

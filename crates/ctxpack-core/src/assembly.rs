@@ -43,14 +43,14 @@ use std::task::{Context, Poll, Waker};
 // The outcome is large, and given once: boxing it would save nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub enum Next<'a> {
+pub enum Next<'a, T = ContextPack> {
     /// A round of calls, independent of each other: answer each with
     /// [`Assembly::provide`], by its index, in any order.
     Calls(&'a [Call<'static>]),
     /// The assembly is over: its pack, or why there is none (with the
     /// failed snapshot once it had begun). Given once; asked again, it is
     /// an [`Error::StepMismatch`].
-    Done(Result<ContextPack, Failure>),
+    Done(Result<T, Failure>),
 }
 
 /// A round the pipeline asked, kept by the assembly until every call of it
@@ -143,6 +143,36 @@ impl Channel {
         };
         match ask.await.pop() {
             Some((_, Answer::Counts(counts))) => counts,
+            _ => unreachable_answer(),
+        }
+    }
+
+    /// Asks the host's counter of messages for the tokens of each list.
+    pub(crate) async fn count_messages(
+        &self,
+        tokenizer: &str,
+        lists: Vec<crate::types::MessageList>,
+    ) -> Result<Vec<u32>, HostError> {
+        let call = Call::CountMessages {
+            tokenizer: Cow::Owned(tokenizer.to_owned()),
+            lists: Cow::Owned(lists),
+        };
+        match self.call(call).await {
+            (_, Answer::Counts(counts)) => counts,
+            _ => unreachable_answer(),
+        }
+    }
+
+    /// Asks the host to split each text into the pieces a cut keeps.
+    pub(crate) async fn split_text(
+        &self,
+        texts: Vec<String>,
+    ) -> Result<Vec<crate::types::TextPieces>, HostError> {
+        let call = Call::SplitText {
+            texts: Cow::Owned(texts),
+        };
+        match self.call(call).await {
+            (_, Answer::Splits(splits)) => splits,
             _ => unreachable_answer(),
         }
     }
@@ -298,7 +328,7 @@ impl Future for Ask<'_> {
     }
 }
 
-type Run<'a> = Pin<Box<dyn Future<Output = Result<ContextPack, Failure>> + 'a>>;
+type Run<'a, T> = Pin<Box<dyn Future<Output = Result<T, Failure>> + 'a>>;
 
 /// One assembly in progress, driven step by step by its host. It borrows
 /// its builder and request; an assembly dropped before it is done leaves
@@ -351,20 +381,23 @@ type Run<'a> = Pin<Box<dyn Future<Output = Result<ContextPack, Failure>> + 'a>>;
 /// // Answered what it did not ask, an assembly says so, typed.
 /// assert!(assembly.provide(0, Answer::Verdicts(Ok(vec![]))).is_err());
 /// ```
-pub struct Assembly<'a> {
+///
+/// The same steps drive a trim ([`crate::Builder::trim_start`]): an
+/// `Assembly` whose outcome is [`crate::Trimmed`].
+pub struct Assembly<'a, T = ContextPack> {
     channel: Rc<Channel>,
-    run: Option<Run<'a>>,
+    run: Option<Run<'a, T>>,
     /// What the pipeline asked and the host has not yet answered in full.
     asked: Option<Asked>,
     /// The outcome, until it is given out.
-    done: Option<Result<ContextPack, Failure>>,
+    done: Option<Result<T, Failure>>,
 }
 
-impl<'a> Assembly<'a> {
+impl<'a, T> Assembly<'a, T> {
     /// An assembly of the pipeline `run` makes from its channel.
     pub(crate) fn new<F>(run: impl FnOnce(Rc<Channel>) -> F) -> Self
     where
-        F: Future<Output = Result<ContextPack, Failure>> + 'a,
+        F: Future<Output = Result<T, Failure>> + 'a,
     {
         let channel = Rc::new(Channel::default());
         Assembly {
@@ -379,7 +412,7 @@ impl<'a> Assembly<'a> {
     /// answering gives the same need.
     // Not an iterator: each need must be answered before the next.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Next<'_> {
+    pub fn next(&mut self) -> Next<'_, T> {
         if self.asked.is_none() && self.done.is_none() {
             self.resume();
         }
@@ -464,11 +497,7 @@ impl<'a> Assembly<'a> {
 
     /// Drives the assembly to its end over `host`, for `context`'s
     /// requests: what [`crate::Builder::assemble`] does.
-    pub fn drive(
-        mut self,
-        host: &mut dyn Host,
-        context: &AgentContext,
-    ) -> Result<ContextPack, Failure> {
+    pub fn drive(mut self, host: &mut dyn Host, context: &AgentContext) -> Result<T, Failure> {
         loop {
             let answers: Vec<Answer> = match self.next() {
                 Next::Done(outcome) => return outcome,

@@ -83,6 +83,14 @@ impl Builder {
         })
     }
 
+    /// The counter of `tokenizer`, as an assembly counts with it.
+    pub(crate) fn counter(
+        &self,
+        tokenizer: &Tokenizer,
+    ) -> Result<Box<dyn TokenCounter + '_>, Error> {
+        self.tokenizers.counter(tokenizer)
+    }
+
     /// Assembles the pack for `request` within its budget.
     ///
     /// `host` lends the stores, policy and summariser; an assembly calls each

@@ -76,6 +76,19 @@ pub enum Call<'a> {
         /// The texts to count.
         texts: Cow<'a, [String]>,
     },
+    /// `counter.count-messages`: one count per list of a trim's messages,
+    /// in order.
+    CountMessages {
+        /// The name the trim's `Tokenizer::Host` gives.
+        tokenizer: Cow<'a, str>,
+        /// The lists to count, each as one request.
+        lists: Cow<'a, [crate::types::MessageList]>,
+    },
+    /// `counter.split-text`: each text's pieces, in order.
+    SplitText {
+        /// The texts to split.
+        texts: Cow<'a, [String]>,
+    },
 }
 
 /// The host's answer to one [`Call`]: what the import returns, or its
@@ -89,8 +102,11 @@ pub enum Answer {
     Verdicts(Result<Vec<Verdict>, HostError>),
     /// To [`Call::Summarize`]: one summary per request, in order.
     Summaries(Result<Vec<String>, HostError>),
-    /// To [`Call::CountTokens`]: one count per text, in order.
+    /// To [`Call::CountTokens`] and [`Call::CountMessages`]: one count
+    /// per text or list, in order.
     Counts(Result<Vec<u32>, HostError>),
+    /// To [`Call::SplitText`]: one list of pieces per text, in order.
+    Splits(Result<Vec<crate::types::TextPieces>, HostError>),
 }
 
 impl Call<'_> {
@@ -104,6 +120,8 @@ impl Call<'_> {
             Call::Review { .. } => Capability::Review,
             Call::Summarize { .. } => Capability::Summarize,
             Call::CountTokens { .. } => Capability::CountTokens,
+            Call::CountMessages { .. } => Capability::CountMessages,
+            Call::SplitText { .. } => Capability::SplitText,
         }
     }
 
@@ -138,6 +156,10 @@ impl Call<'_> {
             Call::CountTokens { tokenizer, texts } => {
                 Answer::Counts(host.count_tokens(tokenizer, texts))
             }
+            Call::CountMessages { tokenizer, lists } => {
+                Answer::Counts(host.count_messages(tokenizer, lists))
+            }
+            Call::SplitText { texts } => Answer::Splits(host.split_text(texts)),
         }
     }
 
@@ -148,6 +170,7 @@ impl Call<'_> {
             Kind::Verdicts => Answer::Verdicts(Err(error)),
             Kind::Summaries => Answer::Summaries(Err(error)),
             Kind::Counts => Answer::Counts(Err(error)),
+            Kind::Splits => Answer::Splits(Err(error)),
         }
     }
 
@@ -160,7 +183,8 @@ impl Call<'_> {
             | Call::RepositoryState {} => Kind::Candidates,
             Call::Review { .. } => Kind::Verdicts,
             Call::Summarize { .. } => Kind::Summaries,
-            Call::CountTokens { .. } => Kind::Counts,
+            Call::CountTokens { .. } | Call::CountMessages { .. } => Kind::Counts,
+            Call::SplitText { .. } => Kind::Splits,
         }
     }
 
@@ -205,6 +229,11 @@ impl Call<'_> {
                 tokenizer: own(tokenizer),
                 texts: own(texts),
             },
+            Call::CountMessages { tokenizer, lists } => Call::CountMessages {
+                tokenizer: own(tokenizer),
+                lists: own(lists),
+            },
+            Call::SplitText { texts } => Call::SplitText { texts: own(texts) },
         }
     }
 
@@ -223,6 +252,7 @@ impl Call<'_> {
             Kind::Verdicts => Answer::Verdicts(result(de)?),
             Kind::Summaries => Answer::Summaries(result(de)?),
             Kind::Counts => Answer::Counts(result(de)?),
+            Kind::Splits => Answer::Splits(result(de)?),
         })
     }
 }
@@ -234,6 +264,7 @@ enum Kind {
     Verdicts,
     Summaries,
     Counts,
+    Splits,
 }
 
 impl Answer {
@@ -243,6 +274,7 @@ impl Answer {
             Answer::Verdicts(_) => Kind::Verdicts,
             Answer::Summaries(_) => Kind::Summaries,
             Answer::Counts(_) => Kind::Counts,
+            Answer::Splits(_) => Kind::Splits,
         }
     }
 
@@ -253,6 +285,7 @@ impl Answer {
             Answer::Verdicts(_) => "verdicts",
             Answer::Summaries(_) => "summaries",
             Answer::Counts(_) => "counts",
+            Answer::Splits(_) => "splits",
         }
     }
 }
@@ -274,6 +307,7 @@ impl Serialize for Answer {
             Answer::Verdicts(r) => result(s, r),
             Answer::Summaries(r) => result(s, r),
             Answer::Counts(r) => result(s, r),
+            Answer::Splits(r) => result(s, r),
         }
     }
 }

@@ -19,11 +19,15 @@ pub enum Capability {
     Summarize,
     /// `counter.count-tokens`.
     CountTokens,
+    /// `counter.count-messages`.
+    CountMessages,
+    /// `counter.split-text`.
+    SplitText,
 }
 
 impl Capability {
     /// Every capability, in the order the WIT lists them.
-    pub const ALL: [Capability; 7] = [
+    pub const ALL: [Capability; 9] = [
         Capability::Retrieve,
         Capability::ExpandGraph,
         Capability::RecallMemory,
@@ -31,6 +35,8 @@ impl Capability {
         Capability::Review,
         Capability::Summarize,
         Capability::CountTokens,
+        Capability::CountMessages,
+        Capability::SplitText,
     ];
 
     /// Its name, the interface's and the function's: `sources.retrieve`.
@@ -43,6 +49,8 @@ impl Capability {
             Capability::Review => "policy.review",
             Capability::Summarize => "summarizer.summarize",
             Capability::CountTokens => "counter.count-tokens",
+            Capability::CountMessages => "counter.count-messages",
+            Capability::SplitText => "counter.split-text",
         }
     }
 
@@ -56,6 +64,8 @@ impl Capability {
             Capability::Review => "review",
             Capability::Summarize => "summarize",
             Capability::CountTokens => "count-tokens",
+            Capability::CountMessages => "count-messages",
+            Capability::SplitText => "split-text",
         }
     }
 

@@ -383,23 +383,8 @@ fn unique_calls(turns: &[Turn], msgs: &[Msg]) -> Result<(), Error> {
 /// beside its text is counted by `meter` into its attached tokens; sent
 /// as flat text, its calls are written into its text.
 pub(crate) fn derive(read: &Read, meter: &Meter, form: PackForm) -> Vec<ConversationTurn> {
-    let mut group: HashMap<&str, &str> = HashMap::new();
-    let mut out = Vec::with_capacity(read.turns.len());
-    for t in &read.turns {
-        let role = t.role();
-        let tool_call_id = match role {
-            Role::Assistant => t.calls.first().map(|(id, _, _)| {
-                for (other, _, _) in &t.calls {
-                    group.insert(other, id);
-                }
-                id.clone()
-            }),
-            Role::Tool => t
-                .answers
-                .first()
-                .map(|a| group.get(a.as_str()).copied().unwrap_or(a).to_owned()),
-            _ => None,
-        };
+    let mut out = derive_roles(read);
+    for (t, turn) in read.turns.iter().zip(out.iter_mut()) {
         let mut content = t.joined();
         let attached = match form {
             PackForm::Text => {
@@ -419,11 +404,37 @@ pub(crate) fn derive(read: &Read, meter: &Meter, form: PackForm) -> Vec<Conversa
                 (beside > 0).then_some(beside)
             }
         };
+        turn.content = content;
+        turn.attached_tokens = attached;
+    }
+    out
+}
+
+/// The turns of `read` with their roles and the call ids that make units
+/// of them (see [`derive`]), their contents not yet written.
+pub(crate) fn derive_roles(read: &Read) -> Vec<ConversationTurn> {
+    let mut group: HashMap<&str, &str> = HashMap::new();
+    let mut out = Vec::with_capacity(read.turns.len());
+    for t in &read.turns {
+        let role = t.role();
+        let tool_call_id = match role {
+            Role::Assistant => t.calls.first().map(|(id, _, _)| {
+                for (other, _, _) in &t.calls {
+                    group.insert(other, id);
+                }
+                id.clone()
+            }),
+            Role::Tool => t
+                .answers
+                .first()
+                .map(|a| group.get(a.as_str()).copied().unwrap_or(a).to_owned()),
+            _ => None,
+        };
         out.push(ConversationTurn {
             role,
-            content,
+            content: String::new(),
             tool_call_id,
-            attached_tokens: attached,
+            attached_tokens: None,
         });
     }
     out

@@ -91,6 +91,27 @@ pub trait Host {
     fn count_tokens(&mut self, _tokenizer: &str, _texts: &[String]) -> Result<Vec<u32>, HostError> {
         Err(HostError::not_provided(Capability::CountTokens.name()))
     }
+
+    /// The tokens of each list of a trim's messages, in order, as
+    /// `tokenizer` (the trim's `Tokenizer::Host`) counts a request of
+    /// them: the chat's messages by index, in their order, a cut one
+    /// spelt out (see [`crate::MessageList`]).
+    fn count_messages(
+        &mut self,
+        _tokenizer: &str,
+        _lists: &[crate::types::MessageList],
+    ) -> Result<Vec<u32>, HostError> {
+        Err(HostError::not_provided(Capability::CountMessages.name()))
+    }
+
+    /// Each text split into the pieces a cut message may keep, in order
+    /// (a trim's `TextSplit::Host`).
+    fn split_text(
+        &mut self,
+        _texts: &[String],
+    ) -> Result<Vec<crate::types::TextPieces>, HostError> {
+        Err(HostError::not_provided(Capability::SplitText.name()))
+    }
 }
 
 /// A host that lends nothing: every call fails, naming the import. Use it

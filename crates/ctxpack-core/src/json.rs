@@ -92,6 +92,13 @@ pub fn builder(config: &str) -> Result<Builder, Error> {
     Builder::new(parse::<BuilderConfig>(config, "config")?)
 }
 
+/// Counts a [`crate::CountRequest`] given as JSON: its
+/// [`crate::TokenCounts`] as JSON. An error names the field (`count.…`).
+pub fn count(builder: &Builder, request: &str) -> Result<String, Error> {
+    let request = parse_fast::<crate::CountRequest>(request, "count")?;
+    to_json(&builder.count(&request)?)
+}
+
 /// How an assembly or a handling ends: the `done` step's payload, and a
 /// scenario's `reply`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -103,6 +110,8 @@ pub enum Reply {
     Handled(Box<Handling>),
     /// Why there is neither, with the failed snapshot if it had begun.
     Failed(Failure),
+    /// What a trim kept.
+    Trimmed(Box<crate::Trimmed>),
 }
 
 impl Reply {
@@ -119,7 +128,7 @@ impl Reply {
                 crate::Dispatch::Fallback(f) => Some(&f.pack),
                 crate::Dispatch::Skill(_) => None,
             },
-            Reply::Failed(_) => None,
+            Reply::Failed(_) | Reply::Trimmed(_) => None,
         }
     }
 
@@ -171,11 +180,53 @@ enum State {
     /// Under way; a handling keeps its routing decision and request for
     /// the dispatch.
     Running {
-        assembly: Box<Assembly<'static>>,
+        assembly: Runner,
         handling: Option<Box<(RoutingDecision, AssembleRequest)>>,
     },
     /// Over before it began, or just over: the outcome, until given.
     Over(Option<Reply>),
+}
+
+/// What runs step by step: an assembly, or a trim.
+enum Runner {
+    Pack(Box<Assembly<'static>>),
+    Trim(Box<Assembly<'static, crate::Trimmed>>),
+}
+
+/// A runner's step (its outcome given once, as an assembly's is).
+#[allow(clippy::large_enum_variant)]
+enum Stepped<'a> {
+    Calls(&'a [Call<'static>]),
+    Done(Result<Outcome, Failure>),
+}
+
+/// A runner's outcome.
+#[allow(clippy::large_enum_variant)]
+enum Outcome {
+    Pack(ContextPack),
+    Trimmed(crate::Trimmed),
+}
+
+impl Runner {
+    fn next(&mut self) -> Stepped<'_> {
+        match self {
+            Runner::Pack(a) => match a.next() {
+                Next::Calls(calls) => Stepped::Calls(calls),
+                Next::Done(outcome) => Stepped::Done(outcome.map(Outcome::Pack)),
+            },
+            Runner::Trim(a) => match a.next() {
+                Next::Calls(calls) => Stepped::Calls(calls),
+                Next::Done(outcome) => Stepped::Done(outcome.map(Outcome::Trimmed)),
+            },
+        }
+    }
+
+    fn provide(&mut self, call: usize, answer: Answer) -> Result<(), Error> {
+        match self {
+            Runner::Pack(a) => a.provide(call, answer),
+            Runner::Trim(a) => a.provide(call, answer),
+        }
+    }
 }
 
 impl JsonAssembly {
@@ -188,7 +239,25 @@ impl JsonAssembly {
     {
         let state = match parse_fast::<AssembleRequest>(request, "request") {
             Ok(request) => State::Running {
-                assembly: Box::new(Builder::start_owned(builder, request)),
+                assembly: Runner::Pack(Box::new(Builder::start_owned(builder, request))),
+                handling: None,
+            },
+            Err(e) => State::Over(Some(Reply::Failed(e.into()))),
+        };
+        JsonAssembly { state }
+    }
+
+    /// A trim of `request` (the WIT's `trim-request` as JSON): its steps
+    /// ask only `count-messages` and `split-text`; the last is
+    /// `{"done": {"trimmed": …}}`. A request that does not parse ends at
+    /// the first step, refused with the field's path (`trim.…`).
+    pub fn trim<B>(builder: B, request: &str) -> Self
+    where
+        B: Deref<Target = Builder> + 'static,
+    {
+        let state = match parse_fast::<crate::TrimRequest>(request, "trim") {
+            Ok(request) => State::Running {
+                assembly: Runner::Trim(Box::new(Builder::trim_start_owned(builder, request))),
                 handling: None,
             },
             Err(e) => State::Over(Some(Reply::Failed(e.into()))),
@@ -212,7 +281,10 @@ impl JsonAssembly {
             Routed::Skill(handling) => Self::over(Reply::Handled(Box::new(handling))),
             Routed::Builder(decision) => JsonAssembly {
                 state: State::Running {
-                    assembly: Box::new(Builder::start_owned(builder, request.clone())),
+                    assembly: Runner::Pack(Box::new(Builder::start_owned(
+                        builder,
+                        request.clone(),
+                    ))),
                     handling: Some(Box::new((decision, request))),
                 },
             },
@@ -251,12 +323,12 @@ impl JsonAssembly {
                 )),
             },
             State::Running { assembly, handling } => match assembly.next() {
-                Next::Done(outcome) => {
+                Stepped::Done(outcome) => {
                     let reply = finish(outcome, handling.take());
                     self.state = State::Over(None);
                     write(&Step::Done(&reply))
                 }
-                Next::Calls(calls) => write(&Step::Calls(calls)),
+                Stepped::Calls(calls) => write(&Step::Calls(calls)),
             },
         }
     }
@@ -268,7 +340,7 @@ impl JsonAssembly {
             ));
         };
         match assembly.next() {
-            Next::Calls(calls) => {
+            Stepped::Calls(calls) => {
                 let (answers, held) = read_answers(answer, calls)?;
                 if held != calls.len() {
                     return Err(Error::StepMismatch(format!(
@@ -281,7 +353,7 @@ impl JsonAssembly {
                     .enumerate()
                     .try_for_each(|(call, a)| assembly.provide(call, a))
             }
-            Next::Done(outcome) => {
+            Stepped::Done(outcome) => {
                 // Answered instead of taking the outcome: keep it for the
                 // step that follows the refusal.
                 let reply = finish(outcome, handling.take());
@@ -337,13 +409,14 @@ fn tracked<'de, S: DeserializeSeed<'de>>(text: &'de str, seed: S) -> Result<S::V
 /// An assembly's outcome as its reply: a pack, or — for a handling — the
 /// fallback dispatch of the pack.
 fn finish(
-    outcome: Result<ContextPack, Failure>,
+    outcome: Result<Outcome, Failure>,
     handling: Option<Box<(RoutingDecision, AssembleRequest)>>,
 ) -> Reply {
     match (outcome, handling) {
         (Err(failure), _) => Reply::Failed(failure),
-        (Ok(pack), None) => Reply::Pack(Box::new(pack)),
-        (Ok(pack), Some(h)) => {
+        (Ok(Outcome::Trimmed(t)), _) => Reply::Trimmed(Box::new(t)),
+        (Ok(Outcome::Pack(pack)), None) => Reply::Pack(Box::new(pack)),
+        (Ok(Outcome::Pack(pack)), Some(h)) => {
             let (decision, request) = *h;
             Reply::Handled(Box::new(handle::fallback(decision, &request, pack)))
         }

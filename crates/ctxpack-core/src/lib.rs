@@ -102,6 +102,7 @@ mod compact;
 mod compress;
 mod config;
 mod conversation;
+mod count;
 mod dedup;
 pub mod defaults;
 mod diff;
@@ -126,6 +127,7 @@ mod render;
 mod router;
 mod snapshot;
 mod tokenizer;
+mod trim;
 mod types;
 mod validate;
 
@@ -141,6 +143,7 @@ pub use config::{
     BuilderConfig, FullSettings, Plan, Profile, RagMemorySettings, RagSettings, Ranking,
     SectionShare, TokenizerFile,
 };
+pub use count::{CountRequest, TokenCounts};
 pub use diff::{Change, ChangeKind, EntryState, SnapshotDiff, diff};
 pub use digest::{content_id, text_hash};
 pub use error::{Error, Failure, HostError, NOT_PROVIDED};
@@ -163,10 +166,11 @@ pub use snapshot::{
 };
 pub use tokenizer::{Count, LoadedTokenizer, TokenCounter, Tokenizers};
 pub use types::{
-    AgentContext, AssembleRequest, Assumed, Candidate, Chat, ChatShape, Compaction,
+    AgentContext, AssembleRequest, Assumed, BlockRange, Candidate, Chat, ChatShape, Compaction,
     ConversationStart, ConversationTurn, ImageRule, ImageTiles, KEEP_EVERY_TURN, Layer, Layout,
-    ModelProfile, ModelUse, PackForm, Provenance, Role, Section, StageSummary, SummaryRequest,
-    Tokenizer, TrustTier, WorkflowStatus,
+    MessageList, ModelProfile, ModelUse, PackForm, Partial, Provenance, Role, Section,
+    StageSummary, SummaryRequest, TextPieces, TextSplit, Tokenizer, TrimRequest, TrimStrategy,
+    Trimmed, TrustTier, WorkflowStatus,
 };
 pub use validate::request as validate_request;
 

@@ -17,6 +17,7 @@ mod models;
 mod modules;
 #[cfg(any(feature = "o200k", feature = "cl100k"))]
 mod tokenizer_files;
+mod trim;
 
 fn turn(role: Role, content: &str, call: Option<&str>) -> ConversationTurn {
     ConversationTurn {

@@ -474,7 +474,8 @@ pub struct Tokenizers {
     given: Vec<(String, Box<dyn TokenCounter + Send + Sync>)>,
 }
 
-/// A counter the application gave, lent for one assembly.
+/// A counter the application gave, or a file read, lent for one
+/// assembly.
 struct Lent<'a>(&'a (dyn TokenCounter + Send + Sync));
 
 impl TokenCounter for Lent<'_> {
@@ -592,7 +593,8 @@ impl Tokenizers {
             Tokenizer::CharsPerToken(n) => return Ok(Box::new(CharsPerToken::new(*n)?)),
             Tokenizer::Named(name) => match self.given.iter().find(|(n, _)| n == name) {
                 Some((_, counter)) => return Ok(Box::new(Lent(counter.as_ref()))),
-                None => &self.named(name)?.encoding,
+                // A file's counter, its normalizer with it.
+                None => return Ok(Box::new(Lent(self.named(name)?))),
             },
             Tokenizer::Host(name) => {
                 return Err(Error::TokenizerUnavailable(format!(

@@ -402,6 +402,34 @@ pub struct AssembleRequest {
     pub compaction: Option<Compaction>,
 }
 
+impl Default for AssembleRequest {
+    /// A request with nothing in it: no model, tokenizer or budget, every
+    /// turn considered (as the JSON face reads `{}`).
+    fn default() -> Self {
+        AssembleRequest {
+            context: AgentContext::default(),
+            query: String::new(),
+            model: None,
+            tokenizer: None,
+            budget: None,
+            entry_overhead: None,
+            reply_overhead: None,
+            system_prompt: String::new(),
+            workflow: None,
+            instructions: Vec::new(),
+            current_task: None,
+            conversation: Vec::new(),
+            chat: None,
+            keep_last: KEEP_EVERY_TURN,
+            conversation_start: None,
+            form: None,
+            layout: None,
+            stage_summaries: Vec::new(),
+            compaction: None,
+        }
+    }
+}
+
 /// A conversation compacted (see `plan.compact-share`): what a pack
 /// returns for the next turn's request to pass back, so the summary's
 /// bytes stay as they are until the conversation is compacted again.
@@ -596,4 +624,124 @@ pub struct ModelUse {
     /// The request's fields taken from it, in this order: tokenizer,
     /// budget, entry overhead.
     pub assumed: Vec<Assumed>,
+}
+
+/// Which messages a trim keeps (LangChain's `strategy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrimStrategy {
+    /// The newest that fit.
+    #[default]
+    Last,
+    /// The oldest that fit.
+    First,
+}
+
+/// How a message is cut where a trim keeps part of one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TextSplit {
+    /// At line breaks, each line with its break.
+    #[default]
+    Lines,
+    /// As the host's `counter.split-text` splits it.
+    Host,
+}
+
+/// A chat's messages trimmed to a budget (see the module).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct TrimRequest {
+    /// The messages.
+    pub chat: Chat,
+    /// The most tokens the kept messages may count.
+    pub max_tokens: u32,
+    /// The model whose tokenizer and chat format count.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The tokenizer; the model's when left out; `host` counts lists with
+    /// the host's counter of messages.
+    #[serde(default)]
+    pub tokenizer: Option<Tokenizer>,
+    /// Tokens of each message's framing; the model's when left out.
+    #[serde(default)]
+    pub entry_overhead: Option<u32>,
+    /// Tokens that prime the reply; the model's when left out.
+    #[serde(default)]
+    pub reply_overhead: Option<u32>,
+    /// Which messages to keep.
+    #[serde(default)]
+    pub strategy: TrimStrategy,
+    /// With `last`, the leading system messages are kept whatever else is.
+    #[serde(default)]
+    pub include_system: bool,
+    /// With `last`, the kept messages begin with one of these roles.
+    #[serde(default)]
+    pub start_on: Vec<Role>,
+    /// The kept messages end with one of these roles.
+    #[serde(default)]
+    pub end_on: Vec<Role>,
+    /// Whether the next message that does not fit whole is cut to fit.
+    #[serde(default)]
+    pub allow_partial: bool,
+    /// How its text is split.
+    #[serde(default)]
+    pub split: TextSplit,
+}
+
+/// A run of a content's blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct BlockRange {
+    /// The first block's index.
+    pub first: u32,
+    /// How many.
+    pub count: u32,
+}
+
+/// A message cut to fit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Partial {
+    /// Its index in the chat's messages.
+    pub message: u32,
+    /// The blocks of its list content it keeps, where whole blocks were.
+    pub blocks: Option<BlockRange>,
+    /// The text it holds instead of its content, where its text was cut.
+    pub text: Option<String>,
+}
+
+/// A list of a trim's messages, counted as one request: the chat's
+/// messages at `messages` and the `cut` one, each at its place in the
+/// chat's order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct MessageList {
+    /// The indices of the messages given whole, ascending.
+    pub messages: Vec<u32>,
+    /// A message cut to fit, at its index's place.
+    #[serde(default)]
+    pub cut: Option<Partial>,
+}
+
+/// A text split into the pieces a cut message may keep.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct TextPieces {
+    /// The pieces, in order.
+    pub pieces: Vec<String>,
+}
+
+/// What a trim kept.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Trimmed {
+    /// The indices of the chat's messages kept, in order.
+    pub kept: Vec<u32>,
+    /// The message cut to fit, if one was.
+    pub partial: Option<Partial>,
+    /// The kept messages as JSON text, a list in the chat's shape.
+    pub messages: String,
+    /// The kept messages as their request counts.
+    pub tokens: u64,
 }

@@ -15,12 +15,12 @@
 #[macro_export]
 macro_rules! wit_conversions {
     ($($root:ident)::+) => {
-        $crate::wit_conversions!(@ $($root)::+; AgentContext, Candidate, Provenance, SummaryRequest, Tokenizer);
+        $crate::wit_conversions!(@ $($root)::+; AgentContext, Candidate, MessageList, Partial, Provenance, SummaryRequest, Tokenizer);
     };
     ($($root:ident)::+, borrowing) => {
-        $crate::wit_conversions!(@ $($root)::+; AgentContextResult, CandidateResult, ProvenanceResult, SummaryRequestResult, TokenizerResult);
+        $crate::wit_conversions!(@ $($root)::+; AgentContextResult, CandidateResult, MessageListResult, PartialResult, ProvenanceResult, SummaryRequestResult, TokenizerResult);
     };
-    (@ $($root:ident)::+; $AgentContext:ident, $Candidate:ident, $Provenance:ident, $SummaryRequest:ident, $Tokenizer:ident) => {
+    (@ $($root:ident)::+; $AgentContext:ident, $Candidate:ident, $MessageList:ident, $Partial:ident, $Provenance:ident, $SummaryRequest:ident, $Tokenizer:ident) => {
         #[allow(unused_imports)]
         mod ctxpack_wit_conversions {
             use ::ctxpack_core as ctx;
@@ -52,6 +52,16 @@ macro_rules! wit_conversions {
             $crate::__record!(ctx::AssembleRequest, wit::AssembleRequest, { context, query, model, tokenizer, budget, entry_overhead, reply_overhead, system_prompt, workflow, instructions, current_task, conversation, chat, keep_last, conversation_start, form, layout, stage_summaries, compaction });
             $crate::__cases!(ctx::ChatShape, wit::ChatShape, [OpenaiChat, OpenaiResponses, Anthropic, Gemini] []);
             $crate::__record!(ctx::Chat, wit::Chat, { shape, messages });
+            $crate::__record!(ctx::CountRequest, wit::CountRequest, { model, tokenizer, entry_overhead, reply_overhead, texts, chat });
+            $crate::__record!(ctx::TokenCounts, wit::TokenCounts, { tokenizer, model, texts, system, messages, turns, total });
+            $crate::__cases!(ctx::TrimStrategy, wit::TrimStrategy, [Last, First] []);
+            $crate::__cases!(ctx::TextSplit, wit::TextSplit, [Lines, Host] []);
+            $crate::__record!(ctx::TrimRequest, wit::TrimRequest, { chat, max_tokens, model, tokenizer, entry_overhead, reply_overhead, strategy, include_system, start_on, end_on, allow_partial, split });
+            $crate::__record!(ctx::Partial, wit::$Partial, { message, blocks, text });
+            $crate::__record!(ctx::BlockRange, wit::BlockRange, { first, count });
+            $crate::__record!(ctx::MessageList, wit::$MessageList, { messages, cut });
+            $crate::__record!(ctx::TextPieces, wit::TextPieces, { pieces });
+            $crate::__record!(ctx::Trimmed, wit::Trimmed, { kept, partial, messages, tokens });
             $crate::__record!(ctx::ChatRequest, wit::ChatRequest, { shape, body, sources });
             $crate::__record!(ctx::ChatReport, wit::ChatReport, { shape, turns, bounded });
             $crate::__record!(ctx::Compaction, wit::Compaction, { summary, turns, cleared, hash });
@@ -141,6 +151,8 @@ macro_rules! wit_capabilities {
             }
             counter {
                 count_tokens CountTokens [CountTokensRequest] () { tokenizer: str [String] [&str], texts: strs [Vec<String>] [&[String]] } -> [Vec<u32>] [Vec<u32>];
+                count_messages CountMessages [CountMessagesRequest] () { tokenizer: str [String] [&str], lists: records [Vec<imports::types::MessageList>] [&[::ctxpack_core::MessageList]] } -> [Vec<u32>] [Vec<u32>];
+                split_text SplitText [SplitTextRequest] () { texts: strs [Vec<String>] [&[String]] } -> [Vec<imports::types::TextPieces>] [Vec<::ctxpack_core::TextPieces>];
             }
         }
     };
@@ -152,6 +164,6 @@ macro_rules! wit_capabilities {
 #[macro_export]
 macro_rules! wit_answers {
     () => {
-        $crate::__cases!(ctx::Answer, exported::Answer, [] [Candidates, Verdicts, Summaries, Counts]);
+        $crate::__cases!(ctx::Answer, exported::Answer, [] [Candidates, Verdicts, Summaries, Counts, Splits]);
     };
 }

@@ -10,6 +10,8 @@ export const CALLS = {
   review: { capability: 'policy.review', context: true, params: ['items'] },
   summarize: { capability: 'summarizer.summarize', context: false, params: ['requests', 'tokenizer'] },
   countTokens: { capability: 'counter.count-tokens', context: false, params: ['tokenizer', 'texts'] },
+  countMessages: { capability: 'counter.count-messages', context: false, params: ['tokenizer', 'lists'] },
+  splitText: { capability: 'counter.split-text', context: false, params: ['texts'] },
 };
 
 // The sources each profile may call (with its settings at their

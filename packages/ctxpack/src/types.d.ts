@@ -421,6 +421,224 @@ export interface ChatInit {
   messages: string;
 }
 
+/** What to count, and with what (`context-builder.count`). (as the package gives it) */
+export interface CountRequest {
+  /** The model whose tokenizer and chat format count (see `assemble-request.model`). */
+  model: string | null;
+  /** The tokenizer; the model's when absent (one of the two is required). A host's (`host`) is refused: it counts for itself. */
+  tokenizer: Tokenizer | null;
+  /** Tokens of each message's framing; the model's when absent, else 0. */
+  entryOverhead: number | null;
+  /** Tokens that prime the reply, once for a chat; the model's when absent, else 0. */
+  replyOverhead: number | null;
+  /** Texts, each counted alone (in JSON, none when left out). */
+  texts: string[];
+  /** A chat, counted as a request sends it, each turn as an assembly charges it. */
+  chat: Chat | null;
+}
+
+/** What to count, and with what (`context-builder.count`). (as the package accepts it) */
+export interface CountRequestInit {
+  /** The model whose tokenizer and chat format count (see `assemble-request.model`). */
+  model: string | null;
+  /** The tokenizer; the model's when absent (one of the two is required). A host's (`host`) is refused: it counts for itself. */
+  tokenizer: TokenizerInit | null;
+  /** Tokens of each message's framing; the model's when absent, else 0. */
+  entryOverhead: number | null;
+  /** Tokens that prime the reply, once for a chat; the model's when absent, else 0. */
+  replyOverhead: number | null;
+  /** Texts, each counted alone (in JSON, none when left out). */
+  texts: string[];
+  /** A chat, counted as a request sends it, each turn as an assembly charges it. */
+  chat: ChatInit | null;
+}
+
+/** What `count` counted. (as the package gives it) */
+export interface TokenCounts {
+  /** The tokenizer counted with. */
+  tokenizer: Tokenizer | null;
+  /** The model named, and what was taken from its profile. */
+  model: ModelUse | null;
+  /** Each text's tokens, in order. */
+  texts: number[];
+  /** The chat's system text as its message costs it, overhead included (0 without one). */
+  system: number;
+  /** Each turn of the chat as sent: its overhead, its text and what it sends beside it (calls, ids, images). */
+  messages: number[];
+  /** For each turn, the index in the chat's messages of its first. */
+  turns: number[];
+  /** The chat as one request: the system message, every turn and the reply's priming. */
+  total: number;
+}
+
+/** What `count` counted. (as the package accepts it) */
+export interface TokenCountsInit {
+  /** The tokenizer counted with. */
+  tokenizer: TokenizerInit | null;
+  /** The model named, and what was taken from its profile. */
+  model: ModelUseInit | null;
+  /** Each text's tokens, in order. */
+  texts: number[];
+  /** The chat's system text as its message costs it, overhead included (0 without one). */
+  system: number;
+  /** Each turn of the chat as sent: its overhead, its text and what it sends beside it (calls, ids, images). */
+  messages: number[];
+  /** For each turn, the index in the chat's messages of its first. */
+  turns: number[];
+  /** The chat as one request: the system message, every turn and the reply's priming. */
+  total: number;
+}
+
+/** How `trim` keeps messages: LangChain's `trim_messages` strategies. */
+export type TrimStrategy = "last" | "first";
+
+/** How a message is cut where `trim` keeps part of one (`allow-partial`). */
+export type TextSplit = "lines" | "host";
+
+/** A chat's messages trimmed to a budget, as LangChain's `trim_messages` trims them, but exactly, and never a tool call apart from its results. (as the package gives it) */
+export interface TrimRequest {
+  /** The messages. */
+  chat: Chat;
+  /** The most tokens the kept messages may count, as a request of them counts (the reply's priming included). */
+  maxTokens: number;
+  /** The model whose tokenizer and chat format count (see `assemble-request.model`). */
+  model: string | null;
+  /** The tokenizer; the model's when absent (one of the two is required). `host` counts each list of messages with the host's `counter.count-messages`, as the user's counter counts a list. */
+  tokenizer: Tokenizer | null;
+  /** Tokens of each message's framing; the model's when absent, else 0 (not for a host's counter, which counts them). */
+  entryOverhead: number | null;
+  /** Tokens that prime the reply; the model's when absent, else 0 (likewise). */
+  replyOverhead: number | null;
+  /** Which messages to keep (in JSON, `last` when left out). */
+  strategy: TrimStrategy;
+  /** With `last`, the system message that leads the chat is kept whatever else is. */
+  includeSystem: boolean;
+  /** With `last`, the kept messages begin with one of these roles (LangChain's `start_on`; none: any). */
+  startOn: Role[];
+  /** The kept messages end with one of these roles (LangChain's `end_on`; none: any). */
+  endOn: Role[];
+  /** Whether the next message that does not fit whole is cut to the room left (the newest end of it with `last`, the start with `first`): whole blocks of a list content first, then its text split (never a message of a tool call and its results). */
+  allowPartial: boolean;
+  /** How a text is split for `allow-partial` (in JSON, `lines`). */
+  split: TextSplit;
+}
+
+/** A chat's messages trimmed to a budget, as LangChain's `trim_messages` trims them, but exactly, and never a tool call apart from its results. (as the package accepts it) */
+export interface TrimRequestInit {
+  /** The messages. */
+  chat: ChatInit;
+  /** The most tokens the kept messages may count, as a request of them counts (the reply's priming included). */
+  maxTokens: number;
+  /** The model whose tokenizer and chat format count (see `assemble-request.model`). */
+  model: string | null;
+  /** The tokenizer; the model's when absent (one of the two is required). `host` counts each list of messages with the host's `counter.count-messages`, as the user's counter counts a list. */
+  tokenizer: TokenizerInit | null;
+  /** Tokens of each message's framing; the model's when absent, else 0 (not for a host's counter, which counts them). */
+  entryOverhead: number | null;
+  /** Tokens that prime the reply; the model's when absent, else 0 (likewise). */
+  replyOverhead: number | null;
+  /** Which messages to keep (in JSON, `last` when left out). */
+  strategy: TrimStrategy;
+  /** With `last`, the system message that leads the chat is kept whatever else is. */
+  includeSystem: boolean;
+  /** With `last`, the kept messages begin with one of these roles (LangChain's `start_on`; none: any). */
+  startOn: Role[];
+  /** The kept messages end with one of these roles (LangChain's `end_on`; none: any). */
+  endOn: Role[];
+  /** Whether the next message that does not fit whole is cut to the room left (the newest end of it with `last`, the start with `first`): whole blocks of a list content first, then its text split (never a message of a tool call and its results). */
+  allowPartial: boolean;
+  /** How a text is split for `allow-partial` (in JSON, `lines`). */
+  split: TextSplit;
+}
+
+/** A message cut to fit (`allow-partial`). (as the package gives it) */
+export interface Partial {
+  /** Its index in the chat's messages. */
+  message: number;
+  /** The blocks of its list content it keeps: the first, and how many. None where its text was cut instead. */
+  blocks: BlockRange | null;
+  /** The text it holds instead of its content: the splits kept, in order. None where whole blocks were kept. */
+  text: string | null;
+}
+
+/** A message cut to fit (`allow-partial`). (as the package accepts it) */
+export interface PartialInit {
+  /** Its index in the chat's messages. */
+  message: number;
+  /** The blocks of its list content it keeps: the first, and how many. None where its text was cut instead. */
+  blocks: BlockRangeInit | null;
+  /** The text it holds instead of its content: the splits kept, in order. None where whole blocks were kept. */
+  text: string | null;
+}
+
+/** A run of a content's blocks. (as the package gives it) */
+export interface BlockRange {
+  /** The first block's index. */
+  first: number;
+  /** How many. */
+  count: number;
+}
+
+/** A run of a content's blocks. (as the package accepts it) */
+export interface BlockRangeInit {
+  /** The first block's index. */
+  first: number;
+  /** How many. */
+  count: number;
+}
+
+/** A list of a trim's messages, counted as one request: the chat's messages at these indices and the cut one, each at its place in the chat's order. (as the package gives it) */
+export interface MessageList {
+  /** The indices of the messages given whole, ascending. */
+  messages: number[];
+  /** A message cut to fit, at its index's place. */
+  cut: Partial | null;
+}
+
+/** A list of a trim's messages, counted as one request: the chat's messages at these indices and the cut one, each at its place in the chat's order. (as the package accepts it) */
+export interface MessageListInit {
+  /** The indices of the messages given whole, ascending. */
+  messages: number[];
+  /** A message cut to fit, at its index's place. */
+  cut: PartialInit | null;
+}
+
+/** A text split into the pieces a cut message may keep. (as the package gives it) */
+export interface TextPieces {
+  /** The pieces, in order. */
+  pieces: string[];
+}
+
+/** A text split into the pieces a cut message may keep. (as the package accepts it) */
+export interface TextPiecesInit {
+  /** The pieces, in order. */
+  pieces: string[];
+}
+
+/** What `trim` kept. (as the package gives it) */
+export interface Trimmed {
+  /** The indices of the chat's messages kept, in order (a cut one included). */
+  kept: number[];
+  /** The message cut to fit, if one was. */
+  partial: Partial | null;
+  /** The kept messages as JSON text, a list in the chat's shape, each as given but the cut one. */
+  messages: string;
+  /** The kept messages as their request counts: the tokens checked against `max-tokens`. */
+  tokens: number;
+}
+
+/** What `trim` kept. (as the package accepts it) */
+export interface TrimmedInit {
+  /** The indices of the chat's messages kept, in order (a cut one included). */
+  kept: number[];
+  /** The message cut to fit, if one was. */
+  partial: PartialInit | null;
+  /** The kept messages as JSON text, a list in the chat's shape, each as given but the cut one. */
+  messages: string;
+  /** The kept messages as their request counts: the tokens checked against `max-tokens`. */
+  tokens: number;
+}
+
 /** What to send: a pack given back in the shape its chat came in. (as the package gives it) */
 export interface ChatRequest {
   /** The shape, the chat's. */
@@ -1786,6 +2004,34 @@ export interface CountTokensRequestInit {
   texts: string[];
 }
 
+/** The arguments of `counter.count-messages`. (as the package gives it) */
+export interface CountMessagesRequest {
+  /** The name the trim's `tokenizer.host` gives. */
+  tokenizer: string;
+  /** The lists to count, each as one request. */
+  lists: MessageList[];
+}
+
+/** The arguments of `counter.count-messages`. (as the package accepts it) */
+export interface CountMessagesRequestInit {
+  /** The name the trim's `tokenizer.host` gives. */
+  tokenizer: string;
+  /** The lists to count, each as one request. */
+  lists: MessageListInit[];
+}
+
+/** The arguments of `counter.split-text`. (as the package gives it) */
+export interface SplitTextRequest {
+  /** The texts to split. */
+  texts: string[];
+}
+
+/** The arguments of `counter.split-text`. (as the package accepts it) */
+export interface SplitTextRequestInit {
+  /** The texts to split. */
+  texts: string[];
+}
+
 /** The arguments of `summarizer.summarize`. (as the package gives it) */
 export interface SummarizeRequest {
   /** One text per section, each to summarise within its target. */
@@ -1810,7 +2056,9 @@ export type Call =
   | "repository-state"
   | { review: ReviewRequest }
   | { summarize: SummarizeRequest }
-  | { countTokens: CountTokensRequest };
+  | { countTokens: CountTokensRequest }
+  | { countMessages: CountMessagesRequest }
+  | { splitText: SplitTextRequest };
 
 /** One call of a step: the import of the same name, with its arguments but the context (the request's). (as the package accepts it) */
 export type CallInit =
@@ -1820,7 +2068,9 @@ export type CallInit =
   | "repository-state"
   | { review: ReviewRequestInit }
   | { summarize: SummarizeRequestInit }
-  | { countTokens: CountTokensRequestInit };
+  | { countTokens: CountTokensRequestInit }
+  | { countMessages: CountMessagesRequestInit }
+  | { splitText: SplitTextRequestInit };
 
 /** A value, or a Promise of it. */
 export type Awaitable<T> = T | PromiseLike<T>;
@@ -1839,4 +2089,6 @@ export interface Callbacks {
   review?(context: AgentContextInit, items: Candidate[]): Awaitable<VerdictInit[]>;
   summarize?(requests: SummaryRequest[], tokenizer: Tokenizer): Awaitable<string[]>;
   countTokens?(tokenizer: string, texts: string[]): Awaitable<number[]>;
+  countMessages?(tokenizer: string, lists: MessageList[]): Awaitable<number[]>;
+  splitText?(texts: string[]): Awaitable<TextPiecesInit[]>;
 }

@@ -28,13 +28,23 @@ fn zero_and_huge_budgets_give_a_pack_or_an_error_naming_the_numbers() {
         }
         other => panic!("zero: {other:?}"),
     }
-    // Zero with nothing mandatory: an empty pack, every candidate recorded.
+    // Zero with only the question being answered mandatory: it is over
+    // it too, and the failure says so.
     let mut s = scenario(host.clone(), 0);
     s.request.system_prompt.clear();
+    match &both("zero, a question", &s).reply {
+        Reply::Failed(Failure {
+            error: Error::MandatoryOverBudget { budget: 0, .. },
+            snapshot: Some(_),
+        }) => {}
+        other => panic!("zero, a question: {other:?}"),
+    }
+    // Zero with nothing mandatory: an empty pack, every candidate recorded.
+    s.request.conversation.clear();
     let p = pack("zero, no L0", &both("zero, no L0", &s));
     assert!(p.entries.is_empty());
     let recorded: u32 = p.snapshot.entries.iter().map(|e| e.candidates()).sum();
-    assert!(recorded >= 7, "{recorded}");
+    assert!(recorded >= 5, "{recorded}");
     // The largest budget there is.
     let s = scenario(host.clone(), u32::MAX);
     let p = pack("huge", &both("huge", &s));
@@ -56,10 +66,11 @@ fn zero_and_huge_budgets_give_a_pack_or_an_error_naming_the_numbers() {
 fn a_ten_megabyte_request_item_is_counted_not_a_crash() {
     let big = "all work and no play makes a dull assembly. ".repeat(240_000);
     assert!(big.len() > 10_000_000);
-    // As the newest conversation turn, over a small budget: dropped,
-    // counting stopped early.
+    // As the newest conversation turn, the question being answered,
+    // over a small budget: counted whole, and refused with both numbers.
     let e = newest_turn_over_a_small_budget("10 MB turn", &big);
-    assert_eq!(e.counted, Counted::Over);
+    assert_eq!(e.counted, Counted::Exact);
+    assert!(e.tokens > 1_000_000);
     // As the system prompt: mandatory, so refused with both numbers.
     let mut s = scenario(host_with("", json!(null)), 500);
     s.request.system_prompt = big;
@@ -85,22 +96,33 @@ fn a_megabyte_whitespace_turn_is_counted_not_a_crash() {
     newest_turn_over_a_small_budget("whitespace turn", &spaces);
 }
 
-/// Packs `content` as the newest conversation turn under a 500-token
-/// budget, on both engines; its entry, which must be dropped over budget.
+/// Assembles `content` as the newest conversation turn, the question
+/// being answered, under a 500-token budget, on both engines: refused
+/// as mandatory over the budget, the turn's entry in the failed snapshot.
 fn newest_turn_over_a_small_budget(name: &str, content: &str) -> SnapshotEntry {
     let mut s = scenario(host_with("", json!(null)), 500);
     s.request
         .conversation
         .push(serde_json::from_value(json!({"role": "user", "content": content})).unwrap());
-    let p = pack(name, &both(name, &s));
-    let e = p
-        .snapshot
+    let Reply::Failed(Failure {
+        error:
+            Error::MandatoryOverBudget {
+                mandatory_tokens,
+                budget: 500,
+            },
+        snapshot: Some(snap),
+    }) = &both(name, &s).reply
+    else {
+        panic!("{name}: not refused as mandatory over the budget");
+    };
+    let e = snap
         .entries
         .iter()
         .find(|e| e.id == "turn-2")
         .unwrap()
         .clone();
-    assert!(matches!(e.reason, Reason::OverBudget(_)), "{:?}", e.reason);
+    assert!(*mandatory_tokens > u64::from(e.tokens), "{name}");
+    assert_eq!(e.reason, Reason::AssemblyFailed);
     e
 }
 

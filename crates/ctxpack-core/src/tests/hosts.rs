@@ -205,6 +205,13 @@ fn every_capability_is_a_call_keyed_by_its_function_and_a_host_lends_none_by_def
             tokenizer: "claude-sonnet-4-5".into(),
             texts: Vec::new().into(),
         },
+        Call::CountMessages {
+            tokenizer: "claude-sonnet-4-5".into(),
+            lists: Vec::new().into(),
+        },
+        Call::SplitText {
+            texts: Vec::new().into(),
+        },
     ];
     let imports: Vec<Capability> = calls.iter().map(Call::import).collect();
     assert_eq!(imports, Capability::ALL);

@@ -34,7 +34,9 @@ CALLS = {
     "repository-state": Call("sources", "sources.repository-state", "repository_state", False, True, (), ['list', ['ref', 'Candidate']]),
     "review": Call("policy", "policy.review", "review", True, True, (("items", ['list', ['ref', 'Candidate']]),), ['list', ['ref', 'Verdict']]),
     "summarize": Call("summarizer", "summarizer.summarize", "summarize", True, False, (("requests", ['list', ['ref', 'SummaryRequest']]), ("tokenizer", ['ref', 'Tokenizer'])), ['list', 'string']),
-    "count-tokens": Call("counter", "counter.count-tokens", "count_tokens", True, False, (("tokenizer", 'string'), ("texts", ['list', 'string'])), ['list', 'u32']),
+    "count-tokens": Call("counter", "counter.count-tokens", "count_tokens", False, False, (("tokenizer", 'string'), ("texts", ['list', 'string'])), ['list', 'u32']),
+    "count-messages": Call("counter", "counter.count-messages", "count_messages", False, False, (("tokenizer", 'string'), ("lists", ['list', ['ref', 'MessageList']])), ['list', 'u32']),
+    "split-text": Call("counter", "counter.split-text", "split_text", False, False, (("texts", ['list', 'string']),), ['list', ['ref', 'TextPieces']]),
 }
 
 # The sources each profile may call (with its settings at their

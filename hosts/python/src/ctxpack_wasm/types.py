@@ -335,6 +335,132 @@ class Chat(Record):
 
 
 @dataclass(kw_only=True, slots=True)
+class CountRequest(Record):
+    """What to count, and with what (`context-builder.count`)."""
+    model: Optional[str] = None
+    """The model whose tokenizer and chat format count (see `assemble-request.model`)."""
+    tokenizer: Optional["Tokenizer"] = None
+    """The tokenizer; the model's when absent (one of the two is required). A host's (`host`) is refused: it counts for itself."""
+    entry_overhead: Optional[int] = None
+    """Tokens of each message's framing; the model's when absent, else 0."""
+    reply_overhead: Optional[int] = None
+    """Tokens that prime the reply, once for a chat; the model's when absent, else 0."""
+    texts: List[str] = field(default_factory=list)
+    """Texts, each counted alone (in JSON, none when left out)."""
+    chat: Optional["Chat"] = None
+    """A chat, counted as a request sends it, each turn as an assembly charges it."""
+
+
+@dataclass(kw_only=True, slots=True)
+class TokenCounts(Record):
+    """What `count` counted."""
+    tokenizer: Optional["Tokenizer"] = None
+    """The tokenizer counted with."""
+    model: Optional["ModelUse"] = None
+    """The model named, and what was taken from its profile."""
+    texts: List[int] = field(default_factory=list)
+    """Each text's tokens, in order."""
+    system: int = UNSET
+    """The chat's system text as its message costs it, overhead included (0 without one)."""
+    messages: List[int] = field(default_factory=list)
+    """Each turn of the chat as sent: its overhead, its text and what it sends beside it (calls, ids, images)."""
+    turns: List[int] = field(default_factory=list)
+    """For each turn, the index in the chat's messages of its first."""
+    total: int = UNSET
+    """The chat as one request: the system message, every turn and the reply's priming."""
+
+
+class TrimStrategy(str, enum.Enum):
+    """How `trim` keeps messages: LangChain's `trim_messages` strategies."""
+    LAST = "last"
+    FIRST = "first"
+
+
+class TextSplit(str, enum.Enum):
+    """How a message is cut where `trim` keeps part of one (`allow-partial`)."""
+    LINES = "lines"
+    HOST = "host"
+
+
+@dataclass(kw_only=True, slots=True)
+class TrimRequest(Record):
+    """A chat's messages trimmed to a budget, as LangChain's `trim_messages` trims them, but exactly, and never a tool call apart from its results."""
+    chat: "Chat" = UNSET
+    """The messages."""
+    max_tokens: int = UNSET
+    """The most tokens the kept messages may count, as a request of them counts (the reply's priming included)."""
+    model: Optional[str] = None
+    """The model whose tokenizer and chat format count (see `assemble-request.model`)."""
+    tokenizer: Optional["Tokenizer"] = None
+    """The tokenizer; the model's when absent (one of the two is required). `host` counts each list of messages with the host's `counter.count-messages`, as the user's counter counts a list."""
+    entry_overhead: Optional[int] = None
+    """Tokens of each message's framing; the model's when absent, else 0 (not for a host's counter, which counts them)."""
+    reply_overhead: Optional[int] = None
+    """Tokens that prime the reply; the model's when absent, else 0 (likewise)."""
+    strategy: "TrimStrategy" = UNSET
+    """Which messages to keep (in JSON, `last` when left out)."""
+    include_system: bool = UNSET
+    """With `last`, the system message that leads the chat is kept whatever else is."""
+    start_on: List["Role"] = field(default_factory=list)
+    """With `last`, the kept messages begin with one of these roles (LangChain's `start_on`; none: any)."""
+    end_on: List["Role"] = field(default_factory=list)
+    """The kept messages end with one of these roles (LangChain's `end_on`; none: any)."""
+    allow_partial: bool = UNSET
+    """Whether the next message that does not fit whole is cut to the room left (the newest end of it with `last`, the start with `first`): whole blocks of a list content first, then its text split (never a message of a tool call and its results)."""
+    split: "TextSplit" = UNSET
+    """How a text is split for `allow-partial` (in JSON, `lines`)."""
+
+
+@dataclass(kw_only=True, slots=True)
+class Partial(Record):
+    """A message cut to fit (`allow-partial`)."""
+    message: int = UNSET
+    """Its index in the chat's messages."""
+    blocks: Optional["BlockRange"] = None
+    """The blocks of its list content it keeps: the first, and how many. None where its text was cut instead."""
+    text: Optional[str] = None
+    """The text it holds instead of its content: the splits kept, in order. None where whole blocks were kept."""
+
+
+@dataclass(kw_only=True, slots=True)
+class BlockRange(Record):
+    """A run of a content's blocks."""
+    first: int = UNSET
+    """The first block's index."""
+    count: int = UNSET
+    """How many."""
+
+
+@dataclass(kw_only=True, slots=True)
+class MessageList(Record):
+    """A list of a trim's messages, counted as one request: the chat's messages at these indices and the cut one, each at its place in the chat's order."""
+    messages: List[int] = field(default_factory=list)
+    """The indices of the messages given whole, ascending."""
+    cut: Optional["Partial"] = None
+    """A message cut to fit, at its index's place."""
+
+
+@dataclass(kw_only=True, slots=True)
+class TextPieces(Record):
+    """A text split into the pieces a cut message may keep."""
+    pieces: List[str] = field(default_factory=list)
+    """The pieces, in order."""
+
+
+@dataclass(kw_only=True, slots=True)
+class Trimmed(Record):
+    """What `trim` kept."""
+    kept: List[int] = field(default_factory=list)
+    """The indices of the chat's messages kept, in order (a cut one included)."""
+    partial: Optional["Partial"] = None
+    """The message cut to fit, if one was."""
+    messages: str = UNSET
+    """The kept messages as JSON text, a list in the chat's shape, each as given but the cut one."""
+    tokens: int = UNSET
+    """The kept messages as their request counts: the tokens checked against `max-tokens`."""
+
+
+@dataclass(kw_only=True, slots=True)
 class ChatRequest(Record):
     """What to send: a pack given back in the shape its chat came in."""
     shape: "ChatShape"
@@ -1276,6 +1402,22 @@ class CountTokensRequest(Record):
 
 
 @dataclass(kw_only=True, slots=True)
+class CountMessagesRequest(Record):
+    """The arguments of `counter.count-messages`."""
+    tokenizer: str = UNSET
+    """The name the trim's `tokenizer.host` gives."""
+    lists: List["MessageList"] = field(default_factory=list)
+    """The lists to count, each as one request."""
+
+
+@dataclass(kw_only=True, slots=True)
+class SplitTextRequest(Record):
+    """The arguments of `counter.split-text`."""
+    texts: List[str] = field(default_factory=list)
+    """The texts to split."""
+
+
+@dataclass(kw_only=True, slots=True)
 class SummarizeRequest(Record):
     """The arguments of `summarizer.summarize`."""
     requests: List["SummaryRequest"] = field(default_factory=list)
@@ -1322,6 +1464,16 @@ class Call(Variant):
         """count-tokens"""
         return cls("count-tokens", value)
 
+    @classmethod
+    def count_messages(cls, value: "CountMessagesRequest") -> "Call":
+        """count-messages"""
+        return cls("count-messages", value)
+
+    @classmethod
+    def split_text(cls, value: "SplitTextRequest") -> "Call":
+        """split-text"""
+        return cls("split-text", value)
+
 
 __all__ = [
     "UNSET",
@@ -1329,6 +1481,7 @@ __all__ = [
     "AssembleRequest",
     "AssemblyFailure",
     "Assumed",
+    "BlockRange",
     "BuilderConfig",
     "CacheBoundary",
     "CachePrefix",
@@ -1348,6 +1501,8 @@ __all__ = [
     "ContextPack",
     "ConversationStart",
     "ConversationTurn",
+    "CountMessagesRequest",
+    "CountRequest",
     "CountTokensRequest",
     "Counted",
     "CtxpackError",
@@ -1368,12 +1523,14 @@ __all__ = [
     "Layout",
     "MandatoryShortfall",
     "Message",
+    "MessageList",
     "Metrics",
     "ModelProfile",
     "ModelUse",
     "Origin",
     "PackEntry",
     "PackForm",
+    "Partial",
     "Plan",
     "Profile",
     "Provenance",
@@ -1402,12 +1559,19 @@ __all__ = [
     "SnapshotStatus",
     "SourceCall",
     "SourceOutcome",
+    "SplitTextRequest",
     "StageSummary",
     "Strategy",
     "SummarizeRequest",
     "SummaryRequest",
+    "TextPieces",
+    "TextSplit",
+    "TokenCounts",
     "Tokenizer",
     "TokenizerFile",
+    "TrimRequest",
+    "TrimStrategy",
+    "Trimmed",
     "TrustTier",
     "Verdict",
     "WorkflowStatus",
@@ -1479,6 +1643,32 @@ _d_ChatShape = ChatShape._value2member_map_.__getitem__
 def _d_Chat(o):
     g = o.get
     return Chat(shape=_d_ChatShape(o["shape"]), messages=o["messages"])
+def _d_CountRequest(o):
+    g = o.get
+    return CountRequest(model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), entry_overhead=g("entry-overhead"), reply_overhead=g("reply-overhead"), texts=(g("texts") or []), chat=(None if (y := g("chat")) is None else _d_Chat(y)))
+def _d_TokenCounts(o):
+    g = o.get
+    return TokenCounts(tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), model=(None if (y := g("model")) is None else _d_ModelUse(y)), texts=(g("texts") or []), system=o["system"], messages=(g("messages") or []), turns=(g("turns") or []), total=o["total"])
+_d_TrimStrategy = TrimStrategy._value2member_map_.__getitem__
+_d_TextSplit = TextSplit._value2member_map_.__getitem__
+def _d_TrimRequest(o):
+    g = o.get
+    return TrimRequest(chat=_d_Chat(o["chat"]), max_tokens=o["max-tokens"], model=g("model"), tokenizer=(None if (y := g("tokenizer")) is None else _d_Tokenizer(y)), entry_overhead=g("entry-overhead"), reply_overhead=g("reply-overhead"), strategy=_d_TrimStrategy(o["strategy"]), include_system=o["include-system"], start_on=[_d_Role(x) for x in (g("start-on") or [])], end_on=[_d_Role(x) for x in (g("end-on") or [])], allow_partial=o["allow-partial"], split=_d_TextSplit(o["split"]))
+def _d_Partial(o):
+    g = o.get
+    return Partial(message=o["message"], blocks=(None if (y := g("blocks")) is None else _d_BlockRange(y)), text=g("text"))
+def _d_BlockRange(o):
+    g = o.get
+    return BlockRange(first=o["first"], count=o["count"])
+def _d_MessageList(o):
+    g = o.get
+    return MessageList(messages=(g("messages") or []), cut=(None if (y := g("cut")) is None else _d_Partial(y)))
+def _d_TextPieces(o):
+    g = o.get
+    return TextPieces(pieces=(g("pieces") or []))
+def _d_Trimmed(o):
+    g = o.get
+    return Trimmed(kept=(g("kept") or []), partial=(None if (y := g("partial")) is None else _d_Partial(y)), messages=o["messages"], tokens=o["tokens"])
 def _d_ChatRequest(o):
     g = o.get
     return ChatRequest(shape=_d_ChatShape(o["shape"]), body=o["body"], sources=(g("sources") or []))
@@ -1716,6 +1906,12 @@ def _d_ReviewRequest(o):
 def _d_CountTokensRequest(o):
     g = o.get
     return CountTokensRequest(tokenizer=o["tokenizer"], texts=(g("texts") or []))
+def _d_CountMessagesRequest(o):
+    g = o.get
+    return CountMessagesRequest(tokenizer=o["tokenizer"], lists=[_d_MessageList(x) for x in (g("lists") or [])])
+def _d_SplitTextRequest(o):
+    g = o.get
+    return SplitTextRequest(texts=(g("texts") or []))
 def _d_SummarizeRequest(o):
     g = o.get
     return SummarizeRequest(requests=[_d_SummaryRequest(x) for x in (g("requests") or [])], tokenizer=_d_Tokenizer(o["tokenizer"]))
@@ -1735,6 +1931,10 @@ def _d_Call(o):
         return Call(tag, _d_SummarizeRequest(v))
     if tag == "count-tokens":
         return Call(tag, _d_CountTokensRequest(v))
+    if tag == "count-messages":
+        return Call(tag, _d_CountMessagesRequest(v))
+    if tag == "split-text":
+        return Call(tag, _d_SplitTextRequest(v))
     return Call(tag, v)
 
 _DECODE = {
@@ -1742,6 +1942,7 @@ _DECODE = {
     "AssembleRequest": _d_AssembleRequest,
     "AssemblyFailure": _d_AssemblyFailure,
     "Assumed": _d_Assumed,
+    "BlockRange": _d_BlockRange,
     "BuilderConfig": _d_BuilderConfig,
     "CacheBoundary": _d_CacheBoundary,
     "CachePrefix": _d_CachePrefix,
@@ -1761,6 +1962,8 @@ _DECODE = {
     "ContextPack": _d_ContextPack,
     "ConversationStart": _d_ConversationStart,
     "ConversationTurn": _d_ConversationTurn,
+    "CountMessagesRequest": _d_CountMessagesRequest,
+    "CountRequest": _d_CountRequest,
     "CountTokensRequest": _d_CountTokensRequest,
     "Counted": _d_Counted,
     "CtxpackError": _d_CtxpackError,
@@ -1781,12 +1984,14 @@ _DECODE = {
     "Layout": _d_Layout,
     "MandatoryShortfall": _d_MandatoryShortfall,
     "Message": _d_Message,
+    "MessageList": _d_MessageList,
     "Metrics": _d_Metrics,
     "ModelProfile": _d_ModelProfile,
     "ModelUse": _d_ModelUse,
     "Origin": _d_Origin,
     "PackEntry": _d_PackEntry,
     "PackForm": _d_PackForm,
+    "Partial": _d_Partial,
     "Plan": _d_Plan,
     "Profile": _d_Profile,
     "Provenance": _d_Provenance,
@@ -1815,12 +2020,19 @@ _DECODE = {
     "SnapshotStatus": _d_SnapshotStatus,
     "SourceCall": _d_SourceCall,
     "SourceOutcome": _d_SourceOutcome,
+    "SplitTextRequest": _d_SplitTextRequest,
     "StageSummary": _d_StageSummary,
     "Strategy": _d_Strategy,
     "SummarizeRequest": _d_SummarizeRequest,
     "SummaryRequest": _d_SummaryRequest,
+    "TextPieces": _d_TextPieces,
+    "TextSplit": _d_TextSplit,
+    "TokenCounts": _d_TokenCounts,
     "Tokenizer": _d_Tokenizer,
     "TokenizerFile": _d_TokenizerFile,
+    "TrimRequest": _d_TrimRequest,
+    "TrimStrategy": _d_TrimStrategy,
+    "Trimmed": _d_Trimmed,
     "TrustTier": _d_TrustTier,
     "Verdict": _d_Verdict,
     "WorkflowStatus": _d_WorkflowStatus,
@@ -1850,6 +2062,16 @@ _SCHEMA = {
     "AssembleRequest": ("record", AssembleRequest, [("context", "context", ['ref', 'AgentContext']), ("query", "query", 'string'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("budget", "budget", ['option', 'u32']), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("reply_overhead", "reply-overhead", ['option', 'u32']), ("system_prompt", "system-prompt", 'string'), ("workflow", "workflow", ['option', ['ref', 'WorkflowStatus']]), ("instructions", "instructions", ['list', 'string']), ("current_task", "current-task", ['option', 'string']), ("conversation", "conversation", ['list', ['ref', 'ConversationTurn']]), ("chat", "chat", ['option', ['ref', 'Chat']]), ("keep_last", "keep-last", 'u32'), ("conversation_start", "conversation-start", ['option', ['ref', 'ConversationStart']]), ("form", "form", ['option', ['ref', 'PackForm']]), ("layout", "layout", ['option', ['ref', 'Layout']]), ("stage_summaries", "stage-summaries", ['list', ['ref', 'StageSummary']]), ("compaction", "compaction", ['option', ['ref', 'Compaction']])]),
     "ChatShape": ("enum", ChatShape),
     "Chat": ("record", Chat, [("shape", "shape", ['ref', 'ChatShape']), ("messages", "messages", 'string')]),
+    "CountRequest": ("record", CountRequest, [("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("reply_overhead", "reply-overhead", ['option', 'u32']), ("texts", "texts", ['list', 'string']), ("chat", "chat", ['option', ['ref', 'Chat']])]),
+    "TokenCounts": ("record", TokenCounts, [("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("model", "model", ['option', ['ref', 'ModelUse']]), ("texts", "texts", ['list', 'u32']), ("system", "system", 'u32'), ("messages", "messages", ['list', 'u32']), ("turns", "turns", ['list', 'u32']), ("total", "total", 'u64')]),
+    "TrimStrategy": ("enum", TrimStrategy),
+    "TextSplit": ("enum", TextSplit),
+    "TrimRequest": ("record", TrimRequest, [("chat", "chat", ['ref', 'Chat']), ("max_tokens", "max-tokens", 'u32'), ("model", "model", ['option', 'string']), ("tokenizer", "tokenizer", ['option', ['ref', 'Tokenizer']]), ("entry_overhead", "entry-overhead", ['option', 'u32']), ("reply_overhead", "reply-overhead", ['option', 'u32']), ("strategy", "strategy", ['ref', 'TrimStrategy']), ("include_system", "include-system", 'bool'), ("start_on", "start-on", ['list', ['ref', 'Role']]), ("end_on", "end-on", ['list', ['ref', 'Role']]), ("allow_partial", "allow-partial", 'bool'), ("split", "split", ['ref', 'TextSplit'])]),
+    "Partial": ("record", Partial, [("message", "message", 'u32'), ("blocks", "blocks", ['option', ['ref', 'BlockRange']]), ("text", "text", ['option', 'string'])]),
+    "BlockRange": ("record", BlockRange, [("first", "first", 'u32'), ("count", "count", 'u32')]),
+    "MessageList": ("record", MessageList, [("messages", "messages", ['list', 'u32']), ("cut", "cut", ['option', ['ref', 'Partial']])]),
+    "TextPieces": ("record", TextPieces, [("pieces", "pieces", ['list', 'string'])]),
+    "Trimmed": ("record", Trimmed, [("kept", "kept", ['list', 'u32']), ("partial", "partial", ['option', ['ref', 'Partial']]), ("messages", "messages", 'string'), ("tokens", "tokens", 'u64')]),
     "ChatRequest": ("record", ChatRequest, [("shape", "shape", ['ref', 'ChatShape']), ("body", "body", 'string'), ("sources", "sources", ['list', ['option', 'u32']])]),
     "ChatReport": ("record", ChatReport, [("shape", "shape", ['ref', 'ChatShape']), ("turns", "turns", ['list', 'u32']), ("bounded", "bounded", ['list', 'string'])]),
     "Compaction": ("record", Compaction, [("summary", "summary", 'string'), ("turns", "turns", 'u32'), ("cleared", "cleared", 'u32'), ("hash", "hash", 'string')]),
@@ -1911,8 +2133,10 @@ _SCHEMA = {
     "RecallMemoryRequest": ("record", RecallMemoryRequest, [("user_id", "user-id", 'string'), ("query", "query", 'string'), ("limit", "limit", 'u32')]),
     "ReviewRequest": ("record", ReviewRequest, [("items", "items", ['list', ['ref', 'Candidate']])]),
     "CountTokensRequest": ("record", CountTokensRequest, [("tokenizer", "tokenizer", 'string'), ("texts", "texts", ['list', 'string'])]),
+    "CountMessagesRequest": ("record", CountMessagesRequest, [("tokenizer", "tokenizer", 'string'), ("lists", "lists", ['list', ['ref', 'MessageList']])]),
+    "SplitTextRequest": ("record", SplitTextRequest, [("texts", "texts", ['list', 'string'])]),
     "SummarizeRequest": ("record", SummarizeRequest, [("requests", "requests", ['list', ['ref', 'SummaryRequest']]), ("tokenizer", "tokenizer", ['ref', 'Tokenizer'])]),
-    "Call": ("variant", Call, {"retrieve": ['ref', 'RetrieveRequest'], "expand-graph": ['ref', 'ExpandGraphRequest'], "recall-memory": ['ref', 'RecallMemoryRequest'], "repository-state": None, "review": ['ref', 'ReviewRequest'], "summarize": ['ref', 'SummarizeRequest'], "count-tokens": ['ref', 'CountTokensRequest']}),
+    "Call": ("variant", Call, {"retrieve": ['ref', 'RetrieveRequest'], "expand-graph": ['ref', 'ExpandGraphRequest'], "recall-memory": ['ref', 'RecallMemoryRequest'], "repository-state": None, "review": ['ref', 'ReviewRequest'], "summarize": ['ref', 'SummarizeRequest'], "count-tokens": ['ref', 'CountTokensRequest'], "count-messages": ['ref', 'CountMessagesRequest'], "split-text": ['ref', 'SplitTextRequest']}),
 }
 
 # The codec reads the tables from here: it never imports this module.
