@@ -293,7 +293,7 @@ impl Builder {
 
         // The conversation compacted, as the previous turn left it or
         // anew: from here on the request is the one compacted.
-        let compacted = compact::compact(
+        let mut compacted = compact::compact(
             request,
             &self.plan,
             meter,
@@ -301,6 +301,14 @@ impl Builder {
             (budget, settled.tokenizer.clone()),
         )
         .await;
+        // A chat's cleared results are charged as their messages are then
+        // sent (the flat text sends the placeholder alone).
+        if let (Some(read), Some(state), std::borrow::Cow::Owned(compacted_request)) =
+            (chat, compacted.state.as_ref(), &mut compacted.request)
+            && compacted_request.form == Some(crate::types::PackForm::Messages)
+        {
+            chat::charge_cleared(read, compacted_request, state, meter);
+        }
         let request: &AssembleRequest = &compacted.request;
         if let Some(at) = compacted.summary_turn() {
             own.l1 = layer::conversation_items(&request.conversation, sent);

@@ -68,6 +68,9 @@ pub(crate) struct Read {
     pub turns: Vec<Turn>,
     /// Where a charge is an upper bound, and why.
     pub bounded: Vec<String>,
+    /// The image rule and model it was priced by.
+    pub images: Option<ImageRule>,
+    pub model: Option<String>,
 }
 
 /// One turn of a chat: a message (or a reply's items), as charged.
@@ -294,6 +297,8 @@ pub(crate) fn read(
         system_key,
         turns: shaped.turns,
         bounded: pricing.bounded,
+        images: images.cloned(),
+        model: model.map(str::to_owned),
     })
 }
 
@@ -473,6 +478,76 @@ pub(crate) fn request(request: &AssembleRequest, read: &Read, meter: &Meter) -> 
     }
 }
 
+/// Charges the tool turns of `request` (derived from `read`, sent as
+/// messages) that `state` clears as they are then sent: each message of
+/// the turn with its results the placeholder (see [`write::clear`]),
+/// read again, so that what is charged is what is sent — the call ids,
+/// names and other blocks a cleared message still carries included.
+pub(crate) fn charge_cleared(
+    read: &Read,
+    request: &mut AssembleRequest,
+    state: &crate::types::Compaction,
+    meter: &Meter,
+) {
+    for (t, (turn, chat_turn)) in request.conversation.iter_mut().zip(&read.turns).enumerate() {
+        if !crate::compact::is_cleared(t, turn.role, state) {
+            continue;
+        }
+        if let Some(sent) = cleared(read, chat_turn) {
+            let beside = sent
+                .pieces
+                .iter()
+                .fold(sent.fixed, |n, p| n.saturating_add(meter.count(p)));
+            turn.content = sent.joined();
+            turn.attached_tokens = (beside > 0).then_some(beside);
+        }
+    }
+}
+
+/// `turn` of `read` as compaction sends it, its results cleared: its
+/// messages written so and read again by the shape's reader, as one turn.
+/// None where they do not read (a message the writer left as it was).
+fn cleared(read: &Read, turn: &Turn) -> Option<Turn> {
+    let values: Vec<Value> = read
+        .items
+        .get(turn.first..turn.end)?
+        .iter()
+        .map(|raw| serde_json::from_str(&write::clear(read.shape, raw.get())))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let msgs: Vec<Msg> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            v.as_object().map(|map| Msg {
+                v: map,
+                at: format!("{ROOT}[{}]", turn.first + i),
+            })
+        })
+        .collect();
+    // Images are priced again by the rule they were read with; what is
+    // left of them is what is sent (a result's own are cleared).
+    let mut pricing = Pricing {
+        images: read.images.as_ref(),
+        model: read.model.as_deref(),
+        bounded: Vec::new(),
+    };
+    let shaped = match read.shape {
+        ChatShape::OpenaiChat => openai::read(&msgs, &mut pricing),
+        ChatShape::OpenaiResponses => responses::read(&msgs, &mut pricing),
+        ChatShape::Anthropic => anthropic::read(&msgs, &mut pricing),
+        ChatShape::Gemini => gemini::read(&msgs, &mut pricing),
+    }
+    .ok()?;
+    let mut out = Turn::default();
+    for t in shaped.turns {
+        out.text.extend(t.text);
+        out.pieces.extend(t.pieces);
+        out.fixed = out.fixed.saturating_add(t.fixed);
+    }
+    Some(out)
+}
+
 /// The snapshot's account of how `read` was read.
 pub(crate) fn report(read: &Read) -> crate::snapshot::ChatReport {
     crate::snapshot::ChatReport {
@@ -486,10 +561,11 @@ pub(crate) fn report(read: &Read) -> crate::snapshot::ChatReport {
     }
 }
 
-/// A part of a message's content this reader does not carry, refused.
-fn not_carried(at: &str, what: &str, carried: &str) -> Error {
+/// A part of a message's content (or an item) of a kind this reader does
+/// not carry, refused: `what` is `part`, `block` or `item`.
+fn not_carried(at: &str, what: &str, kind: &str, carried: &str) -> Error {
     Error::invalid(
         at,
-        format!("a {what} is not carried: ctxpack charges and sends {carried}"),
+        format!("a {what} of type {kind:?} is not carried: ctxpack charges and sends {carried}"),
     )
 }

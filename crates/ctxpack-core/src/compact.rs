@@ -176,7 +176,13 @@ fn sent_len(t: usize, turn: &ConversationTurn, state: &Compaction) -> usize {
 
 /// Whether turn `t` is sent as the placeholder.
 fn cleared(t: usize, turn: &ConversationTurn, state: &Compaction) -> bool {
-    turn.role == Role::Tool && t < state.cleared as usize && t >= state.turns as usize
+    is_cleared(t, turn.role, state)
+}
+
+/// Whether turn `t`, of `role`, has its results sent as the placeholder
+/// under `state`.
+pub(crate) fn is_cleared(t: usize, role: Role, state: &Compaction) -> bool {
+    role == Role::Tool && t < state.cleared as usize && t >= state.turns as usize
 }
 
 /// Clears the oldest tool results not cleared yet, the newest

@@ -486,10 +486,9 @@ pub struct ModelProfile {
     /// none.
     pub message_overhead: u32,
     /// Tokens its chat format adds once to a request sent as messages, to
-    /// prime the reply: the reply overhead of a request that gives none.
-    /// 0 when left out, and not written when 0, so a profile's digest is
-    /// what it was before the field existed.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// prime the reply: the reply overhead of a request that gives none
+    /// (0 when left out).
+    #[serde(default)]
     pub reply_overhead: u32,
     /// The fewest tokens of a prompt's prefix its provider's prompt cache
     /// keeps: a pack's prefix is cacheable from there (see
@@ -501,10 +500,6 @@ pub struct ModelProfile {
     /// absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImageRule>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 /// A provider's published rule for what an image in a message costs (see

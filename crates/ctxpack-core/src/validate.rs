@@ -204,9 +204,11 @@ pub fn request(request: &AssembleRequest) -> Result<(), Error> {
             ));
         }
     }
-    match &request.compaction {
-        Some(c) => compaction(c, &request.conversation),
-        None => Ok(()),
+    match (&request.compaction, &request.chat) {
+        // A chat's compaction is checked against its turns, once read
+        // (the pipeline validates the request the chat derives).
+        (Some(c), None) => compaction(c, &request.conversation),
+        _ => Ok(()),
     }
 }
 

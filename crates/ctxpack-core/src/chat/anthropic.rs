@@ -190,7 +190,7 @@ fn block(
                 "a tool_result block belongs in a user message",
             ));
         }
-        Some(other) => return Err(not_carried(at, &format!("{other:?} block"), CARRIED)),
+        Some(other) => return Err(not_carried(at, "block", other, CARRIED)),
         None => {
             return Err(Error::invalid(
                 format!("{at}.type"),

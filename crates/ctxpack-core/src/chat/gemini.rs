@@ -5,9 +5,10 @@
 //!
 //! A content that holds `functionResponse` parts is a tool turn. A call
 //! without an `id` is answered by the next response of its name. Charged:
-//! each part's text; a call's name and arguments (as JSON), a response's
-//! name and response (as JSON), their ids where given; images by the
-//! model's rule. A thought's signature is not counted.
+//! each part's text, a response's response (as JSON) its text; a call's
+//! name and arguments (as JSON), a response's name, their ids where
+//! given; images by the model's rule. A thought's signature is not
+//! counted.
 
 use super::{Msg, Pricing, Shaped, Turn, canonical, images::Image, kind, not_carried};
 use crate::error::Error;
@@ -70,7 +71,7 @@ pub(crate) fn read(msgs: &[Msg], pricing: &mut Pricing) -> Result<Shaped, Error>
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 if !mime.starts_with("image/") {
-                    return Err(not_carried(&at, &format!("{mime:?} inline part"), CARRIED));
+                    return Err(not_carried(&at, "inline part", mime, CARRIED));
                 }
                 let bytes = data.get("data").and_then(Value::as_str).unwrap_or_default();
                 pricing.image(&mut turn, Image::inline(bytes, false), &at)?;
@@ -81,7 +82,7 @@ pub(crate) fn read(msgs: &[Msg], pricing: &mut Pricing) -> Result<Shaped, Error>
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 if !mime.starts_with("image/") {
-                    return Err(not_carried(&at, &format!("{mime:?} file part"), CARRIED));
+                    return Err(not_carried(&at, "file part", mime, CARRIED));
                 }
                 pricing.image(&mut turn, Image::default(), &at)?;
             } else if let Some(call) = p.get("functionCall").or_else(|| p.get("function_call")) {
@@ -124,14 +125,18 @@ pub(crate) fn read(msgs: &[Msg], pricing: &mut Pricing) -> Result<Shaped, Error>
                         None => format!("{name}@unanswered"),
                     },
                 };
+                // The response is what the model reads of the result: its
+                // text (as JSON), written into the flat text and cleared
+                // by compaction; the name is sent beside it.
                 let body = response.get("response").map(canonical).unwrap_or_default();
-                turn.pieces.extend([name.to_owned(), body]);
+                turn.text.push(body);
+                turn.pieces.push(name.to_owned());
                 turn.answers.push(id);
             } else if p.contains_key("thoughtSignature") || p.contains_key("thought_signature") {
                 // A signature alone: sent back as given, not counted.
             } else {
                 let what = p.keys().next().map_or("empty", String::as_str);
-                return Err(not_carried(&at, &format!("{what:?} part"), CARRIED));
+                return Err(not_carried(&at, "part", what, CARRIED));
             }
         }
         if !turn.answers.is_empty() {

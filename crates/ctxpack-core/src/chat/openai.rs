@@ -124,7 +124,7 @@ fn content(m: &Msg, turn: &mut Turn, pricing: &mut Pricing) -> Result<(), Error>
                         pricing.image(turn, Image::url(url, low), &at)?;
                     }
                     (Some(other), _) => {
-                        return Err(not_carried(&at, &format!("{other:?} part"), CARRIED));
+                        return Err(not_carried(&at, "part", other, CARRIED));
                     }
                     (None, Value::String(s)) => turn.text.push(s.clone()),
                     (None, other) => {

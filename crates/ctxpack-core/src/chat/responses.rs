@@ -41,11 +41,7 @@ pub(crate) fn read(msgs: &[Msg], pricing: &mut Pricing) -> Result<Shaped, Error>
             "function_call" | "reasoning" => (Role::Assistant, true),
             "function_call_output" => (Role::Tool, false),
             other => {
-                return Err(not_carried(
-                    &m.at("type"),
-                    &format!("{other:?} item"),
-                    CARRIED,
-                ));
+                return Err(not_carried(&m.at("type"), "item", other, CARRIED));
             }
         };
         let continues = joins
@@ -165,7 +161,7 @@ fn content(
                         pricing.image(turn, image, &at)?;
                     }
                     Some(other) => {
-                        return Err(not_carried(&at, &format!("{other:?} part"), CARRIED));
+                        return Err(not_carried(&at, "part", other, CARRIED));
                     }
                     None => {
                         return Err(Error::invalid(

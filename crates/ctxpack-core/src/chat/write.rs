@@ -25,7 +25,7 @@ use super::Read;
 use crate::compact::PLACEHOLDER;
 use crate::pack::{ChatRequest, Message};
 use crate::snapshot::{CacheBoundary, CachePrefix};
-use crate::types::{ChatShape, Compaction, Role};
+use crate::types::{ChatShape, Compaction};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -85,7 +85,9 @@ pub(crate) fn write(read: &Read, pack: &Pack) -> ChatRequest {
                 let Some(chat_turn) = read.turns.get(*t) else {
                     continue;
                 };
-                let cleared = m.role == Role::Tool && m.content == PLACEHOLDER;
+                let cleared = pack
+                    .compaction
+                    .is_some_and(|c| crate::compact::is_cleared(*t, m.role, c));
                 for i in chat_turn.first..chat_turn.end {
                     let raw = read.items[i].get();
                     let json = match cleared {
@@ -169,7 +171,7 @@ fn made(shape: ChatShape, role: &str, text: &str) -> String {
 }
 
 /// A tool result as compaction sends it: its result the placeholder.
-fn clear(shape: ChatShape, raw: &str) -> String {
+pub(super) fn clear(shape: ChatShape, raw: &str) -> String {
     let Ok(mut v) = serde_json::from_str::<Value>(raw) else {
         return raw.to_owned();
     };

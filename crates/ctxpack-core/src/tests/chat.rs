@@ -354,7 +354,7 @@ fn what_a_chat_cannot_carry_is_refused_naming_its_place() {
     );
     assert_eq!(field, "request.chat.messages[0].content[0]");
     assert!(
-        message.contains("\"input_audio\" part is not carried"),
+        message.contains("a part of type \"input_audio\" is not carried"),
         "{message}"
     );
     let image = json!([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png"}}]}]);
@@ -451,10 +451,10 @@ fn a_compacted_chat_sends_its_summary_and_cleared_results_in_its_shape() {
     let r = chat_request(
         ChatShape::OpenaiChat,
         Value::Array(messages.clone()),
-        None,
+        Some("gpt-4o"),
         1_000,
     );
-    let p = Builder::new(config)
+    let p = Builder::new(config.clone())
         .unwrap()
         .assemble(&r, &mut NoHost)
         .unwrap();
@@ -462,6 +462,8 @@ fn a_compacted_chat_sends_its_summary_and_cleared_results_in_its_shape() {
     assert!(state.cleared > 0, "{state:?}");
     let sent = body(&p);
     let list = sent["messages"].as_array().unwrap();
+    // Charged as sent: a cleared result still sends its call's id.
+    assert_eq!(p.snapshot.message_tokens, cookbook(list, 0));
     let sources = &p.chat.as_ref().unwrap().sources;
     for (m, source) in list.iter().zip(sources) {
         let i = source.unwrap() as usize;
@@ -481,4 +483,87 @@ fn a_compacted_chat_sends_its_summary_and_cleared_results_in_its_shape() {
             assert_eq!(m, &messages[i]);
         }
     }
+
+    // Passed back with the next turn's chat, the compaction is checked
+    // against the chat's turns, and what it cleared stays as sent.
+    let mut next_messages = messages.clone();
+    next_messages.push(json!({"role": "assistant", "content": "The cheapest is Friday's."}));
+    next_messages.push(json!({"role": "user", "content": "Book it."}));
+    let mut next = chat_request(
+        ChatShape::OpenaiChat,
+        Value::Array(next_messages),
+        Some("gpt-4o"),
+        1_000,
+    );
+    next.compaction = Some(state.clone());
+    let q = Builder::new(config)
+        .unwrap()
+        .assemble(&next, &mut NoHost)
+        .unwrap();
+    let again = body(&q);
+    let again = again["messages"].as_array().unwrap();
+    assert_eq!(
+        again[..list.len()],
+        list[..],
+        "the compacted prefix changed"
+    );
+    assert_eq!(again.last().unwrap()["content"], json!("Book it."));
+    assert_eq!(q.snapshot.message_tokens, cookbook(again, 0));
+    let mut wrong = chat_request(
+        ChatShape::OpenaiChat,
+        json!([{"role": "user", "content": "hi"}]),
+        None,
+        1_000,
+    );
+    wrong.compaction = Some(state);
+    let err = build().assemble(&wrong, &mut NoHost).unwrap_err();
+    assert!(err.to_string().contains("request.compaction"), "{err}");
+}
+
+#[test]
+fn a_cleared_anthropic_result_is_charged_as_its_message_is_then_sent() {
+    let mut config = BuilderConfig::default();
+    config.plan.compact_share = 0.5;
+    config.plan.clear_at_least = 10;
+    config.plan.compact_tokens = 0;
+    let mut messages = vec![json!({"role": "user", "content": "Find the cheapest fare."})];
+    for k in 0..8 {
+        let id = format!("toolu_{k}");
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": "search", "input": {"page": k}}]}));
+        // A result, and a note of the user's beside it that clearing
+        // leaves as it was.
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": "fare ".repeat(60)},
+            {"type": "text", "text": format!("note {k}: keep looking")}]}));
+    }
+    let r = chat_request(
+        ChatShape::Anthropic,
+        Value::Array(messages.clone()),
+        None,
+        1_000,
+    );
+    let p = Builder::new(config)
+        .unwrap()
+        .assemble(&r, &mut NoHost)
+        .unwrap();
+    assert!(p.compaction.as_ref().unwrap().cleared > 0);
+    let sent = body(&p);
+    let list = sent["messages"].as_array().unwrap();
+    let cleared = list
+        .iter()
+        .filter(|m| m.to_string().contains(crate::compact::PLACEHOLDER))
+        .count();
+    assert!(cleared > 0, "{sent}");
+    assert!(list.iter().any(|m| m.to_string().contains("note 0")));
+    // The request sent, counted as a chat of its own, is what the pack
+    // charged for it (the cache hints are not counted).
+    let counted = build()
+        .count(&CountRequest {
+            tokenizer: Some(Tokenizer::O200kBase),
+            chat: Some(Chat::new(ChatShape::Anthropic, &json!({"messages": list}))),
+            ..CountRequest::default()
+        })
+        .unwrap();
+    assert_eq!(u64::from(p.snapshot.message_tokens), counted.total);
 }
