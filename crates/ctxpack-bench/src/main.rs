@@ -221,6 +221,16 @@ fn data(dir: &std::path::Path) -> Result<(), String> {
     )?;
     let scenario = serde_json::json!({"config": w.config, "request": w.request});
     write(&dir.join("trim-10k.scenario.json"), &scenario)?;
+    // The texts `bench/count.py` counts beside the Python peers: those of
+    // the count benchmark (benches/count.rs).
+    const MB: usize = 1 << 20;
+    for (name, text) in [
+        ("prose-1mb.txt", ctxpack_bench::texts::prose(MB, 1)),
+        ("code-1mb.txt", ctxpack_bench::texts::code(MB)),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     Ok(())
 }
 

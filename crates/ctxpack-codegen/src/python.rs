@@ -17,6 +17,18 @@ use std::collections::{BTreeMap, BTreeSet};
 /// with the candidates: a 10k-candidate pack's snapshot has 10k entries).
 const LAZY: &[(&str, &str)] = &[("snapshot", "entries")];
 
+/// Fields of JSON text a caller may give as the value itself (a chat's
+/// messages as the provider's SDK holds them): the codec writes its text.
+pub const JSON_TEXT: &[(&str, &str)] = &[("chat", "messages")];
+
+/// Fields of JSON text given back, each with a method that reads it: the
+/// request to send, as the provider's SDK takes it.
+const JSON_READ: &[(&str, &str, &str)] = &[(
+    "chat-request",
+    "body",
+    "The body of the request to send, as the provider's SDK takes it: ``client.chat.completions.create(model=…, **pack.chat.json())``.",
+)];
+
 /// The names a value of each enum or variant may be written as: its cases
 /// without a payload, as the WIT spells them.
 type Names = BTreeMap<String, Vec<String>>;
@@ -35,7 +47,13 @@ fn names(wit: &Wit) -> Names {
 /// The records a caller writes: those reached from what a caller hands in.
 /// Only their fields accept names as strings; what ctxpack gives back is
 /// always the class (`entry.reason.tag`).
-const WRITTEN: &[&str] = &["builder-config", "assemble-request", "candidate"];
+const WRITTEN: &[&str] = &[
+    "builder-config",
+    "assemble-request",
+    "candidate",
+    "count-request",
+    "trim-request",
+];
 
 fn written(wit: &Wit) -> BTreeSet<String> {
     fn refs(t: &Ty, out: &mut Vec<String>) {
@@ -142,6 +160,7 @@ pub fn types(wit: &Wit, skip: &[&str], structs: &Structs) -> Result<String, Stri
         "from __future__ import annotations",
         "",
         "import enum",
+        "import json as _json",
         "from dataclasses import dataclass, field",
         "from typing import Any, List, Literal, Optional, Union",
         "",
@@ -210,6 +229,13 @@ pub fn types(wit: &Wit, skip: &[&str], structs: &Structs) -> Result<String, Stri
     Ok(out.join("\n"))
 }
 
+/// Types whose names the package gives its exceptions (`except
+/// ctxpack_wasm.CtxpackError`): left out of `__all__`, so that the
+/// package's `from .types import *` does not bring the records under the
+/// same names, and a type checker sees the exception. The record is the
+/// exception's `.error`, `ctxpack_wasm.types.CtxpackError`.
+const EXCEPTIONS: [&str; 2] = ["CtxpackError", "HostError"];
+
 /// The module's tables after its classes: `__all__`, the decoders, the
 /// schema, and their registration with the codec.
 fn tables(seen: &BTreeSet<String>, decoders: Vec<String>, schema: Vec<String>) -> Vec<String> {
@@ -217,7 +243,11 @@ fn tables(seen: &BTreeSet<String>, decoders: Vec<String>, schema: Vec<String>) -
     out.push(String::new());
     out.push("__all__ = [".into());
     out.push("    \"UNSET\",".into());
-    out.extend(seen.iter().map(|n| format!("    \"{n}\",")));
+    out.extend(
+        seen.iter()
+            .filter(|n| !EXCEPTIONS.contains(&n.as_str()))
+            .map(|n| format!("    \"{n}\",")),
+    );
     out.push("]".into());
     out.push(String::new());
     out.push("# Decoders from the component's JSON, one per type.".into());
@@ -327,11 +357,11 @@ fn record(
             Ty::List(_) => " = field(default_factory=list)",
             _ => " = UNSET",
         };
-        out.push(format!(
-            "    {}: {}{default}",
-            snake(&m.name),
-            py_type(t, names)?
-        ));
+        let annotation = match JSON_TEXT.contains(&(def.name.as_str(), m.name.as_str())) {
+            true => "Any".to_owned(),
+            false => py_type(t, names)?,
+        };
+        out.push(format!("    {}: {annotation}{default}", snake(&m.name)));
         if !m.docs.is_empty() {
             out.push(docstring(&m.docs, "    "));
         }
@@ -360,6 +390,12 @@ fn record(
             }
             _ => args.push(format!("{}={}", snake(&m.name), decode(t, &get))),
         }
+    }
+    for (_, field, doc) in JSON_READ.iter().filter(|r| r.0 == def.name) {
+        out.push(String::new());
+        out.push("    def json(self) -> Any:".into());
+        out.push(docstring(doc, "        "));
+        out.push(format!("        return _json.loads(self.{})", snake(field)));
     }
     schema.push(format!(
         "    \"{cls}\": (\"record\", {cls}, [{}]),",

@@ -160,11 +160,14 @@ fn declaration(
             } else {
                 ""
             };
-            out.push(format!(
-                "  {}{mark}: {};",
-                lower_camel(&m.name),
-                ts_type(t, init, kinds)?
-            ));
+            // JSON text a caller may give as the value itself (see the
+            // Python codegen's `JSON_TEXT`): the package writes its text.
+            let text = crate::python::JSON_TEXT.contains(&(def.name.as_str(), m.name.as_str()));
+            let ty = match init && text {
+                true => "string | unknown".to_owned(),
+                false => ts_type(t, init, kinds)?,
+            };
+            out.push(format!("  {}{mark}: {ty};", lower_camel(&m.name)));
         }
         out.push("}".into());
     }

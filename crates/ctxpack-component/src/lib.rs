@@ -406,6 +406,14 @@ mod json {
             ctx::json::count(&self.0, &request).map_err(Convert::convert)
         }
 
+        fn count_texts(
+            &self,
+            request: String,
+            texts: Vec<String>,
+        ) -> Result<Vec<u32>, wit::CtxpackError> {
+            ctx::json::count_texts(&self.0, &request, &texts).map_err(Convert::convert)
+        }
+
         fn trim(&self, request: String) -> JsonAssembly {
             let assembly = ctx::json::JsonAssembly::trim(Rc::clone(&self.0), &request);
             JsonAssembly::new(Assembly(RefCell::new(assembly)))

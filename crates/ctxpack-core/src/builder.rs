@@ -42,6 +42,23 @@ pub struct Builder {
     fence_key: Option<FenceKey>,
 }
 
+/// The builder's counts as one user holds them (see [`Builder::counts`]).
+pub(crate) struct HeldCounts<'b> {
+    held: Option<std::sync::MutexGuard<'b, CountCache>>,
+    spare: CountCache,
+}
+
+impl HeldCounts<'_> {
+    /// The cache to count with: the builder's, or a spare that keeps
+    /// nothing.
+    pub(crate) fn cache(&mut self) -> &mut CountCache {
+        match self.held.as_deref_mut() {
+            Some(cache) => cache,
+            None => &mut self.spare,
+        }
+    }
+}
+
 impl Builder {
     /// A builder from `config`. Tokenizers named in `preload` must be in
     /// this build: one it left out is refused here rather than at the first
@@ -166,23 +183,26 @@ impl Builder {
             (Err(error), Some(model)) => return Err(model::missing_file(model, error).into()),
             (Err(error), None) => return Err(error.into()),
         };
-        // Assemblies on one builder share its counts; one that finds the
-        // cache in use by another (on another thread, or waiting for its
-        // host) counts without it rather than wait (the counts, and so the
-        // pack, are the same either way).
-        let mut spare = CountCache::new(0);
-        let mut held = match self.counts.try_lock() {
-            Ok(guard) => Some(guard),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        };
-        let cache = match held.as_deref_mut() {
-            Some(cache) => cache,
-            None => &mut spare,
-        };
-        let meter = Meter::new(counter.as_ref(), &settled.tokenizer, cache);
+        let mut held = self.counts();
+        let meter = Meter::new(counter.as_ref(), &settled.tokenizer, held.cache());
         self.run((request, chat), channel, &meter, &settled, budget)
             .await
+    }
+
+    /// The counts the builder remembers, for one assembly, trim or count.
+    /// Those on one builder share them; one that finds them in use by
+    /// another (on another thread, or waiting for its host) counts without
+    /// them rather than wait (the counts, and so the outcome, are the same
+    /// either way).
+    pub(crate) fn counts(&self) -> HeldCounts<'_> {
+        HeldCounts {
+            held: match self.counts.try_lock() {
+                Ok(guard) => Some(guard),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            },
+            spare: CountCache::new(0),
+        }
     }
 
     /// The pipeline, counting with the host (`Tokenizer::Host(name)`): a

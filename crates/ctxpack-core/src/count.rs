@@ -4,7 +4,7 @@
 use crate::builder::Builder;
 use crate::chat;
 use crate::error::Error;
-use crate::tokenizer::{CountCache, Meter};
+use crate::tokenizer::Meter;
 use crate::types::{AssembleRequest, Chat, ModelUse, PackForm, Tokenizer};
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +65,37 @@ impl Builder {
     /// Counts `request`'s texts, and its chat as a request sends it, as
     /// an assembly charges them: the same numbers in every host.
     pub fn count(&self, request: &CountRequest) -> Result<TokenCounts, Error> {
+        self.count_with(request, &request.texts)
+    }
+
+    /// Counts `texts` as [`Builder::count`] counts a request's texts,
+    /// with the model or tokenizer `request` names: the texts given
+    /// apart, as they are (a host that would otherwise write a megabyte
+    /// into JSON, and the core read it back). `request` carries no texts
+    /// or chat of its own.
+    pub fn count_texts(
+        &self,
+        request: &CountRequest,
+        texts: &[impl AsRef<str>],
+    ) -> Result<Vec<u32>, Error> {
+        if !request.texts.is_empty() || request.chat.is_some() {
+            let field = match request.chat.is_some() {
+                true => "count.chat",
+                false => "count.texts",
+            };
+            return Err(Error::invalid(
+                field,
+                "the texts are given apart here: this request only names what counts (model, tokenizer); count texts and chats with `count`",
+            ));
+        }
+        Ok(self.count_with(request, texts)?.texts)
+    }
+
+    fn count_with(
+        &self,
+        request: &CountRequest,
+        texts: &[impl AsRef<str>],
+    ) -> Result<TokenCounts, Error> {
         let asked = AssembleRequest {
             model: request.model.clone(),
             tokenizer: request.tokenizer.clone(),
@@ -92,7 +123,9 @@ impl Builder {
             (Err(error), Some(model)) => return Err(crate::model::missing_file(model, error)),
             (Err(error), None) => return Err(error),
         };
-        let texts = request.texts.iter().map(|t| counter.count(t)).collect();
+        let mut held = self.counts();
+        let meter = Meter::new(counter.as_ref(), &settled.tokenizer, held.cache());
+        let texts = texts.iter().map(|t| meter.count(t.as_ref())).collect();
         let mut counted = TokenCounts {
             tokenizer: Some(settled.tokenizer.clone()),
             model: settled.model.clone(),
@@ -108,17 +141,15 @@ impl Builder {
             .and_then(|m| m.profile.images.as_ref());
         let read =
             chat::read(given, images, request.model.as_deref()).map_err(|e| renamed(e, "count"))?;
-        let mut none = CountCache::new(0);
-        let meter = Meter::new(counter.as_ref(), &settled.tokenizer, &mut none);
         let overhead = settled.overhead;
         if !read.system.is_empty() {
-            counted.system = overhead.saturating_add(counter.count(&read.system));
+            counted.system = overhead.saturating_add(meter.count(&read.system));
         }
         for turn in chat::derive(&read, &meter, PackForm::Messages) {
             let beside = turn.attached_tokens.unwrap_or(0);
             counted.messages.push(
                 overhead
-                    .saturating_add(counter.count(&turn.content))
+                    .saturating_add(meter.count(&turn.content))
                     .saturating_add(beside),
             );
         }
@@ -130,7 +161,8 @@ impl Builder {
     }
 }
 
-/// `error` with its field named under `root` rather than `request`.
+/// `error` with its field, and the fields its message quotes, named
+/// under `root` rather than `request`.
 fn renamed(error: Error, root: &str) -> Error {
     match error {
         Error::InvalidField { field, message } => Error::InvalidField {
@@ -138,7 +170,7 @@ fn renamed(error: Error, root: &str) -> Error {
                 Some(rest) => format!("{root}{rest}"),
                 None => field,
             },
-            message,
+            message: message.replace("`request.", &format!("`{root}.")),
         },
         other => other,
     }

@@ -99,6 +99,13 @@ pub fn count(builder: &Builder, request: &str) -> Result<String, Error> {
     to_json(&builder.count(&request)?)
 }
 
+/// Counts `texts`, given apart, with what a [`crate::CountRequest`]
+/// given as JSON names (see [`Builder::count_texts`]).
+pub fn count_texts(builder: &Builder, request: &str, texts: &[String]) -> Result<Vec<u32>, Error> {
+    let request = parse_fast::<crate::CountRequest>(request, "count")?;
+    builder.count_texts(&request, texts)
+}
+
 /// How an assembly or a handling ends: the `done` step's payload, and a
 /// scenario's `reply`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

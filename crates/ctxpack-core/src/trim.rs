@@ -147,14 +147,9 @@ async fn trim(
                 (Err(e), Some(model)) => return Err(crate::model::missing_file(model, e)),
                 (Err(e), None) => return Err(e),
             };
-            let charges = charges(
-                &read,
-                &elements,
-                counter.as_ref(),
-                tokenizer,
-                settled.overhead,
-            )
-            .map_err(renamed)?;
+            let mut held = builder.counts();
+            let meter = Meter::new(counter.as_ref(), tokenizer, held.cache());
+            let charges = charges(&read, &elements, &meter, settled.overhead).map_err(renamed)?;
             Counting::Tokens {
                 counter,
                 tokenizer: tokenizer.clone(),
@@ -229,18 +224,15 @@ fn elements(read: &chat::Read) -> Vec<Element> {
 fn charges(
     read: &chat::Read,
     elements: &[Element],
-    counter: &dyn TokenCounter,
-    tokenizer: &Tokenizer,
+    meter: &Meter,
     overhead: u32,
 ) -> Result<Vec<u64>, Error> {
-    let mut none = CountCache::new(0);
-    let meter = Meter::new(counter, tokenizer, &mut none);
-    let derived = chat::derive(read, &meter, PackForm::Messages);
+    let derived = chat::derive(read, meter, PackForm::Messages);
     let mut charges = vec![0u64; read.items.len()];
     let mut by_first = std::collections::HashMap::new();
     for (t, turn) in read.turns.iter().zip(&derived) {
         let n = u64::from(overhead)
-            + u64::from(counter.count(&turn.content))
+            + u64::from(meter.count(&turn.content))
             + u64::from(turn.attached_tokens.unwrap_or(0));
         by_first.insert(t.first, n);
     }
@@ -248,7 +240,7 @@ fn charges(
         let i = e.items.start;
         charges[i] = match by_first.get(&i) {
             Some(&n) => n,
-            None => u64::from(overhead) + u64::from(counter.count(&message_text(&read.items[i])?)),
+            None => u64::from(overhead) + u64::from(meter.count(&message_text(&read.items[i])?)),
         };
     }
     Ok(charges)
@@ -345,13 +337,18 @@ impl Trim<'_, '_> {
         Ok(u64::from(*overhead) + u64::from(counter.count(text)) + u64::from(beside))
     }
 
-    /// The largest of `options` (longer lists, in order) whose list fits
+    /// The largest of `count` options (longer lists, in order; `option(k)`
+    /// makes the `k`-th, only for those asked) whose list fits
     /// `max-tokens`, and its count; asked in rounds of at most
     /// [`PROBES`], each narrowing where the largest lies.
-    async fn largest(&self, options: &[MessageList]) -> Result<Option<(usize, u64)>, Error> {
+    async fn largest(
+        &self,
+        count: usize,
+        option: &dyn Fn(usize) -> MessageList,
+    ) -> Result<Option<(usize, u64)>, Error> {
         let max = u64::from(self.request.max_tokens);
         // options[..=fits] are known to fit up to `fits`; from `over` on not.
-        let (mut fits, mut over): (Option<(usize, u64)>, usize) = (None, options.len());
+        let (mut fits, mut over): (Option<(usize, u64)>, usize) = (None, count);
         loop {
             let from = fits.map_or(0, |(k, _)| k + 1);
             if from >= over {
@@ -368,7 +365,7 @@ impl Trim<'_, '_> {
                 }
             };
             let counts = self
-                .costs(probes.iter().map(|&k| options[k].clone()).collect())
+                .costs(probes.iter().map(|&k| option(k)).collect())
                 .await?;
             for (&k, &n) in probes.iter().zip(&counts) {
                 if n <= max {
@@ -439,19 +436,19 @@ impl Trim<'_, '_> {
         if let Some(Value::Array(blocks)) = v.get(key) {
             let n = blocks.len();
             // Keeping fewer blocks counts less: the most that fit.
-            let options: Vec<Partial> = (1..n)
-                .map(|k| Partial {
-                    message,
-                    blocks: Some(BlockRange {
-                        first: crate::tokenizer::clamp_len(if keep_end { n - k } else { 0 }),
-                        count: crate::tokenizer::clamp_len(k),
-                    }),
-                    text: None,
-                })
-                .collect();
-            let lists: Vec<MessageList> = options.iter().map(with).collect();
-            if let Some((k, n)) = self.largest(&lists).await? {
-                return Ok(Some((options[k].clone(), n)));
+            let option = |j: usize| Partial {
+                message,
+                blocks: Some(BlockRange {
+                    first: crate::tokenizer::clamp_len(if keep_end { n - (j + 1) } else { 0 }),
+                    count: crate::tokenizer::clamp_len(j + 1),
+                }),
+                text: None,
+            };
+            let found = self
+                .largest(n.saturating_sub(1), &|j| with(&option(j)))
+                .await?;
+            if let Some((j, tokens)) = found {
+                return Ok(Some((option(j), tokens)));
             }
             let block = if keep_end {
                 blocks.last()
@@ -471,21 +468,16 @@ impl Trim<'_, '_> {
         };
         let splits = self.splits(&text).await?;
         let n = splits.len();
-        let options: Vec<Partial> = (1..=n)
-            .map(|k| Partial {
-                message,
-                blocks: None,
-                text: Some(match keep_end {
-                    true => splits[n - k..].concat(),
-                    false => splits[..k].concat(),
-                }),
-            })
-            .collect();
-        let lists: Vec<MessageList> = options.iter().map(with).collect();
-        Ok(self
-            .largest(&lists)
-            .await?
-            .map(|(k, n)| (options[k].clone(), n)))
+        let option = |j: usize| Partial {
+            message,
+            blocks: None,
+            text: Some(match keep_end {
+                true => splits[n - (j + 1)..].concat(),
+                false => splits[..=j].concat(),
+            }),
+        };
+        let found = self.largest(n, &|j| with(&option(j))).await?;
+        Ok(found.map(|(j, tokens)| (option(j), tokens)))
     }
 
     /// LangChain's `last`.
@@ -527,11 +519,8 @@ impl Trim<'_, '_> {
             .rev()
             .filter(|&k| k == 0 || self.elements[rest[k]].unit != self.elements[rest[k - 1]].unit)
             .collect();
-        let lists: Vec<MessageList> = starts
-            .iter()
-            .map(|&k| self.list(&[&system[..], &rest[k..]].concat(), None))
-            .collect();
-        let found = self.largest(&lists).await?;
+        let option = |j: usize| self.list(&[&system[..], &rest[starts[j]..]].concat(), None);
+        let found = self.largest(starts.len(), &option).await?;
         let from = found.map_or(rest.len(), |(j, _)| starts[j]);
         let mut kept: Vec<usize> = rest[from..].to_vec();
         let mut tokens = found.map(|(_, n)| n);
@@ -606,8 +595,8 @@ impl Trim<'_, '_> {
                 k == all.len() || self.elements[all[k]].unit != self.elements[all[k - 1]].unit
             })
             .collect();
-        let lists: Vec<MessageList> = ends.iter().map(|&k| self.list(&all[..k], None)).collect();
-        let found = self.largest(&lists).await?;
+        let option = |j: usize| self.list(&all[..ends[j]], None);
+        let found = self.largest(ends.len(), &option).await?;
         let to = found.map_or(0, |(j, _)| ends[j]);
         let mut kept: Vec<usize> = all[..to].to_vec();
         let mut tokens = found.map(|(_, n)| n);
