@@ -8,8 +8,9 @@ approximate counter; ctxpack counts exactly (o200k_base); both are also
 run counting the same way (characters / 4) to compare like with like,
 and, where tiktoken's o200k table is at hand (`bench/prepare` puts it in
 `TIKTOKEN_CACHE_DIR`; it is a download otherwise), both trim with the
-exact count of what is sent (o200k, 3 tokens a message): LangChain with
-tiktoken, ctxpack with its own encoding and with tiktoken's counter lent.
+exact count of what is sent (OpenAI's: o200k, 3 tokens a message and
+its role's, 3 priming the reply): LangChain with tiktoken, ctxpack with
+its own encoding (``model="gpt-4o"``) and with tiktoken's counter lent.
 
     target/python-venv/bin/python hosts/python/bench/langchain_side_by_side.py
 """
@@ -29,7 +30,8 @@ from langchain_core.messages import trim_messages as lc_trim_messages
 from langchain_core.messages.utils import count_tokens_approximately
 
 import ctxpack_wasm as cp
-from ctxpack_wasm.chat import conversation, trim_messages
+from ctxpack_wasm.chat import chat as as_chat
+from ctxpack_wasm.chat import trim_messages
 from ctxpack_wasm.langchain import CtxpackCompressor
 
 WORDS = ("refund order shipping delay invoice account password reset the a to of and in "
@@ -66,7 +68,8 @@ def ctxpack_trim_chars(messages: list, budget: int) -> list:
 
 
 def exact_counter() -> Callable[[list], int] | None:
-    """What OpenAI counts for messages sent (o200k, 3 tokens a message),
+    """What OpenAI counts for a request of the messages (o200k, 3 tokens a
+    message and its role's, 3 priming the reply: the cookbook's count),
     by tiktoken, if its table is at hand."""
     try:
         import tiktoken
@@ -76,7 +79,7 @@ def exact_counter() -> Callable[[list], int] | None:
         return None
 
     def count(messages: list) -> int:
-        return sum(len(enc.encode_ordinary(m.content)) + 3 for m in messages)
+        return sum(len(enc.encode_ordinary(m.content)) + 4 for m in messages) + 3
     return count
 
 
@@ -120,12 +123,10 @@ def ctxpack_pack(docs: list, budget: int) -> list:
 def exact(kept: list) -> int:
     """What the kept messages or documents cost in o200k tokens as they
     are sent, counted by ctxpack (the check of each row): the documents as
-    one message, the messages each with OpenAI's 3 tokens."""
+    one message, the messages as a request to gpt-4o (OpenAI's count)."""
     if kept and isinstance(kept[0], Document):
         return CtxpackCompressor(max_tokens=10**9).pack_documents(kept, "refunds")[1].budget_used
-    request = cp.AssembleRequest(conversation=conversation(kept), budget=10**9, entry_overhead=3,
-                                 tokenizer="o200k-base", conversation_start="any-turn", form="messages")
-    return cp.Builder().assemble(request).budget_used
+    return cp.Builder().count(chat=as_chat(kept), model="gpt-4o").total
 
 
 def lines(f: Callable[..., Any]) -> int:
@@ -157,8 +158,8 @@ def main() -> None:
         ("", "ctxpack (o200k, no overhead)", ctxpack_trim, chat, 8000, 5),
         ("", "LangChain (chars / 4)", langchain_trim_chars, chat, 8000, 5),
         ("", "ctxpack (chars / 4)", ctxpack_trim_chars, chat, 8000, 5),
-        *([("", "LangChain (tiktoken o200k + 3)", langchain_trim_exact, chat, 8000, 5),
-           ("", "ctxpack (o200k + 3, gpt-4o)", ctxpack_trim_exact, chat, 8000, 5),
+        *([("", "LangChain (tiktoken, OpenAI's count)", langchain_trim_exact, chat, 8000, 5),
+           ("", "ctxpack (gpt-4o, OpenAI's count)", ctxpack_trim_exact, chat, 8000, 5),
            ("", "ctxpack (tiktoken's counter lent)", ctxpack_trim_lent, chat, 8000, 5)]
           if EXACT is not None else []),
         ("pack 210 documents into 4k tokens", "LangChain (approximate count)", langchain_pack, docs, 4000, 20),

@@ -15,11 +15,14 @@ The cases:
   way again and again.
 
 Each request is tokenised by tiktoken itself, apart from ctxpack's
-counters, and recounted within the budget.
+counters, and recounted within the budget as OpenAI's cookbook counts a
+chat request: 3 tokens a message, its role's and every field's value
+(tool calls as their JSON), and 3 that prime the reply.
 
 **OpenAI** caches a prefix of 1,024 tokens and more, in steps of 128: the
 tokens a request shares from its start with the previous one, framed as
-OpenAI's chat format frames them (``<|im_start|>role\\n…<|im_end|>``).
+OpenAI's chat format frames them (``<|im_start|>role\\n…<|im_end|>``, a
+message's tool calls as their JSON after its text).
 
 **Anthropic** caches where a request marks ``cache_control``: a
 breakpoint reads the longest prefix an earlier request wrote that ends
@@ -27,7 +30,8 @@ within 20 blocks before it, and writes its own prefix (if it has 1,024
 tokens, Claude Sonnet 4.5's least); reads cost 0.1 of an input token,
 writes 1.25, the rest 1. Blocks are counted in o200k, 3 tokens more a
 message (Claude's tokenizer is not public). The breakpoints are as each
-layout emits them: ctxpack's from ``to_anthropic``; the template's on its
+layout emits them: ctxpack's in its request (``pack.chat``, the chat
+given in Anthropic's shape); the template's on its
 system prompt, as one adds it by hand; by hand, on the system prompt and
 the history's last message.
 
@@ -37,8 +41,10 @@ template's ÷ the layout's; and Anthropic's bill in input tokens' worth
 (a layout that sends less pays less at the same cached share).
 
 Layouts:
-- ctxpack cache-first (the default for the messages form): the system
-  prompt, the conversation giving way in steps (``plan.cut_share``, 0.55 of
+- ctxpack cache-first — what a newcomer writes: the chat given as it
+  is (``chat=Chat(shape=…, messages=…)``), ``model`` and ``budget``, and
+  ``pack.chat.json()`` sent; a chat is packed cache-first by default —:
+  the system prompt, the conversation giving way in steps (``plan.cut_share``, 0.55 of
   the budget at 4 bytes a token, by default), then what changes every
   turn, the newest user turn last; and the same giving way turn by turn
   (``cut_share=0``); and the same compacting (``COMPACTING``): past 0.8
@@ -76,7 +82,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages import trim_messages as lc_trim_messages
 
 import ctxpack_wasm as cp
-from ctxpack_wasm.chat import conversation, to_anthropic, to_openai
 
 TURNS, BUDGET, STEP = 50, 16_000, 4_000
 #: The plan of ctxpack's compacting layout: compacted past 0.8 of the
@@ -99,15 +104,25 @@ def count(text: str) -> int:
     return len(ENC.encode(text, disallowed_special=()))
 
 
+def as_json(v: Any) -> str:
+    return json.dumps(v, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def per_message(m: dict[str, Any]) -> int:
+    """OpenAI's cookbook count of one message: 3, and every field's value
+    (the role's, the content's, a call id's; tool calls as their JSON)."""
+    return 3 + sum(count(v if isinstance(v, str) else as_json(v)) for v in m.values() if v is not None)
+
+
 def sent(messages: list[dict[str, Any]]) -> int:
-    """The messages' tokens as ctxpack's budget counts them: content and 3."""
-    return sum(count(text_of(m)) + 3 for m in messages)
+    """A request of ``messages`` as OpenAI's cookbook counts it: each
+    message, and 3 that prime the reply."""
+    return sum(per_message(m) for m in messages) + 3
 
 
 def text_of(m: dict[str, Any]) -> str:
-    """A message's text as ctxpack renders it (a call's arguments included)."""
-    calls = "\n".join(f"[tool call] {c['function']['name']}({c['function']['arguments']})"
-                      for c in m.get("tool_calls") or [])
+    """A message's text as sent: its content, its tool calls as JSON."""
+    calls = as_json(m["tool_calls"]) if m.get("tool_calls") else ""
     return "\n".join(filter(None, [m.get("content") or "", calls]))
 
 
@@ -139,9 +154,10 @@ class Anthropic:
         uncached; the cache keeps the prefixes it wrote."""
         system = body["system"] if isinstance(body["system"], list) else (
             [{"type": "text", "text": body["system"]}] if body["system"] else [])
-        blocks = [("system", b) for b in system] + [(m["role"], b) for m in body["messages"] for b in m["content"]]
-        firsts = {len(system) + sum(len(m["content"]) for m in body["messages"][:k])
-                  for k in range(len(body["messages"]))}
+        messages = [{**m, "content": [{"type": "text", "text": m["content"]}]} if isinstance(m["content"], str)
+                    else m for m in body["messages"]]
+        blocks = [("system", b) for b in system] + [(m["role"], b) for m in messages for b in m["content"]]
+        firsts = {len(system) + sum(len(m["content"]) for m in messages[:k]) for k in range(len(messages))}
         chain, ends, tokens = hashlib.sha256(), [], []
         total = 0
         for k, (role, b) in enumerate(blocks):
@@ -261,24 +277,35 @@ class Summariser:
         return [ENC.decode(ENC.encode(r.text)[:r.target_tokens]).strip() for r in requests]
 
 
-def ctxpack(layout: str, plan: Optional[dict[str, Any]] = None) -> Layout:
-    """ctxpack's pack in ``layout``, with its default plan or ``plan``;
-    a plan that compacts is lent a summariser, and each request passes
-    back the compaction the last pack returned."""
+def ctxpack(layout: Optional[str] = None, plan: Optional[dict[str, Any]] = None) -> Layout:
+    """ctxpack's pack, in its default layout or ``layout``, with its
+    default plan or ``plan``: the chat given as it is, once in OpenAI's
+    shape for gpt-4o and once in Anthropic's for Claude (counted in
+    o200k), and each request sent as the pack gives it. A plan that
+    compacts is lent a summariser, and each request passes back the
+    compaction the last pack of its shape returned; the summariser
+    counted in Anthropic's bill is the Anthropic requests'."""
     builder = cp.Builder({"profile": {"rag": {"retrieve_limit": 6}}, "plan": plan or {}})
-    summariser = Summariser()
+    summarisers = {shape: Summariser() for shape in ("openai-chat", "anthropic")}
     state: dict[str, Any] = {}
 
-    def run(case: Case, r: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def pack(case: Case, r: Request, model: str, chat: cp.Chat, **more: Any) -> Any:
+        key = cp.ChatShape(chat.shape).value
         pack = builder.assemble(cp.AssembleRequest(
-            query=r.query, model="claude-sonnet-4-5", tokenizer="o200k-base", entry_overhead=3, budget=BUDGET,
-            form="messages", system_prompt=case.system, conversation=conversation(r.history), layout=layout,
-            compaction=state.get("compaction"),
-            context=cp.AgentContext(session_id="bench", trace_id="bench")), sources=_Docs(r.docs),
-            summarizer=summariser)
-        state["compaction"] = pack.compaction
-        run.summariser = summariser  # type: ignore[attr-defined]
-        return to_openai(pack, r.history), to_anthropic(pack, r.history)
+            query=r.query, model=model, budget=BUDGET, system_prompt=case.system, chat=chat,
+            layout=layout, compaction=state.get(key), context=cp.AgentContext(session_id="bench", trace_id="bench"),
+            **more), sources=_Docs(r.docs), summarizer=summarisers[key])
+        state[key] = pack.compaction
+        assert pack.chat is not None
+        return pack.chat.json()
+
+    def run(case: Case, r: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        openai = pack(case, r, "gpt-4o", cp.Chat(shape="openai-chat", messages=r.history))
+        anthropic = pack(case, r, "claude-sonnet-4-5",
+                         cp.Chat(shape="anthropic", messages=anthropic_of(r.history, set())["messages"]),
+                         tokenizer="o200k-base")
+        run.summariser = summarisers["anthropic"]  # type: ignore[attr-defined]
+        return openai["messages"], anthropic
     return run
 
 
@@ -337,7 +364,7 @@ def langchain_template(case: Case, r: Request) -> tuple[list[dict[str, Any]], di
     if r.docs:
         head.append({"role": "system", "content": "\n\n".join(r.docs)})
     kept = lc_trim_messages([_lc(m) for m in r.history], max_tokens=BUDGET - sent(head), strategy="last",
-                            start_on="human", token_counter=lambda ms: sum(sent([_openai(m)]) for m in ms))
+                            start_on="human", token_counter=lambda ms: sum(per_message(_openai(m)) for m in ms))
     messages = head + [_openai(m) for m in kept]
     # The breakpoint one adds by hand: the system prompt, which leads.
     return messages, anthropic_of(messages, {0})
@@ -354,14 +381,14 @@ class StableFirst:
         head = [{"role": "system", "content": case.system}]
         *history, question = r.history
         last = {"role": "user", "content": "\n\n".join([*r.docs, question["content"]])}
-        room = BUDGET - sent(head) - sent([last])
+        room = BUDGET - sent(head + [last])
         pairs = [history[k:k + 2] for k in range(0, len(history), 2)]
         if self.start > len(pairs):
             self.start = 0
-        while sum(sent(p) for p in pairs[self.start:]) > room:
+        while sum(per_message(m) for p in pairs[self.start:] for m in p) > room:
             dropped = 0
             while self.start < len(pairs) and dropped < STEP:
-                dropped += sent(pairs[self.start])
+                dropped += sum(per_message(m) for m in pairs[self.start])
                 self.start += 1
         messages = head + [m for p in pairs[self.start:] for m in p] + [last]
         return messages, anthropic_of(messages, {0, len(messages) - 2})
@@ -430,7 +457,7 @@ def layouts() -> list[tuple[str, Callable[[], Layout], tuple[str, ...]]]:
     """Each layout, made afresh for each case, and the cases it runs."""
     every = ("RAG chat", "agent loop", "long chat")
     return [
-        ("ctxpack cache-first", lambda: ctxpack("cache-first"), every),
+        ("ctxpack cache-first", lambda: ctxpack(), every),
         ("  turn by turn (cut_share 0)", lambda: ctxpack("cache-first", {"cut_share": 0}), every),
         ("  compacting", lambda: ctxpack("cache-first", COMPACTING), ("agent loop", "long chat")),
         ("ctxpack context-first", lambda: ctxpack("context-first"), ("RAG chat", "agent loop")),

@@ -400,18 +400,21 @@ def test_a_request_that_names_its_model_takes_what_it_leaves_out_from_the_profil
         model="gpt-4o-mini-2024-07-18", system_prompt="Answer briefly.", conversation=turns))
     model = pack.snapshot.model
     assert model.profile.name == "gpt-4o-mini"
-    assert model.assumed == [cp.Assumed.TOKENIZER, cp.Assumed.BUDGET, cp.Assumed.ENTRY_OVERHEAD]
+    assert model.assumed == [cp.Assumed.TOKENIZER, cp.Assumed.BUDGET, cp.Assumed.ENTRY_OVERHEAD,
+                             cp.Assumed.REPLY_OVERHEAD]
     assert pack.snapshot.tokenizer == cp.Tokenizer.o200k_base()
     assert pack.snapshot.token_budget == 128_000 - 16_384
-    # Three tokens a message on top of the contents, as OpenAI's chat format.
+    # As OpenAI's count of a chat request: 3 tokens and the role's a
+    # message on top of the contents, and 3 that prime the reply.
     plain = cp.Builder().assemble(cp.AssembleRequest(
         tokenizer="o200k-base", system_prompt="Answer briefly.", conversation=turns))
-    assert pack.snapshot.message_tokens == plain.snapshot.message_tokens + 3 * len(pack.messages)
+    assert pack.snapshot.message_tokens == plain.snapshot.message_tokens + 4 * len(pack.messages) + 3
     assert plain.snapshot.model is None
 
     # A profile of one's own, and a name no profile has.
     house = cp.ModelProfile(name="house-7b", tokenizer=cp.Tokenizer.chars_per_token(4),
-                            context_window=4096, output_reserve=1024, message_overhead=4)
+                            context_window=4096, output_reserve=1024, message_overhead=4,
+                                reply_overhead=0)
     pack = cp.Builder({"models": [house]}).assemble(cp.AssembleRequest(model="acme/House-7B", conversation=turns))
     assert pack.snapshot.model.profile == house
     assert pack.snapshot.token_budget == 3072

@@ -30,7 +30,7 @@ def conversation(n: int) -> list:
     return [
         cp.ConversationTurn(
             role="user" if i % 2 == 0 else "assistant",
-            content=f"Turn {i}: naïve café, 東京 🙂 — don't stop; <|eot_id|> {'x' * (i * 13)}",
+            content=f"Turn {i}: naïve café, 東京 🙂 — don't stop; <|eot_id|> {'x' * ((n - 1 - i) * 13)}",
         )
         for i in range(n)
     ]
@@ -49,7 +49,7 @@ def test_a_pack_holds_its_budget_counted_by_the_reference(name: str):
         return len(hf.encode(text, add_special_tokens=False).ids)
 
     builder = cp.Builder(cp.BuilderConfig(tokenizers=[given]))
-    for budget in (60, 150, 400):
+    for budget in (90, 150, 400):
         request = cp.AssembleRequest(
             context=cp.AgentContext(trace_id="t", session_id="s"),
             query="q",

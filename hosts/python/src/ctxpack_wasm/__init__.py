@@ -65,6 +65,7 @@ from .types import (
 
 __all__ = [
     "__version__",
+    "count_tokens",
     "explain_reason",
     "PROFILES",
     "Builder",
@@ -547,9 +548,33 @@ def _outcome(text: str) -> Any:
             _respell(failure.error)
         elif kind == "pack":
             return decode(body, ["ref", "ContextPack"])
+        elif kind == "trimmed":
+            return decode(body, ["ref", "Trimmed"])
         else:
             return decode(body, ["ref", "Handling"])
     raise AssemblyFailed(failure)
+
+
+class _Counter:
+    """A host's counters lent as the ``counter`` interface: a function of
+    texts (``count_tokens``), of lists of messages (``count_messages``)
+    and a splitter (``split_text``), each where given."""
+
+    def __init__(self, count_tokens: Any = None, count_messages: Any = None, split_text: Any = None) -> None:
+        if count_tokens is not None:
+            self.count_tokens = count_tokens
+        if count_messages is not None:
+            self.count_messages = count_messages
+        if split_text is not None:
+            self.split_text = split_text
+
+
+def _text_counter(counter: Any) -> Any:
+    """An assembly's ``counter``: a function of ``(tokenizer, texts)`` is
+    its ``count_tokens``."""
+    if counter is not None and inspect.isroutine(counter):
+        return _Counter(count_tokens=counter)
+    return counter
 
 
 # --- the API ----------------------------------------------------------------
@@ -616,6 +641,7 @@ class Builder(_Held):
 
     def _start(self, request: Any, router: Optional[Router], sources: Any, policy: Any,
                summarizer: Any, counter: Any) -> Generator[list, list, str]:
+        counter = _text_counter(counter)
         _refuse_unused(self.profile, sources)
         _refuse_misspelt({"sources": sources, "policy": policy, "summarizer": summarizer,
                           "counter": counter})
@@ -632,8 +658,14 @@ class Builder(_Held):
     def assemble(self, request: Any, *, sources: Any = None, policy: Any = allow_all,
                  summarizer: Any = None, counter: Any = None) -> ContextPack:
         """A pack for `request` (an :class:`AssembleRequest` or a dict of
-        its fields). Raises :class:`AssemblyFailed` when there is none."""
-        _refuse_async(sources, policy, summarizer, counter)
+        its fields). Raises :class:`AssemblyFailed` when there is none.
+
+        A request whose ``chat`` holds the messages you send (``Chat(shape=
+        "openai-chat", messages=[…])``, Anthropic's, Gemini's or the
+        Responses API's) is packed for them, cache-first, and
+        ``pack.chat.json()`` is the request to send, the kept messages as
+        you gave them."""
+        _refuse_async(sources, policy, summarizer, _text_counter(counter))
         return _outcome(_run_sync(self._start(request, None, sources, policy, summarizer, counter)))
 
     async def assemble_async(self, request: Any, *, sources: Any = None, policy: Any = allow_all,
@@ -646,7 +678,7 @@ class Builder(_Held):
         """Route `request.query`: a confident route goes straight to its
         skill, calling nothing; anything else is assembled and dispatched to
         the fallback skill."""
-        _refuse_async(sources, policy, summarizer, counter)
+        _refuse_async(sources, policy, summarizer, _text_counter(counter))
         return _outcome(_run_sync(self._start(request, router, sources, policy, summarizer, counter)))
 
     async def handle_async(self, router: Router, request: Any, *, sources: Any = None,
@@ -659,8 +691,92 @@ class Builder(_Held):
         """The outcome as the component wrote it: ``{"pack": …}``,
         ``{"handled": …}`` or ``{"failed": …}`` (to store or forward as
         it is, without the Python classes)."""
-        _refuse_async(sources, policy, summarizer, counter)
+        _refuse_async(sources, policy, summarizer, _text_counter(counter))
         return _run_sync(self._start(request, router, sources, policy, summarizer, counter))
+
+    def count(self, request: Any = None, *, texts: Optional[Iterable[str]] = None, chat: Any = None,
+              model: Optional[str] = None, tokenizer: Any = None) -> "_types.TokenCounts":
+        """Counts texts, and a chat as a request sends it, exactly as an
+        assembly charges them (``request`` a :class:`CountRequest`, or the
+        same given by keyword)::
+
+            Builder().count(texts=[text], tokenizer="o200k-base").texts[0]
+            Builder().count(chat=Chat(shape="openai-chat", messages=msgs), model="gpt-4o").total
+        """
+        if request is None:
+            request = _types.CountRequest(texts=list(texts or []), chat=chat, model=model, tokenizer=tokenizer)
+        inst = self._inst
+        text = json.dumps(encode(request, ["ref", "CountRequest"], "count"), ensure_ascii=False)
+        result = inst.count(inst.store, self._handle, text)
+        with _no_gc_pauses():
+            return decode(json.loads(_text(result)), ["ref", "TokenCounts"])
+
+    def count_texts(self, texts: Iterable[str], *, model: Optional[str] = None,
+                    tokenizer: Any = None) -> list[int]:
+        """Each text's tokens, as :meth:`count` counts them (with
+        ``"o200k-base"`` when neither is given, as :func:`count_tokens`),
+        the texts crossing as they are (not written into JSON): the fast
+        way to count much text."""
+        if model is None and tokenizer is None:
+            tokenizer = "o200k-base"
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"`texts[{i}]`: expected a string, got {type(t).__name__}")
+        request = _types.CountRequest(model=model, tokenizer=tokenizer)
+        inst = self._inst
+        named = json.dumps(encode(request, ["ref", "CountRequest"], "count"), ensure_ascii=False)
+        result = inst.count_texts(inst.store, self._handle, named, texts)
+        if isinstance(result, list):
+            return result
+        raise _error(result)
+
+    def _trim(self, request: Any, counter: Any, splitter: Any) -> Generator[list, list, str]:
+        lender = _Counter(count_messages=counter, split_text=None if splitter is None else _pieces(splitter))
+        text = json.dumps(encode(request, ["ref", "TrimRequest"], "trim"), ensure_ascii=False)
+        inst = self._inst
+        assembly = inst.trim(inst.store, self._handle, text)
+        return _steps(inst, assembly, _Host(None, None, None, lender, AgentContext(trace_id="")))
+
+    def trim(self, request: Any, *, counter: Any = None, splitter: Any = None) -> "_types.Trimmed":
+        """Trims a chat to a budget as LangChain's ``trim_messages`` does,
+        exactly (``request`` a :class:`TrimRequest`; see
+        :func:`ctxpack_wasm.chat.trim_messages` for LangChain's own
+        arguments and messages). With ``tokenizer=Tokenizer.host(name)``,
+        ``counter(name, lists)`` counts each list of messages (each a
+        :class:`MessageList`: the chat's messages by index, and a cut one);
+        with ``split="host"``, ``splitter(texts)`` splits each text into
+        the pieces a cut message may keep."""
+        return _outcome(_run_sync(self._trim(request, counter, splitter)))
+
+    async def trim_async(self, request: Any, *, counter: Any = None, splitter: Any = None) -> "_types.Trimmed":
+        """:meth:`trim`, awaiting a counter that is a coroutine."""
+        return _outcome(await _run_async(self._trim(request, counter, splitter)))
+
+
+def _pieces(splitter: Any) -> Callable[[list], list]:
+    """A splitter of one text as the host's ``split_text`` of many."""
+    def split(texts: list) -> list:
+        return [_types.TextPieces(pieces=list(splitter(t))) for t in texts]
+    return split
+
+
+def count_tokens(text: str, *, model: Optional[str] = None, tokenizer: Any = None) -> int:
+    """The tokens of ``text`` as ``tokenizer`` (``"o200k-base"`` when
+    neither is given) or ``model``'s profile counts it: one call, the same
+    number as every host and every assembly."""
+    if not isinstance(text, str):
+        raise TypeError(f"`text`: expected a string, got {type(text).__name__}")
+    return _default_builder().count_texts([text], model=model, tokenizer=tokenizer)[0]
+
+
+def _default_builder() -> "Builder":
+    """This thread's builder with every default, for :func:`count_tokens`."""
+    inst = _runtime.default_instance()
+    held = getattr(inst, "_count_builder", None)
+    if held is None:
+        held = inst._count_builder = Builder(instance=inst)
+    return held
 
 
 def diff_snapshots(before: Any, after: Any, *, instance: Optional[Instance] = None) -> SnapshotDiff:

@@ -11,6 +11,7 @@ a Python ``TypeError`` where it was made, not a refusal from inside.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -231,8 +232,21 @@ def encode(value: Any, ty: Any, path: str) -> Any:
     for f, k, t in fields:
         v = get(f, k)
         if v is not UNSET:
+            if ty[1] == "Chat" and f == "messages" and not isinstance(v, str):
+                # A chat's messages as Python holds them: their JSON text.
+                v = _messages_text(v, f"{path}.{f}")
             out[k] = encode(v, t, f"{path}.{f}")  # named as a Python caller writes it
     return out
+
+
+def _messages_text(messages: Any, path: str) -> str:
+    """Chat messages given as the list (or the object holding it) a
+    provider's SDK takes, as JSON text."""
+    try:
+        return json.dumps(messages, ensure_ascii=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"`{path}`: the messages as JSON: {e} (LangChain's messages: "
+                        "ctxpack_wasm.chat.chat(messages))") from None
 
 
 def decode(obj: Any, ty: Any) -> Any:

@@ -129,8 +129,9 @@ def _request(request: Any) -> tuple[str, AgentContext]:
         obj = encode(request, ["ref", "AssembleRequest"], "request")
     except TypeError as e:
         if "`request.conversation[" in str(e):
-            raise TypeError(f"{e} (chat messages as they are sent to a model become a "
-                            "conversation with ctxpack_wasm.chat.conversation(messages))") from None
+            raise TypeError(f"{e} (chat messages as they are sent to a model are the request's "
+                            "`chat`: Chat(shape='openai-chat', messages=messages), or "
+                            "ctxpack_wasm.chat.chat(messages) for LangChain's)") from None
         raise
     # The context the callbacks are given: the core's when left out (an
     # empty trace id, every other field absent).

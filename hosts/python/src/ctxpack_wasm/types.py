@@ -4,6 +4,7 @@ from `wit/*.wit`: do not edit."""
 from __future__ import annotations
 
 import enum
+import json as _json
 from dataclasses import dataclass, field
 from typing import Any, List, Literal, Optional, Union
 
@@ -330,7 +331,7 @@ class Chat(Record):
     """Chat messages as a provider's API takes them."""
     shape: Union["ChatShape", Literal["openai-chat", "openai-responses", "anthropic", "gemini"]]
     """The shape they are in."""
-    messages: str
+    messages: Any
     """JSON text: the list of messages (`messages`, `input` or `contents`), or an object holding that list under its name with the system text beside it (`system`, `systemInstruction`, `instructions`). Anything else is refused, naming it."""
 
 
@@ -339,7 +340,7 @@ class CountRequest(Record):
     """What to count, and with what (`context-builder.count`)."""
     model: Optional[str] = None
     """The model whose tokenizer and chat format count (see `assemble-request.model`)."""
-    tokenizer: Optional["Tokenizer"] = None
+    tokenizer: Optional[Union["Tokenizer", Literal["o200k-base", "cl100k-base"]]] = None
     """The tokenizer; the model's when absent (one of the two is required). A host's (`host`) is refused: it counts for itself."""
     entry_overhead: Optional[int] = None
     """Tokens of each message's framing; the model's when absent, else 0."""
@@ -391,23 +392,23 @@ class TrimRequest(Record):
     """The most tokens the kept messages may count, as a request of them counts (the reply's priming included)."""
     model: Optional[str] = None
     """The model whose tokenizer and chat format count (see `assemble-request.model`)."""
-    tokenizer: Optional["Tokenizer"] = None
+    tokenizer: Optional[Union["Tokenizer", Literal["o200k-base", "cl100k-base"]]] = None
     """The tokenizer; the model's when absent (one of the two is required). `host` counts each list of messages with the host's `counter.count-messages`, as the user's counter counts a list."""
     entry_overhead: Optional[int] = None
     """Tokens of each message's framing; the model's when absent, else 0 (not for a host's counter, which counts them)."""
     reply_overhead: Optional[int] = None
     """Tokens that prime the reply; the model's when absent, else 0 (likewise)."""
-    strategy: "TrimStrategy" = UNSET
+    strategy: Union["TrimStrategy", Literal["last", "first"]] = UNSET
     """Which messages to keep (in JSON, `last` when left out)."""
     include_system: bool = UNSET
     """With `last`, the system message that leads the chat is kept whatever else is."""
-    start_on: List["Role"] = field(default_factory=list)
+    start_on: List[Union["Role", Literal["system", "user", "assistant", "tool"]]] = field(default_factory=list)
     """With `last`, the kept messages begin with one of these roles (LangChain's `start_on`; none: any)."""
-    end_on: List["Role"] = field(default_factory=list)
+    end_on: List[Union["Role", Literal["system", "user", "assistant", "tool"]]] = field(default_factory=list)
     """The kept messages end with one of these roles (LangChain's `end_on`; none: any)."""
     allow_partial: bool = UNSET
     """Whether the next message that does not fit whole is cut to the room left (the newest end of it with `last`, the start with `first`): whole blocks of a list content first, then its text split (never a message of a tool call and its results)."""
-    split: "TextSplit" = UNSET
+    split: Union["TextSplit", Literal["lines", "host"]] = UNSET
     """How a text is split for `allow-partial` (in JSON, `lines`)."""
 
 
@@ -469,6 +470,10 @@ class ChatRequest(Record):
     """JSON text of the request's body but the model and its options: the system text (L0, in the shape's place for it), the kept messages in the pack's layout, each the caller's own unchanged but for a cache hint, and the other context as a message of the pack's. With the provider's cache hints: Anthropic's `cache_control` at the prefixes the next turn repeats (see `cache-prefix`, at most 4 breakpoints in all), OpenAI's `prompt_cache_key` (the pack's `cache-key`)."""
     sources: List[Optional[int]]
     """For each message of the body's list (`messages`, `input`, `contents`), the index in the chat's messages of the one it is, or none for a message the pack made."""
+
+    def json(self) -> Any:
+        """The body of the request to send, as the provider's SDK takes it: ``client.chat.completions.create(model=…, **pack.chat.json())``."""
+        return _json.loads(self.body)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1505,7 +1510,6 @@ __all__ = [
     "CountRequest",
     "CountTokensRequest",
     "Counted",
-    "CtxpackError",
     "Dispatch",
     "Entity",
     "EntryRun",
@@ -1516,7 +1520,6 @@ __all__ = [
     "FieldError",
     "FullSettings",
     "Handling",
-    "HostError",
     "ImageRule",
     "ImageTiles",
     "Layer",
