@@ -2,7 +2,7 @@
 // package, with the scenario's stores as callbacks that a switch makes
 // fail or answer late.
 import {
-  init, Builder, Router, cachedPrefix, diffSnapshots, AssemblyFailed, CtxpackError, HostError, explainReason,
+  init, Builder, Router, diffSnapshots, AssemblyFailed, CtxpackError, HostError, explainReason,
   PROFILES, tokenizerFile,
 } from '/packages/ctxpack/src/index.js';
 import { CALLS } from '/packages/ctxpack/src/calls.js';
@@ -298,7 +298,35 @@ function render(pack, snapshot, routed, failure) {
   renderCalls(snapshot);
   renderBudget(pack, snapshot);
   renderContext(pack, snapshot);
+  renderRequest(pack);
   renderCandidates(snapshot);
+}
+
+/** The provider's list of messages in a chat body, by shape. */
+const LIST = { 'openai-chat': 'messages', 'openai-responses': 'input', anthropic: 'messages', gemini: 'contents' };
+
+/**
+ * The request to send, when the scenario's request carries a chat: the
+ * body the core wrote in the chat's own shape (`pack.chat.body`), each
+ * message marked as the caller's (by its index in the chat) or the pack's.
+ */
+function renderRequest(pack) {
+  const box = $('provider-request');
+  box.hidden = !pack?.chat;
+  if (box.hidden) return;
+  const body = JSON.parse(pack.chat.body);
+  const name = LIST[pack.chat.shape];
+  const list = body[name] ?? [];
+  const rest = Object.fromEntries(Object.entries(body).filter(([k]) => k !== name));
+  $('request-shape').textContent = pack.chat.shape;
+  const items = list.map((m, k) => {
+    const from = pack.chat.sources[k];
+    const whose = from == null ? 'the pack\'s' : `yours, <code>messages[${from}]</code>`;
+    const hinted = JSON.stringify(m).includes('"cache_control"') ? ' <span class="hint">cache breakpoint</span>' : '';
+    return `<li data-source="${from ?? ''}"><span class="sent">${fig('message', k + 1)} (${whose})${hinted}</span><pre>${escapeHtml(JSON.stringify(m, null, 2))}</pre></li>`;
+  });
+  $('request-rest').textContent = Object.keys(rest).length ? JSON.stringify(rest, null, 2) : '';
+  $('request-messages').innerHTML = items.join('');
 }
 
 /** Each capability's callback. */
@@ -492,9 +520,39 @@ async function renderDiff() {
 }
 
 /**
+ * A cache prefix's hash of `messages` as the snapshot records it (see
+ * `cache-prefix.hash` in the WIT): each message's role, tool-call id,
+ * attached tokens and content, each as its UTF-8 length, `:` and its
+ * bytes, hashed with SHA-256.
+ */
+async function prefixHash(messages) {
+  const utf8 = new TextEncoder();
+  const parts = [];
+  for (const m of messages) {
+    for (const field of [m.role, m.toolCallId ?? '', m.attachedTokens == null ? '' : String(m.attachedTokens), m.content]) {
+      const data = utf8.encode(field);
+      parts.push(utf8.encode(`${data.length}:`), data);
+    }
+  }
+  const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => { all.set(p, at); return at + p.length; }, 0);
+  const digest = new Uint8Array(await globalThis.crypto.subtle.digest('SHA-256', all));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** The longest of `previous`'s cache prefixes that `pack` begins with byte for byte, or null. */
+async function cachedPrefix(previous, pack) {
+  const prefixes = [...previous.snapshot.cachePrefixes].sort((a, b) => b.messages - a.messages);
+  for (const p of prefixes) {
+    if (p.messages <= pack.messages.length && await prefixHash(pack.messages.slice(0, p.messages)) === p.hash) return p;
+  }
+  return null;
+}
+
+/**
  * What a provider's prompt cache could serve of this pack after the
  * previous run's: the longest of its cache prefixes this pack begins
- * with byte for byte (`cachedPrefix`).
+ * with byte for byte.
  */
 async function renderCached() {
   const box = $('cache-served');

@@ -75,6 +75,56 @@ impl Builder {
         )))
     }
 
+    /// Counts a `CountRequest` given as JSON: its `TokenCounts` as JSON.
+    /// Throws the error naming the field (`count.texts[0]`).
+    pub fn count(&self, request: &[u8]) -> Result<String, JsValue> {
+        let request = text(request, "count").map_err(refusal)?;
+        let request: ctx::CountRequest =
+            ctx::json::parse(&spelling::kebab_keys(request), "count").map_err(refusal)?;
+        written(&self.0.count(&request).map_err(refusal)?).map_err(refusal)
+    }
+
+    /// Counts texts given apart as their UTF-8 bytes, one after another
+    /// (`ends[i]` is where the `i`-th ends), with what a `CountRequest`
+    /// given as JSON names (it carries no texts or chat of its own): one
+    /// count each.
+    #[wasm_bindgen(js_name = countTexts)]
+    pub fn count_texts(
+        &self,
+        request: &[u8],
+        texts: &[u8],
+        ends: &[u32],
+    ) -> Result<Vec<u32>, JsValue> {
+        let request = text(request, "count").map_err(refusal)?;
+        let request: ctx::CountRequest =
+            ctx::json::parse(&spelling::kebab_keys(request), "count").map_err(refusal)?;
+        let mut split = Vec::with_capacity(ends.len());
+        let mut from = 0usize;
+        for (i, &end) in ends.iter().enumerate() {
+            let end = end as usize;
+            let bytes = texts.get(from..end).ok_or_else(|| {
+                refusal(ctx::Error::invalid(
+                    format!("texts[{i}]"),
+                    "its end is past the bytes given",
+                ))
+            })?;
+            split.push(text(bytes, &format!("texts[{i}]")).map_err(refusal)?);
+            from = end;
+        }
+        self.0.count_texts(&request, &split).map_err(refusal)
+    }
+
+    /// Starts trimming a chat (a `TrimRequest` as JSON), step by step: its
+    /// steps ask only `countMessages` and `splitText`, and the last is
+    /// `{"done": {"trimmed": …}}` or `{"done": {"failed": …}}`.
+    pub fn trim(&self, request: &[u8]) -> Result<Assembly, JsValue> {
+        let request = text(request, "trim").map_err(refusal)?;
+        Ok(Assembly::new(JsonAssembly::trim(
+            Rc::clone(&self.0),
+            &spelling::kebab_keys(request),
+        )))
+    }
+
     /// Starts handling a request: routed first, assembled only when the
     /// route is not a confident one.
     pub fn handle(&self, router: &Router, request: &[u8]) -> Result<Assembly, JsValue> {

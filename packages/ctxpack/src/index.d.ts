@@ -1,8 +1,8 @@
 // The package's API. The WIT's types are in ./types.js (generated).
 import type {
-  AgentContext, AssembleRequestInit, AssemblyFailure, BuilderConfigInit, CachePrefix, Callbacks,
-  ContextPack, ConversationTurnInit, CtxpackError as CtxpackErrorValue, Handling,
-  Reason, RoutingDecision, Snapshot, SnapshotDiff, TokenizerFileInit, TokenizerInit,
+  AgentContext, AssembleRequestInit, AssemblyFailure, BuilderConfigInit, Callbacks, ChatInit, ChatShape,
+  ContextPack, CountRequestInit, CtxpackError as CtxpackErrorValue, Handling, Reason, RoutingDecision,
+  Snapshot, SnapshotDiff, TokenCounts, TokenizerFileInit, TokenizerInit, Trimmed, TrimRequestInit,
 } from './types.js';
 
 export * from './types.js';
@@ -45,6 +45,12 @@ export class Builder {
   assembleText(request: AssembleRequestInit, callbacks?: Callbacks): Promise<string>;
   handle(router: Router, request: AssembleRequestInit, callbacks?: Callbacks): Promise<Handling>;
   handleText(router: Router, request: AssembleRequestInit, callbacks?: Callbacks): Promise<string>;
+  /** Counts texts, and a chat as a request sends it, as an assembly charges them. */
+  count(request: Partial<CountRequestInit>): TokenCounts;
+  /** Each text's tokens (`options.model`'s or `options.tokenizer`'s, 'o200k-base' when neither): the texts cross as bytes. */
+  countTexts(texts: Iterable<string>, options?: { model?: string; tokenizer?: TokenizerInit }): number[];
+  /** LangChain's trim as one core operation (see `trimMessages` for LangChain.js's options); a host counter or splitter lent as `countMessages` / `splitText`. */
+  trim(request: Partial<TrimRequestInit> & { maxTokens: number; chat: ChatInit }, callbacks?: Callbacks): Promise<Trimmed>;
   free(): void;
 }
 
@@ -72,65 +78,42 @@ export function tokenizerFile(
 
 export type { AgentContext };
 
-/** A content block of Anthropic's Messages API that ctxpack carries. */
-export type ContentBlock =
-  | { type: 'text'; text: string }
-  | { type: 'thinking'; thinking: string; signature?: string }
-  | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content?: string | Array<{ type: 'text'; text: string }>; is_error?: boolean }
-  | { type: 'image_url'; image_url: string | { url: string; detail?: 'low' | 'high' | 'auto' } }
-  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string } }
-  | { type: 'image'; source_type?: 'base64' | 'url'; data?: string; url?: string; base64?: string; mime_type?: string };
-
-/** An OpenAI-style chat message (content as text or text parts), or one in
- * Anthropic's blocks (its calls as `tool_use`, results as `tool_result`). */
+/** An OpenAI Chat Completions message as the core reads it (any of the
+ * shapes a `ChatInit` names is carried; this is the one LangChain's map to). */
 export interface ChatMessage {
-  /** 'system', 'developer', 'user', 'assistant' or 'tool' (checked when read). */
+  /** 'system', 'developer', 'user', 'assistant' or 'tool' (checked by the core, naming the message). */
   role: string;
-  content: string | null | Array<string | ContentBlock>;
+  content: string | null | Array<Record<string, unknown>>;
+  name?: string;
   tool_calls?: Array<{ id: string; type?: 'function'; function: { name: string; arguments: string } }>;
   tool_call_id?: string;
 }
 
-/** A message ctxpack reads: OpenAI's shape, or a @langchain/core message (by its shape). */
-export type MessageLike = ChatMessage | { _getType(): string; content: unknown };
-
-/** Messages as a request's conversation, a message's images charged as `model`'s provider bills them
- * (OpenAI's rule without one) or as `imageTokens` gives them; a message it cannot read is a TypeError naming it. */
-export function conversationOf(messages: readonly MessageLike[], options?: {
-  model?: string;
-  imageTokens?: number | ((part: Record<string, unknown>) => number);
-}): ConversationTurnInit[];
-
-/** The messages of `messages` (the pack's conversation) that the pack kept, unchanged. */
-export function keptMessages<M>(pack: ContextPack, messages: readonly M[]): M[];
-
-/** OpenAI messages: the pack's system messages, then the kept originals (or the pack's turns). */
-export function toOpenAI(pack: ContextPack, messages?: readonly MessageLike[]): ChatMessage[];
+/** A message `chat` reads: a provider's (a plain object), or a @langchain/core message. */
+export type MessageLike = ChatMessage | Record<string, unknown> | { _getType(): string; content: unknown };
 
 /**
- * Anthropic's `{ system, messages }`; throws when the first message would
- * not be the user's. Cache breakpoints (`cache_control`) mark the prefixes
- * the next turn repeats where they reach the model's fewest cacheable
- * tokens; the system text is then a list of one text block.
+ * `messages` as a request's `chat`: plain objects in `shape` as they are
+ * (the core reads them, naming a part it does not carry), LangChain.js
+ * messages as OpenAI's (the shape then `'openai-chat'`).
  */
-export function toAnthropic(pack: ContextPack, messages?: readonly MessageLike[]): {
-  system: string | Array<{ type: 'text'; text: string; cache_control?: { type: 'ephemeral' } }>;
-  messages: Array<{ role: 'user' | 'assistant'; content: Array<Record<string, unknown>> }>;
-};
+export function chat(messages: Iterable<MessageLike>, shape?: ChatShape): ChatInit & { messages: unknown[] };
 
 /**
- * LangChain messages (needs @langchain/core): the pack's system messages and
- * the kept originals when they are LangChain's, otherwise made from `toOpenAI`'s.
+ * A pack's request (`pack.chat`, assembled from `chat(messages)`) as
+ * LangChain.js messages: each of yours the pack kept, the same object (a
+ * copy where the pack added a cache hint or cleared a result), and the
+ * pack's own as a SystemMessage (a HumanMessage where the model takes
+ * system text only at the top). Needs @langchain/core.
  */
-export function toLangChain(pack: ContextPack, messages?: readonly MessageLike[]): Promise<unknown[]>;
+export function toLangChain(pack: ContextPack, messages: Iterable<MessageLike>): Promise<unknown[]>;
 
 /**
- * What a provider's prompt cache could serve of `pack` after `previous`
- * was sent: the longest of `previous`'s cache prefixes that `pack` begins
- * with byte for byte, or null.
+ * The tokens of `text` as `options.tokenizer` ('o200k-base' when neither
+ * is given) or `options.model`'s profile counts it: the same number in
+ * every host and every assembly.
  */
-export function cachedPrefix(previous: ContextPack, pack: ContextPack): Promise<CachePrefix | null>;
+export function countTokens(text: string, options?: { model?: string; tokenizer?: TokenizerInit }): Promise<number>;
 
 /** The options of `trimMessages`. */
 export interface TrimOptions<M extends MessageLike = MessageLike> {
@@ -141,7 +124,7 @@ export interface TrimOptions<M extends MessageLike = MessageLike> {
    */
   tokenCounter?: TokenizerInit | ((messages: M[]) => number | Promise<number>)
     | { getNumTokens(content: unknown): number | Promise<number> };
-  /** The model the messages are for: its tokenizer and per-message overhead are the defaults. */
+  /** The model the messages are for: each message counted as its provider is sent it (its tokenizer, per-message and per-call overhead, images). */
   model?: string;
   /** `'last'`, the newest messages (the default), or `'first'`, the oldest (without `startOn` or `includeSystem`). */
   strategy?: 'last' | 'first';
@@ -153,20 +136,16 @@ export interface TrimOptions<M extends MessageLike = MessageLike> {
   /** Where `allowPartial` may cut a text (lines by default): a function or a TextSplitter. Used only with `allowPartial`. */
   textSplitter?: ((text: string) => string[] | Promise<string[]>) | { splitText(text: string): Promise<string[]> };
   includeSystem?: boolean;
-  entryOverhead?: number;
-  /** An image's tokens, where `model`'s rule is not known: a number, or a function of the image part. */
-  imageTokens?: number | ((part: Record<string, unknown>) => number);
   builder?: Builder;
 }
 
-/** A trimmer for a chain: LangChain.js's `pipe` takes it as a RunnableLambda. */
+/** A trimmer for a chain: in Node, LangChain.js's RunnableLambda; elsewhere a function `pipe` takes as one. */
 export interface Trimmer<M extends MessageLike = MessageLike> {
-  (messages: readonly M[]): Promise<M[]>;
   invoke(messages: readonly M[]): Promise<M[]>;
   batch(inputs: Iterable<readonly M[]>): Promise<M[][]>;
 }
 
-/** LangChain.js's `trimMessages`, packed by ctxpack: the newest (or, with `strategy: 'first'`, the oldest) messages that fit, unchanged. */
+/** LangChain.js's `trimMessages`, by ctxpack's core: the newest (or, with `strategy: 'first'`, the oldest) messages that fit, unchanged. */
 export function trimMessages<M extends MessageLike>(messages: readonly M[], options: TrimOptions<M>): Promise<M[]>;
 /** Given only the options, as LangChain.js's: a trimmer for a chain (an unknown option refused now, the rest when it trims). */
 export function trimMessages<M extends MessageLike = MessageLike>(options: TrimOptions<M>): Trimmer<M>;

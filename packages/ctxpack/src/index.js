@@ -17,9 +17,7 @@ import { explainReason } from './explain.js';
 
 export { explainReason };
 
-export {
-  cachedPrefix, conversationOf, keptMessages, toOpenAI, toAnthropic, toLangChain,
-} from './chat.js';
+export { chat, toLangChain } from './chat.js';
 import { CALLS, DEFAULT_PROFILE, PROFILES } from './calls.js';
 import { NOT_PROVIDED, wording } from './errors.js';
 
@@ -139,11 +137,18 @@ function call(f) {
 const utf8 = new TextEncoder();
 const NOTHING = new Uint8Array(0);
 
-/** JSON of a caller's value as UTF-8; `undefined` fields are left out. */
+/** JSON of a caller's value as UTF-8; `undefined` fields are left out. A
+ * chat's messages (the provider's, in the provider's spelling) are
+ * written as JSON text, so that the camelCase respelling of the request's
+ * keys never reaches them. */
 function json(value, field) {
   if (value === undefined) return utf8.encode('{}');
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new CtxpackError({ invalidField: { field, message: `expected an object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` } });
+  }
+  const c = value.chat;
+  if (c != null && typeof c === 'object' && c.messages !== undefined && typeof c.messages !== 'string') {
+    value = { ...value, chat: { ...c, messages: JSON.stringify(c.messages) } };
   }
   return utf8.encode(JSON.stringify(value));
 }
@@ -295,7 +300,7 @@ function outcome([text, snapshotText]) {
     respell(reply.failed.error);
     throw new AssemblyFailed(reply.failed);
   }
-  return reply.pack ?? reply.handled;
+  return reply.pack ?? reply.handled ?? reply.trimmed;
 }
 
 /** Which sources each profile may call: `PROFILES['rag']` is `['sources.retrieve']`. */
@@ -349,6 +354,25 @@ function lettersApart(a, b) {
     prev = row;
   }
   return prev[b.length];
+}
+
+/**
+ * The callbacks of one call: those given for it, then the builder's for
+ * what it does not give (an assembly given only `countTokens` still asks
+ * the builder's stores). Each is called on the object that lent it.
+ */
+function lent(given, held) {
+  if (given == null) return held;
+  const out = {};
+  for (const name of Object.keys(CALLS)) {
+    for (const from of [given, held]) {
+      if (from != null && typeof from[name] === 'function') {
+        out[name] = (...args) => from[name](...args);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 /**
@@ -429,15 +453,68 @@ export class Builder {
   }
 
   /** Runs the assembly `start` gives to its outcome (see `drive`). */
-  async #run(start, request, callbacks, apart) {
-    refuseMisspelt(callbacks ?? this.callbacks);
-    refuseUnused(this.profile, callbacks ?? this.callbacks);
-    const text = json(request, 'request');
+  async #run(start, request, callbacks, apart, field = 'request') {
+    refuseMisspelt(callbacks);
+    const lenders = lent(callbacks, this.callbacks);
+    refuseUnused(this.profile, lenders);
+    const text = json(request, field);
     const raw = call(() => start(text));
     try {
-      return await drive(raw, callbacks ?? this.callbacks, request?.context, apart);
+      return await drive(raw, lenders, request?.context, apart);
     } finally {
       raw.free();
+    }
+  }
+
+  /**
+   * Counts a CountRequest's texts, and its chat as a request sends it,
+   * exactly as an assembly charges them: `{ texts, messages, total, … }`
+   * (`builder.count({ model: 'gpt-4o', chat: { shape: 'openai-chat',
+   * messages } }).total`). Throws a CtxpackError naming a wrong field.
+   */
+  count(request) {
+    return JSON.parse(call(() => this.raw.count(json(request, 'count'))));
+  }
+
+  /**
+   * Each text's tokens, as `count` counts them, with `options.model` or
+   * `options.tokenizer` ('o200k-base' when neither is given): the texts
+   * cross as their bytes, never written into JSON.
+   */
+  countTexts(texts, options = {}) {
+    const list = Array.from(texts);
+    const parts = list.map((t, i) => {
+      if (typeof t !== 'string') throw new TypeError(`texts[${i}]: expected a string, got ${typeof t}`);
+      return utf8.encode(t);
+    });
+    const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    const ends = new Uint32Array(parts.length);
+    let at = 0;
+    parts.forEach((p, i) => {
+      bytes.set(p, at);
+      at += p.length;
+      ends[i] = at;
+    });
+    const { model, tokenizer = model == null ? 'o200k-base' : undefined } = options;
+    return Array.from(call(() => this.raw.countTexts(json({ model, tokenizer }, 'count'), bytes, ends)));
+  }
+
+  /**
+   * Trims a chat to a budget as LangChain's trimMessages does, exactly
+   * (a TrimRequest; see `trimMessages` for LangChain.js's own options and
+   * messages). With `tokenizer: { host: name }`,
+   * `callbacks.countMessages(name, lists)` counts each list of messages
+   * (the chat's messages by index, and a cut one); with `split: 'host'`,
+   * `callbacks.splitText(texts)` splits each text into the pieces a cut
+   * message may keep. Resolves to the Trimmed: `kept`, `partial`,
+   * `messages` (JSON text) and `tokens`.
+   */
+  async trim(request, callbacks) {
+    try {
+      return outcome([await this.#run((text) => this.raw.trim(text), request, callbacks ?? {}, false, 'trim'), null]);
+    } catch (e) {
+      // A trim has no snapshot: its failure is the error alone.
+      throw e instanceof AssemblyFailed ? new CtxpackError(e.error) : e;
     }
   }
 
@@ -506,6 +583,20 @@ export function tokenizerFile(name, file, pattern = null) {
   return { name, text, pattern };
 }
 
+let counting = null;
+
+/**
+ * The tokens of `text` as `options.tokenizer` ('o200k-base' when neither
+ * is given) or `options.model`'s profile counts it: one call, the same
+ * number as every host and every assembly.
+ */
+export async function countTokens(text, options = {}) {
+  if (typeof text !== 'string') throw new TypeError(`text: expected a string, got ${typeof text}`);
+  counting ??= Builder.create();
+  counting.catch(() => { counting = null; });
+  return (await counting).countTexts([text], options)[0];
+}
+
 /**
  * What changed between two snapshots — entered, left, moved, changed
  * tokens — with each candidate's reason before and after.
@@ -516,14 +607,26 @@ export async function diffSnapshots(before, after) {
 }
 
 
+/** LangChain.js's runnables, where they load at once (Node: the package
+ * is required where the user's LangChain is); null elsewhere. */
+function runnables() {
+  try {
+    const { createRequire } = (isNode && process.getBuiltinModule?.('node:module')) || {};
+    return createRequire?.(import.meta.url)('@langchain/core/runnables') ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * LangChain.js's `trimMessages(messages, options)`, packed by ctxpack: the
+ * LangChain.js's `trimMessages(messages, options)`, by ctxpack's core: the
  * newest messages that fit `options.maxTokens`, unchanged (see chat.js).
  * Without `options.builder`, a Builder with every default. Given only the
- * options, as LangChain.js's, a trimmer for a chain: a function of the
- * messages or a prompt's value (LangChain.js's `pipe` takes it as a
- * RunnableLambda) with `invoke` and `batch`, an unknown option refused
- * now and its Builder made once.
+ * options, as LangChain.js's, a trimmer for a chain: LangChain's
+ * RunnableLambda (`trim_messages`) of the messages or a prompt's value
+ * where LangChain.js loads at once (Node), else a function with `invoke`
+ * and `batch` (`pipe` takes it as a RunnableLambda); an unknown option
+ * refused now and its Builder made once.
  */
 export function trimMessages(messages, options) {
   const given = messages != null && typeof messages === 'object' && typeof messages[Symbol.iterator] !== 'function';
@@ -535,6 +638,8 @@ export function trimMessages(messages, options) {
     // A prompt's value (`prompt.pipe(trimmer)`) gives its messages.
     const messagesOf = (input) => (typeof input?.toChatMessages === 'function' ? input.toChatMessages() : input);
     const trimmer = (input) => trim(messagesOf(input), fixed, make);
+    const lc = runnables();
+    if (lc?.RunnableLambda) return lc.RunnableLambda.from(trimmer).withConfig({ runName: 'trim_messages' });
     trimmer.invoke = trimmer;
     trimmer.batch = (inputs) => Promise.all(Array.from(inputs, trimmer));
     return trimmer;

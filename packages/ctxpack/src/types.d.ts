@@ -418,7 +418,7 @@ export interface ChatInit {
   /** The shape they are in. */
   shape: ChatShape;
   /** JSON text: the list of messages (`messages`, `input` or `contents`), or an object holding that list under its name with the system text beside it (`system`, `systemInstruction`, `instructions`). Anything else is refused, naming it. */
-  messages: string;
+  messages: string | unknown;
 }
 
 /** What to count, and with what (`context-builder.count`). (as the package gives it) */

@@ -282,14 +282,15 @@ test('a request that names its model takes what it leaves out from the profile',
   const conversation = [{ role: 'user', content: 'What is the refund window?' }];
   const pack = await builder.assemble({ model: 'openai/gpt-4o-2024-08-06', systemPrompt: 'Be brief.', conversation });
   assert.equal(pack.snapshot.model.profile.name, 'gpt-4o');
-  assert.deepEqual(pack.snapshot.model.assumed, ['tokenizer', 'budget', 'entry-overhead']);
+  assert.deepEqual(pack.snapshot.model.assumed, ['tokenizer', 'budget', 'entry-overhead', 'reply-overhead']);
   assert.equal(pack.snapshot.tokenizer, 'o200k-base');
   assert.equal(pack.snapshot.tokenBudget, 128000 - 16384);
   const plain = await builder.assemble({ tokenizer: 'o200k-base', systemPrompt: 'Be brief.', conversation });
-  assert.equal(pack.snapshot.messageTokens, plain.snapshot.messageTokens + 3 * pack.messages.length);
+  // OpenAI's count: 3 a message and its role's token, and 3 that prime the reply.
+  assert.equal(pack.snapshot.messageTokens, plain.snapshot.messageTokens + 4 * pack.messages.length + 3);
   assert.equal(plain.snapshot.model, undefined);
   // One's own profile; a name no profile has; a file the builder lacks.
-  const house = { name: 'house-7b', tokenizer: { charsPerToken: 4 }, contextWindow: 4096, outputReserve: 1024, messageOverhead: 4 };
+  const house = { name: 'house-7b', tokenizer: { charsPerToken: 4 }, contextWindow: 4096, outputReserve: 1024, messageOverhead: 4, replyOverhead: 0 };
   const own = await (await Builder.create({ models: [house] })).assemble({ model: 'House-7B', conversation });
   assert.deepEqual(own.snapshot.model.profile, house);
   assert.equal(own.snapshot.tokenBudget, 3072);

@@ -1,7 +1,7 @@
 // Checked by `tsc` (never run): the README's use, typed, and mistakes the
 // types must catch (each `@ts-expect-error` fails the check if it is not
 // an error).
-import { Builder, Router, AssemblyFailed, HostError, diffSnapshots, trimMessages } from 'ctxpack';
+import { Builder, Router, AssemblyFailed, HostError, chat, countTokens, diffSnapshots, trimMessages } from 'ctxpack';
 import type { CandidateInit, ContextPack, Reason, Callbacks } from 'ctxpack';
 
 const kb: CandidateInit = {
@@ -59,4 +59,24 @@ export async function counted(): Promise<number> {
   const wrong: Callbacks = { countTokens: () => 3 };
   void cb; void wrong;
   return kept.length + alsoKept.length;
+}
+
+export async function chatted(): Promise<number> {
+  const builder = await Builder.create();
+  const messages = [
+    { role: 'user', content: 'Weather in Lyon and Nice?' },
+    { role: 'assistant', content: null, tool_calls: [
+      { id: 'a', type: 'function' as const, function: { name: 'w', arguments: '{"city":"Lyon"}' } },
+      { id: 'b', type: 'function' as const, function: { name: 'w', arguments: '{"city":"Nice"}' } }] },
+    { role: 'tool', tool_call_id: 'a', content: 'rain' },
+    { role: 'tool', tool_call_id: 'b', content: 'sun' },
+  ];
+  const pack = await builder.assemble({ model: 'gpt-4o', chat: chat(messages) });
+  const body: { messages: unknown[] } = JSON.parse(pack.chat?.body ?? '{"messages":[]}');
+  const counts = builder.count({ model: 'gpt-4o', chat: chat(messages) });
+  const texts: number[] = builder.countTexts(['a', 'b'], { model: 'gpt-4o' });
+  const trimmed = await builder.trim({ maxTokens: 50, tokenizer: 'o200k-base', chat: chat(messages) });
+  // @ts-expect-error a shape is one the core reads
+  chat(messages, 'openai-legacy');
+  return body.messages.length + counts.total + texts[0] + trimmed.kept.length + await countTokens('x');
 }
