@@ -243,7 +243,7 @@ def _messages_text(messages: Any, path: str) -> str:
     """Chat messages given as the list (or the object holding it) a
     provider's SDK takes, as JSON text."""
     try:
-        return json.dumps(messages, ensure_ascii=False)
+        return json.dumps(messages, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as e:
         raise TypeError(f"`{path}`: the messages as JSON: {e} (LangChain's messages: "
                         "ctxpack_wasm.chat.chat(messages))") from None
