@@ -122,7 +122,28 @@ pub fn pack(p: &ContextPack) -> String {
     for call in &s.source_calls {
         let _ = writeln!(out, "source {}: {}", call.capability, kebab(&call.outcome));
     }
-    let _ = writeln!(out, "\n--- context ---\n{}\n--- end ---\n", p.text);
+    match &p.chat {
+        // A chat is sent as its provider's request, not as the flat text.
+        Some(chat) => {
+            let body = serde_json::from_str::<serde_json::Value>(&chat.body)
+                .and_then(|v| serde_json::to_string_pretty(&v))
+                .unwrap_or_else(|_| chat.body.clone());
+            let sources: Vec<String> = chat
+                .sources
+                .iter()
+                .map(|s| s.map_or("pack".to_owned(), |i| i.to_string()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "\n--- request to send ({}; each message's source: {}) ---\n{body}\n--- end ---\n",
+                kebab(&chat.shape),
+                sources.join(" ")
+            );
+        }
+        None => {
+            let _ = writeln!(out, "\n--- context ---\n{}\n--- end ---\n", p.text);
+        }
+    }
     out.push_str(&entries(s));
     let c = &p.compression;
     let _ = writeln!(

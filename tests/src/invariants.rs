@@ -333,6 +333,17 @@ pub fn check_status(name: &str, status: &[SnapshotStatus]) {
 /// included, and its id the content hash of the rest.
 pub fn check_failure(name: &str, request: &ctxpack_core::AssembleRequest, failure: &Failure) {
     assert!(!failure.error.to_string().is_empty(), "{name}");
+    let read;
+    let request = match (&request.chat, &failure.snapshot) {
+        // A chat the assembly read is checked as the turns it was read as.
+        (Some(_), Some(_)) => {
+            read = ctxpack_core::Builder::new(Default::default())
+                .and_then(|b| b.read_chat(request))
+                .unwrap_or_else(|e| panic!("{name}: its chat is not read: {e}"));
+            &read
+        }
+        _ => request,
+    };
     let Some(snap) = &failure.snapshot else {
         return;
     };
@@ -498,12 +509,62 @@ pub fn compacted(
     sent
 }
 
+/// OpenAI's count of a Chat Completions request, as its cookbook writes
+/// it: 3 a message, every field's value (a value that is not text as its
+/// JSON; text parts joined by line breaks), one more for a `name`, and 3
+/// that prime the reply; a low-detail image 85 (gpt-4o's price). None for
+/// another shape, or an image whose price is not known here.
+fn cookbook(chat: &ctxpack_core::ChatRequest, tokenizer: &Tokenizer) -> Option<u64> {
+    use serde_json::Value;
+    if chat.shape != ctxpack_core::ChatShape::OpenaiChat {
+        return None;
+    }
+    let body: Value = serde_json::from_str(&chat.body).ok()?;
+    let mut n = 3;
+    for m in body.get("messages")?.as_array()? {
+        n += 3;
+        for (k, v) in m.as_object()? {
+            n += match (k.as_str(), v) {
+                (_, Value::Null) => 0,
+                (_, Value::String(s)) => recount(tokenizer, s),
+                ("content", Value::Array(parts)) => {
+                    let mut texts = Vec::new();
+                    for part in parts {
+                        match part.get("type").and_then(Value::as_str) {
+                            Some("text") => texts.push(part.get("text")?.as_str()?),
+                            Some("image_url") if part["image_url"]["detail"] == "low" => n += 85,
+                            _ => return None,
+                        }
+                    }
+                    recount(tokenizer, &texts.join("\n"))
+                }
+                (_, other) => recount(tokenizer, &other.to_string()),
+            };
+            n += u64::from(k == "name");
+        }
+    }
+    Some(n)
+}
+
 pub fn check(
     name: &str,
     request: &ctxpack_core::AssembleRequest,
     pack: &ContextPack,
     tokenizers: &Tokenizers,
 ) {
+    // A chat is checked as the conversation it was read as (its turns'
+    // roles, texts and call ids; each turn's charge is recounted below
+    // from the request actually sent, its body).
+    let read;
+    let request = match &request.chat {
+        Some(_) => {
+            read = ctxpack_core::Builder::new(Default::default())
+                .and_then(|b| b.read_chat(request))
+                .unwrap_or_else(|e| panic!("{name}: its chat is not read: {e}"));
+            &read
+        }
+        None => request,
+    };
     let compacted = compacted(name, request, pack);
     let request = &compacted;
     let snap = &pack.snapshot;
@@ -531,11 +592,31 @@ pub fn check(
         );
     }
     assert_eq!(u64::from(snap.text_tokens), recounted.text, "{name}: text");
-    assert_eq!(
-        u64::from(snap.message_tokens),
-        recounted.messages,
-        "{name}: messages"
-    );
+    match &pack.chat {
+        // A chat is sent as its body, not as the pack's flat messages:
+        // recounted as OpenAI's cookbook counts a Chat Completions
+        // request, where the provider's rule is public and the images'
+        // price is known apart (low detail); the other shapes' charges are
+        // the core's rule (their Rust tests), held to the budget here.
+        Some(chat) => {
+            if let Some(n) = cookbook(chat, &tokenizer) {
+                assert_eq!(
+                    u64::from(snap.message_tokens),
+                    n,
+                    "{name}: the request sent"
+                );
+            }
+            assert!(
+                u64::from(snap.message_tokens) <= budget,
+                "{name}: the request sent is over budget"
+            );
+        }
+        None => assert_eq!(
+            u64::from(snap.message_tokens),
+            recounted.messages,
+            "{name}: messages"
+        ),
+    }
     // The accounting adds up: for a form sent, its tokens; for either,
     // each entry and its overhead, plus what the rendering adds in the
     // form that adds more.
@@ -571,6 +652,14 @@ pub fn check(
     let counter = counter_for(tokenizers, &tokenizer);
     let origins = crate::fence::origins(pack);
     for (e, &origin) in pack.entries.iter().zip(&origins) {
+        // A chat's turn is charged as its message is sent (its calls and
+        // results as JSON, its images), recounted whole above.
+        if pack.chat.is_some()
+            && origin == Origin::Request
+            && e.section == ctxpack_core::Section::ConversationState
+        {
+            continue;
+        }
         let recount: u64 = charged_parts(request, e, origin)
             .iter()
             .map(|p| u64::from(counter.count(p)))

@@ -91,6 +91,37 @@ impl Builder {
         Ok(self.count_with(request, texts)?.texts)
     }
 
+    /// `request` as the pipeline assembles it: a chat's messages read into
+    /// its conversation (each turn's text as given, what it sends beside
+    /// its text — calls, results, images — counted as its attached
+    /// tokens, a call and its results sharing the first call's id), the
+    /// chat's system text after the request's system prompt. A request
+    /// without a chat is returned as it is. For a caller that checks a
+    /// pack against the turns it was made from; a chat counted by the
+    /// host's own counter is refused, as `count` refuses it.
+    pub fn read_chat(&self, request: &AssembleRequest) -> Result<AssembleRequest, Error> {
+        let Some(given) = &request.chat else {
+            return Ok(request.clone());
+        };
+        crate::validate::request(request)?;
+        let settled = self.models.settle(request)?;
+        if let Tokenizer::Host(_) = &settled.tokenizer {
+            return Err(Error::invalid(
+                "request.tokenizer",
+                "a chat counted by your own counter (`host`) is read by an assembly, which asks it",
+            ));
+        }
+        let counter = self.counter(&settled.tokenizer)?;
+        let mut held = self.counts();
+        let meter = Meter::new(counter.as_ref(), &settled.tokenizer, held.cache());
+        let images = settled
+            .model
+            .as_ref()
+            .and_then(|m| m.profile.images.as_ref());
+        let read = chat::read(given, images, request.model.as_deref())?;
+        Ok(chat::request(request, &read, &meter))
+    }
+
     fn count_with(
         &self,
         request: &CountRequest,

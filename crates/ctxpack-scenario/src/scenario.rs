@@ -111,6 +111,16 @@ pub struct Expect {
     /// for, and the turn before which tool results are cleared.
     #[serde(default)]
     pub compaction: Option<ctxpack_core::Compaction>,
+    /// For a request with a chat: for each message of the request to send
+    /// (`pack.chat`), the index of the chat's message it is, or null for a
+    /// message the pack made, exactly.
+    #[serde(default)]
+    pub chat_sources: Option<Vec<Option<u32>>>,
+    /// For a request with a chat: the messages of the request to send
+    /// (by their place in its list) that carry a provider's cache hint
+    /// (Anthropic's `cache_control`), exactly.
+    #[serde(default)]
+    pub chat_breakpoints: Option<Vec<usize>>,
 }
 
 impl Expect {
@@ -264,6 +274,19 @@ impl Expect {
                 .collect();
             if &roles != want {
                 broken.push(format!("message roles {roles:?}, not {want:?}"));
+            }
+        }
+        let chat = reply.pack().and_then(|p| p.chat.as_ref());
+        if let Some(want) = &self.chat_sources {
+            let got = chat.map(|c| c.sources.clone());
+            if got.as_ref() != Some(want) {
+                broken.push(format!("chat sources {got:?}, not {want:?}"));
+            }
+        }
+        if let Some(want) = &self.chat_breakpoints {
+            let got = chat.map(breakpoints);
+            if got.as_ref() != Some(want) {
+                broken.push(format!("chat breakpoints {got:?}, not {want:?}"));
             }
         }
         for id in &self.fenced {
@@ -468,6 +491,22 @@ pub fn load(path: &Path) -> Result<Scenario, String> {
         });
     }
     Ok(scenario)
+}
+
+/// The places in a chat request's list of the messages that carry a
+/// provider's cache hint (a `cache_control` anywhere in them).
+fn breakpoints(chat: &ctxpack_core::ChatRequest) -> Vec<usize> {
+    let body: serde_json::Value = serde_json::from_str(&chat.body).unwrap_or_default();
+    let list = ["messages", "input", "contents"]
+        .iter()
+        .find_map(|name| body.get(name).and_then(|v| v.as_array()))
+        .cloned()
+        .unwrap_or_default();
+    list.iter()
+        .enumerate()
+        .filter(|(_, m)| m.to_string().contains("\"cache_control\""))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 #[cfg(test)]
