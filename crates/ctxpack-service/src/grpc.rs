@@ -172,6 +172,11 @@ impl Grpc {
                 .as_ref()
                 .map(crate::snapshots::json)
                 .unwrap_or_default(),
+            chat_json: reply
+                .chat
+                .as_ref()
+                .map(crate::snapshots::json)
+                .unwrap_or_default(),
         }))
     }
 }

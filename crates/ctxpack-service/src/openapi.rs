@@ -315,6 +315,17 @@ fn service_schemas() -> Map<String, Value> {
                 "allOf": [schema_ref("Compaction")],
                 "description": "The conversation's compaction, kebab-case as the request's `compaction` takes it back.",
             },
+            "chat": {
+                "type": "object",
+                "description": "For a request that carried a `chat`: the request to send, in the chat's shape — `body` is the provider's request body but the model (the kept messages the caller's own, unchanged but for the provider's cache hints, in the pack's layout, with the system text and the retrieved context as the shape places them), `sources[i]` the index in the chat's messages of the body's i-th message, or null for one of the pack's.",
+                "properties": {
+                    "shape": schema_ref("ChatShape"),
+                    "body": {"type": "object", "description": "The provider's request body but the model: `messages` (OpenAI Chat Completions, with `prompt_cache_key`), `input` (OpenAI Responses), `system` and `messages` (Anthropic), `systemInstruction` and `contents` (Gemini)."},
+                    "sources": {"type": "array", "items": {"type": ["integer", "null"], "minimum": 0}},
+                },
+                "required": ["shape", "body", "sources"],
+                "additionalProperties": false,
+            },
         }),
         &[
             "contextSnapshotId",
@@ -500,6 +511,18 @@ fn service_schemas() -> Map<String, Value> {
 /// The whole document.
 pub fn document() -> Value {
     let mut schemas: Map<String, Value> = serde_json::from_str(CORE_SCHEMAS).unwrap_or_default();
+    // A chat's messages cross the WIT as JSON text; in a JSON body they
+    // may also be the provider's list or object itself (the core reads
+    // either).
+    if let Some(messages) = schemas
+        .get_mut("Chat")
+        .and_then(|c| c.pointer_mut("/properties/messages"))
+    {
+        messages["type"] = json!(["string", "array", "object"]);
+        messages["description"] = json!(
+            "The provider's messages: the list (`messages`, `input` or `contents`), or an object holding that list under its name with the system text beside it (`system`, `systemInstruction`, `instructions`), as JSON or as JSON text. A message or part the core does not carry is refused, naming its place."
+        );
+    }
     schemas.extend(service_schemas());
     json!({
         "openapi": "3.1.0",

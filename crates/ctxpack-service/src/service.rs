@@ -146,6 +146,43 @@ pub struct Reply {
     /// request passed one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<ctxpack_core::Compaction>,
+    /// For a request that carried a chat: the request to send, in the
+    /// chat's shape (the kept messages the caller's own, with the
+    /// provider's cache hints).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatReply>,
+}
+
+/// The request to send for a chat (see `ctxpack_core::ChatRequest`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatReply {
+    /// The chat's shape (`openai-chat`, `openai-responses`, `anthropic`,
+    /// `gemini`).
+    pub shape: ctxpack_core::ChatShape,
+    /// The body to send but the model and its options, as the core wrote
+    /// it.
+    pub body: Box<serde_json::value::RawValue>,
+    /// For each message of the body's list, the index in the chat's
+    /// messages of the one it is, or null for a message of the pack's.
+    pub sources: Vec<Option<u32>>,
+}
+
+impl PartialEq for ChatReply {
+    fn eq(&self, other: &Self) -> bool {
+        (self.shape, self.body.get(), &self.sources)
+            == (other.shape, other.body.get(), &other.sources)
+    }
+}
+
+impl ChatReply {
+    fn of(chat: ctxpack_core::ChatRequest) -> Option<Self> {
+        Some(ChatReply {
+            shape: chat.shape,
+            body: serde_json::value::RawValue::from_string(chat.body).ok()?,
+            sources: chat.sources,
+        })
+    }
 }
 
 /// Why an assembly did not give a pack.
@@ -323,10 +360,11 @@ impl Service {
             .await
             .map_err(|_| AssembleError::Deadline(self.deadline))??;
         drop(seat);
-        let mut compaction = None;
+        let (mut compaction, mut chat) = (None, None);
         let mut record = match outcome {
             Ok(mut pack) => {
                 compaction = pack.compaction.take();
+                chat = pack.chat.take().and_then(ChatReply::of);
                 self.work(tenant, || record_of_pack(pack, &request)).await
             }
             Err(Failure {
@@ -356,6 +394,7 @@ impl Service {
             failure: s.failure.clone(),
             replayed: recorded == Recorded::Replayed,
             compaction,
+            chat,
         };
         match recorded {
             Recorded::AttemptTaken(existing) => return Err(AssembleError::AttemptTaken(existing)),

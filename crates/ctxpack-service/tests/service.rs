@@ -118,6 +118,68 @@ async fn assembles_lists_explains_and_serves_the_content() {
     running.shutdown().await.unwrap();
 }
 
+/// A chat in a provider's shape is answered with the request to send in
+/// that shape — the kept messages the caller's own, byte for byte, with
+/// the cache hints; a retry gets it again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chat_is_answered_with_the_request_to_send_in_its_shape() {
+    let (running, c) = serve(options()).await;
+    let messages = json!([
+        {"role": "system", "content": "You answer from the book."},
+        {"role": "user", "content": "What is an array?"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "find", "arguments": "{\"q\": \"array\"}"}},
+            {"id": "c2", "type": "function", "function": {"name": "find", "arguments": "{\"q\": \"list\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "An array holds values in order."},
+        {"role": "tool", "tool_call_id": "c2", "content": "A list is an array."},
+        {"role": "user", "content": [{"type": "text", "text": "And a table?"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/t.png", "detail": "low"}}]}
+    ]);
+    let mut request = demo();
+    request.as_object_mut().unwrap().remove("conversation");
+    request.as_object_mut().unwrap().remove("tokenizer");
+    for field in [
+        "system-prompt",
+        "entry-overhead",
+        "keep-last",
+        "current-task",
+    ] {
+        request.as_object_mut().unwrap().remove(field);
+    }
+    request["model"] = json!("gpt-4o");
+    request["budget"] = json!(4000);
+    request["chat"] = json!({"shape": "openai-chat", "messages": messages});
+    let path = "/factory/runs/run-1/attempts/a-chat/context";
+    let first = post_json(&c, path, "acme", &request).await;
+    assert_eq!(first.status, 201, "{}", first.text());
+    let reply = first.json();
+    common::openapi::valid_as("AssembleReply", &reply).unwrap();
+    let chat = &reply["chat"];
+    assert_eq!(chat["shape"], "openai-chat");
+    let sent = chat["body"]["messages"].as_array().unwrap();
+    // The system text first, the caller's messages as given, the
+    // retrieved context (the pack's) before the question, which is last.
+    assert_eq!(
+        sent[0],
+        json!({"role": "system", "content": "You answer from the book."})
+    );
+    assert_eq!(&sent[1..5], &messages.as_array().unwrap()[1..5]);
+    assert_eq!(sent.last().unwrap(), &messages[5]);
+    assert_eq!(chat["sources"], json!([null, 1, 2, 3, 4, null, 5]));
+    assert!(
+        chat["body"]["prompt_cache_key"]
+            .as_str()
+            .unwrap()
+            .starts_with("ctxpack-")
+    );
+    let again = post_json(&c, path, "acme", &request).await;
+    assert_eq!((again.status, &again.json()["chat"]), (200, chat));
+    // A request without a chat is answered without one.
+    let plain = assemble_demo(&c).await;
+    assert!(plain.json().get("chat").is_none(), "{}", plain.text());
+    running.shutdown().await.unwrap();
+}
+
 /// A compacted conversation's state comes back with the reply, a retry's
 /// too, for the next request to pass back; a request without one gets
 /// none.
