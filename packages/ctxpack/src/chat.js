@@ -100,9 +100,7 @@ export async function toLangChain(pack, messages) {
     const original = given[source];
     if (same(sent, converted[source])) return original;
     if (typeOf(original) === undefined) return coerceMessageLikeToMessage(sent);
-    const fields = { ...original, content: sent.content };
-    delete fields.lc_kwargs;
-    return new original.constructor(fields);
+    return new original.constructor({ ...fieldsOf(original), content: sent.content });
   });
 }
 
@@ -125,15 +123,16 @@ function listCounter(tokenCounter) {
   return null;
 }
 
+/** A LangChain.js message's own fields, as LangChain.js copies one (not its type, nor its `lc_` fields). */
+const fieldsOf = (m) => Object.fromEntries(Object.entries(m).filter(([k]) => k !== 'type' && !k.startsWith('lc_')));
+
 /** A copy of `m` as the core cut it. */
 function cut(m, partial) {
   const content = partial.blocks != null
     ? m.content.slice(partial.blocks.first, partial.blocks.first + partial.blocks.count)
     : partial.text;
   if (typeOf(m) === undefined) return { ...m, content };
-  const fields = { ...m, content };
-  delete fields.lc_kwargs;
-  return new m.constructor(fields);
+  return new m.constructor({ ...fieldsOf(m), content });
 }
 
 /** The user's counter lent as the host's `countMessages`: each list the core weighs, as the user's own messages, in order. */
