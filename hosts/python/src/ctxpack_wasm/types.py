@@ -1044,7 +1044,7 @@ class CtxpackError(Variant):
 
     @classmethod
     def mandatory_over_budget(cls, value: "MandatoryShortfall") -> "CtxpackError":
-        """The L0 layer alone does not fit the budget; nothing was truncated."""
+        """What must be sent does not fit the budget: the L0 layer, with, for a conversation, its newest user turn and the calls made for it (the question being answered is never dropped); nothing was truncated."""
         return cls("mandatory-over-budget", value)
 
     @classmethod
