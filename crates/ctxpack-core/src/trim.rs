@@ -539,14 +539,7 @@ impl Trim<'_, '_> {
             if is(e, &self.request.start_on) {
                 break;
             }
-            let unit = self.elements[e].unit;
-            kept.retain(|&k| self.elements[k].unit != unit);
-            if partial
-                .as_ref()
-                .is_some_and(|p| p.message as usize == self.elements[e].items.start)
-            {
-                partial = None;
-            }
+            self.drop_unit(&mut kept, &mut partial, e);
             tokens = None;
         }
         if kept.is_empty() && !rest.is_empty() {
@@ -616,14 +609,7 @@ impl Trim<'_, '_> {
             if is(e) {
                 break;
             }
-            let unit = self.elements[e].unit;
-            kept.retain(|&k| self.elements[k].unit != unit);
-            if partial
-                .as_ref()
-                .is_some_and(|p| p.message as usize == self.elements[e].items.start)
-            {
-                partial = None;
-            }
+            self.drop_unit(&mut kept, &mut partial, e);
             tokens = None;
         }
         self.done(kept, partial, tokens).await
@@ -634,6 +620,19 @@ impl Trim<'_, '_> {
             .turns
             .first()
             .map_or(self.read.items.len(), |t| t.first)
+    }
+
+    /// Leaves out of `kept` element `e`'s whole unit (a call is never kept
+    /// apart from its results), and the cut if it was `e`'s message.
+    fn drop_unit(&self, kept: &mut Vec<usize>, partial: &mut Option<Partial>, e: usize) {
+        let unit = self.elements[e].unit;
+        kept.retain(|&k| self.elements[k].unit != unit);
+        if partial
+            .as_ref()
+            .is_some_and(|p| p.message as usize == self.elements[e].items.start)
+        {
+            *partial = None;
+        }
     }
 
     /// The outcome: the kept elements' messages, the cut one cut, and
