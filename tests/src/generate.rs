@@ -21,6 +21,7 @@ use ctxpack_scenario::Scenario;
 use ctxpack_scenario::stores::{Answer, CounterRule, HostAnswers, PolicyRules, SummarizerRule};
 
 mod attack;
+mod chat;
 pub use attack::{CANARY, fence_scenario, marker_spelling};
 mod edges;
 pub use edges::edge_scenario;
@@ -534,6 +535,32 @@ fn plan(src: &mut Source) -> Plan {
 
 /// A scenario drawn from `src`.
 pub fn scenario(src: &mut Source) -> Scenario {
+    let mut s = base_scenario(src);
+    // Now and then the conversation is given as a chat, in a provider's
+    // shape (drawn last, so the cases drawn before stay as they were).
+    if src.one_in(4) {
+        s.request.chat = Some(chat::chat(src, &s.request.conversation));
+        s.request.conversation = Vec::new();
+        // Mostly for a model whose provider prices images (without one, an
+        // image is refused: nothing says what it costs).
+        if s.request.model.is_none() && !src.one_in(4) {
+            s.request.model = Some(
+                src.pick(&[
+                    "gpt-4o",
+                    "gpt-4.1-mini",
+                    "o4-mini",
+                    "claude-sonnet-4-5",
+                    "gemini-2.5-flash",
+                ])
+                .to_owned(),
+            );
+        }
+    }
+    s
+}
+
+/// A scenario whose conversation is the request's turns.
+fn base_scenario(src: &mut Source) -> Scenario {
     // Ids from a small pool collide with each other now and then; the
     // request's own ids (turn-0, system-prompt) are in it too.
     let ids = 4 + src.below(40);

@@ -331,19 +331,48 @@ pub fn check_status(name: &str, status: &[SnapshotStatus]) {
 /// A failed assembly: an invalid request has no snapshot; one that had
 /// begun has a `failed` snapshot with every request candidate, nothing
 /// included, and its id the content hash of the rest.
+/// A word a token, as the scenario host's counter counts.
+struct Words;
+
+impl ctxpack_core::TokenCounter for Words {
+    fn count(&self, text: &str) -> u32 {
+        ctxpack_scenario::words(text)
+    }
+}
+
+/// `request` as the core reads it: a chat's messages read into its
+/// conversation (`Builder::read_chat`), counted with `tokenizer`, the one
+/// the assembly settled on (the scenario host's counter, a word a token,
+/// where it is the host's).
+pub fn as_read<'r>(
+    name: &str,
+    request: &'r ctxpack_core::AssembleRequest,
+    tokenizer: &Tokenizer,
+) -> std::borrow::Cow<'r, ctxpack_core::AssembleRequest> {
+    if request.chat.is_none() {
+        return std::borrow::Cow::Borrowed(request);
+    }
+    let mut asked = request.clone();
+    let mut counters: Vec<(String, Box<dyn ctxpack_core::TokenCounter + Send + Sync>)> = Vec::new();
+    if let Tokenizer::Host(host) = tokenizer {
+        counters.push((host.clone(), Box::new(Words)));
+        asked.tokenizer = Some(Tokenizer::Named(host.clone()));
+    }
+    let mut read = ctxpack_core::Builder::with_counters(Default::default(), counters)
+        .and_then(|b| b.read_chat(&asked))
+        .unwrap_or_else(|e| panic!("{name}: its chat is not read: {e}"));
+    read.tokenizer = request.tokenizer.clone();
+    std::borrow::Cow::Owned(read)
+}
+
 pub fn check_failure(name: &str, request: &ctxpack_core::AssembleRequest, failure: &Failure) {
     assert!(!failure.error.to_string().is_empty(), "{name}");
-    let read;
-    let request = match (&request.chat, &failure.snapshot) {
+    let read = match &failure.snapshot {
         // A chat the assembly read is checked as the turns it was read as.
-        (Some(_), Some(_)) => {
-            read = ctxpack_core::Builder::new(Default::default())
-                .and_then(|b| b.read_chat(request))
-                .unwrap_or_else(|e| panic!("{name}: its chat is not read: {e}"));
-            &read
-        }
-        _ => request,
+        Some(snap) => as_read(name, request, &snap.tokenizer),
+        None => std::borrow::Cow::Borrowed(request),
     };
+    let request = &*read;
     let Some(snap) = &failure.snapshot else {
         return;
     };
@@ -510,21 +539,29 @@ pub fn compacted(
 }
 
 /// OpenAI's count of a Chat Completions request, as its cookbook writes
-/// it: 3 a message, every field's value (a value that is not text as its
-/// JSON; text parts joined by line breaks), one more for a `name`, and 3
-/// that prime the reply; a low-detail image 85 (gpt-4o's price). None for
-/// another shape, or an image whose price is not known here.
-fn cookbook(chat: &ctxpack_core::ChatRequest, tokenizer: &Tokenizer) -> Option<u64> {
+/// it: 3 a message and its role's token (`overhead`, 4 for OpenAI's
+/// models: a request's own `entry-overhead` in its place), every other
+/// field's value (a value that is not text as its JSON; text parts joined
+/// by line breaks), one more for a `name`, and 3 that prime the reply
+/// (`reply`); an image by OpenAI's tiles (see [`tiles`]). None for
+/// another shape, or an image whose price is not recounted here.
+fn cookbook(
+    chat: &ctxpack_core::ChatRequest,
+    tokenizer: &Tokenizer,
+    (overhead, reply): (u32, u64),
+    images: Option<&ctxpack_core::ImageRule>,
+) -> Option<u64> {
     use serde_json::Value;
     if chat.shape != ctxpack_core::ChatShape::OpenaiChat {
         return None;
     }
     let body: Value = serde_json::from_str(&chat.body).ok()?;
-    let mut n = 3;
+    let mut n = reply;
     for m in body.get("messages")?.as_array()? {
-        n += 3;
+        n += u64::from(overhead);
         for (k, v) in m.as_object()? {
             n += match (k.as_str(), v) {
+                ("role", _) => 0,
                 (_, Value::Null) => 0,
                 (_, Value::String(s)) => recount(tokenizer, s),
                 ("content", Value::Array(parts)) => {
@@ -532,7 +569,7 @@ fn cookbook(chat: &ctxpack_core::ChatRequest, tokenizer: &Tokenizer) -> Option<u
                     for part in parts {
                         match part.get("type").and_then(Value::as_str) {
                             Some("text") => texts.push(part.get("text")?.as_str()?),
-                            Some("image_url") if part["image_url"]["detail"] == "low" => n += 85,
+                            Some("image_url") => n += tiles(&part["image_url"], images?)?,
                             _ => return None,
                         }
                     }
@@ -546,6 +583,47 @@ fn cookbook(chat: &ctxpack_core::ChatRequest, tokenizer: &Tokenizer) -> Option<u
     Some(n)
 }
 
+/// What OpenAI bills an image part (`image_url`) by its published tile
+/// rule, recomputed here: `detail: low` the base; otherwise the image
+/// (its size read from an inline PNG's header) fitted within 2048×2048,
+/// its short side brought down to 768, and the base plus the tile price
+/// for each 512-pixel tile. None for another rule or an image by URL.
+fn tiles(image: &serde_json::Value, rule: &ctxpack_core::ImageRule) -> Option<u64> {
+    let ctxpack_core::ImageRule::Tiles(t) = rule else {
+        return None;
+    };
+    if image["detail"] == "low" {
+        return Some(u64::from(t.base));
+    }
+    let data = image["url"]
+        .as_str()?
+        .strip_prefix("data:image/png;base64,")?;
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bytes = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in data.bytes().take(32) {
+        let v = A.iter().position(|&a| a == c)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            bytes.push((acc >> bits) as u8);
+        }
+    }
+    let be = |at: usize| -> Option<f64> {
+        Some(f64::from(u32::from_be_bytes(
+            bytes.get(at..at + 4)?.try_into().ok()?,
+        )))
+    };
+    let (mut w, mut h) = (be(16)?, be(20)?);
+    let fit = (2048.0 / w.max(h)).min(1.0);
+    (w, h) = (w * fit, h * fit);
+    let short = (768.0 / w.min(h)).min(1.0);
+    (w, h) = (w * short, h * short);
+    let n = ((w / 512.0).ceil() * (h / 512.0).ceil()) as u64;
+    Some(u64::from(t.base) + u64::from(t.tile) * n)
+}
+
 pub fn check(
     name: &str,
     request: &ctxpack_core::AssembleRequest,
@@ -555,16 +633,8 @@ pub fn check(
     // A chat is checked as the conversation it was read as (its turns'
     // roles, texts and call ids; each turn's charge is recounted below
     // from the request actually sent, its body).
-    let read;
-    let request = match &request.chat {
-        Some(_) => {
-            read = ctxpack_core::Builder::new(Default::default())
-                .and_then(|b| b.read_chat(request))
-                .unwrap_or_else(|e| panic!("{name}: its chat is not read: {e}"));
-            &read
-        }
-        None => request,
-    };
+    let read = as_read(name, request, &pack.snapshot.tokenizer);
+    let request = &*read;
     let compacted = compacted(name, request, pack);
     let request = &compacted;
     let snap = &pack.snapshot;
@@ -599,7 +669,8 @@ pub fn check(
         // price is known apart (low detail); the other shapes' charges are
         // the core's rule (their Rust tests), held to the budget here.
         Some(chat) => {
-            if let Some(n) = cookbook(chat, &tokenizer) {
+            let images = snap.model.as_ref().and_then(|m| m.profile.images.as_ref());
+            if let Some(n) = cookbook(chat, &tokenizer, (overhead, reply(request, pack)), images) {
                 assert_eq!(
                     u64::from(snap.message_tokens),
                     n,
@@ -979,6 +1050,15 @@ pub fn check(
     // A kept turn is rendered whole from its request turn, and counted.
     for &(i, text) in &kept {
         let t = &request.conversation[i];
+        // A chat's turn, sent as given: its header and its content as is.
+        if pack.chat.is_some() {
+            assert_eq!(
+                text,
+                format!("[{}] {}", t.role.name(), t.content),
+                "{name}: turn-{i}"
+            );
+            continue;
+        }
         assert!(
             crate::fence::is_turn_text(t, text),
             "{name}: turn-{i} is {text:?} for {:?}",

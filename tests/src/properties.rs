@@ -186,7 +186,8 @@ pub fn check_with(name: &str, s: &Scenario, outcome: &Outcome, tokenizers: &Toke
     }
     // A tool call is never separated from its results, in the
     // conversation as it is sent (compacted, where it was).
-    let sent = invariants::compacted(name, &s.request, pack);
+    let read = invariants::as_read(name, &s.request, &pack.snapshot.tokenizer);
+    let sent = invariants::compacted(name, &read, pack);
     let kept: HashMap<usize, &ConversationTurn> = pack
         .snapshot
         .turns()

@@ -1,7 +1,7 @@
 //! Chat is the core's own language: a request's conversation given as a
 //! provider's messages ([`Chat`]) is read here into its turns, charged as
 //! the provider is sent it, and written back as the request to send
-//! ([`ChatRequest`]) — once, for every host and the service.
+//! ([`ChatRequest`](crate::ChatRequest)) — once, for every host and the service.
 //!
 //! **In.** Each shape has a reader ([`openai`], [`responses`],
 //! [`anthropic`], [`gemini`]) that turns the list into [`Turn`]s: one per
@@ -11,7 +11,7 @@
 //! makes and every call it answers, what it sends beside its text, and
 //! its images. A call and its results are one unit of the conversation:
 //! kept or dropped together, however many calls a turn makes (see
-//! [`derive`]). A part ctxpack cannot charge (audio, a file, a PDF, a
+//! [`derive()`]). A part ctxpack cannot charge (audio, a file, a PDF, a
 //! server tool's block) is refused, naming its place. The system text —
 //! given apart, or the system messages that lead the list — is the
 //! request's system prompt (after the request's own).
@@ -26,9 +26,9 @@
 //! model's [`ImageRule`]. A pack sent as messages is charged the model's
 //! reply overhead once. Where a charge is an upper bound (an image whose
 //! size is not known, encrypted reasoning), the snapshot's
-//! [`ChatReport::bounded`] names it.
+//! [`ChatReport::bounded`](crate::snapshot::ChatReport::bounded) names it.
 //!
-//! **Out.** [`write`] gives the pack back in the chat's shape: the system
+//! **Out.** [`write()`] gives the pack back in the chat's shape: the system
 //! text where the shape keeps it, each kept turn as the caller's own
 //! messages, unchanged (but for a cache hint, or a result compaction
 //! cleared), in the pack's layout, the other context as a message of the
@@ -416,7 +416,7 @@ pub(crate) fn derive(read: &Read, meter: &Meter, form: PackForm) -> Vec<Conversa
 }
 
 /// The turns of `read` with their roles and the call ids that make units
-/// of them (see [`derive`]), their contents not yet written.
+/// of them (see [`derive()`]), their contents not yet written.
 pub(crate) fn derive_roles(read: &Read) -> Vec<ConversationTurn> {
     let mut group: HashMap<&str, &str> = HashMap::new();
     let mut out = Vec::with_capacity(read.turns.len());
@@ -446,7 +446,7 @@ pub(crate) fn derive_roles(read: &Read) -> Vec<ConversationTurn> {
 }
 
 /// `request` as the pipeline assembles it: its chat's turns as its
-/// conversation (see [`derive`]), the chat's system text after its own
+/// conversation (see [`derive()`]), the chat's system text after its own
 /// system prompt, sent as messages unless it asks for the flat text.
 pub(crate) fn request(request: &AssembleRequest, read: &Read, meter: &Meter) -> AssembleRequest {
     let form = request.form.unwrap_or(PackForm::Messages);

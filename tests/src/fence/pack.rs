@@ -182,9 +182,18 @@ pub fn check_pack(name: &str, pack: &ContextPack) {
         spans.push((at, at + e.text.len()));
         at += e.text.len() + 2;
     }
-    // The application's L0 may hold anything; every other structure is
-    // one of ctxpack's own.
-    let own = |k: usize| pack.entries[k].layer == Layer::L0 && origins[k] == Origin::Request;
+    // The application's L0 may hold anything, and so may a chat's turns:
+    // each is the caller's own message, sent as given in a message of its
+    // own (the flat text is not what a chat's pack sends); every other
+    // structure is one of ctxpack's own.
+    let chat_turn = |k: usize| {
+        pack.chat.is_some()
+            && origins[k] == Origin::Request
+            && pack.entries[k].section == ctxpack_core::Section::ConversationState
+    };
+    let own = |k: usize| {
+        (pack.entries[k].layer == Layer::L0 && origins[k] == Origin::Request) || chat_turn(k)
+    };
     let mut nonces = std::collections::BTreeSet::new();
     let mut ours = std::collections::BTreeSet::new();
     for (k, e) in pack.entries.iter().enumerate() {
@@ -215,9 +224,10 @@ pub fn check_pack(name: &str, pack: &ContextPack) {
         );
     }
     // The messages: a turn's content holds no structure; the context's
-    // system message is the entries it joins, checked above.
+    // system message is the entries it joins, checked above. (A chat's
+    // turns are the caller's own messages, sent as given.)
     for m in &pack.messages {
-        if m.role == Role::System && m.tool_call_id.is_none() {
+        if (m.role == Role::System && m.tool_call_id.is_none()) || pack.chat.is_some() {
             continue;
         }
         let found = structures(&m.content);

@@ -221,7 +221,7 @@ fn poisoned(src: &mut Source, text: &str, nonce: Option<&str>, canary: Option<u3
 /// user turns — holding marker spellings (with the pack's `nonce` when
 /// known) and instructions; the fields of untrusted origin carry canaries.
 pub fn fence_scenario(src: &mut Source, nonce: Option<&str>) -> Scenario {
-    let mut s = scenario(src);
+    let mut s = super::base_scenario(src);
     let mut canary = 0u32;
     let mut next = || {
         canary += 1;
