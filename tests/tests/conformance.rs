@@ -561,3 +561,47 @@ fn edge_numbers_give_one_outcome_however_they_are_spelt() {
         "only {zeros} signed zeros: the family lost its point"
     );
 }
+
+/// Counting and trimming a chat give the same numbers natively and in the
+/// component, for every chat of the corpus, with every strategy.
+#[test]
+fn a_chat_counts_and_trims_the_same_in_the_component() {
+    let mut instance = runtime()
+        .instantiate(InMemoryHost::default(), &Default::default())
+        .unwrap()
+        .unwrap();
+    let native = ctxpack_core::Builder::new(Default::default()).unwrap();
+    let mut compared = 0;
+    for (name, s) in scenarios() {
+        let Some(chat) = &s.request.chat else {
+            continue;
+        };
+        let count = ctxpack_core::CountRequest {
+            model: s.request.model.clone(),
+            tokenizer: s.request.tokenizer.clone(),
+            chat: Some(chat.clone()),
+            texts: vec![s.request.query.clone()],
+            ..Default::default()
+        };
+        let here = native.count(&count);
+        assert_eq!(instance.count(&count).unwrap(), here, "{name}");
+        let total = here.as_ref().map_or(0, |c| c.total);
+        for (strategy, max) in [("last", total / 2), ("first", total / 3), ("last", total)] {
+            let trim: ctxpack_core::TrimRequest = serde_json::from_value(serde_json::json!({
+                "chat": chat, "max-tokens": max, "model": s.request.model,
+                "tokenizer": s.request.tokenizer, "strategy": strategy, "allow-partial": true
+            }))
+            .unwrap();
+            let here = native
+                .trim(&trim, &mut ctxpack_core::NoHost)
+                .map_err(|f| f.error);
+            assert_eq!(
+                instance.trim(&trim).unwrap(),
+                here,
+                "{name} {strategy} {max}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 15, "{compared}");
+}

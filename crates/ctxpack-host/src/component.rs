@@ -318,6 +318,39 @@ impl Instance {
         Ok(answer.map(Convert::convert).map_err(Convert::convert))
     }
 
+    /// Counts `request`'s texts and chat inside the component, as
+    /// [`ctx::Builder::count`] does natively: the same numbers.
+    pub fn count(
+        &mut self,
+        request: &ctx::CountRequest,
+    ) -> Result<Result<ctx::TokenCounts, ctx::Error>, WasmError> {
+        self.refuel()?;
+        let request: wit::CountRequest = request.clone().convert();
+        let answer = self
+            .bindings
+            .ctxpack_context_builder()
+            .context_builder()
+            .call_count(&mut self.store, self.builder, &request)?;
+        Ok(answer.map(Convert::convert).map_err(Convert::convert))
+    }
+
+    /// Trims `request`'s chat inside the component, as
+    /// [`ctx::Builder::trim`] does natively; a host counter of messages or
+    /// splitter is asked through the instance's host.
+    pub fn trim(
+        &mut self,
+        request: &ctx::TrimRequest,
+    ) -> Result<Result<ctx::Trimmed, ctx::Error>, WasmError> {
+        self.refuel()?;
+        let request: wit::TrimRequest = request.clone().convert();
+        let answer = self
+            .bindings
+            .ctxpack_context_builder()
+            .context_builder()
+            .call_trim(&mut self.store, self.builder, &request)?;
+        Ok(answer.map(Convert::convert).map_err(Convert::convert))
+    }
+
     /// Starts an assembly of `request` inside the component, driven step
     /// by step (see [`crate::steps`]) instead of through the imports.
     pub fn start(
