@@ -321,7 +321,7 @@ function renderRequest(pack) {
   $('request-shape').textContent = pack.chat.shape;
   const items = list.map((m, k) => {
     const from = pack.chat.sources[k];
-    const whose = from == null ? 'the pack\'s' : `yours, <code>messages[${from}]</code>`;
+    const whose = from == null ? 'the pack\'s' : `yours, <code class="name">messages[${from}]</code>`;
     const hinted = JSON.stringify(m).includes('"cache_control"') ? ' <span class="hint">cache breakpoint</span>' : '';
     return `<li data-source="${from ?? ''}"><span class="sent">${fig('message', k + 1)} (${whose})${hinted}</span><pre>${escapeHtml(JSON.stringify(m, null, 2))}</pre></li>`;
   });

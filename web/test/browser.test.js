@@ -173,6 +173,25 @@ test('untrusted text is fenced, and only it', async () => {
   await page.close();
 });
 
+test('a chat scenario shows the provider request, each message whose it is', async () => {
+  const name = 'chat-anthropic-thinking-tools-breakpoints';
+  const page = await open(`?scenario=${name}`);
+  assert.equal(await page.isHidden('#provider-request'), false);
+  assert.equal(await page.textContent('#request-shape'), 'anthropic');
+  const chat = expected(`${name}.json`).reply.pack.chat;
+  const sources = await page.$$eval('#request-messages li', (els) => els.map((e) => e.dataset.source));
+  assert.deepEqual(sources, chat.sources.map((s) => (s === null ? '' : String(s))));
+  const hinted = await page.$$eval('#request-messages li', (els) => els.map((e, i) => (e.querySelector('.hint') ? i : -1)).filter((i) => i >= 0));
+  assert.deepEqual(hinted, [3]);
+  assert.match(await page.textContent('#request-rest'), /"system"/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  // A request without a chat shows none.
+  const plain = await open('?scenario=rag-dedup');
+  assert.equal(await plain.isHidden('#provider-request'), true);
+  await plain.close();
+});
+
 // The snapshot as the package hands it to the page: camelCase keys.
 const camel = (v) => (Array.isArray(v) ? v.map(camel)
   : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/-([a-z])/g, (_, c) => c.toUpperCase()), camel(x)]))
