@@ -55,6 +55,32 @@ async fn grpc_assemble_has_the_posts_semantics() {
         reply.context_snapshot_id.as_str()
     );
     assert_eq!(http.json()["tokensUsed"], reply.tokens_used);
+    assert_eq!(reply.chat_json, "", "a request without a chat");
+    // A chat is answered with the request to send, as the POST's `chat`.
+    let mut chatted = demo();
+    chatted.as_object_mut().unwrap().remove("conversation");
+    chatted["chat"] = json!({"shape": "anthropic", "messages": [
+        {"role": "user", "content": "Why are trailing commas refused?"}]});
+    let chat_text = chatted.to_string();
+    let reply = grpc
+        .assemble(call("run-1", "a-chat", chat_text.clone(), Some("acme")))
+        .await
+        .unwrap()
+        .into_inner();
+    let chat: serde_json::Value = serde_json::from_str(&reply.chat_json).unwrap();
+    assert_eq!(chat["shape"], "anthropic");
+    assert_eq!(
+        chat["body"]["messages"].as_array().unwrap().last().unwrap(),
+        &json!({"role": "user", "content": "Why are trailing commas refused?"})
+    );
+    let http = post(
+        &c,
+        "/factory/runs/run-1/attempts/a-chat/context",
+        "acme",
+        chat_text,
+    )
+    .await;
+    assert_eq!((http.status, &http.json()["chat"]), (200, &chat));
     // Errors map to codes, the field named.
     // Attempt `attempt` of run-1, sent and refused: the error.
     let refused = |attempt: &str, json: String, tenant: Option<&str>| {
