@@ -85,10 +85,10 @@ fn run(s: &Scenario) -> Outcome {
 fn run_and_check(s: &Scenario) {
     let outcome = run(s);
     match &outcome.reply {
-        Reply::Failed(f) => crate::invariants::check_failure("fuzz", &s.request, f),
+        Reply::Failed(f) => crate::invariants::check_failure("fuzz", &s.request, &s.config, f),
         reply => {
             if let Some(pack) = reply.pack() {
-                crate::invariants::check("fuzz", &s.request, pack, tokenizers());
+                crate::invariants::check("fuzz", &s.request, &s.config, pack, tokenizers());
             }
         }
     }

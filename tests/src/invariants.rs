@@ -347,6 +347,7 @@ impl ctxpack_core::TokenCounter for Words {
 pub fn as_read<'r>(
     name: &str,
     request: &'r ctxpack_core::AssembleRequest,
+    config: &ctxpack_core::BuilderConfig,
     tokenizer: &Tokenizer,
 ) -> std::borrow::Cow<'r, ctxpack_core::AssembleRequest> {
     if request.chat.is_none() {
@@ -358,18 +359,23 @@ pub fn as_read<'r>(
         counters.push((host.clone(), Box::new(Words)));
         asked.tokenizer = Some(Tokenizer::Named(host.clone()));
     }
-    let mut read = ctxpack_core::Builder::with_counters(Default::default(), counters)
+    let mut read = ctxpack_core::Builder::with_counters(config.clone(), counters)
         .and_then(|b| b.read_chat(&asked))
         .unwrap_or_else(|e| panic!("{name}: its chat is not read: {e}"));
     read.tokenizer = request.tokenizer.clone();
     std::borrow::Cow::Owned(read)
 }
 
-pub fn check_failure(name: &str, request: &ctxpack_core::AssembleRequest, failure: &Failure) {
+pub fn check_failure(
+    name: &str,
+    request: &ctxpack_core::AssembleRequest,
+    config: &ctxpack_core::BuilderConfig,
+    failure: &Failure,
+) {
     assert!(!failure.error.to_string().is_empty(), "{name}");
     let read = match &failure.snapshot {
         // A chat the assembly read is checked as the turns it was read as.
-        Some(snap) => as_read(name, request, &snap.tokenizer),
+        Some(snap) => as_read(name, request, config, &snap.tokenizer),
         None => std::borrow::Cow::Borrowed(request),
     };
     let request = &*read;
@@ -627,13 +633,14 @@ fn tiles(image: &serde_json::Value, rule: &ctxpack_core::ImageRule) -> Option<u6
 pub fn check(
     name: &str,
     request: &ctxpack_core::AssembleRequest,
+    config: &ctxpack_core::BuilderConfig,
     pack: &ContextPack,
     tokenizers: &Tokenizers,
 ) {
     // A chat is checked as the conversation it was read as (its turns'
     // roles, texts and call ids; each turn's charge is recounted below
     // from the request actually sent, its body).
-    let read = as_read(name, request, &pack.snapshot.tokenizer);
+    let read = as_read(name, request, config, &pack.snapshot.tokenizer);
     let request = &*read;
     let compacted = compacted(name, request, pack);
     let request = &compacted;

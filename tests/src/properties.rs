@@ -87,7 +87,7 @@ pub fn check(name: &str, s: &Scenario, outcome: &Outcome) {
 pub fn check_with(name: &str, s: &Scenario, outcome: &Outcome, tokenizers: &Tokenizers) {
     let pack = match &outcome.reply {
         Reply::Failed(f) => {
-            invariants::check_failure(name, &s.request, f);
+            invariants::check_failure(name, &s.request, &s.config, f);
             // Refusals for generated input: L0 over the budget, the policy
             // failing, or an invalid request or configuration (with no
             // snapshot).
@@ -117,7 +117,7 @@ pub fn check_with(name: &str, s: &Scenario, outcome: &Outcome, tokenizers: &Toke
             None => return,
         },
     };
-    invariants::check(name, &s.request, pack, tokenizers);
+    invariants::check(name, &s.request, &s.config, pack, tokenizers);
     let denied: Vec<&String> = s
         .host
         .policy
@@ -186,7 +186,7 @@ pub fn check_with(name: &str, s: &Scenario, outcome: &Outcome, tokenizers: &Toke
     }
     // A tool call is never separated from its results, in the
     // conversation as it is sent (compacted, where it was).
-    let read = invariants::as_read(name, &s.request, &pack.snapshot.tokenizer);
+    let read = invariants::as_read(name, &s.request, &s.config, &pack.snapshot.tokenizer);
     let sent = invariants::compacted(name, &read, pack);
     let kept: HashMap<usize, &ConversationTurn> = pack
         .snapshot

@@ -177,10 +177,10 @@ fn every_pack_keeps_the_invariants() {
     let tokenizers = Tokenizers::new();
     for (name, s) in scenarios() {
         match &run_native(&s).reply {
-            Reply::Failed(f) => check_failure(&name, &s.request, f),
+            Reply::Failed(f) => check_failure(&name, &s.request, &s.config, f),
             reply => {
                 if let Some(pack) = reply.pack() {
-                    check_invariants(&name, &s.request, pack, &tokenizers);
+                    check_invariants(&name, &s.request, &s.config, pack, &tokenizers);
                 }
             }
         }

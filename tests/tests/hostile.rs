@@ -34,10 +34,10 @@ fn both(name: &str, s: &Scenario) -> Outcome {
     let wasm = run_component(runtime(), s).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(render(&native), render(&wasm), "{name}: engines differ");
     match &native.reply {
-        Reply::Failed(f) => invariants::check_failure(name, &s.request, f),
+        Reply::Failed(f) => invariants::check_failure(name, &s.request, &s.config, f),
         reply => {
             if let Some(p) = reply.pack() {
-                invariants::check(name, &s.request, p, tokenizers());
+                invariants::check(name, &s.request, &s.config, p, tokenizers());
             }
         }
     }

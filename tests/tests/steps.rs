@@ -220,14 +220,14 @@ fn a_failure_at_every_step_gives_the_same_outcome_on_both_engines() {
             let what = format!("{name}, {step} failing at step {k}");
             match (&native.reply, step) {
                 (Reply::Pack(pack), "sources") => {
-                    check_invariants(&what, &s.request, pack, &tokenizers);
+                    check_invariants(&what, &s.request, &s.config, pack, &tokenizers);
                     assert!(
                         pack.snapshot.status.contains(&SnapshotStatus::Degraded),
                         "{what}: not degraded"
                     );
                 }
                 (Reply::Pack(pack), "summaries") => {
-                    check_invariants(&what, &s.request, pack, &tokenizers);
+                    check_invariants(&what, &s.request, &s.config, pack, &tokenizers);
                     let call = pack
                         .snapshot
                         .source_calls
@@ -240,7 +240,7 @@ fn a_failure_at_every_step_gives_the_same_outcome_on_both_engines() {
                     );
                 }
                 (Reply::Failed(failure), "review") => {
-                    check_failure(&what, &s.request, failure);
+                    check_failure(&what, &s.request, &s.config, failure);
                     assert!(
                         matches!(&failure.error, Error::HostFailed { capability, .. } if capability == "policy.review"),
                         "{what}: {:?}",

@@ -153,7 +153,7 @@ fn a_million_tiny_candidates_are_each_recorded() {
     // Compared as values: printing a million turns on a failure helps no
     // one.
     assert!(p == pack("a million turns, wasm", &wasm), "engines differ");
-    invariants::check("a million turns", &s.request, &p, tokenizers());
+    invariants::check("a million turns", &s.request, &s.config, &p, tokenizers());
     let recorded: u32 = p.snapshot.entries.iter().map(|e| e.candidates()).sum();
     assert_eq!(recorded, 1 + 1_000_000);
     assert!(
