@@ -30,6 +30,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         8,
         include_str!("../migrations/sqlite/0008_cache_prefixes.sql"),
     ),
+    (10, include_str!("../migrations/sqlite/0010_chat.sql")),
 ];
 
 /// The migrations the store runs once its own work is done

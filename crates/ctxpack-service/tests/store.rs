@@ -404,8 +404,10 @@ async fn futures_join(url: &str, artifacts: &str) -> Vec<Result<(), ctxpack_serv
     out
 }
 
-/// The migrations of `engine` from before the artifact store (0001–0008),
-/// in order: (version, SQL).
+/// The migrations of `engine` a store holds before its contents move to
+/// the artifact store, in order: (version, SQL). Every one but that move
+/// (0009), which runs late, once the contents are moved: a store from
+/// before it takes the later ones (0010, the chat) first.
 fn before_the_artifact_store(engine: &str) -> Vec<(i64, String)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("migrations")
@@ -421,7 +423,7 @@ fn before_the_artifact_store(engine: &str) -> Vec<(i64, String)> {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             (name[..4].parse::<i64>().unwrap(), p)
         })
-        .filter(|(v, _)| *v < ctxpack_service::snapshots::CONTENTS_MOVED)
+        .filter(|(v, _)| *v != ctxpack_service::snapshots::CONTENTS_MOVED)
         .map(|(v, p)| (v, std::fs::read_to_string(p).unwrap()))
         .collect()
 }

@@ -60,7 +60,7 @@ pub struct Detail {
 }
 
 /// The columns of `context_snapshots` a snapshot is read back from.
-const SNAPSHOT: [&str; 28] = [
+const SNAPSHOT: [&str; 29] = [
     "context_snapshot_id",
     "tenant_id",
     "project_id",
@@ -89,6 +89,7 @@ const SNAPSHOT: [&str; 28] = [
     "compression",
     "compressions",
     "fence",
+    "chat",
 ];
 
 /// The columns of `context_items` an entry is read back from.
@@ -253,7 +254,7 @@ impl Store {
             source_calls: r.parse("source_calls")?,
             compressions: r.parse("compressions")?,
             fence: r.parse("fence")?,
-            chat: None,
+            chat: r.opt_parse("chat")?,
             entries: self.entries(id, offset, limit).await?,
         };
         Ok(Some(Detail {

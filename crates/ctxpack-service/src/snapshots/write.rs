@@ -225,6 +225,12 @@ fn snapshot_row(record: &Record, plan_hash: String) -> Named {
         ("request_hash", Value::Text(record.request_hash.clone())),
         ("user_id", record.user_id.clone().into()),
         ("fence", Value::Text(json(&s.fence))),
+        (
+            "chat",
+            s.chat
+                .as_ref()
+                .map_or(Value::Null, |c| Value::Text(json(c))),
+        ),
     ])
 }
 
