@@ -34,7 +34,7 @@ pub fn server(service: Arc<Service>, max_message: usize) -> ContextAssemblyServe
 }
 
 fn status(e: &AssembleError) -> Status {
-    let message = e.to_string();
+    let message = e.told();
     let mut s = match e {
         AssembleError::Invalid(_) => Status::invalid_argument(message),
         AssembleError::Forbidden(_) => Status::permission_denied(message),
@@ -78,12 +78,21 @@ impl ContextAssembly for Grpc {
         self.service
             .metrics
             .response("grpc", "ContextAssembly/Assemble", &format!("{code:?}"));
-        result.map(|mut r| {
-            if let Ok(v) = ids.request_id.parse() {
-                r.metadata_mut().insert("x-request-id", v);
-            }
-            r
-        })
+        // A refusal carries the id too: the log has its detail under it.
+        let id = ids.request_id.parse().ok();
+        result
+            .map(|mut r| {
+                if let Some(v) = id.clone() {
+                    r.metadata_mut().insert("x-request-id", v);
+                }
+                r
+            })
+            .map_err(|mut s| {
+                if let Some(v) = id {
+                    s.metadata_mut().insert("x-request-id", v);
+                }
+                s
+            })
     }
 }
 

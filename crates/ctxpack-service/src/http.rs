@@ -64,7 +64,7 @@ pub fn router(http: Http, max_body: usize) -> Router {
         )
         .route("/metrics", get(ops::guarded_metrics))
         .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(ops::readyz))
+        .route("/readyz", get(ops::public_readyz))
         .route("/openapi.json", get(ops::openapi))
         .fallback(|| async {
             error(
@@ -118,7 +118,7 @@ pub(super) fn error(status: StatusCode, code: &str, message: impl std::fmt::Disp
 
 /// Why an answer refused, for its log line (see [`observe`]).
 #[derive(Clone)]
-struct Why(String);
+pub(super) struct Why(pub(super) String);
 
 /// Whether `req` names a loopback host (its `Host`, or its URI's authority
 /// over HTTP/2): `localhost`, `127.x.x.x` or `[::1]`, any port.
@@ -166,8 +166,119 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 /// route and status, and a log line for a refusal (4xx and 5xx) with its
 /// reason — at most [`crate::trace::REFUSAL_LINES`] a second, the next
 /// line saying how many were left out (`suppressed`).
-async fn observe(State(service): State<Arc<Service>>, mut req: Request, next: Next) -> Response {
+async fn observe(State(service): State<Arc<Service>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
+    let (req, unread) = noted(req);
+    let res = answer(&service, req, next, started).await;
+    closing(res, &unread).await
+}
+
+/// Most bytes of a request's body left unread by its answer (a refusal)
+/// that are read and dropped so its connection takes the next request.
+const DRAIN_BYTES: usize = 1 << 20;
+
+/// Most time reading them may take.
+const DRAIN_TIME: Duration = Duration::from_secs(1);
+
+/// What a request's body left unread: the body, once its handler let go
+/// of it before its end.
+type Unread = Arc<std::sync::Mutex<Option<axum::body::Body>>>;
+
+/// `req` with a body that, dropped before its end, is kept in the
+/// returned slot.
+fn noted(req: Request) -> (Request, Unread) {
+    let unread: Unread = Arc::default();
+    let slot = unread.clone();
+    let req = req.map(|inner| {
+        axum::body::Body::new(Noted {
+            inner,
+            unread: slot,
+        })
+    });
+    (req, unread)
+}
+
+/// An answer given before its request's body was read to the end (a
+/// refusal: the caller, its rate, the body's size or type): the rest of
+/// a body of at most [`DRAIN_BYTES`] that arrives within [`DRAIN_TIME`]
+/// is read and dropped, so the connection takes the client's next
+/// request; otherwise the answer closes the connection and says so
+/// (`Connection: close`). Either way the client reads the answer — its
+/// status and `Retry-After` — instead of failing to write to a
+/// connection closed under it.
+async fn closing(mut res: Response, unread: &Unread) -> Response {
+    use http_body_util::BodyExt;
+    let left = unread.lock().ok().and_then(|mut slot| slot.take());
+    let Some(body) = left else {
+        return res;
+    };
+    let small = http_body::Body::size_hint(&body)
+        .upper()
+        .is_some_and(|n| n <= DRAIN_BYTES as u64);
+    let drained = small
+        && matches!(
+            tokio::time::timeout(
+                DRAIN_TIME,
+                http_body_util::Limited::new(body, DRAIN_BYTES).collect()
+            )
+            .await,
+            Ok(Ok(_))
+        );
+    if !drained {
+        res.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    res
+}
+
+/// A request's body; dropped before its end, it leaves itself in
+/// `unread`.
+struct Noted {
+    inner: axum::body::Body,
+    unread: Unread,
+}
+
+impl Drop for Noted {
+    fn drop(&mut self) {
+        if !http_body::Body::is_end_stream(&self.inner)
+            && let Ok(mut slot) = self.unread.lock()
+        {
+            *slot = Some(std::mem::replace(
+                &mut self.inner,
+                axum::body::Body::empty(),
+            ));
+        }
+    }
+}
+
+impl http_body::Body for Noted {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The answer to `req`, counted, logged and carrying its ids (see
+/// [`observe`]).
+async fn answer(
+    service: &Arc<Service>,
+    mut req: Request,
+    next: Next,
+    started: Instant,
+) -> Response {
     if matches!(service.auth, crate::auth::Auth::Off) && !loopback_host(&req) {
         // A page elsewhere whose name a DNS answer points at this machine
         // (DNS rebinding) must not reach a service that checks no caller.
@@ -195,7 +306,7 @@ async fn observe(State(service): State<Arc<Service>>, mut req: Request, next: Ne
         span_id = %ids.span_id,
     );
     let res = tracing::Instrument::instrument(next.run(req), span.clone()).await;
-    let mut res = budget::held(&service, res);
+    let mut res = budget::held(service, res);
     let status = res.status();
     service
         .metrics

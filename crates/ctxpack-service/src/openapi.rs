@@ -185,6 +185,12 @@ fn paths() -> Value {
                 ),
                 ("413", refused("The body is over `max-body-bytes`.")),
                 (
+                    "415",
+                    refused(
+                        "The body is not declared `application/json` (`unsupported-media-type`).",
+                    ),
+                ),
+                (
                     "408",
                     refused("The body did not arrive within the body timeout."),
                 ),
@@ -204,12 +210,15 @@ fn paths() -> Value {
         );
         op["requestBody"] = json!({
             "required": true,
-            "description": "What to pack: the core's request, kebab-case as the core reads it.",
+            "description": "What to pack: the core's request, kebab-case as the core reads it; exactly one JSON object (bytes after it, or an array, are 400).",
             "content": {"application/json": {"schema": schema_ref("AssembleRequest")}},
         });
         op
     };
-    let mut unready = answer("Not ready: `store` or `artifacts` says why.", "Readiness");
+    let mut unready = answer(
+        "Not ready. On the metrics listener `store` or `artifacts` says why; on the API's listener they say `unavailable` and the log says why.",
+        "Readiness",
+    );
     unready["headers"] = retry_after();
     let mut paths = json!({
         "/factory/runs/{runId}/attempts/{attemptId}/context": {"post": assemble},
@@ -410,6 +419,7 @@ fn service_schemas() -> Map<String, Value> {
         "compression": schema_ref("camel.CompressionMetadata"),
         "compressions": {"type": "array", "items": schema_ref("camel.SectionCompression")},
         "fence": schema_ref("camel.FenceReport"),
+        "chat": nullable(schema_ref("camel.ChatReport")),
         "deletedCitations": {"type": "array", "items": object(
             json!({"sourceId": string(), "recordedAt": {"type": "string", "format": "date-time"}}),
             &["sourceId", "recordedAt"],

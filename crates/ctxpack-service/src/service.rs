@@ -232,6 +232,31 @@ impl AssembleError {
     }
 }
 
+impl AssembleError {
+    /// What the caller is told: the error itself, but for a fault of the
+    /// service's own (the component, the store, the artifact store),
+    /// whose detail — a backtrace, an endpoint, a bucket, a path, SQL —
+    /// only the log has, under the request id the answer carries.
+    pub fn told(&self) -> String {
+        let what = match self {
+            AssembleError::Wasm(_) => {
+                "the assembly failed inside the component (its instance is replaced)"
+            }
+            AssembleError::Store(StoreError::Corrupt { .. }) => {
+                "the store holds what cannot be read back"
+            }
+            AssembleError::Store(_) => "the store or the artifact store is unavailable",
+            told => return told.to_string(),
+        };
+        format!("{what}; the service's log says why, under this answer's x-request-id")
+    }
+
+    /// Whether [`AssembleError::told`] leaves out the detail.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, AssembleError::Wasm(_) | AssembleError::Store(_))
+    }
+}
+
 fn wasm(e: impl std::fmt::Display) -> AssembleError {
     AssembleError::Wasm(e.to_string())
 }

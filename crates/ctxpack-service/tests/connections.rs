@@ -15,6 +15,97 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// One answer read from `r`: its status line and headers (lower case),
+/// and its body (by its `content-length`).
+async fn answer_on(r: &mut (impl AsyncReadExt + Unpin)) -> (String, Vec<u8>) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(r.read(&mut byte).await.unwrap(), 1, "closed mid-answer");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .map_or(0, |n| n.trim().parse().unwrap());
+    let mut body = vec![0u8; length];
+    r.read_exact(&mut body).await.unwrap();
+    (head, body)
+}
+
+/// A POST of `body` as `tenant`, of `content-type`.
+fn raw_post(tenant: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut req = format!(
+        "POST /factory/runs/r/attempts/1/context HTTP/1.1\r\nHost: localhost\r\n\
+         x-tenant-id: {tenant}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    req
+}
+
+/// A refusal before the body is read (the tenant's rate here) on a
+/// kept-alive connection is read whole by the client, `Retry-After`
+/// included: a body of up to a mebibyte is read and dropped and the
+/// connection takes the next request; a larger one is answered with
+/// `Connection: close` and the connection closed after the answer. A
+/// body that is not `application/json` is 415, naming its type.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_request_on_a_kept_alive_connection_is_answered_whole() {
+    let mut o = unauthenticated_options("refused-kept-alive");
+    o.request_limits = Some(ctxpack_service::settings::RequestLimits {
+        requests_per_second: 0.2,
+        burst: 1,
+        ..Default::default()
+    });
+    let (running, _c) = serve(o).await;
+    let s = tokio::net::TcpStream::connect(running.http).await.unwrap();
+    let (mut r, mut w) = s.into_split();
+    // The burst spent on a body of another type: 415, the connection kept.
+    w.write_all(&raw_post("kept", "text/plain", b"{}"))
+        .await
+        .unwrap();
+    let (head, body) = answer_on(&mut r).await;
+    assert!(head.starts_with("http/1.1 415"), "{head}");
+    let said: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        said["error"]["message"],
+        "request body: Content-Type \"text/plain\"; send it as application/json"
+    );
+    assert!(!head.contains("connection: close"), "{head}");
+    // 100 kB refused at the rate: read and dropped, the connection kept.
+    let big = vec![b' '; 100_000];
+    w.write_all(&raw_post("kept", "application/json", &big))
+        .await
+        .unwrap();
+    let (head, _) = answer_on(&mut r).await;
+    assert!(head.starts_with("http/1.1 429"), "{head}");
+    assert!(head.contains("retry-after: "), "{head}");
+    assert!(!head.contains("connection: close"), "{head}");
+    w.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let (head, _) = answer_on(&mut r).await;
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    // 3 MB refused: answered, then closed, saying so; the client writing
+    // its body meanwhile may be cut off, never before the answer.
+    let huge = raw_post("kept", "application/json", &vec![b' '; 3 << 20]);
+    let writer = tokio::spawn(async move {
+        let _ = w.write_all(&huge).await;
+    });
+    let (head, _) = answer_on(&mut r).await;
+    assert!(head.starts_with("http/1.1 429"), "{head}");
+    assert!(head.contains("retry-after: "), "{head}");
+    assert!(head.contains("connection: close"), "{head}");
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), r.read_to_end(&mut rest)).await;
+    assert!(matches!(closed, Ok(Ok(_)) | Ok(Err(_))), "still open");
+    writer.await.unwrap();
+    running.shutdown().await.unwrap();
+}
+
 /// A tenant past its rate gets 429 with Retry-After, on HTTP and gRPC;
 /// another tenant is not held back.
 #[tokio::test(flavor = "multi_thread")]
@@ -110,7 +201,7 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     s.write_all(
         b"POST /factory/runs/r/attempts/1/context HTTP/1.1\r\nHost: localhost\r\n\
-          x-tenant-id: acme\r\ncontent-length: 100\r\n\r\n{\"query\"",
+          x-tenant-id: acme\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"query\"",
     )
     .await
     .unwrap();
@@ -153,7 +244,7 @@ async fn slow_idle_and_too_many_connections_do_not_hold_the_service() {
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
         s.write_all(
             b"POST /factory/runs/r/attempts/1/context HTTP/1.1\r\nHost: localhost\r\n\
-              x-tenant-id: acme\r\ncontent-length: 100\r\n\r\n{",
+              x-tenant-id: acme\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{",
         )
         .await
         .unwrap();

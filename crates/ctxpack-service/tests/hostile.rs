@@ -59,6 +59,27 @@ async fn requests_on(store: String) {
     let r = send("echo", "1", serde_json::to_vec(&v).unwrap()).await;
     assert_eq!(r.status, 400);
     assert!(r.body.len() < 1024, "{} bytes", r.body.len());
+    // A body is one JSON object: one followed by anything (text, another
+    // object, NUL bytes), or the fields as an array by position, is
+    // refused saying so.
+    let one = serde_json::to_vec(&demo()).unwrap();
+    for tail in [&b" xyz"[..], br#"{"budget":"lots"}"#, b"\0\0\0"] {
+        let r = send("one", "1", [one.as_slice(), tail].concat()).await;
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert!(
+            r.text().contains("more than one JSON object"),
+            "{}",
+            r.text()
+        );
+    }
+    let r = send(
+        "one",
+        "1",
+        br#"[{"session-id":"s"},"q",null,"o200k-base"]"#.to_vec(),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("the body is an array"), "{}", r.text());
     assert_eq!(running.service.store.census().await.unwrap().snapshots, 0);
 
     // The same request replays; any other for the attempt is 409.
@@ -202,17 +223,18 @@ async fn hostile_requests_on_postgres() {
         let admin = &admin;
         async move { admin.batch_execute(&sql).await.unwrap() }
     };
+    let m = Client::new(format!("http://{}", running.metrics.unwrap()));
     read_only(true).await;
-    let mut r = get_with(&c, "/readyz", &[]).await;
+    let mut r = get_with(&m, "/readyz", &[]).await;
     // (A pooled connection the server closed may say so first.)
     for _ in 0..30 {
         if r.status == 503 && r.text().contains("read-only") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-        r = get_with(&c, "/readyz", &[]).await;
+        r = get_with(&m, "/readyz", &[]).await;
     }
-    not_ready(&c, &r, "read-only", "").await;
+    not_ready(&c, &m, "read-only").await;
     read_only(false).await;
     let mut r = get_with(&c, "/readyz", &[]).await;
     for _ in 0..30 {
@@ -290,19 +312,25 @@ async fn hostile_requests_on_postgres() {
     assert!(!e.contains("hunter2") && e.contains("u:***@"), "{e}");
 }
 
-/// `/readyz`'s answer `r` is 503 with Retry-After, its store saying
-/// `store_says`, and an assembly is 503 with Retry-After, saying
-/// `post_says`.
-async fn not_ready(
-    c: &Client,
-    r: &ctxpack_service::client::Answer,
-    store_says: &str,
-    post_says: &str,
-) {
+/// Not ready: `/readyz` is 503 with Retry-After on both listeners, the
+/// metrics listener's (the operator's) saying why, `store_says`, and the
+/// API's not (its reason is in the log); an assembly is 503 with
+/// Retry-After, its message naming no internal detail either.
+async fn not_ready(c: &Client, metrics: &Client, store_says: &str) {
+    let r = get_with(metrics, "/readyz", &[]).await;
     assert_eq!(r.status, 503, "{}", r.text());
     assert!(r.headers.contains_key("retry-after"));
-    let store = r.json()["store"].as_str().unwrap().to_owned();
-    assert!(store.contains(store_says), "{}", r.text());
+    let why = r.json()["store"].as_str().unwrap().to_owned();
+    assert!(why.contains(store_says), "{}", r.text());
+    let r = get_with(c, "/readyz", &[]).await;
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.headers.contains_key("retry-after"));
+    assert_eq!(
+        r.json()["store"],
+        "unavailable; the service's log says why",
+        "{}",
+        r.text()
+    );
     let w = post_json(
         c,
         "/factory/runs/not-ready/attempts/1/context",
@@ -312,7 +340,18 @@ async fn not_ready(
     .await;
     assert_eq!(w.status, 503, "{}", w.text());
     assert!(w.headers.contains_key("retry-after"));
-    assert!(w.text().contains(post_says), "{}", w.text());
+    assert_eq!(
+        w.json()["error"]["code"],
+        "store-unavailable",
+        "{}",
+        w.text()
+    );
+    let told = w.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        told.starts_with("the store or the artifact store is unavailable;")
+            && !told.contains(store_says),
+        "{told}"
+    );
 }
 
 /// A store that turns corrupt while serving (zeroed pages) is found by
@@ -351,8 +390,8 @@ async fn a_store_corrupted_while_serving_is_not_ready_and_takes_no_writes() {
         f.seek(SeekFrom::Start(pages / 3 * 4096)).unwrap();
         f.write_all(&vec![0u8; 40 * 4096]).unwrap();
     }
-    let r = get_with(&c, "/readyz", &[]).await;
-    not_ready(&c, &r, "malformed", "corrupt").await;
+    let m = Client::new(format!("http://{}", running.metrics.unwrap()));
+    not_ready(&c, &m, "malformed").await;
     running.shutdown().await.unwrap();
     // And it is refused at the next start.
     let mut o = options(path.display().to_string());

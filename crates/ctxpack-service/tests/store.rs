@@ -789,6 +789,15 @@ async fn an_artifact_store_gone_while_serving_is_unready_and_a_lost_object_is_no
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let ready = c.send("GET", "/readyz", None, "").await.unwrap();
     assert_eq!(ready.status, 503, "{}", ready.text());
+    // The API's listener does not say where the artifact store is; the
+    // operator's (the metrics listener) does.
+    assert_eq!(
+        ready.json()["artifacts"],
+        "unavailable; the service's log says why"
+    );
+    let m = ctxpack_service::client::Client::new(format!("http://{}", running.metrics.unwrap()));
+    let ready = m.send("GET", "/readyz", None, "").await.unwrap();
+    assert_eq!(ready.status, 503, "{}", ready.text());
     assert!(
         ready.json()["artifacts"]
             .as_str()

@@ -67,7 +67,27 @@ pub(super) async fn metrics(State(service): State<Arc<Service>>) -> Response {
 /// keeps every event and assemblies go on — but `degraded`, with the
 /// broker's state.
 pub(super) async fn readyz(State(service): State<Arc<Service>>) -> Response {
-    let ready = service.readiness().await;
+    ready(service.readiness().await)
+}
+
+/// [`readyz`] on the API's listener, open to whoever reaches it: why the
+/// store or the artifact store is not ready (an endpoint, a bucket, a
+/// path) is logged, and answered only on the metrics listener.
+pub(super) async fn public_readyz(State(service): State<Arc<Service>>) -> Response {
+    let mut ready = service.readiness().await;
+    for (what, why) in [
+        ("store", &mut ready.store),
+        ("artifacts", &mut ready.artifacts),
+    ] {
+        if why != "ok" {
+            tracing::warn!(target: "ctxpack::ready", what, why = %why, "not ready");
+            *why = "unavailable; the service's log says why".to_owned();
+        }
+    }
+    self::ready(ready)
+}
+
+fn ready(ready: crate::service::Readiness) -> Response {
     let status = if ready.ok {
         StatusCode::OK
     } else {

@@ -264,6 +264,7 @@ pub fn detail_json(d: &Detail) -> Value {
         "compression": camel_keys(serde_json::to_value(&d.compression).unwrap_or(Value::Null)),
         "compressions": camel_keys(serde_json::to_value(&s.compressions).unwrap_or(Value::Null)),
         "fence": camel_keys(serde_json::to_value(&s.fence).unwrap_or(Value::Null)),
+        "chat": camel_keys(serde_json::to_value(&s.chat).unwrap_or(Value::Null)),
         "deletedCitations": d.deleted_citations.iter()
             .map(|(source, at)| json!({"sourceId": source, "recordedAt": at}))
             .collect::<Vec<_>>(),

@@ -105,7 +105,12 @@ pub(super) fn reject(e: &AssembleError) -> Response {
         }
         AssembleError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     };
-    error(status, e.code(), e)
+    let mut res = error(status, e.code(), e.told());
+    if e.is_internal() {
+        // The log line has the detail the answer leaves out.
+        res.extensions_mut().insert(super::Why(e.to_string()));
+    }
+    res
 }
 
 /// The answer to a body over `most` bytes.
@@ -115,6 +120,37 @@ pub(super) fn too_large(most: usize) -> Response {
         "invalid-request",
         format!("request body: larger than {most} bytes"),
     )
+}
+
+/// A 415 unless `headers` declare the body `application/json` (with any
+/// parameters): a body of another type is not read as JSON.
+pub(super) fn not_json(headers: &axum::http::HeaderMap) -> Option<Response> {
+    let declared = headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let essence = declared.as_deref().map(|v| {
+        v.split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase()
+    });
+    if essence.as_deref() == Some("application/json") {
+        return None;
+    }
+    let said = match &declared {
+        None => "no Content-Type".to_owned(),
+        Some(v) => {
+            let mut v = v.clone();
+            v.truncate(v.floor_char_boundary(100));
+            format!("Content-Type {v:?}")
+        }
+    };
+    Some(error(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported-media-type",
+        format!("request body: {said}; send it as application/json"),
+    ))
 }
 
 /// Whether `headers` declare a body over `most` bytes (`Content-Length`):

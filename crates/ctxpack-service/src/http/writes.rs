@@ -2,7 +2,7 @@
 //! marked deleted (`POST /factory/sources/{id}/deleted`).
 
 use super::Http;
-use super::request::{Authed, Ids, declared_over, read_body, refusal, reject, too_large};
+use super::request::{Authed, Ids, declared_over, not_json, read_body, refusal, reject, too_large};
 use crate::auth::Scope;
 use crate::service::{AssembleError, Service, check_id};
 use crate::snapshots::{json, now_rfc3339};
@@ -34,6 +34,9 @@ pub(super) async fn assemble(
     let most = service.max_body;
     if declared_over(req.headers(), most) {
         return too_large(most);
+    }
+    if let Some(refused) = not_json(req.headers()) {
+        return refused;
     }
     let body = match read_body(req.into_body(), http.body_timeout, most).await {
         Ok(b) => b,

@@ -14,9 +14,36 @@ pub fn check_id(field: &str, v: &str) -> Result<(), AssembleError> {
     }
 }
 
-/// Reads the request body: the core's assemble request, kebab-case keys.
+/// Reads the request body: the core's assemble request, kebab-case keys,
+/// exactly one JSON object (serde would read an array as the fields by
+/// position, and stop reading after the object without a look at what
+/// follows).
 pub fn parse_request(body: &[u8]) -> Result<AssembleRequest, AssembleError> {
+    let first = body.iter().find(|b| !b" \t\r\n".contains(b));
+    if first != Some(&b'{') {
+        let what = match first {
+            None => "empty",
+            Some(b'[') => "an array",
+            Some(_) => "not a JSON object",
+        };
+        return Err(AssembleError::Invalid(format!(
+            "request: the body is {what}; it must be one JSON object"
+        )));
+    }
     let de = &mut serde_json::Deserializer::from_slice(body);
+    let request = parse_with(de)?;
+    de.end().map_err(|_| {
+        AssembleError::Invalid(
+            "request: the body holds more than one JSON object (bytes follow the request's closing brace)"
+                .to_owned(),
+        )
+    })?;
+    Ok(request)
+}
+
+fn parse_with(
+    de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,
+) -> Result<AssembleRequest, AssembleError> {
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         // serde_json's position is in text the caller may not have
