@@ -25,6 +25,7 @@ mod chat;
 pub use attack::{CANARY, fence_scenario, marker_spelling};
 mod edges;
 pub use edges::edge_scenario;
+mod wild;
 
 /// Where the generator's choices come from: a seeded sequence, or a
 /// fuzzer's bytes (zeros once they run out, which picks the first, and
@@ -556,6 +557,19 @@ pub fn scenario(src: &mut Source) -> Scenario {
             );
         }
     }
+    // Now and then strings nobody wrote in its string fields (drawn last
+    // too).
+    if src.one_in(8) {
+        wild::strings(src, &mut s);
+    }
+    s
+}
+
+/// A [`scenario`] with strings nobody wrote in some of its string fields,
+/// always (see `wild`).
+pub fn wild_scenario(src: &mut Source) -> Scenario {
+    let mut s = scenario(src);
+    wild::strings(src, &mut s);
     s
 }
 

@@ -12,7 +12,7 @@
 
 use crate::generate::{CANARY, Source, fence_scenario, scenario};
 use crate::invariants;
-use ctxpack_core::{ConversationTurn, Error, Origin, Role, Tokenizers};
+use ctxpack_core::{ConversationTurn, Error, Origin, Role, Tokenizer, Tokenizers};
 use ctxpack_scenario::stores::{Answer, CounterRule};
 use ctxpack_scenario::{Outcome, Reply, Scenario, run_native};
 use std::collections::HashMap;
@@ -108,6 +108,17 @@ pub fn check_with(name: &str, s: &Scenario, outcome: &Outcome, tokenizers: &Toke
                     )
                 }
                 Error::InvalidField { .. } => assert!(f.snapshot.is_none(), "{name}"),
+                // A tokenizer named (or a model's) that the builder was
+                // not given.
+                Error::TokenizerUnavailable(_) => {
+                    assert!(f.snapshot.is_none(), "{name}");
+                    assert!(
+                        matches!(s.request.tokenizer, Some(Tokenizer::Named(_)))
+                            || s.request.model.is_some(),
+                        "{name}: {:?}",
+                        s.request.tokenizer
+                    );
+                }
                 other => panic!("{name}: {other}"),
             }
             return;

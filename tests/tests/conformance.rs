@@ -521,6 +521,41 @@ fn generated_scenarios_are_identical_driven_with_json() {
     }
 }
 
+/// Strings nobody wrote — any Unicode, very long, controls, a dated model
+/// name in Japanese — in every string field of the request and the host's
+/// answers (`generate::wild_scenario`) get a pack or a refusal naming the
+/// field, natively, through the component by typed values and by JSON
+/// steps, the same byte for byte; nothing traps.
+#[test]
+fn strings_of_any_unicode_are_answered_the_same_and_never_trap() {
+    use ctxpack_conformance::generate::{Source, wild_scenario};
+    use ctxpack_scenario::json;
+    let (mut packs, mut refused) = (0, 0);
+    for seed in 0..60 {
+        let s = wild_scenario(&mut Source::seeded(seed ^ 0x3113));
+        let outcome = run_native(&s);
+        match &outcome.reply {
+            Reply::Failed(f) => {
+                refused += 1;
+                assert!(!f.error.to_string().is_empty(), "wild {seed}");
+            }
+            _ => packs += 1,
+        }
+        let native = render(&outcome);
+        let wasm = run_component(runtime(), &s)
+            .unwrap_or_else(|e| panic!("wild {seed}: the component failed: {e}"));
+        assert_eq!(render(&wasm), native, "wild {seed}: the component differs");
+        let (_, steps) = json::run_component(runtime(), &s)
+            .unwrap_or_else(|e| panic!("wild {seed}: the JSON steps failed: {e}"));
+        let want = serde_json::to_string(&outcome.reply).unwrap();
+        assert_eq!(steps, want, "wild {seed}: JSON steps differ");
+    }
+    assert!(
+        packs >= 10 && refused >= 5,
+        "{packs} packs, {refused} refused"
+    );
+}
+
 /// Numbers at the edges (`generate::edge_scenario`: signed zeros,
 /// subnormals, the largest finite, …) mean the same however a host spells
 /// them: the scenario as JSON with every −0 written `0` and every number

@@ -320,10 +320,12 @@ fn the_budget_holds_with_the_tokenizer_files_models_ship() {
         eprintln!(
             "{name}: {cases} generated requests, {packs} packs within their budget recounted by the reference, {within_a_twentieth} within 5% of it, {templated} by the model's chat template"
         );
-        assert!(packs * 2 >= cases, "{name}: only {packs} packs");
+        // (Some requests are refused by design: one in eight carries
+        // strings nobody wrote, an unknown model's name among them.)
+        assert!(packs * 20 >= cases * 9, "{name}: only {packs} packs");
         if name == "llama3" {
             assert!(
-                templated >= 5,
+                templated >= 8,
                 "{name}: {templated} rendered by its template"
             );
         }
