@@ -75,11 +75,13 @@ __all__ = [
     "AssemblyFailed",
     "HostError",
     "Instance",
+    "ComponentTrapped",
     "allow_all",
     "read_tokenizer",
 ]
 
 Instance = _runtime.Instance
+ComponentTrapped = _runtime.ComponentTrapped
 
 # The WIT's types are the package's.
 from . import types as _types  # noqa: E402
@@ -396,8 +398,10 @@ def _steps(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator[lis
     try:
         return (yield from _step_loop(inst, assembly, host))
     finally:
-        # The resource lives in the instance's table until dropped.
-        assembly.drop(inst.store)
+        # The resource lives in the instance's table until dropped (an
+        # instance that trapped is dropped whole instead).
+        if not inst.broken:
+            assembly.drop(inst.store)
 
 
 def _step_loop(inst: _runtime.Instance, assembly: Any, host: _Host) -> Generator[list, list, str]:
@@ -589,8 +593,23 @@ class _Held:
     def close(self) -> None:
         """Drops it inside its instance."""
         handle, self._handle = self._handle, None
-        if handle is not None:
+        if handle is not None and not self._inst.broken:
             handle.drop(self._inst.store)
+
+    def _live(self) -> "Instance":
+        """Its instance; one that trapped is replaced first (the thread's
+        default by a new default, one given by a new instance of its
+        engine), and the resource made again in it."""
+        if self._inst.broken:
+            self._handle = None
+            self._inst = _runtime.default_instance() if self._default else Instance(self._inst.engine)
+            self._handle = self._make()
+        return self._inst
+
+    _default: bool = True
+
+    def _make(self) -> Any:
+        raise NotImplementedError
 
     def __del__(self) -> None:
         try:
@@ -610,17 +629,23 @@ class Router(_Held):
     config (YAML or JSON text)."""
 
     def __init__(self, config: str, format: str = "yaml", *, instance: Optional[Instance] = None) -> None:
+        self._default = instance is None
         self._inst = instance or _runtime.default_instance()
         if format not in ("yaml", "json"):
             raise ValueError("format is 'yaml' or 'json'")
-        result = self._inst.router_create(self._inst.store, config, format)
+        self._config = (config, format)
+        self._handle = self._make()
+
+    def _make(self) -> Any:
+        result = self._inst.router_create(self._inst.store, *self._config)
         if result.__class__.__name__ != "ResourceAny":
             raise _error(result)
-        self._handle = result
+        return result
 
     def route(self, query: str) -> RoutingDecision:
         """The decision on `query`, with every route's rule breakdown."""
-        text = _text(self._inst.route(self._inst.store, self._handle, query))
+        inst = self._live()
+        text = _text(inst.route(inst.store, self._handle, query))
         return decode(json.loads(text), ["ref", "RoutingDecision"])
 
 
@@ -631,13 +656,17 @@ class Builder(_Held):
     default)."""
 
     def __init__(self, config: Any = None, *, instance: Optional[Instance] = None) -> None:
+        self._default = instance is None
         self._inst = instance or _runtime.default_instance()
-        text, self.profile = _config(config)
+        self._config, self.profile = _config(config)
         """The configuration's profile, as ``PROFILES`` names it."""
-        result = self._inst.create(self._inst.store, text)
+        self._handle = self._make()
+
+    def _make(self) -> Any:
+        result = self._inst.create(self._inst.store, self._config)
         if result.__class__.__name__ != "ResourceAny":
             raise _error(result)
-        self._handle = result
+        return result
 
     def _start(self, request: Any, router: Optional[Router], sources: Any, policy: Any,
                summarizer: Any, counter: Any) -> Generator[list, list, str]:
@@ -646,10 +675,11 @@ class Builder(_Held):
         _refuse_misspelt({"sources": sources, "policy": policy, "summarizer": summarizer,
                           "counter": counter})
         text, context = _request(request)
-        inst = self._inst
+        inst = self._live()
         if router is None:
             assembly = inst.start(inst.store, self._handle, text)
         else:
+            router._live()
             if router._inst is not inst:
                 raise ValueError("the router and the builder belong to different instances")
             assembly = inst.handle(inst.store, self._handle, router._handle, text)
@@ -705,7 +735,7 @@ class Builder(_Held):
         """
         if request is None:
             request = _types.CountRequest(texts=list(texts or []), chat=chat, model=model, tokenizer=tokenizer)
-        inst = self._inst
+        inst = self._live()
         text = json.dumps(encode(request, ["ref", "CountRequest"], "count"), ensure_ascii=False)
         result = inst.count(inst.store, self._handle, text)
         with _no_gc_pauses():
@@ -724,7 +754,7 @@ class Builder(_Held):
             if not isinstance(t, str):
                 raise TypeError(f"`texts[{i}]`: expected a string, got {type(t).__name__}")
         request = _types.CountRequest(model=model, tokenizer=tokenizer)
-        inst = self._inst
+        inst = self._live()
         named = json.dumps(encode(request, ["ref", "CountRequest"], "count"), ensure_ascii=False)
         result = inst.count_texts(inst.store, self._handle, named, texts)
         if isinstance(result, list):
@@ -734,7 +764,7 @@ class Builder(_Held):
     def _trim(self, request: Any, counter: Any, splitter: Any) -> Generator[list, list, str]:
         lender = _Counter(count_messages=counter, split_text=None if splitter is None else _pieces(splitter))
         text = json.dumps(encode(request, ["ref", "TrimRequest"], "trim"), ensure_ascii=False)
-        inst = self._inst
+        inst = self._live()
         assembly = inst.trim(inst.store, self._handle, text)
         return _steps(inst, assembly, _Host(None, None, None, lender, AgentContext(trace_id="")))
 

@@ -86,8 +86,9 @@ def _wasmtime_version() -> str:
 class Call:
     """One exported function, its type read once."""
 
-    def __init__(self, func: wc.Func, store: wasmtime.Store, owner: "Instance") -> None:
+    def __init__(self, func: wc.Func, store: wasmtime.Store, owner: "Instance", name: str = "") -> None:
         self.owner = owner
+        self.name = name
         self.func = func
         self.type = func.type(store)  # kept: the types below live in it
         self.params = [t for _, t in self.type.params]
@@ -105,11 +106,14 @@ class Call:
                 n += 1
             try:
                 enter_wasm(lambda: ffi.wasmtime_component_func_call(fn, ctx, capi, n, byref(space), 1))
-            except wasmtime.WasmtimeError:
-                # A trap leaves the instance unusable: say so, and let the
-                # thread's default be made afresh.
+            except wasmtime.WasmtimeError as e:
+                # A trap leaves the instance unusable: it is never entered
+                # again (the thread's default and every builder in it are
+                # made afresh on their next call), and the caller is told
+                # what failed, not what a later use of the dead instance
+                # would say.
                 self.owner.broken = True
-                raise
+                raise ComponentTrapped(self.name, e) from e
             if space.kind == ffi.WASMTIME_COMPONENT_RESULT.value and space.of.result.is_ok:
                 ok = space.of.result.val
                 if ok and ok.contents.kind == ffi.WASMTIME_COMPONENT_STRING.value:
@@ -123,6 +127,19 @@ class Call:
             for i in range(n):
                 ffi.wasmtime_component_val_delete(byref(capi[i]))
         return value
+
+
+class ComponentTrapped(RuntimeError):
+    """The component trapped (a fault in it, or a limit the store set):
+    its instance is dropped, and the next call makes a new one. ``trap``
+    is wasmtime's message, its backtrace included."""
+
+    def __init__(self, function: str, trap: Exception) -> None:
+        self.trap = str(trap)
+        first = self.trap.strip().splitlines()[0] if self.trap.strip() else "a trap"
+        super().__init__(
+            f"the component trapped in {function or 'a call'} ({first}); its instance is "
+            "dropped and the next call makes a new one")
 
 
 class Ok:
@@ -154,7 +171,7 @@ class Instance:
 
         def get(name: str, parent: Any) -> Call:
             index = self.instance.get_export_index(self.store, name, parent)
-            return Call(self.instance.get_func(self.store, index), self.store, self)
+            return Call(self.instance.get_func(self.store, index), self.store, self, name)
 
         self.create = get("[static]json-builder.create", json)
         self.start = get("[method]json-builder.start", json)
