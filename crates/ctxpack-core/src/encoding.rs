@@ -221,7 +221,7 @@ impl Encoding {
         let spaced = read.specials.iter().any(|s| {
             s.char_indices().any(|(i, c)| {
                 c == ' '
-                    && s[..i]
+                    && crate::text::cut(s, ..i)
                         .chars()
                         .next_back()
                         .is_some_and(|p| !p.is_whitespace())
@@ -425,13 +425,15 @@ impl Encoding {
         let mut from = 0;
         for found in specials.finder.find_iter(text) {
             if found.start() > from {
-                self.pieces(&text[from..found.start()], |piece| each(piece, false));
+                self.pieces(crate::text::cut(text, from..found.start()), |piece| {
+                    each(piece, false)
+                });
             }
             each(&text.as_bytes()[found.range()], true);
             from = found.end();
         }
         if from < text.len() {
-            self.pieces(&text[from..], |piece| each(piece, false));
+            self.pieces(crate::text::cut(text, from..), |piece| each(piece, false));
         }
     }
 
@@ -487,7 +489,7 @@ impl Encoding {
                 self.ascii_pieces(&bytes[start..cut], &mut each);
             }
             let end = split_after(text, at + 1);
-            let stretch = &text[cut..end];
+            let stretch = crate::text::cut(text, cut..end);
             let mut from = 0;
             while from < stretch.len() {
                 let to = unicode::piece(self.pattern, stretch, from);
@@ -522,11 +524,11 @@ fn split_before(text: &str, from: usize, to: usize) -> usize {
 pub(crate) fn splits_at(text: &str, i: usize) -> bool {
     // A space byte is always a whole character in UTF-8.
     text.as_bytes().get(i) == Some(&b' ')
-        && text[..i]
+        && crate::text::cut(text, ..i)
             .chars()
             .next_back()
             .is_some_and(|c| !c.is_whitespace())
-        && text[i + 1..]
+        && crate::text::cut(text, i + 1..)
             .chars()
             .next()
             .is_some_and(|c| !c.is_whitespace())

@@ -125,10 +125,10 @@ fn fill(template: &str, fields: &[(&str, String)]) -> String {
     let mut out = String::with_capacity(template.len() + 32);
     let mut rest = template;
     while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
+        out.push_str(crate::text::cut(rest, ..open));
+        let after = crate::text::cut(rest, open + 1..);
         match after.find('}').and_then(|close| {
-            let name = &after[..close];
+            let name = crate::text::cut(after, ..close);
             fields
                 .iter()
                 .find(|(n, _)| *n == name)
@@ -136,7 +136,7 @@ fn fill(template: &str, fields: &[(&str, String)]) -> String {
         }) {
             Some((close, value)) => {
                 out.push_str(value);
-                rest = &after[close + 1..];
+                rest = crate::text::cut(after, close + 1..);
             }
             None => {
                 out.push('{');

@@ -285,14 +285,14 @@ fn defuse(text: &str) -> Cow<'_, str> {
             continue;
         }
         let out = out.get_or_insert_with(|| String::with_capacity(text.len() + 8));
-        out.push_str(&text[copied..unit.start]);
+        out.push_str(crate::text::cut(text, copied..unit.start));
         out.push('(');
         copied = unit.end;
     }
     match out {
         None => Cow::Borrowed(text),
         Some(mut out) => {
-            out.push_str(&text[copied..]);
+            out.push_str(crate::text::cut(text, copied..));
             Cow::Owned(out)
         }
     }
@@ -487,7 +487,7 @@ fn replace_units(value: &str, special: impl Fn(u8) -> Option<char>) -> Cow<'_, s
         });
         if let Some(safe) = safe {
             let out = out.get_or_insert_with(|| String::with_capacity(clean.len()));
-            out.push_str(&clean[copied..unit.start]);
+            out.push_str(crate::text::cut(&clean, copied..unit.start));
             out.push(safe);
             copied = unit.end;
         }
@@ -495,7 +495,7 @@ fn replace_units(value: &str, special: impl Fn(u8) -> Option<char>) -> Cow<'_, s
     match (out, clean) {
         (None, clean) => clean,
         (Some(mut out), clean) => {
-            out.push_str(&clean[copied..]);
+            out.push_str(crate::text::cut(&clean, copied..));
             Cow::Owned(out)
         }
     }

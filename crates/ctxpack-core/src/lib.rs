@@ -90,6 +90,10 @@
 //! it with [`Error::TokenizerUnavailable`] naming it.
 
 #![deny(missing_docs)]
+// Text is cut only by `text::cut`, which never panics: a byte offset
+// inside a character traps the component (a model name of any Unicode
+// once did).
+#![cfg_attr(not(test), deny(clippy::string_slice))]
 
 mod admit;
 mod assembly;
@@ -126,6 +130,7 @@ mod record;
 mod render;
 mod router;
 mod snapshot;
+mod text;
 mod tokenizer;
 mod trim;
 mod types;

@@ -530,16 +530,16 @@ fn undated(name: &str) -> Option<&str> {
     let cut = |stamp_len: usize| {
         let at = name.len().checked_sub(stamp_len + 1)?;
         let (rest, stamp) = (name.get(..at)?, name.get(at..)?);
-        (!rest.is_empty() && stamp.starts_with('-')).then(|| (rest, &stamp[1..]))
+        (!rest.is_empty() && stamp.starts_with('-')).then(|| (rest, crate::text::cut(stamp, 1..)))
     };
     if let Some((rest, stamp)) = cut(10)
         && stamp.len() == 10
         && stamp.is_ascii()
-        && digits(&stamp[..4])
-        && &stamp[4..5] == "-"
-        && digits(&stamp[5..7])
-        && &stamp[7..8] == "-"
-        && digits(&stamp[8..])
+        && digits(crate::text::cut(stamp, ..4))
+        && crate::text::cut(stamp, 4..5) == "-"
+        && digits(crate::text::cut(stamp, 5..7))
+        && crate::text::cut(stamp, 7..8) == "-"
+        && digits(crate::text::cut(stamp, 8..))
     {
         return Some(rest);
     }

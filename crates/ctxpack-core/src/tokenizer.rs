@@ -136,13 +136,13 @@ fn truncate_by_counting(count: &dyn Fn(&str) -> u32, text: &str, max: u32) -> St
         if mid <= fits {
             break;
         }
-        if count(&text[..mid]) <= max {
+        if count(crate::text::cut(text, ..mid)) <= max {
             fits = mid;
         } else {
             over = mid;
         }
     }
-    text[..fits].to_owned()
+    crate::text::cut(text, ..fits).to_owned()
 }
 
 /// Exact counts with a tiktoken encoding. Special-token markers in the text
@@ -223,7 +223,7 @@ impl TokenCounter for Exact<'_> {
                 break text;
             }
             let end = split_after(text, want);
-            let prefix = &text[..end];
+            let prefix = crate::text::cut(text, ..end);
             if end == text.len() || self.0.count(prefix) > max as usize {
                 break prefix;
             }
@@ -241,7 +241,7 @@ impl TokenCounter for Exact<'_> {
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
-            let prefix = &text[..cut];
+            let prefix = crate::text::cut(text, ..cut);
             // Re-encoding a prefix can merge differently at its end: keep
             // the count exact by checking it.
             if n == 0 || self.count(prefix) <= max {
@@ -298,7 +298,7 @@ fn count_in_chunks(
             .saturating_mul(bytes_per_token)
             .max(min_chunk);
         let end = split_after(text, start.saturating_add(want));
-        total += count(&text[start..end]) as u64;
+        total += count(crate::text::cut(text, start..end)) as u64;
         start = end;
         if total > u64::from(limit) && start < bytes.len() {
             // At least `total` tokens, so more than `total - 1`.
@@ -335,7 +335,7 @@ impl TokenCounter for CharsPerToken {
     fn truncate(&self, text: &str, max: u32) -> String {
         let keep = (max as usize).saturating_mul(self.0 as usize);
         match text.char_indices().nth(keep) {
-            Some((at, _)) => text[..at].to_owned(),
+            Some((at, _)) => crate::text::cut(text, ..at).to_owned(),
             None => text.to_owned(),
         }
     }

@@ -214,7 +214,7 @@ impl<'a> Reader<'a> {
                 return Err(self.error("digits were expected in the exponent"));
             }
         }
-        Ok(Json::Number(&self.text[start..self.at]))
+        Ok(Json::Number(crate::text::cut(self.text, start..self.at)))
     }
 
     /// A string, borrowed from the text unless it holds an escape.
@@ -231,7 +231,7 @@ impl<'a> Reader<'a> {
             {
                 self.at += 1;
             }
-            let run = &self.text[from..self.at];
+            let run = crate::text::cut(self.text, from..self.at);
             match self.peek() {
                 Some(b'"') => {
                     self.at += 1;

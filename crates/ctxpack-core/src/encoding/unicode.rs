@@ -102,12 +102,15 @@ impl Text<'_> {
     }
     /// The position of the character before `at`.
     fn before(&self, at: usize) -> usize {
-        at - self.0[..at].chars().next_back().map_or(0, char::len_utf8)
+        at - crate::text::cut(self.0, ..at)
+            .chars()
+            .next_back()
+            .map_or(0, char::len_utf8)
     }
     /// The end of the run of characters from `at` whose class is `is`.
     fn run(&self, at: usize, is: impl Fn(Class) -> bool) -> usize {
         let mut end = at;
-        for c in self.0[at..].chars() {
+        for c in crate::text::cut(self.0, at..).chars() {
             if !is(class(c)) {
                 break;
             }
@@ -140,7 +143,7 @@ impl Text<'_> {
     /// `\p{N}{1,digits}` at `at`.
     fn number(&self, at: usize, digits: usize) -> Option<usize> {
         let mut end = at;
-        for c in self.0[at..].chars().take(digits) {
+        for c in crate::text::cut(self.0, at..).chars().take(digits) {
             if class(c) != Class::Number {
                 break;
             }
@@ -164,7 +167,7 @@ impl Text<'_> {
             return None;
         };
         let end = self.run(from, symbol);
-        let tail = self.0[end..]
+        let tail = crate::text::cut(self.0, end..)
             .chars()
             .take_while(|&c| trailing(c))
             .map(char::len_utf8)
@@ -178,7 +181,7 @@ impl Text<'_> {
     /// text), else one character.
     fn whitespace(&self, at: usize, end_of_text_whole: bool) -> usize {
         let end = self.run(at, Class::space);
-        if let Some(nl) = self.0[at..end].rfind(['\r', '\n']) {
+        if let Some(nl) = crate::text::cut(self.0, at..end).rfind(['\r', '\n']) {
             return at + nl + 1;
         }
         if end == self.0.len() && end_of_text_whole {
@@ -380,7 +383,7 @@ fn third_split(t: &Text, p: usize, stretch: &impl Fn(usize) -> Option<char>) -> 
     // stretch ends after it (`(?!\S)` at the end of the Split's text),
     // all but its last character before something else, or one.
     let end = run(p, &space);
-    if let Some(nl) = t.0[p..end].rfind(['\r', '\n']) {
+    if let Some(nl) = crate::text::cut(t.0, p..end).rfind(['\r', '\n']) {
         return Some(p + nl + 1);
     }
     if stretch(end).is_none() {

@@ -94,12 +94,12 @@ impl TokenCounter for HostCounts {
         loop {
             let probes = boundaries(text, fits, over);
             if probes.is_empty() {
-                return text[..fits].to_owned();
+                return crate::text::cut(text, ..fits).to_owned();
             }
             let mut unknown = false;
             let mut narrowed = (fits, over);
             for &at in &probes {
-                match self.lookup(&text[..at]) {
+                match self.lookup(crate::text::cut(text, ..at)) {
                     None => unknown = true,
                     // A host whose counts do not grow with the text still
                     // gets a prefix it counted within `max`: the first
@@ -112,7 +112,7 @@ impl TokenCounter for HostCounts {
                 }
             }
             if unknown {
-                return text[..narrowed.0].to_owned();
+                return crate::text::cut(text, ..narrowed.0).to_owned();
             }
             (fits, over) = narrowed;
         }

@@ -214,9 +214,13 @@ impl Meter<'_> {
             // The ends are a few words: counting them is cheap, and the
             // known count settles everything between.
             Some(n) => u64::from(n)
-                .saturating_sub(u64::from(self.counter.count(&text[..first])))
-                .saturating_sub(u64::from(self.counter.count(&text[last..]))),
-            None => u64::from(self.counter.count(&text[first..last])),
+                .saturating_sub(u64::from(
+                    self.counter.count(crate::text::cut(text, ..first)),
+                ))
+                .saturating_sub(u64::from(
+                    self.counter.count(crate::text::cut(text, last..)),
+                )),
+            None => u64::from(self.counter.count(crate::text::cut(text, first..last))),
         };
         Some(Splits {
             first,
@@ -257,10 +261,10 @@ impl<'a, 'm> Tally<'a, 'm> {
     pub(crate) fn push_split(&mut self, text: &str, splits: Option<&Splits>) {
         match splits {
             Some(s) => {
-                self.pending.push_str(&text[..s.first]);
+                self.pending.push_str(crate::text::cut(text, ..s.first));
                 self.flush();
                 self.total += s.interior;
-                self.pending.push_str(&text[s.last..]);
+                self.pending.push_str(crate::text::cut(text, s.last..));
             }
             None => self.pending.push_str(text),
         }
