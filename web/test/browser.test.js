@@ -468,7 +468,13 @@ test('a tokenizer file opened from disk counts the pack; one it cannot follow is
   writeFileSync(path.join(dir, 'unigram.json'), '{"model": {"type": "Unigram"}}');
   const page = await open('?scenario=chat-starts-on-user-turn');
   assert.equal(await page.isHidden('#tokenizer-pattern-label'), true);
+  // A token a byte: the question being answered alone is 130 tokens, and
+  // it is always sent, so the scenario's 90 cannot hold it.
   let runs = await page.evaluate(() => window.ctxpackPlayground.runs);
+  await page.fill('#budget', '400');
+  await page.press('#budget', 'Enter');
+  await page.waitForFunction((n) => window.ctxpackPlayground.runs > n, runs);
+  runs = await page.evaluate(() => window.ctxpackPlayground.runs);
   await page.setInputFiles('#tokenizer-file', path.join(dir, 'bytes.tiktoken'));
   await page.waitForFunction((n) => window.ctxpackPlayground.runs > n, runs);
   assert.equal(await page.inputValue('#tokenizer'), 'file:bytes.tiktoken');
@@ -481,14 +487,15 @@ test('a tokenizer file opened from disk counts the pack; one it cannot follow is
   assert.match(await page.textContent('#budget-numbers'), /tokenizer file bytes\.tiktoken$/);
   // A request that names its model, counted in the model's tokenizer:
   // the header says which, and what was taken from its profile (the
-  // scenario gives its own entry overhead, and the page the budget).
+  // scenario gives its own entry overhead, and the page the budget; the
+  // reply's priming is the profile's).
   const source = JSON.parse(await page.inputValue('#source'));
   source.request.model = 'gpt-4o';
   delete source.request.tokenizer;
   await page.evaluate((text) => { document.getElementById('source').value = text; }, JSON.stringify(source));
   await page.selectOption('#tokenizer', 'model');
   await assembleAndWait(page);
-  assert.match(await page.textContent('#budget-numbers'), /model gpt-4o \(its tokenizer\) · tokenizer o200k-base$/);
+  assert.match(await page.textContent('#budget-numbers'), /model gpt-4o \(its tokenizer, reply-overhead\) · tokenizer o200k-base$/);
   // A file the counting does not follow: the builder is refused, naming
   // the file's field and what.
   runs = await page.evaluate(() => window.ctxpackPlayground.runs);
