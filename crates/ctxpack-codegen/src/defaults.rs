@@ -20,6 +20,8 @@ pub struct Read {
     pub fields: Vec<&'static str>,
     /// The fields it cannot do without.
     pub required: BTreeSet<&'static str>,
+    /// Whether it refuses a field it does not know.
+    pub closed: bool,
 }
 
 /// Every struct reached from the roots, by its Rust name.
@@ -49,7 +51,12 @@ struct State {
     most_cases: usize,
     /// The one field left out of its struct, this reading.
     omit: Option<(&'static str, &'static str)>,
+    /// The struct offered a field it does not have, this reading.
+    extra: Option<&'static str>,
 }
+
+/// The field no struct of the core has, offered to find which refuse it.
+const UNKNOWN: &str = "ctxpack-codegen-unknown-field";
 
 #[derive(Default)]
 struct Prober {
@@ -85,6 +92,17 @@ impl Prober {
                 }
             }
         }
+        let names: Vec<&'static str> = self.state.get_mut().structs.keys().copied().collect();
+        for name in names {
+            for round in 0..rounds {
+                if self.read_with::<T>(round, None, Some(name))? {
+                    if let Some(read) = self.state.get_mut().structs.get_mut(name) {
+                        read.closed = true;
+                    }
+                    break;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -94,9 +112,22 @@ impl Prober {
         round: usize,
         omit: Option<(&'static str, &'static str)>,
     ) -> Result<bool, String> {
+        self.read_with::<T>(round, omit, None)
+    }
+
+    /// Reads `T` once, `omit` left out of its struct and the unknown
+    /// field offered to `extra`: whether the one was said to be missing or
+    /// the other refused.
+    fn read_with<T: for<'de> Deserialize<'de>>(
+        &mut self,
+        round: usize,
+        omit: Option<(&'static str, &'static str)>,
+        extra: Option<&'static str>,
+    ) -> Result<bool, String> {
         let state = self.state.get_mut();
         state.round = round;
         state.omit = omit;
+        state.extra = extra;
         match T::deserialize(Probe(&self.state)) {
             Ok(_) => Ok(false),
             Err(Error::Found) => Ok(true),
@@ -109,8 +140,11 @@ impl Prober {
 enum Error {
     /// A struct reported this field missing.
     Missing(&'static str),
-    /// The field left out was reported missing.
+    /// The field left out was reported missing, or the unknown one
+    /// refused.
     Found,
+    /// A struct refused a field it does not know.
+    Unknown(String),
     Other(String),
 }
 
@@ -119,6 +153,7 @@ impl fmt::Display for Error {
         match self {
             Error::Missing(field) => write!(f, "missing field `{field}`"),
             Error::Found => f.write_str("the field left out is required"),
+            Error::Unknown(field) => write!(f, "unknown field `{field}`"),
             Error::Other(e) => f.write_str(e),
         }
     }
@@ -133,6 +168,10 @@ impl de::Error for Error {
 
     fn missing_field(field: &'static str) -> Self {
         Error::Missing(field)
+    }
+
+    fn unknown_field(field: &str, _: &'static [&'static str]) -> Self {
+        Error::Unknown(field.to_owned())
     }
 }
 
@@ -232,12 +271,14 @@ impl<'de> de::Deserializer<'de> for Probe<'_> {
         let keys: Vec<&'static str> = {
             let mut state = self.0.borrow_mut();
             let omit = state.omit;
+            let extra = state.extra == Some(name);
             let read = state.structs.entry(name).or_default();
             read.fields = fields.to_vec();
             fields
                 .iter()
                 .copied()
                 .filter(|&f| omit != Some((name, f)))
+                .chain(extra.then_some(UNKNOWN))
                 .collect()
         };
         match visitor.visit_map(Fields {
@@ -251,6 +292,11 @@ impl<'de> de::Deserializer<'de> for Probe<'_> {
             Err(Error::Missing(field)) => Err(Error::Other(format!(
                 "{name} reports `{field}` missing though it was given"
             ))),
+            Err(Error::Unknown(field))
+                if field == UNKNOWN && self.0.borrow().extra == Some(name) =>
+            {
+                Err(Error::Found)
+            }
             other => other,
         }
     }

@@ -12,12 +12,20 @@
 //!   they are. A field is required there only when the core cannot read
 //!   the type without it (a field it may leave out when empty is not).
 //!
+//! A field the core holds to a rule of its own beyond its type (a text
+//! not empty, a number at least 1: `ctxpack_core::REQUEST_RULES`) says so
+//! as the core reads it.
+//!
+//! A record the core reads refusing fields it does not know admits no
+//! other properties, as it is read.
+//!
 //! An enum is a string of its kebab-case names; a variant is one of its
 //! payload-less cases' names, or an object holding exactly one case with
 //! its payload; an `option` also admits `null`.
 
 use crate::defaults::Structs;
 use crate::wit::{Def, Kind, Ty, Wit, lower_camel, upper_camel};
+use ctxpack_core::{REQUEST_RULES, RequestRule};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -65,6 +73,50 @@ fn schema(t: &Ty, keys: Keys) -> Result<Value, String> {
     })
 }
 
+/// A character `str::trim` does not take for white space: a text holding
+/// one is not blank.
+const NOT_BLANK: &str = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+
+/// `v` (or, of an option, its value) held to the core's `rule` for the
+/// field (`ctxpack_core::REQUEST_RULES`).
+fn ruled(mut v: Value, rule: RequestRule) -> Value {
+    if let Some(cases) = v.get_mut("anyOf").and_then(Value::as_array_mut) {
+        for case in cases.iter_mut().filter(|c| c["type"] != "null") {
+            *case = ruled(case.take(), rule);
+        }
+        return v;
+    }
+    if let Some(m) = v.as_object_mut() {
+        match rule {
+            RequestRule::NotEmpty => {
+                m.insert("minLength".into(), json!(1));
+            }
+            RequestRule::NotBlank => {
+                m.insert("minLength".into(), json!(1));
+                m.insert("pattern".into(), json!(NOT_BLANK));
+            }
+            RequestRule::AtLeastOne => {
+                m.insert("minimum".into(), json!(1));
+            }
+        }
+    }
+    v
+}
+
+/// `t` spelt with `keys`, and held to the core's rule for `field` of
+/// `record` if it has one (only as the core reads it).
+fn field_schema(t: &Ty, keys: Keys, record: &str, field: &str) -> Result<Value, String> {
+    let v = schema(t, keys)?;
+    let rule = REQUEST_RULES
+        .iter()
+        .find(|&&(r, f, _)| r == record && f == field)
+        .map(|&(_, _, rule)| rule);
+    Ok(match rule {
+        Some(rule) if keys == Keys::Kebab => ruled(v, rule),
+        _ => v,
+    })
+}
+
 fn described(mut v: Value, docs: &str) -> Value {
     if !docs.is_empty()
         && let Some(m) = v.as_object_mut()
@@ -99,7 +151,7 @@ fn definition(def: &Def, keys: Keys, structs: &Structs) -> Result<Value, String>
                 cases.push(described(
                     json!({
                         "type": "object",
-                        "properties": {key.clone(): schema(t, keys).map_err(fail)?},
+                        "properties": {key.clone(): field_schema(t, keys, &def.name, &m.name).map_err(fail)?},
                         "required": [key],
                         "additionalProperties": false,
                     }),
@@ -128,7 +180,10 @@ fn definition(def: &Def, keys: Keys, structs: &Structs) -> Result<Value, String>
                 let key = keys.key(&m.name);
                 properties.insert(
                     key.clone(),
-                    described(schema(t, keys).map_err(fail)?, &m.docs),
+                    described(
+                        field_schema(t, keys, &def.name, &m.name).map_err(fail)?,
+                        &m.docs,
+                    ),
                 );
                 let needed = match (read, keys) {
                     (Some(read), _) => read.required.contains(m.name.as_str()),
@@ -142,7 +197,13 @@ fn definition(def: &Def, keys: Keys, structs: &Structs) -> Result<Value, String>
                     required.push(Value::String(key));
                 }
             }
-            json!({"type": "object", "properties": properties, "required": required})
+            let mut out = json!({"type": "object", "properties": properties, "required": required});
+            // A struct that refuses a field it does not know says so where
+            // it is read.
+            if keys == Keys::Kebab && read.is_some_and(|r| r.closed) {
+                out["additionalProperties"] = Value::Bool(false);
+            }
+            out
         }
     };
     Ok(described(out, &def.docs))

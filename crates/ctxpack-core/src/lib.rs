@@ -178,6 +178,7 @@ pub use types::{
     Trimmed, TrustTier, WorkflowStatus,
 };
 pub use validate::request as validate_request;
+pub use validate::{RULES as REQUEST_RULES, Rule as RequestRule};
 
 /// What the fence's reading takes `c` for (see `fence.rs`): lowercase
 /// ASCII, 1 for an opening bracket, 2 for a closing one, 3 for something

@@ -8,6 +8,33 @@ use crate::error::Error;
 use crate::types::{AssembleRequest, Role, Tokenizer};
 use std::collections::HashMap;
 
+/// What a field must hold beyond its type for [`request`] to take it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// A text of at least one character.
+    NotEmpty,
+    /// A text with a character that is not white space (`str::trim`'s).
+    NotBlank,
+    /// A number of at least 1.
+    AtLeastOne,
+}
+
+/// The fields of a request [`request`] refuses by a rule of their own, by
+/// the WIT's record (or variant) and field (or case): `ctxpack-codegen`
+/// writes them into the JSON Schemas of the service's document, and a test
+/// holds [`request`] to each.
+pub const RULES: &[(&str, &str, Rule)] = &[
+    ("assemble-request", "model", Rule::NotBlank),
+    ("agent-context", "session-id", Rule::NotEmpty),
+    ("workflow-status", "status", Rule::NotEmpty),
+    ("workflow-status", "stage-id", Rule::NotEmpty),
+    ("conversation-turn", "tool-call-id", Rule::NotEmpty),
+    ("stage-summary", "stage-id", Rule::NotEmpty),
+    ("tokenizer", "named", Rule::NotBlank),
+    ("tokenizer", "host", Rule::NotBlank),
+    ("tokenizer", "chars-per-token", Rule::AtLeastOne),
+];
+
 /// Checks a builder's configuration.
 pub(crate) fn config(config: &BuilderConfig) -> Result<(), Error> {
     for (i, t) in config.preload.iter().enumerate() {
@@ -257,4 +284,82 @@ fn compaction(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RULES, Rule, request};
+    use crate::types::AssembleRequest;
+    use serde_json::{Value, json};
+
+    /// Each rule's field in a request: where it is, as the refusal names
+    /// it, and the request holding `value` there.
+    fn placed(record: &str, field: &str, value: Value) -> Option<(&'static str, Value)> {
+        let base = |mut v: Value| {
+            if v.get("tokenizer").is_none() && v.get("model").is_none() {
+                v["tokenizer"] = json!("o200k-base");
+            }
+            v
+        };
+        Some(match (record, field) {
+            ("assemble-request", "model") => ("request.model", base(json!({"model": value}))),
+            ("agent-context", "session-id") => (
+                "request.context.session-id",
+                base(json!({"context": {"session-id": value}})),
+            ),
+            ("workflow-status", "status") => (
+                "request.workflow.status",
+                base(json!({"workflow": {"status": value}})),
+            ),
+            ("workflow-status", "stage-id") => (
+                "request.workflow.stage-id",
+                base(json!({"workflow": {"status": "running", "stage-id": value}})),
+            ),
+            ("conversation-turn", "tool-call-id") => (
+                "request.conversation[0].tool-call-id",
+                base(json!({"conversation": [
+                    {"role": "assistant", "content": "", "tool-call-id": value}
+                ]})),
+            ),
+            ("stage-summary", "stage-id") => (
+                "request.stage-summaries[0].stage-id",
+                base(json!({"stage-summaries": [
+                    {"stage-id": value, "outcome": "succeeded", "summary": "s"}
+                ]})),
+            ),
+            ("tokenizer", case) => (
+                match case {
+                    "named" => "request.tokenizer.named",
+                    "host" => "request.tokenizer.host",
+                    _ => "request.tokenizer.chars-per-token",
+                },
+                json!({"tokenizer": {case: value}}),
+            ),
+            _ => return None,
+        })
+    }
+
+    #[test]
+    fn every_rule_the_document_states_is_the_one_the_request_is_held_to() {
+        for &(record, field, rule) in RULES {
+            let (bad, good): (&[Value], Value) = match rule {
+                Rule::NotEmpty => (&[json!("")], json!(" ")),
+                Rule::NotBlank => (&[json!(""), json!(" \u{3000}\t")], json!(" a")),
+                Rule::AtLeastOne => (&[json!(0)], json!(1)),
+            };
+            let (path, _) = placed(record, field, good.clone())
+                .unwrap_or_else(|| panic!("{record}.{field} has no place in this test"));
+            for value in bad {
+                let Some((_, v)) = placed(record, field, value.clone()) else {
+                    continue;
+                };
+                let r: AssembleRequest = serde_json::from_value(v).unwrap();
+                let e = request(&r).expect_err(path).to_string();
+                assert!(e.contains(path), "{record}.{field} = {value}: {e}");
+            }
+            let (_, v) = placed(record, field, good).unwrap();
+            let r: AssembleRequest = serde_json::from_value(v).unwrap();
+            assert!(request(&r).is_ok(), "{record}.{field}: {:?}", request(&r));
+        }
+    }
 }

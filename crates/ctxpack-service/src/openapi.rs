@@ -18,13 +18,32 @@ use std::sync::OnceLock;
 /// The core's types as JSON Schemas, written by `ctxpack-codegen`.
 const CORE_SCHEMAS: &str = include_str!("../openapi/core-schemas.json");
 
-/// The document, as JSON text (built once).
-pub fn text() -> &'static str {
-    static TEXT: OnceLock<String> = OnceLock::new();
-    TEXT.get_or_init(|| {
+/// Who may call the service a document describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Callers {
+    /// Bearer tokens (`[auth]`): the document kept in the repository.
+    Tokens,
+    /// `--insecure-dev-no-auth`: no operation asks for a token.
+    Anyone,
+}
+
+/// The document, as JSON text (built once for each).
+pub fn text_for(callers: Callers) -> &'static str {
+    static TOKENS: OnceLock<String> = OnceLock::new();
+    static ANYONE: OnceLock<String> = OnceLock::new();
+    let cell = match callers {
+        Callers::Tokens => &TOKENS,
+        Callers::Anyone => &ANYONE,
+    };
+    cell.get_or_init(|| {
         // The document is built from constants: it always serialises.
-        serde_json::to_string_pretty(&document()).unwrap_or_default() + "\n"
+        serde_json::to_string_pretty(&document_for(callers)).unwrap_or_default() + "\n"
     })
+}
+
+/// The document of a service that takes tokens, as JSON text.
+pub fn text() -> &'static str {
+    text_for(Callers::Tokens)
 }
 
 fn schema_ref(name: &str) -> Value {
@@ -41,6 +60,18 @@ fn string() -> Value {
 
 fn count() -> Value {
     json!({"type": "integer", "minimum": 0})
+}
+
+/// A count a query names: it must fit 64 bits.
+fn query_count() -> Value {
+    json!({"type": "integer", "minimum": 0, "maximum": u64::MAX})
+}
+
+/// An id (`crate::ids::id_error`): 1 to 200 characters, no control
+/// character.
+fn id() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": crate::ids::ID_CHARS,
+           "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"})
 }
 
 fn hash_ref() -> Value {
@@ -75,8 +106,7 @@ fn come_back(description: &str) -> Value {
 fn path_param(name: &str, description: &str) -> Value {
     json!({
         "name": name, "in": "path", "required": true, "description": description,
-        "schema": {"type": "string", "minLength": 1, "maxLength": crate::ids::ID_CHARS,
-                   "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"},
+        "schema": id(),
     })
 }
 
@@ -210,8 +240,9 @@ fn paths() -> Value {
         );
         op["requestBody"] = json!({
             "required": true,
-            "description": "What to pack: the core's request, kebab-case as the core reads it; exactly one JSON object (bytes after it, or an array, are 400).",
+            "description": "What to pack: the core's request, kebab-case as the core reads it; exactly one JSON object (bytes after it, or an array, are 400). A whole number may be written with a fraction (`8000.0`). Besides its schema, a request is refused (400) by the rules `x-refused-across-fields` lists, which relate one field to another, or to the path, in ways JSON Schema cannot say.",
             "content": {"application/json": {"schema": schema_ref("AssembleRequest")}},
+            "x-refused-across-fields": across_fields(),
         });
         op
     };
@@ -229,7 +260,7 @@ fn paths() -> Value {
                 run,
                 query_param("limit", &format!("Snapshots per page ({} when left out).", LIST_PAGE.0),
                     json!({"type": "integer", "minimum": 1, "maximum": LIST_PAGE.1})),
-                query_param("after", "The page after this snapshot id (a page's `nextAfter`).", string()),
+                query_param("after", "The page after this snapshot id (a page's `nextAfter`).", id()),
             ],
             responses(vec![("200", answer("The page; `nextAfter` names the next, `null` at the end.", "SnapshotList"))]),
         )},
@@ -238,7 +269,7 @@ fn paths() -> Value {
             "A snapshot: why each item was selected or dropped, a page of its items",
             vec![
                 snapshot.clone(),
-                query_param("itemsOffset", "The first item of the page (0 when left out).", count()),
+                query_param("itemsOffset", "The first item of the page (0 when left out).", query_count()),
                 query_param("itemsLimit", &format!("Items per page ({} when left out).", ITEMS_PAGE.0),
                     json!({"type": "integer", "minimum": 1, "maximum": ITEMS_PAGE.1})),
             ],
@@ -303,6 +334,24 @@ fn paths() -> Value {
         }
     }
     paths
+}
+
+/// The rules a request is held to that relate fields to each other or to
+/// the path, which JSON Schema cannot say: each the field a refusal names
+/// and the words it says. The contract test (`contract_hooks.py`) takes a
+/// valid request's 400 only when it is one of these.
+fn across_fields() -> Value {
+    json!([
+        {"field": "request.context.tenant-id", "refused": "differs from the", "rule": "When given, the caller's tenant (the token's, or `x-tenant-id`)."},
+        {"field": "request.context.run-id", "refused": "differs from the path", "rule": "When given, the path's `runId`."},
+        {"field": "request.context.attempt-id", "refused": "differs from the path", "rule": "When given, the path's `attemptId`."},
+        {"field": "request.budget", "refused": "is above the model window", "rule": "With a model, at most its window less the plan's safety margin."},
+        {"field": "request.conversation[", "refused": "is already made by conversation", "rule": "No two assistant turns make the same call (`tool-call-id`)."},
+        {"field": "request.compaction.", "refused": "is past the conversation's", "rule": "A compaction's `turns` and `cleared` are within the conversation."},
+        {"field": "request.compaction.summary", "refused": "must not be empty when it stands for", "rule": "A compaction that stands for turns has a summary."},
+        {"field": "request.compaction.turns", "refused": "splits a tool call from its result", "rule": "A compaction never ends inside a tool call's run of turns."},
+        {"field": "request.compaction.hash", "refused": "are not the ones this compaction was made from", "rule": "A compaction is passed back with the conversation it was made from: its `hash` is theirs."},
+    ])
 }
 
 /// The service's own answers' schemas (camelCase, the seed's).
@@ -518,22 +567,248 @@ fn service_schemas() -> Map<String, Value> {
     .collect()
 }
 
-/// The whole document.
+/// The document of a service that takes tokens.
 pub fn document() -> Value {
-    let mut schemas: Map<String, Value> = serde_json::from_str(CORE_SCHEMAS).unwrap_or_default();
-    // A chat's messages cross the WIT as JSON text; in a JSON body they
-    // may also be the provider's list or object itself (the core reads
-    // either).
-    if let Some(messages) = schemas
-        .get_mut("Chat")
-        .and_then(|c| c.pointer_mut("/properties/messages"))
-    {
-        messages["type"] = json!(["string", "array", "object"]);
-        messages["description"] = json!(
-            "The provider's messages: the list (`messages`, `input` or `contents`), or an object holding that list under its name with the system text beside it (`system`, `systemInstruction`, `instructions`), as JSON or as JSON text. A message or part the core does not carry is refused, naming its place."
-        );
+    document_for(Callers::Tokens)
+}
+
+/// No text of a request may hold a NUL character
+/// (`service::request::no_nul`): PostgreSQL's text cannot.
+const NO_NUL: &str = "^[^\\u0000]*$";
+
+/// The schema of any JSON value without a NUL in any text.
+const JSON_WITHOUT_NUL: &str = "JsonWithoutNul";
+
+/// Every text `v` describes held to [`NO_NUL`] (a pattern of its own kept
+/// beside it).
+fn without_nul(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if m.get("type") == Some(&json!("string")) && !m.contains_key("enum") {
+                if let Some(own) = m.remove("pattern") {
+                    m.insert("allOf".into(), json!([{"pattern": own}]));
+                }
+                m.insert("pattern".into(), json!(NO_NUL));
+            }
+            for child in m.values_mut() {
+                without_nul(child);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(without_nul),
+        _ => {}
     }
+}
+
+/// A text of a chat message.
+fn chat_text() -> Value {
+    json!({"type": "string", "pattern": NO_NUL})
+}
+
+/// The messages of one chat shape: a list of `message`s.
+fn chat_of(shape: &str, list: &str, message: Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "shape": {"const": shape},
+            "messages": {
+                "type": "array",
+                "items": message,
+                "description": format!("The provider's `{list}`, as JSON. The core also reads them as JSON text, or an object holding the list under `{list}` with the system text beside it; a message or part it does not carry is refused, naming its place. Listed here: what every provider's reader takes; the provider's tool calls and results, images and other parts are read as well (see the book's chapter on chat)."),
+            },
+        },
+        "required": ["shape", "messages"],
+        "additionalProperties": false,
+    })
+}
+
+/// A chat, by its shape: the messages each provider's reader takes.
+fn chat() -> Value {
+    let any = schema_ref(JSON_WITHOUT_NUL);
+    json!({
+        "description": "Chat messages as a provider's API takes them: `shape` says which.",
+        "oneOf": [
+            chat_of("openai-chat", "messages", json!({
+                "type": "object",
+                "properties": {
+                    "role": {"enum": ["system", "developer", "user", "assistant"]},
+                    "content": {"anyOf": [chat_text(), {"type": "null"}]},
+                    "name": chat_text(),
+                },
+                "required": ["role"],
+                "additionalProperties": any,
+            })),
+            chat_of("openai-responses", "input", json!({
+                "type": "object",
+                "properties": {
+                    "type": {"const": "message"},
+                    "role": {"enum": ["system", "developer", "user", "assistant"]},
+                    "content": chat_text(),
+                },
+                "required": ["role", "content"],
+                "additionalProperties": any,
+            })),
+            chat_of("anthropic", "messages", json!({
+                "type": "object",
+                "properties": {
+                    "role": {"enum": ["user", "assistant"]},
+                    "content": chat_text(),
+                },
+                "required": ["role", "content"],
+                "additionalProperties": false,
+            })),
+            chat_of("gemini", "contents", json!({
+                "type": "object",
+                "properties": {
+                    "role": {"enum": ["user", "model"]},
+                    "parts": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"text": chat_text()},
+                        "required": ["text"],
+                        "additionalProperties": any,
+                    }},
+                },
+                "required": ["parts"],
+                "additionalProperties": any,
+            })),
+        ],
+    })
+}
+
+/// The model names a request may give the service as it is built (its
+/// configuration may add profiles, tokenizer files and a counter): the
+/// built-in profiles that count with an encoding, by name or with a date.
+fn model_name() -> Value {
+    let names: Vec<String> = ctxpack_core::built_in_models()
+        .into_iter()
+        .filter(|m| {
+            matches!(
+                m.tokenizer,
+                ctxpack_core::Tokenizer::O200kBase | ctxpack_core::Tokenizer::Cl100kBase
+            )
+        })
+        .map(|m| m.name)
+        .collect();
+    let escaped: Vec<String> = names.iter().map(|n| n.replace('.', "\\.")).collect();
+    json!({
+        "anyOf": [
+            {"enum": names},
+            {"type": "string", "pattern": format!(
+                "^(?:{})-(?:[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}|[0-9]{{8}}|[0-9]{{4}})$",
+                escaped.join("|")
+            )},
+        ],
+    })
+}
+
+/// The request as the service takes it: the core's schemas, and what the
+/// core refuses across fields, said in JSON Schema where it can be.
+fn request_schemas(schemas: &mut Map<String, Value>) {
+    for (name, schema) in schemas.iter_mut() {
+        if !name.starts_with("camel.") {
+            without_nul(schema);
+        }
+    }
+    schemas.insert("Chat".into(), chat());
+    schemas.insert(
+        JSON_WITHOUT_NUL.into(),
+        json!({
+            "description": "Any JSON value without a NUL character in its texts.",
+            "anyOf": [
+                {"type": ["null", "boolean", "number"]},
+                chat_text(),
+                {"type": "array", "items": schema_ref(JSON_WITHOUT_NUL)},
+                {"type": "object", "additionalProperties": schema_ref(JSON_WITHOUT_NUL)},
+            ],
+        }),
+    );
+    // The service as built counts with its encodings: a tokenizer file
+    // (`named`) or the host's counter (`host`) is there only when its
+    // configuration gives one.
+    if let Some(mut t) = schemas.get("Tokenizer").cloned() {
+        if let Some(cases) = t["oneOf"].as_array_mut() {
+            cases.retain(|c| {
+                c.pointer("/properties/named").is_none() && c.pointer("/properties/host").is_none()
+            });
+        }
+        t["description"] = json!(
+            "How the budget is counted: an encoding, or an estimate. A tokenizer file's name (`{\"named\": …}`) when the service's configuration loads one, and `{\"host\": …}` when it has a counter."
+        );
+        schemas.insert("ServedTokenizer".into(), t);
+    }
+    let limits = crate::settings::RequestLimits::default();
+    if let Some(c) = schemas.get_mut("AgentContext") {
+        c["properties"]["scopes"]["maxItems"] = json!(limits.scopes);
+    }
+    if let Some(r) = schemas.get_mut("AssembleRequest") {
+        // The service's `[limits]`: these are its defaults.
+        for (field, most) in [
+            ("instructions", limits.instructions),
+            ("conversation", limits.conversation_turns),
+            ("stage-summaries", limits.stage_summaries),
+        ] {
+            r["properties"][field]["maxItems"] = json!(most);
+        }
+        r["properties"]["model"]["anyOf"][0] = model_name();
+        r["properties"]["tokenizer"]["anyOf"][0] = schema_ref("ServedTokenizer");
+        r["allOf"] = json!([
+            {
+                "description": "A request names its model, or the tokenizer its budget is counted in, or both.",
+                "anyOf": [
+                    {"required": ["model"], "properties": {"model": {"type": "string"}}},
+                    {"required": ["tokenizer"], "properties": {"tokenizer": {"not": {"type": "null"}}}},
+                ],
+            },
+            {
+                "description": "The conversation comes as `conversation` or as `chat`, not both.",
+                "not": {
+                    "required": ["chat", "conversation"],
+                    "properties": {"chat": {"type": "object"}, "conversation": {"minItems": 1}},
+                },
+            },
+            {
+                "description": "A pack sent as flat text has no messages: no entry or reply overhead is charged.",
+                "if": {"required": ["form"], "properties": {"form": {"const": "text"}}},
+                "then": {"properties": {
+                    "entry-overhead": {"enum": [0, null]},
+                    "reply-overhead": {"enum": [0, null]},
+                }},
+            },
+        ]);
+    }
+    if let Some(t) = schemas.get_mut("ConversationTurn") {
+        t["allOf"] = json!([
+            {
+                "description": "A tool turn names the call it answers.",
+                "if": {"properties": {"role": {"const": "tool"}}},
+                "then": {"required": ["tool-call-id"], "properties": {"tool-call-id": {"type": "string"}}},
+            },
+            {
+                "description": "Only assistant and tool turns carry a tool-call id.",
+                "if": {"properties": {"role": {"enum": ["user", "system"]}}},
+                "then": {"properties": {"tool-call-id": {"type": "null"}}},
+            },
+        ]);
+    }
+}
+
+/// The whole document, for a service `callers` may call.
+pub fn document_for(callers: Callers) -> Value {
+    let mut schemas: Map<String, Value> = serde_json::from_str(CORE_SCHEMAS).unwrap_or_default();
+    request_schemas(&mut schemas);
     schemas.extend(service_schemas());
+    let mut paths = paths();
+    if callers == Callers::Anyone {
+        // `--insecure-dev-no-auth`: no operation asks for a token.
+        for op in paths
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|p| p.values_mut())
+        {
+            for method in op.as_object_mut().into_iter().flat_map(|m| m.values_mut()) {
+                method["security"] = json!([]);
+            }
+        }
+    }
     json!({
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -543,7 +818,7 @@ pub fn document() -> Value {
             "description": "The context builder's assembly service: assemble the context for an attempt within an exact token budget, record its snapshot (why every candidate was taken or dropped), and read the snapshots back. The request body is the core's request, kebab-case; the service's own answers are camelCase. Errors are `{\"error\": {\"code\", \"message\"}}`, the message naming the field. See crates/ctxpack-service/README.md.",
             "license": {"name": env!("CARGO_PKG_LICENSE")},
         },
-        "paths": paths(),
+        "paths": paths,
         "components": {
             "schemas": schemas,
             "securitySchemes": {

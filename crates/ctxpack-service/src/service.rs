@@ -13,10 +13,10 @@ mod record;
 mod request;
 
 pub use rate::{RateLimiter, Throttled};
-pub use request::{check_id, parse_request};
+pub use request::{check_id, no_nul, parse_request};
 
 use record::{record_of_failure, record_of_pack};
-use request::{bind, checked, no_nul};
+use request::{bind, checked};
 
 use crate::answerers::Answerers;
 use crate::auth::Caller;

@@ -43,11 +43,16 @@ pub(super) async fn guarded_metrics(
 }
 
 /// The API's description (see [`crate::openapi`]), open to every caller:
-/// it says nothing of any tenant.
-pub(super) async fn openapi() -> Response {
+/// it says nothing of any tenant. Without `[auth]`
+/// (`--insecure-dev-no-auth`) it asks no operation for a token.
+pub(super) async fn openapi(State(service): State<Arc<Service>>) -> Response {
+    let callers = match service.auth {
+        crate::auth::Auth::Off => crate::openapi::Callers::Anyone,
+        _ => crate::openapi::Callers::Tokens,
+    };
     (
         [(header::CONTENT_TYPE, "application/json")],
-        crate::openapi::text(),
+        crate::openapi::text_for(callers),
     )
         .into_response()
 }

@@ -31,7 +31,12 @@ pub fn parse_request(body: &[u8]) -> Result<AssembleRequest, AssembleError> {
         )));
     }
     let de = &mut serde_json::Deserializer::from_slice(body);
-    let request = parse_with(de)?;
+    let request = match parse_with(de) {
+        Err(AssembleError::Invalid(why)) if why.contains("invalid type: floating point") => {
+            return integral(body).ok_or(AssembleError::Invalid(why))?;
+        }
+        other => other?,
+    };
     de.end().map_err(|_| {
         AssembleError::Invalid(
             "request: the body holds more than one JSON object (bytes follow the request's closing brace)"
@@ -39,6 +44,66 @@ pub fn parse_request(body: &[u8]) -> Result<AssembleRequest, AssembleError> {
         )
     })?;
     Ok(request)
+}
+
+/// The request in `body` read again with every whole number written with
+/// a fraction (`8000.0`, `1e3`) as the integer it is — JSON has one kind
+/// of number, and the document's integers admit them — but in `chat`,
+/// whose messages are sent on as they came. `None` when that changes
+/// nothing (the number had a fraction, or was not where an integer goes).
+fn integral(body: &[u8]) -> Option<Result<AssembleRequest, AssembleError>> {
+    fn whole(v: &mut serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                // 2^64 is the first float past u64; -2^63 is i64's least.
+                let fits = f.fract() == 0.0
+                    && (-9.223_372_036_854_776e18..1.844_674_407_370_955_2e19).contains(&f);
+                if fits {
+                    *v = if f >= 0.0 {
+                        serde_json::Value::from(f as u64)
+                    } else {
+                        serde_json::Value::from(f as i64)
+                    };
+                }
+                fits
+            }
+            serde_json::Value::Array(a) => a.iter_mut().fold(false, |c, v| whole(v) | c),
+            serde_json::Value::Object(m) => m.values_mut().fold(false, |c, v| whole(v) | c),
+            _ => false,
+        }
+    }
+    // The fields as they came, so `chat` keeps its bytes.
+    let fields: std::collections::BTreeMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_slice(body).ok()?;
+    let mut changed = false;
+    let mut out = serde_json::Map::new();
+    let mut chat = None;
+    for (key, raw) in fields {
+        if key == "chat" {
+            chat = Some(raw);
+            continue;
+        }
+        let mut v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+        changed |= whole(&mut v);
+        out.insert(key, v);
+    }
+    if !changed {
+        return None;
+    }
+    let mut text = serde_json::to_string(&out).ok()?;
+    if let Some(chat) = chat {
+        text.pop();
+        if !out.is_empty() {
+            text.push(',');
+        }
+        text.push_str("\"chat\":");
+        text.push_str(chat.get());
+        text.push('}');
+    }
+    Some(parse_with(&mut serde_json::Deserializer::from_slice(
+        text.as_bytes(),
+    )))
 }
 
 fn parse_with(
@@ -86,7 +151,7 @@ fn nul_path(v: &serde_json::Value) -> Option<String> {
 const NUL: &str = "holds a NUL character (U+0000), which no text may";
 
 /// Refuses a NUL character in any text of the request, naming where.
-pub(super) fn no_nul(r: &AssembleRequest) -> Result<(), AssembleError> {
+pub fn no_nul(r: &AssembleRequest) -> Result<(), AssembleError> {
     let v = serde_json::to_value(r).map_err(|e| AssembleError::Invalid(e.to_string()))?;
     match nul_path(&v) {
         Some(path) => Err(AssembleError::Invalid(format!("request{path}: {NUL}"))),
