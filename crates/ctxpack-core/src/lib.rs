@@ -130,7 +130,7 @@ mod record;
 mod render;
 mod router;
 mod snapshot;
-mod text;
+pub mod text;
 mod tokenizer;
 mod trim;
 mod types;

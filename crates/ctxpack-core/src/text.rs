@@ -1,4 +1,5 @@
-//! Text cut at byte offsets, the one way the core does it: the
+//! Text cut at byte offsets, the one way ctxpack does it (the core, and
+//! the crates that bind it): the
 //! `clippy::string_slice` lint refuses `&s[a..b]` everywhere else. An
 //! offset inside a character (a fault in the code that found it: text of
 //! any Unicode reaches the core) would panic, and a panic through the
@@ -11,7 +12,7 @@ use std::ops::{Bound, RangeBounds};
 /// `s` from `range`'s start to its end, byte offsets; one inside a
 /// character is moved back to where it starts, and one past the end to
 /// the end.
-pub(crate) fn cut<R: RangeBounds<usize>>(s: &str, range: R) -> &str {
+pub fn cut<R: RangeBounds<usize>>(s: &str, range: R) -> &str {
     let start = match range.start_bound() {
         Bound::Included(&n) => n,
         Bound::Excluded(&n) => n.saturating_add(1),

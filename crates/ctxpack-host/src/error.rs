@@ -36,7 +36,10 @@ impl From<wasmtime::Error> for WasmError {
         }
         let text = format!("{e:#}");
         if let Some(at) = text.find("forcing trap when growing memory") {
-            let what = text[at..].lines().next().unwrap_or_default();
+            let what = ctxpack_core::text::cut(&text, at..)
+                .lines()
+                .next()
+                .unwrap_or_default();
             return WasmError(format!("memory limit hit: {what}"));
         }
         if text.contains("too much data is being copied between the host and the guest") {

@@ -13,6 +13,9 @@
 //! format and its in-memory stores, which the tests, benchmarks and the
 //! host example answer from, are the unpublished `ctxpack-scenario`.
 
+// Text is cut only by `ctxpack_core::text::cut`, which never panics: a
+// panic through the boundary is a trap that kills the instance.
+#![cfg_attr(not(test), deny(clippy::string_slice))]
 pub mod component;
 mod error;
 pub mod json;

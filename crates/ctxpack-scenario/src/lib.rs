@@ -13,6 +13,8 @@
 //!   answer, for the hosts in other languages to replay;
 //! - [`json`]: a scenario driven with JSON text.
 
+// Text is cut only by `ctxpack_core::text::cut`, which never panics.
+#![cfg_attr(not(test), deny(clippy::string_slice))]
 pub mod json;
 pub mod record;
 pub mod scenario;

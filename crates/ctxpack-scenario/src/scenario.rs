@@ -2,6 +2,7 @@
 //! host's stores answer, in one JSON document.
 
 use crate::stores::HostAnswers;
+use ctxpack_core::text::cut;
 use ctxpack_core::{AssembleRequest, BuilderConfig, ConfigFormat, SnapshotStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -381,7 +382,7 @@ fn fenced(text: &str) -> bool {
     let markers: Vec<usize> = lower
         .match_indices('<')
         .filter(|(i, _)| {
-            let rest = &lower[i + 1..];
+            let rest = cut(&lower, i + 1..);
             rest.starts_with("untrusted") || rest.starts_with("/untrusted")
         })
         .map(|(i, _)| i)
@@ -389,7 +390,7 @@ fn fenced(text: &str) -> bool {
     let nonce = |marker: &str| marker.split(['-', ' ', '>']).nth(1).map(str::to_owned);
     match (markers.as_slice(), text.rfind("</untrusted-")) {
         ([0, close], Some(at)) if *close == at && text.ends_with('>') => {
-            nonce(&text[..at]).is_some() && nonce(&text[..at]) == nonce(&text[at + 1..])
+            nonce(cut(text, ..at)).is_some() && nonce(cut(text, ..at)) == nonce(cut(text, at + 1..))
         }
         _ => false,
     }

@@ -13,6 +13,7 @@
 //! left as it is.
 
 use crate::snapshots::{Stmt, Store, StoreError, Value, now_rfc3339};
+use ctxpack_core::text::cut;
 use ctxpack_core::{Candidate, Provenance, Section, TrustTier};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -117,8 +118,8 @@ fn pieces(paragraph: &str) -> Vec<String> {
                 if !current.is_empty() {
                     out.push(std::mem::take(&mut current));
                 }
-                out.push(word[..at].to_owned());
-                word = &word[at..];
+                out.push(cut(word, ..at).to_owned());
+                word = cut(word, at..);
             }
             if !word.is_empty() {
                 put(word, ' ', &mut out, &mut current);

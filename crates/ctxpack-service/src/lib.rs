@@ -10,6 +10,8 @@
 //! for several replicas) with its content and its `ContextAssembled` event
 //! in one transaction, and the seed's [`metrics`].
 
+// Text is cut only by `ctxpack_core::text::cut`, which never panics.
+#![cfg_attr(not(test), deny(clippy::string_slice))]
 pub mod answerers;
 pub mod auth;
 pub mod camel;

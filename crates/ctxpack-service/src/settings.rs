@@ -65,6 +65,7 @@ mod error;
 mod limits;
 mod upstream;
 
+use ctxpack_core::text::cut;
 pub use error::{Place, SettingsError};
 use error::{at, whole};
 pub use limits::{OverLimit, RequestLimits};
@@ -433,7 +434,7 @@ fn read_file(path: &Path, text: &str) -> Result<File, SettingsError> {
     let de = toml::Deserializer::parse(text).map_err(|e| {
         // Where: the line and column of the span's start, from 1.
         let at = e.span().map_or(0, |s| s.start.min(text.len()));
-        let before = &text[..text.floor_char_boundary(at)];
+        let before = cut(text, ..text.floor_char_boundary(at));
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
         SettingsError {

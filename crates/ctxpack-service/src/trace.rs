@@ -80,7 +80,7 @@ pub fn cut(value: &str) -> std::borrow::Cow<'_, str> {
     const MOST: usize = 128;
     match value.char_indices().nth(MOST) {
         None => value.into(),
-        Some((end, _)) => format!("{}…", &value[..end]).into(),
+        Some((end, _)) => format!("{}…", ctxpack_core::text::cut(value, ..end)).into(),
     }
 }
 

@@ -32,6 +32,7 @@ use crate::protojson;
 use bytes::Bytes;
 use codec::DynamicCodec;
 use ctxpack_core::json::read_answer;
+use ctxpack_core::text::cut;
 use ctxpack_core::{AgentContext, Answer, Call, HostError};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::Client as Hyper;
@@ -52,17 +53,17 @@ pub fn masked(url: &str) -> String {
     let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
         return url.to_owned();
     };
-    let authority_end = url[scheme_end..]
+    let authority_end = cut(url, scheme_end..)
         .find(['/', '?', '#'])
         .map_or(url.len(), |i| scheme_end + i);
-    let Some(at) = url[scheme_end..authority_end]
+    let Some(at) = cut(url, scheme_end..authority_end)
         .rfind('@')
         .map(|i| scheme_end + i)
     else {
         return url.to_owned();
     };
-    match url[scheme_end..at].find(':') {
-        Some(colon) => format!("{}:***{}", &url[..scheme_end + colon], &url[at..]),
+    match cut(url, scheme_end..at).find(':') {
+        Some(colon) => format!("{}:***{}", cut(url, ..scheme_end + colon), cut(url, at..)),
         None => url.to_owned(),
     }
 }
@@ -409,7 +410,7 @@ impl Upstream {
 /// At most 200 characters of `s`, for an error message.
 fn prefix(s: &str) -> String {
     match s.char_indices().nth(200) {
-        Some((at, _)) => format!("{}…", &s[..at]),
+        Some((at, _)) => format!("{}…", cut(s, ..at)),
         None => s.to_owned(),
     }
 }

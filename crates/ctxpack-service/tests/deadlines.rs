@@ -47,6 +47,11 @@ async fn the_deadline_interrupts_a_long_assembly_and_the_pool_recovers() {
     // was dropped), not only abandoned between steps.
     assert_eq!(running.service.live().pool.trapped(), 1);
     assert_eq!(running.service.store.census().await.unwrap().snapshots, 0);
+    // The trapped instance is never used again: the next request gets a
+    // fresh one and is answered.
+    let r = assemble_demo(&c).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(running.service.live().pool.trapped(), 1);
     running.shutdown().await.unwrap();
 
     // A slow source runs the clock out between steps.

@@ -11,6 +11,9 @@
 //! as JSON (camelCase keys); the package turns it into a `CtxpackError`,
 //! naming the field as the caller spelt it.
 
+// Text is cut only by `ctxpack_core::text::cut`, which never panics: a
+// panic through the boundary is a trap that kills the instance.
+#![cfg_attr(not(test), deny(clippy::string_slice))]
 pub mod camel;
 pub mod spelling;
 

@@ -93,14 +93,14 @@ fn rewrite_keys(json: &str, marker: u8, spell: fn(&str) -> String) -> String {
                 && !key.contains(&b'\\')
                 && let Some(key) = json.get(start..end)
             {
-                out.push_str(&json[copied..start]);
+                out.push_str(ctxpack_core::text::cut(json, copied..start));
                 out.push_str(&spell(key));
                 copied = end;
             }
         }
         i = end + 1;
     }
-    out.push_str(&json[copied..]);
+    out.push_str(ctxpack_core::text::cut(json, copied..));
     out
 }
 

@@ -28,7 +28,7 @@ fn artifact_path(engine: &Engine, path: &Path, sha256: &str) -> std::path::PathB
     engine.precompile_compatibility_hash().hash(&mut feed);
     // Twelve bytes of the hash tell artifacts apart well enough.
     let key = format!("{:x}", feed.0.finalize());
-    path.with_extension(format!("{}.cwasm", &key[..24]))
+    path.with_extension(format!("{}.cwasm", ctxpack_core::text::cut(&key, ..24)))
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {

@@ -3,6 +3,7 @@
 //! context bound to the path), and each store's answer.
 
 use super::AssembleError;
+use ctxpack_core::text::cut;
 use ctxpack_core::{Answer, AssembleRequest, Call, HostError};
 
 /// Checks an id from the path or a header: non-empty, at most 200
@@ -115,7 +116,7 @@ fn parse_with(
         // written (a gRPC field's JSON); the path says where.
         let inner = e.into_inner().to_string();
         let mut inner = match inner.rfind(" at line ") {
-            Some(at) => inner[..at].to_owned(),
+            Some(at) => cut(&inner, ..at).to_owned(),
             None => inner,
         };
         // serde quotes the value it could not take: a short prefix of it.

@@ -11,6 +11,7 @@
 //! object.
 
 use super::engine::StoreError;
+use ctxpack_core::text::cut;
 use futures_util::StreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -160,7 +161,7 @@ impl Artifacts {
     /// in lowercase hex (nothing of the caller's reaches a path).
     fn path(hash: &str) -> Option<Path> {
         let hex = hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        hex.then(|| Path::from_iter([ROOT, &hash[..2], hash]))
+        hex.then(|| Path::from_iter([ROOT, cut(hash, ..2), hash]))
     }
 
     /// Runs `op` within the timeout; `what` names it in the error.
