@@ -17,6 +17,16 @@ export class CtxpackError extends Error {
   readonly error: CtxpackErrorValue;
 }
 
+/**
+ * The WebAssembly trapped (a fault in ctxpack, or a limit of the engine
+ * such as its memory): the module was replaced, the next call works, and
+ * a Builder or Router made before is made again on its next use. `cause`
+ * is the trap.
+ */
+export class ComponentTrapped extends Error {
+  readonly cause: unknown;
+}
+
 /** An assembly that gave no pack, with its failed snapshot once begun. */
 export class AssemblyFailed extends CtxpackError {
   readonly failure: AssemblyFailure;

@@ -10,6 +10,7 @@ import initWasm, {
   Builder as RawBuilder,
   Router as RawRouter,
   diffSnapshots as rawDiff,
+  __wbg_reset_state as resetModule,
 } from '../dist/ctxpack_web.js';
 
 import { refuseUnknownOptions, trim } from './chat.js';
@@ -116,6 +117,7 @@ export class HostError extends Error {
 
 /** The error a wasm-bindgen export threw (a ctxpack-error as JSON). */
 function refusal(thrown) {
+  if (isTrap(thrown)) return replaced(thrown);
   if (typeof thrown !== 'string') return thrown;
   let error;
   try {
@@ -124,6 +126,68 @@ function refusal(thrown) {
     error = thrown;
   }
   return new CtxpackError(error);
+}
+
+/**
+ * The WebAssembly trapped: a fault in ctxpack (a bug: please report it
+ * with the input), or a limit of the engine such as its memory. The module
+ * was replaced with a fresh instance: the next call works, and a Builder
+ * or Router made before is made again from its configuration on its next
+ * use (a builder's counts made so far are gone). `cause` is the trap.
+ */
+export class ComponentTrapped extends Error {
+  constructor(cause, resetError) {
+    super(resetError === undefined
+      ? `ctxpack's WebAssembly trapped (${cause?.message ?? cause}); it was replaced, and the next call gets a fresh instance`
+      : `ctxpack's WebAssembly trapped (${cause?.message ?? cause}) and could not be replaced (${resetError?.message ?? resetError}): load the package again`,
+    { cause });
+    this.name = 'ComponentTrapped';
+  }
+}
+
+/** Whether `e` is the engine stopping the WebAssembly mid-call. */
+function isTrap(e) {
+  return e instanceof WebAssembly.RuntimeError
+    || (e instanceof RangeError && /call stack/i.test(e.message));
+}
+
+/** How many times the module has been replaced after a trap. */
+let generation = 0;
+
+/** Replaces the trapped module (every object made in it is stale). */
+function replaced(trap) {
+  generation += 1;
+  try {
+    resetModule();
+  } catch (e) {
+    return new ComponentTrapped(trap, e);
+  }
+  return new ComponentTrapped(trap);
+}
+
+/** How each Builder and Router is made again after a trap. */
+const makers = new WeakMap();
+
+/** `wrapper`'s object in the module now: made again if the module was
+ * replaced since it was made. */
+function live(wrapper) {
+  const m = makers.get(wrapper);
+  if (m !== undefined && m.generation !== generation) {
+    wrapper.raw = call(m.make);
+    m.generation = generation;
+  }
+  return wrapper.raw;
+}
+
+/** Remembers how `wrapper`'s object is made, and makes it. */
+function made(wrapper, make) {
+  makers.set(wrapper, { make, generation });
+  return wrapper;
+}
+
+/** Frees `raw` unless the module it lived in was replaced (gone with it). */
+function free(raw, since) {
+  if (since === generation) raw.free();
 }
 
 function call(f) {
@@ -225,7 +289,7 @@ async function drive(raw, callbacks, context, apart = false) {
     } catch (e) {
       throw answerRefused(refusal(e), asked);
     }
-    if (text.startsWith('{"done":')) return apart ? [text.slice(8, -1), raw.snapshot()] : text.slice(8, -1);
+    if (text.startsWith('{"done":')) return apart ? [text.slice(8, -1), call(() => raw.snapshot())] : text.slice(8, -1);
     const step = JSON.parse(text);
     if (!Array.isArray(step.calls)) {
       throw new CtxpackError({ stepMismatch: `a step this package does not know: ${text.slice(0, 80)}` });
@@ -407,17 +471,18 @@ export class Router {
 
   static async create(config, format = 'yaml') {
     await init();
-    return new Router(call(() => new RawRouter(config, format)));
+    const make = () => new RawRouter(config, format);
+    return made(new Router(call(make)), make);
   }
 
   /** The routing decision on a raw query. */
   route(query) {
-    return JSON.parse(call(() => this.raw.route(query)));
+    return JSON.parse(call(() => live(this).route(query)));
   }
 
   /** Releases the router's memory now (it is released when collected otherwise). */
   free() {
-    this.raw.free();
+    free(this.raw, makers.get(this)?.generation ?? generation);
   }
 }
 
@@ -446,7 +511,8 @@ export class Builder {
   static async create(config, callbacks) {
     await init();
     const text = json(config, 'config');
-    const builder = new Builder(call(() => new RawBuilder(text)), callbacks, profileOf(config));
+    const make = () => new RawBuilder(text);
+    const builder = made(new Builder(call(make), callbacks, profileOf(config)), make);
     refuseMisspelt(callbacks);
     refuseUnused(builder.profile, callbacks);
     return builder;
@@ -459,10 +525,11 @@ export class Builder {
     refuseUnused(this.profile, lenders);
     const text = json(request, field);
     const raw = call(() => start(text));
+    const since = generation;
     try {
       return await drive(raw, lenders, request?.context, apart);
     } finally {
-      raw.free();
+      free(raw, since);
     }
   }
 
@@ -473,7 +540,7 @@ export class Builder {
    * messages } }).total`). Throws a CtxpackError naming a wrong field.
    */
   count(request) {
-    return JSON.parse(call(() => this.raw.count(json(request, 'count'))));
+    return JSON.parse(call(() => live(this).count(json(request, 'count'))));
   }
 
   /**
@@ -496,7 +563,7 @@ export class Builder {
       ends[i] = at;
     });
     const { model, tokenizer = model == null ? 'o200k-base' : undefined } = options;
-    return Array.from(call(() => this.raw.countTexts(json({ model, tokenizer }, 'count'), bytes, ends)));
+    return Array.from(call(() => live(this).countTexts(json({ model, tokenizer }, 'count'), bytes, ends)));
   }
 
   /**
@@ -511,7 +578,7 @@ export class Builder {
    */
   async trim(request, callbacks) {
     try {
-      return outcome([await this.#run((text) => this.raw.trim(text), request, callbacks ?? {}, false, 'trim'), null]);
+      return outcome([await this.#run((text) => live(this).trim(text), request, callbacks ?? {}, false, 'trim'), null]);
     } catch (e) {
       // A trim has no snapshot: its failure is the error alone.
       throw e instanceof AssemblyFailed ? new CtxpackError(e.error) : e;
@@ -524,7 +591,7 @@ export class Builder {
    * without reading it.
    */
   assembleText(request, callbacks) {
-    return this.#run((text) => this.raw.start(text), request, callbacks, false);
+    return this.#run((text) => live(this).start(text), request, callbacks, false);
   }
 
   /**
@@ -533,12 +600,12 @@ export class Builder {
    * and with a CtxpackError naming the field for a wrong request.
    */
   async assemble(request, callbacks) {
-    return outcome(await this.#run((text) => this.raw.start(text), request, callbacks, true));
+    return outcome(await this.#run((text) => live(this).start(text), request, callbacks, true));
   }
 
   /** `handle`'s outcome as the core wrote it (see assembleText). */
   handleText(router, request, callbacks) {
-    return this.#run((text) => this.raw.handle(router.raw, text), request, callbacks, false);
+    return this.#run((text) => live(this).handle(live(router), text), request, callbacks, false);
   }
 
   /**
@@ -547,12 +614,12 @@ export class Builder {
    * dispatched to the fallback skill. Resolves to the Handling.
    */
   async handle(router, request, callbacks) {
-    return outcome(await this.#run((text) => this.raw.handle(router.raw, text), request, callbacks, true));
+    return outcome(await this.#run((text) => live(this).handle(live(router), text), request, callbacks, true));
   }
 
   /** Releases the builder's memory now (it is released when collected otherwise). */
   free() {
-    this.raw.free();
+    free(this.raw, makers.get(this)?.generation ?? generation);
   }
 }
 
