@@ -134,11 +134,77 @@ async function answer(capability, f) {
  * the assembly.
  */
 export async function drive(assembly, host, context) {
+  let done = false;
   try {
-    return await steps(assembly, host, context);
+    const out = await steps(assembly, host, context);
+    done = true;
+    return out;
   } finally {
     // Gone from the instance's table now, not when the collector finds it.
-    assembly[DISPOSE]?.();
+    // After a trap the instance cannot be entered to drop it: the trap is
+    // the error, not the failed drop.
+    try {
+      assembly[DISPOSE]?.();
+    } catch (e) {
+      if (done) throw e;
+    }
+  }
+}
+
+/**
+ * The component trapped during a call (a fault in ctxpack, or a limit of
+ * the engine such as its memory): its instance was dropped, never to be
+ * entered again. `cause` is the trap.
+ */
+export class ComponentTrapped extends Error {
+  constructor(cause) {
+    super(`the ctxpack component trapped (${cause?.message ?? cause}): its instance was dropped, and the next call makes a fresh one`, { cause });
+    this.name = 'ComponentTrapped';
+  }
+}
+
+/** Whether `e` is the engine stopping the WebAssembly mid-call. */
+const isTrap = (e) => e instanceof WebAssembly.RuntimeError
+  || (e instanceof RangeError && /call stack/i.test(e.message));
+
+/**
+ * A JSON builder in an instance of its own, replaced when a call traps:
+ * that call throws ComponentTrapped, and the next makes a fresh instance
+ * and builder from the same configuration and typed host.
+ */
+export class HeldBuilder {
+  #builder = null;
+
+  /** `config`: a builder-config as JSON text; `host`: its typed imports' callbacks. */
+  constructor(config = '{}', host = {}) {
+    this.config = config;
+    this.host = host;
+  }
+
+  async #live() {
+    if (this.#builder === null) {
+      const { json } = await instance(this.host);
+      this.#builder = unwrap(() => json.JsonBuilder.create(this.config));
+    }
+    return this.#builder;
+  }
+
+  /** Runs `f` on the builder; a trap drops its instance. */
+  async #use(f) {
+    const builder = await this.#live();
+    try {
+      return await f(builder);
+    } catch (e) {
+      if (!isTrap(e)) throw e;
+      this.#builder = null;
+      throw new ComponentTrapped(e);
+    }
+  }
+
+  /** Assembles `request` (JSON text), answering from `host` (see
+   * `drive`): the outcome's text. */
+  assemble(request, host = {}, context = undefined) {
+    return this.#use((b) => drive(unwrap(() => b.start(request)), host, context));
   }
 }
 
