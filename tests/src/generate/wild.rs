@@ -4,13 +4,15 @@
 //! the field holds and not (a dated model name in Japanese, an id of a
 //! lone `-`), and very long. A drawn scenario has some of its string
 //! fields — model and tokenizer names, ids, roles' call ids, references,
-//! scopes, stage ids, workflow status — replaced by them, so that no
-//! field of the WIT is only ever ASCII where a host may send anything.
+//! scopes, stage ids, workflow status, a chat's texts and field names —
+//! replaced by them, so that no field of the WIT is only ever ASCII where
+//! a host may send anything.
 
 use super::Source;
-use ctxpack_core::{AssembleRequest, Candidate, Tokenizer};
+use ctxpack_core::{AssembleRequest, Candidate, Chat, Tokenizer};
 use ctxpack_scenario::Scenario;
 use ctxpack_scenario::stores::Answer;
+use serde_json::Value;
 
 /// Blocks a character is drawn from: (first, last) scalar values.
 const BLOCKS: &[(u32, u32)] = &[
@@ -125,6 +127,14 @@ pub fn strings(src: &mut Source, s: &mut Scenario) {
     if let Some(c) = &mut r.compaction {
         maybe(src, &mut c.hash);
     }
+    // A chat's messages: any of their texts (roles, ids, contents, image
+    // addresses, part types) and now and then a field of any name.
+    if let Some(chat) = &mut r.chat
+        && let Ok(mut messages) = serde_json::from_str::<Value>(&chat.messages)
+    {
+        json(src, &mut messages);
+        *chat = Chat::new(chat.shape, &messages);
+    }
     let answers = &mut s.host;
     for answer in [
         &mut answers.retrieve,
@@ -143,6 +153,22 @@ pub fn strings(src: &mut Source, s: &mut Scenario) {
             }
             Answer::Error(message) => maybe(src, message),
         }
+    }
+}
+
+/// Some of the texts in `v` replaced by wild strings, and now and then a
+/// field of a wild name added to an object.
+fn json(src: &mut Source, v: &mut Value) {
+    match v {
+        Value::String(s) if src.one_in(4) => *s = string(src),
+        Value::Array(items) => items.iter_mut().for_each(|item| json(src, item)),
+        Value::Object(fields) => {
+            fields.values_mut().for_each(|field| json(src, field));
+            if src.one_in(8) {
+                fields.insert(string(src), Value::String(string(src)));
+            }
+        }
+        _ => {}
     }
 }
 
