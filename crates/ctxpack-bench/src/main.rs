@@ -3,6 +3,8 @@
 //! the peak heap an assembly of the 10k pack takes beyond its input, and
 //! how many allocations it makes.
 
+mod quoting;
+
 use ctxpack_bench::{Workload, chunks, conversation, pack, pack_file, trim, trim_file};
 use ctxpack_core::Capability;
 use ctxpack_core::{Builder, ContextPack};
@@ -52,6 +54,13 @@ fn main() -> ExitCode {
         },
         ["repeat", name, n] => finish(repeat(name, n, false)),
         ["repeat", name, n, "wasm"] => finish(repeat(name, n, true)),
+        ["quoting"] => match quoting::run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ctxpack-bench: {e}");
+                ExitCode::FAILURE
+            }
+        },
         ["peak"] => match peak() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -61,7 +70,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: ctxpack-bench data DIR | peak | repeat pack-10k|pack-5k|trim-10k|pipeline|chat-200|chat-200-warm|seed-002 N [wasm]"
+                "usage: ctxpack-bench data DIR | peak | quoting | repeat pack-10k|pack-5k|trim-10k|pipeline|chat-200|chat-200-warm|seed-002 N [wasm]"
             );
             ExitCode::from(2)
         }
