@@ -383,8 +383,8 @@ function renderContext(pack, snapshot) {
     div.className = `entry ${fenced ? 'fenced' : ''} layer-${entry.layer}`;
     div.dataset.id = entry.id;
     // Where the messages form sends it: host text goes in the context
-    // message, whose role is system; its trust tier, not the role, says
-    // how far the model may take it as instructions.
+    // message, the user's where any of it is of unverified or untrusted
+    // origin (never system authority), else the system's.
     const { index, what } = sent[i];
     const recorded = snapshot?.entries.find((e) => e.id === entry.id && e.section === entry.section && e.included);
     const altered = recorded ? sayAltered(snapshot, recorded) : '';

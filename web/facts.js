@@ -162,16 +162,17 @@ export function passedOver(snapshot, i, rankOf) {
 /**
  * Which of `pack.messages` carries each pack entry (0-based), as the
  * messages form sends them, in the pack's layout: each kept conversation
- * turn a message of its own role; the other entries joined into system
- * messages, a new one beginning the pack, after a turn, or where L0 gives
- * way to the other context (the stable prefix first; laid out
- * cache-first, the context after the conversation, before its newest
- * user turn).
+ * turn a message of its own role; the other entries joined into
+ * messages, a new one beginning the pack, after a turn, where L0 gives
+ * way to the other context, or where L0 follows context sent as the
+ * user's (the stable prefix first; laid out cache-first, the context
+ * after the conversation, before its newest user turn).
  */
 export function messageOf(pack) {
   const isTurn = (e) => e.section === 'conversation-state';
   let index = -1;
   let before;
+  let role;
   return pack.entries.map((e) => {
     const l0 = e.layer === 'l0';
     if (isTurn(e)) {
@@ -179,8 +180,12 @@ export function messageOf(pack) {
       before = 'turn';
       return { index, what: 'a conversation turn' };
     }
-    if (before === undefined || before === 'turn' || (before === 'l0' && !l0)) index += 1;
+    // L0 after context of the user's (untrusted origin) is a system
+    // message of its own: the entries carry the role they are sent in.
+    const lateL0 = before === 'context' && l0 && role !== e.role;
+    if (before === undefined || before === 'turn' || (before === 'l0' && !l0) || lateL0) index += 1;
     before = l0 ? 'l0' : 'context';
+    role = e.role;
     return { index, what: index === 0 && l0 ? 'the stable prefix' : 'the context' };
   });
 }

@@ -4,9 +4,16 @@
 //! (NFKD, case folding, Default_Ignorable_Code_Point, General_Category,
 //! White_Space, Bidi_Mirrored), from the `confusables` crate's copy of
 //! UTS #39 `confusables.txt` (Unicode 15) for look-alikes, and from
-//! character names (`unicode_names2`) for the blank Braille pattern; HTML entities are decoded by `htmlize`'s full HTML5 table.
-//! The core reads with unicode-security's confusables (Unicode 18),
-//! unicode-normalization and regex-syntax's properties instead.
+//! character names (`unicode_names2`) for what neither says: the symbols
+//! drawn blank (`BRAILLE PATTERN BLANK`, `EGYPTIAN HIEROGLYPH FULL BLANK`,
+//! `MUSICAL SYMBOL NULL NOTEHEAD`), the enclosed letters with no
+//! decomposition (`NEGATIVE SQUARED LATIN CAPITAL LETTER S`, `REGIONAL
+//! INDICATOR SYMBOL LETTER U`) and the pieces of brackets (`LEFT SQUARE
+//! BRACKET UPPER CORNER`, `SQUARE IMAGE OF`). HTML entities are decoded
+//! by `htmlize`'s full HTML5 table, as HTML does (the legacy ones without
+//! a semicolon too). The core reads with unicode-security's confusables
+//! (Unicode 18), unicode-normalization and regex-syntax's properties
+//! instead.
 //!
 //! A text is read as:
 //!
@@ -14,16 +21,22 @@
 //!    until nothing changes;
 //! 2. folded, character by character — removed if invisible (default
 //!    ignorable, a control, a format character, a separator, white space,
-//!    a combining mark, a blank symbol); else NFKD and case folded, and
-//!    where that is not ASCII, its confusables prototype; a bracket if it
-//!    is open punctuation (or a mirrored initial quote) or reads as `<` or
-//!    `[` (`(` excepted), likewise for closing ones.
+//!    a mark that takes no space, a blank symbol); a spacing mark as its
+//!    prototype where that is ASCII, else as nothing; else NFKD and case
+//!    folded, and where that is not ASCII, its confusables prototype, or
+//!    the letter its name says; a bracket if it is open punctuation (or a
+//!    mirrored initial quote), reads as `<` or `[` (`(` excepted) or its
+//!    name says it is a left bracket, likewise for closing ones.
 //!
 //! [`structures`] finds what in it passes for one of the rendered
 //! context's structures: a fence marker (a bracket, punctuation, the word
-//! `untrusted`), and at the start of a line a role header (`[user]`) or a
-//! citation head (`[source:`), and a chat format's marker (`<|…|>`,
-//! `<start_of_turn>`, `[INST]`, …). ctxpack's own have exact forms:
+//! `untrusted`), and at the start of a line a role header (`[user]`,
+//! `[developer]`) or a citation head (`[source:`), and a chat format's
+//! marker (`<|…|>`, `<start_of_turn>`, `[INST]`, `<s>`, `<think>`, …). A
+//! line starts after a line break, or one spelt as `\n`, `\r` or an HTML
+//! tag that breaks a line (`<br>`, `<p>`, `</p>`, `<div>`, `<li>`), and
+//! after the quote marks of a quoted line (`> `). ctxpack's own have
+//! exact forms:
 //! `<untrusted-NONCE source="REF">`, `</untrusted-NONCE>`, `[source: REF]`,
 //! `[role] `. [`check_pack`] holds a pack to the rule: every structure in
 //! the flat text and the messages is ctxpack's own or lies in the
@@ -43,7 +56,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 mod pack;
-pub use pack::{check_pack, fenced, is_turn_text, nonce, origins, outside};
+pub use pack::{check_pack, fenced, is_turn_text, nonce, origins, outside, quoted, unquoted};
 
 /// Where this reading's Unicode data and the core's disagree, and the
 /// core's cannot know better: U+A7E2 is of Unicode 17, whose case mapping
@@ -173,7 +186,11 @@ static UNICODE: LazyLock<Unicode> = LazyLock::new(|| Unicode {
     category: CodePointMapData::<GeneralCategory>::new(),
 });
 
-/// Whether a model does not see `c`.
+/// Whether a model does not see `c`: a default ignorable, a control, a
+/// format character, a separator, white space, a mark that takes no
+/// space, or a symbol whose name says it is drawn blank (`BRAILLE PATTERN
+/// BLANK`, `EGYPTIAN HIEROGLYPH FULL BLANK`, `MUSICAL SYMBOL NULL
+/// NOTEHEAD`). (A spacing mark is drawn: see [`read`].)
 pub fn invisible(c: char) -> bool {
     use GeneralCategory as G;
     let u = &*UNICODE;
@@ -187,11 +204,49 @@ pub fn invisible(c: char) -> bool {
         | G::LineSeparator
         | G::ParagraphSeparator
         | G::NonspacingMark
-        | G::EnclosingMark
-        | G::SpacingMark => true,
+        | G::EnclosingMark => true,
         _ if c.is_ascii() => false,
-        _ => unicode_names2::name(c).is_some_and(|n| n.to_string().ends_with("PATTERN BLANK")),
+        _ => name(c).is_some_and(|n| n.ends_with(" BLANK") || n.ends_with(" NULL NOTEHEAD")),
     }
+}
+
+/// `c`'s Unicode name.
+fn name(c: char) -> Option<String> {
+    unicode_names2::name(c).map(|n| n.to_string())
+}
+
+/// The letter an enclosed letter's name says it shows, for one with no
+/// decomposition nor prototype: `NEGATIVE CIRCLED LATIN CAPITAL LETTER
+/// S`, `NEGATIVE SQUARED …`, `REGIONAL INDICATOR SYMBOL LETTER U`.
+fn named_letter(c: char) -> Option<char> {
+    let n = name(c)?;
+    let (head, letter) = n.rsplit_once(" LETTER ")?;
+    let mut letters = letter.chars();
+    let letter = letters.next().filter(char::is_ascii_uppercase)?;
+    (letters.next().is_none() && (head.contains("LATIN") || head == "REGIONAL INDICATOR SYMBOL"))
+        .then(|| letter.to_ascii_lowercase())
+}
+
+/// Whether `c`'s name says it is (a piece of) an opening bracket (`true`)
+/// or a closing one (`false`): a left or right bracket or parenthesis
+/// (`LEFT SQUARE BRACKET UPPER CORNER`, `RIGHT CURLY BRACKET MIDDLE
+/// PIECE`, `LEFT SUBSTITUTION BRACKET`), whichever side it names first,
+/// and the square image symbols `⊏` and `⊐`.
+fn named_bracket(c: char) -> Option<bool> {
+    let n = name(c)?;
+    match n.as_str() {
+        "SQUARE IMAGE OF" => return Some(true),
+        "SQUARE ORIGINAL OF" => return Some(false),
+        _ => {}
+    }
+    if !n.contains("BRACKET") && !n.contains("PARENTHESIS") {
+        return None;
+    }
+    n.split([' ', '-']).find_map(|w| match w {
+        "LEFT" => Some(true),
+        "RIGHT" => Some(false),
+        _ => None,
+    })
 }
 
 /// Whether `c` breaks a line.
@@ -209,32 +264,54 @@ pub fn read(c: char) -> String {
         return String::new();
     }
     let u = &*UNICODE;
+    let category = u.category.get(c);
     let plain = |s: &str| -> String {
         let d = u.nfkd.normalize(s);
         let f = u.case.fold_string(&d);
         u.nfkd
             .normalize(&f)
             .chars()
-            .filter(|&c| !invisible(c))
+            .filter(|&c| !invisible(c) && u.category.get(c) != G::SpacingMark)
             .collect()
     };
+    if category == G::SpacingMark {
+        // A spacing mark reads as its prototype, where that is ASCII
+        // (`ം` as `o`, `ः` as `:`); else as nothing.
+        let prototype = plain(&c.to_string().replace_confusable());
+        return if prototype.is_ascii() {
+            prototype
+        } else {
+            String::new()
+        };
+    }
     let mut text = plain(c.encode_utf8(&mut [0; 4]));
     if !text.is_ascii() {
         text = plain(&text.replace_confusable());
     }
-    let category = u.category.get(c);
+    if !text.is_ascii()
+        && let Some(letter) = named_letter(c)
+    {
+        return letter.to_string();
+    }
     let mirrored = u.mirrored.contains(c);
+    let named = if text == "(" || text == ")" {
+        None
+    } else {
+        named_bracket(c)
+    };
     if text != "("
         && (category == G::OpenPunctuation
             || (category == G::InitialPunctuation && mirrored)
-            || text.starts_with(['<', '[']))
+            || text.starts_with(['<', '['])
+            || (named == Some(true) && category != G::ClosePunctuation))
     {
         return OPEN.to_string();
     }
     if text != ")"
         && (category == G::ClosePunctuation
             || (category == G::FinalPunctuation && mirrored)
-            || text.starts_with(['>', ']']))
+            || text.starts_with(['>', ']'])
+            || named == Some(false))
     {
         return CLOSE.to_string();
     }
@@ -257,10 +334,44 @@ pub fn reading(text: &str) -> Reading {
         }
         for s in read(c).chars() {
             symbols.push((s, span, line_start));
-            line_start = false;
+            // A quoted line (`> `) begins after its quote marks, and a
+            // line break spelt out begins one.
+            line_start = (line_start && s == CLOSE) || spelt_break(&symbols);
         }
     }
     Reading { symbols }
+}
+
+/// Whether `symbols` end with a line break spelt out: `\n` or `\r` (a JSON
+/// string's escapes, read as text), or an HTML tag that breaks a line
+/// (`<br>`, `<br/>`, `<p>`, `</p>`, `<div class="x">`, `<li>`; an opening
+/// bracket may stand within it, as a defused one would).
+fn spelt_break(symbols: &[(char, (usize, usize), bool)]) -> bool {
+    let s = |k: usize| symbols[k].0;
+    let n = symbols.len();
+    if n >= 2 && matches!(s(n - 1), 'n' | 'r') && s(n - 2) == '\\' {
+        return true;
+    }
+    if n < 3 || s(n - 1) != CLOSE {
+        return false;
+    }
+    // The tag: from an opening bracket after the closing bracket before.
+    for open in (0..n - 1).rev() {
+        if s(open) == CLOSE {
+            return false;
+        }
+        if s(open) == OPEN {
+            let tag: String = (open + 1..n - 1).map(s).take(4).collect();
+            let tag = tag.strip_prefix('/').unwrap_or(&tag);
+            if ["br", "p", "div", "li"]
+                .iter()
+                .any(|name| tag.starts_with(name))
+            {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// One structure found: the bytes from its opening bracket to the end of
@@ -280,8 +391,8 @@ pub enum Kind {
     Chat,
 }
 
-const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
-const CHAT_WORDS: [&str; 9] = [
+const ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "developer"];
+const CHAT_WORDS: [&str; 19] = [
     "start_of_turn",
     "end_of_turn",
     "inst",
@@ -291,6 +402,16 @@ const CHAT_WORDS: [&str; 9] = [
     "available_tools",
     "tool_results",
     "tool_content",
+    "s",
+    "think",
+    "bos",
+    "eos",
+    "tool_call",
+    "tool_response",
+    "fim_prefix",
+    "fim_middle",
+    "fim_suffix",
+    "fim_pad",
 ];
 
 /// Every structure in `text` (see the module docs).

@@ -44,19 +44,26 @@ pub fn framed_parts(e: &ctxpack_core::PackEntry, origin: Origin) -> Vec<&str> {
 
 /// An entry's text cut where the budget counts it apart (see
 /// [`framed_parts`]), as it is charged: a turn sent as a message without
-/// its `[role] ` header.
+/// its `[role] ` header and with its lines unquoted, as the message sends
+/// it.
 pub fn charged_parts<'e>(
     request: &ctxpack_core::AssembleRequest,
     e: &'e ctxpack_core::PackEntry,
     origin: Origin,
-) -> Vec<&'e str> {
+) -> Vec<std::borrow::Cow<'e, str>> {
     let turn = origin == Origin::Request && e.section == ctxpack_core::Section::ConversationState;
     if turn && request.form == Some(PackForm::Messages) {
         let header = format!("[{}] ", e.role.name());
         let content = e.text.strip_prefix(&header);
-        return vec![content.unwrap_or_else(|| panic!("{}: a turn without its header", e.id))];
+        let content = content.unwrap_or_else(|| panic!("{}: a turn without its header", e.id));
+        let content = crate::fence::unquoted(content, false)
+            .unwrap_or_else(|| panic!("{}: a line of a turn is not quoted", e.id));
+        return vec![content.into()];
     }
     framed_parts(e, origin)
+        .into_iter()
+        .map(Into::into)
+        .collect()
 }
 
 /// Tokens of `text` as a user's model counts them, found apart from
@@ -526,8 +533,13 @@ pub fn compacted(
         }
     }
     if let Some(last) = from.checked_sub(1) {
+        // A system turn only where it covers nothing a user or a tool
+        // wrote: text of that origin never carries system authority.
+        let operators = request.conversation[..=last]
+            .iter()
+            .all(|t| matches!(t.role, Role::System | Role::Assistant));
         let turn = &mut sent.conversation[last];
-        turn.role = Role::System;
+        turn.role = if operators { Role::System } else { Role::User };
         turn.content = format!("Summary of the earlier conversation:\n{}", c.summary);
         turn.tool_call_id = None;
         turn.attached_tokens = None;
@@ -628,6 +640,79 @@ fn tiles(image: &serde_json::Value, rule: &ctxpack_core::ImageRule) -> Option<u6
     (w, h) = (w * short, h * short);
     let n = ((w / 512.0).ceil() * (h / 512.0).ceil()) as u64;
     Some(u64::from(t.base) + u64::from(t.tile) * n)
+}
+
+/// Whether `text` is the conversation's summary `t` (of untrusted turns)
+/// as the flat text must write it: `[role] `, its head, and the summary
+/// in a fence of the pack's, written as a host text is, every line after
+/// the header quoted and the summary's lines quoted again in the fence.
+fn is_fenced_summary(t: &ctxpack_core::ConversationTurn, text: &str) -> bool {
+    let head = "Summary of the earlier conversation:\n";
+    let (Some(summary), Some(content)) = (
+        t.content.strip_prefix(head),
+        text.strip_prefix(&format!("[{}] ", t.role.name())),
+    ) else {
+        return false;
+    };
+    let Some(content) = crate::fence::unquoted(content, false) else {
+        return false;
+    };
+    let fenced = content.strip_prefix(head).and_then(|rest| {
+        let (open, rest) = rest.split_once('\n')?;
+        let (body, close) = rest.rsplit_once('\n')?;
+        let nonce = open
+            .strip_prefix("<untrusted-")?
+            .strip_suffix(" source=\"compaction.summary\">")?;
+        (close == format!("</untrusted-{nonce}>")).then_some(body)
+    });
+    fenced
+        .and_then(|body| crate::fence::unquoted(body, true))
+        .is_some_and(|body| crate::fence::only_escaped(summary, &body, "("))
+}
+
+/// No system message holds a byte of unverified or untrusted origin: the
+/// text of every such entry that is not L0 or a turn lies in no system
+/// message, the snapshot's `fence.context-role` is `user` when there is
+/// one, and the conversation's summary of a user's or a tool's turn is
+/// not a system message.
+pub fn untrusted_text_never_carries_system_authority(name: &str, pack: &ContextPack) {
+    use ctxpack_core::{Section, TrustTier};
+    let low = |t: TrustTier| matches!(t, TrustTier::Unverified | TrustTier::Untrusted);
+    let mut context = None;
+    for e in &pack.entries {
+        if e.layer == Layer::L0 || e.section == Section::ConversationState {
+            continue;
+        }
+        context = Some(context.unwrap_or(Role::System));
+        if !low(e.trust) {
+            continue;
+        }
+        context = Some(Role::User);
+        for m in pack.messages.iter().filter(|m| m.role == Role::System) {
+            assert!(
+                !m.content.contains(e.text.as_str()),
+                "{name}: {} ({:?}) is sent in a system message",
+                e.id,
+                e.trust
+            );
+        }
+    }
+    assert_eq!(pack.snapshot.fence.context_role, context, "{name}");
+    for e in pack
+        .entries
+        .iter()
+        .filter(|e| e.id == "conversation-summary")
+    {
+        if low(e.trust) {
+            for m in pack.messages.iter().filter(|m| m.role == Role::System) {
+                assert!(
+                    !m.content
+                        .starts_with("Summary of the earlier conversation:"),
+                    "{name}: the summary of untrusted turns is a system message"
+                );
+            }
+        }
+    }
 }
 
 pub fn check(
@@ -898,7 +983,12 @@ pub fn check(
         .iter()
         .filter(|m| m.role != Role::System || m.tool_call_id.is_some())
         .count();
-    assert!(non_system <= turns_kept, "{name}");
+    // Besides the turns, the other context is a message of the user's
+    // when any of it is of unverified or untrusted origin.
+    let context_role = pack.snapshot.fence.context_role;
+    let context_user = usize::from(context_role == Some(Role::User));
+    assert!(non_system <= turns_kept + context_user, "{name}");
+    untrusted_text_never_carries_system_authority(name, pack);
     for (e, &origin) in pack.entries.iter().zip(&origins) {
         if origin != Origin::Request {
             // Cited by its reference, escaped for the head it is in.
@@ -1061,13 +1151,17 @@ pub fn check(
         if pack.chat.is_some() {
             assert_eq!(
                 text,
-                format!("[{}] {}", t.role.name(), t.content),
+                format!(
+                    "[{}] {}",
+                    t.role.name(),
+                    crate::fence::quoted(&t.content, false)
+                ),
                 "{name}: turn-{i}"
             );
             continue;
         }
         assert!(
-            crate::fence::is_turn_text(t, text),
+            crate::fence::is_turn_text(t, text) || is_fenced_summary(t, text),
             "{name}: turn-{i} is {text:?} for {:?}",
             t.content
         );

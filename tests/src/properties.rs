@@ -174,6 +174,12 @@ pub fn check_with(name: &str, s: &Scenario, outcome: &Outcome, tokenizers: &Toke
             continue;
         }
         let body = invariants::framed_parts(e, origin)[1];
+        // An untrusted body is quoted line by line: compared unquoted.
+        let body = match e.trust {
+            ctxpack_core::TrustTier::Untrusted => crate::fence::unquoted(body, true)
+                .unwrap_or_else(|| panic!("{name}: {} is not quoted", e.id)),
+            _ => body.to_owned(),
+        };
         let mut texts: Vec<&str> = answers
             .iter()
             .filter_map(|a| match a {

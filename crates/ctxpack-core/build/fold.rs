@@ -7,20 +7,27 @@ use super::{Res, ranges};
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// What the fence's reading (`src/fence/fold.rs`) takes each character
+/// What the fence's reading (`src/fence/read.rs`) takes each character
 /// outside ASCII for, from the Unicode data: removed (invisible, a
-/// control, a format or tag character, a space, or a symbol whose UTS #39
-/// prototype is a space, such as U+2800 BRAILLE PATTERN BLANK), an
-/// opening or closing bracket, or the ASCII text it reads as — its NFKC
-/// form in lower case without marks, and where that is not ASCII, its UTS
-/// #39 skeleton (unicode-security's `confusables.txt`). Characters that
-/// read as none of these are left out: they read as themselves.
+/// control, a format or tag character, a space, a symbol whose UTS #39
+/// prototype is a space, such as U+2800 BRAILLE PATTERN BLANK, or one
+/// drawn blank, [`DRAWN_BLANK`]), an opening or closing bracket (open and
+/// close punctuation, editorial brackets, the pieces large brackets are
+/// drawn with, [`drawn_bracket`]), or the ASCII text it reads as — its
+/// NFKC form in lower case without marks, and where that is not ASCII,
+/// its UTS #39 skeleton (unicode-security's `confusables.txt`); an
+/// enclosed letter with neither as its letter ([`enclosed_letters`]); a
+/// spacing mark (Mc) as its prototype or nothing. Marks that take no
+/// space, and characters that read as none of these, are left out: the
+/// former read as nothing, the latter as themselves.
 pub(super) fn write_fold(out: &Path) -> Res<()> {
     let classes = Classes {
         removed: ranges(REMOVED)?,
         open: ranges(OPENING)?,
         close: ranges(CLOSING)?,
+        spacing_marks: ranges(r"\p{Mc}")?,
     };
+    let letters = enclosed_letters()?;
     let siblings = siblings();
     let mut entries: Vec<(u32, String)> = Vec::new();
     let mut blank = Vec::new();
@@ -29,20 +36,50 @@ pub(super) fn write_fold(out: &Path) -> Res<()> {
         if within(&classes.removed, cp) {
             continue;
         }
+        if DRAWN_BLANK.contains(&cp) {
+            blank.push(cp);
+            continue;
+        }
+        if let Some(reading) = drawn_bracket(cp) {
+            entries.push((cp, reading.to_owned()));
+            continue;
+        }
+        if let Ok(k) = letters.binary_search_by_key(&cp, |&(at, _)| at) {
+            entries.push((cp, letters[k].1.to_string()));
+            continue;
+        }
+        let mark = unicode_normalization::char::is_combining_mark(c);
+        let spacing = within(&classes.spacing_marks, cp);
+        if mark && !spacing {
+            // A mark that takes no space reads as nothing, as the run
+            // time's check of unicode-normalization's own table says.
+            continue;
+        }
         let readings = readings_of(c, &classes, &siblings);
         if readings.iter().all(String::is_empty) {
             // (Combining marks are dropped at run time, by
             // unicode-normalization's own table.)
-            if !unicode_normalization::char::is_combining_mark(c) {
+            if !mark {
                 blank.push(cp);
             }
             continue;
         }
-        let alternatives = alternatives(cp, &readings, &classes);
-        if alternatives.is_empty() || alternatives == [c.to_string()] {
+        let mut alternatives = alternatives(cp, &readings, &classes);
+        if spacing && !alternatives.contains(&String::new()) {
+            // A spacing mark is drawn, yet may be taken for part of the
+            // letter before it: it reads as its prototype or as nothing.
+            alternatives.push(String::new());
+        }
+        // (A mark that reads as nothing but nothing needs no entry.)
+        if alternatives.is_empty()
+            || alternatives == [c.to_string()]
+            || (mark && alternatives == [""])
+        {
             continue;
         }
-        // Alternatives apart by U+0005.
+        // Alternatives apart by U+0005, in one order, so that characters
+        // that read alike share their entry.
+        alternatives.sort_unstable();
         entries.push((cp, alternatives.join("\u{5}")));
     }
     let removed = removed_ranges(&classes.removed, &blank);
@@ -54,6 +91,31 @@ struct Classes {
     removed: Vec<(u32, u32)>,
     open: Vec<(u32, u32)>,
     close: Vec<(u32, u32)>,
+    /// Spacing marks (Mc): drawn, so they read as their prototype too.
+    spacing_marks: Vec<(u32, u32)>,
+}
+
+/// The enclosed letters Unicode gives no decomposition, nor UTS #39 a
+/// prototype, each with the letter it shows: the regional indicators
+/// (from their property, `A` to `Z` in order), and the negative circled
+/// and negative squared capitals (see [`ENCLOSED`]).
+fn enclosed_letters() -> Res<Vec<(u32, char)>> {
+    let mut letters = Vec::new();
+    let indicators = ranges(r"\p{Regional_Indicator}")?;
+    let runs = indicators.iter().map(|&(a, b)| (a, b - a + 1));
+    for (first, len) in runs.chain(ENCLOSED) {
+        if len != 26 {
+            return Err(format!("U+{first:04X}: a run of {len} letters, not 26").into());
+        }
+        for (k, letter) in (0..len).zip(b'a'..=b'z') {
+            letters.push((first + k, char::from(letter)));
+        }
+    }
+    letters.extend(ENCLOSED_SINGLE);
+    // A letter of no structure's word reads as any other character.
+    letters.retain(|&(_, letter)| ALPHABET.contains(letter));
+    letters.sort_unstable();
+    Ok(letters)
 }
 
 /// Whether `c` is in one of the ranges of `set`.
@@ -252,7 +314,7 @@ fn write_fold_table(out: &Path, removed: &[(u32, u32)], entries: &[(u32, String)
             }
         };
         from.push(*cp);
-        to.push(u8::try_from(at)?);
+        to.push(u16::try_from(at)?);
     }
     let (deltas, index) = deltas(&from)?;
     let mut rs = String::new();
@@ -279,7 +341,7 @@ fn write_fold_table(out: &Path, removed: &[(u32, u32)], entries: &[(u32, String)
         "static READ_INDEX: [(u32, u16); {}] = {index:?};",
         index.len()
     )?;
-    writeln!(rs, "static READ_AS: [u8; {}] = {to:?};", to.len())?;
+    writeln!(rs, "static READ_AS: [u16; {}] = {to:?};", to.len())?;
     // The readings back to back, and where each begins.
     let mut starts: Vec<u16> = Vec::new();
     let mut all = String::new();
@@ -318,7 +380,7 @@ fn write_fold_table(out: &Path, removed: &[(u32, u32)], entries: &[(u32, String)
 
 /// The letters of the words the fence looks for (see `src/fence.rs`): a
 /// character that reads as any other letter reads as no structure's.
-const ALPHABET: &str = "abcdefilmnoprstuvy";
+const ALPHABET: &str = "abcdefhiklmnoprstuvxy";
 
 /// What the words the fence looks for end with that is no bracket
 /// (`untrusted`, `source:`; a role's name and a chat format's word end
@@ -346,6 +408,63 @@ fn latin_letter(name: &str) -> Option<char> {
     (tail.is_empty() || tail.starts_with(" WITH ")).then(|| letter.to_ascii_lowercase())
 }
 
+/// Runs of 26 enclosed capitals, `A` to `Z`, that have neither a
+/// decomposition nor a UTS #39 prototype: only their names say which
+/// letter each shows, and the tests' independent reading learns them
+/// from the names, so this one lists them: NEGATIVE CIRCLED LATIN
+/// CAPITAL LETTER A–Z (U+1F150–U+1F169) and NEGATIVE SQUARED LATIN
+/// CAPITAL LETTER A–Z (U+1F170–U+1F189). The regional indicators come
+/// from their property.
+const ENCLOSED: [(u32, u32); 2] = [(0x1F150, 26), (0x1F170, 26)];
+
+/// Single enclosed letters of the same kind: CROSSED NEGATIVE SQUARED
+/// LATIN CAPITAL LETTER P, SQUARED LATIN SMALL LETTER D.
+const ENCLOSED_SINGLE: [(u32, char); 2] = [(0x1F18A, 'p'), (0x1F1A5, 'd')];
+
+/// Symbols whose glyph is empty, which no Unicode property says (they are
+/// neither default ignorable nor white space, and UTS #39 gives them no
+/// prototype): U+1D159 MUSICAL SYMBOL NULL NOTEHEAD, U+13441 EGYPTIAN
+/// HIEROGLYPH FULL BLANK and U+13442 EGYPTIAN HIEROGLYPH HALF BLANK. (The
+/// blank Braille pattern's prototype is a space; the Hangul fillers are
+/// default ignorable.)
+const DRAWN_BLANK: [u32; 3] = [0x1D159, 0x13441, 0x13442];
+
+/// The pieces large brackets are drawn with, and the square subset
+/// symbols and corners written as brackets, which are math symbols (Sm,
+/// So) to Unicode, not open or close punctuation, and have no prototype:
+/// their readings, U+0001 for an opening bracket, U+0002 for a closing
+/// one, both for a piece that can be either.
+fn drawn_bracket(cp: u32) -> Option<&'static str> {
+    Some(match cp {
+        // ⎛ ⎜ ⎝, ⎡ ⎢ ⎣, ⎧ ⎨ ⎩: the left parenthesis's, square bracket's
+        // and curly bracket's pieces; 🯌 RAISED SMALL LEFT SQUARE
+        // BRACKET; ⊏ SQUARE IMAGE OF, ⊑ with EQUAL TO; ⌜ ⌞, the top and
+        // bottom left corners.
+        0x239B..=0x239D
+        | 0x23A1..=0x23A3
+        | 0x23A7..=0x23A9
+        | 0x1FBCC
+        | 0x228F
+        | 0x2291
+        | 0x22E4
+        | 0x231C
+        | 0x231E => "\u{1}",
+        // Their right counterparts.
+        0x239E..=0x23A0
+        | 0x23A4..=0x23A6
+        | 0x23AB..=0x23AD
+        | 0x2290
+        | 0x2292
+        | 0x22E5
+        | 0x231D
+        | 0x231F => "\u{2}",
+        // ⎪ CURLY BRACKET EXTENSION, ⎰ and ⎱ (UPPER LEFT OR LOWER RIGHT
+        // CURLY BRACKET SECTION and the other).
+        0x23AA | 0x23B0 | 0x23B1 => "\u{1}\u{5}\u{2}",
+        _ => return None,
+    })
+}
+
 /// The longest ASCII reading kept for one character.
 const MAX_READ: usize = 8;
 
@@ -353,8 +472,9 @@ const MAX_READ: usize = 8;
 /// points, controls, format characters (tags among them), separators and
 /// white space.
 const REMOVED: &str = r"[\p{Default_Ignorable_Code_Point}\p{Cc}\p{Cf}\p{Z}\p{White_Space}]";
-/// Opening brackets: open punctuation, and initial quotation marks that
-/// mirror (`«`, `‹`).
-const OPENING: &str = r"[\p{Ps}[\p{Pi}&&\p{Bidi_Mirrored}]]";
+/// Opening brackets: open punctuation, initial quotation marks that
+/// mirror (`«`, `‹`), and initial punctuation that is no quotation mark
+/// (the editorial brackets `⸂`, `⸉`, `⸜`).
+const OPENING: &str = r"[\p{Ps}[\p{Pi}&&\p{Bidi_Mirrored}][\p{Pi}--\p{Quotation_Mark}]]";
 /// Closing brackets, likewise.
-const CLOSING: &str = r"[\p{Pe}[\p{Pf}&&\p{Bidi_Mirrored}]]";
+const CLOSING: &str = r"[\p{Pe}[\p{Pf}&&\p{Bidi_Mirrored}][\p{Pf}--\p{Quotation_Mark}]]";

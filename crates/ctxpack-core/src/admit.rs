@@ -20,7 +20,7 @@
 //! and what the fill would take is reviewed ([`crate::policy`]).
 
 use crate::dedup::Deduper;
-use crate::fence::{self, Nonce};
+use crate::fence::{self, Controls, Nonce};
 use crate::gather::never;
 use crate::item::{Decision, Item};
 use crate::snapshot::Reason;
@@ -29,7 +29,7 @@ use crate::policy::{Husk, Husks};
 use crate::prefetch;
 use crate::rank::Ranked;
 use crate::tokenizer::clamp_len;
-use crate::types::{AgentContext, Candidate, Role};
+use crate::types::{AgentContext, Candidate, Role, TrustTier};
 use rustc_hash::FxHashSet;
 use std::borrow::Cow;
 
@@ -130,11 +130,12 @@ pub(crate) fn admit<'r>(
 
 impl Admitted {
     /// The items, each with its candidate's id, provenance and text moved
-    /// in: a host text keeps its body (see [`crate::item::body`]), framed
+    /// in: a host text keeps its body (see [`crate::item::body`]: written
+    /// with the tokenizer's `controls` neutralised, quoted if untrusted), framed
     /// with the pack's `nonce`; its frame is counted with it and put around
     /// it only if it is included. What is left of the candidates is kept
     /// for the review (see [`crate::policy`]).
-    pub(crate) fn into_items(self, nonce: Nonce) -> (Vec<Item>, Husks) {
+    pub(crate) fn into_items(self, nonce: Nonce, controls: &Controls) -> (Vec<Item>, Husks) {
         let Admitted { mut pool, items } = self;
         let order: Vec<usize> = items.iter().map(|&(_, i)| i).collect();
         let mut husks = Husks::with_capacity(items.len());
@@ -151,7 +152,14 @@ impl Admitted {
                 let mut given = None;
                 match &item.provenance {
                     Some(_) => {
-                        let (written, altered) = fence::write(&text);
+                        let (written, altered) = fence::write(&text, controls);
+                        // Untrusted, every line of it is quoted.
+                        let written = match (c.trust, written) {
+                            (TrustTier::Untrusted, w) => {
+                                Cow::Owned(fence::quote(&w, true).into_owned())
+                            }
+                            (_, w) => w,
+                        };
                         item.altered = altered;
                         let defused = match written {
                             Cow::Owned(d) => Some(d),

@@ -330,9 +330,12 @@ impl Builder {
             chat::charge_cleared(read, compacted_request, state, meter);
         }
         let request: &AssembleRequest = &compacted.request;
+        // Untrusted text, and a summary of it, is fenced with the
+        // request's nonce.
+        let nonce = fence::Nonce::of(request, self.fence_key.as_ref());
         if let Some(at) = compacted.summary_turn() {
             own.l1 = layer::conversation_items(&request.conversation, sent);
-            layer::summarised(&mut own.l1, at);
+            layer::summarised(&mut own.l1, at, nonce);
         } else if matches!(compacted.request, std::borrow::Cow::Owned(_)) {
             own.l1 = layer::conversation_items(&request.conversation, sent);
         }
@@ -351,8 +354,7 @@ impl Builder {
         // text is fenced with the request's nonce.
         let ids = || own.ids();
         let admitted = admit::admit(ranked, &request.context, ids, self.near_duplicate_threshold);
-        let nonce = fence::Nonce::of(request, self.fence_key.as_ref());
-        let hosted = admitted.into_items(nonce);
+        let hosted = admitted.into_items(nonce, meter.controls());
 
         // 6. conversation: the window; only the turns the budget can reach
         // are rendered. Each entry after L0 is charged its overhead and,
@@ -373,7 +375,7 @@ impl Builder {
         // with L0, or the assembly fails as for L0 alone: counted first.
         let tail = conversation::mandatory(request, &window);
         for &m in window[..tail].iter().flat_map(|g| g.iter()) {
-            conversation::render_into(turns, &mut own.l1, m, sent.written());
+            conversation::render_into(turns, &mut own.l1, m, sent.written(), meter.controls());
             own.l1[m].measure(meter, u32::MAX);
         }
         if tail > 0 {
@@ -497,7 +499,8 @@ impl Builder {
         room: u64,
     ) -> Result<(Shared, policy::Reviewer), Stopped> {
         let (mut pool, mut state) = budget::Pool::new(l1, l2, hosted, window, room);
-        let mut reviewer = policy::Reviewer::new(husks, pool.hosted_from);
+        let controls = b.meter.controls().clone();
+        let mut reviewer = policy::Reviewer::new(husks, pool.hosted_from, controls);
         match Self::phases(b, &mut pool.items, &mut state, &mut reviewer).await {
             Ok((summaries, records)) => {
                 let calls = std::mem::take(&mut reviewer.calls);

@@ -67,8 +67,7 @@ pub(crate) fn covered(state: &Compaction) -> usize {
     state.turns.max(state.cleared) as usize
 }
 
-/// What heads the summary's turn.
-const SUMMARY_HEAD: &str = "Summary of the earlier conversation:\n";
+use crate::conversation::SUMMARY_HEAD;
 
 /// Bytes a token is taken to be, as in the conversation's steps.
 const BYTES_PER_TOKEN: u64 = 4;
@@ -124,7 +123,7 @@ pub(crate) async fn compact<'r>(
             if let Some(to) = cut(turns, &state, keep.saturating_sub(target)) {
                 let ask = SummaryRequest {
                     section: Section::ConversationState,
-                    text: summarised(turns, &state, to),
+                    text: summarised(turns, &state, to, meter.controls()),
                     target_tokens: plan.compact_tokens,
                 };
                 let answer = channel.summaries(vec![ask], tokenizer).await;
@@ -258,13 +257,18 @@ fn cut(turns: &[ConversationTurn], state: &Compaction, keep: u64) -> Option<usiz
 
 /// What the summariser is asked to summarise: the summary so far, then
 /// each turn up to `to`, rendered as the flat text renders it, whole.
-fn summarised(turns: &[ConversationTurn], state: &Compaction, to: usize) -> String {
+fn summarised(
+    turns: &[ConversationTurn],
+    state: &Compaction,
+    to: usize,
+    controls: &crate::fence::Controls,
+) -> String {
     let mut parts: Vec<Cow<'_, str>> = Vec::new();
     if state.turns > 0 {
         parts.push(format!("[summary] {}", state.summary).into());
     }
     for turn in &turns[state.turns as usize..to] {
-        parts.push(crate::conversation::render_turn(turn).0.into());
+        parts.push(crate::conversation::render_turn(turn, controls).0.into());
     }
     parts.join("\n\n")
 }
@@ -293,6 +297,20 @@ fn checked(
     }
 }
 
+/// The role the conversation's summary of `covered` is sent in: a
+/// system turn only where every turn it covers is the operator's or the
+/// model's own (system, assistant); otherwise it holds text a user or a
+/// tool wrote, which never carries system authority, and is the user's.
+fn summary_role(covered: &[ConversationTurn]) -> Role {
+    match covered
+        .iter()
+        .all(|t| matches!(t.role, Role::System | Role::Assistant))
+    {
+        true => Role::System,
+        false => Role::User,
+    }
+}
+
 /// `request` as the pipeline sees it under `state`: borrowed where
 /// nothing is compacted.
 fn applied<'r>(request: &'r AssembleRequest, state: &Compaction) -> Cow<'r, AssembleRequest> {
@@ -315,7 +333,7 @@ fn applied<'r>(request: &'r AssembleRequest, state: &Compaction) -> Cow<'r, Asse
         && let Some(turn) = owned.conversation.get_mut(at)
     {
         *turn = ConversationTurn {
-            role: Role::System,
+            role: summary_role(request.conversation.get(..=at).unwrap_or_default()),
             content: format!("{SUMMARY_HEAD}{}", state.summary),
             tool_call_id: None,
             attached_tokens: None,

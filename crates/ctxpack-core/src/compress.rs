@@ -203,9 +203,22 @@ pub(crate) async fn summarise(
 /// [`summary`]).
 pub(crate) fn frame(queue: &[Group], pool: &[Item], meter: &Meter) -> u64 {
     let members: Vec<usize> = queue.iter().flatten().copied().collect();
-    let item = summary_item(Section::SupportingContext, String::new(), &members, pool);
+    let controls = crate::fence::Controls::default();
+    let item = summary_item(
+        Section::SupportingContext,
+        String::new(),
+        &members,
+        pool,
+        &controls,
+    );
+    // A fenced summary's first line is quoted besides (its others are
+    // charged as the summariser writes them: a cut makes them fit).
+    let quote = match item.trust {
+        crate::types::TrustTier::Untrusted => u64::from(meter.count(crate::fence::QUOTE)),
+        _ => 0,
+    };
     item.frame().map_or(0, |(head, tail)| {
-        u64::from(meter.count(&head)) + u64::from(meter.count(&tail))
+        u64::from(meter.count(&head)) + u64::from(meter.count(&tail)) + quote
     })
 }
 
@@ -238,7 +251,7 @@ pub(crate) fn requests(
                 .queue
                 .iter()
                 .flatten()
-                .map(|&i| pool[i].rendered())
+                .map(|&i| pool[i].for_summariser())
                 .collect::<Vec<_>>()
                 .join("\n\n"),
             target_tokens: clamp(target(o.queue, o.room, pool, meter, overhead)),
@@ -375,7 +388,13 @@ fn cut_into(
 /// The summary of `members` with `text` (not yet decided or counted): it
 /// cites them all by id, takes the lowest trust among them, and is framed
 /// as they are.
-fn summary_item(section: Section, text: String, members: &[usize], pool: &[Item]) -> Item {
+fn summary_item(
+    section: Section,
+    text: String,
+    members: &[usize],
+    pool: &[Item],
+    controls: &crate::fence::Controls,
+) -> Item {
     let trust = members
         .iter()
         .map(|&i| pool[i].trust)
@@ -386,7 +405,7 @@ fn summary_item(section: Section, text: String, members: &[usize], pool: &[Item]
         Ok(serde_json::Value::String(s)) => s,
         _ => format!("{section:?}"),
     };
-    let (text, altered) = crate::item::body(text);
+    let (text, altered) = crate::item::body(text, trust, controls);
     let mut item = Item::made(
         format!("summary:{name}"),
         section,
@@ -416,7 +435,7 @@ fn summary(
     meter: &Meter,
     target: u32,
 ) -> Result<Item, String> {
-    let mut item = summary_item(section, text.to_owned(), members, pool);
+    let mut item = summary_item(section, text.to_owned(), members, pool, meter.controls());
     item.compressed = true;
     if let Count::Exact(n) = item.measure(meter, target)
         && n <= target

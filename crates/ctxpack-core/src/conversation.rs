@@ -7,7 +7,7 @@
 //! steps (see [`Steps`]), so the rendered text stays byte-stable across the
 //! turns of a growing conversation.
 
-use crate::fence::{self, Altered};
+use crate::fence::{self, Altered, Controls};
 use crate::item::{Group, Item};
 use crate::snapshot::Reason;
 
@@ -300,20 +300,42 @@ pub(crate) fn units(turns: &[ConversationTurn]) -> Vec<Unit> {
 }
 
 /// A turn as the flat text renders it: `[role] content`, its content
-/// written as every host text is (see [`crate::fence::write()`]), so no line
-/// of it passes for a turn of its own or any other structure; and what
-/// that changed. The messages send the same content (see
+/// written as every host text is (see [`crate::fence::write()`]), so no
+/// structure of it can be read, and every line of it but the first quoted
+/// (see [`flat`]), so none of its bytes begins a line; and what writing
+/// it changed. The messages send the same content unquoted (see
 /// [`turn_content`]).
-pub(crate) fn render_turn(t: &ConversationTurn) -> (String, Altered) {
+pub(crate) fn render_turn(t: &ConversationTurn, controls: &Controls) -> (String, Altered) {
+    let (content, altered) = fence::write(&t.content, controls);
+    (headed(t.role, &content, false), altered)
+}
+
+/// A turn's `content` (as a message sends it) as the flat text renders
+/// it: headed by `[role] `, every line after the first quoted (`as_given`
+/// where its lines are not read again, see [`flat`]).
+fn headed(role: Role, content: &str, as_given: bool) -> String {
     // Built by hand: one of these per turn reached, and histories are long.
-    let role = t.role.name();
-    let (content, altered) = fence::write(&t.content);
+    let role = role.name();
+    let content = flat(content, as_given);
     let mut text = String::with_capacity(role.len() + 3 + content.len());
     text.push('[');
     text.push_str(role);
     text.push_str("] ");
     text.push_str(&content);
-    (text, altered)
+    text
+}
+
+/// A turn's content as the flat text writes it after its header: every
+/// line after the first begins with [`fence::QUOTE`], so only the pack's
+/// own headers begin lines there. `as_given` where the content is not to
+/// be read again for structures a quote would close: a chat's turn (the
+/// caller's own message, sent as given), or the fenced summary (its lines
+/// quoted already, see [`fenced_summary`]).
+pub(crate) fn flat(content: &str, as_given: bool) -> std::borrow::Cow<'_, str> {
+    match as_given {
+        true => fence::quote_lines(content, false),
+        false => fence::quote(content, false),
+    }
 }
 
 /// What heads a turn in the flat text: `[role] `.
@@ -321,10 +343,32 @@ pub(crate) fn header(role: Role) -> String {
     format!("[{}] ", role.name())
 }
 
-/// A turn's content as written, from its rendered `text` (see
-/// [`render_turn`]).
-pub(crate) fn turn_content(role: Role, text: &str) -> &str {
-    text.get(role.name().len() + 3..).unwrap_or_default()
+/// A turn's content as a message sends it, from its rendered `text` (see
+/// [`render_turn`]): the header taken off and the lines after the first
+/// unquoted.
+pub(crate) fn turn_content(role: Role, text: &str) -> std::borrow::Cow<'_, str> {
+    fence::unquote(text.get(role.name().len() + 3..).unwrap_or_default(), false)
+}
+
+/// What heads the conversation's summary's turn (see [`crate::compact`]).
+pub(crate) const SUMMARY_HEAD: &str = "Summary of the earlier conversation:\n";
+
+/// The content the conversation's summary sends where it summarises text
+/// of untrusted origin: its head, then the summary fenced with the pack's
+/// `nonce`, every line of it quoted (see [`crate::item::body`]).
+fn fenced_summary(content: &str, nonce: fence::Nonce, controls: &Controls) -> (String, Altered) {
+    let head = SUMMARY_HEAD;
+    let summary = content.strip_prefix(head).unwrap_or(content);
+    let (body, altered) = crate::item::body(
+        summary.to_owned(),
+        crate::types::TrustTier::Untrusted,
+        controls,
+    );
+    let (open, close) = (
+        fence::open(nonce, "compaction.summary"),
+        fence::close(nonce),
+    );
+    ([head, open.as_str(), &body, &close].concat(), altered)
 }
 
 /// Gives turn `m` of `turns` its text as charged: rendered (see
@@ -332,19 +376,29 @@ pub(crate) fn turn_content(role: Role, text: &str) -> &str {
 /// alone, as a message sends it (the header is put back for the flat
 /// text, see [`crate::render::entries`]): written as a host text is, or
 /// a chat's turn as the caller gave it (its message is sent as given).
+/// The conversation's summary of untrusted text (an item framed with the
+/// pack's nonce, see [`crate::layer::summarised`]) is fenced.
 pub(crate) fn render_into(
     turns: &[ConversationTurn],
     l1: &mut [Item],
     m: usize,
     (headless, verbatim): (bool, bool),
+    controls: &Controls,
 ) {
-    (l1[m].text, l1[m].altered) = match (headless, verbatim) {
-        (true, true) => (turns[m].content.clone(), Altered::default()),
-        (true, false) => {
-            let (content, altered) = fence::write(&turns[m].content);
-            (content.into_owned(), altered)
+    let turn = &turns[m];
+    let (content, altered) = match (l1[m].framed, headless && verbatim) {
+        (Some(nonce), _) => {
+            let (c, a) = fenced_summary(&turn.content, nonce, controls);
+            (std::borrow::Cow::Owned(c), a)
         }
-        (false, _) => render_turn(&turns[m]),
+        (None, true) => (turn.content.as_str().into(), Altered::default()),
+        (None, false) => fence::write(&turn.content, controls),
+    };
+    l1[m].altered = altered;
+    let as_given = l1[m].framed.is_some() || (headless && verbatim);
+    l1[m].text = match headless {
+        true => content.into_owned(),
+        false => headed(turn.role, &content, as_given),
     };
 }
 
@@ -367,7 +421,7 @@ pub(crate) fn render_reachable(
     for unit in window {
         for &m in unit {
             floor += u64::from(meter.at_least(&turns[m].content)) + charge;
-            render_into(turns, l1, m, written);
+            render_into(turns, l1, m, written, meter.controls());
         }
         if floor > room {
             break;

@@ -200,11 +200,32 @@ pub(crate) struct Loaded {
     pub(crate) tokens: usize,
     /// Its special tokens, matched in text.
     pub(crate) specials: usize,
+    /// Its added tokens the file marks special: the model's control
+    /// tokens (see [`crate::TokenCounter::control_tokens`]).
+    pub(crate) controls: Vec<String>,
     /// Whether text is put in Normalization Form C before it is counted.
     pub(crate) nfc: bool,
 }
 
 impl Encoding {
+    /// The special tokens of the built-in encoding of its pattern, as
+    /// tiktoken lists them (all of the form `<|…|>`, which the fence's
+    /// reading finds besides).
+    pub(crate) fn control_tokens(&self) -> Vec<String> {
+        let list: &[&str] = match self.pattern.name() {
+            "o200k" => &["<|endoftext|>", "<|endofprompt|>"],
+            "cl100k" => &[
+                "<|endoftext|>",
+                "<|fim_prefix|>",
+                "<|fim_middle|>",
+                "<|fim_suffix|>",
+                "<|endofprompt|>",
+            ],
+            _ => &[],
+        };
+        list.iter().map(|&t| t.to_owned()).collect()
+    }
+
     /// The name of the pattern it splits text by (`llama3`, `qwen`, …).
     pub(crate) fn pattern_name(&self) -> &'static str {
         self.pattern.name()
@@ -252,6 +273,7 @@ impl Encoding {
             kind: read.kind,
             tokens,
             specials,
+            controls: read.controls,
             nfc: read.nfc,
         })
     }

@@ -87,18 +87,22 @@ use std::borrow::Cow;
 /// The word every marker carries.
 const WORD: &[u8] = b"untrusted";
 
-/// The roles whose header (`[role] `) begins a turn in the flat text.
-const ROLES: [&[u8]; 4] = [b"system", b"user", b"assistant", b"tool"];
+/// The roles whose header (`[role] `) begins a turn in the flat text, and
+/// `developer`, the name OpenAI's formats give the system's role.
+const ROLES: [&[u8]; 5] = [b"system", b"user", b"assistant", b"tool", b"developer"];
 
 /// The word of a citation head (`[source: …]`).
 const SOURCE: &[u8] = b"source:";
 
 /// The words of the chat formats' own markers that are written in words
-/// between brackets: Gemma's `<start_of_turn>`, Llama 2's and Mistral's
-/// `[INST]`, `<<SYS>>`, `[SYSTEM_PROMPT]`, `[TOOL_RESULTS]`, …
-/// (`<|…|>`, the form of ChatML, Llama 3, Phi, DeepSeek and gpt-oss, is
-/// recognised by its bars).
-const CHAT_WORDS: [&[u8]; 9] = [
+/// between brackets: Gemma's `<start_of_turn>`, `<bos>` and `<eos>`,
+/// Llama 2's and Mistral's `<s>`, `</s>`, `[INST]`, `<<SYS>>`,
+/// `[SYSTEM_PROMPT]`, `[TOOL_RESULTS]`, …, Qwen's and DeepSeek's
+/// `<think>`, `<tool_call>` and `<tool_response>`, and the fill-in-the-middle
+/// markers of the code models (`<fim_prefix>`) (`<|…|>`, the form of
+/// ChatML, Llama 3, Phi, DeepSeek and gpt-oss, is recognised by its
+/// bars).
+const CHAT_WORDS: [&[u8]; 19] = [
     b"start_of_turn",
     b"end_of_turn",
     b"inst",
@@ -108,6 +112,16 @@ const CHAT_WORDS: [&[u8]; 9] = [
     b"available_tools",
     b"tool_results",
     b"tool_content",
+    b"s",
+    b"think",
+    b"bos",
+    b"eos",
+    b"tool_call",
+    b"tool_response",
+    b"fim_prefix",
+    b"fim_middle",
+    b"fim_suffix",
+    b"fim_pad",
 ];
 
 /// A secret the host gives the builder (`fence-key`): the fences' nonce is
@@ -134,46 +148,69 @@ impl std::fmt::Debug for FenceKey {
 }
 
 /// A fence's nonce: eight lowercase hexadecimal digits (see the module
-/// docs).
+/// docs); with it, the nonce of the frames the summariser is given its
+/// texts in, which is not the pack's: no summary can write the pack's
+/// closing marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Nonce([u8; 8]);
+pub(crate) struct Nonce {
+    digits: [u8; 8],
+    summariser: [u8; 8],
+}
 
 impl Nonce {
     /// The nonce of `request`'s fences: with `key`, a keyed MAC
-    /// (HMAC-SHA-256) of its context; without, a hash of it.
+    /// (HMAC-SHA-256) of its context; without, a hash of it. The
+    /// summariser's is made so under another name, apart from it.
     pub(crate) fn of(request: &AssembleRequest, key: Option<&FenceKey>) -> Nonce {
         let c = &request.context;
-        let context = crate::digest::content_id(&(
-            "ctxpack fence v1",
-            &c.tenant_id,
-            &c.project_id,
-            &c.session_id,
-            &c.user_id,
-            &request.system_prompt,
-            &request.instructions,
-            &request.current_task,
-        ));
-        let hash = match key {
-            None => context,
-            Some(key) => crate::digest::mac(&key.0, context.as_bytes()),
+        let digits = |name: &str| {
+            let context = crate::digest::content_id(&(
+                name,
+                &c.tenant_id,
+                &c.project_id,
+                &c.session_id,
+                &c.user_id,
+                &request.system_prompt,
+                &request.instructions,
+                &request.current_task,
+            ));
+            let hash = match key {
+                None => context,
+                Some(key) => crate::digest::mac(&key.0, context.as_bytes()),
+            };
+            let mut digits = [b'0'; 8];
+            for (d, h) in digits.iter_mut().zip(hash.bytes()) {
+                *d = h;
+            }
+            digits
         };
-        let mut digits = [b'0'; 8];
-        for (d, h) in digits.iter_mut().zip(hash.bytes()) {
-            *d = h;
+        Nonce {
+            digits: digits("ctxpack fence v1"),
+            summariser: digits("ctxpack summariser fence v1"),
         }
-        Nonce(digits)
+    }
+
+    /// The nonce of the frames the summariser is given texts in.
+    pub(crate) fn summariser(self) -> Nonce {
+        Nonce {
+            digits: self.summariser,
+            summariser: self.summariser,
+        }
     }
 
     /// A nonce for tests.
     #[cfg(test)]
     pub(crate) fn fixed() -> Nonce {
-        Nonce(*b"0badcafe")
+        Nonce {
+            digits: *b"0badcafe",
+            summariser: *b"5ca1ab1e",
+        }
     }
 
     fn as_str(&self) -> &str {
         // Invariant: the digits are ASCII hexadecimal (from a hex digest,
         // or the zeros it starts from).
-        std::str::from_utf8(&self.0).unwrap_or("00000000")
+        std::str::from_utf8(&self.digits).unwrap_or("00000000")
     }
 }
 
@@ -216,22 +253,29 @@ pub(crate) fn cite(reference: &str) -> String {
 pub(crate) struct Altered {
     /// Control or tag characters were removed.
     pub removed: bool,
-    /// A spelling of a structure had its opening bracket replaced.
+    /// A spelling of a structure had its opening bracket replaced, or a
+    /// control token of the request's tokenizer was neutralised.
     pub defused: bool,
 }
 
 /// A host text or a turn's content as it is written into the rendered
 /// context (see the module docs): without control characters (but tab,
-/// line feed and carriage return) or tag characters, and with the opening
-/// bracket of every spelling of a structure replaced by `(`. Returns the
-/// text itself when there is nothing to change.
-pub(crate) fn write(text: &str) -> (Cow<'_, str>, Altered) {
+/// line feed and carriage return) or tag characters, with the request
+/// tokenizer's `controls` neutralised, and with the opening bracket of
+/// every spelling of a structure replaced by `(`. Returns the text itself
+/// when there is nothing to change.
+pub(crate) fn write<'t>(text: &'t str, controls: &Controls) -> (Cow<'t, str>, Altered) {
     let clean = strip(text);
     let removed = matches!(clean, Cow::Owned(_));
-    let defused = match defuse(&clean) {
-        Cow::Borrowed(_) => None,
+    let neutral = controls.neutralise(&clean);
+    let defused = match defuse(&neutral) {
         Cow::Owned(d) => Some(d),
+        Cow::Borrowed(_) => None,
     };
+    let defused = defused.or(match neutral {
+        Cow::Owned(n) => Some(n),
+        Cow::Borrowed(_) => None,
+    });
     let altered = Altered {
         removed,
         defused: defused.is_some(),
@@ -244,8 +288,8 @@ pub(crate) fn write(text: &str) -> (Cow<'_, str>, Altered) {
 }
 
 /// [`write()`], taking the text.
-pub(crate) fn written(text: String) -> (String, Altered) {
-    match write(&text) {
+pub(crate) fn written(text: String, controls: &Controls) -> (String, Altered) {
+    match write(&text, controls) {
         (Cow::Borrowed(_), altered) => (text, altered),
         (Cow::Owned(out), altered) => (out, altered),
     }
@@ -300,11 +344,13 @@ fn defuse(text: &str) -> Cow<'_, str> {
 
 /// Whether a structure begins at the unit `at` (one that reads as an
 /// opening bracket): a fence marker, a chat format's marker, or at the
-/// start of a line a role header or a citation head.
+/// start of a line a role header or a citation head — a line begun by a
+/// line break or a spelling of one (`\n` in a JSON string, `<br>`), and
+/// perhaps quoted (`> [system]`; see [`Units::line_starts_at`]).
 fn structure_at(units: &Units, at: usize) -> bool {
     marker(units, at)
         || chat_marker(units, at)
-        || (units.line_starts_at(at) && (role_header(units, at) || citation_head(units, at)))
+        || ((role_header(units, at) || citation_head(units, at)) && units.line_starts_at(at))
 }
 
 /// Whether the units after the opening bracket at `at` can read as
@@ -498,6 +544,206 @@ fn replace_units(value: &str, special: impl Fn(u8) -> Option<char>) -> Cow<'_, s
             out.push_str(crate::text::cut(&clean, copied..));
             Cow::Owned(out)
         }
+    }
+}
+
+/// What begins every line of a fenced text, and every line but the first
+/// of a turn in the flat text: written by the pack alone, as quoted mail
+/// is, so no byte a host or a turn supplied ever begins a line there.
+pub(crate) const QUOTE: &str = "> ";
+
+/// The line breaks a quote follows: a line feed, a carriage return (with
+/// the line feed after it, if any, as one break), and the Unicode line and
+/// paragraph separators. (The other breaks — vertical tab, form feed,
+/// next line — are control characters, removed from every text.)
+fn breaks_at(bytes: &[u8], i: usize) -> Option<usize> {
+    match bytes.get(i)? {
+        b'\n' => Some(1),
+        b'\r' if bytes.get(i + 1) == Some(&b'\n') => Some(2),
+        b'\r' => Some(1),
+        // U+2028 and U+2029: E2 80 A8 / A9.
+        0xE2 if bytes.get(i + 1) == Some(&0x80)
+            && matches!(bytes.get(i + 2), Some(0xA8 | 0xA9)) =>
+        {
+            Some(3)
+        }
+        _ => None,
+    }
+}
+
+/// `text` with [`QUOTE`] after every line break (see [`breaks_at`]), and
+/// before its first line too if `first`: then no line of it begins with a
+/// byte of its own; read again for structures a quote would close (see
+/// [`write()`]). Returns the text itself when there is nothing to add.
+pub(crate) fn quote(text: &str, first: bool) -> Cow<'_, str> {
+    match quote_lines(text, first) {
+        Cow::Borrowed(text) => Cow::Borrowed(text),
+        // A quote begins with a closing bracket: read again, so that a
+        // structure it would close across a line break (`<|im_start|` at
+        // a line's end) is defused too. Nothing of a quote is ever
+        // replaced.
+        Cow::Owned(quoted) if quoted.len() > text.len() + QUOTE.len() || !first => {
+            match defuse(&quoted) {
+                Cow::Owned(defused) => Cow::Owned(defused),
+                Cow::Borrowed(_) => Cow::Owned(quoted),
+            }
+        }
+        Cow::Owned(quoted) => Cow::Owned(quoted),
+    }
+}
+
+/// [`quote`] without reading the text again: for a text whose lines are
+/// its own structures' or quoted already (the conversation's fenced
+/// summary, see [`crate::conversation`]), or a chat's turn, which the
+/// flat text writes as given.
+pub(crate) fn quote_lines(text: &str, first: bool) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let may_break = |b: &u8| matches!(b, b'\n' | b'\r' | 0xE2);
+    if !first && !bytes.iter().any(may_break) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    if first {
+        out.push_str(QUOTE);
+    }
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        match breaks_at(bytes, i) {
+            Some(n) => {
+                i += n;
+                out.push_str(crate::text::cut(text, copied..i));
+                out.push_str(QUOTE);
+                copied = i;
+            }
+            None => i += 1,
+        }
+    }
+    if copied == 0 && !first {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(crate::text::cut(text, copied..));
+    Cow::Owned(out)
+}
+
+/// How many quotes [`quote`] writes into `text` (before its first line
+/// too if `first`): one a line break.
+pub(crate) fn quotes(text: &str, first: bool) -> u32 {
+    let bytes = text.as_bytes();
+    let mut n = u32::from(first);
+    let mut i = 0;
+    while i < bytes.len() {
+        match breaks_at(bytes, i) {
+            Some(k) => {
+                n = n.saturating_add(1);
+                i += k;
+            }
+            None => i += 1,
+        }
+    }
+    n
+}
+
+/// `text`, quoted by [`quote`] (`first` as it was), as it was before: the
+/// [`QUOTE`] after every line break (and before the first line if
+/// `first`) taken out.
+pub(crate) fn unquote(text: &str, first: bool) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let skip =
+        |at: usize| usize::from(text.get(at..).is_some_and(|t| t.starts_with(QUOTE))) * QUOTE.len();
+    let start = if first { skip(0) } else { 0 };
+    let mut out: Option<String> = None;
+    let (mut copied, mut i) = (start, start);
+    while i < bytes.len() {
+        match breaks_at(bytes, i) {
+            Some(n) => {
+                i += n;
+                let q = skip(i);
+                if q > 0 {
+                    let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                    out.push_str(crate::text::cut(text, copied..i));
+                    i += q;
+                    copied = i;
+                }
+            }
+            None => i += 1,
+        }
+    }
+    match out {
+        None => Cow::Borrowed(crate::text::cut(text, start..)),
+        Some(mut out) => {
+            out.push_str(crate::text::cut(text, copied..));
+            Cow::Owned(out)
+        }
+    }
+}
+
+/// The control tokens of the request's tokenizer — the texts its model
+/// reads as its own special tokens (a loaded file's special tokens, an
+/// encoding's own list) —, found in host text to be neutralised: a finite
+/// list that comes with the tokenizer, beside the chat formats' markers
+/// the reading finds.
+#[derive(Clone, Default)]
+pub(crate) struct Controls(Option<aho_corasick::AhoCorasick>);
+
+impl Controls {
+    /// The controls `tokens` spell (empty ones and single characters are
+    /// no markers and are left alone).
+    pub(crate) fn of(tokens: &[String]) -> Controls {
+        let tokens: Vec<&str> = tokens
+            .iter()
+            .map(String::as_str)
+            .filter(|t| t.chars().nth(1).is_some())
+            .collect();
+        if tokens.is_empty() {
+            return Controls(None);
+        }
+        Controls(
+            aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .build(&tokens)
+                .ok(),
+        )
+    }
+
+    /// `text` with every control token in it neutralised: its first
+    /// character, where it reads as an opening bracket, replaced by `(`
+    /// (as a defused structure's is), else followed by a space; so the
+    /// tokenizer can no longer read it as its token. Returns the text
+    /// itself when it holds none.
+    fn neutralise<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let Some(finder) = &self.0 else {
+            return Cow::Borrowed(text);
+        };
+        let mut text = Cow::Borrowed(text);
+        // Each round takes a control's first character out of the
+        // spelling; a few rounds undo any that a replacement made.
+        for _ in 0..4 {
+            let mut out: Option<String> = None;
+            let mut copied = 0;
+            for found in finder.find_iter(text.as_ref()) {
+                let start = found.start();
+                let Some(c) = text.get(start..).and_then(|t| t.chars().next()) else {
+                    continue;
+                };
+                let out = out.get_or_insert_with(|| String::with_capacity(text.len() + 8));
+                out.push_str(crate::text::cut(&text, copied..start));
+                if read::reading(c).contains(&OPEN) {
+                    out.push('(');
+                } else {
+                    out.push(c);
+                    out.push(' ');
+                }
+                copied = start + c.len_utf8();
+            }
+            match out {
+                None => break,
+                Some(mut out) => {
+                    out.push_str(crate::text::cut(&text, copied..));
+                    text = Cow::Owned(out);
+                }
+            }
+        }
+        text
     }
 }
 

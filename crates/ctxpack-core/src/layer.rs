@@ -91,7 +91,7 @@ pub(crate) fn own(request: &AssembleRequest, meter: &Meter, sent: crate::budget:
     Own {
         l0: alone.l0,
         l1: conversation_items(&request.conversation, sent),
-        l2: stage_items(request),
+        l2: stage_items(request, meter.controls()),
         l0_cost,
         // The reply's priming is charged with L0, and in no prefix.
         stable: stable.saturating_sub(sent.reply),
@@ -235,7 +235,7 @@ pub(crate) fn conversation_items(
 /// Makes turn `at` the conversation's summary (see [`crate::compact`]):
 /// its id and provenance say so, and the turns before it are dropped as
 /// summarised in it.
-pub(crate) fn summarised(l1: &mut [Item], at: usize) {
+pub(crate) fn summarised(l1: &mut [Item], at: usize, nonce: crate::fence::Nonce) {
     // The summary is trusted as its least trusted turn.
     let mut trust = TrustTier::System;
     for item in l1.iter_mut().take(at) {
@@ -245,6 +245,9 @@ pub(crate) fn summarised(l1: &mut [Item], at: usize) {
     }
     if let Some(item) = l1.get_mut(at) {
         item.trust = item.trust.max(trust);
+        // A summary of untrusted text is untrusted, and fenced as such
+        // (see [`crate::conversation::render_into`]).
+        item.framed = (item.trust == TrustTier::Untrusted).then_some(nonce);
         item.id = crate::compact::SUMMARY_ID.to_owned();
         item.provenance = Some(crate::types::Provenance {
             source_kind: "request".to_owned(),
@@ -255,7 +258,7 @@ pub(crate) fn summarised(l1: &mut [Item], at: usize) {
     }
 }
 
-fn stage_items(request: &AssembleRequest) -> Vec<Item> {
+fn stage_items(request: &AssembleRequest, controls: &crate::fence::Controls) -> Vec<Item> {
     request
         .stage_summaries
         .iter()
@@ -263,10 +266,10 @@ fn stage_items(request: &AssembleRequest) -> Vec<Item> {
         .map(|(i, s)| {
             // The workflow's record, which may quote what its stages read:
             // written as every host text is.
-            let (text, altered) = crate::fence::written(format!(
-                "Stage {} ({}): {}",
-                s.stage_id, s.outcome, s.summary
-            ));
+            let (text, altered) = crate::fence::written(
+                format!("Stage {} ({}): {}", s.stage_id, s.outcome, s.summary),
+                controls,
+            );
             let mut item = from_request(
                 format!("stage-summary-{i}"),
                 Section::StageSummaries,

@@ -20,6 +20,7 @@ use crate::assembly::Channel;
 use crate::budget::Filling;
 use crate::capability::Capability;
 use crate::error::{Error, HostError};
+use crate::fence::Controls;
 use crate::host::Verdict;
 use crate::item::{Item, body};
 use crate::snapshot::{Reason, SourceCall, SourceOutcome};
@@ -43,17 +44,21 @@ pub(crate) struct Reviewer {
     rounds: u32,
     /// The policy's and the summariser's calls, in the order made.
     pub calls: Vec<SourceCall>,
+    /// The request tokenizer's control tokens, neutralised in what the
+    /// policy redacts a text to.
+    controls: Controls,
 }
 
 impl Reviewer {
     /// A reviewer of the host candidates from pool index `hosted_from`
     /// on, with what their review needs besides.
-    pub fn new(husks: Husks, hosted_from: usize) -> Self {
+    pub fn new(husks: Husks, hosted_from: usize, controls: Controls) -> Self {
         Reviewer {
             husks,
             hosted_from,
             rounds: 0,
             calls: Vec::new(),
+            controls,
         }
     }
 
@@ -96,7 +101,7 @@ impl Reviewer {
         for (&r, husk) in ranks.iter().zip(husks) {
             self.husks[r] = husk;
         }
-        let verdicts = verdicts.map(|v| apply(&mut pool, &indices, v));
+        let verdicts = verdicts.map(|v| apply(&mut pool, &indices, v, &self.controls));
         for (&at, item) in wanted.iter().zip(pool) {
             *layers.at_mut(at) = item;
         }
@@ -155,12 +160,12 @@ pub(crate) async fn reviewed<R>(
         }
         let verdicts = reviewer.review(pool, channel, &wanted).await?;
         if verdicts.iter().all(|v| *v == Verdict::Allow) {
-            apply(pool, &wanted, verdicts);
+            apply(pool, &wanted, verdicts, &reviewer.controls);
             return Ok(out);
         }
         *state = before;
         state.restore(pool);
-        apply(pool, &wanted, verdicts);
+        apply(pool, &wanted, verdicts, &reviewer.controls);
         state.drop_decided(pool);
     }
 }
@@ -309,14 +314,19 @@ pub(crate) fn take_back(
 /// Applies each verdict to its item of `wanted`: it is reviewed now;
 /// redacted, its text is replaced (and counted afresh); denied, it is
 /// `policy-denied`.
-pub(crate) fn apply(pool: &mut [Item], wanted: &[usize], verdicts: Vec<Verdict>) {
+pub(crate) fn apply(
+    pool: &mut [Item],
+    wanted: &[usize],
+    verdicts: Vec<Verdict>,
+    controls: &Controls,
+) {
     for (&p, verdict) in wanted.iter().zip(verdicts) {
         let item = &mut pool[p];
         item.unreviewed = false;
         match verdict {
             Verdict::Allow => {}
             Verdict::Redact(text) => {
-                (item.text, item.altered) = body(text);
+                (item.text, item.altered) = body(text, item.trust, controls);
                 item.redacted = true;
                 item.hint = None;
                 item.count = None;

@@ -439,6 +439,7 @@ fn cache_key(request: &AssembleRequest, prefixes: &[CachePrefix]) -> Option<Stri
 /// What writing the included items' texts changed, by id (see
 /// [`FenceReport`]).
 fn fence_report(layers: &Layers, keyed: bool) -> FenceReport {
+    let context_role = render::context_role(layers.items());
     let included: Vec<&Item> = layers.items().filter(|i| i.included()).collect();
     let ids = |altered: fn(&Item) -> bool| {
         included
@@ -451,6 +452,20 @@ fn fence_report(layers: &Layers, keyed: bool) -> FenceReport {
         keyed,
         stripped: ids(|i| i.altered.removed),
         defused: ids(|i| i.altered.defused),
+        context_role,
+        quoted_lines: included.iter().map(|i| quoted_lines(i)).sum(),
+    }
+}
+
+/// The lines of `item` the flat text quotes: every line of a fenced text,
+/// every line of a turn after its header (a quote each, about a token).
+fn quoted_lines(item: &Item) -> u32 {
+    match (item.turn, item.frame()) {
+        (Some(_), _) => crate::fence::quotes(&item.text, false),
+        (None, Some(_)) if item.trust == crate::types::TrustTier::Untrusted => {
+            crate::fence::quotes(&item.text, true)
+        }
+        _ => 0,
     }
 }
 
@@ -460,6 +475,7 @@ fn fence_report(layers: &Layers, keyed: bool) -> FenceReport {
 /// begin (each turn, and the first entry of each system message); sent
 /// as text, none.
 fn complete(pack: &mut ContextPack, entry_overhead: u32, form: Option<PackForm>) {
+    let to_user = pack.snapshot.fence.context_role == Some(crate::types::Role::User);
     let snap = &mut pack.snapshot;
     let included = || snap.entries.iter().filter(|e| e.included);
     snap.index_revisions = included()
@@ -474,13 +490,14 @@ fn complete(pack: &mut ContextPack, entry_overhead: u32, form: Option<PackForm>)
     snap.content_hash = text_hash(&pack.text);
 
     let mut per_section = BTreeMap::new();
-    // Whether each system message (L0, the other context) was begun, and
-    // whether entries now go to the second (see `render::messages`).
-    let (mut begun, mut past_l0) = ([false, false], false);
+    // Whether each message of entries that are not turns (see
+    // `render::Block`) was begun, and whether entries now go past the
+    // first.
+    let (mut begun, mut past_l0) = ([false; 3], false);
     for e in &pack.entries {
         let turn = e.section == Section::ConversationState;
-        let m = usize::from(e.layer != Layer::L0 || past_l0);
-        past_l0 |= turn || m == 1;
+        let m = render::Block::of(e.layer, past_l0, to_user) as usize;
+        past_l0 |= turn || m != 0;
         let begins = match form {
             None => true,
             Some(PackForm::Text) => false,

@@ -26,6 +26,7 @@ use crate::snapshot::{Origin, Reason, Shortfall};
 use crate::tokenizer::{Count, Meter, Tally};
 use crate::types::{
     AssembleRequest, ConversationStart, ConversationTurn, Layer, Layout, PackForm, Role, Section,
+    TrustTier,
 };
 
 /// What joins two entries in the flat text and in a system message.
@@ -162,10 +163,15 @@ fn parts<'i>(
     let tokens = item.tokens().saturating_sub(item.attached);
     match item.frame() {
         // A turn charged headless renders with its header all the same.
-        None if item.turn.is_some() && sent.headless() => vec![
-            (crate::conversation::header(item.role).into(), None),
-            (item.text.as_str().into(), Some(tokens)),
-        ],
+        None if item.turn.is_some() && sent.headless() => {
+            let as_given = item.framed.is_some() || sent.written().1;
+            let flat = crate::conversation::flat(&item.text, as_given);
+            let known = matches!(flat, std::borrow::Cow::Borrowed(_)).then_some(tokens);
+            vec![
+                (crate::conversation::header(item.role).into(), None),
+                (flat, known),
+            ]
+        }
         None => vec![(item.text.as_str().into(), Some(tokens))],
         Some((head, tail)) => {
             let (h, t) = (meter.count(&head), meter.count(&tail));
@@ -187,9 +193,11 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
     let overhead = sent.overhead;
     let separator = meter.count(SEPARATOR);
     let mut flat = Tally::new(meter);
-    // The two system messages; turns are counted from their content.
-    let mut system = [Tally::new(meter), Tally::new(meter)];
-    let mut opened = [false, false];
+    // The messages of L0 and the other context (see [`Block`]); turns are
+    // counted from their content.
+    let mut system = [Tally::new(meter), Tally::new(meter), Tally::new(meter)];
+    let mut opened = [false, false, false];
+    let to_user = context_role(layers.items()) == Some(Role::User);
     let (mut entries, mut own, mut turns, mut turn_tokens) = (0u64, 0u64, 0u64, 0u64);
     // An entry that is not a turn joins the first system message until
     // a turn or other context than L0 came before it (see [`messages`]).
@@ -197,13 +205,9 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
     // Whether the messages so far lead the pack: L0's, then turns.
     let (mut leading, mut lead) = (true, Lead::default());
     for item in layers.items().filter(|i| i.included()) {
-        let block = match (item.section.layer(), item.turn) {
-            (_, Some(_)) => None,
-            (Layer::L0, _) if !past_l0 => Some(0),
-            _ => Some(1),
-        };
+        let block = block(item, past_l0, to_user);
         past_l0 |= block != Some(0);
-        leading &= block != Some(1);
+        leading &= block.is_none_or(|b| b == 0);
         if entries > 0 {
             flat.push(SEPARATOR, Some(separator));
         }
@@ -226,7 +230,7 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
                 true => u64::from(item.tokens()),
                 false => u64::from(
                     meter
-                        .count(crate::conversation::turn_content(item.role, &item.text))
+                        .count(&crate::conversation::turn_content(item.role, &item.text))
                         .saturating_add(item.attached),
                 ),
             };
@@ -240,14 +244,14 @@ pub(crate) fn account(layers: &Layers, meter: &Meter, sent: Sent) -> Rendered {
         own += u64::from(item.tokens());
     }
     let text = flat.finish();
-    let [first, second] = system;
+    let [first, second, third] = system;
     let first = first.finish();
     // The first system message, when there is one, begins the pack: an
     // entry joins it only before any turn or other context.
     if opened[0] {
         lead.stable = Some(first + overhead);
     }
-    let contents = first + second.finish() + turn_tokens;
+    let contents = first + second.finish() + third.finish() + turn_tokens;
     let messages = opened.iter().filter(|&&o| o).count() as u64 + turns;
     let added = text.max(contents).saturating_sub(own);
     let messages = contents + overhead * messages + sent.reply;
@@ -728,7 +732,14 @@ impl Offer<'_, '_> {
     /// Renders turn `m` where it was not yet.
     fn render_turn(&self, layers: &mut Layers, turns: &[ConversationTurn], m: usize) {
         if layers.l1[m].count.is_none() {
-            crate::conversation::render_into(turns, &mut layers.l1, m, self.sent.written());
+            let controls = self.meter.controls();
+            crate::conversation::render_into(
+                turns,
+                &mut layers.l1,
+                m,
+                self.sent.written(),
+                controls,
+            );
         }
     }
 
@@ -1002,6 +1013,8 @@ impl Offer<'_, '_> {
 pub(crate) fn entries(layers: &mut Layers, sent: Sent) -> (Vec<PackEntry>, Vec<Option<usize>>) {
     let mut entries = Vec::new();
     let mut turns = Vec::new();
+    // The other context carries the role of the message it is sent in.
+    let context = context_role(layers.items()).unwrap_or(Role::System);
     let order: Vec<At> = layers.order().collect();
     for at in order {
         let item = layers.at_mut(at);
@@ -1013,16 +1026,21 @@ pub(crate) fn entries(layers: &mut Layers, sent: Sent) -> (Vec<PackEntry>, Vec<O
             continue;
         };
         if item.turn.is_some() && sent.headless() {
-            // The flat text heads it all the same.
-            item.text
-                .insert_str(0, &crate::conversation::header(item.role));
+            // The flat text heads it and quotes its lines all the same.
+            let as_given = item.framed.is_some() || sent.written().1;
+            let flat = crate::conversation::flat(&item.text, as_given);
+            item.text = [crate::conversation::header(item.role).as_str(), &flat].concat();
         }
         turns.push(item.turn);
+        let role = match (item.turn, item.section.layer()) {
+            (None, Layer::L0) | (Some(_), _) => item.role,
+            (None, _) => context,
+        };
         entries.push(PackEntry {
             id: item.id.clone(),
             layer: item.section.layer(),
             section: item.section,
-            role: item.role,
+            role,
             tokens: item.tokens(),
             text: item.take_rendered(),
             provenance,
@@ -1043,10 +1061,12 @@ pub(crate) fn text(entries: &[PackEntry]) -> String {
 
 /// The pack as chat messages, in render order (`turns` says which entry
 /// is which turn): each kept turn a message of its own; the other entries
-/// joined into system messages, one for L0 and one for the other context
-/// (a cache-first layout's current task and workflow status with it once
-/// a turn or other context came before them), as [`account`] counts them;
-/// and for each message, the turn it is.
+/// joined into messages by [`Block`] — L0 a system message, the other
+/// context one of the role [`context_role`] says, a cache-first layout's
+/// current task and workflow status with it once a turn or other context
+/// came before them, or a system message of their own where the context
+/// is the user's —, as [`account`] counts them; and for each message, the
+/// turn it is.
 pub(crate) fn messages(
     request: &AssembleRequest,
     entries: &[PackEntry],
@@ -1054,14 +1074,21 @@ pub(crate) fn messages(
 ) -> (Vec<Message>, Vec<Option<usize>>) {
     let mut out: Vec<Message> = Vec::new();
     let mut which: Vec<Option<usize>> = Vec::new();
-    // The block of the system message last written, while it is the last
-    // message; and whether entries now go to the second.
+    // The block of the message last written, while it is the last
+    // message; and whether entries now go past the first.
     let (mut open, mut past_l0) = (None, false);
+    let context = context_role(
+        entries
+            .iter()
+            .zip(turns)
+            .filter(|(_, t)| t.is_none())
+            .map(|(e, _)| (e.layer, e.trust)),
+    );
     for (e, turn) in entries.iter().zip(turns) {
         if let Some(t) = turn.and_then(|t| request.conversation.get(t)) {
             out.push(Message {
                 role: t.role,
-                content: crate::conversation::turn_content(t.role, &e.text).to_owned(),
+                content: crate::conversation::turn_content(t.role, &e.text).into_owned(),
                 tool_call_id: t.tool_call_id.clone(),
                 // Charged only where the pack may be sent as messages.
                 attached_tokens: t
@@ -1072,8 +1099,8 @@ pub(crate) fn messages(
             (open, past_l0) = (None, true);
             continue;
         }
-        let block = u8::from(e.layer != Layer::L0 || past_l0);
-        past_l0 |= block == 1;
+        let block = Block::of(e.layer, past_l0, context == Some(Role::User));
+        past_l0 |= block != Block::L0;
         match out.last_mut() {
             Some(m) if open == Some(block) => {
                 m.content.push_str(SEPARATOR);
@@ -1081,7 +1108,10 @@ pub(crate) fn messages(
             }
             _ => {
                 out.push(Message {
-                    role: Role::System,
+                    role: match block {
+                        Block::Context => context.unwrap_or(Role::System),
+                        _ => Role::System,
+                    },
                     content: e.text.clone(),
                     tool_call_id: None,
                     attached_tokens: None,
@@ -1092,4 +1122,79 @@ pub(crate) fn messages(
         }
     }
     (out, which)
+}
+
+/// Which message an entry that is not a turn joins (see [`messages`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Block {
+    /// L0 before any turn or other context: the first system message.
+    L0,
+    /// The other context, with L0 after it where that is a system message.
+    Context,
+    /// L0 after other context that is the user's: a system message of its
+    /// own.
+    LateL0,
+}
+
+impl Block {
+    /// The block of an entry of `layer`, `past_l0` if a turn or other
+    /// context came before it, where the context is the user's if
+    /// `to_user`.
+    pub(crate) fn of(layer: Layer, past_l0: bool, to_user: bool) -> Block {
+        match layer {
+            Layer::L0 if !past_l0 => Block::L0,
+            Layer::L0 if to_user => Block::LateL0,
+            _ => Block::Context,
+        }
+    }
+}
+
+/// The block an included item joins, as an index of [`account`]'s
+/// messages; none for a turn.
+fn block(item: &Item, past_l0: bool, to_user: bool) -> Option<usize> {
+    item.turn
+        .is_none()
+        .then(|| Block::of(item.section.layer(), past_l0, to_user) as usize)
+}
+
+/// The role of the message the other context (what is neither L0 nor a
+/// turn: retrieved text, memory, summaries, stage summaries) is sent in,
+/// given the layer and trust of every entry that is not a turn: the
+/// user's where any of it is of unverified or untrusted origin — text an
+/// attacker may have written never carries system authority —, else the
+/// system's; none where there is none.
+pub(crate) fn context_role<I: Trusted>(entries: impl IntoIterator<Item = I>) -> Option<Role> {
+    let mut role = None;
+    for e in entries {
+        let (layer, trust) = e.layer_and_trust();
+        if layer == Layer::L0 {
+            continue;
+        }
+        if matches!(trust, TrustTier::Unverified | TrustTier::Untrusted) {
+            return Some(Role::User);
+        }
+        role = Some(Role::System);
+    }
+    role
+}
+
+/// What [`context_role`] reads of an entry.
+pub(crate) trait Trusted {
+    fn layer_and_trust(&self) -> (Layer, TrustTier);
+}
+
+impl Trusted for (Layer, TrustTier) {
+    fn layer_and_trust(&self) -> (Layer, TrustTier) {
+        *self
+    }
+}
+
+impl Trusted for &Item {
+    fn layer_and_trust(&self) -> (Layer, TrustTier) {
+        match (self.included(), self.turn) {
+            // Neither counts: an L0 entry is passed over.
+            (true, None) => (self.section.layer(), self.trust),
+            _ => (Layer::L0, TrustTier::System),
+        }
+    }
 }

@@ -7,7 +7,7 @@
 //! The stage that writes it, last in the pipeline, is `record`.
 
 use crate::config::{Plan, Profile};
-use crate::types::{Layer, Provenance, Section, Tokenizer, TrustTier};
+use crate::types::{Layer, Provenance, Role, Section, Tokenizer, TrustTier};
 use serde::{Deserialize, Serialize};
 
 /// One condition of an assembly's outcome. A snapshot's status lists
@@ -261,8 +261,21 @@ pub struct FenceReport {
     /// Ids of the included entries in whose text a spelling of one of the
     /// rendered context's structures (a fence marker, a role header, a
     /// citation head, a chat format's marker) had its opening bracket
-    /// replaced by `(`, in render order.
+    /// replaced by `(`, or a control token of the request's tokenizer
+    /// neutralised, in render order.
     pub defused: Vec<String>,
+    /// The role of the message the other context (what is neither L0 nor
+    /// a turn) is sent in: `user` where any of it is of unverified or
+    /// untrusted origin, which never carries system authority; `system`
+    /// otherwise; none where the pack has none.
+    #[serde(default)]
+    pub context_role: Option<Role>,
+    /// How many lines of the flat text begin with the quote (`> `) the
+    /// pack writes so that no byte of untrusted origin begins a line:
+    /// every line of a fenced text, every line of a turn after its header.
+    /// Each costs about a token, counted in the entry's tokens.
+    #[serde(default)]
+    pub quoted_lines: u32,
 }
 
 impl Snapshot {

@@ -165,7 +165,7 @@ fn only_turns_the_budget_can_reach_are_rendered() {
     let fit = (0..1000)
         .rev()
         .scan(0u32, |used, i| {
-            *used += meter.count(&render_turn(&turns[i]).0) + 1;
+            *used += meter.count(&render_turn(&turns[i], meter.controls()).0) + 1;
             (*used <= 70).then_some(i)
         })
         .count();

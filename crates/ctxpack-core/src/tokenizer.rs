@@ -116,6 +116,14 @@ pub trait TokenCounter {
     fn additive_at_splits(&self) -> bool {
         false
     }
+
+    /// The texts the model reads as its own control tokens — a loaded
+    /// file's special tokens, an encoding's own list —: every host text is
+    /// written with them neutralised (see the book's threat model). None
+    /// by default: a counter of the application's own may say its model's.
+    fn control_tokens(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The longest prefix of `text` that `count` counts at most `max`, found
@@ -153,6 +161,10 @@ pub(crate) struct Exact<'a>(pub(crate) &'a Encoding);
 impl TokenCounter for Exact<'_> {
     fn count(&self, text: &str) -> u32 {
         clamp_len(self.0.count(text))
+    }
+
+    fn control_tokens(&self) -> Vec<String> {
+        self.0.control_tokens()
     }
 
     fn additive_at_splits(&self) -> bool {
@@ -373,6 +385,9 @@ pub struct LoadedTokenizer {
     kind: &'static str,
     tokens: usize,
     specials: usize,
+    /// Its added tokens the file marks special: the model's control
+    /// tokens.
+    controls: Vec<String>,
     /// Whether text is put in Normalization Form C first (Qwen 3's file).
     nfc: bool,
 }
@@ -421,6 +436,7 @@ impl From<crate::encoding::Loaded> for LoadedTokenizer {
             kind: loaded.kind,
             tokens: loaded.tokens,
             specials: loaded.specials,
+            controls: loaded.controls,
             nfc: loaded.nfc,
         }
     }
@@ -462,6 +478,11 @@ impl TokenCounter for LoadedTokenizer {
     fn additive_at_splits(&self) -> bool {
         Exact(&self.encoding).additive_at_splits()
     }
+    fn control_tokens(&self) -> Vec<String> {
+        let mut tokens = self.controls.clone();
+        tokens.extend(Exact(&self.encoding).control_tokens());
+        tokens
+    }
 }
 
 /// Access to the tokenizers: the built-in encodings, whose tables are
@@ -493,6 +514,9 @@ impl TokenCounter for Lent<'_> {
     }
     fn additive_at_splits(&self) -> bool {
         self.0.additive_at_splits()
+    }
+    fn control_tokens(&self) -> Vec<String> {
+        self.0.control_tokens()
     }
 }
 

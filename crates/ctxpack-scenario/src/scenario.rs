@@ -96,6 +96,11 @@ pub struct Expect {
     /// exactly, as the snapshot's `fence` lists them.
     #[serde(default)]
     pub stripped: Option<Vec<String>>,
+    /// The role of the message the other context is sent in (`user`
+    /// where any of it is of unverified or untrusted origin), as the
+    /// snapshot's `fence` says.
+    #[serde(default)]
+    pub context_role: Option<ctxpack_core::Role>,
     /// Whether the fences' nonce is keyed, as the snapshot says.
     #[serde(default)]
     pub keyed: Option<bool>,
@@ -341,6 +346,12 @@ impl Expect {
                 && got != Some(want)
             {
                 broken.push(format!("{name}: want {want:?}, got {got:?}"));
+            }
+        }
+        if let Some(want) = self.context_role {
+            let got = fence.and_then(|f| f.context_role);
+            if got != Some(want) {
+                broken.push(format!("context role: want {want:?}, got {got:?}"));
             }
         }
         if let Some(want) = self.keyed {

@@ -80,7 +80,7 @@ macro_rules! wit_conversions {
             $crate::__cases!(ctx::SourceOutcome, wit::SourceOutcome, [] [Answered, Failed, Skipped]);
             $crate::__record!(ctx::SectionCompression, wit::SectionCompression, { section, target_tokens, outcome });
             $crate::__cases!(ctx::CompressionOutcome, wit::CompressionOutcome, [] [Summarized, Cut, Skipped, Whole]);
-            $crate::__record!(ctx::FenceReport, wit::FenceReport, { keyed, stripped, defused });
+            $crate::__record!(ctx::FenceReport, wit::FenceReport, { keyed, stripped, defused, context_role, quoted_lines });
             $crate::__record!(ctx::Snapshot, wit::Snapshot, { id, tenant_id, project_id, run_id, attempt_id, scopes, tokenizer, model, token_budget, tokens_used, text_tokens, message_tokens, stable_prefix_tokens, cache_prefixes, content_hash, index_revisions, memory_items, status, failure, profile, plan, source_calls, compressions, fence, chat, entries });
             $crate::__cases!(ctx::CacheBoundary, wit::CacheBoundary, [Stable, History, Turn] []);
             $crate::__record!(ctx::CachePrefix, wit::CachePrefix, { boundary, messages, tokens, hash, cacheable });

@@ -1001,8 +1001,12 @@ export interface FenceReport {
   keyed: boolean;
   /** Ids of the included entries whose text had control characters (other than tab, line feed and carriage return) or tag characters removed, in render order. */
   stripped: string[];
-  /** Ids of the included entries in whose text a spelling of one of the rendered context's structures (a fence marker, a role header, a citation head, a chat format's marker) had its opening bracket replaced by `(`, in render order. */
+  /** Ids of the included entries in whose text a spelling of one of the rendered context's structures (a fence marker, a role header, a citation head, a chat format's marker) had its opening bracket replaced by `(`, or a control token of the request's tokenizer neutralised, in render order. */
   defused: string[];
+  /** The role of the message the other context (what is neither L0 nor a turn) is sent in: `user` where any of it is of unverified or untrusted origin, which never carries system authority; `system` otherwise; none where the pack has none. */
+  contextRole: Role | null;
+  /** How many lines of the flat text begin with the quote (`> `) the pack writes so that no byte of untrusted origin begins a line: every line of a fenced text, every line of a turn after its header. Each costs about a token, counted in the entry's tokens. */
+  quotedLines: number;
 }
 
 /** How host texts and turns were written into the rendered context: whether the fences' nonce is keyed, and which entries lost characters or had a structure defused (see the book's threat model). (as the package accepts it) */
@@ -1011,8 +1015,12 @@ export interface FenceReportInit {
   keyed: boolean;
   /** Ids of the included entries whose text had control characters (other than tab, line feed and carriage return) or tag characters removed, in render order. */
   stripped: string[];
-  /** Ids of the included entries in whose text a spelling of one of the rendered context's structures (a fence marker, a role header, a citation head, a chat format's marker) had its opening bracket replaced by `(`, in render order. */
+  /** Ids of the included entries in whose text a spelling of one of the rendered context's structures (a fence marker, a role header, a citation head, a chat format's marker) had its opening bracket replaced by `(`, or a control token of the request's tokenizer neutralised, in render order. */
   defused: string[];
+  /** The role of the message the other context (what is neither L0 nor a turn) is sent in: `user` where any of it is of unverified or untrusted origin, which never carries system authority; `system` otherwise; none where the pack has none. */
+  contextRole?: Role | null;
+  /** How many lines of the flat text begin with the quote (`> `) the pack writes so that no byte of untrusted origin begins a line: every line of a fenced text, every line of a turn after its header. Each costs about a token, counted in the entry's tokens. */
+  quotedLines?: number;
 }
 
 /** The immutable record of one assembly: every candidate, once. (as the package gives it) */

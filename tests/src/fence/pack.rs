@@ -76,6 +76,20 @@ fn own_structures(name: &str, e: &ctxpack_core::PackEntry, origin: Origin) -> Ve
         // `[role] ` and content with no structure.
         let header = format!("[{}] ", e.role.name());
         assert!(e.text.starts_with(&header), "{name}: {} header", e.id);
+        if e.id == "conversation-summary" && e.trust == TrustTier::Untrusted {
+            // The summary of untrusted turns: its head, then the summary
+            // in a fence of the pack's (its lines quoted as the turn's).
+            let starts: Vec<usize> = found.iter().map(|s| s.start).collect();
+            assert_eq!(starts.len(), 3, "{name}: {}: {:?}", e.id, shown());
+            let open = OPEN_MARKER.captures(&e.text[starts[1]..]);
+            let close = CLOSE_MARKER.captures(&e.text[starts[2]..]);
+            let (Some(open), Some(close)) = (open, close) else {
+                panic!("{name}: {} is not fenced: {:?}", e.id, shown());
+            };
+            assert_eq!(&open[1], &close[1], "{name}: {}'s markers differ", e.id);
+            assert_eq!(&open[2], "compaction.summary", "{name}: {}", e.id);
+            return starts;
+        }
         assert_eq!(
             found.iter().map(|s| s.start).collect::<Vec<_>>(),
             vec![0],
@@ -208,6 +222,7 @@ pub fn check_pack(name: &str, pack: &ContextPack) {
         }
     }
     assert!(nonces.len() <= 1, "{name}: fences with nonces {nonces:?}");
+    no_untrusted_byte_begins_a_line(name, pack, &origins);
     // Read across the whole flat text, as a model reads it: every
     // structure is one of ctxpack's found above, or lies in L0.
     for m in structures(&pack.text) {
@@ -226,8 +241,22 @@ pub fn check_pack(name: &str, pack: &ContextPack) {
     // The messages: a turn's content holds no structure; the context's
     // system message is the entries it joins, checked above. (A chat's
     // turns are the caller's own messages, sent as given.)
+    // The other context sent as a user's message, and a fenced summary,
+    // are the entries checked above.
+    let context = |m: &ctxpack_core::Message| {
+        m.tool_call_id.is_none()
+            && (m
+                .content
+                .starts_with("Summary of the earlier conversation:\n<untrusted-")
+                || pack.entries.iter().zip(&origins).any(|(e, &o)| {
+                    !(o == Origin::Request && e.section == Section::ConversationState)
+                        && e.layer != Layer::L0
+                        && m.content.contains(e.text.as_str())
+                }))
+    };
     for m in &pack.messages {
-        if (m.role == Role::System && m.tool_call_id.is_none()) || pack.chat.is_some() {
+        if (m.role == Role::System && m.tool_call_id.is_none()) || pack.chat.is_some() || context(m)
+        {
             continue;
         }
         let found = structures(&m.content);
@@ -249,6 +278,92 @@ pub fn check_pack(name: &str, pack: &ContextPack) {
 pub fn is_turn_text(t: &ctxpack_core::ConversationTurn, text: &str) -> bool {
     let header = format!("[{}] ", t.role.name());
     text.strip_prefix(&header).is_some_and(|content| {
-        only_escaped(&t.content, content, "(") && structures(content).is_empty()
+        unquoted(content, false).is_some_and(|c| only_escaped(&t.content, &c, "("))
+            && structures(content).is_empty()
     })
+}
+
+/// The line breaks a quote must follow: line feed, carriage return (with
+/// a line feed after it, one break), line and paragraph separators.
+static BREAK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new("\r\n|\r|\n|\u{2028}|\u{2029}").unwrap());
+
+/// What begins every quoted line.
+pub const QUOTE: &str = "> ";
+
+/// `text` with [`QUOTE`] after every line break (and before its first
+/// line if `first`): a turn's content as the flat text writes it, or a
+/// fenced body.
+pub fn quoted(text: &str, first: bool) -> String {
+    let rest = BREAK.replace_all(text, |c: &regex::Captures| format!("{}{QUOTE}", &c[0]));
+    match first {
+        true => format!("{QUOTE}{rest}"),
+        false => rest.into_owned(),
+    }
+}
+
+/// `text` without the quote after each of its line breaks (and before its
+/// first line if `first`); none where a line does not begin with one. A
+/// text cut at a token boundary may end within a quote.
+pub fn unquoted(text: &str, first: bool) -> Option<String> {
+    let text = match first {
+        true => text
+            .strip_prefix(QUOTE)
+            .or_else(|| QUOTE.starts_with(text).then_some(""))?,
+        false => text,
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for b in BREAK.find_iter(text) {
+        if b.start() < from {
+            return None;
+        }
+        out.push_str(&text[from..b.end()]);
+        let after = &text[b.end()..];
+        if after.starts_with(QUOTE) {
+            from = b.end() + QUOTE.len();
+        } else if QUOTE.starts_with(after) {
+            return Some(out);
+        } else {
+            return None;
+        }
+    }
+    out.push_str(&text[from..]);
+    Some(out)
+}
+
+/// The rule by construction, read without any reading of spellings: in
+/// the flat text, every line of a turn after its header, and every line
+/// of a fenced text between its markers, begins with [`QUOTE`]; so no
+/// byte of untrusted origin begins a line, whatever it spells.
+fn no_untrusted_byte_begins_a_line(name: &str, pack: &ContextPack, origins: &[Origin]) {
+    for (e, &origin) in pack.entries.iter().zip(origins) {
+        let turn = origin == Origin::Request && e.section == Section::ConversationState;
+        let fenced = origin != Origin::Request && e.trust == TrustTier::Untrusted;
+        if turn {
+            let Some((_, content)) = e.text.split_once("] ") else {
+                panic!("{name}: {} has no header", e.id);
+            };
+            assert!(
+                unquoted(content, false).is_some(),
+                "{name}: a line of {} is not quoted: {:?}",
+                e.id,
+                e.text
+            );
+        }
+        if fenced {
+            let body = e
+                .text
+                .split_once('\n')
+                .and_then(|(_, rest)| rest.rsplit_once("\n</untrusted-"))
+                .map(|(body, _)| body);
+            let body = body.unwrap_or_else(|| panic!("{name}: {} is not fenced", e.id));
+            assert!(
+                unquoted(body, true).is_some(),
+                "{name}: a line of {} is not quoted: {:?}",
+                e.id,
+                e.text
+            );
+        }
+    }
 }

@@ -109,7 +109,12 @@ pub(crate) fn write(read: &Read, pack: &Pack) -> ChatRequest {
                 continue;
             }
             _ => {
-                let role = if k == 0 { first_role } else { context_role };
+                // Text of untrusted origin is the user's in every shape.
+                let role = match (k, m.role) {
+                    (0, _) => first_role,
+                    (_, crate::types::Role::User) => "user",
+                    _ => context_role,
+                };
                 elems.push(Elem {
                     json: made(shape, role, &m.content),
                     source: None,

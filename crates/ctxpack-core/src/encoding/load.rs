@@ -39,6 +39,9 @@ pub(crate) struct Read {
     /// Texts counted as one token wherever they occur (the added tokens
     /// of a Hugging Face file).
     pub(crate) specials: Vec<String>,
+    /// The added tokens a Hugging Face file marks `special`: the model's
+    /// control tokens.
+    pub(crate) controls: Vec<String>,
     /// A Hugging Face file's merges, in its order — each the ranks of its
     /// two tokens and of the token it makes —, where merging by rank
     /// would merge otherwise: the text is then merged by this list
@@ -126,6 +129,7 @@ pub(crate) fn read(file: &[u8], pattern: Option<&str>) -> Result<Read, Unread> {
             tokens: tiktoken(file)?,
             pattern,
             specials: Vec::new(),
+            controls: Vec::new(),
             merges: None,
             nfc: false,
         });
@@ -260,6 +264,7 @@ fn tekken(json: &Json) -> Result<Read, String> {
         tokens,
         pattern,
         specials: Vec::new(),
+        controls: Vec::new(),
         merges: None,
         nfc: false,
     })
@@ -291,6 +296,7 @@ fn hugging_face(json: &Json) -> Result<Read, String> {
         a => array(a, format_args!("added_tokens"))?,
     };
     let mut specials = Vec::with_capacity(added.len());
+    let mut controls = Vec::new();
     for (i, a) in added.iter().enumerate() {
         if a.get("lstrip").is_true() || a.get("rstrip").is_true() || a.get("single_word").is_true()
         {
@@ -299,8 +305,11 @@ fn hugging_face(json: &Json) -> Result<Read, String> {
                 "an added token that strips spaces or matches whole words only",
             );
         }
-        specials
-            .push(string(a.get("content"), format_args!("added_tokens[{i}].content"))?.to_owned());
+        let content = string(a.get("content"), format_args!("added_tokens[{i}].content"))?;
+        if a.get("special").is_true() {
+            controls.push(content.to_owned());
+        }
+        specials.push(content.to_owned());
     }
     let vocab = model
         .get("vocab")
@@ -340,6 +349,7 @@ fn hugging_face(json: &Json) -> Result<Read, String> {
         tokens,
         pattern,
         specials,
+        controls,
         merges,
         nfc,
     })
@@ -502,6 +512,7 @@ fn sentence_piece(json: &Json) -> Result<Read, String> {
         );
     }
     let mut specials = Vec::new();
+    let mut controls = Vec::new();
     if let Json::Array(added) = json.get("added_tokens") {
         for (i, a) in added.iter().enumerate() {
             if a.get("lstrip").is_true()
@@ -514,9 +525,11 @@ fn sentence_piece(json: &Json) -> Result<Read, String> {
                     "an added token that strips spaces, matches whole words only or is matched after normalizing",
                 );
             }
-            specials.push(
-                string(a.get("content"), format_args!("added_tokens[{i}].content"))?.to_owned(),
-            );
+            let content = string(a.get("content"), format_args!("added_tokens[{i}].content"))?;
+            if a.get("special").is_true() {
+                controls.push(content.to_owned());
+            }
+            specials.push(content.to_owned());
         }
     }
     let vocab = model
@@ -578,6 +591,7 @@ fn sentence_piece(json: &Json) -> Result<Read, String> {
         tokens,
         pattern: Pattern::WHOLE,
         specials,
+        controls,
         merges: Some(Merges {
             list,
             whole_first: false,

@@ -7,22 +7,31 @@
 //!    backslash escapes (`\u003c`, `\u{3c}`, `\U0000003C`, `\x3c`, `\074`,
 //!    `\<`) and percent escapes (`%3C`, `%EF%BC%9C`) are decoded, and what
 //!    they decode to is decoded again, to a fixed point: `&amp;lt;`,
-//!    `%26lt;` and `&&#108;t;` all read as `<`. A named entity this
-//!    reading does not know (HTML has some two thousand) reads as any
-//!    character at all.
+//!    `%26lt;` and `&&#108;t;` all read as `<`. Named entities are read as
+//!    HTML reads them, those of its legacy set without a semicolon too
+//!    (`&laquo`, `&ltu` as `<u`), and any this reading knows when nothing
+//!    but punctuation or a space follows (`&lsqb user]`). An entity that
+//!    decodes to an invisible character (`&NegativeMediumSpace;`,
+//!    `&NoBreak;`) reads as nothing, and one this reading does not know
+//!    (HTML has some two thousand) as any character at all, or nothing.
 //! 2. **Folded**, one decoded character at a time, from the Unicode data
 //!    (`build.rs` writes the table from regex-syntax's, unicode-normalization's
 //!    and unicode-security's): what a model does not see — default-ignorable
 //!    code points, controls, format and tag characters, spaces and
-//!    separators, combining marks, and symbols whose UTS #39 prototype is a
-//!    space (U+2800 BRAILLE PATTERN BLANK) — reads as nothing; open and
-//!    close punctuation (and the mirrored quotation marks `«`, `‹`), and
-//!    whatever reads as `<`, `[`, `>` or `]`, as an opening or closing
-//!    bracket; anything else as its NFKC form in lower case, and where that
-//!    is not ASCII, as its UTS #39 skeleton (`ꭇ` reads as `r`, `℮` as `e`).
-//!    ASCII reads as itself in lower case. A character that reads as
-//!    nothing ASCII reads as something other than every structure's
-//!    letters.
+//!    separators, marks that take no space, symbols whose UTS #39 prototype
+//!    is a space (U+2800 BRAILLE PATTERN BLANK) and the few drawn blank
+//!    (U+1D159 MUSICAL SYMBOL NULL NOTEHEAD) — reads as nothing; open and
+//!    close punctuation (and the mirrored quotation marks `«`, `‹`),
+//!    initial and final punctuation that is no quotation mark (`⸂`), the
+//!    pieces large brackets are drawn with (`⎡`, `⎦`, `⎧`), and whatever
+//!    reads as `<`, `[`, `>` or `]`, as an opening or closing bracket;
+//!    anything else as its NFKC form in lower case, and where that is not
+//!    ASCII, as its UTS #39 skeleton (`ꭇ` reads as `r`, `℮` as `e`); an
+//!    enclosed letter that has neither (`🆂`, `🅤`, the regional indicator
+//!    `🇺`) as its letter; a spacing mark (`ം`, `ः`) as its prototype
+//!    (`o`, `:`) or as nothing. ASCII reads as itself in lower case. A
+//!    character that reads as nothing ASCII reads as something other than
+//!    every structure's letters.
 //!
 //! ASCII `(` and `)` are no brackets in this reading: they are what a
 //! defused bracket is replaced with.
@@ -30,6 +39,13 @@
 //! A character may read in more than one way (`Ι` as `i` or `l`, `¸` as
 //! `,` or nothing): its reading lists each, apart by [`OR`], and a
 //! structure is found if any choice of them spells it.
+//!
+//! A line begins after a line break, decoded or not, or after a line
+//! break as a text that escapes or marks up its line breaks spells it:
+//! `\n` or `\r` (a JSON string's escapes, read as text), or an HTML tag
+//! that breaks a line (`<br>`, `<p>`, `</p>`, `<div>`, `<li>`); a quoted
+//! line (`> `, `>> `) begins after its quote marks
+//! ([`Units::line_starts_at`]).
 
 mod decode;
 pub(crate) use decode::decode;
@@ -52,11 +68,6 @@ pub(crate) const OR: u8 = 5;
 /// empty run for nothing.
 pub(crate) fn alternatives(reading: &[u8]) -> impl Iterator<Item = &[u8]> {
     reading.split(|&b| b == OR)
-}
-
-/// Whether a unit may read as nothing.
-pub(crate) fn may_vanish(reading: &[u8]) -> bool {
-    alternatives(reading).any(<[u8]>::is_empty)
 }
 
 /// The character an unknown named entity decodes to (a noncharacter, which
@@ -130,20 +141,35 @@ impl<'t> Units<'t> {
         }
     }
 
-    /// Whether the unit at `at` begins a line: only units that read as
-    /// nothing stand between it and a line break (decoded or not) or the
-    /// start of the text.
+    /// Whether the unit at `at` begins a line, after what may quote it:
+    /// between it and the start of the text, a line break (decoded or
+    /// not) or the spelling of one (see [`LineStart`]), only units that
+    /// may read as nothing or as a closing bracket (the `>` of a quoted
+    /// line, `> [system]`).
     pub(crate) fn line_starts_at(&self, mut at: usize) -> bool {
+        let mut states = LineStart::QUOTED;
         while let Some((u, before)) = self.before(at) {
-            if line_break(u.c) {
+            if line_break(u.c) && states & LineStart::QUOTED != 0 {
                 return true;
             }
-            if !may_vanish(reading(u.c)) {
+            let mut next = 0;
+            for alternative in alternatives(reading(u.c)) {
+                let mut s = states;
+                for &symbol in alternative.iter().rev() {
+                    s = LineStart::step(s, symbol);
+                }
+                next |= s;
+            }
+            if next & LineStart::FOUND != 0 {
+                return true;
+            }
+            if next == 0 {
                 return false;
             }
+            states = next;
             at = before;
         }
-        true
+        states & LineStart::QUOTED != 0
     }
 
     /// The readings of the units from `at` on.
@@ -153,6 +179,68 @@ impl<'t> Units<'t> {
             at = next;
             Some(reading(u.c))
         })
+    }
+}
+
+/// The states of reading a text backwards from a unit, to see whether it
+/// begins a line ([`Units::line_starts_at`]): each a bit. A line break is
+/// one, and so is its spelling in a text that escapes or marks up its line
+/// breaks — a backslash escape `\n` or `\r` left undecoded (a JSON
+/// string's, read as text), or an HTML tag that breaks a line (`<br>`,
+/// `<br/>`, `<p>`, `</p>`, `<div class="x">`, `<li>`: an opening bracket,
+/// a slash or none, `br`, `p`, `div` or `li`, anything but a closing
+/// bracket, a closing bracket). Read backwards, so each spelling is too.
+/// (An opening bracket may stand within a tag: defused, it would not end
+/// it, and the line it begins would begin after the defusing.)
+struct LineStart;
+
+impl LineStart {
+    /// Only what may read as nothing or a closing bracket read so far.
+    const QUOTED: u16 = 1 << 0;
+    /// `n` or `r` of a backslash escape.
+    const ESCAPE: u16 = 1 << 1;
+    /// Within a tag: its closing bracket and anything but a closing one.
+    const TAG: u16 = 1 << 2;
+    /// `r` of `br`.
+    const BR: u16 = 1 << 3;
+    /// `v` of `div`.
+    const DIV: u16 = 1 << 4;
+    /// `iv` of `div`.
+    const DI: u16 = 1 << 5;
+    /// `i` of `li`.
+    const LI: u16 = 1 << 6;
+    /// A tag's name.
+    const NAME: u16 = 1 << 7;
+    /// A tag's slash and name.
+    const SLASH: u16 = 1 << 8;
+    /// A spelling of a line break, whole.
+    const FOUND: u16 = 1 << 9;
+
+    /// The states after `symbol`, read backwards from `states`.
+    fn step(states: u16, symbol: u8) -> u16 {
+        let any = symbol == ANY;
+        let is = |s: u8| any || symbol == s;
+        let mut next = 0;
+        let mut to = |from: u16, when: bool, to: u16| {
+            if states & from != 0 && when {
+                next |= to;
+            }
+        };
+        to(Self::QUOTED, is(CLOSE), Self::QUOTED | Self::TAG);
+        to(Self::QUOTED, is(b'n') || is(b'r'), Self::ESCAPE);
+        to(Self::ESCAPE, is(b'\\'), Self::FOUND);
+        to(Self::TAG, any || symbol != CLOSE, Self::TAG);
+        to(Self::TAG, is(b'r'), Self::BR);
+        to(Self::TAG, is(b'p'), Self::NAME);
+        to(Self::TAG, is(b'v'), Self::DIV);
+        to(Self::TAG, is(b'i'), Self::LI);
+        to(Self::BR, is(b'b'), Self::NAME);
+        to(Self::DIV, is(b'i'), Self::DI);
+        to(Self::DI, is(b'd'), Self::NAME);
+        to(Self::LI, is(b'l'), Self::NAME);
+        to(Self::NAME, is(b'/'), Self::SLASH);
+        to(Self::NAME | Self::SLASH, is(OPEN), Self::FOUND);
+        next
     }
 }
 
@@ -178,10 +266,12 @@ pub(crate) fn reading(c: char) -> &'static [u8] {
             [..usize::from(ASCII_LEN[usize::from(b)])];
     }
     if c == UNKNOWN_ENTITY {
-        return &[ANY];
+        // Any one symbol, or nothing: it may stand for an invisible
+        // character too.
+        return &[ANY, OR];
     }
     let cp = u32::from(c);
-    if unicode_normalization::char::is_combining_mark(c) || removed(cp) {
+    if removed(cp) {
         return &[];
     }
     let at = |r: usize| READING_AT.get(r).map(|&a| usize::from(a));
@@ -189,7 +279,13 @@ pub(crate) fn reading(c: char) -> &'static [u8] {
         .and_then(|i| READ_AS.get(i))
         .and_then(|&r| Some((at(usize::from(r))?, at(usize::from(r) + 1)?)))
         .and_then(|(from, to)| READINGS.as_bytes().get(from..to));
-    reading.unwrap_or(&[OTHER])
+    match reading {
+        // (The table holds no mark but spacing ones: they read as their
+        // prototype or nothing.)
+        Some(reading) => reading,
+        None if unicode_normalization::char::is_combining_mark(c) => &[],
+        None => &[OTHER],
+    }
 }
 
 /// Where `cp` is among the code points the table reads (see `build.rs`).

@@ -402,7 +402,7 @@ fn a_chat_sent_as_flat_text_writes_its_calls_and_gives_no_request() {
     // The flat text carries no image: the photo's turn is text alone.
     let p = build().assemble(&r, &mut NoHost).unwrap();
     assert!(p.chat.is_none());
-    assert!(p.text.contains("[assistant] [tool call] weather({\"city\":\"Paris\"})\n[tool call] weather({\"city\":\"Rome\"})"), "{}", p.text);
+    assert!(p.text.contains("[assistant] [tool call] weather({\"city\":\"Paris\"})\n> [tool call] weather({\"city\":\"Rome\"})"), "{}", p.text);
     assert!(p.snapshot.chat.is_some());
 }
 

@@ -73,6 +73,20 @@ fn chat(n: usize) -> Vec<ConversationTurn> {
         .collect()
 }
 
+/// Whether `content`, a summary's message, sends `summary`: after the
+/// summary's head, and fenced, every line quoted, where it covers a
+/// tool's result.
+fn summarises(content: &str, summary: &str) -> bool {
+    let head = crate::conversation::SUMMARY_HEAD;
+    let quoted = crate::fence::quote(summary, true);
+    let fenced = content.strip_prefix(head).is_some_and(|rest| {
+        rest.starts_with("<untrusted-")
+            && rest.contains(&format!("\n{quoted}\n</untrusted-"))
+            && rest.ends_with('>')
+    });
+    fenced || content == format!("{head}{summary}")
+}
+
 fn assemble(r: &AssembleRequest, config: &BuilderConfig, host: &mut Summariser) -> ContextPack {
     let c = CharsPerToken::new(4).unwrap();
     let mut cache = crate::tokenizer::CountCache::new(0);
@@ -142,8 +156,10 @@ fn a_compacted_conversation_keeps_its_prefix_until_the_next_compaction() {
             // The summary is the message after the system prompt; the
             // turns before it are summarised in it.
             let at = now.turns as usize - 1;
-            assert_eq!(p.messages[1].role, Role::System);
-            assert!(p.messages[1].content.ends_with(&now.summary), "{n}");
+            // It summarises what users and tools wrote: it is the
+            // user's, fenced when a tool's result is among what it covers.
+            assert_eq!(p.messages[1].role, Role::User);
+            assert!(summarises(&p.messages[1].content, &now.summary), "{n}");
             let turns: Vec<&SnapshotEntry> = p.snapshot.turns().collect();
             assert!(
                 turns[..at]
@@ -153,9 +169,10 @@ fn a_compacted_conversation_keeps_its_prefix_until_the_next_compaction() {
             );
             assert_eq!(turns[at].id, SUMMARY_ID);
             assert!(turns[at].included, "{n}");
-            // What is left of the conversation is about half the share.
+            // What is left of the conversation is about half the share
+            // (and the summary's fence, some 80 bytes).
             let left: usize = p.messages[1..].iter().map(|m| m.content.len()).sum();
-            assert!(left <= 2000, "{n}: {left}");
+            assert!(left <= 2100, "{n}: {left}");
         }
         // No tool result is sent without its call, and the newest three
         // are never cleared.
@@ -249,7 +266,7 @@ fn a_summariser_that_fails_leaves_the_summary_as_it_was() {
         assert_eq!(call.capability, "summarizer.summarize");
         assert!(matches!(call.outcome, SourceOutcome::Failed(_)), "{call:?}");
         assert!(p.budget_used <= 1000);
-        assert!(p.messages[1].content.ends_with("what came before"));
+        assert!(summarises(&p.messages[1].content, "what came before"));
     }
     // A plan that does not compact still sends the summary it is given.
     r.conversation = chat(40);
@@ -257,7 +274,7 @@ fn a_summariser_that_fails_leaves_the_summary_as_it_was() {
     let p = assemble(&r, &BuilderConfig::default(), &mut host);
     assert_eq!(host.asked, 0);
     assert_eq!(p.compaction, Some(given));
-    assert!(p.messages[1].content.ends_with("what came before"));
+    assert!(summarises(&p.messages[1].content, "what came before"));
 }
 
 #[test]
@@ -318,7 +335,8 @@ fn the_question_being_answered_is_never_summarised() {
         roles,
         [
             Role::System,
-            Role::System,
+            // The summary: of what a user wrote.
+            Role::User,
             Role::User,
             Role::Assistant,
             Role::Tool

@@ -88,6 +88,8 @@ pub(crate) struct Meter<'a> {
     /// counts of its own: a text is measured, fitted and rendered, and is
     /// counted once for all of them.
     counted: RefCell<Vec<(CacheKey, u32)>>,
+    /// The tokenizer's control tokens, found when first needed.
+    controls: std::cell::OnceCell<crate::fence::Controls>,
 }
 
 /// Texts shorter than this are counted again rather than remembered
@@ -108,7 +110,15 @@ impl<'a> Meter<'a> {
             tokenizer: tokenizer_key(tokenizer),
             cache: RefCell::new(cache),
             counted: RefCell::new(Vec::new()),
+            controls: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The control tokens of the tokenizer it counts with (see
+    /// [`TokenCounter::control_tokens`]), neutralised in every host text.
+    pub(crate) fn controls(&self) -> &crate::fence::Controls {
+        self.controls
+            .get_or_init(|| crate::fence::Controls::of(&self.counter.control_tokens()))
     }
 
     /// The exact tokens of `text`.

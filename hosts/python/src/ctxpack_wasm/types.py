@@ -794,7 +794,11 @@ class FenceReport(Record):
     stripped: List[str]
     """Ids of the included entries whose text had control characters (other than tab, line feed and carriage return) or tag characters removed, in render order."""
     defused: List[str]
-    """Ids of the included entries in whose text a spelling of one of the rendered context's structures (a fence marker, a role header, a citation head, a chat format's marker) had its opening bracket replaced by `(`, in render order."""
+    """Ids of the included entries in whose text a spelling of one of the rendered context's structures (a fence marker, a role header, a citation head, a chat format's marker) had its opening bracket replaced by `(`, or a control token of the request's tokenizer neutralised, in render order."""
+    context_role: Optional["Role"] = None
+    """The role of the message the other context (what is neither L0 nor a turn) is sent in: `user` where any of it is of unverified or untrusted origin, which never carries system authority; `system` otherwise; none where the pack has none."""
+    quoted_lines: int = UNSET
+    """How many lines of the flat text begin with the quote (`> `) the pack writes so that no byte of untrusted origin begins a line: every line of a fenced text, every line of a turn after its header. Each costs about a token, counted in the entry's tokens."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -1756,7 +1760,7 @@ def _d_CompressionOutcome(o):
     return CompressionOutcome(tag, v)
 def _d_FenceReport(o):
     g = o.get
-    return FenceReport(keyed=o["keyed"], stripped=(g("stripped") or []), defused=(g("defused") or []))
+    return FenceReport(keyed=o["keyed"], stripped=(g("stripped") or []), defused=(g("defused") or []), context_role=(None if (y := g("context-role")) is None else _d_Role(y)), quoted_lines=o["quoted-lines"])
 def _d_Snapshot(o):
     g = o.get
     return Snapshot(id=o["id"], tenant_id=g("tenant-id"), project_id=g("project-id"), run_id=g("run-id"), attempt_id=g("attempt-id"), scopes=(g("scopes") or []), tokenizer=_d_Tokenizer(o["tokenizer"]), model=(None if (y := g("model")) is None else _d_ModelUse(y)), token_budget=o["token-budget"], tokens_used=o["tokens-used"], text_tokens=o["text-tokens"], message_tokens=o["message-tokens"], stable_prefix_tokens=o["stable-prefix-tokens"], cache_prefixes=[_d_CachePrefix(x) for x in (g("cache-prefixes") or [])], content_hash=o["content-hash"], index_revisions=(g("index-revisions") or []), memory_items=(g("memory-items") or []), status=[_d_SnapshotStatus(x) for x in (g("status") or [])], failure=g("failure"), profile=_d_Profile(o["profile"]), plan=_d_Plan(o["plan"]), source_calls=[_d_SourceCall(x) for x in (g("source-calls") or [])], compressions=[_d_SectionCompression(x) for x in (g("compressions") or [])], fence=_d_FenceReport(o["fence"]), chat=(None if (y := g("chat")) is None else _d_ChatReport(y)), entries=LazyList((g("entries") or []), _d_SnapshotEntry))
@@ -2093,7 +2097,7 @@ _SCHEMA = {
     "SourceOutcome": ("variant", SourceOutcome, {"answered": 'u32', "failed": 'string', "skipped": 'string'}),
     "SectionCompression": ("record", SectionCompression, [("section", "section", ['ref', 'Section']), ("target_tokens", "target-tokens", 'u32'), ("outcome", "outcome", ['ref', 'CompressionOutcome'])]),
     "CompressionOutcome": ("variant", CompressionOutcome, {"summarized": 'u32', "cut": 'string', "skipped": 'string', "whole": 'string'}),
-    "FenceReport": ("record", FenceReport, [("keyed", "keyed", 'bool'), ("stripped", "stripped", ['list', 'string']), ("defused", "defused", ['list', 'string'])]),
+    "FenceReport": ("record", FenceReport, [("keyed", "keyed", 'bool'), ("stripped", "stripped", ['list', 'string']), ("defused", "defused", ['list', 'string']), ("context_role", "context-role", ['option', ['ref', 'Role']]), ("quoted_lines", "quoted-lines", 'u32')]),
     "Snapshot": ("record", Snapshot, [("id", "id", 'string'), ("tenant_id", "tenant-id", ['option', 'string']), ("project_id", "project-id", ['option', 'string']), ("run_id", "run-id", ['option', 'string']), ("attempt_id", "attempt-id", ['option', 'string']), ("scopes", "scopes", ['list', 'string']), ("tokenizer", "tokenizer", ['ref', 'Tokenizer']), ("model", "model", ['option', ['ref', 'ModelUse']]), ("token_budget", "token-budget", 'u32'), ("tokens_used", "tokens-used", 'u32'), ("text_tokens", "text-tokens", 'u32'), ("message_tokens", "message-tokens", 'u32'), ("stable_prefix_tokens", "stable-prefix-tokens", 'u32'), ("cache_prefixes", "cache-prefixes", ['list', ['ref', 'CachePrefix']]), ("content_hash", "content-hash", 'string'), ("index_revisions", "index-revisions", ['list', 'string']), ("memory_items", "memory-items", ['list', 'string']), ("status", "status", ['list', ['ref', 'SnapshotStatus']]), ("failure", "failure", ['option', 'string']), ("profile", "profile", ['ref', 'Profile']), ("plan", "plan", ['ref', 'Plan']), ("source_calls", "source-calls", ['list', ['ref', 'SourceCall']]), ("compressions", "compressions", ['list', ['ref', 'SectionCompression']]), ("fence", "fence", ['ref', 'FenceReport']), ("chat", "chat", ['option', ['ref', 'ChatReport']]), ("entries", "entries", ['list', ['ref', 'SnapshotEntry']])]),
     "CacheBoundary": ("enum", CacheBoundary),
     "CachePrefix": ("record", CachePrefix, [("boundary", "boundary", ['ref', 'CacheBoundary']), ("messages", "messages", 'u32'), ("tokens", "tokens", 'u32'), ("hash", "hash", 'string'), ("cacheable", "cacheable", 'bool')]),

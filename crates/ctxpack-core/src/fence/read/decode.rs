@@ -198,8 +198,8 @@ impl Escape {
         }
     }
 
-    /// An HTML entity's step: `&name;`, a legacy name without `;`, `&#N;`,
-    /// `&#xN;` (the `;` optional for numbers).
+    /// An HTML entity's step: `&name;`, a name without `;` (see
+    /// [`legacy`]), `&#N;`, `&#xN;` (the `;` optional for numbers).
     fn entity(self, c: char, read: &[Unit]) -> Step {
         let hex = c.to_digit(16);
         match self {
@@ -209,9 +209,15 @@ impl Escape {
                 _ => Step::Fail,
             },
             Escape::Name(n) => match c {
-                ';' => Step::Done(named(read).unwrap_or(UNKNOWN_ENTITY)),
+                ';' => match named(read) {
+                    Some(d) => Step::Done(d),
+                    None => match legacy(read, false) {
+                        Some((d, len)) => Step::DoneBefore(d, len),
+                        None => Step::Done(UNKNOWN_ENTITY),
+                    },
+                },
                 c if c.is_ascii_alphanumeric() && n < 32 => Step::More(Escape::Name(n + 1)),
-                _ => match legacy(read) {
+                c => match legacy(read, c != '=' && !c.is_ascii_alphanumeric()) {
                     Some((d, len)) => Step::DoneBefore(d, len),
                     None => Step::Fail,
                 },
@@ -308,7 +314,7 @@ impl Escape {
     fn at_end(self, read: &[Unit]) -> Option<(char, usize)> {
         match self {
             Escape::Decimal(v) | Escape::Hex(v) => Some((code_point(v), read.len())),
-            Escape::Name(_) => legacy(read),
+            Escape::Name(_) => legacy(read, true),
             _ => None,
         }
     }
@@ -356,82 +362,231 @@ fn code_point(v: u32) -> char {
 }
 
 /// The named entities this reading decodes (the others read as any
-/// character): those that decode to what begins an escape, and to the
-/// brackets, slashes, bars, colons and spaces the rendered context's
-/// structures are made of.
+/// character or nothing): see [`NAMED`].
 fn named(name: &[Unit]) -> Option<char> {
-    if name.len() > 16 {
+    lookup(name).map(|(c, _)| c)
+}
+
+/// The entry of [`NAMED`] for `name`: what it decodes to, and whether
+/// HTML reads it without its semicolon.
+fn lookup(name: &[Unit]) -> Option<(char, bool)> {
+    if name.len() > LONGEST_NAME {
         return None;
     }
-    let mut buf = [0u8; 16];
+    let mut buf = [0u8; LONGEST_NAME];
     for (b, u) in buf.iter_mut().zip(name) {
         *b = u8::try_from(u32::from(u.c)).unwrap_or(0);
     }
     let name = &buf[..name.len()];
     NAMED
-        .binary_search_by(|&(n, _)| n.as_bytes().cmp(name))
+        .binary_search_by(|&(n, _, _)| n.as_bytes().cmp(name))
         .ok()
-        .map(|i| NAMED[i].1)
+        .map(|i| (NAMED[i].1, NAMED[i].2))
 }
 
-/// The named entities [`named`] decodes, sorted by name.
-pub(super) static NAMED: [(&str, char); 49] = [
-    ("AMP", '&'),
-    ("GT", '>'),
-    ("LT", '<'),
-    ("LeftAngleBracket", '\u{27e8}'),
-    ("NewLine", '\n'),
-    ("NoBreak", '\u{2060}'),
-    ("NonBreakingSpace", '\u{a0}'),
-    ("QUOT", '"'),
-    ("RightAngleBracket", '\u{27e9}'),
-    ("Tab", '\t'),
-    ("UnderBar", '_'),
-    ("VerticalLine", '|'),
-    ("ZeroWidthSpace", '\u{200b}'),
-    ("amp", '&'),
-    ("apos", '\''),
-    ("bsol", '\\'),
-    ("colon", ':'),
-    ("frasl", '\u{2044}'),
-    ("gt", '>'),
-    ("lang", '\u{27e8}'),
-    ("langle", '\u{27e8}'),
-    ("laquo", '\u{ab}'),
-    ("lbrace", '{'),
-    ("lbrack", '['),
-    ("lcub", '{'),
-    ("lowbar", '_'),
-    ("lsaquo", '\u{2039}'),
-    ("lsqb", '['),
-    ("lt", '<'),
-    ("nbsp", '\u{a0}'),
-    ("num", '#'),
-    ("percnt", '%'),
-    ("quot", '"'),
-    ("rang", '\u{27e9}'),
-    ("rangle", '\u{27e9}'),
-    ("raquo", '\u{bb}'),
-    ("rbrace", '}'),
-    ("rbrack", ']'),
-    ("rcub", '}'),
-    ("rsaquo", '\u{203a}'),
-    ("rsqb", ']'),
-    ("semi", ';'),
-    ("shy", '\u{ad}'),
-    ("sol", '/'),
-    ("verbar", '|'),
-    ("vert", '|'),
-    ("zwj", '\u{200d}'),
-    ("zwnj", '\u{200c}'),
-    ("zwsp", '\u{200b}'),
+/// The longest name [`NAMED`] may hold (its longest has 21 letters).
+const LONGEST_NAME: usize = 24;
+
+/// The named entities this reading decodes, sorted by name, each with
+/// what it decodes to and whether HTML reads it without its semicolon
+/// too. They are HTML's own, copied from its table
+/// (<https://html.spec.whatwg.org/entities.json>) rather than derived:
+///
+/// - those that decode to what begins an escape, and to the brackets,
+///   slashes, bars, colons and spaces the rendered context's structures
+///   are made of;
+/// - every one that decodes to a character this reading drops (a format
+///   character or a space: `&NegativeMediumSpace;`, `&InvisibleTimes;`,
+///   `&NoBreak;`, …), so that it reads as nothing, not as any character;
+/// - HTML's legacy set, the 106 names it reads without a semicolon (`&lt`,
+///   `&laquo`, `&uacute`; the last of the column `true`), which the
+///   standard has frozen.
+///
+/// (And `&zwsp;`, which is not HTML's, but is written for U+200B.)
+pub(super) static NAMED: [(&str, char, bool); 167] = [
+    ("AElig", '\u{c6}', true),
+    ("AMP", '&', true),
+    ("Aacute", '\u{c1}', true),
+    ("Acirc", '\u{c2}', true),
+    ("Agrave", '\u{c0}', true),
+    ("ApplyFunction", '\u{2061}', false),
+    ("Aring", '\u{c5}', true),
+    ("Atilde", '\u{c3}', true),
+    ("Auml", '\u{c4}', true),
+    ("COPY", '\u{a9}', true),
+    ("Ccedil", '\u{c7}', true),
+    ("ETH", '\u{d0}', true),
+    ("Eacute", '\u{c9}', true),
+    ("Ecirc", '\u{ca}', true),
+    ("Egrave", '\u{c8}', true),
+    ("Euml", '\u{cb}', true),
+    ("GT", '>', true),
+    ("Iacute", '\u{cd}', true),
+    ("Icirc", '\u{ce}', true),
+    ("Igrave", '\u{cc}', true),
+    ("InvisibleComma", '\u{2063}', false),
+    ("InvisibleTimes", '\u{2062}', false),
+    ("Iuml", '\u{cf}', true),
+    ("LT", '<', true),
+    ("LeftAngleBracket", '\u{27e8}', false),
+    ("MediumSpace", '\u{205f}', false),
+    ("NegativeMediumSpace", '\u{200b}', false),
+    ("NegativeThickSpace", '\u{200b}', false),
+    ("NegativeThinSpace", '\u{200b}', false),
+    ("NegativeVeryThinSpace", '\u{200b}', false),
+    ("NewLine", '\u{a}', false),
+    ("NoBreak", '\u{2060}', false),
+    ("NonBreakingSpace", '\u{a0}', false),
+    ("Ntilde", '\u{d1}', true),
+    ("Oacute", '\u{d3}', true),
+    ("Ocirc", '\u{d4}', true),
+    ("Ograve", '\u{d2}', true),
+    ("Oslash", '\u{d8}', true),
+    ("Otilde", '\u{d5}', true),
+    ("Ouml", '\u{d6}', true),
+    ("QUOT", '"', true),
+    ("REG", '\u{ae}', true),
+    ("RightAngleBracket", '\u{27e9}', false),
+    ("THORN", '\u{de}', true),
+    ("Tab", '\u{9}', false),
+    ("ThickSpace", '\u{205f}', false),
+    ("ThinSpace", '\u{2009}', false),
+    ("Uacute", '\u{da}', true),
+    ("Ucirc", '\u{db}', true),
+    ("Ugrave", '\u{d9}', true),
+    ("UnderBar", '_', false),
+    ("Uuml", '\u{dc}', true),
+    ("VerticalLine", '|', false),
+    ("VeryThinSpace", '\u{200a}', false),
+    ("Yacute", '\u{dd}', true),
+    ("ZeroWidthSpace", '\u{200b}', false),
+    ("aacute", '\u{e1}', true),
+    ("acirc", '\u{e2}', true),
+    ("acute", '\u{b4}', true),
+    ("aelig", '\u{e6}', true),
+    ("af", '\u{2061}', false),
+    ("agrave", '\u{e0}', true),
+    ("amp", '&', true),
+    ("apos", '\'', false),
+    ("aring", '\u{e5}', true),
+    ("atilde", '\u{e3}', true),
+    ("auml", '\u{e4}', true),
+    ("brvbar", '\u{a6}', true),
+    ("bsol", '\\', false),
+    ("ccedil", '\u{e7}', true),
+    ("cedil", '\u{b8}', true),
+    ("cent", '\u{a2}', true),
+    ("colon", ':', false),
+    ("copy", '\u{a9}', true),
+    ("curren", '\u{a4}', true),
+    ("deg", '\u{b0}', true),
+    ("divide", '\u{f7}', true),
+    ("eacute", '\u{e9}', true),
+    ("ecirc", '\u{ea}', true),
+    ("egrave", '\u{e8}', true),
+    ("emsp", '\u{2003}', false),
+    ("emsp13", '\u{2004}', false),
+    ("emsp14", '\u{2005}', false),
+    ("ensp", '\u{2002}', false),
+    ("eth", '\u{f0}', true),
+    ("euml", '\u{eb}', true),
+    ("frac12", '\u{bd}', true),
+    ("frac14", '\u{bc}', true),
+    ("frac34", '\u{be}', true),
+    ("frasl", '\u{2044}', false),
+    ("gt", '>', true),
+    ("hairsp", '\u{200a}', false),
+    ("iacute", '\u{ed}', true),
+    ("ic", '\u{2063}', false),
+    ("icirc", '\u{ee}', true),
+    ("iexcl", '\u{a1}', true),
+    ("igrave", '\u{ec}', true),
+    ("iquest", '\u{bf}', true),
+    ("it", '\u{2062}', false),
+    ("iuml", '\u{ef}', true),
+    ("lang", '\u{27e8}', false),
+    ("langle", '\u{27e8}', false),
+    ("laquo", '\u{ab}', true),
+    ("lbrace", '{', false),
+    ("lbrack", '[', false),
+    ("lcub", '{', false),
+    ("lowbar", '_', false),
+    ("lrm", '\u{200e}', false),
+    ("lsaquo", '\u{2039}', false),
+    ("lsqb", '[', false),
+    ("lt", '<', true),
+    ("macr", '\u{af}', true),
+    ("micro", '\u{b5}', true),
+    ("middot", '\u{b7}', true),
+    ("nbsp", '\u{a0}', true),
+    ("not", '\u{ac}', true),
+    ("ntilde", '\u{f1}', true),
+    ("num", '#', false),
+    ("numsp", '\u{2007}', false),
+    ("oacute", '\u{f3}', true),
+    ("ocirc", '\u{f4}', true),
+    ("ograve", '\u{f2}', true),
+    ("ordf", '\u{aa}', true),
+    ("ordm", '\u{ba}', true),
+    ("oslash", '\u{f8}', true),
+    ("otilde", '\u{f5}', true),
+    ("ouml", '\u{f6}', true),
+    ("para", '\u{b6}', true),
+    ("percnt", '%', false),
+    ("plusmn", '\u{b1}', true),
+    ("pound", '\u{a3}', true),
+    ("puncsp", '\u{2008}', false),
+    ("quot", '"', true),
+    ("rang", '\u{27e9}', false),
+    ("rangle", '\u{27e9}', false),
+    ("raquo", '\u{bb}', true),
+    ("rbrace", '}', false),
+    ("rbrack", ']', false),
+    ("rcub", '}', false),
+    ("reg", '\u{ae}', true),
+    ("rlm", '\u{200f}', false),
+    ("rsaquo", '\u{203a}', false),
+    ("rsqb", ']', false),
+    ("sect", '\u{a7}', true),
+    ("semi", ';', false),
+    ("shy", '\u{ad}', true),
+    ("sol", '/', false),
+    ("sup1", '\u{b9}', true),
+    ("sup2", '\u{b2}', true),
+    ("sup3", '\u{b3}', true),
+    ("szlig", '\u{df}', true),
+    ("thinsp", '\u{2009}', false),
+    ("thorn", '\u{fe}', true),
+    ("times", '\u{d7}', true),
+    ("uacute", '\u{fa}', true),
+    ("ucirc", '\u{fb}', true),
+    ("ugrave", '\u{f9}', true),
+    ("uml", '\u{a8}', true),
+    ("uuml", '\u{fc}', true),
+    ("verbar", '|', false),
+    ("vert", '|', false),
+    ("yacute", '\u{fd}', true),
+    ("yen", '\u{a5}', true),
+    ("yuml", '\u{ff}', true),
+    ("zwj", '\u{200d}', false),
+    ("zwnj", '\u{200c}', false),
+    ("zwsp", '\u{200b}', false),
 ];
 
-/// A named entity HTML reads without its semicolon, at the start of
-/// `name` (`&ltu` is `<` and `u`): what it decodes to and its length.
-fn legacy(name: &[Unit]) -> Option<(char, usize)> {
-    (2..=name.len().min(4)).rev().find_map(|len| {
-        let c = named(&name[..len])?;
-        matches!(c, '&' | '<' | '>' | '"' | '\u{a0}').then_some((c, len))
-    })
+/// An entity written without its semicolon, or with one after a name
+/// this reading does not know, read as HTML reads it: the longest name of
+/// HTML's legacy set that `name` starts with (`&ltu` is `<` and `u`,
+/// `&notit;` is `¬` and `it;`), or else, where `whole` (a name ended by
+/// neither a letter, a digit nor `=`), any name this reading knows
+/// (`&lsqb user]`). Returns what it decodes to and its length.
+fn legacy(name: &[Unit], whole: bool) -> Option<(char, usize)> {
+    if whole && let Some(c) = named(name) {
+        return Some((c, name.len()));
+    }
+    (2..=name.len().min(6))
+        .rev()
+        .find_map(|len| match lookup(&name[..len]) {
+            Some((c, true)) => Some((c, len)),
+            _ => None,
+        })
 }
