@@ -21,6 +21,25 @@
 //! fence, end the head it is written in, or pass for a role header, a
 //! citation head or a chat format's marker.**
 //!
+//! **By construction**, whatever a text spells:
+//!
+//! - **No untrusted byte begins a line.** Inside a fence every line of
+//!   the text begins with [`QUOTE`] (`> `), written by the pack alone
+//!   ([`quote`]); the closing marker is the one unquoted line. In the flat
+//!   text every line of a turn after its `[role] ` header is quoted the
+//!   same way (see `crate::conversation`). A forged closer, header or
+//!   citation can only sit in the middle of a quoted line.
+//! - **No authority.** Context holding text of unverified or untrusted
+//!   origin is sent in a user message, never a system or developer one
+//!   (see `crate::render`'s `context_role`); the snapshot's
+//!   `fence.context-role` says which.
+//! - **Derived text keeps its origin.** A summary of untrusted text is
+//!   untrusted and fenced; the summariser is given its members framed
+//!   with [`Nonce::summariser`], never the pack's nonce.
+//! - **The model's control tokens** ([`Controls`], from the request's
+//!   tokenizer) are neutralised in every host text and turn.
+//!
+//! **By recognition**, as defence in depth, the rest of this module:
 //! - **What is removed.** Control characters other than tab, line feed
 //!   and carriage return, and tag characters (U+E0000–U+E007F, invisible,
 //!   yet read by models: "ASCII smuggling"), are removed from every host
@@ -36,10 +55,12 @@
 //!   entries. The structures: a fence *marker* (an opening bracket,
 //!   punctuation, the word `untrusted`, anywhere); a *chat format's
 //!   marker* (`<|im_start|>` and every `<|…|>`, `<start_of_turn>`,
-//!   `[INST]`, `<<SYS>>`, `[TOOL_RESULTS]`, …, anywhere: a self-hosted
-//!   model's tokenizer may read them as its own control tokens); and at
-//!   the start of a line (only invisible characters before it) a *role
-//!   header* (`[user]`, `［ｓｙｓｔｅｍ］`) or a *citation head*
+//!   `[INST]`, `<<SYS>>`, `[TOOL_RESULTS]`, `</s>`, `<think>`, …,
+//!   anywhere: a self-hosted model's tokenizer may read them as its own
+//!   control tokens); and at the start of a line (only invisible
+//!   characters, quote marks `>` and spaces before it; a literal `\n`,
+//!   `<br>` or `</p><p>` counts as a line break) a *role header*
+//!   (`[user]`, `[developer]`, `［ｓｙｓｔｅｍ］`) or a *citation head*
 //!   (`[source:`). Every host text, of whatever tier, every turn, of
 //!   whatever role, and every stage summary is written so; only L0, the
 //!   operator's own text, is rendered as given.
@@ -57,20 +78,21 @@
 //!   context can compute, and the snapshot's `fence.keyed` says so. Either
 //!   way it is the same for every fence of a pack and across the turns of
 //!   a session, so packs stay deterministic and prompt caches hit.
-//! - **The conversation** is rendered `[role] content` in the flat text and
-//!   as messages of their own roles, the same content in both. Turns are
-//!   not fenced, tool results and user turns included: a fence costs some
-//!   twenty tokens a turn in both forms, the messages form already
-//!   separates them by role, and no line of a turn can pass for a
-//!   structure. A tool output an application wants fenced goes in as a
-//!   candidate of section `tool-results` and tier `untrusted`.
+//! - **The conversation** is rendered `[role] content` in the flat text,
+//!   every line after the header quoted, and as messages of their own
+//!   roles, the same content unquoted. Turns are not fenced, tool results
+//!   and user turns included: a fence costs some twenty tokens a turn in
+//!   both forms, the messages form already separates them by role, and no
+//!   line of a turn but its header begins a line of the flat text. A tool
+//!   output an application wants fenced goes in as a candidate of section
+//!   `tool-results` and tier `untrusted`.
 //!
 //! What a key protects, and what it does not: it keeps the nonce from
 //! anyone who does not see a rendered pack (or its snapshot's content),
 //! so a store cannot write the exact closing marker even in a spelling no
 //! folding foresees. It does not hide the nonce from whoever sees a
-//! rendered pack — the model provider, logs of prompts, a summariser given
-//! the framed texts — and the nonce stays the same across a session. And
+//! rendered pack — the model provider, logs of prompts — and the nonce
+//! stays the same across a session. And
 //! nothing here reads a text's meaning: a fenced text can still *say* in
 //! words that the untrusted part ends here, or leave a code block or
 //! comment open; the nonce is what lets a model tell ctxpack's marker
