@@ -291,7 +291,7 @@ static BREAK: LazyLock<Regex> =
 /// What begins every quoted line.
 pub const QUOTE: &str = "> ";
 
-/// `text` with [`QUOTE`] after every line break (and before its first
+/// `text` with `QUOTE` after every line break (and before its first
 /// line if `first`): a turn's content as the flat text writes it, or a
 /// fenced body.
 pub fn quoted(text: &str, first: bool) -> String {
