@@ -203,7 +203,9 @@ async fn a_compaction_passed_comes_back_for_the_next_turn() {
     assert_eq!(first.json()["compaction"], state);
     let again = post_json(&c, path, "acme", &request).await;
     assert_eq!((again.status, &again.json()["compaction"]), (200, &state));
-    // The summary is sent in the place of the last turn it stands for.
+    // The summary is sent in the place of the last turn it stands for,
+    // as the user's (it summarises what a user wrote: never system
+    // authority), its lines after the header quoted in the flat text.
     let id = first.json()["contextSnapshotId"]
         .as_str()
         .unwrap()
@@ -216,7 +218,7 @@ async fn a_compaction_passed_comes_back_for_the_next_turn() {
     .await;
     assert!(
         text.text().contains(
-            "[system] Summary of the earlier conversation:\nThe user asked what an array is."
+            "[user] Summary of the earlier conversation:\n> The user asked what an array is."
         ),
         "{}",
         text.text()
